@@ -1,0 +1,58 @@
+/* Data sets held in memory as normalized float features and byte labels.
+ *
+ * Sources: Fashion-MNIST (default; Debian's dataset-fashion-mnist in
+ * /usr/share/datasets/fashion-mnist, IDX files, gzip or not), MNIST IDX files (same reader),
+ * CIFAR-10 binary batches, and a seeded synthetic Gaussian-mixture classification set.
+ *
+ *     dataset train, test;
+ *     if (dataset_load("fashion-mnist", NULL, seed, &train, &test) != SS_OK) ...ss_error_message()
+ *     ... dataset_free(&train); dataset_free(&test);
+ */
+#ifndef SS_EMU_DATASET_H
+#define SS_EMU_DATASET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct dataset {
+    char name[64];   /* "fashion-mnist", "mnist", "cifar10", "synthetic" */
+    size_t n;        /* samples */
+    int c, h, w;     /* shape of one sample; features per sample D = c*h*w */
+    int classes;     /* K */
+    float *x;        /* (n, D) normalized: (pixel/255 - mean) / std, per channel over the train set */
+    uint8_t *y;      /* (n) labels in [0, K) */
+} dataset;
+
+static inline size_t dataset_features(const dataset *d) {
+    return (size_t)d->c * d->h * d->w;
+}
+
+/* Loads a train/test pair. `spec` is "fashion-mnist", "mnist", "cifar10", "synthetic" or a
+ * directory path (its format detected from the files it holds). `dir` overrides the directory
+ * for the named sets (NULL: fashion-mnist -> /usr/share/datasets/fashion-mnist, mnist ->
+ * /usr/share/datasets/mnist, cifar10 -> must be given). Test-set normalization uses the train
+ * set's statistics. Errors: SS_EINPUT naming the file and what was expected (size, magic), or the
+ * directories tried and the Debian package that provides the set; SS_EUSAGE for a bad spec. */
+int dataset_load(const char *spec, const char *dir, uint64_t seed, dataset *train, dataset *test);
+
+/* Synthetic set: K classes of Gaussian clusters in D = c*h*w dimensions, drawn from the seed. */
+typedef struct synthetic_spec {
+    size_t n_train, n_test; /* default 8000, 2000 */
+    int classes;            /* default 10 */
+    int c, h, w;            /* default 1, 28, 28 */
+    double separation;      /* distance scale of class means (default 1.0; larger is easier) */
+} synthetic_spec;
+void synthetic_spec_default(synthetic_spec *s);
+int dataset_synthetic(const synthetic_spec *spec, uint64_t seed, dataset *train, dataset *test);
+
+/* IDX reader (MNIST format, optional gzip): images (n, rows, cols) bytes or labels (n) bytes.
+ * Checks magic, dimensions and the exact size; truncated or corrupt files give SS_EINPUT with
+ * the file name and the expected size. Caller frees *data with free(). */
+int idx_read(const char *path, int expect_dims, uint8_t **data, size_t dims[3]);
+
+/* CIFAR-10 binary batch (records of 1 label byte + 3072 pixel bytes). Appends to out arrays. */
+int cifar10_read_batch(const char *path, uint8_t **pixels, uint8_t **labels, size_t *n);
+
+void dataset_free(dataset *d);
+
+#endif

@@ -1,0 +1,80 @@
+/* Models: a list of layers plus one flat parameter vector and one flat gradient vector on the
+ * device, with per-layer views. Aggregation (averaging replicas) is therefore one vector op on
+ * model_params(). Forward/backward FLOPs are counted exactly by the layers (a multiply-add is 2
+ * FLOPs), because simulated compute time comes from them.
+ *
+ * Legend: B batch, D = C*H*W input features per sample, K classes.
+ *
+ *     model_spec spec; model_spec_default(&spec, MODEL_ARCH_MLP, 1, 28, 28, 10);
+ *     model *m; model_create(dev, &spec, seed, &m);
+ *     double loss = model_forward_backward(m, x, y, B);   // grads = d(mean loss)/d(params)
+ *     sgd_step(...model_params(m), model_grads(m)...);
+ */
+#ifndef SS_KERNELS_MODEL_H
+#define SS_KERNELS_MODEL_H
+
+#include "kernels/device.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum model_arch { MODEL_ARCH_LOGREG = 0, MODEL_ARCH_MLP = 1, MODEL_ARCH_CNN = 2 } model_arch;
+
+#define MODEL_MAX_HIDDEN 8
+#define MODEL_MAX_LAYERS 32
+
+typedef struct model_spec {
+    model_arch arch;
+    int in_c, in_h, in_w;           /* input shape of one sample */
+    int classes;                    /* K */
+    int n_hidden;                   /* mlp: number of hidden dense layers */
+    int hidden[MODEL_MAX_HIDDEN];   /* mlp: their widths (default 256, 256) */
+    int conv_channels[2];           /* cnn: output channels of the two conv blocks (default 32, 64) */
+    int cnn_dense;                  /* cnn: width of the first dense layer (default 128) */
+} model_spec;
+
+/* A view of one parameter tensor inside the flat vector. */
+typedef struct model_view {
+    char name[32];  /* "dense1.weight", "conv2.bias", ... */
+    size_t offset;  /* in floats from the start of model_params() */
+    size_t count;   /* floats */
+} model_view;
+
+typedef struct model model;
+
+/* Default spec for an architecture and input shape: logreg, mlp 784-256-256-10, LeNet-like cnn
+ * (conv5x5(32)+relu+maxpool2, conv5x5(64)+relu+maxpool2, dense(128)+relu, dense(K)). */
+void model_spec_default(model_spec *spec, model_arch arch, int in_c, int in_h, int in_w,
+                        int classes);
+/* Parses "logreg", "mlp", "mlp:512,128" (hidden widths) or "cnn"; SS_EUSAGE names valid ones. */
+int model_spec_parse(model_spec *spec, const char *text, int in_c, int in_h, int in_w, int classes);
+const char *model_arch_name(model_arch arch);
+
+/* Creates the model on dev with parameters initialized deterministically from seed (He-uniform
+ * weights, zero biases) for batches of at most max_batch samples. */
+int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_batch, model **out);
+void model_destroy(model *m);
+
+size_t model_param_count(const model *m);
+float *model_params(model *m);       /* (P) device buffer */
+float *model_grads(model *m);        /* (P) device buffer, filled by model_forward_backward */
+int model_view_count(const model *m);
+const model_view *model_view_at(const model *m, int i);
+device *model_device(const model *m);
+const model_spec *model_get_spec(const model *m);
+
+/* Exact FLOPs for one sample: forward, and backward (gradients of inputs and of parameters). */
+double model_forward_flops_per_sample(const model *m);
+double model_backward_flops_per_sample(const model *m);
+double model_param_bytes(const model *m); /* 4 * P */
+
+/* One training pass on a batch: x (B, D) and y (B) are host arrays; B <= max_batch. Fills
+ * model_grads() with the gradient of the mean softmax cross-entropy over the batch and returns
+ * that mean loss (NaN/Inf are returned as they are: the caller decides it diverged). */
+double model_forward_backward(model *m, const float *x, const uint8_t *y, int batch);
+
+/* Evaluates on n samples (processed in chunks of max_batch): mean loss and number correct. */
+void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double *mean_loss,
+                    size_t *correct);
+
+#endif
