@@ -1,10 +1,148 @@
 #include "cli/cli.h"
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "common/status.h"
+#include "kernels/bench.h"
+#include "sim/bench_network.h"
+#include "sim/platform_gen.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct subcommand {
+    const char *name;    /* the word after `syncsim` */
+    unsigned command;    /* CMD_* bit: which rows of the option table apply */
+    const char *usage;   /* first line of --help */
+    const char *summary; /* one line in `syncsim --help` */
+    int (*run)(const run_config *cfg, const char *target);
+} subcommand;
+
+static int run_train(const run_config *cfg, const char *target) {
+    (void)target;
+    return cmd_train(cfg);
+}
+
+static int run_compare(const run_config *cfg, const char *target) {
+    (void)target;
+    return cmd_compare(cfg);
+}
+
+static int run_platform(const run_config *cfg, const char *target) {
+    (void)target;
+    platform_gen_spec s = platform_gen_default();
+    int rc;
+    s.n_hosts = cfg->hosts;
+    s.n_ps = cfg->ps_hosts;
+    s.efficiency = cfg->gpu_efficiency;
+    if ((rc = platform_parse_bandwidth("--bandwidth", cfg->bandwidth, &s.bandwidth_bps)) ||
+        (rc = platform_parse_latency("--latency", cfg->latency, &s.latency_s)) ||
+        (rc = platform_parse_topology("--topology", cfg->topology, &s.topology)) ||
+        (rc = platform_parse_gpu("--gpu", cfg->gpu, &s.gpu)))
+        return rc;
+    return platform_generate(&s, stdout);
+}
+
+static int run_bench(const run_config *cfg, const char *target) {
+    if (!strcmp(target, "kernels")) return bench_kernels(cfg->device, cfg->batch, stdout);
+    bench_network_opts o = bench_network_default();
+    char list[RUN_CONFIG_TEXT];
+    snprintf(list, sizeof list, "%s", cfg->bench_hosts);
+    o.n_sizes = 0;
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        char *end;
+        long v = strtol(tok, &end, 10);
+        if (*end || v < 2 || v > 65536)
+            return ss_error_set(SS_EUSAGE, "--sizes: '%s' is not a host count in [2, 65536]", tok);
+        if (o.n_sizes == BENCH_NETWORK_MAX_SIZES)
+            return ss_error_set(SS_EUSAGE, "--sizes: at most %d values", BENCH_NETWORK_MAX_SIZES);
+        o.hosts[o.n_sizes++] = (int)v;
+    }
+    o.bytes = cfg->bench_bytes;
+    o.max_smpi_hosts = cfg->max_smpi_hosts;
+    return bench_network(&o, stdout);
+}
+
+static const subcommand subcommands[] = {
+    {"train", CMD_TRAIN, "syncsim train [options]",
+     "train for real: one worker, or N emulated workers under a policy on a simulated cluster",
+     run_train},
+    {"compare", CMD_COMPARE, "syncsim compare [options]",
+     "the same training under several policies and networks: table, compare.csv, plot",
+     run_compare},
+    {"platform", CMD_PLATFORM, "syncsim platform [options] > FILE.xml",
+     "print a SimGrid platform of GPU hosts (star or fat-tree, optional PS hosts)", run_platform},
+    {"bench", CMD_BENCH, "syncsim bench kernels|network [options]",
+     "benchmarks: training throughput against SGEMM; all-reduce against SMPI", run_bench},
+};
+#define SUBCOMMAND_COUNT ((int)(sizeof subcommands / sizeof subcommands[0]))
+
+static void print_main_help(FILE *out) {
+    fprintf(out,
+            "syncsim %s: distributed-training synchronization policies, emulated with real\n"
+            "gradients inside a SimGrid network simulation.\n\n"
+            "usage: syncsim COMMAND [options]      (syncsim COMMAND --help for its options)\n\n"
+            "commands:\n",
+            SYNCSIM_VERSION);
+    for (int i = 0; i < SUBCOMMAND_COUNT; i++)
+        fprintf(out, "  %-10s %s\n", subcommands[i].name, subcommands[i].summary);
+    fprintf(out,
+            "\nexit codes: 0 ok, 1 runtime error, 2 usage error, 3 training diverged (outputs\n"
+            "complete, status \"diverged\"), 130 interrupted (outputs complete)\n");
+}
+
+static int fail(int status) {
+    fprintf(stderr, "syncsim: %s\n", ss_error_message());
+    return ss_status_exit_code(status);
+}
 
 int cli_main(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    puts("syncsim " SYNCSIM_VERSION);
-    return 0;
+    if (argc < 2) {
+        print_main_help(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        print_main_help(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("syncsim %s\n", SYNCSIM_VERSION);
+        return 0;
+    }
+    const subcommand *sc = NULL;
+    for (int i = 0; i < SUBCOMMAND_COUNT; i++)
+        if (!strcmp(argv[1], subcommands[i].name)) sc = &subcommands[i];
+    if (!sc) {
+        fprintf(stderr,
+                "syncsim: unknown command '%s' (valid: train, compare, platform, bench; "
+                "see syncsim --help)\n",
+                argv[1]);
+        return 2;
+    }
+    int first = 2;
+    const char *target = "";
+    if (sc->command == CMD_BENCH) {
+        /* `bench` takes a target word before its options. */
+        if (argc >= 3 && !strcmp(argv[2], "--help")) {
+            options_print_help(sc->command, sc->usage, stdout);
+            return 0;
+        }
+        if (argc < 3 || (strcmp(argv[2], "kernels") && strcmp(argv[2], "network"))) {
+            fprintf(stderr, "syncsim: bench needs a target: kernels or network%s%s%s\n",
+                    argc >= 3 ? " (not '" : "", argc >= 3 ? argv[2] : "", argc >= 3 ? "')" : "");
+            return 2;
+        }
+        target = argv[2];
+        first = 3;
+    }
+    run_config cfg;
+    int rc = options_parse(sc->command, argc - first, argv + first, &cfg);
+    if (rc != SS_OK) return fail(rc);
+    if (cfg.help) {
+        options_print_help(sc->command, sc->usage, stdout);
+        return 0;
+    }
+    rc = sc->run(&cfg, target);
+    if (rc != SS_OK && rc != SS_EDIVERGED && rc != SS_EINTERRUPT) return fail(rc);
+    return ss_status_exit_code(rc);
 }

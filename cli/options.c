@@ -1,0 +1,577 @@
+#include "cli/options.h"
+#include "common/status.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum opt_type {
+    OPT_TYPE_U64,    /* unsigned 64-bit integer (seeds) */
+    OPT_TYPE_INT,    /* int within [min, max] */
+    OPT_TYPE_LONG,   /* long within [min, max] */
+    OPT_TYPE_DOUBLE, /* finite real within [min, max] */
+    OPT_TYPE_STRING, /* free text (paths, specs parsed by their module) */
+    OPT_TYPE_CHOICE, /* one word of `choices` ("a|b|c") */
+    OPT_TYPE_FLAG,   /* no value on the command line; true/false in INI */
+    OPT_TYPE_AUTO    /* auto | yes | no  ->  -1 | 1 | 0 */
+} opt_type;
+
+typedef struct opt_def {
+    const char *name;    /* long option without the dashes; also the INI key */
+    opt_type type;       /* how the value is parsed */
+    size_t offset;       /* target field in run_config */
+    size_t size;         /* STRING/CHOICE: capacity of the target buffer */
+    const char *def;     /* default, as text (NULL: none, empty string/0) */
+    double min, max;     /* INT/LONG/DOUBLE: inclusive range */
+    unsigned commands;   /* CMD_* bits of the subcommands that accept it */
+    const char *choices; /* CHOICE: "a|b|c" */
+    const char *metavar; /* shown in --help */
+    const char *help;    /* one line */
+    unsigned policies;   /* POL_* bits of the policies it applies to; 0 = any */
+} opt_def;
+
+#define F(field) offsetof(run_config, field), sizeof(((run_config *)0)->field)
+#define CMD_RUN  (CMD_TRAIN | CMD_COMPARE)
+#define CMD_ALL  (CMD_TRAIN | CMD_COMPARE | CMD_PLATFORM | CMD_BENCH | CMD_REPLAY | CMD_SWEEP)
+
+/* The one table. Order is the order of --help and of config.ini. The last column limits a row to
+ * some policies (0: any); setting such an option for another policy is an error. */
+#define SIM POL_SIMULATED
+static const opt_def options_table[] = {
+    {"help", OPT_TYPE_FLAG, F(help), NULL, 0, 0, CMD_ALL, NULL, "", "print this help and exit", 0},
+    {"config", OPT_TYPE_STRING, F(config_file), "", 0, 0, CMD_RUN, NULL, "FILE",
+     "read options from an INI file (e.g. a run's config.ini) before the command line", 0},
+    {"seed", OPT_TYPE_U64, F(seed), "1", 0, 0, CMD_RUN, NULL, "S",
+     "seed of every random choice; the same seed gives the same run bit for bit", 0},
+    {"out", OPT_TYPE_STRING, F(out_dir), "out", 0, 0, CMD_RUN, NULL, "DIR",
+     "output directory (created if needed)", 0},
+    {"device", OPT_TYPE_CHOICE, F(device), "auto", 0, 0, CMD_RUN | CMD_BENCH, "auto|cpu|cuda", "D",
+     "compute device; auto takes a usable GPU, else the CPU", 0},
+    {"model", OPT_TYPE_STRING, F(model), "mlp", 0, 0, CMD_RUN, NULL, "M",
+     "logreg | mlp | mlp:W1,W2,... (hidden widths) | cnn", 0},
+    {"dataset", OPT_TYPE_STRING, F(dataset), "fashion-mnist", 0, 0, CMD_RUN, NULL, "NAME|PATH",
+     "fashion-mnist | mnist | cifar10 | synthetic | a directory of IDX or CIFAR-10 files", 0},
+    {"data-dir", OPT_TYPE_STRING, F(data_dir), "", 0, 0, CMD_RUN, NULL, "DIR",
+     "directory of the named data set (default: its Debian package's directory)", 0},
+    {"epochs", OPT_TYPE_DOUBLE, F(epochs), "5", 0.001, 10000, CMD_RUN, NULL, "E",
+     "passes over the training set by all workers together (fractions allowed)", 0},
+    {"batch", OPT_TYPE_INT, F(batch), "64", 1, 65536, CMD_RUN | CMD_BENCH, NULL, "B",
+     "mini-batch size per worker", 0},
+    {"lr", OPT_TYPE_DOUBLE, F(lr), "0.05", 0, 100, CMD_RUN, NULL, "X", "learning rate", 0},
+    {"momentum", OPT_TYPE_DOUBLE, F(momentum), "0.9", 0, 0.9999, CMD_RUN, NULL, "X",
+     "SGD momentum (0 = plain SGD)", 0},
+    {"weight-decay", OPT_TYPE_DOUBLE, F(weight_decay), "0", 0, 1, CMD_RUN, NULL, "X",
+     "L2 weight decay", 0},
+    {"lr-schedule", OPT_TYPE_STRING, F(lr_schedule), "constant", 0, 0, CMD_RUN, NULL, "S",
+     "constant | step[:EPOCHS[:GAMMA]] | cosine[:MIN_LR]", 0},
+    {"eval-every", OPT_TYPE_LONG, F(eval_every), "0", 0, 1e12, CMD_RUN, NULL, "K",
+     "evaluate the test set every K steps (0: once per epoch for one worker, ten times per "
+     "epoch with several); always at the end",
+     0},
+    {"progress", OPT_TYPE_AUTO, F(progress), "auto", 0, 0, CMD_RUN, NULL, "auto|yes|no",
+     "progress bar on stderr (auto: when stderr is a terminal)", 0},
+
+    {"policy", OPT_TYPE_CHOICE, F(policy), "", 0, 0, CMD_TRAIN, "|bsp|ssp|asp|fedavg|selsync", "P",
+     "synchronization policy; without it (and with one worker) train runs without simulation", 0},
+    {"workers", OPT_TYPE_INT, F(workers), "1", 1, 4096, CMD_RUN, NULL, "N",
+     "workers (each a SimGrid actor with a real replica)", 0},
+    {"platform", OPT_TYPE_STRING, F(platform), "", 0, 0, CMD_TRAIN, NULL, "FILE",
+     "SimGrid platform file (default: a star cluster generated from the options below)", SIM},
+    {"bandwidth", OPT_TYPE_STRING, F(bandwidth), "25Gbps", 0, 0, CMD_TRAIN | CMD_PLATFORM, NULL,
+     "BW", "generated platform: link bandwidth (5Gbps, 100Gbps, 1.25GBps...)", SIM},
+    {"latency", OPT_TYPE_STRING, F(latency), "5us", 0, 0, CMD_RUN | CMD_PLATFORM, NULL, "T",
+     "generated platform: link latency (5us, 1ms...)", SIM},
+    {"topology", OPT_TYPE_CHOICE, F(topology), "star", 0, 0, CMD_RUN | CMD_PLATFORM,
+     "star|fat-tree", "T", "generated platform: topology", SIM},
+    {"gpu", OPT_TYPE_CHOICE, F(gpu), "v100", 0, 0, CMD_RUN | CMD_PLATFORM, "v100|a100|h100", "G",
+     "generated platform: GPU class (host speed = its FP32 FLOP/s)", SIM},
+    {"network-model", OPT_TYPE_CHOICE, F(network_model), "LV08", 0, 0, CMD_RUN, "LV08|CM02", "M",
+     "SimGrid network model (CM02: plain flows, for closed forms)", SIM},
+    {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0, CMD_RUN,
+     "ring|ring-coarse|hd|tree|ps", "C",
+     "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
+    {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN, NULL, "BYTES",
+     "cut collective messages into segments of this size (0: whole)", SIM},
+    {"ps-servers", OPT_TYPE_INT, F(ps_servers), "1", 1, 1024, CMD_RUN, NULL, "K",
+     "parameter servers (shards) for ssp, asp or --collective ps", SIM},
+    {"compute", OPT_TYPE_STRING, F(compute), "flops", 0, 0, CMD_RUN, NULL, "MODE",
+     "compute time: flops (counted FLOPs on the host's speed) | measured[:SCALE]", SIM},
+    {"partition", OPT_TYPE_STRING, F(partition), "", 0, 0, CMD_RUN, NULL, "P",
+     "defdp | seldp | seldp-perm | noniid:K (default: seldp for selsync, defdp otherwise)", SIM},
+    {"target-accuracy", OPT_TYPE_DOUBLE, F(target_accuracy), "0", 0, 1, CMD_TRAIN, NULL, "A",
+     "test accuracy whose first simulated time is reported as tta_s (0: none)", SIM},
+    {"trace", OPT_TYPE_FLAG, F(trace), "true", 0, 0, CMD_RUN, NULL, "",
+     "write steps.trace (--trace=false to skip)", SIM},
+
+    {"staleness", OPT_TYPE_LONG, F(staleness), "3", 0, 1e9, CMD_RUN, NULL, "S",
+     "ssp: staleness bound s (asp is s = infinity)", POL_SSP},
+    {"local-steps", OPT_TYPE_LONG, F(local_steps), "8", 1, 1e9, CMD_RUN, NULL, "H",
+     "fedavg: local steps per round", POL_FEDAVG},
+    {"local-epochs", OPT_TYPE_DOUBLE, F(local_epochs), "0", 0, 1000, CMD_RUN, NULL, "E",
+     "fedavg: local epochs per round (over a worker's share; replaces --local-steps)", POL_FEDAVG},
+    {"client-fraction", OPT_TYPE_DOUBLE, F(client_fraction), "1", 0.001, 1, CMD_RUN, NULL, "C",
+     "fedavg: fraction of workers sampled per round", POL_FEDAVG},
+    {"post-local", OPT_TYPE_LONG, F(post_local_after), "0", 0, 1e12, CMD_RUN, NULL, "T",
+     "fedavg: run BSP for the first T steps, then local SGD (post-local SGD)", POL_FEDAVG},
+    {"delta", OPT_TYPE_DOUBLE, F(delta), "0.3", 0, 1e9, CMD_RUN, NULL, "D",
+     "selsync: synchronize when the relative gradient change is >= D (0 = BSP)", POL_SELSYNC},
+    {"ewma-window", OPT_TYPE_INT, F(ewma_window), "25", 0, 1000000, CMD_RUN, NULL, "W",
+     "selsync: first steps that always synchronize while the EWMA warms up", POL_SELSYNC},
+    {"ewma-alpha", OPT_TYPE_DOUBLE, F(ewma_alpha), "0", 0, 1, CMD_RUN, NULL, "A",
+     "selsync: EWMA smoothing factor (0: N/100 for paper, 0.01 for code)", POL_SELSYNC},
+    {"selsync-variant", OPT_TYPE_CHOICE, F(selsync_variant), "paper", 0, 0, CMD_RUN, "paper|code",
+     "V",
+     "selsync: paper (signed Delta of the global norm) or code (|Delta| of summed layer norms, "
+     "smoothed twice)",
+     POL_SELSYNC},
+    {"aggregation", OPT_TYPE_CHOICE, F(aggregation), "pa", 0, 0, CMD_RUN, "pa|ga", "A",
+     "selsync: parameter (pa) or gradient (ga) aggregation on sync steps", POL_SELSYNC},
+    {"selsync-order", OPT_TYPE_CHOICE, F(selsync_order), "step-then-average", 0, 0, CMD_RUN,
+     "step-then-average|average-then-step", "O",
+     "selsync pa: local step before averaging (paper) or after it (public code)", POL_SELSYNC},
+    {"inject-alpha", OPT_TYPE_DOUBLE, F(inject_alpha), "0", 0, 1, CMD_RUN, NULL, "A",
+     "selsync data injection: fraction of workers sharing samples each step", POL_SELSYNC},
+    {"inject-beta", OPT_TYPE_DOUBLE, F(inject_beta), "0", 0, 1, CMD_RUN, NULL, "B",
+     "selsync data injection: fraction of its batch a sharing worker sends", POL_SELSYNC},
+
+    {"policies", OPT_TYPE_STRING, F(policies), "bsp,ssp,fedavg,selsync", 0, 0, CMD_COMPARE, NULL,
+     "LIST", "compare: policies to run", 0},
+    {"networks", OPT_TYPE_STRING, F(networks), "5Gbps,100Gbps", 0, 0, CMD_COMPARE, NULL, "LIST",
+     "compare: link bandwidths of generated clusters, or platform files", 0},
+    {"jobs", OPT_TYPE_INT, F(jobs), "2", 1, 256, CMD_COMPARE, NULL, "J",
+     "compare: runs at once (each in its own process)", 0},
+    {"hosts", OPT_TYPE_INT, F(hosts), "16", 1, 65536, CMD_PLATFORM, NULL, "N",
+     "platform: worker hosts", 0},
+    {"ps", OPT_TYPE_INT, F(ps_hosts), "0", 0, 1024, CMD_PLATFORM, NULL, "K",
+     "platform: parameter-server hosts (role=ps)", 0},
+    {"gpu-efficiency", OPT_TYPE_DOUBLE, F(gpu_efficiency), "1", 0.001, 1, CMD_PLATFORM, NULL, "F",
+     "platform: host speed as a fraction of the GPU's peak FP32 FLOP/s", 0},
+    {"sizes", OPT_TYPE_STRING, F(bench_hosts), "16,64,256,1024", 0, 0, CMD_BENCH, NULL, "LIST",
+     "bench network: host counts", 0},
+    {"bytes", OPT_TYPE_DOUBLE, F(bench_bytes), "1e8", 1, 1e13, CMD_BENCH, NULL, "M",
+     "bench network: all-reduce size in bytes", 0},
+    {"max-smpi-hosts", OPT_TYPE_INT, F(max_smpi_hosts), "256", 0, 65536, CMD_BENCH, NULL, "N",
+     "bench network: run SMPI up to this many hosts (it is slow beyond)", 0},
+    {"models", OPT_TYPE_STRING, F(bench_models), "logreg,mlp,cnn", 0, 0, CMD_BENCH, NULL, "LIST",
+     "bench kernels: models to measure", 0},
+};
+#undef SIM
+
+#define OPTIONS_COUNT ((int)(sizeof options_table / sizeof options_table[0]))
+_Static_assert(sizeof options_table / sizeof options_table[0] <= RUN_CONFIG_MAX_OPTIONS,
+               "run_config.set is too small for the option table");
+
+static void *field_of(run_config *cfg, const opt_def *o) {
+    return (char *)cfg + o->offset;
+}
+
+static const void *const_field_of(const run_config *cfg, const opt_def *o) {
+    return (const char *)cfg + o->offset;
+}
+
+/* Edit distance, for "did you mean". */
+static int edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+    return d[la][lb];
+}
+
+static const char *closest_option(unsigned command, const char *name) {
+    const char *best = NULL;
+    int best_d = 4;
+    for (int i = 0; i < OPTIONS_COUNT; i++) {
+        if (!(options_table[i].commands & command)) continue;
+        int dist = edit_distance(name, options_table[i].name);
+        if (dist < best_d) best_d = dist, best = options_table[i].name;
+    }
+    return best;
+}
+
+static int find_option(const char *name) {
+    for (int i = 0; i < OPTIONS_COUNT; i++)
+        if (strcmp(options_table[i].name, name) == 0) return i;
+    return -1;
+}
+
+static const char *command_name(unsigned command) {
+    switch (command) {
+    case CMD_TRAIN:
+        return "train";
+    case CMD_COMPARE:
+        return "compare";
+    case CMD_PLATFORM:
+        return "platform";
+    case CMD_BENCH:
+        return "bench";
+    case CMD_REPLAY:
+        return "replay";
+    case CMD_SWEEP:
+        return "sweep";
+    default:
+        return "?";
+    }
+}
+
+static void describe_range(const opt_def *o, char *buf, size_t n) {
+    switch (o->type) {
+    case OPT_TYPE_INT:
+    case OPT_TYPE_LONG:
+        snprintf(buf, n, "an integer in [%.0f, %.0f]", o->min, o->max);
+        break;
+    case OPT_TYPE_DOUBLE:
+        snprintf(buf, n, "a number in [%g, %g]", o->min, o->max);
+        break;
+    case OPT_TYPE_U64:
+        snprintf(buf, n, "an integer in [0, 18446744073709551615]");
+        break;
+    case OPT_TYPE_CHOICE:
+        snprintf(buf, n, "one of %s", o->choices);
+        break;
+    case OPT_TYPE_AUTO:
+        snprintf(buf, n, "one of auto|yes|no");
+        break;
+    case OPT_TYPE_FLAG:
+        snprintf(buf, n, "true or false");
+        break;
+    default:
+        snprintf(buf, n, "a text");
+        break;
+    }
+}
+
+/* Parses `text` into the row's field; `where` names the source ("option --lr", "f.ini:3"). */
+static int set_value(const opt_def *o, const char *text, run_config *cfg, const char *where) {
+    char range[128];
+    describe_range(o, range, sizeof range);
+    void *dst = field_of(cfg, o);
+    char *end = NULL;
+    errno = 0;
+    switch (o->type) {
+    case OPT_TYPE_U64: {
+        if (!isdigit((unsigned char)text[0])) goto bad;
+        unsigned long long v = strtoull(text, &end, 10);
+        if (errno || *end) goto bad;
+        *(uint64_t *)dst = v;
+        return SS_OK;
+    }
+    case OPT_TYPE_INT:
+    case OPT_TYPE_LONG: {
+        long long v = strtoll(text, &end, 10);
+        if (end == text || errno || *end || v < o->min || v > o->max) goto bad;
+        if (o->type == OPT_TYPE_INT)
+            *(int *)dst = (int)v;
+        else
+            *(long *)dst = (long)v;
+        return SS_OK;
+    }
+    case OPT_TYPE_DOUBLE: {
+        double v = strtod(text, &end);
+        if (end == text || errno || *end || !isfinite(v) || v < o->min || v > o->max) goto bad;
+        *(double *)dst = v;
+        return SS_OK;
+    }
+    case OPT_TYPE_STRING:
+        if (strlen(text) >= o->size)
+            return ss_error_set(SS_EUSAGE, "%s: value too long (at most %zu characters)", where,
+                                o->size - 1);
+        snprintf((char *)dst, o->size, "%s", text);
+        return SS_OK;
+    case OPT_TYPE_CHOICE: {
+        size_t len = strlen(text);
+        for (const char *p = o->choices; *p;) {
+            const char *bar = strchr(p, '|');
+            size_t wl = bar ? (size_t)(bar - p) : strlen(p);
+            if (wl == len && strncmp(p, text, len) == 0) {
+                snprintf((char *)dst, o->size, "%s", text);
+                return SS_OK;
+            }
+            p += wl + (bar != NULL);
+        }
+        goto bad;
+    }
+    case OPT_TYPE_FLAG:
+        if (!strcmp(text, "true") || !strcmp(text, "1") || !strcmp(text, "yes"))
+            *(int *)dst = 1;
+        else if (!strcmp(text, "false") || !strcmp(text, "0") || !strcmp(text, "no"))
+            *(int *)dst = 0;
+        else
+            goto bad;
+        return SS_OK;
+    case OPT_TYPE_AUTO:
+        if (!strcmp(text, "auto"))
+            *(int *)dst = -1;
+        else if (!strcmp(text, "yes") || !strcmp(text, "true"))
+            *(int *)dst = 1;
+        else if (!strcmp(text, "no") || !strcmp(text, "false"))
+            *(int *)dst = 0;
+        else
+            goto bad;
+        return SS_OK;
+    }
+bad:
+    return ss_error_set(SS_EUSAGE, "%s: invalid value '%s' (expected %s)", where, text, range);
+}
+
+void options_defaults(run_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    for (int i = 0; i < OPTIONS_COUNT; i++) {
+        const opt_def *o = &options_table[i];
+        if (!o->def) continue;
+        int rc = set_value(o, o->def, cfg, "default");
+        SS_ASSERT(rc == SS_OK); /* the table's own defaults must be valid */
+    }
+}
+
+typedef struct ini_context {
+    unsigned command;
+    run_config *cfg;
+    int status;
+    char problem[512]; /* what is wrong with the key that stopped the parse */
+} ini_context;
+
+/* inih reports the line of the first key a handler refuses, so the handler only says what is
+ * wrong; read_config_file() puts the file and line in front. */
+static int config_key_handler(void *user, const char *section, const char *name,
+                              const char *value) {
+    (void)section;
+    ini_context *c = user;
+    if (c->status != SS_OK) return 0;
+    int i = find_option(name);
+    if (i < 0 || !(options_table[i].commands & c->command) || !strcmp(name, "config")) {
+        const char *near = closest_option(c->command, name);
+        snprintf(c->problem, sizeof c->problem, "unknown key '%s' for 'syncsim %s'%s%s%s", name,
+                 command_name(c->command), near ? "; did you mean '" : "", near ? near : "",
+                 near ? "'?" : "");
+        c->status = SS_EUSAGE;
+        return 0;
+    }
+    char where[96];
+    snprintf(where, sizeof where, "key '%s'", name);
+    c->status = set_value(&options_table[i], value, c->cfg, where);
+    if (c->status != SS_OK) {
+        snprintf(c->problem, sizeof c->problem, "%s", ss_error_message());
+        return 0;
+    }
+    c->cfg->set[i] = 1;
+    return 1;
+}
+
+static int read_config_file(unsigned command, const char *path, run_config *cfg) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) return ss_error_set(SS_EUSAGE, "--config: cannot open %s: %s", path, strerror(errno));
+    ini_context c = {command, cfg, SS_OK, ""};
+    int line = ini_parse_file(fp, config_key_handler, &c);
+    fclose(fp);
+    if (c.status != SS_OK) return ss_error_set(c.status, "%s:%d: %s", path, line, c.problem);
+    if (line != 0)
+        return ss_error_set(SS_EUSAGE, "%s:%d: malformed line (expected 'key = value')", path,
+                            line);
+    return SS_OK;
+}
+
+int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
+    options_defaults(cfg);
+    /* --config first, so that the command line overrides the file. */
+    for (int a = 0; a < argc; a++) {
+        const char *v = NULL;
+        if (!strcmp(argv[a], "--config") && a + 1 < argc)
+            v = argv[a + 1];
+        else if (!strncmp(argv[a], "--config=", 9))
+            v = argv[a] + 9;
+        if (v && (command & CMD_RUN)) {
+            int rc = read_config_file(command, v, cfg);
+            if (rc != SS_OK) return rc;
+        }
+    }
+    for (int a = 0; a < argc; a++) {
+        const char *arg = argv[a];
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0')
+            return ss_error_set(SS_EUSAGE,
+                                "unexpected argument '%s' for 'syncsim %s' (options start with "
+                                "--; see syncsim %s --help)",
+                                arg, command_name(command), command_name(command));
+        char name[64];
+        const char *eq = strchr(arg + 2, '=');
+        size_t nl = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
+        if (nl >= sizeof name) nl = sizeof name - 1;
+        memcpy(name, arg + 2, nl);
+        name[nl] = '\0';
+        int i = find_option(name);
+        if (i < 0 || !(options_table[i].commands & command)) {
+            const char *near = closest_option(command, name);
+            if (i >= 0)
+                return ss_error_set(SS_EUSAGE, "option --%s does not apply to 'syncsim %s'", name,
+                                    command_name(command));
+            return ss_error_set(SS_EUSAGE, "unknown option --%s for 'syncsim %s'%s%s%s", name,
+                                command_name(command), near ? "; did you mean --" : "",
+                                near ? near : "", near ? "?" : "");
+        }
+        const opt_def *o = &options_table[i];
+        const char *value;
+        if (o->type == OPT_TYPE_FLAG && !eq) {
+            value = "true";
+        } else if (eq) {
+            value = eq + 1;
+        } else {
+            if (a + 1 >= argc) {
+                char range[128];
+                describe_range(o, range, sizeof range);
+                return ss_error_set(SS_EUSAGE, "option --%s needs a value (%s)", name, range);
+            }
+            value = argv[++a];
+        }
+        char where[96];
+        snprintf(where, sizeof where, "option --%s", name);
+        int rc = set_value(o, value, cfg, where);
+        if (rc != SS_OK) return rc;
+        cfg->set[i] = 1;
+        if (!strcmp(name, "help") && cfg->help) return SS_OK;
+    }
+    return options_validate(command, cfg);
+}
+
+/* The POL_* bit of the configured policy. */
+static unsigned policy_bit(const run_config *cfg) {
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } names[] = {{"bsp", POL_BSP},
+                 {"ssp", POL_SSP},
+                 {"asp", POL_ASP},
+                 {"fedavg", POL_FEDAVG},
+                 {"selsync", POL_SELSYNC}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(cfg->policy, names[i].name)) return names[i].bit;
+    return cfg->workers > 1 ? POL_BSP : POL_SINGLE;
+}
+
+int options_validate(unsigned command, const run_config *cfg) {
+    if (command != CMD_TRAIN) return SS_OK; /* compare sets the policy per run */
+    const unsigned pol = policy_bit(cfg);
+    const char *pol_name = cfg->policy[0] ? cfg->policy : (pol == POL_BSP ? "bsp" : NULL);
+    for (int i = 0; i < OPTIONS_COUNT; i++) {
+        const opt_def *o = &options_table[i];
+        if (!cfg->set[i] || !o->policies || (o->policies & pol)) continue;
+        if (pol == POL_SINGLE)
+            return ss_error_set(SS_EUSAGE,
+                                "option --%s needs a simulated run: add --policy (bsp, ssp, asp, "
+                                "fedavg, selsync) or --workers N",
+                                o->name);
+        return ss_error_set(SS_EUSAGE, "option --%s does not apply to --policy %s", o->name,
+                            pol_name);
+    }
+    if (options_was_set(cfg, "platform") &&
+        (options_was_set(cfg, "bandwidth") || options_was_set(cfg, "topology") ||
+         options_was_set(cfg, "gpu") || options_was_set(cfg, "latency")))
+        return ss_error_set(SS_EUSAGE, "--platform FILE contradicts --bandwidth, --latency, "
+                                       "--topology and --gpu, which describe a generated platform");
+    if (options_was_set(cfg, "local-epochs") && options_was_set(cfg, "local-steps"))
+        return ss_error_set(SS_EUSAGE, "--local-epochs and --local-steps both set the length of a "
+                                       "fedavg round: give one");
+    if ((cfg->inject_alpha > 0) != (cfg->inject_beta > 0))
+        return ss_error_set(SS_EUSAGE, "data injection needs both --inject-alpha and "
+                                       "--inject-beta above 0");
+    if (!strcmp(cfg->policy, "asp") && options_was_set(cfg, "staleness"))
+        return ss_error_set(SS_EUSAGE, "--staleness does not apply to --policy asp (asp is ssp "
+                                       "with s = infinity)");
+    return SS_OK;
+}
+
+int options_was_set(const run_config *cfg, const char *name) {
+    int i = find_option(name);
+    SS_ASSERT(i >= 0);
+    return cfg->set[i];
+}
+
+static void format_value(const opt_def *o, const run_config *cfg, char *buf, size_t n) {
+    const void *src = const_field_of(cfg, o);
+    switch (o->type) {
+    case OPT_TYPE_U64:
+        snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)src);
+        break;
+    case OPT_TYPE_INT:
+        snprintf(buf, n, "%d", *(const int *)src);
+        break;
+    case OPT_TYPE_LONG:
+        snprintf(buf, n, "%ld", *(const long *)src);
+        break;
+    case OPT_TYPE_DOUBLE:
+        snprintf(buf, n, "%.17g", *(const double *)src);
+        break;
+    case OPT_TYPE_FLAG:
+        snprintf(buf, n, "%s", *(const int *)src ? "true" : "false");
+        break;
+    case OPT_TYPE_AUTO: {
+        int v = *(const int *)src;
+        snprintf(buf, n, "%s", v < 0 ? "auto" : v ? "yes" : "no");
+        break;
+    }
+    default:
+        snprintf(buf, n, "%s", (const char *)src);
+        break;
+    }
+}
+
+/* Options that describe the invocation rather than the run are not written to config.ini. */
+static int is_meta(const opt_def *o) {
+    return !strcmp(o->name, "help") || !strcmp(o->name, "config");
+}
+
+void options_write_ini(unsigned command, const run_config *cfg, FILE *out) {
+    fprintf(out, "# syncsim %s configuration, fully resolved; re-run with\n",
+            command_name(command));
+    fprintf(out, "#   syncsim %s --config THIS_FILE\n[%s]\n", command_name(command),
+            command_name(command));
+    char buf[RUN_CONFIG_TEXT + 32];
+    for (int i = 0; i < OPTIONS_COUNT; i++) {
+        const opt_def *o = &options_table[i];
+        if (!(o->commands & command) || is_meta(o)) continue;
+        format_value(o, cfg, buf, sizeof buf);
+        fprintf(out, "%s = %s\n", o->name, buf);
+    }
+}
+
+void options_print_table(unsigned command, const run_config *cfg, FILE *out) {
+    char buf[RUN_CONFIG_TEXT + 32];
+    fprintf(out, "+----------------------+--------------------------------------------+\n");
+    for (int i = 0; i < OPTIONS_COUNT; i++) {
+        const opt_def *o = &options_table[i];
+        if (!(o->commands & command) || is_meta(o)) continue;
+        format_value(o, cfg, buf, sizeof buf);
+        fprintf(out, "| %-20s | %-42s |\n", o->name, buf);
+    }
+    fprintf(out, "+----------------------+--------------------------------------------+\n");
+}
+
+void options_print_help(unsigned command, const char *usage, FILE *out) {
+    fprintf(out, "usage: %s\n\noptions:\n", usage);
+    for (int i = 0; i < OPTIONS_COUNT; i++) {
+        const opt_def *o = &options_table[i];
+        if (!(o->commands & command)) continue;
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", o->name, o->metavar[0] ? " " : "", o->metavar);
+        char range[128] = "";
+        if (o->type == OPT_TYPE_INT || o->type == OPT_TYPE_LONG || o->type == OPT_TYPE_DOUBLE)
+            snprintf(range, sizeof range, " [%g..%g]", o->min, o->max);
+        else if (o->type == OPT_TYPE_CHOICE)
+            snprintf(range, sizeof range, " (%s)", o->choices);
+        fprintf(out, "  %-26s %s%s", left, o->help, range);
+        if (o->def && o->def[0] && o->type != OPT_TYPE_FLAG) fprintf(out, " (default %s)", o->def);
+        fputc('\n', out);
+    }
+}

@@ -1,0 +1,54 @@
+/* The option table: every command-line option of every subcommand is one row (name, type,
+ * target field in run_config, default, range, which subcommands and policies accept it, help).
+ * The same table parses argv and INI files, validates, produces --help, and writes the resolved
+ * configuration (config.ini) that re-runs the job with `--config FILE`.
+ *
+ *     run_config cfg; if (options_parse(CMD_TRAIN, argc, argv, &cfg) != SS_OK) ... exit 2
+ */
+#ifndef SS_CLI_OPTIONS_H
+#define SS_CLI_OPTIONS_H
+
+#include "cli/run_config.h"
+
+#include <stdio.h>
+
+/* Subcommands, as bits so a row can belong to several. */
+enum cli_command {
+    CMD_TRAIN = 1 << 0,
+    CMD_COMPARE = 1 << 1,
+    CMD_PLATFORM = 1 << 2,
+    CMD_BENCH = 1 << 3,
+    CMD_REPLAY = 1 << 4,
+    CMD_SWEEP = 1 << 5,
+};
+
+/* Policies, as bits, for the rows that apply to some policies only. */
+enum cli_policy {
+    POL_SINGLE = 1 << 0, /* train without --policy: one worker, no simulation */
+    POL_BSP = 1 << 1,
+    POL_SSP = 1 << 2,
+    POL_ASP = 1 << 3,
+    POL_FEDAVG = 1 << 4,
+    POL_SELSYNC = 1 << 5,
+};
+#define POL_ALL       (POL_SINGLE | POL_BSP | POL_SSP | POL_ASP | POL_FEDAVG | POL_SELSYNC)
+#define POL_SIMULATED (POL_BSP | POL_SSP | POL_ASP | POL_FEDAVG | POL_SELSYNC)
+
+/* Parses argv (after the subcommand word) into cfg, starting from the defaults (and from the file
+ * named by --config, if any, before the other options). Bad input: SS_EUSAGE with a message naming
+ * the option and what would be valid. `--help` sets cfg->help. */
+int options_parse(unsigned command, int argc, char **argv, run_config *cfg);
+/* Fills cfg with every default of the table. */
+void options_defaults(run_config *cfg);
+/* Checks cross-option rules (ranges that depend on each other, options that do not apply to the
+ * chosen policy). Called by options_parse; exposed for sweeps. */
+int options_validate(unsigned command, const run_config *cfg);
+/* Prints the help of a subcommand from the table. */
+void options_print_help(unsigned command, const char *usage, FILE *out);
+/* Writes the resolved configuration as INI (re-runnable with --config), or a table for humans. */
+void options_write_ini(unsigned command, const run_config *cfg, FILE *out);
+void options_print_table(unsigned command, const run_config *cfg, FILE *out);
+/* Whether the option `name` was given explicitly (on the command line or in --config). */
+int options_was_set(const run_config *cfg, const char *name);
+
+#endif

@@ -1,0 +1,83 @@
+/* The resolved configuration of one run: a plain record filled by the option table
+ * (cli/options.c), which is the single place that knows names, defaults and ranges. */
+#ifndef SS_CLI_RUN_CONFIG_H
+#define SS_CLI_RUN_CONFIG_H
+
+#include <stdint.h>
+
+#define RUN_CONFIG_TEXT        256
+#define RUN_CONFIG_MAX_OPTIONS 128
+
+typedef struct run_config {
+    int help;    /* --help was given */
+    int version; /* --version was given */
+    uint64_t seed;
+    char config_file[RUN_CONFIG_TEXT]; /* --config: INI file read before the other options */
+    char out_dir[RUN_CONFIG_TEXT];
+
+    /* numerical core */
+    char device[16];                /* auto | cpu | cuda */
+    char model[RUN_CONFIG_TEXT];    /* logreg | mlp[:W,W..] | cnn */
+    char dataset[RUN_CONFIG_TEXT];  /* fashion-mnist | mnist | cifar10 | synthetic | PATH */
+    char data_dir[RUN_CONFIG_TEXT]; /* overrides the data set's directory ("" = default) */
+    double epochs;                  /* passes over the training set, all workers together */
+    int batch;                      /* b: per-worker mini-batch */
+    double lr;                      /* eta */
+    double momentum;                /* mu */
+    double weight_decay;            /* wd */
+    char lr_schedule[64];           /* constant | step[:E[:G]] | cosine[:MIN] */
+    long eval_every;                /* K: evaluate every K steps (0 = once per epoch) */
+    int progress;                   /* 1 always, 0 never, -1 when stderr is a terminal */
+
+    /* emulation: workers, policy, cluster */
+    char policy[32];                /* "" (single worker) | bsp | ssp | asp | fedavg | selsync */
+    int workers;                    /* N */
+    char platform[RUN_CONFIG_TEXT]; /* SimGrid platform file ("" = generated from below) */
+    char bandwidth[32];             /* generated platform: per-link bandwidth */
+    char latency[32];               /* generated platform: per-link latency */
+    char topology[16];              /* generated platform: star | fat-tree */
+    char gpu[16];                   /* generated platform: v100 | a100 | h100 */
+    char network_model[8];          /* LV08 | CM02 */
+    char collective[16];            /* ring | ring-coarse | hd | tree | ps */
+    double segment_bytes;           /* collective segmentation (0 = none) */
+    int ps_servers;                 /* parameter servers (ssp/asp, or --collective ps) */
+    char compute[32];               /* flops | measured[:SCALE] */
+    char partition[32];             /* defdp | seldp | seldp-perm | noniid:K ("" = policy's) */
+    double target_accuracy;         /* for tta_s (0 = none) */
+    int trace;                      /* write steps.trace */
+
+    /* policies */
+    long staleness;           /* ssp: s */
+    long local_steps;         /* fedavg: H */
+    double local_epochs;      /* fedavg: E (0 = use H) */
+    double client_fraction;   /* fedavg: C */
+    long post_local_after;    /* fedavg: t' */
+    double delta;             /* selsync: delta */
+    int ewma_window;          /* selsync */
+    double ewma_alpha;        /* selsync (0 = variant default) */
+    char selsync_variant[16]; /* paper | code */
+    char aggregation[8];      /* selsync: pa | ga */
+    char selsync_order[32];   /* step-then-average | average-then-step */
+    double inject_alpha;      /* selsync data injection */
+    double inject_beta;
+
+    /* compare */
+    char policies[RUN_CONFIG_TEXT]; /* comma-separated policies */
+    char networks[RUN_CONFIG_TEXT]; /* comma-separated bandwidths, or platform files */
+    int jobs;                       /* runs at once */
+
+    /* platform */
+    int hosts;             /* worker hosts */
+    int ps_hosts;          /* parameter-server hosts */
+    double gpu_efficiency; /* host speed = peak FP32 x this */
+
+    /* bench */
+    char bench_models[RUN_CONFIG_TEXT]; /* comma-separated list for `bench kernels` */
+    char bench_hosts[RUN_CONFIG_TEXT];  /* comma-separated host counts for `bench network` */
+    double bench_bytes;                 /* all-reduce size for `bench network` */
+    int max_smpi_hosts;                 /* largest N run under SMPI in `bench network` */
+
+    unsigned char set[RUN_CONFIG_MAX_OPTIONS]; /* set[i]: row i of the table was given explicitly */
+} run_config;
+
+#endif

@@ -1,0 +1,37 @@
+/* One emulated training run from a resolved configuration: builds the platform (or reads the
+ * given one), the cluster, the emulation and the policy, runs the simulation, and writes
+ * OUT/{config.ini, platform.xml, metrics.csv, steps.trace, summary.json}. */
+#ifndef SS_CLI_RUN_EMULATION_H
+#define SS_CLI_RUN_EMULATION_H
+
+#include "cli/run_config.h"
+#include "sim/isolate.h"
+
+typedef struct run_summary {
+    char status[16]; /* ok | diverged | interrupted */
+    char policy[16];
+    int workers;
+    double test_accuracy; /* final, consensus model */
+    double test_loss;
+    double sim_time_s; /* simulated time of the whole run */
+    double tta_s;      /* first simulated time at the target accuracy; < 0: never / no target */
+    double lssr;
+    long steps;
+    long sync_steps;
+    double bytes_sent;
+    double compute_s, comm_s, wait_s; /* per worker, mean */
+    double epochs;
+    double wall_s;
+} run_summary;
+
+/* One point of the accuracy curve, as compare needs it. */
+typedef struct run_curve_point {
+    double sim_time_s;
+    double test_accuracy;
+} run_curve_point;
+
+/* Runs in the current process (which must not have started SimGrid yet). If curve is not NULL,
+ * the evaluations are appended to it as run_curve_point records. */
+int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve);
+
+#endif

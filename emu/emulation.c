@@ -1,0 +1,405 @@
+/* The emulation step source (see emulation.h). Each callback runs inside a worker's (or a
+ * server's) SimGrid actor and takes no simulated time itself: the policy charges the time. */
+#include "emu/emulation.h"
+#include "common/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* A cached aggregation result: the mean of one group for one aggregation sequence number. */
+typedef struct agg_slot {
+    long seq;    /* -1: free */
+    int key;     /* first member of the group (-1: all workers) */
+    int pending; /* callers that have not taken it yet */
+    float *mean; /* (P) device buffer */
+} agg_slot;
+
+struct emulation {
+    emulation_config cfg;
+    step_source src;
+    size_t params;           /* P */
+    double flops_per_sample; /* forward + backward */
+    model **replicas;        /* (N) */
+    sgd_state **opts;        /* (N) */
+    partition *part;
+    batch_iter **iters; /* (N) */
+
+    /* mini-batch staging (host): one set serves every worker, the actors run one at a time */
+    float *x;    /* (max_batch, D) */
+    uint8_t *y;  /* (max_batch) */
+    size_t *idx; /* (max_batch) */
+    /* data injection: a worker's batch is drawn early when it shares part of it */
+    size_t **next_batch;  /* (N, max_batch) indices of the worker's next own batch */
+    int *next_batch_size; /* (N) 0: not drawn yet */
+    size_t **injected;    /* (N, max_batch) indices received for the next compute */
+    int *injected_count;  /* (N) */
+
+    agg_slot *slots;
+    int n_slots;
+    const float **gather; /* (N) pointers for device_mean */
+
+    /* parameter server */
+    float *ps_params;    /* (P) */
+    sgd_state **ps_opts; /* (K) one per shard */
+    long *last_step;     /* (N) latest step each worker computed (for the server's lr) */
+
+    /* evaluation */
+    model *eval_model; /* holds the consensus parameters */
+    long *done_step;   /* (N) latest step each worker finished */
+    long next_eval;    /* next step to evaluate */
+    double loss_sum;   /* training loss since the last evaluation */
+    long loss_count;
+    double samples; /* samples computed so far */
+    emulation_eval last;
+    int diverged;
+    long diverged_step;
+};
+
+static double wall_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- compute and local update ---- */
+
+static int draw_batch(emulation *e, int w, int batch) {
+    if (e->next_batch_size[w] == 0) {
+        batch_iter_next(e->iters[w], e->next_batch[w], batch);
+        e->next_batch_size[w] = batch;
+    }
+    return e->next_batch_size[w];
+}
+
+static void em_compute(void *self, int w, long step, int batch, step_cost *cost, step_stats *st) {
+    emulation *e = self;
+    if (e->cfg.interrupted && e->cfg.interrupted()) e->src.stop = 1;
+    SS_ASSERT(batch >= 1 && batch <= e->cfg.max_batch);
+    int own = draw_batch(e, w, batch);
+    int extra = e->injected_count[w];
+    if (own + extra > e->cfg.max_batch) extra = e->cfg.max_batch - own;
+    memcpy(e->idx, e->next_batch[w], sizeof(size_t) * (size_t)own);
+    memcpy(e->idx + own, e->injected[w], sizeof(size_t) * (size_t)extra);
+    e->next_batch_size[w] = 0;
+    e->injected_count[w] = 0;
+    const int total = own + extra;
+    dataset_gather(e->cfg.train, e->idx, total, e->x, e->y);
+
+    model *m = e->replicas[w];
+    double t0 = e->cfg.measure_time ? wall_now_s() : 0.0;
+    double loss = model_forward_backward(m, e->x, e->y, total);
+    if (e->cfg.measure_time) {
+        device_sync(e->cfg.dev);
+        cost->measured_s = wall_now_s() - t0;
+    }
+    cost->flops = e->flops_per_sample * total;
+    cost->trace_s = -1;
+    st->loss = loss;
+    st->samples = total;
+    st->grad_norm = device_nrm2(e->cfg.dev, e->params, model_grads(m));
+    st->layer_norm_sum = 0;
+    if (e->cfg.layer_norms)
+        for (int i = 0; i < model_view_count(m); i++) {
+            const model_view *v = model_view_at(m, i);
+            st->layer_norm_sum += device_nrm2(e->cfg.dev, v->count, model_grads(m) + v->offset);
+        }
+    e->samples += total;
+    e->last_step[w] = step;
+    if (!isfinite(loss)) {
+        if (!e->diverged) e->diverged_step = step;
+        e->diverged = 1;
+        e->src.stop = 1;
+    } else {
+        e->loss_sum += loss;
+        e->loss_count++;
+    }
+}
+
+static float lr_at(const emulation *e, long step) {
+    return (float)lr_schedule_at(&e->cfg.schedule, step - 1);
+}
+
+static void em_apply_local(void *self, int w, long step) {
+    emulation *e = self;
+    model *m = e->replicas[w];
+    sgd_step(e->opts[w], model_params(m), model_grads(m), lr_at(e, step), (float)e->cfg.momentum,
+             (float)e->cfg.weight_decay);
+}
+
+/* ---- aggregation ---- */
+
+static agg_slot *find_slot(emulation *e, long seq, int key) {
+    for (int i = 0; i < e->n_slots; i++)
+        if (e->slots[i].seq == seq && e->slots[i].key == key) return &e->slots[i];
+    return NULL;
+}
+
+static agg_slot *new_slot(emulation *e, long seq, int key, int callers) {
+    agg_slot *s = NULL;
+    for (int i = 0; i < e->n_slots && !s; i++)
+        if (e->slots[i].seq < 0) s = &e->slots[i];
+    if (!s) {
+        e->slots = realloc(e->slots, sizeof(agg_slot) * (size_t)(e->n_slots + 1));
+        SS_ASSERT(e->slots);
+        s = &e->slots[e->n_slots++];
+        s->mean = device_alloc(e->cfg.dev, e->params);
+    }
+    s->seq = seq;
+    s->key = key;
+    s->pending = callers;
+    return s;
+}
+
+static float *member_vector(emulation *e, int w, aggregate_what what) {
+    model *m = e->replicas[w];
+    return what == AGGREGATE_PARAMS ? model_params(m) : model_grads(m);
+}
+
+static void em_aggregate(void *self, int w, long seq, const int *group, int n, int callers,
+                         aggregate_what what, const uint8_t *mask, int keep_local) {
+    emulation *e = self;
+    const int key = group ? group[0] : -1;
+    agg_slot *s = find_slot(e, seq, key);
+    if (!s) {
+        s = new_slot(e, seq, key, callers);
+        for (int j = 0; j < n; j++)
+            e->gather[j] = member_vector(e, group ? group[j] : j, what);
+        device_mean(e->cfg.dev, e->params, n, e->gather, s->mean);
+    }
+    float *mine = member_vector(e, w, what);
+    if (!mask) {
+        device_copy(e->cfg.dev, mine, s->mean, e->params);
+    } else {
+        if (!keep_local) device_scale(e->cfg.dev, e->params, 0.0f, mine);
+        device_masked_copy(e->cfg.dev, e->params, mask, s->mean, mine);
+    }
+    if (--s->pending == 0) s->seq = -1;
+}
+
+/* ---- parameter server ---- */
+
+static void shard_range(const emulation *e, int shard, int n_shards, size_t *lo, size_t *count) {
+    size_t base = e->params / (size_t)n_shards, rem = e->params % (size_t)n_shards;
+    *lo = (size_t)shard * base + ((size_t)shard < rem ? (size_t)shard : rem);
+    *count = base + ((size_t)shard < rem);
+}
+
+static void em_ps_apply(void *self, int w, long step, int shard, int n_shards) {
+    emulation *e = self;
+    SS_ASSERT(e->ps_params && n_shards == e->cfg.ps_servers);
+    size_t lo, count;
+    shard_range(e, shard, n_shards, &lo, &count);
+    sgd_step(e->ps_opts[shard], e->ps_params + lo, model_grads(e->replicas[w]) + lo, lr_at(e, step),
+             (float)e->cfg.momentum, (float)e->cfg.weight_decay);
+}
+
+static void em_ps_pull(void *self, int w, int shard, int n_shards) {
+    emulation *e = self;
+    size_t lo, count;
+    shard_range(e, shard, n_shards, &lo, &count);
+    device_copy(e->cfg.dev, model_params(e->replicas[w]) + lo, e->ps_params + lo, count);
+}
+
+/* ---- data injection ---- */
+
+static void em_inject(void *self, int from, int to, int count) {
+    emulation *e = self;
+    /* The sender shares the first `count` samples of the batch it computes next; it is drawn
+     * now if it was not yet (the draw is the same whoever asks first). */
+    int own = draw_batch(e, from, e->cfg.batch);
+    if (count > own) count = own;
+    int room = e->cfg.max_batch - e->injected_count[to];
+    if (count > room) count = room;
+    memcpy(e->injected[to] + e->injected_count[to], e->next_batch[from],
+           sizeof(size_t) * (size_t)count);
+    e->injected_count[to] += count;
+}
+
+/* ---- evaluation ---- */
+
+static void evaluate(emulation *e, long step, double now_s) {
+    const int n = e->cfg.workers;
+    float *dst = model_params(e->eval_model);
+    if (e->cfg.evaluate_ps && e->ps_params) {
+        device_copy(e->cfg.dev, dst, e->ps_params, e->params);
+    } else {
+        for (int j = 0; j < n; j++)
+            e->gather[j] = model_params(e->replicas[j]);
+        device_mean(e->cfg.dev, e->params, n, e->gather, dst);
+    }
+    emulation_eval ev;
+    size_t correct = 0;
+    model_evaluate(e->eval_model, e->cfg.test->x, e->cfg.test->y, e->cfg.test->n, &ev.test_loss,
+                   &correct);
+    ev.step = step;
+    ev.epoch = e->samples / (double)e->cfg.train->n;
+    ev.sim_time_s = now_s;
+    ev.train_loss = e->loss_count ? e->loss_sum / (double)e->loss_count : NAN;
+    ev.test_accuracy = e->cfg.test->n ? (double)correct / (double)e->cfg.test->n : 0.0;
+    ev.sync_steps = e->src.counters ? e->src.counters->sync_steps : 0;
+    ev.bytes_sent = e->src.counters ? e->src.counters->bytes_sent : 0;
+    e->loss_sum = 0;
+    e->loss_count = 0;
+    e->last = ev;
+    if (e->cfg.on_eval) e->cfg.on_eval(e->cfg.eval_ctx, &ev);
+}
+
+static void em_step_done(void *self, int w, long step, double now_s) {
+    emulation *e = self;
+    e->done_step[w] = step;
+    for (;;) {
+        long min = e->done_step[0];
+        for (int j = 1; j < e->cfg.workers; j++)
+            if (e->done_step[j] < min) min = e->done_step[j];
+        if (e->next_eval > e->cfg.last_step || min < e->next_eval) break;
+        evaluate(e, e->next_eval, now_s);
+        long next = e->next_eval + e->cfg.eval_every;
+        if (e->next_eval < e->cfg.last_step && next > e->cfg.last_step) next = e->cfg.last_step;
+        e->next_eval = next;
+    }
+}
+
+static int em_forced_decision(void *self, long step) {
+    (void)self;
+    (void)step;
+    return -1;
+}
+
+static const step_source_ops emulation_ops = {
+    .name = "emulation",
+    .compute = em_compute,
+    .apply_local = em_apply_local,
+    .aggregate = em_aggregate,
+    .ps_apply = em_ps_apply,
+    .ps_pull = em_ps_pull,
+    .inject = em_inject,
+    .step_done = em_step_done,
+    .forced_decision = em_forced_decision,
+};
+
+/* ---- life cycle ---- */
+
+int emulation_create(const emulation_config *cfg, emulation **out) {
+    *out = NULL;
+    SS_ASSERT(cfg->workers >= 1 && cfg->max_batch >= 1 && cfg->eval_every >= 1);
+    emulation *e = ss_calloc(1, sizeof *e);
+    e->cfg = *cfg;
+    const int n = cfg->workers;
+    int rc = SS_OK;
+    e->replicas = ss_calloc((size_t)n, sizeof(model *));
+    e->opts = ss_calloc((size_t)n, sizeof(sgd_state *));
+    e->iters = ss_calloc((size_t)n, sizeof(batch_iter *));
+    e->next_batch = ss_calloc((size_t)n, sizeof(size_t *));
+    e->next_batch_size = ss_calloc((size_t)n, sizeof(int));
+    e->injected = ss_calloc((size_t)n, sizeof(size_t *));
+    e->injected_count = ss_calloc((size_t)n, sizeof(int));
+    e->gather = ss_calloc((size_t)n, sizeof(float *));
+    e->done_step = ss_calloc((size_t)n, sizeof(long));
+    e->last_step = ss_calloc((size_t)n, sizeof(long));
+    e->last.test_accuracy = -1;
+    e->next_eval = cfg->eval_every < cfg->last_step ? cfg->eval_every : cfg->last_step;
+
+    for (int w = 0; w < n && rc == SS_OK; w++) {
+        /* Same seed for every replica: all workers start from one initialization. */
+        rc = model_create(cfg->dev, cfg->spec, cfg->seed, cfg->max_batch, &e->replicas[w]);
+        if (rc != SS_OK) break;
+        e->opts[w] = sgd_create(cfg->dev, model_param_count(e->replicas[w]));
+        e->next_batch[w] = ss_malloc(sizeof(size_t) * (size_t)cfg->max_batch);
+        e->injected[w] = ss_malloc(sizeof(size_t) * (size_t)cfg->max_batch);
+    }
+    if (rc == SS_OK)
+        rc = model_create(cfg->dev, cfg->spec, cfg->seed, cfg->max_batch, &e->eval_model);
+    if (rc == SS_OK)
+        rc = partition_create(cfg->train, n, cfg->partition, cfg->labels_per_worker, cfg->seed,
+                              &e->part);
+    if (rc != SS_OK) {
+        emulation_destroy(e);
+        return rc;
+    }
+    for (int w = 0; w < n; w++)
+        e->iters[w] = batch_iter_create(e->part, w, cfg->seed);
+    model *m0 = e->replicas[0];
+    e->params = model_param_count(m0);
+    e->flops_per_sample = model_forward_flops_per_sample(m0) + model_backward_flops_per_sample(m0);
+    const size_t features = dataset_features(cfg->train);
+    e->x = ss_malloc(sizeof(float) * features * (size_t)cfg->max_batch);
+    e->y = ss_malloc((size_t)cfg->max_batch);
+    e->idx = ss_malloc(sizeof(size_t) * (size_t)cfg->max_batch);
+    if (cfg->use_ps) {
+        SS_ASSERT(cfg->ps_servers >= 1);
+        e->ps_params = device_alloc(cfg->dev, e->params);
+        device_copy(cfg->dev, e->ps_params, model_params(m0), e->params);
+        e->ps_opts = ss_calloc((size_t)cfg->ps_servers, sizeof(sgd_state *));
+        for (int k = 0; k < cfg->ps_servers; k++) {
+            size_t lo, count;
+            shard_range(e, k, cfg->ps_servers, &lo, &count);
+            e->ps_opts[k] = sgd_create(cfg->dev, count);
+        }
+    }
+    e->src.ops = &emulation_ops;
+    e->src.self = e;
+    e->src.param_count = e->params;
+    e->src.param_bytes = model_param_bytes(m0);
+    e->src.sample_bytes = (double)features * sizeof(float) + 1.0;
+    *out = e;
+    return SS_OK;
+}
+
+void emulation_destroy(emulation *e) {
+    if (!e) return;
+    const int n = e->cfg.workers;
+    for (int w = 0; w < n; w++) {
+        if (e->iters[w]) batch_iter_destroy(e->iters[w]);
+        if (e->opts[w]) sgd_destroy(e->opts[w]);
+        if (e->replicas[w]) model_destroy(e->replicas[w]);
+        free(e->next_batch[w]);
+        free(e->injected[w]);
+    }
+    for (int i = 0; i < e->n_slots; i++)
+        device_free(e->cfg.dev, e->slots[i].mean);
+    if (e->ps_opts)
+        for (int k = 0; k < e->cfg.ps_servers; k++)
+            sgd_destroy(e->ps_opts[k]);
+    if (e->ps_params) device_free(e->cfg.dev, e->ps_params);
+    if (e->eval_model) model_destroy(e->eval_model);
+    if (e->part) partition_destroy(e->part);
+    free(e->slots);
+    free(e->ps_opts);
+    free(e->replicas);
+    free(e->opts);
+    free(e->iters);
+    free(e->next_batch);
+    free(e->next_batch_size);
+    free(e->injected);
+    free(e->injected_count);
+    free(e->gather);
+    free(e->done_step);
+    free(e->last_step);
+    free(e->x);
+    free(e->y);
+    free(e->idx);
+    free(e);
+}
+
+step_source *emulation_source(emulation *e) {
+    return &e->src;
+}
+
+int emulation_diverged(const emulation *e, long *step) {
+    if (step) *step = e->diverged_step;
+    return e->diverged;
+}
+
+const emulation_eval *emulation_last_eval(const emulation *e) {
+    return &e->last;
+}
+
+model *emulation_replica(emulation *e, int w) {
+    return e->replicas[w];
+}
+
+double emulation_samples(const emulation *e) {
+    return e->samples;
+}

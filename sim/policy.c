@@ -1,0 +1,236 @@
+/* Policy runner and the helpers the worker protocols share. */
+#include "sim/policy.h"
+#include "common/status.h"
+#include "sim/policy_internal.h"
+
+#include <math.h>
+#include <simgrid/engine.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *policy_names[] = {"bsp", "ssp", "asp", "fedavg", "selsync"};
+
+void policy_config_default(policy_config *pc) {
+    memset(pc, 0, sizeof *pc);
+    pc->kind = POLICY_BSP;
+    pc->workers = 1;
+    pc->steps = 1;
+    pc->batch = 32;
+    pc->eval_every = 0;
+    pc->ps_servers = 1;
+    pc->coll.algo = SIM_ALLREDUCE_RING;
+    pc->compute.mode = SIM_COMPUTE_FLOPS;
+    pc->compute.scale = 1.0;
+    pc->staleness = 3;
+    pc->local_steps = 8;
+    pc->client_fraction = 1.0;
+    pc->delta = 0.3;
+    pc->ewma_window = 25;
+    pc->variant = SELSYNC_VARIANT_PAPER;
+    pc->aggregation = AGGREGATE_PARAMS;
+    pc->order = SELSYNC_ORDER_STEP_THEN_AVERAGE;
+    pc->flag_bytes = 1.0;
+}
+
+int policy_kind_parse(const char *text, policy_kind *out) {
+    for (int i = 0; i < (int)(sizeof policy_names / sizeof policy_names[0]); i++)
+        if (!strcmp(text, policy_names[i])) {
+            *out = (policy_kind)i;
+            return SS_OK;
+        }
+    return ss_error_set(SS_EUSAGE,
+                        "--policy: unknown policy '%s' (valid: bsp, ssp, asp, fedavg, "
+                        "selsync)",
+                        text);
+}
+
+const char *policy_kind_name(policy_kind k) {
+    return (unsigned)k < sizeof policy_names / sizeof policy_names[0] ? policy_names[k] : "?";
+}
+
+int policy_local_batch(const policy_config *pc) {
+    if (pc->kind != POLICY_SELSYNC || pc->inject_alpha <= 0 || pc->inject_beta <= 0)
+        return pc->batch;
+    double b = pc->batch / (1.0 + pc->inject_alpha * pc->inject_beta * pc->workers);
+    int lb = (int)lround(b);
+    return lb < 1 ? 1 : lb;
+}
+
+double policy_now(void) {
+    return simgrid_get_clock();
+}
+
+void policy_begin_step(policy_state *st, int w, long step, step_acc *a) {
+    (void)st;
+    memset(a, 0, sizeof *a);
+    a->rec.step = step;
+    a->rec.worker = w;
+    a->rec.start_s = policy_now();
+}
+
+void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats) {
+    step_cost cost = {0, 0, -1};
+    memset(stats, 0, sizeof *stats);
+    st->src->ops->compute(st->src->self, w, step, batch, &cost, stats);
+    sim_step_cost sc = {.flops = cost.flops,
+                        .measured_s = cost.measured_s,
+                        .trace_s = cost.trace_s,
+                        .slowdown = st->pc->slowdown ? st->pc->slowdown[w] : 1.0};
+    double dt = 0;
+    int rc = sim_compute_step(&st->pc->compute, &sc, &dt);
+    SS_ASSERT(rc == SS_OK);
+    a->rec.compute_s += dt;
+    a->rec.flops = cost.flops;
+    a->rec.loss = stats->loss;
+    a->rec.grad_norm = stats->grad_norm;
+    a->rec.samples = stats->samples;
+}
+
+double policy_sync_enter(policy_state *st, long id) {
+    double now = policy_now();
+    sync_slot *s = &st->slots[id % SYNC_SLOTS];
+    if (s->id != id) {
+        s->id = id;
+        s->max_entry = now;
+    } else if (now > s->max_entry) {
+        s->max_entry = now;
+    }
+    return now;
+}
+
+void policy_sync_leave(policy_state *st, long id, double entry_s, double bytes, step_acc *a) {
+    double now = policy_now();
+    const sync_slot *s = &st->slots[id % SYNC_SLOTS];
+    SS_ASSERT(s->id == id);
+    double wait = s->max_entry - entry_s;
+    if (wait < 0) wait = 0;
+    if (wait > now - entry_s) wait = now - entry_s;
+    a->rec.wait_s += wait;
+    a->rec.comm_s += (now - entry_s) - wait;
+    a->rec.bytes_sent += bytes;
+    st->counters.bytes_sent += bytes;
+}
+
+void policy_sync_world(policy_state *st, int w, long id, long step, aggregate_what what,
+                       step_acc *a) {
+    const policy_config *pc = st->pc;
+    sim_coll_result r;
+    double entry = policy_sync_enter(st, id);
+    int rc;
+    if (st->ps) {
+        rc = sim_ps_push_pull(st->ps, w, st->src->param_bytes, step, NULL, &r);
+        /* The servers' replies are bytes on the network too: count them once, at the receiver. */
+        r.bytes_sent += r.bytes_recv;
+    } else {
+        rc = sim_allreduce(st->world, w, st->src->param_bytes, &pc->coll, &r);
+    }
+    SS_ASSERT(rc == SS_OK);
+    policy_sync_leave(st, id, entry, r.bytes_sent, a);
+    long seq = st->agg_seq[w]++;
+    st->src->ops->aggregate(st->src->self, w, seq, NULL, pc->workers, pc->workers, what, NULL, 0);
+}
+
+void policy_end_step(policy_state *st, int w, step_acc *a) {
+    st->compute_s[w] += a->rec.compute_s;
+    st->comm_s[w] += a->rec.comm_s;
+    st->wait_s[w] += a->rec.wait_s;
+    if (st->record) st->record(st->record_ctx, &a->rec);
+    st->src->ops->step_done(st->src->self, w, a->rec.step, policy_now());
+}
+
+static int check_config(const policy_config *pc, const sim_cluster *c) {
+    if (pc->workers < 1 || pc->steps < 1 || pc->batch < 1)
+        return ss_error_set(SS_EUSAGE, "policy: workers, steps and batch must be positive");
+    if (sim_cluster_n_workers(c) != pc->workers)
+        return ss_error_set(SS_EUSAGE, "policy: the cluster maps %d workers, the policy wants %d",
+                            sim_cluster_n_workers(c), pc->workers);
+    int needs_ps = pc->use_ps || pc->kind == POLICY_SSP || pc->kind == POLICY_ASP;
+    if (needs_ps && sim_cluster_n_ps(c) < pc->ps_servers)
+        return ss_error_set(SS_EUSAGE,
+                            "policy %s needs %d parameter server host(s); the cluster "
+                            "maps %d",
+                            policy_kind_name(pc->kind), pc->ps_servers, sim_cluster_n_ps(c));
+    if (pc->kind == POLICY_FEDAVG &&
+        (pc->local_steps < 1 || pc->client_fraction <= 0 || pc->client_fraction > 1))
+        return ss_error_set(SS_EUSAGE, "fedavg: local steps must be >= 1 and the client fraction "
+                                       "in (0, 1]");
+    return SS_OK;
+}
+
+int policy_run(const policy_config *pc, sim_cluster *cluster, step_source *src,
+               policy_record_fn record, void *record_ctx, policy_result *res) {
+    int rc = check_config(pc, cluster);
+    if (rc != SS_OK) return rc;
+    const int n = pc->workers;
+    memset(res, 0, sizeof *res);
+    policy_state st;
+    memset(&st, 0, sizeof st);
+    st.pc = pc;
+    st.cluster = cluster;
+    st.world = sim_cluster_world(cluster);
+    st.src = src;
+    st.record = record;
+    st.record_ctx = record_ctx;
+    st.res = res;
+    for (int i = 0; i < SYNC_SLOTS; i++)
+        st.slots[i].id = -1;
+    st.flags[0] = ss_calloc((size_t)n, 1);
+    st.flags[1] = ss_calloc((size_t)n, 1);
+    st.agg_seq = ss_calloc((size_t)n, sizeof(long));
+    st.compute_s = ss_calloc((size_t)n, sizeof(double));
+    st.comm_s = ss_calloc((size_t)n, sizeof(double));
+    st.wait_s = ss_calloc((size_t)n, sizeof(double));
+    st.clock = ss_calloc((size_t)n, sizeof(long));
+    st.pulled_version = ss_calloc((size_t)n, sizeof(long));
+    st.mutex = sg_mutex_init();
+    st.clock_advanced = sg_cond_init();
+    src->counters = &st.counters;
+
+    const int async = pc->kind == POLICY_SSP || pc->kind == POLICY_ASP;
+    if (async || pc->use_ps) {
+        sim_ps_opts po = {.n_workers = n,
+                          .worker_hosts = sim_cluster_worker_hosts(cluster),
+                          .n_servers = pc->ps_servers,
+                          .server_hosts = sim_cluster_ps_hosts(cluster),
+                          .mode = async ? SIM_PS_ASYNC : SIM_PS_SYNC,
+                          .request_bytes = 0};
+        if (async) policy_ssp_hooks(&po.hooks, &st);
+        if ((rc = sim_ps_start(&po, &st.ps)) != SS_OK) goto done;
+    }
+    worker_arg *args = ss_calloc((size_t)n, sizeof *args);
+    for (int w = 0; w < n; w++) {
+        args[w].st = &st;
+        args[w].rank = w;
+        sim_actor_spawn("worker", w, sim_cluster_worker_host(cluster, w),
+                        async ? policy_worker_ssp : policy_worker_sync, &args[w]);
+    }
+    double end_s = 0;
+    rc = sim_cluster_run(cluster, &end_s);
+    free(args);
+    if (rc != SS_OK) goto done;
+
+    res->sim_time_s = end_s;
+    res->steps = pc->steps;
+    res->sync_steps = st.counters.sync_steps;
+    res->lssr = 1.0 - (double)res->sync_steps / (double)res->steps;
+    res->bytes_sent = st.counters.bytes_sent;
+    for (int w = 0; w < n; w++) {
+        res->compute_s += st.compute_s[w] / n;
+        res->comm_s += st.comm_s[w] / n;
+        res->wait_s += st.wait_s[w] / n;
+    }
+done:
+    if (st.ps) sim_ps_free(st.ps);
+    sg_cond_destroy(st.clock_advanced);
+    sg_mutex_destroy(st.mutex);
+    free(st.flags[0]);
+    free(st.flags[1]);
+    free(st.agg_seq);
+    free(st.compute_s);
+    free(st.comm_s);
+    free(st.wait_s);
+    free(st.clock);
+    free(st.pulled_version);
+    src->counters = NULL;
+    return rc;
+}

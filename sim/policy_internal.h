@@ -1,0 +1,77 @@
+/* Internal to the policies: the state shared by the worker actors of one run. */
+#ifndef SS_SIM_POLICY_INTERNAL_H
+#define SS_SIM_POLICY_INTERNAL_H
+
+#include "common/rng.h"
+#include "sim/policy.h"
+#include "sim/ps.h"
+
+#include <simgrid/cond.h>
+#include <simgrid/mutex.h>
+
+/* Entry bookkeeping of the synchronizations in flight, to split a member's time in a collective
+ * into waiting for the last peer to arrive (wait) and moving data after that (comm). A
+ * synchronization is identified by an id that all its members agree on and that grows; no
+ * member can enter id + SYNC_SLOTS while another is still inside id. */
+#define SYNC_SLOTS 4
+typedef struct sync_slot {
+    long id;          /* synchronization occupying the slot (-1: none) */
+    double max_entry; /* latest entry time of a member so far (simulated s) */
+} sync_slot;
+
+typedef struct policy_state {
+    const policy_config *pc;
+    sim_cluster *cluster;
+    sim_comm *world;
+    step_source *src;
+    sim_ps *ps; /* NULL unless a PS is used */
+    policy_record_fn record;
+    void *record_ctx;
+    step_counters counters; /* read by the source at evaluations */
+    policy_result *res;
+
+    sync_slot slots[SYNC_SLOTS];
+    uint8_t *flags[2]; /* (N) SelSync flags, double-buffered by step parity */
+    long *agg_seq;     /* (N) aggregations each worker has called; equal across members */
+    double *compute_s, *comm_s, *wait_s; /* (N) totals per worker */
+
+    /* SSP/ASP */
+    long *clock;          /* (N) steps each worker has completed */
+    long ps_version;      /* updates applied by server 0 */
+    long *pulled_version; /* (N) ps_version when the worker last pulled from server 0 */
+    sg_mutex_t mutex;
+    sg_cond_t clock_advanced;
+} policy_state;
+
+/* What one worker's actor receives. */
+typedef struct worker_arg {
+    policy_state *st;
+    int rank;
+} worker_arg;
+
+/* Per-step accumulator of one worker. */
+typedef struct step_acc {
+    step_record rec;
+} step_acc;
+
+/* Helpers shared by the protocols (policy.c). */
+double policy_now(void);
+void policy_begin_step(policy_state *st, int w, long step, step_acc *a);
+/* Computes the step through the source and charges its time. */
+void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats);
+/* A member enters synchronization `id` (call right before the collective) ... */
+double policy_sync_enter(policy_state *st, long id);
+/* ... and leaves it (right after): splits the time into wait and comm, adds the bytes. */
+void policy_sync_leave(policy_state *st, long id, double entry_s, double bytes, step_acc *a);
+/* Exchange of `bytes` among all workers by all-reduce (or PS push/pull), then the real
+ * aggregation of `what` at that moment. */
+void policy_sync_world(policy_state *st, int w, long id, long step, aggregate_what what,
+                       step_acc *a);
+void policy_end_step(policy_state *st, int w, step_acc *a);
+
+/* The protocols. */
+void policy_worker_sync(void *arg); /* BSP, FedAvg/local SGD, SelSync (policy_sync.c) */
+void policy_worker_ssp(void *arg);  /* SSP, ASP (policy_ssp.c) */
+void policy_ssp_hooks(sim_ps_hooks *hooks, policy_state *st);
+
+#endif

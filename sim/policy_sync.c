@@ -1,0 +1,274 @@
+/* The synchronous family as worker protocols: BSP, FedAvg / local SGD (with client sampling and
+ * post-local SGD) and SelSync (with data injection). Every worker runs the same code; decisions
+ * that must agree (clients of a round, injecting workers) come from a random stream seeded
+ * identically on every worker, and SelSync's decision from the all-gathered flags. */
+#include "common/status.h"
+#include "sim/policy_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Synchronization ids: two per global step (flags, then the exchange), so ids grow. */
+static long sync_id(long step, int which) {
+    return 2 * step + which;
+}
+
+/* ---- BSP ---- */
+
+static void bsp_step(policy_state *st, int w, long step) {
+    step_acc a;
+    step_stats stats;
+    policy_begin_step(st, w, step, &a);
+    policy_compute(st, w, step, st->pc->batch, &a, &stats);
+    policy_sync_world(st, w, sync_id(step, 1), step, AGGREGATE_GRADS, &a);
+    st->src->ops->apply_local(st->src->self, w, step);
+    a.rec.decision = 1;
+    if (w == 0) st->counters.sync_steps++;
+    policy_end_step(st, w, &a);
+}
+
+/* ---- FedAvg / local SGD ---- */
+
+/* The clients of a round: m = max(1, round(C N)) workers, sorted. Same on every worker. */
+static int draw_clients(const policy_config *pc, rng *r, int *clients) {
+    int n = pc->workers;
+    int m = (int)lround(pc->client_fraction * n);
+    if (m < 1) m = 1;
+    if (m >= n) {
+        for (int i = 0; i < n; i++)
+            clients[i] = i;
+        return n;
+    }
+    int *all = ss_malloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        all[i] = i;
+    rng_shuffle(r, all, (size_t)n);
+    memcpy(clients, all, sizeof(int) * (size_t)m);
+    free(all);
+    for (int i = 1; i < m; i++) /* insertion sort: member order = rank order */
+        for (int j = i; j > 0 && clients[j - 1] > clients[j]; j--) {
+            int t = clients[j];
+            clients[j] = clients[j - 1];
+            clients[j - 1] = t;
+        }
+    return m;
+}
+
+static void fedavg_worker(policy_state *st, int w) {
+    const policy_config *pc = st->pc;
+    const long t_switch = pc->post_local_after;
+    long step = 1;
+    for (; step <= pc->steps && step <= t_switch && !st->src->stop; step++)
+        bsp_step(st, w, step);
+
+    rng r;
+    rng_seed(&r, pc->seed, RNG_STREAM_POLICY + 1);
+    int *clients = ss_malloc(sizeof(int) * (size_t)pc->workers);
+    sim_comm *world = st->world;
+    while (step <= pc->steps && !st->src->stop) {
+        const long round_first = step;
+        long round_last = step + pc->local_steps - 1;
+        if (round_last > pc->steps) round_last = pc->steps;
+        const int m = draw_clients(pc, &r, clients);
+        int me = -1; /* my index among the clients, -1 if not sampled */
+        for (int i = 0; i < m; i++)
+            if (clients[i] == w) me = i;
+        step_acc a;
+        step_stats stats;
+        if (me >= 0) {
+            for (step = round_first; step < round_last; step++) {
+                policy_begin_step(st, w, step, &a);
+                policy_compute(st, w, step, pc->batch, &a, &stats);
+                st->src->ops->apply_local(st->src->self, w, step);
+                policy_end_step(st, w, &a);
+            }
+            /* The last step of the round: local update, then averaging among the clients. */
+            policy_begin_step(st, w, step, &a);
+            policy_compute(st, w, step, pc->batch, &a, &stats);
+            st->src->ops->apply_local(st->src->self, w, step);
+        } else {
+            step = round_last;
+            policy_begin_step(st, w, step, &a);
+        }
+        const long id = sync_id(step, 1);
+        sim_coll_result cr;
+        if (me >= 0) {
+            double entry = policy_sync_enter(st, id);
+            sim_comm *group = m == pc->workers ? world : sim_cluster_group(st->cluster, clients, m);
+            int rc = sim_allreduce(group, me, st->src->param_bytes, &pc->coll, &cr);
+            SS_ASSERT(rc == SS_OK);
+            policy_sync_leave(st, id, entry, cr.bytes_sent, &a);
+        }
+        if (m < pc->workers) {
+            /* The new model reaches the workers that sat the round out. */
+            double entry = policy_now();
+            int rc = sim_broadcast(world, w, clients[0], st->src->param_bytes, &cr);
+            SS_ASSERT(rc == SS_OK);
+            a.rec.comm_s += policy_now() - entry;
+            a.rec.bytes_sent += cr.bytes_sent;
+            st->counters.bytes_sent += cr.bytes_sent;
+        }
+        long seq = st->agg_seq[w]++;
+        st->src->ops->aggregate(st->src->self, w, seq, clients, m, pc->workers, AGGREGATE_PARAMS,
+                                NULL, 0);
+        a.rec.decision = 1;
+        if (w == clients[0]) st->counters.sync_steps++;
+        if (me < 0) {
+            /* Steps sat out still count, so that evaluations find every worker at the step. */
+            for (long s = round_first; s < round_last; s++) {
+                step_acc idle;
+                policy_begin_step(st, w, s, &idle);
+                policy_end_step(st, w, &idle);
+            }
+        }
+        policy_end_step(st, w, &a);
+        step = round_last + 1;
+    }
+    free(clients);
+}
+
+/* ---- SelSync ---- */
+
+typedef struct selsync_ewma {
+    double alpha;     /* smoothing factor of the norm (and of Delta in the code variant) */
+    double norm_avg;  /* E||g|| */
+    double delta_avg; /* smoothed |Delta| (code variant) */
+    long seen;        /* norms seen */
+} selsync_ewma;
+
+/* Updates the EWMA with this step's norm and returns Delta (SEEDS.md): the relative change of
+ * the smoothed norm; |.| and smoothed a second time in the public code's variant. */
+static double selsync_delta(selsync_ewma *e, selsync_variant v, double norm) {
+    if (e->seen++ == 0) {
+        e->norm_avg = norm;
+        return 0.0;
+    }
+    double prev = e->norm_avg;
+    e->norm_avg = e->alpha * norm + (1.0 - e->alpha) * prev;
+    double delta = prev > 0 ? (e->norm_avg - prev) / prev : 0.0;
+    if (v == SELSYNC_VARIANT_CODE) {
+        delta = fabs(delta);
+        e->delta_avg = e->seen == 2 ? delta : e->alpha * delta + (1.0 - e->alpha) * e->delta_avg;
+        delta = e->delta_avg;
+    }
+    return delta;
+}
+
+/* Data injection (non-IID): round(alpha N) workers, drawn alike on every worker, each send
+ * round(beta b') samples of their batch to every other worker, point to point. The exchanges run
+ * sender by sender in rank order, which every worker follows, so no send waits on a cycle. */
+static void selsync_inject(policy_state *st, int w, long step, int local_batch, rng *r,
+                           step_acc *a) {
+    const policy_config *pc = st->pc;
+    const int n = pc->workers;
+    int k = (int)lround(pc->inject_alpha * n);
+    int share = (int)lround(pc->inject_beta * local_batch);
+    if (k < 1 || share < 1 || n < 2) return;
+    int *order = ss_malloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    rng_shuffle(r, order, (size_t)n);
+    uint8_t *chosen = ss_calloc((size_t)n, 1);
+    for (int i = 0; i < k && i < n; i++)
+        chosen[order[i]] = 1;
+    const double bytes = share * st->src->sample_bytes;
+    (void)step;
+    for (int s = 0; s < n; s++) {
+        if (!chosen[s]) continue;
+        sim_coll_result cr;
+        double t0 = policy_now();
+        if (s == w) {
+            for (int d = 0; d < n; d++) {
+                if (d == w) continue;
+                int rc = sim_send(st->world, w, d, bytes, &cr);
+                SS_ASSERT(rc == SS_OK);
+                a->rec.bytes_sent += cr.bytes_sent;
+                st->counters.bytes_sent += cr.bytes_sent;
+            }
+            a->rec.comm_s += policy_now() - t0;
+        } else {
+            int rc = sim_recv(st->world, w, s, bytes, &cr);
+            SS_ASSERT(rc == SS_OK);
+            a->rec.wait_s += policy_now() - t0;
+            st->src->ops->inject(st->src->self, s, w, share);
+        }
+    }
+    free(chosen);
+    free(order);
+}
+
+static void selsync_worker(policy_state *st, int w) {
+    const policy_config *pc = st->pc;
+    const step_source_ops *ops = st->src->ops;
+    selsync_ewma ewma = {0};
+    ewma.alpha = pc->ewma_alpha > 0                     ? pc->ewma_alpha
+                 : pc->variant == SELSYNC_VARIANT_PAPER ? pc->workers / 100.0
+                                                        : 0.01;
+    if (ewma.alpha > 1.0) ewma.alpha = 1.0;
+    const int local_batch = policy_local_batch(pc);
+    const int injecting = pc->inject_alpha > 0 && pc->inject_beta > 0;
+    rng inject_rng;
+    rng_seed(&inject_rng, pc->seed, RNG_STREAM_POLICY + 2);
+    const int pa = pc->aggregation == AGGREGATE_PARAMS;
+    const int step_first = pa && pc->order == SELSYNC_ORDER_STEP_THEN_AVERAGE;
+
+    for (long step = 1; step <= pc->steps && !st->src->stop; step++) {
+        step_acc a;
+        step_stats stats;
+        policy_begin_step(st, w, step, &a);
+        if (injecting) selsync_inject(st, w, step, local_batch, &inject_rng, &a);
+        policy_compute(st, w, step, local_batch, &a, &stats);
+        if (step_first) ops->apply_local(st->src->self, w, step);
+
+        double norm = pc->variant == SELSYNC_VARIANT_CODE ? stats.layer_norm_sum : stats.grad_norm;
+        double delta = selsync_delta(&ewma, pc->variant, norm);
+        /* delta = 0 is BSP by definition; the window's first steps always synchronize. */
+        int flag = pc->delta <= 0 || step <= pc->ewma_window || delta >= pc->delta;
+        a.rec.delta = delta;
+
+        /* The flags' all-gather is charged every step. */
+        uint8_t *flags = st->flags[step & 1];
+        flags[w] = (uint8_t)flag;
+        const long fid = sync_id(step, 0);
+        sim_coll_result cr;
+        double entry = policy_sync_enter(st, fid);
+        int rc = sim_allgather(st->world, w, pc->flag_bytes, &cr);
+        SS_ASSERT(rc == SS_OK);
+        policy_sync_leave(st, fid, entry, cr.bytes_sent, &a);
+        int sync = 0;
+        for (int i = 0; i < pc->workers; i++)
+            sync |= flags[i];
+        int forced = ops->forced_decision ? ops->forced_decision(st->src->self, step) : -1;
+        if (forced >= 0) sync = forced;
+
+        if (sync) {
+            policy_sync_world(st, w, sync_id(step, 1), step, pc->aggregation, &a);
+            if (!step_first) ops->apply_local(st->src->self, w, step);
+            if (w == 0) st->counters.sync_steps++;
+        } else if (!step_first) {
+            ops->apply_local(st->src->self, w, step);
+        }
+        a.rec.decision = sync;
+        policy_end_step(st, w, &a);
+    }
+}
+
+void policy_worker_sync(void *arg) {
+    worker_arg *wa = arg;
+    policy_state *st = wa->st;
+    switch (st->pc->kind) {
+    case POLICY_BSP:
+        for (long step = 1; step <= st->pc->steps && !st->src->stop; step++)
+            bsp_step(st, wa->rank, step);
+        break;
+    case POLICY_FEDAVG:
+        fedavg_worker(st, wa->rank);
+        break;
+    case POLICY_SELSYNC:
+        selsync_worker(st, wa->rank);
+        break;
+    default:
+        SS_ASSERT(!"not a synchronous policy");
+    }
+}

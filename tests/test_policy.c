@@ -1,0 +1,373 @@
+/* CUnit suite of the policies with real gradients (emulation): equivalences between policies,
+ * the staleness bound of SSP as the simulated clock makes it, BSP's simulated time against the
+ * closed form, and determinism. Each run is a whole SimGrid simulation in its own process
+ * (sim_run_isolated), on a small synthetic data set. */
+#include "common/status.h"
+#include "emu/emulation.h"
+#include "sim/cluster.h"
+#include "sim/isolate.h"
+#include "sim/platform_gen.h"
+#include "sim/policy.h"
+#include "ss_test.h"
+
+#include <simgrid/host.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TP_MAX_WORKERS 8
+
+typedef struct policy_case {
+    policy_config pc; /* kind, workers, steps, batch, policy options */
+    double momentum;
+    double lr;
+    const char *model; /* "mlp:64" ... */
+    int cm02;          /* CM02 network model (closed forms) */
+    double bandwidth_bps;
+    double latency_s;
+    double slowdown[TP_MAX_WORKERS];
+    int use_slowdown;
+    partition_kind partition;
+    double efficiency; /* host speed as a fraction of the V100's peak (1 = peak) */
+} policy_case;
+
+typedef struct policy_outcome {
+    policy_result res;
+    double host_speed_flops;
+    double route_latency_s;
+    double flops_per_step;
+    double param_bytes;
+    size_t params;
+    float w[]; /* (N, P) final replicas */
+} policy_outcome;
+
+static void case_default(policy_case *c, policy_kind kind, int workers, long steps) {
+    memset(c, 0, sizeof *c);
+    policy_config_default(&c->pc);
+    c->pc.kind = kind;
+    c->pc.workers = workers;
+    c->pc.steps = steps;
+    c->pc.batch = 16;
+    c->pc.seed = 7;
+    c->pc.eval_every = steps;
+    c->momentum = 0.0;
+    c->lr = 0.1;
+    c->model = "mlp:64";
+    c->bandwidth_bps = 10e9;
+    c->latency_s = 10e-6;
+    c->partition = PARTITION_SELDP;
+    c->efficiency = 1.0;
+}
+
+static void synthetic(dataset *train, dataset *test) {
+    synthetic_spec s;
+    synthetic_spec_default(&s);
+    s.n_train = 1024;
+    s.n_test = 256;
+    s.classes = 4;
+    s.c = 1;
+    s.h = 4;
+    s.w = 4;
+    int rc = dataset_synthetic(&s, 3, train, test);
+    SS_ASSERT(rc == SS_OK);
+}
+
+/* The child: platform, cluster, emulation, policy; returns a policy_outcome. */
+static int run_case(void *arg, sim_blob *out) {
+    const policy_case *c = arg;
+    policy_config pc = c->pc;
+    if (c->use_slowdown) pc.slowdown = c->slowdown;
+    int async = pc.kind == POLICY_SSP || pc.kind == POLICY_ASP;
+    int n_ps = async || pc.use_ps ? pc.ps_servers : 0;
+
+    char platform[64];
+    snprintf(platform, sizeof platform, "/tmp/ss_test_policy_%d.xml", (int)getpid());
+    platform_gen_spec ps = platform_gen_default();
+    ps.n_hosts = pc.workers;
+    ps.n_ps = n_ps;
+    ps.bandwidth_bps = c->bandwidth_bps;
+    ps.latency_s = c->latency_s;
+    ps.efficiency = c->efficiency;
+    FILE *fp = fopen(platform, "w");
+    SS_ASSERT(fp);
+    int rc = platform_generate(&ps, fp);
+    fclose(fp);
+    if (rc != SS_OK) return rc;
+
+    dataset train, test;
+    synthetic(&train, &test);
+    device *dev;
+    char notice[256];
+    if ((rc = device_open("cpu", &dev, notice, sizeof notice)) != SS_OK) return rc;
+    model_spec spec;
+    if ((rc = model_spec_parse(&spec, c->model, 1, 4, 4, 4)) != SS_OK) return rc;
+    sim_cluster_opts co = {.platform_path = platform,
+                           .n_workers = pc.workers,
+                           .n_ps = n_ps,
+                           .model = c->cm02 ? SIM_NETWORK_CM02 : SIM_NETWORK_LV08};
+    sim_cluster *cluster;
+    if ((rc = sim_cluster_open(&co, &cluster)) != SS_OK) return rc;
+    lr_schedule sched;
+    lr_schedule_parse(&sched, "constant");
+    sched.base_lr = c->lr;
+    emulation_config ec = {.dev = dev,
+                           .train = &train,
+                           .test = &test,
+                           .spec = &spec,
+                           .seed = pc.seed,
+                           .workers = pc.workers,
+                           .batch = policy_local_batch(&pc),
+                           .max_batch = pc.batch * pc.workers,
+                           .partition = c->partition,
+                           .schedule = sched,
+                           .momentum = c->momentum,
+                           .eval_every = pc.eval_every,
+                           .last_step = pc.steps,
+                           .layer_norms = 1,
+                           .use_ps = async,
+                           .ps_servers = pc.ps_servers,
+                           .evaluate_ps = async};
+    emulation *em;
+    if ((rc = emulation_create(&ec, &em)) != SS_OK) return rc;
+    policy_result res;
+    rc = policy_run(&pc, cluster, emulation_source(em), NULL, NULL, &res);
+    if (rc != SS_OK) return rc;
+
+    model *m0 = emulation_replica(em, 0);
+    size_t p = model_param_count(m0);
+    size_t bytes = sizeof(policy_outcome) + sizeof(float) * p * (size_t)pc.workers;
+    policy_outcome *o = ss_calloc(1, bytes);
+    o->res = res;
+    o->host_speed_flops = sg_host_get_speed(sim_cluster_worker_host(cluster, 0));
+    o->route_latency_s = pc.workers > 1
+                             ? sg_host_get_route_latency(sim_cluster_worker_host(cluster, 0),
+                                                         sim_cluster_worker_host(cluster, 1))
+                             : 0;
+    o->flops_per_step =
+        (model_forward_flops_per_sample(m0) + model_backward_flops_per_sample(m0)) * pc.batch;
+    o->param_bytes = model_param_bytes(m0);
+    o->params = p;
+    for (int w = 0; w < pc.workers; w++)
+        device_download(dev, o->w + (size_t)w * p, model_params(emulation_replica(em, w)), p);
+    sim_blob_append(out, o, bytes);
+    free(o);
+    unlink(platform);
+    return SS_OK;
+}
+
+/* Runs a case in its own process; the caller frees the outcome. */
+static policy_outcome *run(const policy_case *c) {
+    sim_blob blob = {0};
+    int rc = sim_run_isolated(run_case, (void *)c, &blob);
+    if (rc != SS_OK) {
+        fprintf(stderr, "\n  run failed: %s\n", ss_error_message());
+        CU_FAIL_FATAL("simulation failed");
+    }
+    return (policy_outcome *)blob.data;
+}
+
+static double max_abs_diff(const float *a, const float *b, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > m) m = d;
+    }
+    return m;
+}
+
+/* SelSync with delta = 0 and plain SGD synchronizes every step; parameter averaging after local
+ * steps then equals gradient averaging: mean(w - lr g_i) = w - lr mean(g_i), up to rounding. */
+static void test_selsync_delta0_equals_bsp(void) {
+    policy_case bsp, sel;
+    case_default(&bsp, POLICY_BSP, 4, 30);
+    case_default(&sel, POLICY_SELSYNC, 4, 30);
+    sel.pc.delta = 0;
+    policy_outcome *a = run(&bsp), *b = run(&sel);
+    size_t n = a->params * 4;
+    double d = max_abs_diff(a->w, b->w, n);
+    fprintf(stderr, "\n  max |w_bsp - w_selsync| = %.3g over %zu parameters\n", d, n);
+    CU_ASSERT(d <= 1e-6);
+    CU_ASSERT_EQUAL(b->res.sync_steps, 30);
+    SS_CHECK_CLOSE(b->res.lssr, 0.0, 0, 0);
+    /* the replicas agree after every synchronized step */
+    CU_ASSERT(max_abs_diff(b->w, b->w + 3 * b->params, b->params) == 0.0);
+    free(a);
+    free(b);
+}
+
+/* FedAvg with H = 1 averages parameters after every local step: BSP again. */
+static void test_fedavg_h1_equals_bsp(void) {
+    policy_case bsp, fed;
+    case_default(&bsp, POLICY_BSP, 4, 30);
+    case_default(&fed, POLICY_FEDAVG, 4, 30);
+    bsp.partition = fed.partition = PARTITION_DEFDP;
+    fed.pc.local_steps = 1;
+    policy_outcome *a = run(&bsp), *b = run(&fed);
+    double d = max_abs_diff(a->w, b->w, a->params * 4);
+    fprintf(stderr, "\n  max |w_bsp - w_fedavg(H=1)| = %.3g\n", d);
+    CU_ASSERT(d <= 1e-6);
+    CU_ASSERT_EQUAL(b->res.sync_steps, 30);
+    free(a);
+    free(b);
+}
+
+/* A delta no Delta reaches, with no warm-up window: SelSync never synchronizes. The only bytes
+ * are the flags' all-gathers, and each replica is exactly the independent local training of its
+ * worker on its SelDP data. */
+static void test_selsync_huge_delta_is_local_sgd(void) {
+    policy_case c;
+    const int n = 4, steps = 25;
+    case_default(&c, POLICY_SELSYNC, n, steps);
+    c.pc.delta = 1e12;
+    c.pc.ewma_window = 0;
+    policy_outcome *o = run(&c);
+    CU_ASSERT_EQUAL(o->res.sync_steps, 0);
+    SS_CHECK_CLOSE(o->res.lssr, 1.0, 0, 0);
+    /* Bruck all-gather of 1 byte per worker: N - 1 bytes sent per worker and step */
+    SS_CHECK_CLOSE(o->res.bytes_sent, (double)steps * n * (n - 1) * 1.0, 0, 0);
+
+    /* the same training without simulation, worker by worker */
+    dataset train, test;
+    synthetic(&train, &test);
+    device *dev;
+    char notice[256];
+    device_open("cpu", &dev, notice, sizeof notice);
+    model_spec spec;
+    model_spec_parse(&spec, c.model, 1, 4, 4, 4);
+    partition *part;
+    partition_create(&train, n, PARTITION_SELDP, 0, c.pc.seed, &part);
+    float *w = ss_malloc(sizeof(float) * o->params);
+    float *x = ss_malloc(sizeof(float) * 16 * (size_t)c.pc.batch);
+    uint8_t *y = ss_malloc((size_t)c.pc.batch);
+    size_t idx[64];
+    for (int k = 0; k < n; k++) {
+        model *m;
+        model_create(dev, &spec, c.pc.seed, c.pc.batch, &m);
+        sgd_state *opt = sgd_create(dev, o->params);
+        batch_iter *it = batch_iter_create(part, k, c.pc.seed);
+        for (int s = 0; s < steps; s++) {
+            batch_iter_next(it, idx, c.pc.batch);
+            dataset_gather(&train, idx, c.pc.batch, x, y);
+            model_forward_backward(m, x, y, c.pc.batch);
+            sgd_step(opt, model_params(m), model_grads(m), (float)c.lr, 0, 0);
+        }
+        device_download(dev, w, model_params(m), o->params);
+        CU_ASSERT(memcmp(w, o->w + (size_t)k * o->params, sizeof(float) * o->params) == 0);
+        batch_iter_destroy(it);
+        sgd_destroy(opt);
+        model_destroy(m);
+    }
+    free(w);
+    free(x);
+    free(y);
+    partition_destroy(part);
+    device_close(dev);
+    dataset_free(&train);
+    dataset_free(&test);
+    free(o);
+}
+
+/* SSP with s = 0 on identical hosts runs in lockstep: no worker is ever ahead of another. */
+static void test_ssp_s0_lockstep(void) {
+    policy_case c;
+    case_default(&c, POLICY_SSP, 4, 20);
+    c.pc.staleness = 0;
+    policy_outcome *o = run(&c);
+    CU_ASSERT_EQUAL(o->res.max_clock_gap, 0);
+    CU_ASSERT_EQUAL(o->res.clock_gap_hist[0], 4 * 20);
+    CU_ASSERT_EQUAL(o->res.sync_steps, 20);
+    free(o);
+}
+
+/* SSP with s = 2 and one worker 3x slower: the fast workers run ahead until the bound stops
+ * them; the clock gap reaches s and never exceeds it, and the fast workers wait. */
+static void test_ssp_straggler_bound(void) {
+    policy_case c;
+    case_default(&c, POLICY_SSP, 4, 30);
+    c.pc.staleness = 2;
+    c.efficiency = 1e-5; /* 157 MFLOP/s hosts: compute dominates the exchanges */
+    c.use_slowdown = 1;
+    for (int i = 0; i < 4; i++)
+        c.slowdown[i] = 1.0;
+    c.slowdown[3] = 3.0;
+    policy_outcome *o = run(&c);
+    fprintf(stderr, "\n  max clock gap %ld, max update staleness %ld, wait %.3g s per worker\n",
+            o->res.max_clock_gap, o->res.max_update_staleness, o->res.wait_s);
+    CU_ASSERT_EQUAL(o->res.max_clock_gap, 2);
+    CU_ASSERT(o->res.clock_gap_hist[2] > 0);
+    for (int b = 3; b < POLICY_STALENESS_BINS; b++)
+        CU_ASSERT_EQUAL(o->res.clock_gap_hist[b], 0);
+    CU_ASSERT(o->res.wait_s > 0);
+    /* ASP: no bound; the gap grows past 2 */
+    c.pc.kind = POLICY_ASP;
+    policy_outcome *a = run(&c);
+    fprintf(stderr, "  ASP: max clock gap %ld\n", a->res.max_clock_gap);
+    CU_ASSERT(a->res.max_clock_gap > 2);
+    SS_CHECK_CLOSE(a->res.wait_s, 0.0, 1e-12, 0);
+    free(o);
+    free(a);
+}
+
+/* BSP under CM02: every step is the compute (FLOPs / host speed) plus a ring all-reduce of the
+ * parameters, 2(N-1) alpha + 2(N-1)/N M/B, one after the other. */
+static void test_bsp_time_closed_form(void) {
+    policy_case c;
+    const int n = 4, steps = 12;
+    case_default(&c, POLICY_BSP, n, steps);
+    c.cm02 = 1;
+    c.bandwidth_bps = 5e9;
+    policy_outcome *o = run(&c);
+    double b_Bps = c.bandwidth_bps / 8.0;
+    double m = o->param_bytes;
+    double step_s = o->flops_per_step / o->host_speed_flops + 2.0 * (n - 1) * o->route_latency_s +
+                    2.0 * (n - 1) / n * m / b_Bps;
+    fprintf(stderr, "\n  BSP simulated %.9g s, closed form %.9g s (M = %.0f bytes)\n",
+            o->res.sim_time_s, steps * step_s, m);
+    SS_CHECK_CLOSE(o->res.sim_time_s, steps * step_s, 0, 1e-6);
+    SS_CHECK_CLOSE(o->res.compute_s, steps * o->flops_per_step / o->host_speed_flops, 0, 1e-9);
+    SS_CHECK_CLOSE(o->res.bytes_sent, steps * n * 2.0 * (n - 1) / n * m, 0, 1e-9);
+    free(o);
+}
+
+/* The same seed and configuration give bit-identical parameters and times. */
+static void test_determinism(void) {
+    policy_case c;
+    case_default(&c, POLICY_SELSYNC, 4, 40);
+    c.pc.delta = 0.02;
+    c.pc.ewma_window = 5;
+    c.momentum = 0.9;
+    policy_outcome *a = run(&c), *b = run(&c);
+    CU_ASSERT(memcmp(a->w, b->w, sizeof(float) * a->params * 4) == 0);
+    CU_ASSERT(a->res.sim_time_s == b->res.sim_time_s);
+    CU_ASSERT_EQUAL(a->res.sync_steps, b->res.sync_steps);
+    fprintf(stderr, "\n  SelSync delta=0.02: %ld of 40 steps synchronized\n", a->res.sync_steps);
+    free(a);
+    free(b);
+}
+
+static CU_TestInfo equivalence_tests[] = {
+    {"policy_run: SelSync delta=0 (PA, plain SGD) equals BSP", test_selsync_delta0_equals_bsp},
+    {"policy_run: FedAvg H=1 equals BSP", test_fedavg_h1_equals_bsp},
+    {"policy_run: SelSync huge delta equals independent local training",
+     test_selsync_huge_delta_is_local_sgd},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo timing_tests[] = {
+    {"policy_run: SSP s=0 runs in lockstep", test_ssp_s0_lockstep},
+    {"policy_run: SSP s=2 with a 3x straggler respects the bound; ASP does not",
+     test_ssp_straggler_bound},
+    {"policy_run: BSP simulated time equals compute + ring closed form (CM02)",
+     test_bsp_time_closed_form},
+    {"policy_run: two identical runs are bit-identical", test_determinism},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"policy equivalences", NULL, NULL, NULL, NULL, equivalence_tests},
+    {"policy timing", NULL, NULL, NULL, NULL, timing_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void) {
+    return ss_test_main(suites);
+}
