@@ -130,29 +130,63 @@ static void fedavg_worker(policy_state *st, int w) {
 
 /* ---- SelSync ---- */
 
+/* The EWMA of SelSync: a weighted mean of the last `window` values, the value of age k (1 for the
+ * newest) weighted by (1 - alpha)^k, as the public code computes it. It is defined once the
+ * window has filled. */
+#define SELSYNC_MAX_WINDOW 1024
 typedef struct selsync_ewma {
-    double alpha;     /* smoothing factor of the norm (and of Delta in the code variant) */
-    double norm_avg;  /* E||g|| */
-    double delta_avg; /* smoothed |Delta| (code variant) */
-    long seen;        /* norms seen */
+    double alpha;
+    int window;                        /* W */
+    double values[SELSYNC_MAX_WINDOW]; /* ring of the last W values */
+    long count;                        /* values seen */
 } selsync_ewma;
 
-/* Updates the EWMA with this step's norm and returns Delta (SEEDS.md): the relative change of
- * the smoothed norm; |.| and smoothed a second time in the public code's variant. */
-static double selsync_delta(selsync_ewma *e, selsync_variant v, double norm) {
-    if (e->seen++ == 0) {
-        e->norm_avg = norm;
-        return 0.0;
+static void ewma_init(selsync_ewma *e, double alpha, int window) {
+    memset(e, 0, sizeof *e);
+    e->alpha = alpha;
+    e->window = window < 1 ? 1 : window > SELSYNC_MAX_WINDOW ? SELSYNC_MAX_WINDOW : window;
+}
+
+/* Adds a value; returns 1 and the smoothed value once the window is full, else 0. */
+static int ewma_add(selsync_ewma *e, double v, double *smoothed) {
+    e->values[e->count % e->window] = v;
+    e->count++;
+    if (e->count < e->window) return 0;
+    double sum = 0, weights = 0, w = 1.0;
+    for (int age = 1; age <= e->window; age++) {
+        w *= 1.0 - e->alpha;
+        sum += w * e->values[(e->count - age) % e->window];
+        weights += w;
     }
-    double prev = e->norm_avg;
-    e->norm_avg = e->alpha * norm + (1.0 - e->alpha) * prev;
-    double delta = prev > 0 ? (e->norm_avg - prev) / prev : 0.0;
-    if (v == SELSYNC_VARIANT_CODE) {
-        delta = fabs(delta);
-        e->delta_avg = e->seen == 2 ? delta : e->alpha * delta + (1.0 - e->alpha) * e->delta_avg;
-        delta = e->delta_avg;
+    *smoothed = weights > 0 ? sum / weights : v;
+    return 1;
+}
+
+/* SelSync's relative gradient change (SEEDS.md). Paper: Delta = (E_i - E_{i-1}) / E_{i-1} of the
+ * smoothed global norm. Public code: |Delta| of the smoothed sum of per-layer norms, smoothed by
+ * a second EWMA. `defined` is 0 while the windows are still filling (the step synchronizes). */
+typedef struct selsync_tracker {
+    selsync_variant variant;
+    selsync_ewma norm;  /* E||g|| */
+    selsync_ewma delta; /* code variant: E|Delta| */
+    double prev;        /* E||g|| of the previous step (0: none yet) */
+} selsync_tracker;
+
+static double selsync_delta(selsync_tracker *t, double norm, int *defined) {
+    double e, d = 0.0;
+    *defined = 0;
+    if (!ewma_add(&t->norm, norm, &e)) return 0.0;
+    double prev = t->prev;
+    t->prev = e;
+    if (prev <= 0) return 0.0;
+    d = (e - prev) / prev;
+    if (t->variant == SELSYNC_VARIANT_PAPER) {
+        *defined = 1;
+        return d;
     }
-    return delta;
+    double smoothed;
+    *defined = ewma_add(&t->delta, fabs(d), &smoothed);
+    return *defined ? smoothed : fabs(d);
 }
 
 /* Data injection (non-IID): round(alpha N) workers, drawn alike on every worker, each send
@@ -201,11 +235,15 @@ static void selsync_inject(policy_state *st, int w, long step, int local_batch, 
 static void selsync_worker(policy_state *st, int w) {
     const policy_config *pc = st->pc;
     const step_source_ops *ops = st->src->ops;
-    selsync_ewma ewma = {0};
-    ewma.alpha = pc->ewma_alpha > 0                     ? pc->ewma_alpha
-                 : pc->variant == SELSYNC_VARIANT_PAPER ? pc->workers / 100.0
-                                                        : 0.01;
-    if (ewma.alpha > 1.0) ewma.alpha = 1.0;
+    double alpha = pc->ewma_alpha > 0                     ? pc->ewma_alpha
+                   : pc->variant == SELSYNC_VARIANT_PAPER ? pc->workers / 100.0
+                                                          : 0.01;
+    if (alpha > 1.0) alpha = 1.0;
+    selsync_tracker tracker;
+    memset(&tracker, 0, sizeof tracker);
+    tracker.variant = pc->variant;
+    ewma_init(&tracker.norm, alpha, pc->ewma_window);
+    ewma_init(&tracker.delta, alpha, pc->ewma_window);
     const int local_batch = policy_local_batch(pc);
     const int injecting = pc->inject_alpha > 0 && pc->inject_beta > 0;
     rng inject_rng;
@@ -222,9 +260,11 @@ static void selsync_worker(policy_state *st, int w) {
         if (step_first) ops->apply_local(st->src->self, w, step);
 
         double norm = pc->variant == SELSYNC_VARIANT_CODE ? stats.layer_norm_sum : stats.grad_norm;
-        double delta = selsync_delta(&ewma, pc->variant, norm);
-        /* delta = 0 is BSP by definition; the window's first steps always synchronize. */
-        int flag = pc->delta <= 0 || step <= pc->ewma_window || delta >= pc->delta;
+        int defined;
+        double delta = selsync_delta(&tracker, norm, &defined);
+        /* delta = 0 is BSP by definition; steps before Delta is defined synchronize (warm-up),
+         * unless the window is 0. */
+        int flag = pc->delta <= 0 || (!defined && pc->ewma_window > 0) || delta >= pc->delta;
         a.rec.delta = delta;
 
         /* The flags' all-gather is charged every step. */
