@@ -109,6 +109,10 @@ static const opt_def options_table[] = {
 
     {"staleness", OPT_TYPE_LONG, F(staleness), "3", 0, 1e9, CMD_RUN, NULL, "S",
      "ssp: staleness bound s (asp is s = infinity)", POL_SSP},
+    {"server-lr-scale", OPT_TYPE_DOUBLE, F(server_lr_scale), "0", 0, 100, CMD_RUN, NULL, "X",
+     "ssp/asp: the server applies each gradient with lr x X (0: 1/N, so that N pushes move the "
+     "model as far as one BSP step)",
+     POL_SSP | POL_ASP},
     {"local-steps", OPT_TYPE_LONG, F(local_steps), "8", 1, 1e9, CMD_RUN, NULL, "H",
      "fedavg: local steps per round", POL_FEDAVG},
     {"local-epochs", OPT_TYPE_DOUBLE, F(local_epochs), "0", 0, 1000, CMD_RUN, NULL, "E",

@@ -48,6 +48,7 @@ typedef struct run_config {
 
     /* policies */
     long staleness;           /* ssp: s */
+    double server_lr_scale;   /* ssp/asp: server lr = lr x this (0 = 1/N) */
     long local_steps;         /* fedavg: H */
     double local_epochs;      /* fedavg: E (0 = use H) */
     double client_fraction;   /* fedavg: C */

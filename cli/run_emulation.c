@@ -269,30 +269,31 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
     }
     sched.steps_per_epoch = steps_per_epoch;
     sched.total_steps = pc.steps;
-    emulation_config ec = {.dev = dev,
-                           .train = &train,
-                           .test = &test,
-                           .spec = &spec,
-                           .seed = cfg->seed,
-                           .workers = cfg->workers,
-                           .batch = local_batch,
-                           .max_batch = max_batch,
-                           .partition = part_kind,
-                           .labels_per_worker = labels_k,
-                           .schedule = sched,
-                           .momentum = cfg->momentum,
-                           .weight_decay = cfg->weight_decay,
-                           .eval_every = pc.eval_every,
-                           .last_step = pc.steps,
-                           .measure_time = pc.compute.mode == SIM_COMPUTE_MEASURED,
-                           .layer_norms =
-                               pc.kind == POLICY_SELSYNC && pc.variant == SELSYNC_VARIANT_CODE,
-                           .use_ps = async,
-                           .ps_servers = pc.ps_servers,
-                           .evaluate_ps = async,
-                           .on_eval = on_eval,
-                           .eval_ctx = &ctx,
-                           .interrupted = outputs_interrupted};
+    emulation_config ec = {
+        .dev = dev,
+        .train = &train,
+        .test = &test,
+        .spec = &spec,
+        .seed = cfg->seed,
+        .workers = cfg->workers,
+        .batch = local_batch,
+        .max_batch = max_batch,
+        .partition = part_kind,
+        .labels_per_worker = labels_k,
+        .schedule = sched,
+        .momentum = cfg->momentum,
+        .weight_decay = cfg->weight_decay,
+        .eval_every = pc.eval_every,
+        .last_step = pc.steps,
+        .measure_time = pc.compute.mode == SIM_COMPUTE_MEASURED,
+        .layer_norms = pc.kind == POLICY_SELSYNC && pc.variant == SELSYNC_VARIANT_CODE,
+        .use_ps = async,
+        .ps_servers = pc.ps_servers,
+        .ps_lr_scale = cfg->server_lr_scale > 0 ? cfg->server_lr_scale : 1.0 / cfg->workers,
+        .evaluate_ps = async,
+        .on_eval = on_eval,
+        .eval_ctx = &ctx,
+        .interrupted = outputs_interrupted};
     if ((rc = emulation_create(&ec, &em)) != SS_OK) goto done;
 
     char path[1024];
@@ -322,6 +323,7 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
     rc = policy_run(&pc, cluster, src, on_record, &ctx, &pr);
     progress_end(&ctx.bar);
     if (rc != SS_OK) goto done;
+    emulation_evaluate_final(em, pr.sim_time_s);
 
     const emulation_eval *last = emulation_last_eval(em);
     long div_step = 0;

@@ -191,8 +191,9 @@ static void em_ps_apply(void *self, int w, long step, int shard, int n_shards) {
     SS_ASSERT(e->ps_params && n_shards == e->cfg.ps_servers);
     size_t lo, count;
     shard_range(e, shard, n_shards, &lo, &count);
-    sgd_step(e->ps_opts[shard], e->ps_params + lo, model_grads(e->replicas[w]) + lo, lr_at(e, step),
-             (float)e->cfg.momentum, (float)e->cfg.weight_decay);
+    sgd_step(e->ps_opts[shard], e->ps_params + lo, model_grads(e->replicas[w]) + lo,
+             lr_at(e, step) * (float)e->cfg.ps_lr_scale, (float)e->cfg.momentum,
+             (float)e->cfg.weight_decay);
 }
 
 static void em_ps_pull(void *self, int w, int shard, int n_shards) {
@@ -327,6 +328,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
     e->x = ss_malloc(sizeof(float) * features * (size_t)cfg->max_batch);
     e->y = ss_malloc((size_t)cfg->max_batch);
     e->idx = ss_malloc(sizeof(size_t) * (size_t)cfg->max_batch);
+    if (e->cfg.ps_lr_scale <= 0) e->cfg.ps_lr_scale = 1.0;
     if (cfg->use_ps) {
         SS_ASSERT(cfg->ps_servers >= 1);
         e->ps_params = device_alloc(cfg->dev, e->params);
@@ -385,6 +387,14 @@ void emulation_destroy(emulation *e) {
 
 step_source *emulation_source(emulation *e) {
     return &e->src;
+}
+
+void emulation_evaluate_final(emulation *e, double now_s) {
+    long min = e->done_step[0];
+    for (int j = 1; j < e->cfg.workers; j++)
+        if (e->done_step[j] < min) min = e->done_step[j];
+    if (e->last.test_accuracy >= 0 && e->last.step >= min) return;
+    evaluate(e, min, now_s);
 }
 
 int emulation_diverged(const emulation *e, long *step) {

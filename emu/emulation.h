@@ -46,13 +46,15 @@ typedef struct emulation_config {
     lr_schedule schedule;  /* learning rate per step */
     double momentum;
     double weight_decay;
-    long eval_every;  /* evaluate at multiples of this step ... */
-    long last_step;   /* ... and at this one */
-    int measure_time; /* 1: time each step's real computation (--compute measured) */
-    int layer_norms;  /* 1: compute the sum of per-layer gradient norms each step */
-    int use_ps;       /* 1: keep parameter-server parameters (SSP/ASP) */
-    int ps_servers;   /* shards of the server's parameters */
-    int evaluate_ps;  /* 1: evaluate the server's parameters instead of the replicas' mean */
+    long eval_every;    /* evaluate at multiples of this step ... */
+    long last_step;     /* ... and at this one */
+    int measure_time;   /* 1: time each step's real computation (--compute measured) */
+    int layer_norms;    /* 1: compute the sum of per-layer gradient norms each step */
+    int use_ps;         /* 1: keep parameter-server parameters (SSP/ASP) */
+    int ps_servers;     /* shards of the server's parameters */
+    double ps_lr_scale; /* the server applies each pushed gradient with lr x this (SSP: 1/N, so
+                          that N pushes move the model as far as one BSP step) */
+    int evaluate_ps;    /* 1: evaluate the server's parameters instead of the replicas' mean */
     /* Called at each evaluation. */
     void (*on_eval)(void *ctx, const emulation_eval *ev);
     void *eval_ctx;
@@ -66,6 +68,9 @@ int emulation_create(const emulation_config *cfg, emulation **out);
 void emulation_destroy(emulation *e);
 step_source *emulation_source(emulation *e);
 
+/* Evaluates the consensus now, unless the latest evaluation is already at the last step that
+ * every worker finished (for runs that end early: diverged, interrupted). */
+void emulation_evaluate_final(emulation *e, double now_s);
 /* 1 once some step produced a NaN or Inf loss (the run diverged); the step is in *step. */
 int emulation_diverged(const emulation *e, long *step);
 /* The latest evaluation (test_accuracy < 0 before the first). */

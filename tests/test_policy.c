@@ -125,6 +125,7 @@ static int run_case(void *arg, sim_blob *out) {
                            .layer_norms = 1,
                            .use_ps = async,
                            .ps_servers = pc.ps_servers,
+                           .ps_lr_scale = 1.0 / pc.workers,
                            .evaluate_ps = async};
     emulation *em;
     if ((rc = emulation_create(&ec, &em)) != SS_OK) return rc;
