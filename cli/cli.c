@@ -45,6 +45,7 @@ static int run_platform(const run_config *cfg, const char *target) {
 
 static int run_bench(const run_config *cfg, const char *target) {
     if (!strcmp(target, "kernels")) return bench_kernels(cfg->device, cfg->batch, stdout);
+    if (!strcmp(target, "coupling")) return cmd_bench_coupling(cfg);
     bench_network_opts o = bench_network_default();
     char list[RUN_CONFIG_TEXT];
     snprintf(list, sizeof list, "%s", cfg->bench_hosts);
@@ -72,8 +73,8 @@ static const subcommand subcommands[] = {
      run_compare},
     {"platform", CMD_PLATFORM, "syncsim platform [options] > FILE.xml",
      "print a SimGrid platform of GPU hosts (star or fat-tree, optional PS hosts)", run_platform},
-    {"bench", CMD_BENCH, "syncsim bench kernels|network [options]",
-     "benchmarks: training throughput against SGEMM; all-reduce against SMPI", run_bench},
+    {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling [options]",
+     "benchmarks: training vs SGEMM; all-reduce vs SMPI; SimGrid coupling overhead", run_bench},
 };
 #define SUBCOMMAND_COUNT ((int)(sizeof subcommands / sizeof subcommands[0]))
 
@@ -127,8 +128,9 @@ int cli_main(int argc, char **argv) {
             options_print_help(sc->command, sc->usage, stdout);
             return 0;
         }
-        if (argc < 3 || (strcmp(argv[2], "kernels") && strcmp(argv[2], "network"))) {
-            fprintf(stderr, "syncsim: bench needs a target: kernels or network%s%s%s\n",
+        if (argc < 3 || (strcmp(argv[2], "kernels") && strcmp(argv[2], "network") &&
+                         strcmp(argv[2], "coupling"))) {
+            fprintf(stderr, "syncsim: bench needs a target: kernels, network or coupling%s%s%s\n",
                     argc >= 3 ? " (not '" : "", argc >= 3 ? argv[2] : "", argc >= 3 ? "')" : "");
             return 2;
         }

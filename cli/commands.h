@@ -7,6 +7,6 @@
 int cmd_train_single(const run_config *cfg); /* syncsim train (one worker, no simulation) */
 int cmd_train(const run_config *cfg);        /* syncsim train: single, or emulated with a policy */
 int cmd_compare(const run_config *cfg);      /* syncsim compare */
-int cmd_platform(int argc, char **argv);     /* syncsim platform (its own small option set) */
+int cmd_bench_coupling(const run_config *cfg); /* syncsim bench coupling */
 
 #endif
