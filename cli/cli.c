@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "common/status.h"
+#include "cli/run_emulation.h"
 #include "kernels/bench.h"
 #include "sim/bench_network.h"
 #include "sim/platform_gen.h"
@@ -36,10 +37,12 @@ static int run_platform(const run_config *cfg, const char *target) {
     s.n_ps = cfg->ps_hosts;
     s.efficiency = cfg->gpu_efficiency;
     if ((rc = platform_parse_bandwidth("--bandwidth", cfg->bandwidth, &s.bandwidth_bps)) ||
-        (rc = platform_parse_latency("--latency", cfg->latency, &s.latency_s)) ||
+        (strcmp(cfg->latency, "tier") &&
+         (rc = platform_parse_latency("--latency", cfg->latency, &s.latency_s))) ||
         (rc = platform_parse_topology("--topology", cfg->topology, &s.topology)) ||
         (rc = platform_parse_gpu("--gpu", cfg->gpu, &s.gpu)))
         return rc;
+    if (!strcmp(cfg->latency, "tier")) s.latency_s = run_tier_latency_s(s.bandwidth_bps);
     return platform_generate(&s, stdout);
 }
 

@@ -36,7 +36,8 @@ typedef struct opt_def {
 
 #define F(field) offsetof(run_config, field), sizeof(((run_config *)0)->field)
 #define CMD_RUN  (CMD_TRAIN | CMD_COMPARE)
-#define CMD_ALL  (CMD_TRAIN | CMD_COMPARE | CMD_PLATFORM | CMD_BENCH | CMD_REPLAY | CMD_SWEEP)
+#define CMD_ALL                                                                                    \
+    (CMD_TRAIN | CMD_COMPARE | CMD_PLATFORM | CMD_BENCH | CMD_REPLAY | CMD_SWEEP | CMD_REPORT)
 
 /* The one table. Order is the order of --help and of config.ini. The last column limits a row to
  * some policies (0: any); setting such an option for another policy is an error. */
@@ -47,7 +48,7 @@ static const opt_def options_table[] = {
      "read options from an INI file (e.g. a run's config.ini) before the command line", 0},
     {"seed", OPT_TYPE_U64, F(seed), "1", 0, 0, CMD_RUN, NULL, "S",
      "seed of every random choice; the same seed gives the same run bit for bit", 0},
-    {"out", OPT_TYPE_STRING, F(out_dir), "out", 0, 0, CMD_RUN, NULL, "DIR",
+    {"out", OPT_TYPE_STRING, F(out_dir), "out", 0, 0, CMD_RUN | CMD_SWEEP | CMD_REPORT, NULL, "DIR",
      "output directory (created if needed)", 0},
     {"device", OPT_TYPE_CHOICE, F(device), "auto", 0, 0, CMD_RUN | CMD_BENCH, "auto|cpu|cuda", "D",
      "compute device; auto takes a usable GPU, else the CPU", 0},
@@ -85,8 +86,10 @@ static const opt_def options_table[] = {
      "SimGrid platform file (default: a star cluster generated from the options below)", SIM},
     {"bandwidth", OPT_TYPE_STRING, F(bandwidth), "25Gbps", 0, 0, CMD_TRAIN | CMD_PLATFORM, NULL,
      "BW", "generated platform: link bandwidth (5Gbps, 100Gbps, 1.25GBps...)", SIM},
-    {"latency", OPT_TYPE_STRING, F(latency), "5us", 0, 0, CMD_RUN | CMD_PLATFORM, NULL, "T",
-     "generated platform: link latency (5us, 1ms...)", SIM},
+    {"latency", OPT_TYPE_STRING, F(latency), "tier", 0, 0, CMD_RUN | CMD_PLATFORM, NULL, "T",
+     "generated platform: link latency (5us, 1ms...; tier: by bandwidth, 25us at 5Gbps down to "
+     "1us at 100Gbps)",
+     SIM},
     {"topology", OPT_TYPE_CHOICE, F(topology), "star", 0, 0, CMD_RUN | CMD_PLATFORM,
      "star|fat-tree", "T", "generated platform: topology", SIM},
     {"gpu", OPT_TYPE_CHOICE, F(gpu), "v100", 0, 0, CMD_RUN | CMD_PLATFORM, "v100|a100|h100", "G",
@@ -106,6 +109,10 @@ static const opt_def options_table[] = {
      "defdp | seldp | seldp-perm | noniid:K (default: seldp for selsync, defdp otherwise)", SIM},
     {"target-accuracy", OPT_TYPE_DOUBLE, F(target_accuracy), "0", 0, 1, CMD_TRAIN, NULL, "A",
      "test accuracy whose first simulated time is reported as tta_s (0: none)", SIM},
+    {"dump-gradients", OPT_TYPE_STRING, F(dump_gradients), "", 0, 0, CMD_TRAIN, NULL, "STEPS",
+     "write a sample of each worker's gradient at these steps (comma-separated) to "
+     "OUT/gradients/, for the report's density plots",
+     SIM},
     {"trace", OPT_TYPE_FLAG, F(trace), "true", 0, 0, CMD_RUN, NULL, "",
      "write steps.trace (--trace=false to skip)", SIM},
 
@@ -149,8 +156,14 @@ static const opt_def options_table[] = {
      "LIST", "compare: policies to run", 0},
     {"networks", OPT_TYPE_STRING, F(networks), "5Gbps,100Gbps", 0, 0, CMD_COMPARE, NULL, "LIST",
      "compare: link bandwidths of generated clusters, or platform files", 0},
-    {"jobs", OPT_TYPE_INT, F(jobs), "2", 1, 256, CMD_COMPARE, NULL, "J",
-     "compare: runs at once (each in its own process)", 0},
+    {"jobs", OPT_TYPE_INT, F(jobs), "2", 1, 256, CMD_COMPARE | CMD_SWEEP, NULL, "J",
+     "compare, sweep: runs at once (each in its own process)", 0},
+    {"resume", OPT_TYPE_FLAG, F(resume), "false", 0, 0, CMD_SWEEP, NULL, "",
+     "sweep: skip the points whose summary.json is complete; rerun the others", 0},
+    {"shard", OPT_TYPE_STRING, F(shard), "", 0, 0, CMD_SWEEP, NULL, "I/K",
+     "sweep: run only the points i with i mod K = I (0 <= I < K), for batch-scheduler arrays", 0},
+    {"target-margin", OPT_TYPE_DOUBLE, F(target_margin), "0.005", 0, 1, CMD_REPORT, NULL, "X",
+     "report: TTA target = BSP's final accuracy minus X (same platform, workers and seed)", 0},
     {"hosts", OPT_TYPE_INT, F(hosts), "16", 1, 65536, CMD_PLATFORM, NULL, "N",
      "platform: worker hosts", 0},
     {"ps", OPT_TYPE_INT, F(ps_hosts), "0", 0, 1024, CMD_PLATFORM, NULL, "K",
@@ -229,6 +242,8 @@ static const char *command_name(unsigned command) {
         return "replay";
     case CMD_SWEEP:
         return "sweep";
+    case CMD_REPORT:
+        return "report";
     default:
         return "?";
     }
@@ -581,4 +596,25 @@ void options_print_help(unsigned command, const char *usage, FILE *out) {
         if (o->def && o->def[0] && o->type != OPT_TYPE_FLAG) fprintf(out, " (default %s)", o->def);
         fputc('\n', out);
     }
+}
+
+int options_lookup(unsigned command, const char *name, unsigned *policies) {
+    int i = find_option(name);
+    if (i < 0 || !(options_table[i].commands & command) || is_meta(&options_table[i])) return 0;
+    if (policies) *policies = options_table[i].policies;
+    return 1;
+}
+
+const char *options_closest(unsigned command, const char *name) {
+    return closest_option(command, name);
+}
+
+int options_check_value(const char *name, const char *value) {
+    int i = find_option(name);
+    SS_ASSERT(i >= 0);
+    run_config scratch;
+    options_defaults(&scratch);
+    char where[96];
+    snprintf(where, sizeof where, "key '%s'", name);
+    return set_value(&options_table[i], value, &scratch, where);
 }

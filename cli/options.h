@@ -20,6 +20,7 @@ enum cli_command {
     CMD_BENCH = 1 << 3,
     CMD_REPLAY = 1 << 4,
     CMD_SWEEP = 1 << 5,
+    CMD_REPORT = 1 << 6,
 };
 
 /* Policies, as bits, for the rows that apply to some policies only. */
@@ -50,5 +51,11 @@ void options_write_ini(unsigned command, const run_config *cfg, FILE *out);
 void options_print_table(unsigned command, const run_config *cfg, FILE *out);
 /* Whether the option `name` was given explicitly (on the command line or in --config). */
 int options_was_set(const run_config *cfg, const char *name);
+/* For sweep files: 1 if `name` is an option of `command` (its POL_* bits in *policies, 0 = any
+ * policy), else 0; the closest option name of `command` (NULL if none is close); whether `value`
+ * is valid for option `name` (SS_EUSAGE with a message naming the key and the valid values). */
+int options_lookup(unsigned command, const char *name, unsigned *policies);
+const char *options_closest(unsigned command, const char *name);
+int options_check_value(const char *name, const char *value);
 
 #endif

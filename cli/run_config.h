@@ -67,6 +67,12 @@ typedef struct run_config {
     char networks[RUN_CONFIG_TEXT]; /* comma-separated bandwidths, or platform files */
     int jobs;                       /* runs at once */
 
+    /* sweep, report */
+    int resume;                           /* sweep: skip points whose summary.json is complete */
+    char shard[32];                       /* sweep: "I/K" runs points i with i mod K = I */
+    char dump_gradients[RUN_CONFIG_TEXT]; /* train: steps whose gradient samples are written */
+    double target_margin;                 /* report: TTA target = BSP's final accuracy - this */
+
     /* platform */
     int hosts;             /* worker hosts */
     int ps_hosts;          /* parameter-server hosts */

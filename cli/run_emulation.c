@@ -126,6 +126,14 @@ static int make_policy(const run_config *cfg, size_t train_n, policy_config *pc,
     return SS_OK;
 }
 
+double run_tier_latency_s(double bps) {
+    return bps <= 5e9    ? 25e-6
+           : bps <= 10e9 ? 15e-6
+           : bps <= 25e9 ? 10e-6
+           : bps <= 40e9 ? 5e-6
+                         : 1e-6;
+}
+
 /* Writes the generated platform to OUT/platform.xml, or checks the user's. */
 static int prepare_platform(const run_config *cfg, int n_ps, char *path, size_t path_size) {
     if (cfg->platform[0]) {
@@ -137,10 +145,12 @@ static int prepare_platform(const run_config *cfg, int n_ps, char *path, size_t 
     spec.n_hosts = cfg->workers;
     spec.n_ps = n_ps;
     if ((rc = platform_parse_bandwidth("--bandwidth", cfg->bandwidth, &spec.bandwidth_bps)) ||
-        (rc = platform_parse_latency("--latency", cfg->latency, &spec.latency_s)) ||
+        (strcmp(cfg->latency, "tier") &&
+         (rc = platform_parse_latency("--latency", cfg->latency, &spec.latency_s))) ||
         (rc = platform_parse_topology("--topology", cfg->topology, &spec.topology)) ||
         (rc = platform_parse_gpu("--gpu", cfg->gpu, &spec.gpu)))
         return rc;
+    if (!strcmp(cfg->latency, "tier")) spec.latency_s = run_tier_latency_s(spec.bandwidth_bps);
     outputs_path(cfg, "platform.xml", path, path_size);
     afile f;
     if ((rc = afile_open(&f, path)) != SS_OK) return rc;

@@ -30,6 +30,11 @@ typedef struct run_curve_point {
     double test_accuracy;
 } run_curve_point;
 
+/* Link latency of a generated platform when --latency is not given: the tier of the bandwidth
+ * (platforms/README.md): <= 5 Gbps 25 us, <= 10 Gbps 15 us, <= 25 Gbps 10 us, <= 40 Gbps 5 us,
+ * faster 1 us. */
+double run_tier_latency_s(double bandwidth_bps);
+
 /* Runs in the current process (which must not have started SimGrid yet). If curve is not NULL,
  * the evaluations are appended to it as run_curve_point records. */
 int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve);
