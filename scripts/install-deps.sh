@@ -13,7 +13,9 @@ packages=(
   libcjson-dev         # summary.json and other JSON outputs
   libinih-dev          # INI files: config.ini, sweep files
   gnuplot-nox          # figures
+  libopenmpi-dev openmpi-bin # sweeps spread over mpirun ranks (optional at build time)
   dataset-fashion-mnist # the default real data set (/usr/share/datasets/fashion-mnist)
+  libxml2-dev          # platform files checked (well-formedness, line numbers) before SimGrid reads them
 )
 
 missing=()

@@ -1,0 +1,649 @@
+/* Platform validation (libxml2), engine start and host mapping (see cluster.h). */
+#include "sim/cluster.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include <simgrid/actor.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+
+#include "common/status.h"
+#include "sim/collective.h"
+#include "sim/internal.h"
+#include "sim/units.h"
+
+double sim_model_latency_factor = 13.01;
+char sim_token = 'x';
+
+/* Largest number of hosts a platform may list (cluster radicals are expanded in memory). */
+#define PLATFORM_MAX_HOSTS (1 << 22)
+
+typedef struct sim_group_entry {
+    int n;
+    int *ranks;
+    sim_comm *comm;
+    struct sim_group_entry *next;
+} sim_group_entry;
+
+struct sim_cluster {
+    char *platform_path;
+    int n_workers;
+    int n_ps;
+    sg_host_t *worker_hosts; /* (n_workers) */
+    sg_host_t *ps_hosts;     /* (n_ps) */
+    sim_comm *world;
+    sim_group_entry *groups;
+};
+
+static int engine_created;
+
+/* ---------------------------------------------------------------- model names */
+
+static const char *const model_names[] = {"LV08", "CM02"};
+
+int sim_network_model_parse(const char *option, const char *text, sim_network_model *out) {
+    for (int i = 0; i < 2; i++) {
+        if (text && strcasecmp(text, model_names[i]) == 0) {
+            *out = (sim_network_model)i;
+            return SS_OK;
+        }
+    }
+    return ss_error_set(SS_EUSAGE, "%s: unknown network model '%s' (valid: LV08, CM02)", option,
+                        text ? text : "");
+}
+
+const char *sim_network_model_name(sim_network_model m) {
+    return (unsigned)m < 2 ? model_names[m] : "?";
+}
+
+/* ---------------------------------------------------------------- platform check */
+
+typedef struct host_list {
+    int n, cap;
+    char **names;
+    int *is_ps;
+} host_list;
+
+static void host_list_add(host_list *l, const char *name, int is_ps) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->names = realloc(l->names, (size_t)l->cap * sizeof *l->names);
+        l->is_ps = realloc(l->is_ps, (size_t)l->cap * sizeof *l->is_ps);
+        SS_ASSERT(l->names && l->is_ps);
+    }
+    l->names[l->n] = strdup(name);
+    SS_ASSERT(l->names[l->n] != NULL);
+    l->is_ps[l->n] = is_ps;
+    l->n++;
+}
+
+static void host_list_free(host_list *l) {
+    for (int i = 0; i < l->n; i++)
+        free(l->names[i]);
+    free(l->names);
+    free(l->is_ps);
+    memset(l, 0, sizeof *l);
+}
+
+/* Context of one check: the file and the current element for messages. */
+typedef struct check_ctx {
+    const char *path;
+    host_list hosts;
+} check_ctx;
+
+static int elem_error(const check_ctx *c, const xmlNode *n, const char *fmt, const char *a,
+                      const char *b) {
+    char what[512];
+    snprintf(what, sizeof what, fmt, a, b ? b : "");
+    return ss_error_set(SS_EINPUT, "%s:%ld: <%s>: %s", c->path, (long)xmlGetLineNo(n),
+                        (const char *)n->name, what);
+}
+
+static int is_elem(const xmlNode *n, const char *name) {
+    return n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
+}
+
+/* Attribute value (libxml2 allocation; free with xmlFree) or NULL. */
+static char *attr(const xmlNode *n, const char *name) {
+    return (char *)xmlGetProp((xmlNode *)n, (const xmlChar *)name);
+}
+
+typedef enum value_kind { VALUE_BANDWIDTH, VALUE_LATENCY, VALUE_SPEED } value_kind;
+
+/* Which attributes carry which kind of value, on any element. */
+static const struct {
+    const char *attr;
+    value_kind kind;
+} value_attrs[] = {
+    {"bandwidth", VALUE_BANDWIDTH},   {"bw", VALUE_BANDWIDTH},           {"bb_bw", VALUE_BANDWIDTH},
+    {"loopback_bw", VALUE_BANDWIDTH}, {"limiter_link", VALUE_BANDWIDTH}, {"bw_in", VALUE_BANDWIDTH},
+    {"bw_out", VALUE_BANDWIDTH},      {"latency", VALUE_LATENCY},        {"lat", VALUE_LATENCY},
+    {"bb_lat", VALUE_LATENCY},        {"loopback_lat", VALUE_LATENCY},   {"speed", VALUE_SPEED}};
+
+static int check_value(const check_ctx *c, const xmlNode *n, const char *name, const char *text,
+                       value_kind kind) {
+    /* A speed may list several power states: "1Gf,500Mf". */
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", text);
+    char *save = NULL;
+    int any = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (isspace((unsigned char)*tok))
+            tok++;
+        double v = 0;
+        int bad;
+        char msg[200];
+        any = 1;
+        switch (kind) {
+        case VALUE_BANDWIDTH:
+            bad = units_parse_bandwidth(tok, &v) != 0;
+            if (bad || !(v > 0)) {
+                snprintf(msg, sizeof msg, "%s=\"%%s\": %s", name,
+                         bad ? "not a bandwidth with a unit (e.g. \"25Gbps\", \"100MBps\")"
+                             : "bandwidth must be > 0");
+                return elem_error(c, n, msg, text, NULL);
+            }
+            break;
+        case VALUE_LATENCY:
+            bad = 0;
+            if (units_parse_time(tok, &v) != 0) { /* a bare 0 is accepted, as SimGrid does */
+                char *end;
+                double z = strtod(tok, &end);
+                bad = !(end != tok && *end == '\0' && z == 0);
+                v = 0;
+            }
+            if (bad || v < 0) {
+                snprintf(msg, sizeof msg, "%s=\"%%s\": %s", name,
+                         bad ? "not a time with a unit (e.g. \"5us\", \"1.5ms\")"
+                             : "latency must be >= 0");
+                return elem_error(c, n, msg, text, NULL);
+            }
+            break;
+        case VALUE_SPEED:
+            bad = units_parse_speed(tok, &v) != 0;
+            if (bad || !(v > 0)) {
+                snprintf(msg, sizeof msg, "%s=\"%%s\": %s", name,
+                         bad ? "not a speed with a unit (e.g. \"15.7Tf\", \"1Gf\")"
+                             : "speed must be > 0");
+                return elem_error(c, n, msg, text, NULL);
+            }
+            break;
+        }
+    }
+    if (!any) return elem_error(c, n, "%s is empty", name, NULL);
+    return SS_OK;
+}
+
+static int check_enum(const check_ctx *c, const xmlNode *n, const char *name,
+                      const char *const *valid, const char *valid_text) {
+    char *v = attr(n, name);
+    if (!v) return SS_OK;
+    int ok = 0;
+    for (const char *const *p = valid; *p; p++)
+        ok |= strcmp(v, *p) == 0;
+    int st = SS_OK;
+    if (!ok) {
+        char msg[400];
+        snprintf(msg, sizeof msg, "unknown %s=\"%%s\" (valid: %s)", name, valid_text);
+        st = elem_error(c, n, msg, v, NULL);
+    }
+    xmlFree(v);
+    return st;
+}
+
+static const char *const topologies[] = {"FLAT", "TORUS", "FAT_TREE", "DRAGONFLY", NULL};
+static const char *const routings[] = {"Full",    "Floyd",   "Dijkstra", "DijkstraCache", "None",
+                                       "Vivaldi", "Cluster", "Wifi",     "Star",          NULL};
+static const char *const sharings[] = {"SHARED", "SPLITDUPLEX", "FULLDUPLEX", "FATPIPE",
+                                       "WIFI",   "NONLINEAR",   NULL};
+
+/* 1 if the element has a child <prop id="role" value="ps"/>. */
+static int has_ps_role(const xmlNode *n) {
+    for (const xmlNode *k = n->children; k; k = k->next) {
+        if (!is_elem(k, "prop")) continue;
+        char *id = attr(k, "id"), *v = attr(k, "value");
+        int ps = id && v && strcmp(id, "role") == 0 && strcasecmp(v, "ps") == 0;
+        xmlFree(id);
+        xmlFree(v);
+        if (ps) return 1;
+    }
+    return 0;
+}
+
+/* Value of a child <prop id="ps_last" value="K"/>: the cluster's last K hosts are PS hosts (for
+ * topologies such as FAT_TREE where PS hosts must sit inside the cluster). 0 if absent, -1 if
+ * not a number. */
+static long ps_last(const xmlNode *n) {
+    long k = 0;
+    for (const xmlNode *p = n->children; p; p = p->next) {
+        if (!is_elem(p, "prop")) continue;
+        char *id = attr(p, "id"), *v = attr(p, "value");
+        if (id && v && strcmp(id, "ps_last") == 0) {
+            char *end;
+            k = strtol(v, &end, 10);
+            if (end == v || *end != '\0') k = -1;
+        }
+        xmlFree(id);
+        xmlFree(v);
+    }
+    return k;
+}
+
+/* Expands a cluster radical ("0-15", "0-3,8,10-11") into host names, in order. */
+static int expand_radical(check_ctx *c, const xmlNode *n, const char *prefix, const char *suffix,
+                          const char *radical, int is_ps) {
+    const char *p = radical;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long a = strtol(p, &end, 10), b;
+        if (end == p || a < 0 || errno) break;
+        p = end;
+        if (*p == '-') {
+            p++;
+            b = strtol(p, &end, 10);
+            if (end == p || b < a || errno) break;
+            p = end;
+        } else {
+            b = a;
+        }
+        if (b - a + 1 + c->hosts.n > PLATFORM_MAX_HOSTS)
+            return elem_error(c, n, "radical=\"%s\": more than 4194304 hosts", radical, NULL);
+        for (long i = a; i <= b; i++) {
+            char name[512];
+            snprintf(name, sizeof name, "%s%ld%s", prefix, i, suffix);
+            host_list_add(&c->hosts, name, is_ps);
+        }
+        if (*p == ',') {
+            p++;
+            continue;
+        }
+        if (*p == '\0') return SS_OK;
+        break;
+    }
+    return elem_error(c, n, "radical=\"%s\": expected ranges like \"0-15\" or \"0-3,8\"", radical,
+                      NULL);
+}
+
+static int require(const check_ctx *c, const xmlNode *n, const char *const *names) {
+    for (const char *const *a = names; *a; a++) {
+        if (!xmlHasProp((xmlNode *)n, (const xmlChar *)*a))
+            return elem_error(c, n, "missing attribute '%s'", *a, NULL);
+    }
+    return SS_OK;
+}
+
+static int check_element(check_ctx *c, const xmlNode *n) {
+    int st;
+    for (size_t i = 0; i < sizeof value_attrs / sizeof value_attrs[0]; i++) {
+        char *v = attr(n, value_attrs[i].attr);
+        if (!v) continue;
+        /* A <prop> value is free text; limiter_link on a cluster is a bandwidth too. */
+        st = is_elem(n, "prop") ? SS_OK
+                                : check_value(c, n, value_attrs[i].attr, v, value_attrs[i].kind);
+        xmlFree(v);
+        if (st) return st;
+    }
+    if ((st = check_enum(
+             c, n, "routing", routings,
+             "Full, Floyd, Dijkstra, DijkstraCache, None, Vivaldi, Cluster, Wifi, Star")))
+        return st;
+    if ((st = check_enum(c, n, "sharing_policy", sharings,
+                         "SHARED, SPLITDUPLEX, FULLDUPLEX, FATPIPE, WIFI, NONLINEAR")) ||
+        (st = check_enum(c, n, "bb_sharing_policy", sharings,
+                         "SHARED, SPLITDUPLEX, FULLDUPLEX, FATPIPE, WIFI, NONLINEAR")))
+        return st;
+    if (is_elem(n, "host") || is_elem(n, "peer")) {
+        static const char *const req_host[] = {"id", "speed", NULL};
+        if ((st = require(c, n, req_host))) return st;
+        char *id = attr(n, "id");
+        host_list_add(&c->hosts, id, has_ps_role(n));
+        xmlFree(id);
+    } else if (is_elem(n, "cluster") || is_elem(n, "cabinet")) {
+        static const char *const req_cluster[] = {"id",    "prefix", "suffix", "radical",
+                                                  "speed", "bw",     "lat",    NULL};
+        if ((st = require(c, n, req_cluster))) return st;
+        if ((st = check_enum(c, n, "topology", topologies, "FLAT, TORUS, FAT_TREE, DRAGONFLY")))
+            return st;
+        char *topo = attr(n, "topology");
+        if (topo && strcmp(topo, "FLAT") != 0 &&
+            !xmlHasProp((xmlNode *)n, (const xmlChar *)"topo_parameters")) {
+            st = elem_error(c, n, "topology=\"%s\" needs topo_parameters", topo, NULL);
+        }
+        xmlFree(topo);
+        if (st) return st;
+        char *prefix = attr(n, "prefix"), *suffix = attr(n, "suffix"), *rad = attr(n, "radical");
+        int first = c->hosts.n;
+        st = expand_radical(c, n, prefix, suffix, rad, has_ps_role(n));
+        long last_ps = ps_last(n);
+        if (!st && (last_ps < 0 || last_ps > c->hosts.n - first))
+            st = elem_error(c, n, "<prop id=\"ps_last\"> must be 0 to the cluster's host count", "",
+                            NULL);
+        for (int i = c->hosts.n - (int)(last_ps > 0 ? last_ps : 0); !st && i < c->hosts.n; i++)
+            c->hosts.is_ps[i] = 1;
+        xmlFree(prefix);
+        xmlFree(suffix);
+        xmlFree(rad);
+        if (st) return st;
+    } else if (is_elem(n, "link")) {
+        static const char *const req_link[] = {"id", "bandwidth", NULL};
+        if ((st = require(c, n, req_link))) return st;
+    }
+    for (const xmlNode *k = n->children; k; k = k->next) {
+        if (k->type != XML_ELEMENT_NODE) continue;
+        if ((st = check_element(c, k))) return st;
+    }
+    return SS_OK;
+}
+
+static int compare_names(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* libxml2 errors: the first one that matters is kept for the message. SimGrid's own examples
+ * draw their topology sketches with "--" inside comments, which XML forbids but SimGrid's parser
+ * accepts: that one is ignored. */
+typedef struct xml_first_error {
+    int seen;
+    int line;
+    char msg[300];
+} xml_first_error;
+
+static void xml_collect(void *ctx, const xmlError *e) {
+    xml_first_error *f = ctx;
+    if (f->seen || !e || e->level < XML_ERR_ERROR || e->code == XML_ERR_HYPHEN_IN_COMMENT) return;
+    f->seen = 1;
+    f->line = e->line;
+    snprintf(f->msg, sizeof f->msg, "%s", e->message ? e->message : "not well-formed");
+    size_t l = strlen(f->msg);
+    while (l && (f->msg[l - 1] == '\n' || f->msg[l - 1] == ' '))
+        f->msg[--l] = '\0';
+}
+
+int sim_platform_check(const char *path, sim_platform_info *info) {
+    SS_ASSERT(info != NULL);
+    memset(info, 0, sizeof *info);
+    if (!path || !*path) return ss_error_set(SS_EUSAGE, "no platform file given");
+    FILE *f = fopen(path, "rb");
+    if (!f) return ss_error_set(SS_EINPUT, "platform %s: cannot open: %s", path, strerror(errno));
+    fclose(f);
+    xml_first_error first = {0};
+    xmlParserCtxt *pc = xmlNewParserCtxt();
+    SS_ASSERT(pc != NULL);
+    xmlSetStructuredErrorFunc(&first, (xmlStructuredErrorFunc)xml_collect);
+    xmlDoc *doc =
+        xmlCtxtReadFile(pc, path, NULL, XML_PARSE_NONET | XML_PARSE_RECOVER | XML_PARSE_NOWARNING);
+    xmlSetStructuredErrorFunc(NULL, NULL);
+    xmlFreeParserCtxt(pc);
+    if (!doc || first.seen) {
+        if (doc) xmlFreeDoc(doc);
+        return ss_error_set(SS_EINPUT, "platform %s:%d: malformed XML: %s", path, first.line,
+                            first.seen ? first.msg : "cannot parse");
+    }
+    if (!doc->intSubset || !doc->intSubset->name ||
+        strcmp((const char *)doc->intSubset->name, "platform") != 0) {
+        xmlFreeDoc(doc);
+        return ss_error_set(SS_EINPUT,
+                            "platform %s: no <!DOCTYPE platform ...> line: SimGrid needs "
+                            "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\"> "
+                            "after the <?xml?> line",
+                            path);
+    }
+    check_ctx c = {.path = path};
+    const xmlNode *root = xmlDocGetRootElement(doc);
+    int st = SS_OK;
+    if (!root || !is_elem(root, "platform")) {
+        st = ss_error_set(SS_EINPUT, "platform %s: the root element is <%s>, expected <platform>",
+                          path, root ? (const char *)root->name : "");
+    } else {
+        char *version = attr(root, "version");
+        if (!version || strtod(version, NULL) < 4.0)
+            st = ss_error_set(SS_EINPUT,
+                              "platform %s:%ld: <platform version=\"%s\">: SimGrid 3.32 reads "
+                              "version 4.1 (write <platform version=\"4.1\">)",
+                              path, (long)xmlGetLineNo(root), version ? version : "");
+        xmlFree(version);
+        if (!st) st = check_element(&c, root);
+    }
+    xmlFreeDoc(doc);
+    if (!st && c.hosts.n == 0)
+        st = ss_error_set(SS_EINPUT, "platform %s: no host in the file", path);
+    if (!st) {
+        char **sorted = ss_malloc((size_t)c.hosts.n * sizeof *sorted);
+        memcpy(sorted, c.hosts.names, (size_t)c.hosts.n * sizeof *sorted);
+        qsort(sorted, (size_t)c.hosts.n, sizeof *sorted, compare_names);
+        for (int i = 1; i < c.hosts.n && !st; i++) {
+            if (strcmp(sorted[i - 1], sorted[i]) == 0)
+                st = ss_error_set(SS_EINPUT, "platform %s: host name '%s' is used twice", path,
+                                  sorted[i]);
+        }
+        free(sorted);
+    }
+    if (st) {
+        host_list_free(&c.hosts);
+        return st;
+    }
+    info->n_hosts = c.hosts.n;
+    info->host_names = c.hosts.names;
+    info->host_is_ps = c.hosts.is_ps;
+    for (int i = 0; i < c.hosts.n; i++)
+        info->n_ps_hosts += c.hosts.is_ps[i];
+    return SS_OK;
+}
+
+void sim_platform_info_free(sim_platform_info *info) {
+    if (!info) return;
+    for (int i = 0; i < info->n_hosts; i++)
+        free(info->host_names[i]);
+    free(info->host_names);
+    free(info->host_is_ps);
+    memset(info, 0, sizeof *info);
+}
+
+/* ---------------------------------------------------------------- cluster */
+
+int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out) {
+    SS_ASSERT(o != NULL && out != NULL);
+    *out = NULL;
+    if (o->n_workers <= 0)
+        return ss_error_set(SS_EUSAGE, "workers: %d requested, need at least 1", o->n_workers);
+    if (o->n_ps < 0) return ss_error_set(SS_EUSAGE, "ps: %d requested, need 0 or more", o->n_ps);
+    if ((unsigned)o->model > SIM_NETWORK_CM02)
+        return ss_error_set(SS_EUSAGE, "network model %d is not LV08 or CM02", (int)o->model);
+    if (engine_created)
+        return ss_error_set(SS_EUSAGE, "SimGrid's engine can be created once per process; run "
+                                       "each simulation with sim_run_isolated()");
+    sim_platform_info info;
+    int st = sim_platform_check(o->platform_path, &info);
+    if (st) return st;
+    const char *path = o->platform_path;
+    /* Which host indices serve as workers and servers (cluster.h, "Host order and mapping"). */
+    int *worker_idx = ss_malloc((size_t)o->n_workers * sizeof(int));
+    int *ps_idx = ss_malloc((size_t)(o->n_ps + 1) * sizeof(int));
+    int nw = 0, np = 0;
+    if (info.n_ps_hosts > 0) {
+        for (int i = 0; i < info.n_hosts; i++) {
+            if (info.host_is_ps[i] && np < o->n_ps) ps_idx[np++] = i;
+            if (!info.host_is_ps[i] && nw < o->n_workers) worker_idx[nw++] = i;
+        }
+        if (nw < o->n_workers)
+            st = ss_error_set(SS_EUSAGE,
+                              "platform %s has %d hosts (%d worker hosts, %d PS "
+                              "hosts); %d workers requested",
+                              path, info.n_hosts, info.n_hosts - info.n_ps_hosts, info.n_ps_hosts,
+                              o->n_workers);
+        else if (np < o->n_ps)
+            st = ss_error_set(SS_EUSAGE, "platform %s has %d PS hosts (role=ps); %d PS requested",
+                              path, info.n_ps_hosts, o->n_ps);
+    } else {
+        if (info.n_hosts < o->n_workers + o->n_ps) {
+            if (o->n_ps)
+                st = ss_error_set(SS_EUSAGE,
+                                  "platform %s has %d hosts; %d workers and %d PS requested", path,
+                                  info.n_hosts, o->n_workers, o->n_ps);
+            else
+                st = ss_error_set(SS_EUSAGE, "platform %s has %d hosts; %d workers requested", path,
+                                  info.n_hosts, o->n_workers);
+        }
+        for (int i = 0; i < o->n_workers && !st; i++)
+            worker_idx[nw++] = i;
+        for (int k = 0; k < o->n_ps && !st; k++)
+            ps_idx[np++] = o->n_workers + k;
+    }
+    if (st) {
+        free(worker_idx);
+        free(ps_idx);
+        sim_platform_info_free(&info);
+        return st;
+    }
+
+    engine_created = 1;
+    char model[64];
+    snprintf(model, sizeof model, "--cfg=network/model:%s", sim_network_model_name(o->model));
+    char *argv[8] = {"syncsim", model, NULL, NULL, NULL};
+    int argc = 2;
+    if (o->model == SIM_NETWORK_CM02) argv[argc++] = "--cfg=network/crosstraffic:0";
+    if (!o->verbose) argv[argc++] = "--log=root.thresh:warning";
+    simgrid_init(&argc, argv);
+    sim_model_latency_factor = o->model == SIM_NETWORK_CM02 ? 1.0 : 13.01;
+    simgrid_load_platform(path);
+
+    sim_cluster *c = ss_calloc(1, sizeof *c);
+    c->platform_path = strdup(path);
+    c->n_workers = o->n_workers;
+    c->n_ps = o->n_ps;
+    c->worker_hosts = ss_malloc((size_t)o->n_workers * sizeof(sg_host_t));
+    c->ps_hosts = ss_malloc((size_t)(o->n_ps + 1) * sizeof(sg_host_t));
+    for (int i = 0; i < nw + np && !st; i++) {
+        int idx = i < nw ? worker_idx[i] : ps_idx[i - nw];
+        sg_host_t h = sg_host_by_name(info.host_names[idx]);
+        if (!h)
+            st = ss_error_set(SS_EINPUT, "platform %s: host '%s' was not created by SimGrid", path,
+                              info.host_names[idx]);
+        else if (i < nw)
+            c->worker_hosts[i] = h;
+        else
+            c->ps_hosts[i - nw] = h;
+    }
+    free(worker_idx);
+    free(ps_idx);
+    sim_platform_info_free(&info);
+    if (st) {
+        sim_cluster_close(c);
+        return st;
+    }
+    c->world = sim_comm_create(c->n_workers, c->worker_hosts);
+    *out = c;
+    return SS_OK;
+}
+
+int sim_cluster_run(sim_cluster *c, double *end_s) {
+    SS_ASSERT(c != NULL);
+    simgrid_run();
+    if (end_s) *end_s = simgrid_get_clock();
+    return SS_OK;
+}
+
+void sim_cluster_close(sim_cluster *c) {
+    if (!c) return;
+    for (sim_group_entry *g = c->groups, *next; g; g = next) {
+        next = g->next;
+        sim_comm_destroy(g->comm);
+        free(g->ranks);
+        free(g);
+    }
+    if (c->world) sim_comm_destroy(c->world);
+    free(c->platform_path);
+    free(c->worker_hosts);
+    free(c->ps_hosts);
+    free(c);
+}
+
+int sim_cluster_n_workers(const sim_cluster *c) {
+    return c->n_workers;
+}
+int sim_cluster_n_ps(const sim_cluster *c) {
+    return c->n_ps;
+}
+sg_host_t sim_cluster_worker_host(const sim_cluster *c, int worker) {
+    SS_ASSERT(worker >= 0 && worker < c->n_workers);
+    return c->worker_hosts[worker];
+}
+sg_host_t sim_cluster_ps_host(const sim_cluster *c, int server) {
+    SS_ASSERT(server >= 0 && server < c->n_ps);
+    return c->ps_hosts[server];
+}
+const sg_host_t *sim_cluster_worker_hosts(const sim_cluster *c) {
+    return c->worker_hosts;
+}
+const sg_host_t *sim_cluster_ps_hosts(const sim_cluster *c) {
+    return c->ps_hosts;
+}
+const char *sim_cluster_platform_path(const sim_cluster *c) {
+    return c->platform_path;
+}
+
+sim_comm *sim_cluster_world(sim_cluster *c) {
+    return c->world;
+}
+
+sim_comm *sim_cluster_group(sim_cluster *c, const int *ranks, int n) {
+    SS_ASSERT(c != NULL && ranks != NULL && n > 0);
+    for (sim_group_entry *g = c->groups; g; g = g->next) {
+        if (g->n == n && memcmp(g->ranks, ranks, (size_t)n * sizeof(int)) == 0) return g->comm;
+    }
+    sim_group_entry *g = ss_calloc(1, sizeof *g);
+    g->n = n;
+    g->ranks = ss_malloc((size_t)n * sizeof(int));
+    memcpy(g->ranks, ranks, (size_t)n * sizeof(int));
+    sg_host_t *hosts = ss_malloc((size_t)n * sizeof(sg_host_t));
+    for (int i = 0; i < n; i++) {
+        SS_ASSERT(ranks[i] >= 0 && ranks[i] < c->n_workers);
+        hosts[i] = c->worker_hosts[ranks[i]];
+    }
+    g->comm = sim_comm_create(n, hosts);
+    free(hosts);
+    g->next = c->groups;
+    c->groups = g;
+    return g->comm;
+}
+
+/* ---------------------------------------------------------------- actors */
+
+typedef struct spawn_args {
+    void (*fn)(void *data);
+    void *data;
+} spawn_args;
+
+static void spawn_trampoline(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    spawn_args *a = sg_actor_self_get_data();
+    SS_ASSERT(a != NULL && a->fn != NULL);
+    spawn_args copy = *a;
+    free(a);
+    sg_actor_self_set_data(copy.data);
+    copy.fn(copy.data);
+}
+
+sg_actor_t sim_actor_spawn(const char *name, int index, sg_host_t host, void (*fn)(void *data),
+                           void *data) {
+    SS_ASSERT(name != NULL && host != NULL && fn != NULL);
+    char full[256];
+    snprintf(full, sizeof full, "%s-%d", name, index);
+    spawn_args *a = ss_malloc(sizeof *a);
+    a->fn = fn;
+    a->data = data;
+    sg_actor_t actor = sg_actor_init(full, host);
+    sg_actor_set_data(actor, a);
+    sg_actor_start(actor, spawn_trampoline, 0, NULL);
+    return actor;
+}

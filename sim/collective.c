@@ -1,0 +1,556 @@
+/* Collectives as messages over SimGrid mailboxes (see collective.h). */
+#include "sim/collective.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/comm.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+#include <simgrid/semaphore.h>
+
+#include "common/status.h"
+#include "sim/internal.h"
+
+struct sim_comm {
+    int id;                  /* unique in the process: names the group's mailboxes */
+    int size;                /* members */
+    sg_host_t *hosts;        /* (size) */
+    uint64_t *next_seq;      /* (size) per member: number of its next collective call */
+    double *bytes_sent;      /* (size) per member, all calls */
+    double ring_alpha_max_s; /* largest route latency between ring neighbours; < 0: not yet */
+};
+
+static int comm_next_id;
+
+sim_comm *sim_comm_create(int size, const sg_host_t *hosts) {
+    SS_ASSERT(size > 0 && hosts != NULL);
+    sim_comm *c = ss_calloc(1, sizeof *c);
+    c->id = comm_next_id++;
+    c->size = size;
+    c->hosts = ss_malloc((size_t)size * sizeof(sg_host_t));
+    memcpy(c->hosts, hosts, (size_t)size * sizeof(sg_host_t));
+    c->next_seq = ss_calloc((size_t)size, sizeof(uint64_t));
+    c->bytes_sent = ss_calloc((size_t)size, sizeof(double));
+    c->ring_alpha_max_s = -1;
+    return c;
+}
+
+void sim_comm_destroy(sim_comm *c) {
+    if (!c) return;
+    free(c->hosts);
+    free(c->next_seq);
+    free(c->bytes_sent);
+    free(c);
+}
+
+int sim_comm_size(const sim_comm *c) {
+    return c->size;
+}
+
+sg_host_t sim_comm_host(const sim_comm *c, int member) {
+    SS_ASSERT(member >= 0 && member < c->size);
+    return c->hosts[member];
+}
+
+double sim_comm_bytes_sent(const sim_comm *c, int member) {
+    SS_ASSERT(member >= 0 && member < c->size);
+    return c->bytes_sent[member];
+}
+
+/* ---------------------------------------------------------------- names */
+
+static const char *const algo_names[] = {"ring", "ring-coarse", "hd", "tree"};
+
+int sim_allreduce_algo_parse(const char *option, const char *text, sim_allreduce_algo *out) {
+    if (text && strcasecmp(text, "halving-doubling") == 0) text = "hd";
+    for (int i = 0; i < 4; i++) {
+        if (text && strcasecmp(text, algo_names[i]) == 0) {
+            *out = (sim_allreduce_algo)i;
+            return SS_OK;
+        }
+    }
+    return ss_error_set(
+        SS_EUSAGE, "%s: unknown all-reduce algorithm '%s' (valid: ring, ring-coarse, hd, tree)",
+        option, text ? text : "");
+}
+
+const char *sim_allreduce_algo_name(sim_allreduce_algo a) {
+    return (unsigned)a < 4 ? algo_names[a] : "?";
+}
+
+/* ---------------------------------------------------------------- one call's context */
+
+/* The state of one member in one collective instance. */
+typedef struct call {
+    sim_comm *c;
+    int member;
+    uint64_t seq;        /* instance number (same on every member) */
+    double seg_bytes;    /* 0 = whole messages */
+    sim_coll_result res; /* accumulated for the caller */
+} call;
+
+/* Pending transfers of one step, waited together. */
+#define STEP_MAX 64
+typedef struct step {
+    sg_comm_t comms[STEP_MAX];
+    void *slots[STEP_MAX];
+    int n;
+} step;
+
+/* Appends the decimal digits of v at p; returns the new end. */
+static char *put_uint(char *p, unsigned long long v) {
+    char digits[24];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = digits[--n];
+    return p;
+}
+
+/* "c<group>.<seq>.<src>.<dst>", built by hand: this runs for every message of large replays,
+ * where snprintf was a visible share of the wall time. */
+static sg_mailbox_t mailbox(const call *k, int src, int dst) {
+    char name[96], *p = name;
+    *p++ = 'c';
+    p = put_uint(p, (unsigned)k->c->id);
+    *p++ = '.';
+    p = put_uint(p, k->seq);
+    *p++ = '.';
+    p = put_uint(p, (unsigned)src);
+    *p++ = '.';
+    p = put_uint(p, (unsigned)dst);
+    *p = '\0';
+    return sg_mailbox_by_name(name);
+}
+
+/* SimGrid moves whole bytes: round, never below one. */
+static long wire_bytes(double bytes) {
+    long b = lround(bytes);
+    return b < 1 ? 1 : b;
+}
+
+static int n_segments(const call *k, double bytes) {
+    if (k->seg_bytes <= 0 || bytes <= k->seg_bytes) return 1;
+    double n = ceil(bytes / k->seg_bytes);
+    return n > STEP_MAX / 2 ? STEP_MAX / 2 : (int)n;
+}
+
+/* Part i of n of `bytes`, so that the parts add up to the whole exactly. */
+static double part_bytes(double bytes, int i, int n) {
+    return floor(bytes * (i + 1) / n) - floor(bytes * i / n) +
+           (i == n - 1 ? bytes - floor(bytes) : 0);
+}
+
+/* Sends are waited for with the step's receives. (Detached sends were tried: SimGrid 3.32 keeps
+ * detached comms in a list it searches linearly, which made 1024-host rings slower.) */
+static void post_send(call *k, step *s, int dst, double bytes) {
+    int n = n_segments(k, bytes);
+    sg_mailbox_t mb = mailbox(k, k->member, dst);
+    for (int i = 0; i < n; i++) {
+        SS_ASSERT(s->n < STEP_MAX);
+        double b = part_bytes(bytes, i, n);
+        s->slots[s->n] = NULL;
+        s->comms[s->n++] = sg_mailbox_put_async(mb, &sim_token, wire_bytes(b));
+        k->res.bytes_sent += (double)wire_bytes(b);
+    }
+}
+
+static void post_recv(call *k, step *s, int src, double bytes) {
+    int n = n_segments(k, bytes);
+    sg_mailbox_t mb = mailbox(k, src, k->member);
+    for (int i = 0; i < n; i++) {
+        SS_ASSERT(s->n < STEP_MAX);
+        s->comms[s->n] = sg_mailbox_get_async(mb, &s->slots[s->n]);
+        s->n++;
+        k->res.bytes_recv += (double)wire_bytes(part_bytes(bytes, i, n));
+    }
+}
+
+static void step_wait(step *s) {
+    if (s->n) sg_comm_wait_all(s->comms, (size_t)s->n);
+    s->n = 0;
+}
+
+/* A send the member waits for (tree and broadcast send to their children one after the other,
+ * as their closed forms say). */
+static void send_wait(call *k, int dst, double bytes) {
+    int n = n_segments(k, bytes);
+    sg_mailbox_t mb = mailbox(k, k->member, dst);
+    sg_comm_t comms[STEP_MAX];
+    for (int i = 0; i < n; i++) {
+        double b = part_bytes(bytes, i, n);
+        comms[i] = sg_mailbox_put_async(mb, &sim_token, wire_bytes(b));
+        k->res.bytes_sent += (double)wire_bytes(b);
+    }
+    sg_comm_wait_all(comms, (size_t)n);
+}
+
+/* One exchange: send to dst and receive from src at the same time, wait for both. */
+static void exchange(call *k, int dst, double send_bytes, int src, double recv_bytes) {
+    step s;
+    s.n = 0;
+    if (dst >= 0) post_send(k, &s, dst, send_bytes);
+    if (src >= 0) post_recv(k, &s, src, recv_bytes);
+    step_wait(&s);
+}
+
+/* ---------------------------------------------------------------- all-reduce algorithms */
+
+/* Chunk j of N of the vector (the ring's unit). */
+/* All chunks have the same size M/N (rounded to whole bytes when sent): chunks that differ by
+ * one byte finish a fraction of a nanosecond apart, those offsets spread over the steps, and
+ * SimGrid then handles up to N distinct event dates per step instead of one (a 1024-host ring
+ * ran several times slower). The total differs from M by less than N bytes. */
+static double chunk_bytes(double bytes, int j, int n) {
+    (void)j;
+    return bytes / n;
+}
+
+static void ring(call *k, double bytes) {
+    int n = k->c->size, i = k->member, next = (i + 1) % n, prev = (i + n - 1) % n;
+    /* Reduce-scatter: step s sends chunk i-s, receives chunk i-s-1 (reduced into it). */
+    for (int s = 0; s < n - 1; s++)
+        exchange(k, next, chunk_bytes(bytes, ((i - s) % n + n) % n, n), prev,
+                 chunk_bytes(bytes, ((i - s - 1) % n + n) % n, n));
+    /* All-gather: step s forwards chunk i+1-s, receives chunk i-s. */
+    for (int s = 0; s < n - 1; s++)
+        exchange(k, next, chunk_bytes(bytes, ((i + 1 - s) % n + n) % n, n), prev,
+                 chunk_bytes(bytes, ((i - s) % n + n) % n, n));
+}
+
+/* Largest route latency between ring neighbours of the group (computed once per group): a
+ * message-level ring step lasts as long as its slowest hop, since everyone waits for its
+ * predecessor. */
+static double ring_alpha_max_s(sim_comm *c) {
+    if (c->ring_alpha_max_s < 0) {
+        double a = 0;
+        for (int i = 0; i < c->size; i++) {
+            double l = sg_host_get_route_latency(c->hosts[i], c->hosts[(i + 1) % c->size]);
+            if (l > a) a = l;
+        }
+        c->ring_alpha_max_s = a;
+    }
+    return c->ring_alpha_max_s;
+}
+
+static void ring_coarse(call *k, double bytes) {
+    int n = k->c->size, i = k->member, next = (i + 1) % n, prev = (i + n - 1) % n;
+    double part = bytes * (n - 1) / n;
+    /* Per phase, the message-level ring pays N-1 step latencies of its slowest hop; the single
+     * flow paid its own route's once, the rest is charged as a wait, so that every member ends
+     * the phase together as in the message-level ring. */
+    double alpha_max = sim_model_latency_factor * ring_alpha_max_s(k->c);
+    double alpha_in =
+        sim_model_latency_factor * sg_host_get_route_latency(k->c->hosts[prev], k->c->hosts[i]);
+    double extra_s = (n - 1) * alpha_max - alpha_in;
+    for (int phase = 0; phase < 2; phase++) {
+        exchange(k, next, part, prev, part);
+        if (extra_s > 0) sg_actor_sleep_for(extra_s);
+    }
+}
+
+/* Rabenseifner: fold to a power of two, recursive halving, recursive doubling, unfold. */
+static void halving_doubling(call *k, double bytes) {
+    int n = k->c->size, i = k->member;
+    int p2 = 1;
+    while (p2 * 2 <= n)
+        p2 *= 2;
+    int r = n - p2; /* extra ranks */
+    int vrank;      /* rank in the power-of-two group, -1 if folded out */
+    if (i < 2 * r) {
+        if (i % 2 == 0) {
+            exchange(k, i + 1, bytes, -1, 0);
+            vrank = -1;
+        } else {
+            exchange(k, -1, 0, i - 1, bytes);
+            vrank = i / 2;
+        }
+    } else {
+        vrank = i - r;
+    }
+    if (vrank >= 0) {
+        /* Actual member index of a virtual rank. */
+#define REAL(v) ((v) < r ? 2 * (v) + 1 : (v) + r)
+        /* Reduce-scatter by recursive halving: keep half of the current block each step. */
+        double block = bytes;
+        for (int mask = p2 / 2; mask >= 1; mask /= 2) {
+            block /= 2;
+            int partner = REAL(vrank ^ mask);
+            exchange(k, partner, block, partner, block);
+        }
+        /* All-gather by recursive doubling: blocks double back to the whole vector. */
+        for (int mask = 1; mask < p2; mask *= 2) {
+            int partner = REAL(vrank ^ mask);
+            exchange(k, partner, block, partner, block);
+            block *= 2;
+        }
+#undef REAL
+    }
+    if (i < 2 * r) {
+        if (i % 2 == 1)
+            exchange(k, i - 1, bytes, -1, 0);
+        else
+            exchange(k, -1, 0, i + 1, bytes);
+    }
+}
+
+/* Binary tree in heap order: reduce to 0, broadcast from 0; pipelined by segments. */
+static void tree(call *k, double bytes) {
+    int n = k->c->size, i = k->member;
+    int parent = i == 0 ? -1 : (i - 1) / 2;
+    int children[2], nc = 0;
+    for (int c = 2 * i + 1; c <= 2 * i + 2; c++)
+        if (c < n) children[nc++] = c;
+    int nseg = k->seg_bytes > 0 ? (int)fmin(ceil(bytes / k->seg_bytes), 1e6) : 1;
+    double saved_seg = k->seg_bytes;
+    k->seg_bytes = 0; /* segments are explicit here */
+    sg_comm_t up = NULL;
+    for (int s = 0; s < nseg; s++) {
+        double b = part_bytes(bytes, s, nseg);
+        for (int c = 0; c < nc; c++)
+            exchange(k, -1, 0, children[c], b);
+        if (parent >= 0) {
+            if (up) sg_comm_wait(up);
+            up = sg_mailbox_put_async(mailbox(k, i, parent), &sim_token, wire_bytes(b));
+            k->res.bytes_sent += (double)wire_bytes(b);
+        }
+    }
+    if (up) sg_comm_wait(up);
+    for (int s = 0; s < nseg; s++) {
+        double b = part_bytes(bytes, s, nseg);
+        if (parent >= 0) exchange(k, -1, 0, parent, b);
+        for (int c = 0; c < nc; c++)
+            send_wait(k, children[c], b);
+    }
+    k->seg_bytes = saved_seg;
+}
+
+/* ---------------------------------------------------------------- entry points */
+
+static int check_call(const sim_comm *c, int member, double bytes, const char *what) {
+    if (!c) return ss_error_set(SS_EUSAGE, "%s: no group", what);
+    if (member < 0 || member >= c->size)
+        return ss_error_set(SS_EUSAGE, "%s: member %d out of range (group of %d)", what, member,
+                            c->size);
+    if (!(bytes > 0) || !isfinite(bytes))
+        return ss_error_set(SS_EUSAGE, "%s: size %g bytes, need > 0", what, bytes);
+    return SS_OK;
+}
+
+static void call_begin(call *k, sim_comm *c, int member, uint64_t seq, double seg_bytes) {
+    memset(k, 0, sizeof *k);
+    k->c = c;
+    k->member = member;
+    k->seq = seq;
+    k->seg_bytes = seg_bytes;
+    k->res.start_s = simgrid_get_clock();
+}
+
+static void call_end(call *k, sim_coll_result *r) {
+    k->res.end_s = simgrid_get_clock();
+    k->c->bytes_sent[k->member] += k->res.bytes_sent;
+    if (r) *r = k->res;
+}
+
+static int allreduce_seq(sim_comm *c, int member, uint64_t seq, double bytes,
+                         const sim_coll_opts *o, sim_coll_result *r) {
+    static const sim_coll_opts defaults = {SIM_ALLREDUCE_RING, 0};
+    if (!o) o = &defaults;
+    if (o->segment_bytes < 0 || !isfinite(o->segment_bytes))
+        return ss_error_set(SS_EUSAGE, "all-reduce: segment size %g bytes, need >= 0",
+                            o->segment_bytes);
+    call k;
+    call_begin(&k, c, member, seq, o->segment_bytes);
+    if (c->size > 1) {
+        switch (o->algo) {
+        case SIM_ALLREDUCE_RING:
+            ring(&k, bytes);
+            break;
+        case SIM_ALLREDUCE_RING_COARSE:
+            ring_coarse(&k, bytes);
+            break;
+        case SIM_ALLREDUCE_HALVING_DOUBLING:
+            halving_doubling(&k, bytes);
+            break;
+        case SIM_ALLREDUCE_TREE:
+            tree(&k, bytes);
+            break;
+        default:
+            return ss_error_set(SS_EUSAGE, "all-reduce: unknown algorithm %d", (int)o->algo);
+        }
+    }
+    call_end(&k, r);
+    return SS_OK;
+}
+
+int sim_allreduce(sim_comm *c, int member, double bytes, const sim_coll_opts *o,
+                  sim_coll_result *r) {
+    int st = check_call(c, member, bytes, "all-reduce");
+    if (st) return st;
+    return allreduce_seq(c, member, c->next_seq[member]++, bytes, o, r);
+}
+
+int sim_allgather(sim_comm *c, int member, double bytes_per_member, sim_coll_result *r) {
+    int st = check_call(c, member, bytes_per_member, "all-gather");
+    if (st) return st;
+    call k;
+    call_begin(&k, c, member, c->next_seq[member]++, 0);
+    int n = c->size;
+    for (int dist = 1; dist < n; dist *= 2) {
+        int blocks = dist < n - dist ? dist : n - dist;
+        exchange(&k, (member - dist + n) % n, blocks * bytes_per_member, (member + dist) % n,
+                 blocks * bytes_per_member);
+    }
+    call_end(&k, r);
+    return SS_OK;
+}
+
+int sim_broadcast(sim_comm *c, int member, int root, double bytes, sim_coll_result *r) {
+    int st = check_call(c, member, bytes, "broadcast");
+    if (st) return st;
+    if (root < 0 || root >= c->size)
+        return ss_error_set(SS_EUSAGE, "broadcast: root %d out of range (group of %d)", root,
+                            c->size);
+    call k;
+    call_begin(&k, c, member, c->next_seq[member]++, 0);
+    int n = c->size, rel = (member - root + n) % n, mask = 1;
+    while (mask < n) {
+        if (rel & mask) {
+            exchange(&k, -1, 0, (rel - mask + root) % n, bytes);
+            break;
+        }
+        mask <<= 1;
+    }
+    for (mask >>= 1; mask > 0; mask >>= 1)
+        if (rel + mask < n) send_wait(&k, (rel + mask + root) % n, bytes);
+    call_end(&k, r);
+    return SS_OK;
+}
+
+/* Point-to-point messages use instance "p" mailboxes: matched in order, no numbering. */
+static sg_mailbox_t p2p_mailbox(const sim_comm *c, int src, int dst) {
+    char name[96];
+    snprintf(name, sizeof name, "c%d.p.%d.%d", c->id, src, dst);
+    return sg_mailbox_by_name(name);
+}
+
+int sim_send(sim_comm *c, int member, int dst, double bytes, sim_coll_result *r) {
+    int st = check_call(c, member, bytes, "send");
+    if (st) return st;
+    if (dst < 0 || dst >= c->size)
+        return ss_error_set(SS_EUSAGE, "send: destination %d out of range (group of %d)", dst,
+                            c->size);
+    call k;
+    call_begin(&k, c, member, 0, 0);
+    sg_mailbox_put(p2p_mailbox(c, member, dst), &sim_token, wire_bytes(bytes));
+    k.res.bytes_sent = (double)wire_bytes(bytes);
+    call_end(&k, r);
+    return SS_OK;
+}
+
+int sim_recv(sim_comm *c, int member, int src, double bytes, sim_coll_result *r) {
+    int st = check_call(c, member, bytes, "recv");
+    if (st) return st;
+    if (src < 0 || src >= c->size)
+        return ss_error_set(SS_EUSAGE, "recv: source %d out of range (group of %d)", src, c->size);
+    call k;
+    call_begin(&k, c, member, 0, 0);
+    sg_mailbox_get(p2p_mailbox(c, src, member));
+    k.res.bytes_recv = (double)wire_bytes(bytes);
+    call_end(&k, r);
+    return SS_OK;
+}
+
+/* ---------------------------------------------------------------- asynchronous form */
+
+struct sim_request {
+    sg_sem_t done_sem; /* released once when the operation completes */
+    int done;          /* 1 once completed */
+    int status;
+    sim_coll_result res;
+    /* what to run */
+    sim_comm *c;
+    int member;
+    uint64_t seq;
+    double bytes;
+    sim_coll_opts opts;
+    sim_done_fn fn;
+    void *ctx;
+};
+
+static void allreduce_helper(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    sim_request *rq = sg_actor_self_get_data();
+    SS_ASSERT(rq != NULL && rq->c != NULL);
+    rq->status = allreduce_seq(rq->c, rq->member, rq->seq, rq->bytes, &rq->opts, &rq->res);
+    rq->done = 1;
+    if (rq->fn) rq->fn(rq->ctx, rq->member, &rq->res);
+    sg_sem_release(rq->done_sem);
+}
+
+sim_request *sim_allreduce_async(sim_comm *c, int member, double bytes, const sim_coll_opts *o,
+                                 sim_done_fn done, void *ctx) {
+    sim_request *rq = ss_calloc(1, sizeof *rq);
+    rq->done_sem = sg_sem_init(0);
+    rq->status = check_call(c, member, bytes, "all-reduce");
+    if (rq->status) {
+        rq->done = 1;
+        sg_sem_release(rq->done_sem);
+        return rq;
+    }
+    rq->c = c;
+    rq->member = member;
+    rq->seq = c->next_seq[member]++;
+    rq->bytes = bytes;
+    rq->opts = o ? *o : (sim_coll_opts){SIM_ALLREDUCE_RING, 0};
+    rq->fn = done;
+    rq->ctx = ctx;
+    char name[64];
+    snprintf(name, sizeof name, "allreduce-%d", member);
+    sg_actor_t a = sg_actor_init(name, c->hosts[member]);
+    sg_actor_set_data(a, rq);
+    sg_actor_start(a, allreduce_helper, 0, NULL);
+    return rq;
+}
+
+int sim_request_test(const sim_request *rq) {
+    SS_ASSERT(rq != NULL);
+    return rq->done;
+}
+
+int sim_request_wait(sim_request *rq, sim_coll_result *r) {
+    SS_ASSERT(rq != NULL);
+    sg_sem_acquire(rq->done_sem);
+    int st = rq->status;
+    if (st) ss_error_set(st, "%s", ss_error_message());
+    if (r) *r = rq->res;
+    sg_sem_destroy(rq->done_sem);
+    free(rq);
+    return st;
+}
+
+sim_request *sim_request_new_internal(void) {
+    sim_request *rq = ss_calloc(1, sizeof *rq);
+    rq->done_sem = sg_sem_init(0);
+    return rq;
+}
+
+void sim_request_complete_internal(sim_request *rq, int status, const sim_coll_result *r,
+                                   sim_done_fn fn, void *ctx, int member) {
+    rq->status = status;
+    if (r) rq->res = *r;
+    rq->done = 1;
+    if (fn) fn(ctx, member, &rq->res);
+    sg_sem_release(rq->done_sem);
+}

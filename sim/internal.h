@@ -1,0 +1,19 @@
+/* Internal to sim/: state shared between the cluster set-up and the collectives. */
+#ifndef SS_SIM_INTERNAL_H
+#define SS_SIM_INTERNAL_H
+
+/* Multiplier of route latencies in the active network model (LV08 13.01, CM02 1): the coarse
+ * ring charges the latencies of the steps it folds with it. Set by sim_cluster_open(). */
+extern double sim_model_latency_factor;
+
+/* A non-NULL payload for SimGrid messages (SimGrid refuses to send NULL). */
+extern char sim_token;
+
+/* Requests made by other operations (ps.c): new() gives a pending request; complete() stores the
+ * result, calls fn (if any) and wakes the waiter. */
+#include "sim/collective.h"
+sim_request *sim_request_new_internal(void);
+void sim_request_complete_internal(sim_request *rq, int status, const sim_coll_result *r,
+                                   sim_done_fn fn, void *ctx, int member);
+
+#endif

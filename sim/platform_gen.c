@@ -1,0 +1,250 @@
+/* Platform generator and the option parsers of `syncsim platform` (see platform_gen.h). */
+#include "sim/platform_gen.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/status.h"
+#include "sim/units.h"
+
+static const char *const gpu_names[] = {"v100", "a100", "h100"};
+/* Peak FP32 (non-tensor-core) FLOP/s: V100 SXM2, A100 SXM4, H100 SXM5 data sheets. */
+static const double gpu_peak_flops[] = {15.7e12, 19.5e12, 67e12};
+static const char *const topology_names[] = {"star", "fat-tree"};
+
+platform_gen_spec platform_gen_default(void) {
+    return (platform_gen_spec){.n_hosts = 16,
+                               .bandwidth_bps = 25e9,
+                               .latency_s = 10e-6,
+                               .topology = PLATFORM_TOPOLOGY_STAR,
+                               .gpu = PLATFORM_GPU_V100,
+                               .efficiency = 1.0,
+                               .n_ps = 0};
+}
+
+int platform_parse_bandwidth(const char *option, const char *text, double *bps) {
+    double bytes_per_s = 0;
+    if (!text || units_parse_bandwidth(text, &bytes_per_s) != 0)
+        return ss_error_set(SS_EUSAGE,
+                            "%s: cannot read bandwidth '%s' (write a number and a unit: bits as "
+                            "\"25Gbps\", \"100Mbps\", bytes as \"1.25GBps\", \"100MBps\")",
+                            option, text ? text : "");
+    if (!(bytes_per_s > 0) || !isfinite(bytes_per_s))
+        return ss_error_set(SS_EUSAGE, "%s: bandwidth '%s' must be > 0 (e.g. \"25Gbps\")", option,
+                            text);
+    *bps = bytes_per_s * 8;
+    return SS_OK;
+}
+
+int platform_parse_latency(const char *option, const char *text, double *seconds) {
+    double s = 0;
+    if (!text || units_parse_time(text, &s) != 0)
+        return ss_error_set(SS_EUSAGE,
+                            "%s: cannot read latency '%s' (write a number and a unit: \"5us\", "
+                            "\"1.5ms\", \"100ns\", \"0s\")",
+                            option, text ? text : "");
+    if (!(s >= 0) || !isfinite(s))
+        return ss_error_set(SS_EUSAGE, "%s: latency '%s' must be >= 0", option, text);
+    *seconds = s;
+    return SS_OK;
+}
+
+int platform_parse_topology(const char *option, const char *text, platform_topology *out) {
+    if (text && (strcasecmp(text, "fattree") == 0 || strcasecmp(text, "fat_tree") == 0))
+        text = "fat-tree";
+    for (int i = 0; i < 2; i++) {
+        if (text && strcasecmp(text, topology_names[i]) == 0) {
+            *out = (platform_topology)i;
+            return SS_OK;
+        }
+    }
+    return ss_error_set(SS_EUSAGE, "%s: unknown topology '%s' (valid: star, fat-tree)", option,
+                        text ? text : "");
+}
+
+int platform_parse_gpu(const char *option, const char *text, platform_gpu *out) {
+    for (int i = 0; i < 3; i++) {
+        if (text && strcasecmp(text, gpu_names[i]) == 0) {
+            *out = (platform_gpu)i;
+            return SS_OK;
+        }
+    }
+    return ss_error_set(SS_EUSAGE, "%s: unknown GPU class '%s' (valid: v100, a100, h100)", option,
+                        text ? text : "");
+}
+
+const char *platform_topology_name(platform_topology t) {
+    return (unsigned)t < 2 ? topology_names[t] : "?";
+}
+const char *platform_gpu_name(platform_gpu g) {
+    return (unsigned)g < 3 ? gpu_names[g] : "?";
+}
+double platform_gpu_peak_flops(platform_gpu g) {
+    return (unsigned)g < 3 ? gpu_peak_flops[g] : 0;
+}
+
+/* Largest unit that gives a value >= 1, printed exactly (%.15g). */
+static void format_unit(double v, const char *const *names, const double *scales, int n, char *buf,
+                        unsigned long buf_bytes) {
+    int u = n - 1;
+    for (int i = 0; i < n; i++) {
+        if (fabs(v) >= scales[i]) {
+            u = i;
+            break;
+        }
+    }
+    snprintf(buf, buf_bytes, "%.15g%s", v / scales[u], names[u]);
+}
+
+void platform_format_bandwidth(double bps, char *buf, unsigned long buf_bytes) {
+    static const char *const names[] = {"Tbps", "Gbps", "Mbps", "kbps", "bps"};
+    static const double scales[] = {1e12, 1e9, 1e6, 1e3, 1};
+    format_unit(bps, names, scales, 5, buf, buf_bytes);
+}
+
+void platform_format_latency(double seconds, char *buf, unsigned long buf_bytes) {
+    static const char *const names[] = {"s", "ms", "us", "ns", "ps"};
+    static const double scales[] = {1, 1e-3, 1e-6, 1e-9, 1e-12};
+    if (seconds == 0) {
+        snprintf(buf, buf_bytes, "0us");
+        return;
+    }
+    format_unit(seconds, names, scales, 5, buf, buf_bytes);
+}
+
+static void format_speed(double flops, char *buf, unsigned long buf_bytes) {
+    static const char *const names[] = {"Pf", "Tf", "Gf", "Mf", "kf", "f"};
+    static const double scales[] = {1e15, 1e12, 1e9, 1e6, 1e3, 1};
+    format_unit(flops, names, scales, 6, buf, buf_bytes);
+}
+
+int platform_spec_validate(const platform_gen_spec *s) {
+    SS_ASSERT(s != NULL);
+    if (s->n_hosts < 1 || s->n_hosts > 65536)
+        return ss_error_set(SS_EUSAGE, "--hosts: %d, need 1 to 65536", s->n_hosts);
+    if (!(s->bandwidth_bps > 0) || !isfinite(s->bandwidth_bps))
+        return ss_error_set(SS_EUSAGE, "--bandwidth: %g bps, need > 0 (e.g. \"25Gbps\")",
+                            s->bandwidth_bps);
+    if (!(s->latency_s >= 0) || !isfinite(s->latency_s))
+        return ss_error_set(SS_EUSAGE, "--latency: %g s, need >= 0 (e.g. \"5us\")", s->latency_s);
+    if ((unsigned)s->topology > PLATFORM_TOPOLOGY_FAT_TREE)
+        return ss_error_set(SS_EUSAGE, "--topology: unknown topology %d (valid: star, fat-tree)",
+                            (int)s->topology);
+    if ((unsigned)s->gpu > PLATFORM_GPU_H100)
+        return ss_error_set(SS_EUSAGE, "--gpu: unknown GPU class %d (valid: v100, a100, h100)",
+                            (int)s->gpu);
+    if (!(s->efficiency > 0 && s->efficiency <= 1))
+        return ss_error_set(SS_EUSAGE, "efficiency: %g, need 0 < efficiency <= 1", s->efficiency);
+    if (s->n_ps < 0 || s->n_ps > 1024)
+        return ss_error_set(SS_EUSAGE, "--ps: %d, need 0 to 1024", s->n_ps);
+    return SS_OK;
+}
+
+/* Hosts per leaf switch of the fat tree: the smallest divisor of n that is >= sqrt(n). */
+static int fat_tree_leaf_hosts(int n) {
+    int d = (int)ceil(sqrt((double)n));
+    while (n % d != 0)
+        d++;
+    return d;
+}
+
+int platform_generate(const platform_gen_spec *s, FILE *out) {
+    int st = platform_spec_validate(s);
+    if (st) return st;
+    char bw[64], lat[64], lat2[64], speed[64];
+    platform_format_bandwidth(s->bandwidth_bps, bw, sizeof bw);
+    platform_format_latency(s->latency_s, lat, sizeof lat);
+    double flops = platform_gpu_peak_flops(s->gpu) * s->efficiency;
+    format_speed(flops, speed, sizeof speed);
+    const char *gpu = platform_gpu_name(s->gpu);
+    int fat = s->topology == PLATFORM_TOPOLOGY_FAT_TREE;
+    /* A fat tree holds its PS hosts; a star puts them in a cluster of their own. */
+    int n = s->n_hosts + (fat ? s->n_ps : 0);
+    int leaf = fat ? fat_tree_leaf_hosts(n) : n, leaves = n / leaf;
+
+    fprintf(out, "<?xml version='1.0'?>\n"
+                 "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                 "<platform version=\"4.1\">\n");
+    fprintf(out,
+            "  <!-- Generated by `syncsim platform`: %d x %s (%s each = peak FP32 x %g),\n"
+            "       %s topology, every link %s with %s latency%s.\n\n",
+            n, gpu, speed, s->efficiency, platform_topology_name(s->topology), bw, lat,
+            s->n_ps ? ", plus parameter servers" : "");
+    if (!fat) {
+        platform_format_latency(2 * s->latency_s, lat2, sizeof lat2);
+        fprintf(out,
+                "       gpu-0 ==[l0]==+\n"
+                "       gpu-1 ==[l1]==+== switch (non-blocking: no shared backbone link)\n"
+                "         ...         |\n"
+                "       gpu-%d ==[l%d]=+\n\n"
+                "       Route gpu-i -> gpu-j: li.UP, lj.DOWN (SPLITDUPLEX: each direction has\n"
+                "       its own bandwidth): latency %s, bandwidth %s per direction.\n",
+                n - 1, n - 1, lat2, bw);
+    } else {
+        platform_format_latency(4 * s->latency_s, lat2, sizeof lat2);
+        fprintf(out,
+                "       Two-level fat tree, non-blocking: %d leaf switches of %d hosts, %d spine\n"
+                "       switches, each leaf linked once to every spine.\n\n"
+                "           spine-0 ... spine-%d\n"
+                "             |  \\     /  |\n"
+                "           leaf-0  ...  leaf-%d\n"
+                "           / | \\         / | \\\n"
+                "        gpu-0 .. gpu-%d   ...  gpu-%d\n\n"
+                "       Route across leaves: host link, leaf->spine, spine->leaf, host link:\n"
+                "       latency %s, bandwidth %s; inside one leaf: 2 links.\n",
+                leaves, leaf, leaf, leaf - 1, leaves - 1, leaf - 1, n - 1, lat2, bw);
+    }
+    if (s->n_ps && fat)
+        fprintf(out,
+                "\n       Parameter servers: the last %d hosts, gpu-%d .. gpu-%d (prop ps_last).\n",
+                s->n_ps, s->n_hosts, n - 1);
+    else if (s->n_ps)
+        fprintf(out,
+                "\n       Parameter servers ps-0 .. ps-%d (prop role=ps) hang off the workers'\n"
+                "       switch through a FATPIPE link of 0 latency, each with its own %s link:\n"
+                "       a push gpu-i -> ps-k crosses gpu-i's link and ps-k's link (the incast\n"
+                "       bottleneck).\n",
+                s->n_ps - 1, bw);
+    fprintf(out, "  -->\n");
+    fprintf(out, "  <zone id=\"world\" routing=\"Full\">\n");
+    if (!fat) {
+        fprintf(out,
+                "    <cluster id=\"workers\" prefix=\"gpu-\" suffix=\"\" radical=\"0-%d\" "
+                "speed=\"%s\"\n"
+                "             bw=\"%s\" lat=\"%s\" sharing_policy=\"SPLITDUPLEX\">\n",
+                n - 1, speed, bw, lat);
+    } else {
+        fprintf(out,
+                "    <cluster id=\"workers\" prefix=\"gpu-\" suffix=\"\" radical=\"0-%d\" "
+                "speed=\"%s\"\n"
+                "             bw=\"%s\" lat=\"%s\" sharing_policy=\"SPLITDUPLEX\"\n"
+                "             topology=\"FAT_TREE\" topo_parameters=\"2;%d,%d;1,%d;1,1\">\n",
+                n - 1, speed, bw, lat, leaf, leaves, leaf);
+    }
+    fprintf(out, "      <prop id=\"gpu\" value=\"%s\"/>\n", gpu);
+    if (s->n_ps && fat) fprintf(out, "      <prop id=\"ps_last\" value=\"%d\"/>\n", s->n_ps);
+    fprintf(out, "    </cluster>\n");
+    if (s->n_ps && !fat) {
+        fprintf(out,
+                "    <cluster id=\"servers\" prefix=\"ps-\" suffix=\"\" radical=\"0-%d\" "
+                "speed=\"%s\"\n"
+                "             bw=\"%s\" lat=\"%s\" sharing_policy=\"SPLITDUPLEX\">\n"
+                "      <prop id=\"gpu\" value=\"%s\"/>\n"
+                "      <prop id=\"role\" value=\"ps\"/>\n"
+                "    </cluster>\n"
+                "    <link id=\"ps-uplink\" bandwidth=\"%s\" latency=\"0us\" "
+                "sharing_policy=\"FATPIPE\"/>\n"
+                "    <zoneRoute src=\"workers\" dst=\"servers\" gw_src=\"gpu-workers_router\" "
+                "gw_dst=\"ps-servers_router\">\n"
+                "      <link_ctn id=\"ps-uplink\"/>\n"
+                "    </zoneRoute>\n",
+                s->n_ps - 1, speed, bw, lat, gpu, bw);
+    }
+    fprintf(out, "  </zone>\n</platform>\n");
+    if (fflush(out) != 0 || ferror(out))
+        return ss_error_set(SS_EIO, "platform: writing the platform failed");
+    return SS_OK;
+}

@@ -1,0 +1,76 @@
+/* Platform generator for `syncsim platform`: prints a SimGrid platform XML of N GPU hosts.
+ *
+ *     platform_gen_spec s = platform_gen_default();         // 16 v100 hosts, 25Gbps, 10us, star
+ *     if (platform_parse_bandwidth("--bandwidth", "25Gbps", &s.bandwidth_bps) != SS_OK) ...
+ *     if (platform_parse_latency("--latency", "5us", &s.latency_s) != SS_OK) ...
+ *     if (platform_generate(&s, stdout) != SS_OK) fprintf(stderr, "%s\n", ss_error_message());
+ *
+ * What it writes (see platforms/README.md):
+ * - star: one <cluster> of N hosts "gpu-0".."gpu-(N-1)", each with a private full-duplex link
+ *   (bandwidth, latency) to a non-blocking switch (no backbone link: a shared backbone
+ *   constraint would also make SimGrid's solver touch every flow at every event): route
+ *   gpu-i -> gpu-j = link_i.UP, link_j.DOWN; route latency 2 x latency;
+ * - fat-tree: a two-level non-blocking fat tree (<cluster topology="FAT_TREE">) with L leaf
+ *   switches of D hosts (N = L x D, D the smallest divisor of N >= sqrt(N)) and D spines,
+ *   every link (bandwidth, latency): route across leaves = 4 links (4 x latency);
+ * - n_ps > 0, star: a second cluster "ps-0".."ps-(K-1)" marked <prop id="role" value="ps"/>,
+ *   same links, joined to the workers' cluster by a FATPIPE link of 0 latency, so a push crosses
+ *   the worker's link, then the PS's link (the incast bottleneck);
+ * - n_ps > 0, fat-tree: the tree holds N + K hosts (factored as above) and its last K hosts
+ *   gpu-N..gpu-(N+K-1) are the PS hosts (<prop id="ps_last" value="K"/>, see cluster.h);
+ * - host speed = peak FP32 FLOP/s of the GPU class x efficiency, <prop id="gpu" value="v100"/>.
+ */
+#ifndef SS_SIM_PLATFORM_GEN_H
+#define SS_SIM_PLATFORM_GEN_H
+
+#include <stdio.h>
+
+typedef enum platform_topology {
+    PLATFORM_TOPOLOGY_STAR = 0,    /* one switch (cluster with backbone) */
+    PLATFORM_TOPOLOGY_FAT_TREE = 1 /* two-level non-blocking fat tree */
+} platform_topology;
+
+typedef enum platform_gpu {
+    PLATFORM_GPU_V100 = 0, /* peak FP32 15.7 TFLOP/s (SXM2) */
+    PLATFORM_GPU_A100 = 1, /* peak FP32 19.5 TFLOP/s (SXM4, without TF32 tensor cores) */
+    PLATFORM_GPU_H100 = 2  /* peak FP32 67 TFLOP/s (SXM5, without TF32 tensor cores) */
+} platform_gpu;
+
+typedef struct platform_gen_spec {
+    int n_hosts;          /* worker hosts, 1..65536 */
+    double bandwidth_bps; /* per link, bits per second (> 0) */
+    double latency_s;     /* per link, seconds (>= 0) */
+    platform_topology topology;
+    platform_gpu gpu;
+    double efficiency; /* fraction of peak FP32 the host speed stands for, (0, 1]; 1 = peak */
+    int n_ps;          /* extra parameter-server hosts (role=ps), 0..1024 */
+} platform_gen_spec;
+
+/* 16 v100 hosts, 25 Gbps, 10 us per link, star, efficiency 1, no PS. */
+platform_gen_spec platform_gen_default(void);
+
+/* "25Gbps", "100Mbps", "1.25GBps", "100MBps", "800kbps", "1e9bps", "3Bps" (bits with "bps",
+ * bytes with "Bps"; prefixes k M G T, also Ki Mi Gi Ti); > 0 and finite. SS_EUSAGE naming
+ * `option` and the valid forms otherwise. *bps in bits per second. */
+int platform_parse_bandwidth(const char *option, const char *text, double *bps);
+/* "5us", "1.5ms", "0.001s", "100ns", "0s" (unit required); >= 0 and finite; SS_EUSAGE otherwise. */
+int platform_parse_latency(const char *option, const char *text, double *seconds);
+/* "star" | "fat-tree" (also "fattree", "fat_tree"). */
+int platform_parse_topology(const char *option, const char *text, platform_topology *out);
+/* "v100" | "a100" | "h100" (case-insensitive). */
+int platform_parse_gpu(const char *option, const char *text, platform_gpu *out);
+
+const char *platform_topology_name(platform_topology t);
+const char *platform_gpu_name(platform_gpu g);
+double platform_gpu_peak_flops(platform_gpu g); /* FP32 FLOP/s */
+
+/* Writes a bandwidth (bits/s) or a latency (s) with a SimGrid unit ("25Gbps", "5us") into buf. */
+void platform_format_bandwidth(double bps, char *buf, unsigned long buf_bytes);
+void platform_format_latency(double seconds, char *buf, unsigned long buf_bytes);
+
+/* SS_EUSAGE with a message naming the field when the spec is out of range. */
+int platform_spec_validate(const platform_gen_spec *spec);
+/* Validates, then writes the platform to `out`; SS_EIO if writing fails. */
+int platform_generate(const platform_gen_spec *spec, FILE *out);
+
+#endif

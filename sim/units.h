@@ -1,0 +1,11 @@
+/* Internal: SimGrid-style values with units ("25Gbps", "5us", "15.7Tf"), shared by the platform
+ * checker and the generator. Each returns 0 and the value in SI base units (bytes/s, s, flop/s),
+ * or -1 when the text is not a number followed by a known unit. */
+#ifndef SS_SIM_UNITS_H
+#define SS_SIM_UNITS_H
+
+int units_parse_bandwidth(const char *text, double *bytes_per_s);
+int units_parse_time(const char *text, double *seconds);
+int units_parse_speed(const char *text, double *flops);
+
+#endif
