@@ -130,8 +130,10 @@ static const opt_def options_table[] = {
      "fedavg: fraction of workers sampled per round", POL_FEDAVG},
     {"post-local", OPT_TYPE_LONG, F(post_local_after), "0", 0, 1e12, CMD_RUN, NULL, "T",
      "fedavg: run BSP for the first T steps, then local SGD (post-local SGD)", POL_FEDAVG},
-    {"delta", OPT_TYPE_DOUBLE, F(delta), "0.3", 0, 1e9, CMD_RUN, NULL, "D",
-     "selsync: synchronize when the relative gradient change is >= D (0 = BSP)", POL_SELSYNC},
+    {"delta", OPT_TYPE_DOUBLE, F(delta), "0.05", 0, 1e9, CMD_RUN, NULL, "D",
+     "selsync: synchronize when the relative gradient change is >= D (0 = BSP; published runs "
+     "used 0.3 and 0.5, but Delta's scale depends on the model: read steps.trace's delta column)",
+     POL_SELSYNC},
     {"ewma-window", OPT_TYPE_INT, F(ewma_window), "25", 0, 1024, CMD_RUN, NULL, "W",
      "selsync: values in the EWMA window; steps before it fills synchronize (0: no warm-up)",
      POL_SELSYNC},

@@ -24,7 +24,7 @@ void policy_config_default(policy_config *pc) {
     pc->staleness = 3;
     pc->local_steps = 8;
     pc->client_fraction = 1.0;
-    pc->delta = 0.3;
+    pc->delta = 0.05;
     pc->ewma_window = 25;
     pc->variant = SELSYNC_VARIANT_PAPER;
     pc->aggregation = AGGREGATE_PARAMS;
