@@ -556,7 +556,19 @@ static int is_meta(const opt_def *o) {
     return !strcmp(o->name, "help") || !strcmp(o->name, "config");
 }
 
+/* A platform file and the options of a generated platform exclude each other: the resolved
+ * configuration keeps the ones in use. */
+static int describes_other_platform(const opt_def *o, const run_config *cfg) {
+    if (!strcmp(o->name, "platform")) return cfg->platform[0] == '\0';
+    if (!strcmp(o->name, "bandwidth") || !strcmp(o->name, "latency") ||
+        !strcmp(o->name, "topology") || !strcmp(o->name, "gpu"))
+        return cfg->platform[0] != '\0';
+    return 0;
+}
+
 void options_write_ini(unsigned command, const run_config *cfg, FILE *out) {
+    /* A run writes the options of its own policy only, so that the file re-runs as it is. */
+    const unsigned pol = command == CMD_TRAIN ? policy_bit(cfg) : 0;
     fprintf(out, "# syncsim %s configuration, fully resolved; re-run with\n",
             command_name(command));
     fprintf(out, "#   syncsim %s --config THIS_FILE\n[%s]\n", command_name(command),
@@ -565,6 +577,8 @@ void options_write_ini(unsigned command, const run_config *cfg, FILE *out) {
     for (int i = 0; i < OPTIONS_COUNT; i++) {
         const opt_def *o = &options_table[i];
         if (!(o->commands & command) || is_meta(o)) continue;
+        if (pol && o->policies && !(o->policies & pol)) continue;
+        if (describes_other_platform(o, cfg)) continue;
         format_value(o, cfg, buf, sizeof buf);
         fprintf(out, "%s = %s\n", o->name, buf);
     }

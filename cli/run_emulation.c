@@ -359,8 +359,16 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
 
     if ((rc = afile_commit(&ctx.metrics)) != SS_OK) goto done;
     if (ctx.tracing && (rc = afile_commit(&ctx.trace)) != SS_OK) goto done;
-    write_summary_json(cfg, sum, &pc, &pr, device_name(dev), emulation_replica(em, 0), platform,
-                       train.name);
+    /* The platform as the user named it, or the generated one relative to the run directory, so
+     * that identical runs in different directories write identical summaries. */
+    char platform_label[RUN_CONFIG_TEXT + 64];
+    if (cfg->platform[0])
+        snprintf(platform_label, sizeof platform_label, "%s", cfg->platform);
+    else
+        snprintf(platform_label, sizeof platform_label, "platform.xml (generated: %s, %s, %s)",
+                 cfg->bandwidth, cfg->topology, cfg->gpu);
+    write_summary_json(cfg, sum, &pc, &pr, device_name(dev), emulation_replica(em, 0),
+                       platform_label, train.name);
     if (!strcmp(sum->status, "diverged")) {
         fprintf(stderr, "syncsim: the training loss became NaN or Inf at step %ld: diverged\n",
                 div_step);

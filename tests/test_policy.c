@@ -37,7 +37,9 @@ typedef struct policy_outcome {
     double flops_per_step;
     double param_bytes;
     size_t params;
-    float w[]; /* (N, P) final replicas */
+    double samples;      /* computed by all workers */
+    double sample_bytes; /* one sample on the wire */
+    float w[];           /* (N, P) final replicas */
 } policy_outcome;
 
 static void case_default(policy_case *c, policy_kind kind, int workers, long steps) {
@@ -118,6 +120,7 @@ static int run_case(void *arg, sim_blob *out) {
                            .batch = policy_local_batch(&pc),
                            .max_batch = pc.batch * pc.workers,
                            .partition = c->partition,
+                           .labels_per_worker = 1,
                            .schedule = sched,
                            .momentum = c->momentum,
                            .eval_every = pc.eval_every,
@@ -147,6 +150,8 @@ static int run_case(void *arg, sim_blob *out) {
         (model_forward_flops_per_sample(m0) + model_backward_flops_per_sample(m0)) * pc.batch;
     o->param_bytes = model_param_bytes(m0);
     o->params = p;
+    o->samples = emulation_samples(em);
+    o->sample_bytes = emulation_source(em)->sample_bytes;
     for (int w = 0; w < pc.workers; w++)
         device_download(dev, o->w + (size_t)w * p, model_params(emulation_replica(em, w)), p);
     sim_blob_append(out, o, bytes);
@@ -267,6 +272,30 @@ static void test_selsync_huge_delta_is_local_sgd(void) {
     free(o);
 }
 
+/* Data injection (alpha, beta): round(alpha N) workers a step each send round(beta b') samples to
+ * every other worker, b' = b / (1 + alpha beta N). With no synchronization, the bytes are the
+ * flags plus exactly those samples, and every injected sample is computed by its receiver. */
+static void test_selsync_injection(void) {
+    policy_case c;
+    const int n = 4, steps = 20;
+    case_default(&c, POLICY_SELSYNC, n, steps);
+    c.pc.delta = 1e12;
+    c.pc.ewma_window = 0;
+    c.pc.inject_alpha = 0.5;
+    c.pc.inject_beta = 0.5;
+    c.partition = PARTITION_NONIID;
+    int local = policy_local_batch(&c.pc); /* 16 / (1 + 0.5 * 0.5 * 4) = 8 */
+    CU_ASSERT_EQUAL(local, 8);
+    policy_outcome *o = run(&c);
+    const int senders = 2, share = 4;
+    double flags = (double)steps * n * (n - 1);
+    double injected = (double)steps * senders * (n - 1) * share * o->sample_bytes;
+    SS_CHECK_CLOSE(o->res.bytes_sent, flags + injected, 0, 1e-12);
+    SS_CHECK_CLOSE(o->samples, (double)steps * (n * local + senders * (n - 1) * share), 0, 0);
+    CU_ASSERT_EQUAL(o->res.sync_steps, 0);
+    free(o);
+}
+
 /* SSP with s = 0 on identical hosts runs in lockstep: no worker is ever ahead of another. */
 static void test_ssp_s0_lockstep(void) {
     policy_case c;
@@ -350,6 +379,8 @@ static CU_TestInfo equivalence_tests[] = {
     {"policy_run: FedAvg H=1 equals BSP", test_fedavg_h1_equals_bsp},
     {"policy_run: SelSync huge delta equals independent local training",
      test_selsync_huge_delta_is_local_sgd},
+    {"policy_run: SelSync data injection charges and computes the shared samples",
+     test_selsync_injection},
     CU_TEST_INFO_NULL,
 };
 
