@@ -18,26 +18,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum model_arch { MODEL_ARCH_LOGREG = 0, MODEL_ARCH_MLP = 1, MODEL_ARCH_CNN = 2 } model_arch;
+typedef enum model_arch {
+    MODEL_ARCH_LOGREG = 0,
+    MODEL_ARCH_MLP = 1,
+    MODEL_ARCH_CNN = 2
+} model_arch;
 
 #define MODEL_MAX_HIDDEN 8
 #define MODEL_MAX_LAYERS 32
 
 typedef struct model_spec {
     model_arch arch;
-    int in_c, in_h, in_w;           /* input shape of one sample */
-    int classes;                    /* K */
-    int n_hidden;                   /* mlp: number of hidden dense layers */
-    int hidden[MODEL_MAX_HIDDEN];   /* mlp: their widths (default 256, 256) */
-    int conv_channels[2];           /* cnn: output channels of the two conv blocks (default 32, 64) */
-    int cnn_dense;                  /* cnn: width of the first dense layer (default 128) */
+    int in_c, in_h, in_w;         /* input shape of one sample */
+    int classes;                  /* K */
+    int n_hidden;                 /* mlp: number of hidden dense layers */
+    int hidden[MODEL_MAX_HIDDEN]; /* mlp: their widths (default 256, 256) */
+    int conv_channels[2];         /* cnn: output channels of the two conv blocks (default 32, 64) */
+    int cnn_dense;                /* cnn: width of the first dense layer (default 128) */
 } model_spec;
 
 /* A view of one parameter tensor inside the flat vector. */
 typedef struct model_view {
-    char name[32];  /* "dense1.weight", "conv2.bias", ... */
-    size_t offset;  /* in floats from the start of model_params() */
-    size_t count;   /* floats */
+    char name[32]; /* "dense1.weight", "conv2.bias", ... */
+    size_t offset; /* in floats from the start of model_params() */
+    size_t count;  /* floats */
 } model_view;
 
 typedef struct model model;
@@ -56,8 +60,8 @@ int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_bat
 void model_destroy(model *m);
 
 size_t model_param_count(const model *m);
-float *model_params(model *m);       /* (P) device buffer */
-float *model_grads(model *m);        /* (P) device buffer, filled by model_forward_backward */
+float *model_params(model *m); /* (P) device buffer */
+float *model_grads(model *m);  /* (P) device buffer, filled by model_forward_backward */
 int model_view_count(const model *m);
 const model_view *model_view_at(const model *m, int i);
 device *model_device(const model *m);
@@ -67,6 +71,10 @@ const model_spec *model_get_spec(const model *m);
 double model_forward_flops_per_sample(const model *m);
 double model_backward_flops_per_sample(const model *m);
 double model_param_bytes(const model *m); /* 4 * P */
+/* Added: the L2 norm of each view of vec, a (P) device vector laid out like model_params() (for
+ * example model_grads(m)); out has model_view_count(m) entries. SelSync's code variant sums
+ * these per-layer norms instead of taking one global norm. */
+void model_layer_norms(model *m, const float *vec, double *out);
 
 /* One training pass on a batch: x (B, D) and y (B) are host arrays; B <= max_batch. Fills
  * model_grads() with the gradient of the mean softmax cross-entropy over the batch and returns

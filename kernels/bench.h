@@ -1,0 +1,18 @@
+/* Kernel benchmark: training throughput of each model against the machine's SGEMM rate.
+ *
+ *     bench_kernels("auto", 64, stdout);
+ *
+ * For logreg, mlp and cnn on 1x28x28 inputs with 10 classes (random data) it prints samples/s
+ * and achieved GFLOP/s (counted forward + backward FLOPs per sample times samples, plus the SGD
+ * update, over the elapsed time; best of 5 timing windows), the best-of-5 GFLOP/s of a 2048^3
+ * SGEMM measured in the same run on the same device, and the ratio model/SGEMM. Returns SS_OK or
+ * the device error.
+ */
+#ifndef SS_KERNELS_BENCH_H
+#define SS_KERNELS_BENCH_H
+
+#include <stdio.h>
+
+int bench_kernels(const char *device_request, int batch, FILE *out);
+
+#endif

@@ -1,0 +1,44 @@
+/* Internal: launchers of our CUDA kernels, one cuda_<op>.cu each. All run on `stream`, take
+ * device pointers (unless stated) and match the CPU reference of the same op in device_cpu.c. */
+#ifndef SS_KERNELS_CUDA_OPS_H
+#define SS_KERNELS_CUDA_OPS_H
+
+#include "kernels/cuda_common.h"
+#include "kernels/device_impl.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void cuda_axpy(cudaStream_t stream, size_t n, float a, const float *x, float *y);
+void cuda_scale(cudaStream_t stream, size_t n, float a, float *x);
+/* xs: device array of k device pointers */
+void cuda_mean(cudaStream_t stream, size_t n, int k, const float *const *xs, float *out);
+/* partials (blocks): per-block sums of squares in double; the caller adds them in order */
+void cuda_nrm2_partials(cudaStream_t stream, size_t n, const float *x, double *partials,
+                        int blocks);
+void cuda_masked_copy(cudaStream_t stream, size_t n, const uint8_t *mask, const float *src,
+                      float *dst);
+void cuda_bias_add(cudaStream_t stream, int rows, int cols, const float *bias, float *y);
+void cuda_relu_fwd(cudaStream_t stream, size_t n, const float *x, float *y);
+void cuda_relu_bwd(cudaStream_t stream, size_t n, const float *y, const float *dy, float *dx);
+void cuda_im2col(cudaStream_t stream, conv_geom g, const float *x, float *col);
+void cuda_col2im(cudaStream_t stream, conv_geom g, const float *col, float *dx);
+void cuda_maxpool_fwd(cudaStream_t stream, int batch, int h, int w, int c, const float *x,
+                      float *y);
+void cuda_maxpool_bwd(cudaStream_t stream, int batch, int h, int w, int c, const float *x,
+                      const float *dy, float *dx);
+/* loss_rows (B) per-sample loss in double, correct_rows (B) 0/1; dlogits may be NULL */
+void cuda_softmax_xent(cudaStream_t stream, int batch, int classes, const float *logits,
+                       const uint8_t *labels, float *dlogits, double *loss_rows, int *correct_rows);
+void cuda_sgd(cudaStream_t stream, size_t n, float *w, const float *g, float *v, float lr, float mu,
+              float wd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

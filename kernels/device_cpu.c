@@ -1,0 +1,339 @@
+/* CPU backend: GEMM through cblas (OpenBLAS, multi-threaded); the other ops are plain loops
+ * written so that the compiler vectorizes them. These are the reference implementations. */
+#include "kernels/device_impl.h"
+
+#include "common/status.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float *cpu_alloc(device *dev, size_t count) {
+    (void)dev;
+    /* 64-byte alignment for the vector loops and OpenBLAS */
+    size_t bytes = ((count ? count : 1) * sizeof(float) + 63) / 64 * 64;
+    float *p = aligned_alloc(64, bytes);
+    if (!p) {
+        fprintf(stderr, "syncsim: out of memory allocating %zu floats on the CPU\n", count);
+        abort();
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
+static void cpu_free(device *dev, float *p) {
+    (void)dev;
+    free(p);
+}
+
+static void cpu_copy(device *dev, float *dst, const float *src, size_t count) {
+    (void)dev;
+    memmove(dst, src, count * sizeof(float));
+}
+
+static void cpu_zero(device *dev, float *dst, size_t count) {
+    (void)dev;
+    memset(dst, 0, count * sizeof(float));
+}
+
+static void cpu_sync(device *dev) {
+    (void)dev;
+}
+
+static void cpu_gemm(device *dev, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                     int ldc) {
+    (void)dev;
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+                trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static void cpu_bias_add(device *dev, int rows, int cols, const float *bias, float *y) {
+    (void)dev;
+    for (int r = 0; r < rows; r++) {
+        float *yr = y + (size_t)r * cols;
+        for (int c = 0; c < cols; c++)
+            yr[c] += bias[c];
+    }
+}
+
+static void cpu_bias_grad(device *dev, int rows, int cols, const float *dy, float beta, float *db) {
+    (void)dev;
+    if (beta == 0.0f) memset(db, 0, (size_t)cols * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        const float *dyr = dy + (size_t)r * cols;
+        for (int c = 0; c < cols; c++)
+            db[c] += dyr[c];
+    }
+}
+
+static void cpu_relu_fwd(device *dev, size_t n, const float *x, float *y) {
+    (void)dev;
+    for (size_t i = 0; i < n; i++)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+static void cpu_relu_bwd(device *dev, size_t n, const float *y, const float *dy, float *dx) {
+    (void)dev;
+    for (size_t i = 0; i < n; i++) {
+        float g = dy[i]; /* loaded unconditionally so that the loop vectorizes */
+        dx[i] = y[i] > 0.0f ? g : 0.0f;
+    }
+}
+
+/* For output column ow, the kernel columns kj with 0 <= ow - pad + kj < in_w form one
+ * contiguous run [kj0, kj1), which is also contiguous in NHWC input: copy it in one go. */
+static void conv_col_range(const conv_geom *g, int ow, int *kj0, int *kj1) {
+    int iw0 = ow - g->pad;
+    *kj0 = iw0 < 0 ? -iw0 : 0;
+    int end = g->in_w - iw0;
+    *kj1 = end < g->kw ? end : g->kw;
+    if (*kj1 < *kj0) *kj1 = *kj0;
+}
+
+static void cpu_im2col(device *dev, const conv_geom *g, const float *x, float *col) {
+    (void)dev;
+    const int c = g->in_c;
+    const size_t row_len = (size_t)g->kh * g->kw * c;
+    for (int b = 0; b < g->batch; b++) {
+        const float *xb = x + (size_t)b * g->in_h * g->in_w * c;
+        for (int oh = 0; oh < g->out_h; oh++) {
+            for (int ow = 0; ow < g->out_w; ow++) {
+                float *row = col + (((size_t)b * g->out_h + oh) * g->out_w + ow) * row_len;
+                int kj0, kj1;
+                conv_col_range(g, ow, &kj0, &kj1);
+                for (int ki = 0; ki < g->kh; ki++) {
+                    float *dst = row + (size_t)ki * g->kw * c;
+                    int ih = oh - g->pad + ki;
+                    if (ih < 0 || ih >= g->in_h || kj1 == kj0) {
+                        memset(dst, 0, (size_t)g->kw * c * sizeof(float));
+                        continue;
+                    }
+                    if (kj0 > 0) memset(dst, 0, (size_t)kj0 * c * sizeof(float));
+                    const float *src = xb + ((size_t)ih * g->in_w + (ow - g->pad + kj0)) * c;
+                    memcpy(dst + (size_t)kj0 * c, src, (size_t)(kj1 - kj0) * c * sizeof(float));
+                    if (kj1 < g->kw)
+                        memset(dst + (size_t)kj1 * c, 0, (size_t)(g->kw - kj1) * c * sizeof(float));
+                }
+            }
+        }
+    }
+}
+
+static void cpu_col2im(device *dev, const conv_geom *g, const float *col, float *dx) {
+    (void)dev;
+    const int c = g->in_c;
+    const size_t row_len = (size_t)g->kh * g->kw * c;
+    memset(dx, 0, (size_t)g->batch * g->in_h * g->in_w * c * sizeof(float));
+    for (int b = 0; b < g->batch; b++) {
+        float *xb = dx + (size_t)b * g->in_h * g->in_w * c;
+        for (int oh = 0; oh < g->out_h; oh++) {
+            for (int ow = 0; ow < g->out_w; ow++) {
+                const float *row = col + (((size_t)b * g->out_h + oh) * g->out_w + ow) * row_len;
+                int kj0, kj1;
+                conv_col_range(g, ow, &kj0, &kj1);
+                size_t len = (size_t)(kj1 - kj0) * c;
+                for (int ki = 0; ki < g->kh; ki++) {
+                    int ih = oh - g->pad + ki;
+                    if (ih < 0 || ih >= g->in_h) continue;
+                    const float *src = row + ((size_t)ki * g->kw + kj0) * c;
+                    float *dst = xb + ((size_t)ih * g->in_w + (ow - g->pad + kj0)) * c;
+                    for (size_t i = 0; i < len; i++)
+                        dst[i] += src[i];
+                }
+            }
+        }
+    }
+}
+
+static void cpu_maxpool_fwd(device *dev, int batch, int h, int w, int c, const float *x, float *y) {
+    (void)dev;
+    const int oh_n = h / 2, ow_n = w / 2;
+    for (int b = 0; b < batch; b++) {
+        for (int oh = 0; oh < oh_n; oh++) {
+            for (int ow = 0; ow < ow_n; ow++) {
+                const float *p00 = x + (((size_t)b * h + 2 * oh) * w + 2 * ow) * c;
+                const float *p01 = p00 + c, *p10 = p00 + (size_t)w * c, *p11 = p10 + c;
+                float *out = y + (((size_t)b * oh_n + oh) * ow_n + ow) * c;
+                for (int k = 0; k < c; k++) {
+                    float m0 = p00[k] > p01[k] ? p00[k] : p01[k];
+                    float m1 = p10[k] > p11[k] ? p10[k] : p11[k];
+                    out[k] = m0 > m1 ? m0 : m1;
+                }
+            }
+        }
+    }
+}
+
+/* One 2x2 window over c channels: the first maximum in the order 00, 01, 10, 11 takes the
+ * gradient (r is what is left to hand out). Selects only, so that the loop vectorizes. */
+static void maxpool_bwd_window(int c, const float *restrict p00, const float *restrict p01,
+                               const float *restrict p10, const float *restrict p11,
+                               const float *restrict g, float *restrict d00, float *restrict d01,
+                               float *restrict d10, float *restrict d11) {
+    for (int k = 0; k < c; k++) {
+        float a = p00[k], q = p01[k], e = p10[k], f = p11[k], r = g[k];
+        float m0 = a > q ? a : q, m1 = e > f ? e : f;
+        float m = m0 > m1 ? m0 : m1;
+        d00[k] = a == m ? r : 0.0f;
+        r = a == m ? 0.0f : r;
+        d01[k] = q == m ? r : 0.0f;
+        r = q == m ? 0.0f : r;
+        d10[k] = e == m ? r : 0.0f;
+        r = e == m ? 0.0f : r;
+        d11[k] = r;
+    }
+}
+
+static void cpu_maxpool_bwd(device *dev, int batch, int h, int w, int c, const float *x,
+                            const float *dy, float *dx) {
+    (void)dev;
+    const int oh_n = h / 2, ow_n = w / 2;
+    const size_t row = (size_t)w * c;
+    if ((h & 1) || (w & 1)) memset(dx, 0, (size_t)batch * h * row * sizeof(float));
+    for (int b = 0; b < batch; b++) {
+        for (int oh = 0; oh < oh_n; oh++) {
+            for (int ow = 0; ow < ow_n; ow++) {
+                size_t base = (((size_t)b * h + 2 * oh) * w + 2 * ow) * c;
+                const float *g = dy + (((size_t)b * oh_n + oh) * ow_n + ow) * c;
+                maxpool_bwd_window(c, x + base, x + base + c, x + base + row, x + base + row + c, g,
+                                   dx + base, dx + base + c, dx + base + row, dx + base + row + c);
+            }
+        }
+    }
+}
+
+static double cpu_softmax_xent(device *dev, int batch, int classes, const float *logits,
+                               const uint8_t *labels, float *dlogits, int *correct) {
+    (void)dev;
+    double loss_sum = 0.0;
+    int right = 0;
+    const float inv_batch = 1.0f / (float)batch;
+    for (int b = 0; b < batch; b++) {
+        const float *z = logits + (size_t)b * classes;
+        int arg = 0;
+        for (int k = 1; k < classes; k++)
+            if (z[k] > z[arg]) arg = k;
+        float zmax = z[arg];
+        double sum = 0.0;
+        for (int k = 0; k < classes; k++)
+            sum += exp((double)(z[k] - zmax));
+        int y = labels[b];
+        loss_sum += log(sum) - (double)(z[y] - zmax);
+        right += arg == y;
+        if (dlogits) {
+            float *d = dlogits + (size_t)b * classes;
+            float inv_sum = (float)(1.0 / sum);
+            for (int k = 0; k < classes; k++) {
+                float p = expf(z[k] - zmax) * inv_sum;
+                d[k] = (p - (k == y ? 1.0f : 0.0f)) * inv_batch;
+            }
+        }
+    }
+    if (correct) *correct = right;
+    return loss_sum;
+}
+
+static void cpu_sgd(device *dev, size_t n, float *w, const float *g, float *v, float lr, float mu,
+                    float wd) {
+    (void)dev;
+    if (mu != 0.0f) {
+        for (size_t i = 0; i < n; i++) {
+            float gi = g[i] + wd * w[i];
+            v[i] = mu * v[i] + gi;
+            w[i] -= lr * v[i];
+        }
+    } else {
+        for (size_t i = 0; i < n; i++)
+            w[i] -= lr * (g[i] + wd * w[i]);
+    }
+}
+
+static void cpu_axpy(device *dev, size_t n, float a, const float *x, float *y) {
+    (void)dev;
+    for (size_t i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+static void cpu_scale(device *dev, size_t n, float a, float *x) {
+    (void)dev;
+    for (size_t i = 0; i < n; i++)
+        x[i] *= a;
+}
+
+/* Per element: s = x0 + x1 + ... + x(k-1) in that order, then out = s * (1/k). Blocked so that
+ * the running sums stay in cache; the CUDA kernel does the same arithmetic in the same order. */
+static void cpu_mean(device *dev, size_t n, int k, const float *const *xs, float *out) {
+    (void)dev;
+    enum { BLOCK = 2048 };
+    float acc[BLOCK];
+    const float inv_k = 1.0f / (float)k;
+    for (size_t i0 = 0; i0 < n; i0 += BLOCK) {
+        size_t len = n - i0 < BLOCK ? n - i0 : BLOCK;
+        memcpy(acc, xs[0] + i0, len * sizeof(float));
+        for (int j = 1; j < k; j++) {
+            const float *x = xs[j] + i0;
+            for (size_t i = 0; i < len; i++)
+                acc[i] += x[i];
+        }
+        for (size_t i = 0; i < len; i++)
+            out[i0 + i] = acc[i] * inv_k;
+    }
+}
+
+static double cpu_nrm2(device *dev, size_t n, const float *x) {
+    (void)dev;
+    double s[4] = {0, 0, 0, 0};
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; j++)
+            s[j] += (double)x[i + j] * x[i + j];
+    for (; i < n; i++)
+        s[0] += (double)x[i] * x[i];
+    return sqrt((s[0] + s[1]) + (s[2] + s[3]));
+}
+
+static void cpu_masked_copy(device *dev, size_t n, const uint8_t *mask, const float *src,
+                            float *dst) {
+    (void)dev;
+    for (size_t i = 0; i < n; i++)
+        if (mask[i]) dst[i] = src[i];
+}
+
+static const device_ops cpu_ops = {
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_copy,
+    .download = cpu_copy,
+    .copy = cpu_copy,
+    .zero = cpu_zero,
+    .sync = cpu_sync,
+    .gemm = cpu_gemm,
+    .bias_add = cpu_bias_add,
+    .bias_grad = cpu_bias_grad,
+    .relu_fwd = cpu_relu_fwd,
+    .relu_bwd = cpu_relu_bwd,
+    .im2col = cpu_im2col,
+    .col2im = cpu_col2im,
+    .maxpool_fwd = cpu_maxpool_fwd,
+    .maxpool_bwd = cpu_maxpool_bwd,
+    .softmax_xent = cpu_softmax_xent,
+    .sgd = cpu_sgd,
+    .axpy = cpu_axpy,
+    .scale = cpu_scale,
+    .mean = cpu_mean,
+    .nrm2 = cpu_nrm2,
+    .masked_copy = cpu_masked_copy,
+    .close = NULL,
+};
+
+int device_cpu_init(device *dev) {
+    dev->ops = &cpu_ops;
+    dev->kind = DEVICE_KIND_CPU;
+    dev->ctx = NULL;
+    snprintf(dev->name, sizeof dev->name, "cpu (OpenBLAS %s, %d threads)", openblas_get_corename(),
+             openblas_get_num_threads());
+    return SS_OK;
+}

@@ -1,0 +1,319 @@
+/* CUDA backend: cuBLAS for GEMM, our kernels (cuda_<op>.cu) for everything else, all on one
+ * stream. Host-visible results (loss, norms) are reduced on the host in a fixed order so that
+ * they do not depend on scheduling. cuBLAS runs in its default FP32 mode (no TF32), so results
+ * stay close to the CPU reference. */
+#include "kernels/cuda_ops.h"
+
+#include "common/status.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <math.h>
+#include <string.h>
+
+/* Scratch buffers that grow on demand (device memory unless stated). */
+enum cuda_scratch_slot {
+    CUDA_SCRATCH_POINTERS = 0, /* device array of k pointers for mean */
+    CUDA_SCRATCH_BYTES,        /* mask or labels */
+    CUDA_SCRATCH_LOSS_ROWS,    /* (B) double */
+    CUDA_SCRATCH_CORRECT_ROWS, /* (B) int */
+    CUDA_SCRATCH_PARTIALS,     /* nrm2 per-block partials, double */
+    CUDA_SCRATCH_COUNT
+};
+
+enum { CUDA_NRM2_BLOCKS = 256 };
+
+typedef struct cuda_ctx {
+    cudaStream_t stream;
+    cublasHandle_t cublas;
+    void *scratch[CUDA_SCRATCH_COUNT];
+    size_t scratch_bytes[CUDA_SCRATCH_COUNT];
+    float *ones; /* (ones_count) device vector of 1.0f for bias_grad */
+    size_t ones_count;
+    void *host_rows; /* host copy of loss/correct rows */
+    size_t host_rows_bytes;
+} cuda_ctx;
+
+void cuda_fail(const char *message, const char *call, const char *file, int line) {
+    fprintf(stderr, "syncsim: CUDA error at %s:%d: %s: %s\n", file, line, call, message);
+    abort();
+}
+
+static cuda_ctx *ctx_of(device *dev) {
+    return (cuda_ctx *)dev->ctx;
+}
+
+static void *scratch(device *dev, int slot, size_t bytes) {
+    cuda_ctx *c = ctx_of(dev);
+    if (c->scratch_bytes[slot] < bytes) {
+        cudaCheck(cudaStreamSynchronize(c->stream));
+        if (c->scratch[slot]) cudaCheck(cudaFree(c->scratch[slot]));
+        cudaCheck(cudaMalloc(&c->scratch[slot], bytes));
+        c->scratch_bytes[slot] = bytes;
+    }
+    return c->scratch[slot];
+}
+
+static void *host_rows(device *dev, size_t bytes) {
+    cuda_ctx *c = ctx_of(dev);
+    if (c->host_rows_bytes < bytes) {
+        free(c->host_rows);
+        c->host_rows = ss_malloc(bytes);
+        c->host_rows_bytes = bytes;
+    }
+    return c->host_rows;
+}
+
+static float *cu_alloc(device *dev, size_t count) {
+    void *p = NULL;
+    size_t bytes = (count ? count : 1) * sizeof(float);
+    cudaCheck(cudaMalloc(&p, bytes));
+    cudaCheck(cudaMemsetAsync(p, 0, bytes, ctx_of(dev)->stream));
+    cudaCheck(cudaStreamSynchronize(ctx_of(dev)->stream));
+    return (float *)p;
+}
+
+static void cu_free(device *dev, float *p) {
+    cudaCheck(cudaStreamSynchronize(ctx_of(dev)->stream));
+    cudaCheck(cudaFree(p));
+}
+
+static void cu_upload(device *dev, float *dst, const float *host_src, size_t count) {
+    cudaCheck(cudaMemcpyAsync(dst, host_src, count * sizeof(float), cudaMemcpyHostToDevice,
+                              ctx_of(dev)->stream));
+}
+
+static void cu_download(device *dev, float *host_dst, const float *src, size_t count) {
+    cudaCheck(cudaMemcpyAsync(host_dst, src, count * sizeof(float), cudaMemcpyDeviceToHost,
+                              ctx_of(dev)->stream));
+    cudaCheck(cudaStreamSynchronize(ctx_of(dev)->stream));
+}
+
+static void cu_copy(device *dev, float *dst, const float *src, size_t count) {
+    cudaCheck(cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDeviceToDevice,
+                              ctx_of(dev)->stream));
+}
+
+static void cu_zero(device *dev, float *dst, size_t count) {
+    cudaCheck(cudaMemsetAsync(dst, 0, count * sizeof(float), ctx_of(dev)->stream));
+}
+
+static void cu_sync(device *dev) {
+    cudaCheck(cudaStreamSynchronize(ctx_of(dev)->stream));
+}
+
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. */
+static void cu_gemm(device *dev, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                    const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                    int ldc) {
+    cublasCheck(cublasSgemm(ctx_of(dev)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
+                            &beta, c, ldc));
+}
+
+static void cu_bias_add(device *dev, int rows, int cols, const float *bias, float *y) {
+    cuda_bias_add(ctx_of(dev)->stream, rows, cols, bias, y);
+}
+
+/* db (cols) = beta db + dy^T ones (rows): a cuBLAS gemv (no atomics, so deterministic), which
+ * spreads the rows over the whole GPU where one thread per column would leave it idle for the
+ * few-column, many-row case of conv1 (32 columns, B*784 rows). */
+static void cu_bias_grad(device *dev, int rows, int cols, const float *dy, float beta, float *db) {
+    cuda_ctx *c = ctx_of(dev);
+    if (c->ones_count < (size_t)rows) {
+        float *host = ss_malloc((size_t)rows * sizeof(float));
+        for (int i = 0; i < rows; i++)
+            host[i] = 1.0f;
+        cudaCheck(cudaStreamSynchronize(c->stream));
+        if (c->ones) cudaCheck(cudaFree(c->ones));
+        cudaCheck(cudaMalloc((void **)&c->ones, (size_t)rows * sizeof(float)));
+        cudaCheck(cudaMemcpy(c->ones, host, (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+        free(host);
+        c->ones_count = (size_t)rows;
+    }
+    const float one = 1.0f;
+    /* column-major view: dy is (cols, rows) with leading dimension cols */
+    cublasCheck(
+        cublasSgemv(c->cublas, CUBLAS_OP_N, cols, rows, &one, dy, cols, c->ones, 1, &beta, db, 1));
+}
+
+static void cu_relu_fwd(device *dev, size_t n, const float *x, float *y) {
+    cuda_relu_fwd(ctx_of(dev)->stream, n, x, y);
+}
+
+static void cu_relu_bwd(device *dev, size_t n, const float *y, const float *dy, float *dx) {
+    cuda_relu_bwd(ctx_of(dev)->stream, n, y, dy, dx);
+}
+
+static void cu_im2col(device *dev, const conv_geom *g, const float *x, float *col) {
+    cuda_im2col(ctx_of(dev)->stream, *g, x, col);
+}
+
+static void cu_col2im(device *dev, const conv_geom *g, const float *col, float *dx) {
+    cuda_col2im(ctx_of(dev)->stream, *g, col, dx);
+}
+
+static void cu_maxpool_fwd(device *dev, int batch, int h, int w, int c, const float *x, float *y) {
+    cuda_maxpool_fwd(ctx_of(dev)->stream, batch, h, w, c, x, y);
+}
+
+static void cu_maxpool_bwd(device *dev, int batch, int h, int w, int c, const float *x,
+                           const float *dy, float *dx) {
+    cuda_maxpool_bwd(ctx_of(dev)->stream, batch, h, w, c, x, dy, dx);
+}
+
+static double cu_softmax_xent(device *dev, int batch, int classes, const float *logits,
+                              const uint8_t *labels, float *dlogits, int *correct) {
+    cuda_ctx *c = ctx_of(dev);
+    uint8_t *labels_dev = scratch(dev, CUDA_SCRATCH_BYTES, (size_t)batch);
+    double *loss_dev = scratch(dev, CUDA_SCRATCH_LOSS_ROWS, (size_t)batch * sizeof(double));
+    int *correct_dev = scratch(dev, CUDA_SCRATCH_CORRECT_ROWS, (size_t)batch * sizeof(int));
+    cudaCheck(
+        cudaMemcpyAsync(labels_dev, labels, (size_t)batch, cudaMemcpyHostToDevice, c->stream));
+    cuda_softmax_xent(c->stream, batch, classes, logits, labels_dev, dlogits, loss_dev,
+                      correct_dev);
+    size_t bytes = (size_t)batch * (sizeof(double) + sizeof(int));
+    double *loss_host = host_rows(dev, bytes);
+    int *correct_host = (int *)(loss_host + batch);
+    cudaCheck(cudaMemcpyAsync(loss_host, loss_dev, (size_t)batch * sizeof(double),
+                              cudaMemcpyDeviceToHost, c->stream));
+    cudaCheck(cudaMemcpyAsync(correct_host, correct_dev, (size_t)batch * sizeof(int),
+                              cudaMemcpyDeviceToHost, c->stream));
+    cudaCheck(cudaStreamSynchronize(c->stream));
+    double sum = 0.0;
+    int right = 0;
+    for (int b = 0; b < batch; b++)
+        sum += loss_host[b], right += correct_host[b];
+    if (correct) *correct = right;
+    return sum;
+}
+
+static void cu_sgd(device *dev, size_t n, float *w, const float *g, float *v, float lr, float mu,
+                   float wd) {
+    cuda_sgd(ctx_of(dev)->stream, n, w, g, v, lr, mu, wd);
+}
+
+static void cu_axpy(device *dev, size_t n, float a, const float *x, float *y) {
+    cuda_axpy(ctx_of(dev)->stream, n, a, x, y);
+}
+
+static void cu_scale(device *dev, size_t n, float a, float *x) {
+    cuda_scale(ctx_of(dev)->stream, n, a, x);
+}
+
+static void cu_mean(device *dev, size_t n, int k, const float *const *xs, float *out) {
+    cuda_ctx *c = ctx_of(dev);
+    const float **xs_dev = scratch(dev, CUDA_SCRATCH_POINTERS, (size_t)k * sizeof(float *));
+    cudaCheck(cudaMemcpyAsync(xs_dev, xs, (size_t)k * sizeof(float *), cudaMemcpyHostToDevice,
+                              c->stream));
+    cuda_mean(c->stream, n, k, xs_dev, out);
+    /* the pointer array may be overwritten by the next call: finish with it first */
+    cudaCheck(cudaStreamSynchronize(c->stream));
+}
+
+static double cu_nrm2(device *dev, size_t n, const float *x) {
+    cuda_ctx *c = ctx_of(dev);
+    double *partials_dev = scratch(dev, CUDA_SCRATCH_PARTIALS, CUDA_NRM2_BLOCKS * sizeof(double));
+    cuda_nrm2_partials(c->stream, n, x, partials_dev, CUDA_NRM2_BLOCKS);
+    double partials[CUDA_NRM2_BLOCKS];
+    cudaCheck(cudaMemcpyAsync(partials, partials_dev, sizeof partials, cudaMemcpyDeviceToHost,
+                              c->stream));
+    cudaCheck(cudaStreamSynchronize(c->stream));
+    double s = 0.0;
+    for (int i = 0; i < CUDA_NRM2_BLOCKS; i++)
+        s += partials[i];
+    return sqrt(s);
+}
+
+static void cu_masked_copy(device *dev, size_t n, const uint8_t *mask, const float *src,
+                           float *dst) {
+    cuda_ctx *c = ctx_of(dev);
+    uint8_t *mask_dev = scratch(dev, CUDA_SCRATCH_BYTES, n);
+    cudaCheck(cudaMemcpyAsync(mask_dev, mask, n, cudaMemcpyHostToDevice, c->stream));
+    cuda_masked_copy(c->stream, n, mask_dev, src, dst);
+    cudaCheck(cudaStreamSynchronize(c->stream));
+}
+
+static void cu_close(device *dev) {
+    cuda_ctx *c = ctx_of(dev);
+    if (!c) return;
+    cudaCheck(cudaStreamSynchronize(c->stream));
+    for (int i = 0; i < CUDA_SCRATCH_COUNT; i++)
+        if (c->scratch[i]) cudaCheck(cudaFree(c->scratch[i]));
+    if (c->ones) cudaCheck(cudaFree(c->ones));
+    cublasCheck(cublasDestroy(c->cublas));
+    cudaCheck(cudaStreamDestroy(c->stream));
+    free(c->host_rows);
+    free(c);
+    dev->ctx = NULL;
+}
+
+static const device_ops cuda_ops = {
+    .alloc = cu_alloc,
+    .free = cu_free,
+    .upload = cu_upload,
+    .download = cu_download,
+    .copy = cu_copy,
+    .zero = cu_zero,
+    .sync = cu_sync,
+    .gemm = cu_gemm,
+    .bias_add = cu_bias_add,
+    .bias_grad = cu_bias_grad,
+    .relu_fwd = cu_relu_fwd,
+    .relu_bwd = cu_relu_bwd,
+    .im2col = cu_im2col,
+    .col2im = cu_col2im,
+    .maxpool_fwd = cu_maxpool_fwd,
+    .maxpool_bwd = cu_maxpool_bwd,
+    .softmax_xent = cu_softmax_xent,
+    .sgd = cu_sgd,
+    .axpy = cu_axpy,
+    .scale = cu_scale,
+    .mean = cu_mean,
+    .nrm2 = cu_nrm2,
+    .masked_copy = cu_masked_copy,
+    .close = cu_close,
+};
+
+int device_cuda_probe(char *reason, size_t reason_size) {
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess || count < 1) {
+        if (reason && reason_size)
+            snprintf(reason, reason_size, "%s",
+                     err != cudaSuccess ? cudaGetErrorString(err) : "no CUDA device found");
+        return 0;
+    }
+    if (reason && reason_size) reason[0] = '\0';
+    return 1;
+}
+
+int device_cuda_init(device *dev, char *reason, size_t reason_size) {
+    struct cudaDeviceProp prop;
+    cudaError_t err = cudaSetDevice(0);
+    if (err == cudaSuccess) err = cudaGetDeviceProperties(&prop, 0);
+    if (err != cudaSuccess) {
+        snprintf(reason, reason_size, "%s", cudaGetErrorString(err));
+        return SS_EDEVICE;
+    }
+    cuda_ctx *c = ss_calloc(1, sizeof *c);
+    err = cudaStreamCreate(&c->stream);
+    if (err != cudaSuccess) {
+        snprintf(reason, reason_size, "%s", cudaGetErrorString(err));
+        free(c);
+        return SS_EDEVICE;
+    }
+    cublasStatus_t st = cublasCreate(&c->cublas);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        snprintf(reason, reason_size, "cuBLAS: %s", cublasGetStatusString(st));
+        cudaStreamDestroy(c->stream);
+        free(c);
+        return SS_EDEVICE;
+    }
+    cublasCheck(cublasSetStream(c->cublas, c->stream));
+    dev->ops = &cuda_ops;
+    dev->kind = DEVICE_KIND_CUDA;
+    dev->ctx = c;
+    snprintf(dev->name, sizeof dev->name, "cuda (%.100s)", prop.name);
+    return SS_OK;
+}

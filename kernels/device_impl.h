@@ -1,0 +1,90 @@
+/* Internal: the backend interface behind the opaque `device` (ggml-backend style).
+ *
+ * A backend is a table of function pointers; device.c dispatches every public call through it.
+ * Each op has one CPU reference implementation (device_cpu.c); the CUDA backend (device_cuda.c
+ * plus one cuda_<op>.cu per kernel) must agree with it within the tolerances of test_cuda.c.
+ *
+ * Matrices are row-major. Activations are stored NHWC: a conv output of B samples is the
+ * row-major matrix (B*H*W, C), so bias add and bias grad work per column for conv and dense alike.
+ * Legend: B batch, H/W spatial size, C channels, K classes, KH/KW kernel size.
+ */
+#ifndef SS_KERNELS_DEVICE_IMPL_H
+#define SS_KERNELS_DEVICE_IMPL_H
+
+#include "kernels/device.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Geometry of a 2-D convolution (stride 1, square zero padding) on NHWC tensors. */
+typedef struct conv_geom {
+    int batch;            /* B */
+    int in_h, in_w, in_c; /* input (B, in_h, in_w, in_c) */
+    int out_h, out_w;     /* out_h = in_h + 2 pad - kh + 1 */
+    int kh, kw, pad;
+} conv_geom;
+
+typedef struct device_ops {
+    /* memory */
+    float *(*alloc)(device *dev, size_t count); /* zero-filled */
+    void (*free)(device *dev, float *p);
+    void (*upload)(device *dev, float *dst, const float *host_src, size_t count);
+    void (*download)(device *dev, float *host_dst, const float *src, size_t count);
+    void (*copy)(device *dev, float *dst, const float *src, size_t count);
+    void (*zero)(device *dev, float *dst, size_t count);
+    void (*sync)(device *dev);
+
+    /* C (m, n) = alpha op(A) op(B) + beta C; op(A) is (m, k), op(B) is (k, n); row-major with
+     * leading dimensions lda, ldb, ldc. */
+    void (*gemm)(device *dev, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+    /* y (rows, cols) += bias (cols) on every row */
+    void (*bias_add)(device *dev, int rows, int cols, const float *bias, float *y);
+    /* db (cols) = (beta ? db : 0) + sum over rows of dy (rows, cols), rows summed in order */
+    void (*bias_grad)(device *dev, int rows, int cols, const float *dy, float beta, float *db);
+    void (*relu_fwd)(device *dev, size_t n, const float *x, float *y);
+    /* dx = dy where y > 0, else 0 (y is the forward output) */
+    void (*relu_bwd)(device *dev, size_t n, const float *y, const float *dy, float *dx);
+    /* col (B*out_h*out_w, kh*kw*in_c) from x (B, in_h, in_w, in_c); zero outside the image */
+    void (*im2col)(device *dev, const conv_geom *g, const float *x, float *col);
+    /* dx (B, in_h, in_w, in_c) = sum of the col entries that read each input element */
+    void (*col2im)(device *dev, const conv_geom *g, const float *col, float *dx);
+    /* 2x2 max pooling, stride 2, NHWC: y (B, h/2, w/2, c) from x (B, h, w, c) */
+    void (*maxpool_fwd)(device *dev, int batch, int h, int w, int c, const float *x, float *y);
+    /* dx gets dy at the first maximum of each window (row-major order), 0 elsewhere */
+    void (*maxpool_bwd)(device *dev, int batch, int h, int w, int c, const float *x,
+                        const float *dy, float *dx);
+    /* Softmax cross-entropy of logits (B, K) against host labels (B). Returns the summed loss
+     * (double); *correct = samples whose first argmax is the label. When dlogits is not NULL it
+     * receives d(mean loss)/d(logits) = (softmax - onehot) / B. */
+    double (*softmax_xent)(device *dev, int batch, int classes, const float *logits,
+                           const uint8_t *labels, float *dlogits, int *correct);
+    /* g' = g + wd w; v = mu v + g' (v unused when mu == 0); w -= lr (mu ? v : g') */
+    void (*sgd)(device *dev, size_t n, float *w, const float *g, float *v, float lr, float mu,
+                float wd);
+
+    /* vector ops of device.h */
+    void (*axpy)(device *dev, size_t n, float a, const float *x, float *y);
+    void (*scale)(device *dev, size_t n, float a, float *x);
+    void (*mean)(device *dev, size_t n, int k, const float *const *xs, float *out);
+    double (*nrm2)(device *dev, size_t n, const float *x);
+    void (*masked_copy)(device *dev, size_t n, const uint8_t *mask, const float *src, float *dst);
+
+    void (*close)(device *dev);
+} device_ops;
+
+struct device {
+    const device_ops *ops;
+    device_kind kind;
+    char name[128];
+    void *ctx; /* backend state (CUDA: handles and scratch buffers) */
+};
+
+/* The backends' constructors: fill *dev or return SS_EDEVICE with the reason in `reason`. */
+int device_cpu_init(device *dev);
+#ifdef SS_HAVE_CUDA
+int device_cuda_init(device *dev, char *reason, size_t reason_size);
+int device_cuda_probe(char *reason, size_t reason_size);
+#endif
+
+#endif

@@ -1,0 +1,291 @@
+/* Layers: each kind is one row of a table (forward, backward, FLOP counts); every computation
+ * goes through the device ops table. Shapes and the FLOP counting rule are in layers.h. */
+#include "kernels/layers.h"
+
+#include "common/status.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef struct layer_kind_ops {
+    const char *name;
+    void (*forward)(device *dev, layer *l, int batch, const float *x, float *y);
+    void (*backward)(device *dev, layer *l, int batch, const float *x, const float *y,
+                     const float *dy, float *dx);
+    double (*forward_flops)(const layer *l);
+    double (*backward_flops)(const layer *l);
+} layer_kind_ops;
+
+static void set_shape(layer *l, layer_kind kind, const char *name, int in_h, int in_w, int in_c,
+                      int out_h, int out_w, int out_c) {
+    memset(l, 0, sizeof *l);
+    l->kind = kind;
+    snprintf(l->name, sizeof l->name, "%s", name);
+    l->in_h = in_h, l->in_w = in_w, l->in_c = in_c;
+    l->out_h = out_h, l->out_w = out_w, l->out_c = out_c;
+    l->need_dx = 1;
+}
+
+void layer_init_dense(layer *l, const char *name, int in, int out) {
+    SS_ASSERT(in > 0 && out > 0);
+    set_shape(l, LAYER_KIND_DENSE, name, 1, 1, in, 1, 1, out);
+    l->weight_count = (size_t)out * in;
+    l->bias_count = (size_t)out;
+}
+
+void layer_init_conv2d(layer *l, const char *name, int in_h, int in_w, int in_c, int out_c, int k,
+                       int pad) {
+    int out_h = in_h + 2 * pad - k + 1, out_w = in_w + 2 * pad - k + 1;
+    SS_ASSERT(k > 0 && pad >= 0 && pad < k && out_h > 0 && out_w > 0 && out_c > 0);
+    set_shape(l, LAYER_KIND_CONV2D, name, in_h, in_w, in_c, out_h, out_w, out_c);
+    l->kh = l->kw = k;
+    l->pad = pad;
+    l->weight_count = (size_t)out_c * k * k * in_c;
+    l->bias_count = (size_t)out_c;
+}
+
+void layer_init_maxpool2(layer *l, const char *name, int in_h, int in_w, int in_c) {
+    SS_ASSERT(in_h >= 2 && in_w >= 2);
+    set_shape(l, LAYER_KIND_MAXPOOL2, name, in_h, in_w, in_c, in_h / 2, in_w / 2, in_c);
+}
+
+void layer_init_relu(layer *l, const char *name, int h, int w, int c) {
+    set_shape(l, LAYER_KIND_RELU, name, h, w, c, h, w, c);
+}
+
+void layer_init_flatten(layer *l, const char *name, int h, int w, int c) {
+    set_shape(l, LAYER_KIND_FLATTEN, name, h, w, c, 1, 1, h * w * c);
+}
+
+size_t layer_in_size(const layer *l) {
+    return (size_t)l->in_h * l->in_w * l->in_c;
+}
+
+size_t layer_out_size(const layer *l) {
+    return (size_t)l->out_h * l->out_w * l->out_c;
+}
+
+size_t layer_bind(layer *l, float *params, float *grads, size_t offset) {
+    if (!l->weight_count) return 0;
+    l->w = params + offset;
+    l->dw = grads + offset;
+    l->b = l->w + l->weight_count;
+    l->db = l->dw + l->weight_count;
+    return l->weight_count + l->bias_count;
+}
+
+void layer_init_params(const layer *l, rng *r, float *host_w, float *host_b) {
+    if (!l->weight_count) return;
+    size_t fan_in = l->weight_count / l->bias_count;
+    double bound = sqrt(6.0 / (double)fan_in);
+    for (size_t i = 0; i < l->weight_count; i++)
+        host_w[i] = (float)((2.0 * rng_uniform(r) - 1.0) * bound);
+    memset(host_b, 0, l->bias_count * sizeof(float));
+}
+
+static conv_geom conv_geom_of(const layer *l, int batch) {
+    conv_geom g = {.batch = batch,
+                   .in_h = l->in_h,
+                   .in_w = l->in_w,
+                   .in_c = l->in_c,
+                   .out_h = l->out_h,
+                   .out_w = l->out_w,
+                   .kh = l->kh,
+                   .kw = l->kw,
+                   .pad = l->pad};
+    return g;
+}
+
+int layer_conv_chunk_samples(const layer *l) {
+    size_t per_sample = (size_t)l->out_h * l->out_w * l->kh * l->kw * l->in_c * sizeof(float);
+    size_t n = LAYER_CONV_COL_BYTES / per_sample;
+    return n < 1 ? 1 : n > (1u << 20) ? 1 << 20 : (int)n;
+}
+
+void layer_alloc_scratch(device *dev, layer *l, int max_batch) {
+    if (l->kind != LAYER_KIND_CONV2D) return;
+    int chunk = layer_conv_chunk_samples(l);
+    l->col_samples = max_batch < chunk ? max_batch : chunk;
+    size_t rows = (size_t)l->col_samples * l->out_h * l->out_w;
+    l->col = device_alloc(dev, rows * l->kh * l->kw * l->in_c);
+    l->col_holds_batch = 0;
+}
+
+void layer_free_scratch(device *dev, layer *l) {
+    device_free(dev, l->col);
+    l->col = NULL;
+}
+
+/* ---- dense: y (B, out) = x (B, in) W^T + b ---- */
+
+static void dense_forward(device *dev, layer *l, int batch, const float *x, float *y) {
+    int in = l->in_c, out = l->out_c;
+    dev->ops->gemm(dev, 0, 1, batch, out, in, 1.0f, x, in, l->w, in, 0.0f, y, out);
+    dev->ops->bias_add(dev, batch, out, l->b, y);
+}
+
+static void dense_backward(device *dev, layer *l, int batch, const float *x, const float *y,
+                           const float *dy, float *dx) {
+    (void)y;
+    int in = l->in_c, out = l->out_c;
+    /* dW (out, in) = dy^T (out, B) x (B, in) */
+    dev->ops->gemm(dev, 1, 0, out, in, batch, 1.0f, dy, out, x, in, 0.0f, l->dw, in);
+    dev->ops->bias_grad(dev, batch, out, dy, 0.0f, l->db);
+    /* dx (B, in) = dy (B, out) W (out, in) */
+    if (l->need_dx)
+        dev->ops->gemm(dev, 0, 0, batch, in, out, 1.0f, dy, out, l->w, in, 0.0f, dx, in);
+}
+
+static double dense_forward_flops(const layer *l) {
+    return 2.0 * l->in_c * l->out_c + l->out_c;
+}
+
+static double dense_backward_flops(const layer *l) {
+    double gemm = 2.0 * l->in_c * l->out_c;
+    return gemm + l->out_c + (l->need_dx ? gemm : 0.0);
+}
+
+/* ---- conv2d: im2col over a chunk of samples, then one GEMM with M = samples * out_h*out_w ----
+ * y (B*P, OC) = col (B*P, KKC) W^T (KKC, OC), with P = out_h*out_w and KKC = kh*kw*in_c. */
+
+static void conv_forward(device *dev, layer *l, int batch, const float *x, float *y) {
+    const int p = l->out_h * l->out_w, kkc = l->kh * l->kw * l->in_c, oc = l->out_c;
+    const size_t in_size = layer_in_size(l), out_size = layer_out_size(l);
+    for (int s0 = 0; s0 < batch; s0 += l->col_samples) {
+        int nb = batch - s0 < l->col_samples ? batch - s0 : l->col_samples;
+        conv_geom g = conv_geom_of(l, nb);
+        dev->ops->im2col(dev, &g, x + s0 * in_size, l->col);
+        dev->ops->gemm(dev, 0, 1, nb * p, oc, kkc, 1.0f, l->col, kkc, l->w, kkc, 0.0f,
+                       y + s0 * out_size, oc);
+    }
+    dev->ops->bias_add(dev, batch * p, oc, l->b, y);
+    l->col_holds_batch = batch <= l->col_samples;
+}
+
+static void conv_backward(device *dev, layer *l, int batch, const float *x, const float *y,
+                          const float *dy, float *dx) {
+    (void)y;
+    const int p = l->out_h * l->out_w, kkc = l->kh * l->kw * l->in_c, oc = l->out_c;
+    const size_t in_size = layer_in_size(l), out_size = layer_out_size(l);
+    for (int s0 = 0; s0 < batch; s0 += l->col_samples) {
+        int nb = batch - s0 < l->col_samples ? batch - s0 : l->col_samples;
+        conv_geom g = conv_geom_of(l, nb);
+        const float *dyc = dy + s0 * out_size;
+        /* a single-chunk batch reuses the forward pass's columns */
+        if (!l->col_holds_batch) dev->ops->im2col(dev, &g, x + s0 * in_size, l->col);
+        /* dW (OC, KKC) (+)= dy^T (OC, nb*P) col (nb*P, KKC) */
+        dev->ops->gemm(dev, 1, 0, oc, kkc, nb * p, 1.0f, dyc, oc, l->col, kkc,
+                       s0 == 0 ? 0.0f : 1.0f, l->dw, kkc);
+        if (l->need_dx) {
+            /* dcol (nb*P, KKC) = dy (nb*P, OC) W (OC, KKC), into the column buffer */
+            dev->ops->gemm(dev, 0, 0, nb * p, kkc, oc, 1.0f, dyc, oc, l->w, kkc, 0.0f, l->col, kkc);
+            dev->ops->col2im(dev, &g, l->col, dx + s0 * in_size);
+        }
+        l->col_holds_batch = 0;
+    }
+    dev->ops->bias_grad(dev, batch * p, oc, dy, 0.0f, l->db);
+}
+
+static double conv_forward_flops(const layer *l) {
+    double p = (double)l->out_h * l->out_w, kkc = (double)l->kh * l->kw * l->in_c;
+    return 2.0 * p * kkc * l->out_c + p * l->out_c;
+}
+
+static double conv_backward_flops(const layer *l) {
+    double p = (double)l->out_h * l->out_w, kkc = (double)l->kh * l->kw * l->in_c;
+    double gemm = 2.0 * p * kkc * l->out_c;
+    return gemm + p * l->out_c + (l->need_dx ? gemm + p * kkc : 0.0);
+}
+
+/* ---- 2x2 max pooling ---- */
+
+static void maxpool_forward(device *dev, layer *l, int batch, const float *x, float *y) {
+    dev->ops->maxpool_fwd(dev, batch, l->in_h, l->in_w, l->in_c, x, y);
+}
+
+static void maxpool_backward(device *dev, layer *l, int batch, const float *x, const float *y,
+                             const float *dy, float *dx) {
+    (void)y;
+    if (l->need_dx) dev->ops->maxpool_bwd(dev, batch, l->in_h, l->in_w, l->in_c, x, dy, dx);
+}
+
+static double maxpool_flops(const layer *l) {
+    return 3.0 * (double)layer_out_size(l);
+}
+
+/* ---- ReLU ---- */
+
+static void relu_forward(device *dev, layer *l, int batch, const float *x, float *y) {
+    dev->ops->relu_fwd(dev, (size_t)batch * layer_in_size(l), x, y);
+}
+
+static void relu_backward(device *dev, layer *l, int batch, const float *x, const float *y,
+                          const float *dy, float *dx) {
+    (void)x;
+    if (l->need_dx) dev->ops->relu_bwd(dev, (size_t)batch * layer_in_size(l), y, dy, dx);
+}
+
+static double relu_flops(const layer *l) {
+    return (double)layer_in_size(l);
+}
+
+/* ---- flatten: NHWC samples are already rows; the model lets input and output alias ---- */
+
+static void flatten_forward(device *dev, layer *l, int batch, const float *x, float *y) {
+    device_copy(dev, y, x, (size_t)batch * layer_in_size(l));
+}
+
+static void flatten_backward(device *dev, layer *l, int batch, const float *x, const float *y,
+                             const float *dy, float *dx) {
+    (void)x, (void)y;
+    if (l->need_dx) device_copy(dev, dx, dy, (size_t)batch * layer_in_size(l));
+}
+
+static double no_flops(const layer *l) {
+    (void)l;
+    return 0.0;
+}
+
+static const layer_kind_ops layer_kinds[LAYER_KIND_COUNT] = {
+    [LAYER_KIND_DENSE] = {"dense", dense_forward, dense_backward, dense_forward_flops,
+                          dense_backward_flops},
+    [LAYER_KIND_CONV2D] = {"conv2d", conv_forward, conv_backward, conv_forward_flops,
+                           conv_backward_flops},
+    [LAYER_KIND_MAXPOOL2] = {"maxpool2", maxpool_forward, maxpool_backward, maxpool_flops,
+                             maxpool_flops},
+    [LAYER_KIND_RELU] = {"relu", relu_forward, relu_backward, relu_flops, relu_flops},
+    [LAYER_KIND_FLATTEN] = {"flatten", flatten_forward, flatten_backward, no_flops, no_flops},
+};
+
+void layer_forward(device *dev, layer *l, int batch, const float *x, float *y) {
+    layer_kinds[l->kind].forward(dev, l, batch, x, y);
+}
+
+void layer_backward(device *dev, layer *l, int batch, const float *x, const float *y,
+                    const float *dy, float *dx) {
+    layer_kinds[l->kind].backward(dev, l, batch, x, y, dy, dx);
+}
+
+double layer_forward_flops(const layer *l) {
+    return layer_kinds[l->kind].forward_flops(l);
+}
+
+double layer_backward_flops(const layer *l) {
+    double f = layer_kinds[l->kind].backward_flops(l);
+    /* ReLU and pooling have no parameters: without an input gradient they do nothing */
+    if (!l->need_dx && !l->weight_count) return 0.0;
+    return f;
+}
+
+const char *layer_kind_name(layer_kind kind) {
+    return layer_kinds[kind].name;
+}
+
+double loss_forward_flops(int classes) {
+    return 4.0 * classes;
+}
+
+double loss_backward_flops(int classes) {
+    return 2.0 * classes;
+}

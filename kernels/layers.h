@@ -1,0 +1,91 @@
+/* Internal: the layers a model is built from (dense, conv2d, 2x2 max pooling, ReLU, flatten) and
+ * the softmax cross-entropy loss. Each layer works on a batch through the device ops table and
+ * counts its exact FLOPs per sample.
+ *
+ * Layout: activations are NHWC, one sample after the other: x (B, H, W, C). A dense layer sees a
+ * sample as a row of D = H*W*C features. Parameters are views into the model's flat vectors:
+ *     dense.weight (out, in), dense.bias (out)
+ *     conv.weight (OC, KH, KW, C) i.e. (OC, KH*KW*C) in im2col's row order, conv.bias (OC)
+ *
+ * FLOP counting rule (per sample): a multiply-add is 2 FLOPs; an add, a compare or a max is 1.
+ *   forward  = GEMM (2 * M*N*K / B) + bias add (1 per output) + elementwise (ReLU 1 per element,
+ *              max-pool 3 compares per output)
+ *   backward = grad-weight GEMM + bias grad (1 per output) + grad-input GEMM and col2im adds
+ *              (1 per column entry) when the layer's input gradient is needed (not for the first
+ *              layer: nobody uses the gradient of the data) + elementwise (ReLU 1 per element,
+ *              max-pool 3 compares per output to find the argmax again).
+ * Flatten costs nothing (a view). The loss adds 4K forward and 2K backward (see loss_*_flops).
+ */
+#ifndef SS_KERNELS_LAYERS_H
+#define SS_KERNELS_LAYERS_H
+
+#include "kernels/device_impl.h"
+
+#include "common/rng.h"
+
+typedef enum layer_kind {
+    LAYER_KIND_DENSE = 0,
+    LAYER_KIND_CONV2D = 1,
+    LAYER_KIND_MAXPOOL2 = 2,
+    LAYER_KIND_RELU = 3,
+    LAYER_KIND_FLATTEN = 4,
+    LAYER_KIND_COUNT
+} layer_kind;
+
+/* Bytes of a conv layer's column buffer: a batch is processed in chunks of as many samples as
+ * fit (conv2 of the cnn: 627 KB a sample, chunks of 12; conv1: 78 KB, a batch of 64 in one
+ * chunk, whose columns the backward pass then reuses). Chunks that stay in the last-level cache
+ * make im2col + GEMM markedly faster than one pass over the whole batch. */
+#define LAYER_CONV_COL_BYTES (8u << 20)
+
+typedef struct layer {
+    layer_kind kind;
+    char name[16];           /* "dense1", "conv2", "relu3", ... */
+    int in_h, in_w, in_c;    /* input shape of one sample (dense: 1, 1, in) */
+    int out_h, out_w, out_c; /* output shape of one sample */
+    int kh, kw, pad;         /* conv only */
+    int need_dx;             /* 0 for the first layer: its input gradient is not computed */
+    size_t weight_count;     /* floats in the weight view (0 without parameters) */
+    size_t bias_count;       /* floats in the bias view */
+    float *w, *b;            /* views into the model's parameters */
+    float *dw, *db;          /* views into the model's gradients */
+    float *col;              /* conv: (min(max_batch, CHUNK) * out_h*out_w, kh*kw*in_c) */
+    int col_samples;         /* conv: samples the column buffer holds */
+    int col_holds_batch;     /* conv: the forward pass left the whole batch's columns in col */
+} layer;
+
+void layer_init_dense(layer *l, const char *name, int in, int out);
+void layer_init_conv2d(layer *l, const char *name, int in_h, int in_w, int in_c, int out_c, int k,
+                       int pad);
+void layer_init_maxpool2(layer *l, const char *name, int in_h, int in_w, int in_c);
+void layer_init_relu(layer *l, const char *name, int h, int w, int c);
+void layer_init_flatten(layer *l, const char *name, int h, int w, int c);
+
+size_t layer_in_size(const layer *l);  /* floats per sample */
+size_t layer_out_size(const layer *l); /* floats per sample */
+/* Points the layer's views at params/grads + offset; returns the floats it uses. */
+size_t layer_bind(layer *l, float *params, float *grads, size_t offset);
+/* He-uniform weights (bound sqrt(6 / fan_in)) drawn in order from r into a host array (weights
+ * first, then zero biases), matching the view layout. */
+void layer_init_params(const layer *l, rng *r, float *host_w, float *host_b);
+void layer_alloc_scratch(device *dev, layer *l, int max_batch);
+/* conv: samples per im2col chunk under LAYER_CONV_COL_BYTES (at least 1) */
+int layer_conv_chunk_samples(const layer *l);
+void layer_free_scratch(device *dev, layer *l);
+
+/* y (B, out) from x (B, in) */
+void layer_forward(device *dev, layer *l, int batch, const float *x, float *y);
+/* From dy (B, out): parameter gradients (overwritten) and, when l->need_dx, dx (B, in).
+ * x and y are the forward pass's input and output. */
+void layer_backward(device *dev, layer *l, int batch, const float *x, const float *y,
+                    const float *dy, float *dx);
+
+double layer_forward_flops(const layer *l);  /* per sample */
+double layer_backward_flops(const layer *l); /* per sample */
+const char *layer_kind_name(layer_kind kind);
+
+/* Softmax cross-entropy per sample FLOPs (max, subtract, exp, sum = 4K; then p - onehot, / B). */
+double loss_forward_flops(int classes);
+double loss_backward_flops(int classes);
+
+#endif

@@ -1,0 +1,115 @@
+/* SGD with momentum and weight decay (one fused device op), and learning-rate schedules. */
+#include "kernels/optim.h"
+
+#include "common/status.h"
+#include "kernels/device_impl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sgd_state {
+    device *dev;
+    size_t n;
+    float *velocity; /* (n) momentum buffer v */
+};
+
+sgd_state *sgd_create(device *dev, size_t n) {
+    sgd_state *s = ss_calloc(1, sizeof *s);
+    s->dev = dev;
+    s->n = n;
+    s->velocity = device_alloc(dev, n);
+    return s;
+}
+
+void sgd_destroy(sgd_state *s) {
+    if (!s) return;
+    device_free(s->dev, s->velocity);
+    free(s);
+}
+
+void sgd_reset(sgd_state *s) {
+    s->dev->ops->zero(s->dev, s->velocity, s->n);
+}
+
+float *sgd_momentum_buffer(sgd_state *s) {
+    return s->velocity;
+}
+
+void sgd_step(sgd_state *s, float *params, const float *grads, float lr, float momentum,
+              float weight_decay) {
+    if (s->n)
+        s->dev->ops->sgd(s->dev, s->n, params, grads, s->velocity, lr, momentum, weight_decay);
+}
+
+double sgd_step_flops(size_t n, float momentum, float weight_decay) {
+    double per = 2.0 + (momentum != 0.0f ? 2.0 : 0.0) + (weight_decay != 0.0f ? 2.0 : 0.0);
+    return per * (double)n;
+}
+
+/* Parses one optional number after a ':'; *p advances past it. */
+static int parse_field(const char **p, double *out, const char *text) {
+    if (**p != ':') return SS_OK;
+    const char *start = *p + 1;
+    char *end;
+    errno = 0;
+    double v = strtod(start, &end);
+    if (end == start || errno || !isfinite(v) || v < 0 || (*end && *end != ':'))
+        return ss_error_set(SS_EUSAGE,
+                            "lr schedule '%s': bad number at '%s' (valid: constant, "
+                            "step[:EPOCHS[:GAMMA]], cosine[:MIN_LR])",
+                            text, start);
+    *out = v;
+    *p = end;
+    return SS_OK;
+}
+
+int lr_schedule_parse(lr_schedule *s, const char *text) {
+    static const char *const valid = "valid: constant, step[:EPOCHS[:GAMMA]], cosine[:MIN_LR]";
+    const char *colon = strchr(text, ':');
+    size_t len = colon ? (size_t)(colon - text) : strlen(text);
+    const char *p = text + len;
+    s->gamma = 0.1;
+    s->step_epochs = 30.0;
+    s->min_lr = 0.0;
+    if (len == 8 && !strncmp(text, "constant", 8) && !*p) {
+        s->kind = LR_SCHEDULE_CONSTANT;
+        return SS_OK;
+    }
+    if (len == 4 && !strncmp(text, "step", 4)) {
+        s->kind = LR_SCHEDULE_STEP;
+        if (parse_field(&p, &s->step_epochs, text) || parse_field(&p, &s->gamma, text))
+            return SS_EUSAGE;
+        if (*p || s->step_epochs <= 0)
+            return ss_error_set(SS_EUSAGE, "lr schedule '%s': bad step form (%s)", text, valid);
+        return SS_OK;
+    }
+    if (len == 6 && !strncmp(text, "cosine", 6)) {
+        s->kind = LR_SCHEDULE_COSINE;
+        if (parse_field(&p, &s->min_lr, text)) return SS_EUSAGE;
+        if (*p)
+            return ss_error_set(SS_EUSAGE, "lr schedule '%s': bad cosine form (%s)", text, valid);
+        return SS_OK;
+    }
+    return ss_error_set(SS_EUSAGE, "unknown lr schedule '%s' (%s)", text, valid);
+}
+
+double lr_schedule_at(const lr_schedule *s, long step) {
+    switch (s->kind) {
+    case LR_SCHEDULE_STEP: {
+        double spe = s->steps_per_epoch > 0 ? (double)s->steps_per_epoch : 1.0;
+        double epoch = (double)step / spe;
+        return s->base_lr * pow(s->gamma, floor(epoch / s->step_epochs));
+    }
+    case LR_SCHEDULE_COSINE: {
+        if (s->total_steps <= 0) return s->base_lr;
+        double t = step < s->total_steps ? (double)step : (double)s->total_steps;
+        const double pi = 3.14159265358979323846;
+        return s->min_lr + (s->base_lr - s->min_lr) * (1.0 + cos(pi * t / s->total_steps)) / 2.0;
+    }
+    case LR_SCHEDULE_CONSTANT:
+    default:
+        return s->base_lr;
+    }
+}

@@ -1,0 +1,382 @@
+/* CUDA backend against the CPU reference (ggml's test-backend-ops idea): every op of the device
+ * table and one full training step of each model run on both devices from the same inputs, and
+ * the results are compared by normalized mean squared error
+ *     NMSE = sum (cuda - cpu)^2 / sum cpu^2
+ * with a tolerance per case, commented where it is set. The first mismatching elements are
+ * printed. Without a usable GPU the program says so on one line and exits 77 (ctest: skipped). */
+#include "ss_test.h"
+
+#include "common/rng.h"
+#include "common/status.h"
+#include "kernels/device_impl.h"
+#include "kernels/model.h"
+#include "kernels/optim.h"
+
+#include <string.h>
+
+static device *cpu_dev, *gpu_dev; /* opened by the suite's init */
+
+static int suite_init(void) {
+    char notice[256];
+    if (device_open("cpu", &cpu_dev, notice, sizeof notice) != SS_OK) return 1;
+    if (device_open("cuda", &gpu_dev, notice, sizeof notice) != SS_OK) {
+        fprintf(stderr, "test_cuda: %s\n", ss_error_message());
+        return 1;
+    }
+    printf("test_cuda: %s vs %s\n", device_name(gpu_dev), device_name(cpu_dev));
+    return 0;
+}
+
+static int suite_clean(void) {
+    device_close(gpu_dev);
+    device_close(cpu_dev);
+    return 0;
+}
+
+static float *rand_host(size_t n, uint64_t seed, float lo, float hi) {
+    float *x = ss_malloc((n ? n : 1) * sizeof(float));
+    rng r;
+    rng_seed(&r, seed, RNG_STREAM_DATA);
+    for (size_t i = 0; i < n; i++)
+        x[i] = lo + (hi - lo) * (float)rng_uniform(&r);
+    return x;
+}
+
+/* A host array's copy on the GPU / on the CPU device. */
+static float *on_gpu(const float *host, size_t n) {
+    float *p = device_alloc(gpu_dev, n);
+    device_upload(gpu_dev, p, host, n);
+    return p;
+}
+
+static float *on_cpu(const float *host, size_t n) {
+    float *p = device_alloc(cpu_dev, n);
+    memcpy(p, host, n * sizeof(float));
+    return p;
+}
+
+/* Downloads a GPU buffer and compares it with the CPU result; prints the first mismatches. */
+static void check_nmse(const char *what, const float *cpu, const float *gpu_buf, size_t n,
+                       double max_nmse) {
+    float *got = ss_malloc(n * sizeof(float));
+    device_download(gpu_dev, got, gpu_buf, n);
+    double num = 0.0, den = 0.0, max_diff = 0.0;
+    int shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)got[i] - cpu[i];
+        num += d * d;
+        den += (double)cpu[i] * cpu[i];
+        if (fabs(d) > max_diff) max_diff = fabs(d);
+        if (fabs(d) > 1e-5 + 1e-3 * fabs(cpu[i]) && shown < 5) {
+            fprintf(stderr, "\n  %s[%zu]: cpu %.8g cuda %.8g", what, i, (double)cpu[i],
+                    (double)got[i]);
+            shown++;
+        }
+    }
+    double nmse = den > 0 ? num / den : num;
+    if (!(nmse <= max_nmse))
+        fprintf(stderr, "\n  %s: NMSE %.3g > %.3g (largest difference %.3g)", what, nmse, max_nmse,
+                max_diff);
+    CU_ASSERT(nmse <= max_nmse);
+    free(got);
+}
+
+/* ---- GEMM: FP32 on both sides (cuBLAS without TF32); only the summation order differs, so
+ * each element is off by a few ulps of its partial sums: NMSE ~1e-14, tolerance 1e-10. ---- */
+static void test_gemm(void) {
+    const int m = 37, n = 29, k = 53;
+    for (int ta = 0; ta < 2; ta++) {
+        for (int tb = 0; tb < 2; tb++) {
+            float *a = rand_host((size_t)m * k, 1, -1, 1), *b = rand_host((size_t)k * n, 2, -1, 1);
+            float *c = rand_host((size_t)m * n, 3, -1, 1);
+            int lda = ta ? m : k, ldb = tb ? k : n;
+            float *ga = on_gpu(a, (size_t)m * k), *gb = on_gpu(b, (size_t)k * n);
+            float *gc = on_gpu(c, (size_t)m * n);
+            cpu_dev->ops->gemm(cpu_dev, ta, tb, m, n, k, 0.7f, a, lda, b, ldb, 0.3f, c, n);
+            gpu_dev->ops->gemm(gpu_dev, ta, tb, m, n, k, 0.7f, ga, lda, gb, ldb, 0.3f, gc, n);
+            char what[32];
+            snprintf(what, sizeof what, "gemm %c%c", ta ? 'T' : 'N', tb ? 'T' : 'N');
+            check_nmse(what, c, gc, (size_t)m * n, 1e-10);
+            device_free(gpu_dev, ga);
+            device_free(gpu_dev, gb);
+            device_free(gpu_dev, gc);
+            free(a);
+            free(b);
+            free(c);
+        }
+    }
+}
+
+/* ---- bias add (one add per element: exact) and bias grad (a cuBLAS gemv summing the rows in
+ * another order than the CPU's loop: relative error ~ sqrt(rows) ulps, 1e-11) ---- */
+static void test_bias(void) {
+    const int rows = 300, cols = 17;
+    float *y = rand_host((size_t)rows * cols, 4, -1, 1), *bias = rand_host(cols, 5, -1, 1);
+    float *gy = on_gpu(y, (size_t)rows * cols), *gbias = on_gpu(bias, cols);
+    cpu_dev->ops->bias_add(cpu_dev, rows, cols, bias, y);
+    gpu_dev->ops->bias_add(gpu_dev, rows, cols, gbias, gy);
+    check_nmse("bias_add", y, gy, (size_t)rows * cols, 0.0);
+    float *db = rand_host(cols, 6, -1, 1), *gdb = on_gpu(db, cols);
+    cpu_dev->ops->bias_grad(cpu_dev, rows, cols, y, 1.0f, db); /* accumulate */
+    gpu_dev->ops->bias_grad(gpu_dev, rows, cols, gy, 1.0f, gdb);
+    check_nmse("bias_grad beta=1", db, gdb, cols, 1e-11);
+    cpu_dev->ops->bias_grad(cpu_dev, rows, cols, y, 0.0f, db);
+    gpu_dev->ops->bias_grad(gpu_dev, rows, cols, gy, 0.0f, gdb);
+    check_nmse("bias_grad beta=0", db, gdb, cols, 1e-11);
+    device_free(gpu_dev, gy);
+    device_free(gpu_dev, gbias);
+    device_free(gpu_dev, gdb);
+    free(y);
+    free(bias);
+    free(db);
+}
+
+/* ---- ReLU: selections only, exact (tolerance 0) ---- */
+static void test_relu(void) {
+    const size_t n = 10007;
+    float *x = rand_host(n, 7, -1, 1), *dy = rand_host(n, 8, -1, 1);
+    float *y = on_cpu(x, n), *dx = on_cpu(x, n);
+    float *gx = on_gpu(x, n), *gy = on_gpu(x, n), *gdy = on_gpu(dy, n), *gdx = on_gpu(x, n);
+    cpu_dev->ops->relu_fwd(cpu_dev, n, x, y);
+    gpu_dev->ops->relu_fwd(gpu_dev, n, gx, gy);
+    check_nmse("relu_fwd", y, gy, n, 0.0);
+    cpu_dev->ops->relu_bwd(cpu_dev, n, y, dy, dx);
+    gpu_dev->ops->relu_bwd(gpu_dev, n, gy, gdy, gdx);
+    check_nmse("relu_bwd", dx, gdx, n, 0.0);
+    device_free(cpu_dev, y);
+    device_free(cpu_dev, dx);
+    device_free(gpu_dev, gx);
+    device_free(gpu_dev, gy);
+    device_free(gpu_dev, gdy);
+    device_free(gpu_dev, gdx);
+    free(x);
+    free(dy);
+}
+
+/* ---- im2col (copies: exact) and col2im (sums of up to kh*kw entries in another order than
+ * the CPU's scatter: 1e-12) for padded, unpadded and the cnn's shapes ---- */
+static void test_im2col(void) {
+    static const conv_geom geoms[] = {
+        {.batch = 3, .in_h = 7, .in_w = 6, .in_c = 2, .kh = 3, .kw = 3, .pad = 1},
+        {.batch = 2, .in_h = 9, .in_w = 9, .in_c = 3, .kh = 5, .kw = 5, .pad = 0},
+        {.batch = 4, .in_h = 14, .in_w = 14, .in_c = 32, .kh = 5, .kw = 5, .pad = 2},
+    };
+    for (size_t t = 0; t < sizeof geoms / sizeof geoms[0]; t++) {
+        conv_geom g = geoms[t];
+        g.out_h = g.in_h + 2 * g.pad - g.kh + 1;
+        g.out_w = g.in_w + 2 * g.pad - g.kw + 1;
+        size_t nx = (size_t)g.batch * g.in_h * g.in_w * g.in_c;
+        size_t ncol = (size_t)g.batch * g.out_h * g.out_w * g.kh * g.kw * g.in_c;
+        float *x = rand_host(nx, 9 + t, -1, 1), *col = device_alloc(cpu_dev, ncol);
+        float *gx = on_gpu(x, nx), *gcol = device_alloc(gpu_dev, ncol);
+        cpu_dev->ops->im2col(cpu_dev, &g, x, col);
+        gpu_dev->ops->im2col(gpu_dev, &g, gx, gcol);
+        check_nmse("im2col", col, gcol, ncol, 0.0);
+        float *dcol = rand_host(ncol, 20 + t, -1, 1), *dx = on_cpu(x, nx);
+        float *gdcol = on_gpu(dcol, ncol);
+        cpu_dev->ops->col2im(cpu_dev, &g, dcol, dx);
+        gpu_dev->ops->col2im(gpu_dev, &g, gdcol, gx);
+        check_nmse("col2im", dx, gx, nx, 1e-12);
+        device_free(cpu_dev, col);
+        device_free(cpu_dev, dx);
+        device_free(gpu_dev, gx);
+        device_free(gpu_dev, gcol);
+        device_free(gpu_dev, gdcol);
+        free(x);
+        free(dcol);
+    }
+}
+
+/* ---- max pooling: selections only, exact; even and odd sizes ---- */
+static void test_maxpool(void) {
+    static const int shapes[][4] = {{3, 8, 6, 5}, {2, 7, 5, 3}, {4, 28, 28, 32}};
+    for (size_t t = 0; t < 3; t++) {
+        int b = shapes[t][0], h = shapes[t][1], w = shapes[t][2], c = shapes[t][3];
+        size_t nx = (size_t)b * h * w * c, ny = (size_t)b * (h / 2) * (w / 2) * c;
+        float *x = rand_host(nx, 30 + t, -1, 1), *dy = rand_host(ny, 40 + t, -1, 1);
+        float *y = on_cpu(dy, ny), *dx = on_cpu(x, nx);
+        float *gx = on_gpu(x, nx), *gy = device_alloc(gpu_dev, ny), *gdy = on_gpu(dy, ny);
+        float *gdx = on_gpu(x, nx);
+        cpu_dev->ops->maxpool_fwd(cpu_dev, b, h, w, c, x, y);
+        gpu_dev->ops->maxpool_fwd(gpu_dev, b, h, w, c, gx, gy);
+        check_nmse("maxpool_fwd", y, gy, ny, 0.0);
+        cpu_dev->ops->maxpool_bwd(cpu_dev, b, h, w, c, x, dy, dx);
+        gpu_dev->ops->maxpool_bwd(gpu_dev, b, h, w, c, gx, gdy, gdx);
+        check_nmse("maxpool_bwd", dx, gdx, nx, 0.0);
+        device_free(cpu_dev, y);
+        device_free(cpu_dev, dx);
+        device_free(gpu_dev, gx);
+        device_free(gpu_dev, gy);
+        device_free(gpu_dev, gdy);
+        device_free(gpu_dev, gdx);
+        free(x);
+        free(dy);
+    }
+}
+
+/* ---- softmax cross-entropy: the loss is computed in double on both sides (relative 1e-12);
+ * the gradient uses expf, whose GPU and CPU versions differ by an ulp or two: 1e-10 ---- */
+static void test_softmax_xent(void) {
+    const int batch = 77, classes = 10;
+    size_t n = (size_t)batch * classes;
+    float *z = rand_host(n, 50, -4, 4), *d = on_cpu(z, n);
+    uint8_t y[77];
+    for (int b = 0; b < batch; b++)
+        y[b] = (uint8_t)((b * 7) % classes);
+    float *gz = on_gpu(z, n), *gd = device_alloc(gpu_dev, n);
+    int c_cpu = -1, c_gpu = -2;
+    double l_cpu = cpu_dev->ops->softmax_xent(cpu_dev, batch, classes, z, y, d, &c_cpu);
+    double l_gpu = gpu_dev->ops->softmax_xent(gpu_dev, batch, classes, gz, y, gd, &c_gpu);
+    SS_CHECK_CLOSE(l_gpu, l_cpu, 0, 1e-12);
+    CU_ASSERT_EQUAL(c_gpu, c_cpu);
+    check_nmse("softmax_xent dlogits", d, gd, n, 1e-10);
+    double l_eval = gpu_dev->ops->softmax_xent(gpu_dev, batch, classes, gz, y, NULL, NULL);
+    SS_CHECK_CLOSE(l_eval, l_cpu, 0, 1e-12);
+    device_free(cpu_dev, d);
+    device_free(gpu_dev, gz);
+    device_free(gpu_dev, gd);
+    free(z);
+}
+
+/* ---- SGD: three multiply-adds per element; nvcc contracts them into FMAs, the CPU build
+ * does not: a few ulps, 1e-12. Momentum and plain forms. ---- */
+static void test_sgd(void) {
+    const size_t n = 4099;
+    for (int with_mu = 0; with_mu < 2; with_mu++) {
+        float *w = rand_host(n, 60, -1, 1), *g = rand_host(n, 61, -1, 1),
+              *v = rand_host(n, 62, -1, 1);
+        float *gw = on_gpu(w, n), *gg = on_gpu(g, n), *gv = on_gpu(v, n);
+        float mu = with_mu ? 0.9f : 0.0f;
+        for (int step = 0; step < 3; step++) {
+            cpu_dev->ops->sgd(cpu_dev, n, w, g, v, 0.05f, mu, 5e-4f);
+            gpu_dev->ops->sgd(gpu_dev, n, gw, gg, gv, 0.05f, mu, 5e-4f);
+        }
+        check_nmse(with_mu ? "sgd w (momentum)" : "sgd w (plain)", w, gw, n, 1e-12);
+        check_nmse("sgd v", v, gv, n, 1e-12);
+        device_free(gpu_dev, gw);
+        device_free(gpu_dev, gg);
+        device_free(gpu_dev, gv);
+        free(w);
+        free(g);
+        free(v);
+    }
+}
+
+/* ---- vector ops: mean sums in the same order with one final multiply (exact); axpy and
+ * scale may be contracted (1e-12); nrm2 accumulates in double (relative 1e-12); masked copy
+ * exact ---- */
+static void test_vector_ops(void) {
+    const size_t n = 100003;
+    enum { K = 5 };
+    float *xs[K], *gxs[K];
+    for (int j = 0; j < K; j++) {
+        xs[j] = rand_host(n, 70 + j, -2, 2);
+        gxs[j] = on_gpu(xs[j], n);
+    }
+    float *out = on_cpu(xs[0], n), *gout = device_alloc(gpu_dev, n);
+    cpu_dev->ops->mean(cpu_dev, n, K, (const float *const *)xs, out);
+    gpu_dev->ops->mean(gpu_dev, n, K, (const float *const *)gxs, gout);
+    check_nmse("mean", out, gout, n, 0.0);
+    cpu_dev->ops->axpy(cpu_dev, n, 0.3f, xs[1], xs[2]);
+    gpu_dev->ops->axpy(gpu_dev, n, 0.3f, gxs[1], gxs[2]);
+    check_nmse("axpy", xs[2], gxs[2], n, 1e-12);
+    cpu_dev->ops->scale(cpu_dev, n, -1.7f, xs[3]);
+    gpu_dev->ops->scale(gpu_dev, n, -1.7f, gxs[3]);
+    check_nmse("scale", xs[3], gxs[3], n, 0.0);
+    SS_CHECK_CLOSE(device_nrm2(gpu_dev, n, gxs[4]), device_nrm2(cpu_dev, n, xs[4]), 0, 1e-12);
+    uint8_t *mask = ss_malloc(n);
+    for (size_t i = 0; i < n; i++)
+        mask[i] = (uint8_t)(i % 3 == 0);
+    device_masked_copy(cpu_dev, n, mask, xs[1], out);
+    device_masked_copy(gpu_dev, n, mask, gxs[1], gout);
+    check_nmse("masked_copy", out, gout, n, 0.0);
+    free(mask);
+    for (int j = 0; j < K; j++) {
+        free(xs[j]);
+        device_free(gpu_dev, gxs[j]);
+    }
+    device_free(cpu_dev, out);
+    device_free(gpu_dev, gout);
+}
+
+/* ---- one training step of each model from the same initial parameters: the loss agrees to
+ * 1e-5 relative; gradients go through several GEMMs in different summation orders, NMSE 1e-8;
+ * parameters after the SGD step differ by lr times that, NMSE 1e-12 of the parameters ---- */
+static void model_step_case(model_arch arch) {
+    const int batch = 16;
+    model_spec spec;
+    model_spec_default(&spec, arch, 1, 28, 28, 10);
+    model *mc, *mg;
+    CU_ASSERT_FATAL(model_create(cpu_dev, &spec, 5, batch, &mc) == SS_OK);
+    CU_ASSERT_FATAL(model_create(gpu_dev, &spec, 5, batch, &mg) == SS_OK);
+    size_t np = model_param_count(mc);
+    float *x = rand_host((size_t)batch * 784, 80, 0, 1);
+    uint8_t y[16];
+    for (int b = 0; b < batch; b++)
+        y[b] = (uint8_t)(b % 10);
+    check_nmse("initial params", model_params(mc), model_params(mg), np, 0.0);
+    double lc = model_forward_backward(mc, x, y, batch);
+    double lg = model_forward_backward(mg, x, y, batch);
+    SS_CHECK_CLOSE(lg, lc, 0, 1e-5);
+    char what[64];
+    snprintf(what, sizeof what, "%s grads", model_arch_name(arch));
+    check_nmse(what, model_grads(mc), model_grads(mg), np, 1e-8);
+    sgd_state *sc = sgd_create(cpu_dev, np), *sg = sgd_create(gpu_dev, np);
+    sgd_step(sc, model_params(mc), model_grads(mc), 0.1f, 0.9f, 5e-4f);
+    sgd_step(sg, model_params(mg), model_grads(mg), 0.1f, 0.9f, 5e-4f);
+    snprintf(what, sizeof what, "%s params after sgd_step", model_arch_name(arch));
+    check_nmse(what, model_params(mc), model_params(mg), np, 1e-12);
+    double el_c, el_g;
+    size_t ok_c, ok_g;
+    model_evaluate(mc, x, y, (size_t)batch, &el_c, &ok_c);
+    model_evaluate(mg, x, y, (size_t)batch, &el_g, &ok_g);
+    SS_CHECK_CLOSE(el_g, el_c, 0, 1e-5);
+    sgd_destroy(sc);
+    sgd_destroy(sg);
+    model_destroy(mc);
+    model_destroy(mg);
+    free(x);
+}
+
+static void test_step_logreg(void) {
+    model_step_case(MODEL_ARCH_LOGREG);
+}
+
+static void test_step_mlp(void) {
+    model_step_case(MODEL_ARCH_MLP);
+}
+
+static void test_step_cnn(void) {
+    model_step_case(MODEL_ARCH_CNN);
+}
+
+static CU_TestInfo cuda_tests[] = {
+    {"gemm NN/NT/TN/TT", test_gemm},
+    {"bias_add, bias_grad", test_bias},
+    {"relu_fwd, relu_bwd", test_relu},
+    {"im2col, col2im", test_im2col},
+    {"maxpool_fwd, maxpool_bwd", test_maxpool},
+    {"softmax_xent", test_softmax_xent},
+    {"sgd", test_sgd},
+    {"mean, axpy, scale, nrm2, masked_copy", test_vector_ops},
+    {"training step logreg", test_step_logreg},
+    {"training step mlp", test_step_mlp},
+    {"training step cnn", test_step_cnn},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void) {
+    char reason[256];
+    if (!device_cuda_available(reason, sizeof reason)) {
+        int n = 0;
+        while (cuda_tests[n].pName)
+            n++;
+        printf("test_cuda: SKIPPED all %d CUDA-vs-CPU cases: %s\n", n, reason);
+        return 77;
+    }
+    CU_SuiteInfo suites[] = {
+        {"cuda_vs_cpu", suite_init, suite_clean, NULL, NULL, cuda_tests},
+        CU_SUITE_INFO_NULL,
+    };
+    return ss_test_main(suites);
+}

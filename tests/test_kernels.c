@@ -1,0 +1,730 @@
+/* Tests of kernels/: layer and model gradients against finite differences, FLOP counts, SGD and
+ * learning-rate schedules, vector ops, determinism and learning, all on the CPU backend. */
+#include "ss_test.h"
+
+#include "common/rng.h"
+#include "common/status.h"
+#include "kernels/device.h"
+#include "kernels/layers.h"
+#include "kernels/model.h"
+#include "kernels/optim.h"
+
+#include <string.h>
+
+static device *open_cpu(void) {
+    device *dev = NULL;
+    char notice[256];
+    CU_ASSERT_FATAL(device_open("cpu", &dev, notice, sizeof notice) == SS_OK);
+    return dev;
+}
+
+static void fill_uniform(rng *r, float *x, size_t n, float lo, float hi) {
+    for (size_t i = 0; i < n; i++)
+        x[i] = lo + (hi - lo) * (float)rng_uniform(r);
+}
+
+/* ---- layer gradients ----
+ * Loss L = sum_i y_i r_i with fixed random r, so dL/dy = r. Each input and parameter entry is
+ * perturbed by +-eps and (L+ - L-) / 2 eps, accumulated in double, is compared with the
+ * analytic gradient: |num - ana| <= 2e-4 + 2e-3 |ana|. Every layer is linear in each entry
+ * (between kinks), so central differences are exact up to the float32 rounding of y: about
+ * sqrt(outputs) * 6e-8 ~ 5e-7 in L, divided by 2 eps = 2e-2 gives ~3e-5 absolute. ReLU and max-pool
+ * inputs are drawn away from their kinks (|x| >= 0.1, window values spaced >= 0.05 apart) so that
+ * no +-eps step crosses one. */
+
+typedef struct grad_case {
+    layer l;
+    int batch;
+    float *x, *y, *r, *dx; /* device = host on the CPU */
+} grad_case;
+
+static double layer_loss(device *dev, grad_case *gc) {
+    layer_forward(dev, &gc->l, gc->batch, gc->x, gc->y);
+    double s = 0.0;
+    size_t n = (size_t)gc->batch * layer_out_size(&gc->l);
+    for (size_t i = 0; i < n; i++)
+        s += (double)gc->y[i] * gc->r[i];
+    return s;
+}
+
+/* Checks d L / d v[i] for all i against ana[i]; returns the number of mismatches. */
+static int check_entries(device *dev, grad_case *gc, float *v, const float *ana, size_t n,
+                         const char *what) {
+    const float eps = 1e-2f;
+    int bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float keep = v[i];
+        v[i] = keep + eps;
+        double lp = layer_loss(dev, gc);
+        v[i] = keep - eps;
+        double lm = layer_loss(dev, gc);
+        v[i] = keep;
+        double num = (lp - lm) / (2.0 * eps);
+        if (fabs(num - ana[i]) > 2e-4 + 2e-3 * fabs(ana[i])) {
+            if (bad < 3)
+                fprintf(stderr, "\n  %s %s[%zu]: numeric %.6g analytic %.6g", gc->l.name, what, i,
+                        num, (double)ana[i]);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static void run_layer_grad_check(grad_case *gc, int input_kind) {
+    device *dev = open_cpu();
+    rng r;
+    rng_seed(&r, 42, RNG_STREAM_DATA);
+    layer *l = &gc->l;
+    l->need_dx = 1;
+    size_t np = l->weight_count + l->bias_count;
+    float *params = device_alloc(dev, np ? np : 1), *grads = device_alloc(dev, np ? np : 1);
+    layer_bind(l, params, grads, 0);
+    if (np) fill_uniform(&r, params, np, -0.5f, 0.5f);
+    layer_alloc_scratch(dev, l, gc->batch);
+    size_t nin = (size_t)gc->batch * layer_in_size(l), nout = (size_t)gc->batch * layer_out_size(l);
+    gc->x = device_alloc(dev, nin);
+    gc->dx = device_alloc(dev, nin);
+    gc->y = device_alloc(dev, nout);
+    gc->r = device_alloc(dev, nout);
+    fill_uniform(&r, gc->r, nout, -1.0f, 1.0f);
+    if (input_kind == 0) {
+        fill_uniform(&r, gc->x, nin, -1.0f, 1.0f);
+    } else if (input_kind == 1) { /* ReLU: away from 0 */
+        for (size_t i = 0; i < nin; i++)
+            gc->x[i] = (rng_uniform(&r) < 0.5 ? -1.0f : 1.0f) * (0.1f + (float)rng_uniform(&r));
+    } else { /* max-pool: distinct values 0.05 apart, in random order */
+        int *perm = ss_malloc(nin * sizeof(int));
+        for (size_t i = 0; i < nin; i++)
+            perm[i] = (int)i;
+        rng_shuffle(&r, perm, nin);
+        for (size_t i = 0; i < nin; i++)
+            gc->x[i] = 0.05f * (float)perm[i] - 1.0f;
+        free(perm);
+    }
+    layer_forward(dev, l, gc->batch, gc->x, gc->y);
+    layer_backward(dev, l, gc->batch, gc->x, gc->y, gc->r, gc->dx);
+    float *ana_dx = ss_malloc(nin * sizeof(float)),
+          *ana_dp = ss_malloc((np ? np : 1) * sizeof(float));
+    memcpy(ana_dx, gc->dx, nin * sizeof(float));
+    if (np) memcpy(ana_dp, grads, np * sizeof(float));
+    int bad = check_entries(dev, gc, gc->x, ana_dx, nin, "input");
+    if (np) bad += check_entries(dev, gc, params, ana_dp, np, "param");
+    CU_ASSERT_EQUAL(bad, 0);
+    free(ana_dx);
+    free(ana_dp);
+    layer_free_scratch(dev, l);
+    device_free(dev, gc->x);
+    device_free(dev, gc->dx);
+    device_free(dev, gc->y);
+    device_free(dev, gc->r);
+    device_free(dev, params);
+    device_free(dev, grads);
+    device_close(dev);
+}
+
+static void test_grad_dense(void) {
+    grad_case gc = {.batch = 3};
+    layer_init_dense(&gc.l, "dense", 7, 5);
+    run_layer_grad_check(&gc, 0);
+}
+
+static void test_grad_conv2d(void) {
+    grad_case gc = {.batch = 2};
+    layer_init_conv2d(&gc.l, "conv_pad", 6, 5, 2, 3, 3, 1); /* padded, non-square */
+    run_layer_grad_check(&gc, 0);
+    grad_case gv = {.batch = 2};
+    layer_init_conv2d(&gv.l, "conv_valid", 7, 6, 3, 2, 5, 0); /* 5x5, no padding */
+    run_layer_grad_check(&gv, 0);
+    grad_case g5 = {.batch = 2};
+    layer_init_conv2d(&g5.l, "conv_5x5p2", 6, 6, 1, 2, 5, 2); /* the cnn's shape */
+    run_layer_grad_check(&g5, 0);
+}
+
+static void test_grad_maxpool(void) {
+    grad_case gc = {.batch = 2};
+    layer_init_maxpool2(&gc.l, "pool", 4, 6, 3);
+    run_layer_grad_check(&gc, 2);
+    grad_case go = {.batch = 2};
+    layer_init_maxpool2(&go.l, "pool_odd", 5, 5, 2); /* last row/column unused */
+    run_layer_grad_check(&go, 2);
+}
+
+static void test_grad_relu(void) {
+    grad_case gc = {.batch = 3};
+    layer_init_relu(&gc.l, "relu", 2, 3, 4);
+    run_layer_grad_check(&gc, 1);
+}
+
+static void test_grad_flatten(void) {
+    grad_case gc = {.batch = 2};
+    layer_init_flatten(&gc.l, "flatten", 2, 3, 4);
+    run_layer_grad_check(&gc, 0);
+}
+
+/* Softmax cross-entropy: d(mean loss)/d(logits) against central differences of the loss. */
+static void test_grad_softmax_xent(void) {
+    device *dev = open_cpu();
+    const device_ops *ops = dev->ops;
+    enum { B = 4, K = 5 };
+    float z[B * K], d[B * K];
+    uint8_t y[B] = {0, 3, 4, 1};
+    rng r;
+    rng_seed(&r, 5, RNG_STREAM_DATA);
+    fill_uniform(&r, z, B * K, -3.0f, 3.0f);
+    int correct = -1;
+    double loss = ops->softmax_xent(dev, B, K, z, y, d, &correct);
+    /* reference loss in double */
+    double ref = 0.0;
+    int ref_correct = 0;
+    for (int b = 0; b < B; b++) {
+        double mx = -1e30, s = 0.0;
+        int arg = 0;
+        for (int k = 0; k < K; k++)
+            if (z[b * K + k] > mx) mx = z[b * K + k], arg = k;
+        for (int k = 0; k < K; k++)
+            s += exp(z[b * K + k] - mx);
+        ref += log(s) + mx - z[b * K + y[b]];
+        ref_correct += arg == y[b];
+    }
+    SS_CHECK_CLOSE(loss, ref, 1e-9, 1e-9);
+    CU_ASSERT_EQUAL(correct, ref_correct);
+    const float eps = 1e-2f;
+    for (int i = 0; i < B * K; i++) {
+        float keep = z[i];
+        z[i] = keep + eps;
+        double lp = ops->softmax_xent(dev, B, K, z, y, NULL, NULL) / B;
+        z[i] = keep - eps;
+        double lm = ops->softmax_xent(dev, B, K, z, y, NULL, NULL) / B;
+        z[i] = keep;
+        /* smooth function: central-difference error is O(eps^2) ~ 1e-4 of the curvature */
+        SS_CHECK_CLOSE(d[i], (lp - lm) / (2.0 * eps), 2e-4, 1e-2);
+    }
+    device_close(dev);
+}
+
+/* ---- model gradients ----
+ * Gradient of the mean batch loss: 4 entries of every view, eps 1e-3 on float32 parameters.
+ * Error budget: the loss is accumulated in double from float32 logits (rounding ~1e-7), which
+ * gives ~1e-4 absolute error after dividing by 2 eps; tolerance 5e-4 + 2e-2 |ana|. A +-eps step
+ * can still cross a ReLU or max-pool kink inside the network, where the finite difference is
+ * not the derivative: at most one checked entry per model may miss for that reason. */
+static void model_grad_check(const model_spec *spec, int batch) {
+    device *dev = open_cpu();
+    model *m;
+    CU_ASSERT_FATAL(model_create(dev, spec, 11, batch, &m) == SS_OK);
+    const size_t d = (size_t)spec->in_c * spec->in_h * spec->in_w, np = model_param_count(m);
+    float *x = ss_malloc((size_t)batch * d * sizeof(float));
+    uint8_t *y = ss_malloc((size_t)batch);
+    rng r;
+    rng_seed(&r, 17, RNG_STREAM_DATA);
+    fill_uniform(&r, x, (size_t)batch * d, -1.0f, 1.0f);
+    for (int i = 0; i < batch; i++)
+        y[i] = (uint8_t)rng_below(&r, (uint64_t)spec->classes);
+    /* non-zero biases so that their gradients are exercised away from the init */
+    float *p = model_params(m);
+    for (int v = 0; v < model_view_count(m); v++) {
+        const model_view *vw = model_view_at(m, v);
+        if (strstr(vw->name, ".bias")) fill_uniform(&r, p + vw->offset, vw->count, -0.1f, 0.1f);
+    }
+    double loss = model_forward_backward(m, x, y, batch);
+    CU_ASSERT(isfinite(loss));
+    float *ana = ss_malloc(np * sizeof(float));
+    memcpy(ana, model_grads(m), np * sizeof(float));
+    const float eps = 1e-3f;
+    int bad = 0, checked = 0;
+    for (int v = 0; v < model_view_count(m); v++) {
+        const model_view *vw = model_view_at(m, v);
+        for (int t = 0; t < 4; t++) {
+            size_t i = vw->offset + (size_t)rng_below(&r, vw->count);
+            float keep = p[i];
+            double lp, lm;
+            p[i] = keep + eps;
+            model_evaluate(m, x, y, (size_t)batch, &lp, NULL);
+            p[i] = keep - eps;
+            model_evaluate(m, x, y, (size_t)batch, &lm, NULL);
+            p[i] = keep;
+            double num = (lp - lm) / (2.0 * eps);
+            checked++;
+            if (fabs(num - ana[i]) > 5e-4 + 2e-2 * fabs(ana[i])) {
+                fprintf(stderr, "\n  %s %s[%zu]: numeric %.6g analytic %.6g",
+                        model_arch_name(spec->arch), vw->name, i - vw->offset, num, (double)ana[i]);
+                bad++;
+            }
+        }
+    }
+    CU_ASSERT(checked >= 8);
+    CU_ASSERT(bad <= 1);
+    free(ana);
+    free(x);
+    free(y);
+    model_destroy(m);
+    device_close(dev);
+}
+
+static void test_grad_logreg(void) {
+    model_spec s;
+    model_spec_default(&s, MODEL_ARCH_LOGREG, 1, 4, 5, 4);
+    model_grad_check(&s, 5);
+}
+
+static void test_grad_mlp(void) {
+    model_spec s;
+    CU_ASSERT_FATAL(model_spec_parse(&s, "mlp:6,5", 1, 4, 5, 4) == SS_OK);
+    model_grad_check(&s, 5);
+}
+
+static void test_grad_cnn(void) {
+    model_spec s;
+    model_spec_default(&s, MODEL_ARCH_CNN, 2, 8, 8, 3); /* 2 channels: CHW -> HWC reorder */
+    s.conv_channels[0] = 3;
+    s.conv_channels[1] = 4;
+    s.cnn_dense = 8;
+    model_grad_check(&s, 3);
+}
+
+/* A conv batch larger than one im2col chunk must give what per-sample passes give. */
+static void test_conv_chunks(void) {
+    device *dev = open_cpu();
+    layer l;
+    layer_init_conv2d(&l, "conv", 14, 14, 32, 4, 5, 2); /* the cnn's conv2 input: 12 a chunk */
+    const int batch = 2 * layer_conv_chunk_samples(&l) + 3;
+    size_t np = l.weight_count + l.bias_count, nin = layer_in_size(&l), nout = layer_out_size(&l);
+    float *p = device_alloc(dev, np), *g = device_alloc(dev, np);
+    layer_bind(&l, p, g, 0);
+    rng r;
+    rng_seed(&r, 3, RNG_STREAM_DATA);
+    fill_uniform(&r, p, np, -0.5f, 0.5f);
+    layer_alloc_scratch(dev, &l, batch);
+    float *x = device_alloc(dev, batch * nin), *y = device_alloc(dev, batch * nout);
+    float *dy = device_alloc(dev, batch * nout), *dx = device_alloc(dev, batch * nin);
+    fill_uniform(&r, x, batch * nin, -1, 1);
+    fill_uniform(&r, dy, batch * nout, -1, 1);
+    layer_forward(dev, &l, batch, x, y);
+    layer_backward(dev, &l, batch, x, y, dy, dx);
+    float *gbatch = ss_malloc(np * sizeof(float));
+    memcpy(gbatch, g, np * sizeof(float));
+    double *gsum = ss_calloc(np, sizeof(double));
+    float *y1 = device_alloc(dev, nout), *dx1 = device_alloc(dev, nin);
+    double max_err = 0.0;
+    for (int b = 0; b < batch; b++) {
+        layer_forward(dev, &l, 1, x + b * nin, y1);
+        layer_backward(dev, &l, 1, x + b * nin, y1, dy + b * nout, dx1);
+        for (size_t i = 0; i < nout; i++)
+            max_err = fmax(max_err, fabs(y1[i] - y[b * nout + i]));
+        for (size_t i = 0; i < nin; i++)
+            max_err = fmax(max_err, fabs(dx1[i] - dx[b * nin + i]));
+        for (size_t i = 0; i < np; i++)
+            gsum[i] += g[i];
+    }
+    CU_ASSERT(max_err < 1e-5);
+    /* float sums over batch * 196 terms in two orders: ~1e-6 relative; a chunking bug is O(1) */
+    int bad = 0;
+    for (size_t i = 0; i < np; i++) {
+        if (fabs(gbatch[i] - gsum[i]) <= 1e-4 + 1e-4 * fabs(gsum[i])) continue;
+        if (bad++ < 3)
+            fprintf(stderr, "\n  conv grad[%zu]: batch %.8g, sum of samples %.8g", i,
+                    (double)gbatch[i], gsum[i]);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    free(gsum);
+    free(gbatch);
+    layer_free_scratch(dev, &l);
+    device_free(dev, p);
+    device_free(dev, g);
+    device_free(dev, x);
+    device_free(dev, y);
+    device_free(dev, dy);
+    device_free(dev, dx);
+    device_free(dev, y1);
+    device_free(dev, dx1);
+    device_close(dev);
+}
+
+/* ---- FLOP counts against closed forms (rule in layers.h) ---- */
+
+static void test_flops_mlp(void) {
+    device *dev = open_cpu();
+    model_spec s;
+    CU_ASSERT_FATAL(model_spec_parse(&s, "mlp:6,5", 1, 4, 5, 4) == SS_OK);
+    model *m;
+    CU_ASSERT_FATAL(model_create(dev, &s, 1, 8, &m) == SS_OK);
+    /* D = 20 -> 6 -> relu -> 5 -> relu -> 4, K = 4 */
+    double fwd = (2 * 20 * 6 + 6) + 6 + (2 * 6 * 5 + 5) + 5 + (2 * 5 * 4 + 4) + 4 * 4;
+    double bwd = (2 * 20 * 6 + 6)               /* dense1: no input gradient */
+                 + 6 + (2 * 2 * 6 * 5 + 5) + 5  /* relu1, dense2 (dW and dx), relu2 */
+                 + (2 * 2 * 5 * 4 + 4) + 2 * 4; /* dense3, loss */
+    SS_CHECK_CLOSE(model_forward_flops_per_sample(m), fwd, 0, 0);
+    SS_CHECK_CLOSE(model_backward_flops_per_sample(m), bwd, 0, 0);
+    CU_ASSERT_EQUAL(model_param_count(m), 20 * 6 + 6 + 6 * 5 + 5 + 5 * 4 + 4);
+    SS_CHECK_CLOSE(model_param_bytes(m), 4.0 * model_param_count(m), 0, 0);
+    model_destroy(m);
+    device_close(dev);
+}
+
+static void test_flops_cnn(void) {
+    device *dev = open_cpu();
+    model_spec s;
+    model_spec_default(&s, MODEL_ARCH_CNN, 1, 8, 8, 3);
+    s.conv_channels[0] = 3;
+    s.conv_channels[1] = 4;
+    s.cnn_dense = 8;
+    model *m;
+    CU_ASSERT_FATAL(model_create(dev, &s, 1, 4, &m) == SS_OK);
+    /* conv1 8x8x1 -> 8x8x3 (P 64, KKC 25), pool -> 4x4x3, conv2 -> 4x4x4 (P 16, KKC 75),
+     * pool -> 2x2x4 = 16, dense 16 -> 8, relu, dense 8 -> 3 */
+    double conv1 = 2.0 * 64 * 25 * 3, conv2 = 2.0 * 16 * 75 * 4;
+    double fwd = conv1 + 64 * 3 + 192 + 3 * 48  /* conv1, bias, relu1, pool1 */
+                 + conv2 + 16 * 4 + 64 + 3 * 16 /* conv2, bias, relu2, pool2 */
+                 + (2 * 16 * 8 + 8) + 8 + (2 * 8 * 3 + 3) + 4 * 3;
+    double bwd = conv1 + 64 * 3 + 192 + 3 * 48                /* conv1: dW and db only */
+                 + 2 * conv2 + 16 * 4 + 16 * 75 + 64 + 3 * 16 /* conv2 with dcol and col2im */
+                 + (2 * 2 * 16 * 8 + 8) + 8 + (2 * 2 * 8 * 3 + 3) + 2 * 3;
+    SS_CHECK_CLOSE(model_forward_flops_per_sample(m), fwd, 0, 0);
+    SS_CHECK_CLOSE(model_backward_flops_per_sample(m), bwd, 0, 0);
+    CU_ASSERT_EQUAL(model_param_count(m), 3 * 25 + 3 + 4 * 75 + 4 + 16 * 8 + 8 + 8 * 3 + 3);
+    model_destroy(m);
+    device_close(dev);
+}
+
+/* ---- models: views, init, specs ---- */
+
+static void test_model_views(void) {
+    device *dev = open_cpu();
+    model_spec s;
+    model_spec_default(&s, MODEL_ARCH_CNN, 1, 28, 28, 10);
+    model *m;
+    CU_ASSERT_FATAL(model_create(dev, &s, 1, 2, &m) == SS_OK);
+    static const char *const names[] = {"conv1.weight",  "conv1.bias",    "conv2.weight",
+                                        "conv2.bias",    "dense1.weight", "dense1.bias",
+                                        "dense2.weight", "dense2.bias"};
+    CU_ASSERT_EQUAL_FATAL(model_view_count(m), 8);
+    size_t offset = 0;
+    const float *p = model_params(m);
+    for (int v = 0; v < 8; v++) {
+        const model_view *vw = model_view_at(m, v);
+        CU_ASSERT_STRING_EQUAL(vw->name, names[v]);
+        CU_ASSERT_EQUAL(vw->offset, offset);
+        offset += vw->count;
+        int is_bias = strstr(vw->name, ".bias") != NULL;
+        /* He-uniform: |w| <= sqrt(6 / fan_in); biases zero */
+        size_t fan_in = is_bias ? 1 : vw->count / model_view_at(m, v + 1)->count;
+        double bound = sqrt(6.0 / (double)fan_in), max_abs = 0.0;
+        for (size_t i = 0; i < vw->count; i++)
+            max_abs = fmax(max_abs, fabs(p[vw->offset + i]));
+        if (is_bias) CU_ASSERT(max_abs == 0.0);
+        if (!is_bias) CU_ASSERT(max_abs <= bound && max_abs > 0.5 * bound);
+    }
+    CU_ASSERT_EQUAL(offset, model_param_count(m));
+    /* 5*5*32+32 + 5*5*32*64+64 + 3136*128+128 + 128*10+10 */
+    CU_ASSERT_EQUAL(model_param_count(m), 832 + 51264 + 401536 + 1290);
+    double norms[8], total = 0.0;
+    model_layer_norms(m, model_params(m), norms);
+    for (int v = 0; v < 8; v++) {
+        const model_view *vw = model_view_at(m, v);
+        SS_CHECK_CLOSE(norms[v], device_nrm2(dev, vw->count, p + vw->offset), 0, 0);
+        total += norms[v] * norms[v];
+    }
+    SS_CHECK_CLOSE(sqrt(total), device_nrm2(dev, model_param_count(m), p), 1e-9, 1e-9);
+    model_destroy(m);
+    device_close(dev);
+}
+
+static void test_model_spec_parse(void) {
+    model_spec s;
+    CU_ASSERT_EQUAL(model_spec_parse(&s, "mlp:512,128", 1, 28, 28, 10), SS_OK);
+    CU_ASSERT_EQUAL(s.arch, MODEL_ARCH_MLP);
+    CU_ASSERT_EQUAL(s.n_hidden, 2);
+    CU_ASSERT_EQUAL(s.hidden[0], 512);
+    CU_ASSERT_EQUAL(s.hidden[1], 128);
+    CU_ASSERT_EQUAL(model_spec_parse(&s, "mlp", 1, 28, 28, 10), SS_OK);
+    CU_ASSERT(s.n_hidden == 2 && s.hidden[0] == 256 && s.hidden[1] == 256);
+    CU_ASSERT_EQUAL(model_spec_parse(&s, "cnn", 1, 28, 28, 10), SS_OK);
+    CU_ASSERT(s.conv_channels[0] == 32 && s.conv_channels[1] == 64 && s.cnn_dense == 128);
+    CU_ASSERT_EQUAL(model_spec_parse(&s, "logreg", 1, 28, 28, 10), SS_OK);
+    CU_ASSERT_EQUAL(s.arch, MODEL_ARCH_LOGREG);
+    CU_ASSERT_EQUAL(model_spec_parse(&s, "mlp:", 1, 28, 28, 10), SS_EUSAGE);
+    CU_ASSERT_EQUAL(model_spec_parse(&s, "mlp:12,x", 1, 28, 28, 10), SS_EUSAGE);
+    CU_ASSERT_EQUAL(model_spec_parse(&s, "cnn:3", 1, 28, 28, 10), SS_EUSAGE);
+    CU_ASSERT_EQUAL(model_spec_parse(&s, "resnet", 1, 28, 28, 10), SS_EUSAGE);
+    CU_ASSERT(strstr(ss_error_message(), "logreg") != NULL);
+}
+
+static void test_device_open(void) {
+    device *dev = NULL;
+    char notice[256], reason[256];
+    CU_ASSERT_EQUAL(device_open("tpu", &dev, notice, sizeof notice), SS_EUSAGE);
+    CU_ASSERT_EQUAL(device_open("auto", &dev, notice, sizeof notice), SS_OK);
+    if (!device_cuda_available(reason, sizeof reason)) {
+        CU_ASSERT(strncmp(notice, "syncsim: no usable GPU", 22) == 0);
+        CU_ASSERT(strstr(notice, reason) != NULL);
+        CU_ASSERT_EQUAL(device_get_kind(dev), DEVICE_KIND_CPU);
+        device *cuda = NULL;
+        CU_ASSERT_EQUAL(device_open("cuda", &cuda, notice, sizeof notice), SS_EDEVICE);
+        CU_ASSERT_PTR_NULL(cuda);
+    } else {
+        CU_ASSERT_EQUAL(notice[0], '\0');
+    }
+    device_close(dev);
+    CU_ASSERT_EQUAL(device_open("cpu", &dev, notice, sizeof notice), SS_OK);
+    CU_ASSERT(strncmp(device_name(dev), "cpu", 3) == 0);
+    device_close(dev);
+}
+
+/* ---- SGD and schedules ---- */
+
+static void test_sgd_momentum_wd(void) {
+    device *dev = open_cpu();
+    float w[3] = {1.0f, -2.0f, 0.5f}, g[3] = {0.1f, 0.2f, -0.3f};
+    float *wd_ = device_alloc(dev, 3), *gd = device_alloc(dev, 3);
+    device_upload(dev, wd_, w, 3);
+    device_upload(dev, gd, g, 3);
+    sgd_state *s = sgd_create(dev, 3);
+    /* step 1: g' = g + 0.01 w; v = g'; w -= 0.1 v   (w0 = 1: g' = 0.11, w = 0.989)
+     * step 2: g' = g + 0.01 w; v = 0.9 v + g'; w -= 0.1 v
+     *         (w0: g' = 0.10989, v = 0.099 + 0.10989 = 0.20889, w = 0.989 - 0.020889) */
+    sgd_step(s, wd_, gd, 0.1f, 0.9f, 0.01f);
+    SS_CHECK_CLOSE(wd_[0], 0.989, 1e-7, 0);
+    sgd_step(s, wd_, gd, 0.1f, 0.9f, 0.01f);
+    SS_CHECK_CLOSE(wd_[0], 0.968111, 1e-6, 0);
+    double ref_w[3], ref_v[3];
+    for (int i = 0; i < 3; i++) {
+        double wi = w[i], vi = 0.0;
+        for (int step = 0; step < 2; step++) {
+            double gi = g[i] + 0.01 * wi;
+            vi = step ? 0.9 * vi + gi : gi;
+            wi -= 0.1 * vi;
+        }
+        ref_w[i] = wi, ref_v[i] = vi;
+    }
+    const float *v = sgd_momentum_buffer(s);
+    for (int i = 0; i < 3; i++) {
+        SS_CHECK_CLOSE(wd_[i], ref_w[i], 1e-6, 1e-6);
+        SS_CHECK_CLOSE(v[i], ref_v[i], 1e-6, 1e-6);
+    }
+    sgd_reset(s);
+    CU_ASSERT(v[0] == 0.0f && v[1] == 0.0f && v[2] == 0.0f);
+    /* without momentum: plain w -= lr (g + wd w), buffer untouched */
+    device_upload(dev, wd_, w, 3);
+    sgd_step(s, wd_, gd, 0.5f, 0.0f, 0.1f);
+    for (int i = 0; i < 3; i++)
+        SS_CHECK_CLOSE(wd_[i], w[i] - 0.5 * (g[i] + 0.1 * w[i]), 1e-6, 0);
+    CU_ASSERT(v[0] == 0.0f);
+    SS_CHECK_CLOSE(sgd_step_flops(10, 0.9f, 0.01f), 60.0, 0, 0);
+    SS_CHECK_CLOSE(sgd_step_flops(10, 0.0f, 0.0f), 20.0, 0, 0);
+    sgd_destroy(s);
+    device_free(dev, wd_);
+    device_free(dev, gd);
+    device_close(dev);
+}
+
+static void test_lr_schedules(void) {
+    lr_schedule s = {.base_lr = 0.1, .steps_per_epoch = 10, .total_steps = 100};
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "constant"), SS_OK);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 12345), 0.1, 0, 0);
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "step:2:0.5"), SS_OK);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 0), 0.1, 1e-15, 0);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 19), 0.1, 1e-15, 0);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 20), 0.05, 1e-15, 0);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 45), 0.025, 1e-15, 0);
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "step"), SS_OK);
+    SS_CHECK_CLOSE(s.step_epochs, 30.0, 0, 0);
+    SS_CHECK_CLOSE(s.gamma, 0.1, 0, 0);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 300), 0.01, 1e-15, 0);
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "cosine:0.01"), SS_OK);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 0), 0.1, 1e-15, 0);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 50), 0.055, 1e-12, 0);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 100), 0.01, 1e-15, 0);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 200), 0.01, 1e-15, 0);
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "cosine"), SS_OK);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 25), 0.1 * (1 + cos(M_PI / 4)) / 2, 1e-12, 0);
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "linear"), SS_EUSAGE);
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "step:x"), SS_EUSAGE);
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "step:0"), SS_EUSAGE);
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "cosine:-1"), SS_EUSAGE);
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "constant:1"), SS_EUSAGE);
+}
+
+/* ---- vector ops against references ---- */
+
+static void test_vector_ops(void) {
+    device *dev = open_cpu();
+    enum { N = 10007, K = 3 }; /* not a multiple of any block size */
+    rng r;
+    rng_seed(&r, 9, RNG_STREAM_DATA);
+    float *xs[K], *out = device_alloc(dev, N), *ref = ss_malloc(N * sizeof(float));
+    for (int j = 0; j < K; j++) {
+        xs[j] = device_alloc(dev, N);
+        fill_uniform(&r, xs[j], N, -2.0f, 2.0f);
+    }
+    /* mean: documented order, bit for bit */
+    for (int i = 0; i < N; i++)
+        ref[i] = (xs[0][i] + xs[1][i] + xs[2][i]) * (1.0f / 3.0f);
+    device_mean(dev, N, K, (const float *const *)xs, out);
+    CU_ASSERT(memcmp(out, ref, N * sizeof(float)) == 0);
+    device_mean(dev, N, K, (const float *const *)xs, xs[0]); /* out aliases xs[0] */
+    CU_ASSERT(memcmp(xs[0], ref, N * sizeof(float)) == 0);
+    device_mean(dev, N, 1, (const float *const *)xs, out);
+    CU_ASSERT(memcmp(out, xs[0], N * sizeof(float)) == 0);
+    /* nrm2 against a double reference */
+    double ss = 0.0;
+    for (int i = 0; i < N; i++)
+        ss += (double)xs[1][i] * xs[1][i];
+    SS_CHECK_CLOSE(device_nrm2(dev, N, xs[1]), sqrt(ss), 0, 1e-12);
+    SS_CHECK_CLOSE(device_nrm2(dev, 0, xs[1]), 0.0, 0, 0);
+    /* axpy, scale */
+    memcpy(ref, xs[2], N * sizeof(float));
+    device_axpy(dev, N, -0.5f, xs[1], xs[2]);
+    for (int i = 0; i < N; i++)
+        CU_ASSERT(xs[2][i] == ref[i] + -0.5f * xs[1][i]);
+    memcpy(ref, xs[2], N * sizeof(float));
+    device_scale(dev, N, 0.25f, xs[2]);
+    for (int i = 0; i < N; i++)
+        CU_ASSERT(xs[2][i] == ref[i] * 0.25f);
+    /* masked copy */
+    uint8_t *mask = ss_malloc(N);
+    for (int i = 0; i < N; i++)
+        mask[i] = (uint8_t)(rng_below(&r, 3) == 0 ? 0 : 1 + i % 7);
+    memcpy(ref, out, N * sizeof(float));
+    device_masked_copy(dev, N, mask, xs[1], out);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += out[i] != (mask[i] ? xs[1][i] : ref[i]);
+    CU_ASSERT_EQUAL(bad, 0);
+    /* copy, upload, download */
+    float host[5] = {1, 2, 3, 4, 5}, back[5];
+    device_upload(dev, out, host, 5);
+    device_copy(dev, xs[1], out, 5);
+    device_download(dev, back, xs[1], 5);
+    CU_ASSERT(memcmp(back, host, sizeof host) == 0);
+    free(mask);
+    free(ref);
+    for (int j = 0; j < K; j++)
+        device_free(dev, xs[j]);
+    device_free(dev, out);
+    device_close(dev);
+}
+
+/* ---- training: determinism and learning ---- */
+
+/* Trains `steps` SGD steps on fixed synthetic data; fills params (P floats, malloc'ed). */
+static double train_steps(const char *arch, uint64_t seed, int steps, int batch, float lr,
+                          float **params_out, size_t *count_out, double *first_loss) {
+    device *dev = open_cpu();
+    model_spec s;
+    CU_ASSERT_FATAL(model_spec_parse(&s, arch, 1, 12, 12, 4) == SS_OK);
+    if (s.arch == MODEL_ARCH_CNN) s.conv_channels[0] = 8, s.conv_channels[1] = 16, s.cnn_dense = 32;
+    model *m;
+    CU_ASSERT_FATAL(model_create(dev, &s, seed, batch, &m) == SS_OK);
+    sgd_state *opt = sgd_create(dev, model_param_count(m));
+    /* learnable data: class c has a bright 6x6 quadrant c plus noise */
+    const int d = 144, n = 4 * batch;
+    float *x = ss_malloc((size_t)n * d * sizeof(float));
+    uint8_t *y = ss_malloc((size_t)n);
+    rng r;
+    rng_seed(&r, 1234, RNG_STREAM_DATA);
+    for (int i = 0; i < n; i++) {
+        int c = (int)rng_below(&r, 4);
+        y[i] = (uint8_t)c;
+        for (int p = 0; p < d; p++) {
+            int row = p / 12, col = p % 12;
+            int quadrant = (row >= 6) * 2 + (col >= 6);
+            x[(size_t)i * d + p] = 0.3f * (float)rng_uniform(&r) + (quadrant == c ? 0.7f : 0.0f);
+        }
+    }
+    double loss = 0.0;
+    for (int t = 0; t < steps; t++) {
+        int b0 = (t % 4) * batch;
+        loss = model_forward_backward(m, x + (size_t)b0 * d, y + b0, batch);
+        if (t == 0 && first_loss) *first_loss = loss;
+        sgd_step(opt, model_params(m), model_grads(m), lr, 0.9f, 1e-4f);
+    }
+    double eval_loss;
+    model_evaluate(m, x, y, (size_t)n, &eval_loss, NULL);
+    *count_out = model_param_count(m);
+    *params_out = ss_malloc(*count_out * sizeof(float));
+    device_download(dev, *params_out, model_params(m), *count_out);
+    sgd_destroy(opt);
+    model_destroy(m);
+    free(x);
+    free(y);
+    device_close(dev);
+    return eval_loss;
+}
+
+static void test_determinism(void) {
+    static const char *const archs[] = {"mlp", "cnn"};
+    for (int a = 0; a < 2; a++) {
+        float *p1, *p2, *p3;
+        size_t n1, n2, n3;
+        train_steps(archs[a], 7, 3, 16, 0.05f, &p1, &n1, NULL);
+        train_steps(archs[a], 7, 3, 16, 0.05f, &p2, &n2, NULL);
+        train_steps(archs[a], 8, 3, 16, 0.05f, &p3, &n3, NULL);
+        CU_ASSERT_EQUAL_FATAL(n1, n2);
+        CU_ASSERT(memcmp(p1, p2, n1 * sizeof(float)) == 0); /* same seed: bit-identical */
+        CU_ASSERT(memcmp(p1, p3, n1 * sizeof(float)) != 0); /* another seed: another model */
+        free(p1);
+        free(p2);
+        free(p3);
+    }
+}
+
+static void test_loss_decreases(void) {
+    static const char *const archs[] = {"logreg", "mlp", "cnn"};
+    for (int a = 0; a < 3; a++) {
+        float *p;
+        size_t n;
+        double first = 0.0;
+        double last = train_steps(archs[a], 1, 40, 32, 0.05f, &p, &n, &first);
+        if (!(last < 0.25 * first))
+            fprintf(stderr, "\n  %s: loss %.4f -> %.4f", archs[a], first, last);
+        CU_ASSERT(last < 0.25 * first);
+        free(p);
+    }
+}
+
+static CU_TestInfo layer_tests[] = {
+    {"layer_backward dense vs finite differences", test_grad_dense},
+    {"layer_backward conv2d vs finite differences", test_grad_conv2d},
+    {"layer_backward maxpool2 vs finite differences", test_grad_maxpool},
+    {"layer_backward relu vs finite differences", test_grad_relu},
+    {"layer_backward flatten vs finite differences", test_grad_flatten},
+    {"softmax_xent loss and gradient", test_grad_softmax_xent},
+    {"conv2d batch in chunks = per-sample passes", test_conv_chunks},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo model_tests[] = {
+    {"model_forward_backward logreg vs finite differences", test_grad_logreg},
+    {"model_forward_backward mlp vs finite differences", test_grad_mlp},
+    {"model_forward_backward cnn vs finite differences", test_grad_cnn},
+    {"model_*_flops_per_sample mlp closed form", test_flops_mlp},
+    {"model_*_flops_per_sample cnn closed form", test_flops_cnn},
+    {"model views, He init, model_layer_norms", test_model_views},
+    {"model_spec_parse", test_model_spec_parse},
+    {"device_open fallback and errors", test_device_open},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo optim_tests[] = {
+    {"sgd_step momentum and weight decay by hand", test_sgd_momentum_wd},
+    {"lr_schedule_parse and lr_schedule_at", test_lr_schedules},
+    {"device vector ops vs references", test_vector_ops},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo training_tests[] = {
+    {"training is bit-identical for one seed", test_determinism},
+    {"loss decreases on a learnable problem", test_loss_decreases},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void) {
+    CU_SuiteInfo suites[] = {
+        {"layers", NULL, NULL, NULL, NULL, layer_tests},
+        {"models", NULL, NULL, NULL, NULL, model_tests},
+        {"optim", NULL, NULL, NULL, NULL, optim_tests},
+        {"training", NULL, NULL, NULL, NULL, training_tests},
+        CU_SUITE_INFO_NULL,
+    };
+    return ss_test_main(suites);
+}
