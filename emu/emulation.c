@@ -262,6 +262,35 @@ static void em_step_done(void *self, int w, long step, double now_s) {
     }
 }
 
+/* DLCP's magnitude priority: chunks ordered by the sum over the group of the mean |value| of
+ * the exchanged vectors in the chunk, largest first (ties: lower index first). */
+static void em_chunk_order(void *self, aggregate_what what, const int *group, int n,
+                           size_t chunk_floats, int n_chunks, int *order) {
+    emulation *e = self;
+    float *host = ss_malloc(sizeof(float) * e->params);
+    double *mass = ss_calloc((size_t)n_chunks, sizeof(double));
+    for (int j = 0; j < n; j++) {
+        device_download(e->cfg.dev, host, member_vector(e, group ? group[j] : j, what), e->params);
+        for (size_t i = 0; i < e->params; i++)
+            mass[i / chunk_floats] += fabsf(host[i]);
+    }
+    for (int c = 0; c < n_chunks; c++) { /* a mean: the last chunk may be shorter */
+        size_t lo = (size_t)c * chunk_floats;
+        size_t hi = lo + chunk_floats < e->params ? lo + chunk_floats : e->params;
+        mass[c] /= (double)(hi - lo);
+    }
+    for (int c = 0; c < n_chunks; c++)
+        order[c] = c;
+    for (int i = 1; i < n_chunks; i++) /* insertion sort, stable */
+        for (int k = i; k > 0 && mass[order[k - 1]] < mass[order[k]]; k--) {
+            int t = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = t;
+        }
+    free(mass);
+    free(host);
+}
+
 static int em_forced_decision(void *self, long step) {
     (void)self;
     (void)step;
@@ -277,6 +306,7 @@ static const step_source_ops emulation_ops = {
     .ps_pull = em_ps_pull,
     .inject = em_inject,
     .step_done = em_step_done,
+    .chunk_order = em_chunk_order,
     .forced_decision = em_forced_decision,
 };
 

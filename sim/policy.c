@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *policy_names[] = {"bsp", "ssp", "asp", "fedavg", "selsync"};
+static const char *policy_names[] = {"bsp", "ssp", "asp", "fedavg", "selsync", "dssync"};
 
 void policy_config_default(policy_config *pc) {
     memset(pc, 0, sizeof *pc);
@@ -30,6 +30,11 @@ void policy_config_default(policy_config *pc) {
     pc->aggregation = AGGREGATE_PARAMS;
     pc->order = SELSYNC_ORDER_STEP_THEN_AVERAGE;
     pc->flag_bytes = 1.0;
+    pc->group_size = 2;
+    pc->grouping = DSSYNC_GROUPING_SHUFFLE;
+    pc->chunk_bytes = 16384;
+    pc->priority = DLCP_PRIORITY_LAYER;
+    pc->straggler_factor = 1.0;
 }
 
 int policy_kind_parse(const char *text, policy_kind *out) {
@@ -40,7 +45,7 @@ int policy_kind_parse(const char *text, policy_kind *out) {
         }
     return ss_error_set(SS_EUSAGE,
                         "--policy: unknown policy '%s' (valid: bsp, ssp, asp, fedavg, "
-                        "selsync)",
+                        "selsync, dssync)",
                         text);
 }
 
@@ -72,10 +77,14 @@ void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, 
     step_cost cost = {0, 0, -1};
     memset(stats, 0, sizeof *stats);
     st->src->ops->compute(st->src->self, w, step, batch, &cost, stats);
+    /* Stragglers: a fixed slowdown of some workers, and random slow steps (one draw a step). */
+    double slowdown = st->pc->slowdown ? st->pc->slowdown[w] : 1.0;
+    if (st->pc->straggler_prob > 0 && rng_uniform(&st->straggler[w]) < st->pc->straggler_prob)
+        slowdown *= st->pc->straggler_factor;
     sim_step_cost sc = {.flops = cost.flops,
                         .measured_s = cost.measured_s,
                         .trace_s = cost.trace_s,
-                        .slowdown = st->pc->slowdown ? st->pc->slowdown[w] : 1.0};
+                        .slowdown = slowdown};
     double dt = 0;
     int rc = sim_compute_step(&st->pc->compute, &sc, &dt);
     SS_ASSERT(rc == SS_OK);
@@ -111,25 +120,6 @@ void policy_sync_leave(policy_state *st, long id, double entry_s, double bytes, 
     st->counters.bytes_sent += bytes;
 }
 
-void policy_sync_world(policy_state *st, int w, long id, long step, aggregate_what what,
-                       step_acc *a) {
-    const policy_config *pc = st->pc;
-    sim_coll_result r;
-    double entry = policy_sync_enter(st, id);
-    int rc;
-    if (st->ps) {
-        rc = sim_ps_push_pull(st->ps, w, st->src->param_bytes, step, NULL, &r);
-        /* The servers' replies are bytes on the network too: count them once, at the receiver. */
-        r.bytes_sent += r.bytes_recv;
-    } else {
-        rc = sim_allreduce(st->world, w, st->src->param_bytes, &pc->coll, &r);
-    }
-    SS_ASSERT(rc == SS_OK);
-    policy_sync_leave(st, id, entry, r.bytes_sent, a);
-    long seq = st->agg_seq[w]++;
-    st->src->ops->aggregate(st->src->self, w, seq, NULL, pc->workers, pc->workers, what, NULL, 0);
-}
-
 void policy_end_step(policy_state *st, int w, step_acc *a) {
     st->compute_s[w] += a->rec.compute_s;
     st->comm_s[w] += a->rec.comm_s;
@@ -150,6 +140,14 @@ static int check_config(const policy_config *pc, const sim_cluster *c) {
                             "policy %s needs %d parameter server host(s); the cluster "
                             "maps %d",
                             policy_kind_name(pc->kind), pc->ps_servers, sim_cluster_n_ps(c));
+    if (pc->use_ps &&
+        ((pc->kind == POLICY_FEDAVG && pc->client_fraction < 1) || pc->kind == POLICY_DSSYNC))
+        return ss_error_set(SS_EUSAGE, "--collective ps serves all workers at once: it does not "
+                                       "apply to dssync groups or to fedavg with "
+                                       "--client-fraction below 1");
+    if (pc->loss_tolerance < 0 || pc->loss_tolerance >= 1 || pc->chunk_bytes < 4)
+        return ss_error_set(SS_EUSAGE, "loss tolerance must be in [0, 1) and chunks at least 4 "
+                                       "bytes");
     if (pc->kind == POLICY_FEDAVG &&
         (pc->local_steps < 1 || pc->client_fraction <= 0 || pc->client_fraction > 1))
         return ss_error_set(SS_EUSAGE, "fedavg: local steps must be >= 1 and the client fraction "
@@ -184,7 +182,22 @@ int policy_run(const policy_config *pc, sim_cluster *cluster, step_source *src,
     st.pulled_version = ss_calloc((size_t)n, sizeof(long));
     st.mutex = sg_mutex_init();
     st.clock_advanced = sg_cond_init();
+    st.straggler = ss_calloc((size_t)n, sizeof(rng));
+    for (int w = 0; w < n; w++)
+        rng_seed(&st.straggler[w], pc->seed, RNG_STREAM_NETWORK + (uint64_t)w);
     src->counters = &st.counters;
+    if (pc->background_load > 0) {
+        /* cross traffic among every host of the run: the workers and the servers */
+        int nps = sim_cluster_n_ps(cluster);
+        sg_host_t *hosts = ss_malloc(sizeof(sg_host_t) * (size_t)(n + nps));
+        for (int w = 0; w < n; w++)
+            hosts[w] = sim_cluster_worker_host(cluster, w);
+        for (int k = 0; k < nps; k++)
+            hosts[n + k] = sim_cluster_ps_host(cluster, k);
+        rc = sim_background_start(hosts, n + nps, pc->background_load, pc->seed, &st.background);
+        free(hosts);
+        if (rc != SS_OK) goto done;
+    }
 
     const int async = pc->kind == POLICY_SSP || pc->kind == POLICY_ASP;
     if (async || pc->use_ps) {
@@ -221,6 +234,9 @@ int policy_run(const policy_config *pc, sim_cluster *cluster, step_source *src,
     }
 done:
     if (st.ps) sim_ps_free(st.ps);
+    sim_background_free(st.background);
+    policy_dlcp_free(&st);
+    free(st.straggler);
     sg_cond_destroy(st.clock_advanced);
     sg_mutex_destroy(st.mutex);
     free(st.flags[0]);

@@ -31,8 +31,20 @@ typedef enum policy_kind {
     POLICY_SSP = 1,
     POLICY_ASP = 2,
     POLICY_FEDAVG = 3,
-    POLICY_SELSYNC = 4
+    POLICY_SELSYNC = 4,
+    POLICY_DSSYNC = 5
 } policy_kind;
+
+typedef enum dssync_grouping {
+    DSSYNC_GROUPING_SHUFFLE = 0,  /* new random groups every step, from the shared seed */
+    DSSYNC_GROUPING_ALTERNATE = 1 /* the published 4-worker code: {0,1},{2,3} then {0,3},{1,2} */
+} dssync_grouping;
+
+typedef enum dlcp_priority {
+    DLCP_PRIORITY_NONE = 0,     /* chunks in index order, no priority meant */
+    DLCP_PRIORITY_LAYER = 1,    /* front layers first (the parameter vector's own order) */
+    DLCP_PRIORITY_MAGNITUDE = 2 /* chunks of larger mean |value| first */
+} dlcp_priority;
 
 typedef enum selsync_variant {
     SELSYNC_VARIANT_PAPER = 0, /* Delta on the global norm, signed, EWMA factor N/100 */
@@ -78,6 +90,24 @@ typedef struct policy_config {
     double flag_bytes;   /* bytes of one worker's flag in the all-gather (1) */
     double inject_alpha; /* data injection: fraction of workers that share (0: off) */
     double inject_beta;  /* fraction of its batch a sharing worker sends to each other */
+
+    /* DS-Sync */
+    int group_size; /* G: workers averaging together each step */
+    dssync_grouping grouping;
+
+    /* DLCP-style bounded loss on the synchronous exchanges (BSP, SelSync, FedAvg, DS-Sync) */
+    double loss_tolerance; /* eps: fraction of the data an exchange may finish without (0: off) */
+    double deadline_s;     /* > 0: beyond the (1 - eps) part, send chunks until this long */
+    double chunk_bytes;    /* chunk size of the prioritized data */
+    dlcp_priority priority;
+    int drop_keep_local; /* dropped entries: 1 keep the worker's own value, 0 count as zero */
+
+    /* stragglers */
+    double straggler_prob;   /* p: chance that a worker's step is slowed */
+    double straggler_factor; /* f: the slowdown of such a step */
+
+    /* cross traffic */
+    double background_load; /* fraction of link capacity taken by seeded random flows (0: none) */
 } policy_config;
 
 void policy_config_default(policy_config *pc);
@@ -124,6 +154,11 @@ typedef struct policy_result {
     long update_staleness_hist[POLICY_STALENESS_BINS];
     long max_clock_gap;
     long max_update_staleness;
+    /* DLCP: bytes of the exchanges' data (all workers) and the part dropped; the time the dropped
+     * chunks would have taken at the rate the sent part went (an estimate, per worker, mean) */
+    double dlcp_bytes_total;
+    double dlcp_bytes_dropped;
+    double dlcp_time_saved_s;
 } policy_result;
 
 /* Runs the policy on an open cluster (sim_cluster_open) with the given step source: spawns one

@@ -3,6 +3,7 @@
 #define SS_SIM_POLICY_INTERNAL_H
 
 #include "common/rng.h"
+#include "sim/background.h"
 #include "sim/policy.h"
 #include "sim/ps.h"
 
@@ -41,6 +42,11 @@ typedef struct policy_state {
     long *pulled_version; /* (N) ps_version when the worker last pulled from server 0 */
     sg_mutex_t mutex;
     sg_cond_t clock_advanced;
+
+    rng *straggler;          /* (N) each worker's draws of random slowdowns */
+    struct dlcp_slot **dlcp; /* exchanges in flight under DLCP */
+    int n_dlcp;
+    sim_background *background;
 } policy_state;
 
 /* What one worker's actor receives. */
@@ -63,14 +69,25 @@ void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, 
 double policy_sync_enter(policy_state *st, long id);
 /* ... and leaves it (right after): splits the time into wait and comm, adds the bytes. */
 void policy_sync_leave(policy_state *st, long id, double entry_s, double bytes, step_acc *a);
-/* Exchange of `bytes` among all workers by all-reduce (or PS push/pull), then the real
- * aggregation of `what` at that moment. */
+/* One synchronous exchange (policy_exchange.c): worker w, member `me` of the group `comm` whose
+ * workers are members[0..m-1] (NULL: all workers, comm = world), moves the data of the
+ * parameters or gradients (all-reduce, or push/pull through the PS when one is used) and, under
+ * DLCP (loss_tolerance > 0), only the chunks that make it: the (1 - eps) first in priority order,
+ * then more until the deadline. `callers` workers will aggregate the result. */
+void policy_exchange(policy_state *st, int w, long id, long step, aggregate_what what,
+                     sim_comm *comm, int me, const int *members, int m, int callers, step_acc *a);
+/* Worker w takes the exchange's result (the mean over the members of what arrived) into its
+ * replica: after policy_exchange, or, for a worker outside the group, after it has received it. */
+void policy_aggregate(policy_state *st, int w, long id, aggregate_what what, const int *members,
+                      int m, int callers);
+/* Both, among all workers. */
 void policy_sync_world(policy_state *st, int w, long id, long step, aggregate_what what,
                        step_acc *a);
+void policy_dlcp_free(policy_state *st);
 void policy_end_step(policy_state *st, int w, step_acc *a);
 
 /* The protocols. */
-void policy_worker_sync(void *arg); /* BSP, FedAvg/local SGD, SelSync (policy_sync.c) */
+void policy_worker_sync(void *arg); /* BSP, FedAvg/local SGD, SelSync, DS-Sync (policy_sync.c) */
 void policy_worker_ssp(void *arg);  /* SSP, ASP (policy_ssp.c) */
 void policy_ssp_hooks(sim_ps_hooks *hooks, policy_state *st);
 

@@ -92,13 +92,12 @@ static void fedavg_worker(policy_state *st, int w) {
             policy_begin_step(st, w, step, &a);
         }
         const long id = sync_id(step, 1);
+        const int all = m == pc->workers;
         sim_coll_result cr;
         if (me >= 0) {
-            double entry = policy_sync_enter(st, id);
-            sim_comm *group = m == pc->workers ? world : sim_cluster_group(st->cluster, clients, m);
-            int rc = sim_allreduce(group, me, st->src->param_bytes, &pc->coll, &cr);
-            SS_ASSERT(rc == SS_OK);
-            policy_sync_leave(st, id, entry, cr.bytes_sent, &a);
+            sim_comm *group = all ? world : sim_cluster_group(st->cluster, clients, m);
+            policy_exchange(st, w, id, step, AGGREGATE_PARAMS, group, me, all ? NULL : clients, m,
+                            pc->workers, &a);
         }
         if (m < pc->workers) {
             /* The new model reaches the workers that sat the round out. */
@@ -109,9 +108,7 @@ static void fedavg_worker(policy_state *st, int w) {
             a.rec.bytes_sent += cr.bytes_sent;
             st->counters.bytes_sent += cr.bytes_sent;
         }
-        long seq = st->agg_seq[w]++;
-        st->src->ops->aggregate(st->src->self, w, seq, clients, m, pc->workers, AGGREGATE_PARAMS,
-                                NULL, 0);
+        policy_aggregate(st, w, id, AGGREGATE_PARAMS, all ? NULL : clients, m, pc->workers);
         a.rec.decision = 1;
         if (w == clients[0]) st->counters.sync_steps++;
         if (me < 0) {
@@ -294,6 +291,74 @@ static void selsync_worker(policy_state *st, int w) {
     }
 }
 
+/* ---- DS-Sync ---- */
+
+/* The groups of a step, the same on every worker: a shuffle of the workers from the shared seed
+ * (or the published code's alternation), cut into consecutive groups of G. Writes this worker's
+ * group, sorted, and returns its size. */
+static int dssync_group(const policy_config *pc, rng *r, long step, int w, int *perm,
+                        int *members) {
+    const int n = pc->workers;
+    int g = pc->group_size < 1 ? 1 : pc->group_size > n ? n : pc->group_size;
+    if (pc->grouping == DSSYNC_GROUPING_SHUFFLE) {
+        for (int i = 0; i < n; i++)
+            perm[i] = i;
+        rng_shuffle(r, perm, (size_t)n);
+    } else {
+        /* {0,1},{2,3},... on odd steps, the pairs shifted by G/2 on even ones ({1,2},{3,0}) */
+        int offset = step % 2 == 1 ? 0 : g / 2;
+        for (int i = 0; i < n; i++)
+            perm[i] = (i + offset) % n;
+    }
+    int pos = 0;
+    while (perm[pos] != w)
+        pos++;
+    int first = pos / g * g, m = 0;
+    for (int i = first; i < first + g && i < n; i++)
+        members[m++] = perm[i];
+    for (int i = 1; i < m; i++) /* member order = rank order */
+        for (int j = i; j > 0 && members[j - 1] > members[j]; j--) {
+            int t = members[j];
+            members[j] = members[j - 1];
+            members[j - 1] = t;
+        }
+    return m;
+}
+
+static void dssync_worker(policy_state *st, int w) {
+    const policy_config *pc = st->pc;
+    const int n = pc->workers;
+    rng r;
+    rng_seed(&r, pc->seed, RNG_STREAM_POLICY + 3);
+    int *perm = ss_malloc(sizeof(int) * (size_t)n), *members = ss_malloc(sizeof(int) * (size_t)n);
+    for (long step = 1; step <= pc->steps && !st->src->stop; step++) {
+        step_acc a;
+        step_stats stats;
+        policy_begin_step(st, w, step, &a);
+        policy_compute(st, w, step, pc->batch, &a, &stats);
+        st->src->ops->apply_local(st->src->self, w, step);
+        int m = dssync_group(pc, &r, step, w, perm, members);
+        if (m > 1) {
+            int me = 0;
+            while (members[me] != w)
+                me++;
+            const int all = m == n;
+            sim_comm *comm = all ? st->world : sim_cluster_group(st->cluster, members, m);
+            const long id = sync_id(step, 1);
+            policy_exchange(st, w, id, step, AGGREGATE_PARAMS, comm, me, all ? NULL : members, m, m,
+                            &a);
+            policy_aggregate(st, w, id, AGGREGATE_PARAMS, all ? NULL : members, m, m);
+        } else {
+            st->agg_seq[w]++; /* a worker alone this step keeps its sequence in line */
+        }
+        a.rec.decision = 1;
+        if (w == 0) st->counters.sync_steps++;
+        policy_end_step(st, w, &a);
+    }
+    free(perm);
+    free(members);
+}
+
 void policy_worker_sync(void *arg) {
     worker_arg *wa = arg;
     policy_state *st = wa->st;
@@ -307,6 +372,9 @@ void policy_worker_sync(void *arg) {
         break;
     case POLICY_SELSYNC:
         selsync_worker(st, wa->rank);
+        break;
+    case POLICY_DSSYNC:
+        dssync_worker(st, wa->rank);
         break;
     default:
         SS_ASSERT(!"not a synchronous policy");

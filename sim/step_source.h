@@ -69,6 +69,10 @@ typedef struct step_source_ops {
     /* Worker w finished `step` at simulated time now_s: the source evaluates the consensus model
      * when every worker has reached an evaluation step. */
     void (*step_done)(void *self, int worker, long step, double now_s);
+    /* DLCP's magnitude priority (may be NULL: index order): writes into order[0..n_chunks-1] the
+     * chunk indices, largest mean |value| of the exchanged vectors of `group` first. */
+    void (*chunk_order)(void *self, aggregate_what what, const int *group, int n,
+                        size_t chunk_floats, int n_chunks, int *order);
     /* Replay only: the recorded global decision for `step` (1 sync, 0 local), or -1 when the
      * policy decides itself (emulation). */
     int (*forced_decision)(void *self, long step);

@@ -296,6 +296,113 @@ static void test_selsync_injection(void) {
     free(o);
 }
 
+/* DS-Sync with G = N averages the parameters of all workers after every local step: synchronous
+ * parameter averaging, bit-identical to SelSync with delta = 0 in PA mode. */
+static void test_dssync_full_group_equals_selsync_delta0(void) {
+    policy_case ds, sel;
+    case_default(&ds, POLICY_DSSYNC, 4, 30);
+    case_default(&sel, POLICY_SELSYNC, 4, 30);
+    ds.pc.group_size = 4;
+    sel.pc.delta = 0;
+    ds.momentum = sel.momentum = 0.9;
+    policy_outcome *a = run(&ds), *b = run(&sel);
+    CU_ASSERT(memcmp(a->w, b->w, sizeof(float) * a->params * 4) == 0);
+    /* groups of 2: the replicas differ, but each step moves 2 (N/2) messages of M/2 per group */
+    policy_case pairs;
+    case_default(&pairs, POLICY_DSSYNC, 4, 30);
+    policy_outcome *c = run(&pairs);
+    SS_CHECK_CLOSE(c->res.bytes_sent, 30.0 * 4 * c->param_bytes, 0, 1e-12);
+    /* after the last step, worker 0 equals its partner and differs from the other pair */
+    int equal = 0;
+    for (int k = 1; k < 4; k++)
+        equal += memcmp(c->w, c->w + (size_t)k * c->params, sizeof(float) * c->params) == 0;
+    CU_ASSERT_EQUAL(equal, 1);
+    free(a);
+    free(b);
+    free(c);
+}
+
+/* DLCP with a tolerance too small to drop a chunk moves everything through the chunked path:
+ * the same parameters and time as without it. */
+static void test_dlcp_eps0_identical(void) {
+    policy_case plain, tiny;
+    case_default(&plain, POLICY_BSP, 4, 20);
+    case_default(&tiny, POLICY_BSP, 4, 20);
+    tiny.pc.loss_tolerance = 1e-6;
+    tiny.pc.chunk_bytes = 512;
+    policy_outcome *a = run(&plain), *b = run(&tiny);
+    CU_ASSERT(memcmp(a->w, b->w, sizeof(float) * a->params * 4) == 0);
+    CU_ASSERT(a->res.sim_time_s == b->res.sim_time_s);
+    CU_ASSERT(b->res.dlcp_bytes_dropped == 0.0);
+    free(a);
+    free(b);
+}
+
+/* eps = 0.25 on 11 chunks of 512 bytes (5392 bytes: the last one 272): 9 chunks must arrive, the
+ * last two are dropped in layer priority. Dropped gradient entries count as zero, so with plain
+ * SGD those parameters never move from their initial values, while the others do. */
+static void test_dlcp_drop_accounting_and_priority(void) {
+    policy_case c;
+    const int n = 4, steps = 10;
+    case_default(&c, POLICY_BSP, n, steps);
+    c.pc.loss_tolerance = 0.25;
+    c.pc.chunk_bytes = 512;
+    policy_outcome *o = run(&c);
+    CU_ASSERT_EQUAL((int)o->param_bytes, 5392);
+    SS_CHECK_CLOSE(o->res.dlcp_bytes_total, (double)steps * n * 5392, 0, 0);
+    SS_CHECK_CLOSE(o->res.dlcp_bytes_dropped, (double)steps * n * (512 + 272), 0, 0);
+    /* the initial parameters, from the same seed */
+    device *dev;
+    char notice[256];
+    device_open("cpu", &dev, notice, sizeof notice);
+    model_spec spec;
+    model_spec_parse(&spec, c.model, 1, 4, 4, 4);
+    model *m;
+    model_create(dev, &spec, c.pc.seed, 16, &m);
+    float *w0 = ss_malloc(sizeof(float) * o->params);
+    device_download(dev, w0, model_params(m), o->params);
+    size_t kept = 9 * 128; /* floats in the chunks that arrived */
+    CU_ASSERT(memcmp(w0 + kept, o->w + kept, sizeof(float) * (o->params - kept)) == 0);
+    int moved = 0;
+    for (size_t i = 0; i < kept; i++)
+        moved += w0[i] != o->w[i];
+    CU_ASSERT(moved > (int)kept / 2);
+    free(w0);
+    model_destroy(m);
+    device_close(dev);
+    free(o);
+}
+
+/* A straggler: one worker computes 3x slower; BSP waits for it every step, so each step takes
+ * 3 x compute + the ring all-reduce (CM02), and the others' waiting is the difference. */
+static void test_straggler_closed_form(void) {
+    policy_case c;
+    const int n = 4, steps = 8;
+    case_default(&c, POLICY_BSP, n, steps);
+    c.cm02 = 1;
+    c.efficiency = 1e-4;
+    c.use_slowdown = 1;
+    for (int i = 0; i < n; i++)
+        c.slowdown[i] = 1.0;
+    c.slowdown[2] = 3.0;
+    policy_outcome *o = run(&c);
+    double b_Bps = c.bandwidth_bps / 8.0, m = o->param_bytes;
+    double compute = o->flops_per_step / o->host_speed_flops;
+    double ring = 2.0 * (n - 1) * o->route_latency_s + 2.0 * (n - 1) / n * m / b_Bps;
+    SS_CHECK_CLOSE(o->res.sim_time_s, steps * (3 * compute + ring), 0, 1e-6);
+    SS_CHECK_CLOSE(o->res.wait_s, steps * 2 * compute * 3 / 4, 0, 1e-6);
+    /* random stragglers with p = 1: every step of every worker is f times slower */
+    case_default(&c, POLICY_BSP, n, steps);
+    c.cm02 = 1;
+    c.efficiency = 1e-4;
+    c.pc.straggler_prob = 1.0;
+    c.pc.straggler_factor = 2.0;
+    policy_outcome *p = run(&c);
+    SS_CHECK_CLOSE(p->res.sim_time_s, steps * (2 * compute + ring), 0, 1e-6);
+    free(o);
+    free(p);
+}
+
 /* SSP with s = 0 on identical hosts runs in lockstep: no worker is ever ahead of another. */
 static void test_ssp_s0_lockstep(void) {
     policy_case c;
@@ -381,6 +488,11 @@ static CU_TestInfo equivalence_tests[] = {
      test_selsync_huge_delta_is_local_sgd},
     {"policy_run: SelSync data injection charges and computes the shared samples",
      test_selsync_injection},
+    {"policy_run: DS-Sync with G=N equals SelSync delta=0 (PA), bit for bit",
+     test_dssync_full_group_equals_selsync_delta0},
+    {"policy_run: DLCP with nothing dropped is bit-identical to no DLCP", test_dlcp_eps0_identical},
+    {"policy_run: DLCP drops exactly the tail chunks in layer priority",
+     test_dlcp_drop_accounting_and_priority},
     CU_TEST_INFO_NULL,
 };
 
@@ -391,6 +503,7 @@ static CU_TestInfo timing_tests[] = {
     {"policy_run: BSP simulated time equals compute + ring closed form (CM02)",
      test_bsp_time_closed_form},
     {"policy_run: two identical runs are bit-identical", test_determinism},
+    {"policy_run: a 3x straggler lengthens BSP by its closed form", test_straggler_closed_form},
     CU_TEST_INFO_NULL,
 };
 
