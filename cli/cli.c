@@ -49,6 +49,7 @@ static int run_platform(const run_config *cfg, const char *target) {
 static int run_bench(const run_config *cfg, const char *target) {
     if (!strcmp(target, "kernels")) return bench_kernels(cfg->device, cfg->batch, stdout);
     if (!strcmp(target, "coupling")) return cmd_bench_coupling(cfg);
+    if (!strcmp(target, "replay")) return cmd_bench_replay(cfg);
     bench_network_opts o = bench_network_default();
     char list[RUN_CONFIG_TEXT];
     snprintf(list, sizeof list, "%s", cfg->bench_hosts);
@@ -67,6 +68,16 @@ static int run_bench(const run_config *cfg, const char *target) {
     return bench_network(&o, stdout);
 }
 
+static int run_replay(const run_config *cfg, const char *target) {
+    (void)target;
+    return cmd_replay(cfg);
+}
+
+static int run_trace(const run_config *cfg, const char *target) {
+    (void)target;
+    return cmd_trace(cfg);
+}
+
 static const subcommand subcommands[] = {
     {"train", CMD_TRAIN, "syncsim train [options]",
      "train for real: one worker, or N emulated workers under a policy on a simulated cluster",
@@ -76,8 +87,22 @@ static const subcommand subcommands[] = {
      run_compare},
     {"platform", CMD_PLATFORM, "syncsim platform [options] > FILE.xml",
      "print a SimGrid platform of GPU hosts (star or fat-tree, optional PS hosts)", run_platform},
-    {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling [options]",
-     "benchmarks: training vs SGEMM; all-reduce vs SMPI; SimGrid coupling overhead", run_bench},
+    {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling|replay [options]",
+     "benchmarks: training vs SGEMM; all-reduce vs SMPI; SimGrid coupling overhead; replay at "
+     "scale",
+     run_bench},
+    {"replay", CMD_REPLAY,
+     "syncsim replay --trace FILE | --profile NAME | --import CSV [--platform P] [--workers M] "
+     "[options]",
+     "replay a recorded trace, a model profile or a real log with the same policy actors",
+     run_replay},
+    {"trace", CMD_REPLAY, "syncsim trace --trace FILE | --import CSV [--out DIR]",
+     "check and summarize a trace, or convert a real per-step log into one", run_trace},
+    /* sweep and report take positional words: cli_main hands them their argv. */
+    {"sweep", CMD_SWEEP, "syncsim sweep FILE.ini [options]",
+     "a grid of runs from an INI file, in parallel, resumable, over MPI ranks or shards", NULL},
+    {"report", CMD_REPORT, "syncsim report DIR... [options]",
+     "statistics over seeds (mean, 95% CI), tables and gnuplot figures of runs and sweeps", NULL},
 };
 #define SUBCOMMAND_COUNT ((int)(sizeof subcommands / sizeof subcommands[0]))
 
@@ -118,11 +143,13 @@ int cli_main(int argc, char **argv) {
         if (!strcmp(argv[1], subcommands[i].name)) sc = &subcommands[i];
     if (!sc) {
         fprintf(stderr,
-                "syncsim: unknown command '%s' (valid: train, compare, platform, bench; "
-                "see syncsim --help)\n",
+                "syncsim: unknown command '%s' (valid: train, compare, platform, bench, replay, "
+                "trace, sweep, report; see syncsim --help)\n",
                 argv[1]);
         return 2;
     }
+    if (sc->command == CMD_SWEEP) return cmd_sweep_main(argc - 2, argv + 2);
+    if (sc->command == CMD_REPORT) return cmd_report_main(argc - 2, argv + 2);
     int first = 2;
     const char *target = "";
     if (sc->command == CMD_BENCH) {
@@ -132,8 +159,9 @@ int cli_main(int argc, char **argv) {
             return 0;
         }
         if (argc < 3 || (strcmp(argv[2], "kernels") && strcmp(argv[2], "network") &&
-                         strcmp(argv[2], "coupling"))) {
-            fprintf(stderr, "syncsim: bench needs a target: kernels, network or coupling%s%s%s\n",
+                         strcmp(argv[2], "coupling") && strcmp(argv[2], "replay"))) {
+            fprintf(stderr,
+                    "syncsim: bench needs a target: kernels, network, coupling or replay%s%s%s\n",
                     argc >= 3 ? " (not '" : "", argc >= 3 ? argv[2] : "", argc >= 3 ? "')" : "");
             return 2;
         }

@@ -66,7 +66,7 @@ static int coupling_run(void *varg, sim_blob *out) {
     if (steps < 1) steps = 1;
     lr_schedule sched;
     lr_schedule_parse(&sched, "constant");
-    sched.base_lr = cfg->lr;
+    sched.base_lr = options_learning_rate(cfg);
     emulation_config ec = {.dev = dev,
                            .train = &train,
                            .test = &test,

@@ -22,8 +22,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define COMPARE_MAX_RUNS      64
-#define COMPARE_TARGET_MARGIN 0.005 /* DESIGN.md: BSP's final accuracy minus 0.5 points */
+#define COMPARE_MAX_RUNS       64
+#define COMPARE_TARGET_MARGIN  0.005 /* DESIGN.md: BSP's final accuracy minus 0.5 points */
+#define COMPARE_DLCP_TOLERANCE 0.1   /* eps of the "-dlcp" policies unless --loss-tolerance */
 
 typedef struct compare_run {
     char policy[16];
@@ -36,8 +37,28 @@ typedef struct compare_run {
     int ok;
     char status[16];
     double accuracy, sim_time_s, lssr, bytes_sent;
+    double dropped; /* DLCP: fraction of the exchanged data dropped */
     double tta_s, speedup;
 } compare_run;
+
+/* A policy of the list: 1 for a plain policy, 2 for "<policy>-dlcp" (its exchanges with DLCP's
+ * bounded loss: --loss-tolerance, or COMPARE_DLCP_TOLERANCE), 0 if unknown. `base` gets the
+ * policy proper. */
+static int compare_policy_base(const char *name, char *base, size_t n) {
+    static const char *plain[] = {"bsp", "ssp", "asp", "fedavg", "selsync", "dssync"};
+    static const char *dlcp[] = {"bsp-dlcp", "fedavg-dlcp", "selsync-dlcp", "dssync-dlcp"};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
+        if (!strcmp(name, plain[i])) {
+            snprintf(base, n, "%s", name);
+            return 1;
+        }
+    for (size_t i = 0; i < sizeof dlcp / sizeof dlcp[0]; i++)
+        if (!strcmp(name, dlcp[i])) {
+            snprintf(base, n, "%.*s", (int)(strlen(name) - 5), name);
+            return 2;
+        }
+    return 0;
+}
 
 /* Splits a comma-separated list into items (in place). */
 static int split_list(char *text, char **items, int max) {
@@ -65,7 +86,10 @@ static void network_label(const char *network, char *buf, size_t n) {
 /* The child: one emulation, its stdout and stderr into DIR/log.txt. */
 static int run_child(const run_config *base, const compare_run *r, int serial_blas) {
     run_config cfg = *base;
-    snprintf(cfg.policy, sizeof cfg.policy, "%s", r->policy);
+    char policy[32];
+    if (compare_policy_base(r->policy, policy, sizeof policy) == 2 && cfg.loss_tolerance <= 0)
+        cfg.loss_tolerance = COMPARE_DLCP_TOLERANCE;
+    snprintf(cfg.policy, sizeof cfg.policy, "%s", policy);
     snprintf(cfg.out_dir, sizeof cfg.out_dir, "%s", r->dir);
     cfg.progress = 0;
     if (is_platform_file(r->network))
@@ -118,6 +142,7 @@ static void read_back(compare_run *r) {
     r->sim_time_s = json_number(j, "sim_time_s", NAN);
     r->lssr = json_number(j, "lssr", NAN);
     r->bytes_sent = json_number(j, "bytes_sent", NAN);
+    r->dropped = json_number(j, "dropped_fraction", 0.0);
     r->ok = 1;
     cJSON_Delete(j);
 }
@@ -150,11 +175,11 @@ static int write_compare_csv(const run_config *cfg, const compare_run *runs, int
     int rc = afile_open(&f, path);
     if (rc != SS_OK) return rc;
     fprintf(f.fp, "policy,platform,workers,test_accuracy,sim_time_s,tta_s,speedup_vs_bsp,lssr,"
-                  "bytes_sent,status\n");
+                  "bytes_sent,dropped_fraction,status\n");
     for (int i = 0; i < n; i++) {
         const compare_run *r = &runs[i];
         if (!r->ok) {
-            fprintf(f.fp, "%s,%s,%d,,,,,,,failed\n", r->policy, r->label, cfg->workers);
+            fprintf(f.fp, "%s,%s,%d,,,,,,,,failed\n", r->policy, r->label, cfg->workers);
             continue;
         }
         fprintf(f.fp, "%s,%s,%d,%.6f,%.9f,", r->policy, r->label, cfg->workers, r->accuracy,
@@ -167,7 +192,7 @@ static int write_compare_csv(const run_config *cfg, const compare_run *runs, int
             fprintf(f.fp, "%.6f,", r->speedup);
         else
             fputc(',', f.fp);
-        fprintf(f.fp, "%.6f,%.0f,%s\n", r->lssr, r->bytes_sent, r->status);
+        fprintf(f.fp, "%.6f,%.0f,%.6f,%s\n", r->lssr, r->bytes_sent, r->dropped, r->status);
     }
     return afile_commit(&f);
 }
@@ -229,13 +254,14 @@ int cmd_compare(const run_config *cfg_in) {
         return ss_error_set(SS_EUSAGE, "compare: at most %d runs (%d policies x %d networks asked)",
                             COMPARE_MAX_RUNS, n_pols, n_nets);
     if (cfg.workers < 2) cfg.workers = 8;
-    /* Check every point's options before running any. */
+    /* Check every point's policy before running any. */
     for (int p = 0; p < n_pols; p++) {
-        if (strcmp(pols[p], "bsp") && strcmp(pols[p], "ssp") && strcmp(pols[p], "asp") &&
-            strcmp(pols[p], "fedavg") && strcmp(pols[p], "selsync"))
+        char base[32];
+        if (!compare_policy_base(pols[p], base, sizeof base))
             return ss_error_set(SS_EUSAGE,
-                                "--policies: unknown policy '%s' (valid: bsp, ssp, asp, "
-                                "fedavg, selsync)",
+                                "--policies: unknown policy '%s' (valid: bsp, ssp, asp, fedavg, "
+                                "selsync, dssync, and bsp-dlcp, fedavg-dlcp, selsync-dlcp, "
+                                "dssync-dlcp for their DLCP bounded-loss form)",
                                 pols[p]);
     }
     int have_bsp = 0;
@@ -286,7 +312,7 @@ int cmd_compare(const run_config *cfg_in) {
             if (runs[i].pid == pid) {
                 runs[i].exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128;
                 read_back(&runs[i]);
-                printf("  [%d/%d] %-8s %-12s %s (%.0f s)\n", ++done, n, runs[i].policy,
+                printf("  [%d/%d] %-12s %-12s %s (%.0f s)\n", ++done, n, runs[i].policy,
                        runs[i].label, runs[i].ok ? runs[i].status : "FAILED, see log.txt",
                        outputs_wall_s() - t0);
                 fflush(stdout);
@@ -310,21 +336,21 @@ int cmd_compare(const run_config *cfg_in) {
         }
     }
 
-    printf("\n%-8s %-12s %9s %11s %11s %8s %6s %8s\n", "policy", "network", "accuracy", "sim time",
-           "TTA(BSP)", "speedup", "LSSR", "GB sent");
+    printf("\n%-12s %-12s %9s %11s %11s %8s %6s %8s %8s\n", "policy", "network", "accuracy",
+           "sim time", "TTA(BSP)", "speedup", "LSSR", "GB sent", "dropped");
     for (int i = 0; i < n; i++) {
         const compare_run *r = &runs[i];
         if (!r->ok) {
-            printf("%-8s %-12s  failed (exit %d): see %s/log.txt\n", r->policy, r->label,
+            printf("%-12s %-12s  failed (exit %d): see %s/log.txt\n", r->policy, r->label,
                    r->exit_code, r->dir);
             continue;
         }
         char tta[32] = "never", speed[32] = "-";
         if (r->tta_s >= 0) snprintf(tta, sizeof tta, "%.2f s", r->tta_s);
         if (r->speedup > 0) snprintf(speed, sizeof speed, "%.2fx", r->speedup);
-        printf("%-8s %-12s %9.4f %9.2f s %11s %8s %6.3f %8.3f%s\n", r->policy, r->label,
+        printf("%-12s %-12s %9.4f %9.2f s %11s %8s %6.3f %8.3f %7.2f%%%s\n", r->policy, r->label,
                r->accuracy, r->sim_time_s, tta, speed, r->lssr, r->bytes_sent / 1e9,
-               strcmp(r->status, "ok") ? " (diverged)" : "");
+               100.0 * r->dropped, strcmp(r->status, "ok") ? " (diverged)" : "");
     }
     if (!have_bsp) printf("(no bsp run: TTA and speedup need --policies to include bsp)\n");
     printf("TTA(BSP): first simulated time at BSP's final accuracy minus %.1f points\n",

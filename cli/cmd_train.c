@@ -45,7 +45,7 @@ int cmd_train_single(const run_config *cfg) {
 
     lr_schedule sched;
     if ((rc = lr_schedule_parse(&sched, cfg->lr_schedule)) != SS_OK) return rc;
-    sched.base_lr = cfg->lr;
+    sched.base_lr = options_learning_rate(cfg);
 
     char notice[512] = "";
     if ((rc = device_open(cfg->device, &dev, notice, sizeof notice)) != SS_OK) return rc;
@@ -156,6 +156,7 @@ int cmd_train_single(const run_config *cfg) {
     cJSON_AddStringToObject(summary, "model", cfg->model);
     cJSON_AddStringToObject(summary, "dataset", train.name);
     cJSON_AddNumberToObject(summary, "batch", cfg->batch);
+    cJSON_AddNumberToObject(summary, "lr", sched.base_lr);
     cJSON_AddNumberToObject(summary, "params", (double)model_param_count(m));
     cJSON_AddNumberToObject(summary, "flops_per_sample",
                             model_forward_flops_per_sample(m) + model_backward_flops_per_sample(m));

@@ -46,10 +46,10 @@ static const opt_def options_table[] = {
     {"help", OPT_TYPE_FLAG, F(help), NULL, 0, 0, CMD_ALL, NULL, "", "print this help and exit", 0},
     {"config", OPT_TYPE_STRING, F(config_file), "", 0, 0, CMD_RUN, NULL, "FILE",
      "read options from an INI file (e.g. a run's config.ini) before the command line", 0},
-    {"seed", OPT_TYPE_U64, F(seed), "1", 0, 0, CMD_RUN, NULL, "S",
+    {"seed", OPT_TYPE_U64, F(seed), "1", 0, 0, CMD_RUN | CMD_REPLAY, NULL, "S",
      "seed of every random choice; the same seed gives the same run bit for bit", 0},
-    {"out", OPT_TYPE_STRING, F(out_dir), "out", 0, 0, CMD_RUN | CMD_SWEEP | CMD_REPORT, NULL, "DIR",
-     "output directory (created if needed)", 0},
+    {"out", OPT_TYPE_STRING, F(out_dir), "out", 0, 0, CMD_RUN | CMD_SWEEP | CMD_REPORT | CMD_REPLAY,
+     NULL, "DIR", "output directory (created if needed)", 0},
     {"device", OPT_TYPE_CHOICE, F(device), "auto", 0, 0, CMD_RUN | CMD_BENCH, "auto|cpu|cuda", "D",
      "compute device; auto takes a usable GPU, else the CPU", 0},
     {"model", OPT_TYPE_STRING, F(model), "mlp", 0, 0, CMD_RUN | CMD_BENCH, NULL, "M",
@@ -61,9 +61,11 @@ static const opt_def options_table[] = {
      "directory of the named data set (default: its Debian package's directory)", 0},
     {"epochs", OPT_TYPE_DOUBLE, F(epochs), "5", 0.001, 10000, CMD_RUN | CMD_BENCH, NULL, "E",
      "passes over the training set by all workers together (fractions allowed)", 0},
-    {"batch", OPT_TYPE_INT, F(batch), "64", 1, 65536, CMD_RUN | CMD_BENCH, NULL, "B",
+    {"batch", OPT_TYPE_INT, F(batch), "64", 1, 65536, CMD_RUN | CMD_BENCH | CMD_REPLAY, NULL, "B",
      "mini-batch size per worker", 0},
-    {"lr", OPT_TYPE_DOUBLE, F(lr), "0.05", 0, 100, CMD_RUN | CMD_BENCH, NULL, "X", "learning rate",
+    {"lr", OPT_TYPE_DOUBLE, F(lr), "0", 0, 100, CMD_RUN | CMD_BENCH, NULL, "X",
+     "learning rate (0: by model and mode: one worker 0.01 logreg, 0.02 mlp and cnn; several "
+     "workers 0.05)",
      0},
     {"momentum", OPT_TYPE_DOUBLE, F(momentum), "0.9", 0, 0.9999, CMD_RUN | CMD_BENCH, NULL, "X",
      "SGD momentum (0 = plain SGD)", 0},
@@ -75,33 +77,36 @@ static const opt_def options_table[] = {
      "evaluate the test set every K steps (0: once per epoch for one worker, ten times per "
      "epoch with several); always at the end",
      0},
-    {"progress", OPT_TYPE_AUTO, F(progress), "auto", 0, 0, CMD_RUN, NULL, "auto|yes|no",
-     "progress bar on stderr (auto: when stderr is a terminal)", 0},
+    {"progress", OPT_TYPE_AUTO, F(progress), "auto", 0, 0, CMD_RUN | CMD_REPLAY, NULL,
+     "auto|yes|no", "progress bar on stderr (auto: when stderr is a terminal)", 0},
 
-    {"policy", OPT_TYPE_CHOICE, F(policy), "", 0, 0, CMD_TRAIN, "|bsp|ssp|asp|fedavg|selsync", "P",
+    {"policy", OPT_TYPE_CHOICE, F(policy), "", 0, 0, CMD_TRAIN | CMD_REPLAY,
+     "|bsp|ssp|asp|fedavg|selsync|dssync", "P",
      "synchronization policy; without it (and with one worker) train runs without simulation", 0},
     {"workers", OPT_TYPE_INT, F(workers), "1", 1, 4096, CMD_RUN | CMD_BENCH, NULL, "N",
      "workers (each a SimGrid actor with a real replica)", 0},
-    {"platform", OPT_TYPE_STRING, F(platform), "", 0, 0, CMD_TRAIN, NULL, "FILE",
+    {"platform", OPT_TYPE_STRING, F(platform), "", 0, 0, CMD_TRAIN | CMD_REPLAY, NULL, "FILE",
      "SimGrid platform file (default: a star cluster generated from the options below)", SIM},
-    {"bandwidth", OPT_TYPE_STRING, F(bandwidth), "25Gbps", 0, 0, CMD_TRAIN | CMD_PLATFORM, NULL,
-     "BW", "generated platform: link bandwidth (5Gbps, 100Gbps, 1.25GBps...)", SIM},
-    {"latency", OPT_TYPE_STRING, F(latency), "tier", 0, 0, CMD_RUN | CMD_PLATFORM, NULL, "T",
+    {"bandwidth", OPT_TYPE_STRING, F(bandwidth), "25Gbps", 0, 0,
+     CMD_TRAIN | CMD_PLATFORM | CMD_REPLAY, NULL, "BW",
+     "generated platform: link bandwidth (5Gbps, 100Gbps, 1.25GBps...)", SIM},
+    {"latency", OPT_TYPE_STRING, F(latency), "tier", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY,
+     NULL, "T",
      "generated platform: link latency (5us, 1ms...; tier: by bandwidth, 25us at 5Gbps down to "
      "1us at 100Gbps)",
      SIM},
-    {"topology", OPT_TYPE_CHOICE, F(topology), "star", 0, 0, CMD_RUN | CMD_PLATFORM,
+    {"topology", OPT_TYPE_CHOICE, F(topology), "star", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY,
      "star|fat-tree", "T", "generated platform: topology", SIM},
-    {"gpu", OPT_TYPE_CHOICE, F(gpu), "v100", 0, 0, CMD_RUN | CMD_PLATFORM, "v100|a100|h100", "G",
-     "generated platform: GPU class (host speed = its FP32 FLOP/s)", SIM},
-    {"network-model", OPT_TYPE_CHOICE, F(network_model), "LV08", 0, 0, CMD_RUN, "LV08|CM02", "M",
-     "SimGrid network model (CM02: plain flows, for closed forms)", SIM},
-    {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0, CMD_RUN,
+    {"gpu", OPT_TYPE_CHOICE, F(gpu), "v100", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY,
+     "v100|a100|h100", "G", "generated platform: GPU class (host speed = its FP32 FLOP/s)", SIM},
+    {"network-model", OPT_TYPE_CHOICE, F(network_model), "LV08", 0, 0, CMD_RUN | CMD_REPLAY,
+     "LV08|CM02", "M", "SimGrid network model (CM02: plain flows, for closed forms)", SIM},
+    {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0, CMD_RUN | CMD_REPLAY,
      "ring|ring-coarse|hd|tree|ps", "C",
      "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
-    {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN, NULL, "BYTES",
-     "cut collective messages into segments of this size (0: whole)", SIM},
-    {"ps-servers", OPT_TYPE_INT, F(ps_servers), "1", 1, 1024, CMD_RUN, NULL, "K",
+    {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN | CMD_REPLAY, NULL,
+     "BYTES", "cut collective messages into segments of this size (0: whole)", SIM},
+    {"ps-servers", OPT_TYPE_INT, F(ps_servers), "1", 1, 1024, CMD_RUN | CMD_REPLAY, NULL, "K",
      "parameter servers (shards) for ssp, asp or --collective ps", SIM},
     {"compute", OPT_TYPE_STRING, F(compute), "flops", 0, 0, CMD_RUN, NULL, "MODE",
      "compute time: flops (counted FLOPs on the host's speed) | measured[:SCALE]", SIM},
@@ -116,18 +121,18 @@ static const opt_def options_table[] = {
     {"trace", OPT_TYPE_FLAG, F(trace), "true", 0, 0, CMD_RUN, NULL, "",
      "write steps.trace (--trace=false to skip)", SIM},
 
-    {"staleness", OPT_TYPE_LONG, F(staleness), "3", 0, 1e9, CMD_RUN, NULL, "S",
+    {"staleness", OPT_TYPE_LONG, F(staleness), "3", 0, 1e9, CMD_RUN | CMD_REPLAY, NULL, "S",
      "ssp: staleness bound s (asp is s = infinity)", POL_SSP},
     {"server-lr-scale", OPT_TYPE_DOUBLE, F(server_lr_scale), "0", 0, 100, CMD_RUN, NULL, "X",
      "ssp/asp: the server applies each gradient with lr x X (0: 1/N, so that N pushes move the "
      "model as far as one BSP step)",
      POL_SSP | POL_ASP},
-    {"local-steps", OPT_TYPE_LONG, F(local_steps), "8", 1, 1e9, CMD_RUN, NULL, "H",
+    {"local-steps", OPT_TYPE_LONG, F(local_steps), "8", 1, 1e9, CMD_RUN | CMD_REPLAY, NULL, "H",
      "fedavg: local steps per round", POL_FEDAVG},
     {"local-epochs", OPT_TYPE_DOUBLE, F(local_epochs), "0", 0, 1000, CMD_RUN, NULL, "E",
      "fedavg: local epochs per round (over a worker's share; replaces --local-steps)", POL_FEDAVG},
-    {"client-fraction", OPT_TYPE_DOUBLE, F(client_fraction), "1", 0.001, 1, CMD_RUN, NULL, "C",
-     "fedavg: fraction of workers sampled per round", POL_FEDAVG},
+    {"client-fraction", OPT_TYPE_DOUBLE, F(client_fraction), "1", 0.001, 1, CMD_RUN | CMD_REPLAY,
+     NULL, "C", "fedavg: fraction of workers sampled per round", POL_FEDAVG},
     {"post-local", OPT_TYPE_LONG, F(post_local_after), "0", 0, 1e12, CMD_RUN, NULL, "T",
      "fedavg: run BSP for the first T steps, then local SGD (post-local SGD)", POL_FEDAVG},
     {"delta", OPT_TYPE_DOUBLE, F(delta), "0.05", 0, 1e9, CMD_RUN, NULL, "D",
@@ -153,6 +158,34 @@ static const opt_def options_table[] = {
      "selsync data injection: fraction of workers sharing samples each step", POL_SELSYNC},
     {"inject-beta", OPT_TYPE_DOUBLE, F(inject_beta), "0", 0, 1, CMD_RUN, NULL, "B",
      "selsync data injection: fraction of its batch a sharing worker sends", POL_SELSYNC},
+    {"group-size", OPT_TYPE_INT, F(group_size), "2", 1, 65536, CMD_RUN, NULL, "G",
+     "dssync: workers averaging parameters together each step", POL_DSSYNC},
+    {"grouping", OPT_TYPE_CHOICE, F(grouping), "shuffle", 0, 0, CMD_RUN, "shuffle|alternate", "K",
+     "dssync: groups reshuffled every step from the shared seed, or the published 4-worker "
+     "alternation {0,1},{2,3} / {0,3},{1,2}",
+     POL_DSSYNC},
+    {"loss-tolerance", OPT_TYPE_DOUBLE, F(loss_tolerance), "0", 0, 0.99, CMD_RUN, NULL, "EPS",
+     "DLCP: an exchange may finish without the last fraction EPS of its data (0: off)",
+     POL_EXCHANGING},
+    {"deadline", OPT_TYPE_STRING, F(deadline), "0s", 0, 0, CMD_RUN, NULL, "T",
+     "DLCP: past the (1 - EPS) part, keep sending chunks until T after the exchange began",
+     POL_EXCHANGING},
+    {"priority", OPT_TYPE_CHOICE, F(priority), "layer", 0, 0, CMD_RUN, "layer|magnitude|none", "P",
+     "DLCP: chunk order (front layers first, large values first, or none)", POL_EXCHANGING},
+    {"chunk-size", OPT_TYPE_DOUBLE, F(chunk_bytes), "16384", 4, 1e12, CMD_RUN, NULL, "BYTES",
+     "DLCP: chunk size of the prioritized data", POL_EXCHANGING},
+    {"drop", OPT_TYPE_CHOICE, F(drop), "zero", 0, 0, CMD_RUN, "zero|local", "D",
+     "DLCP: a dropped entry counts as zero or keeps the worker's own value", POL_EXCHANGING},
+    {"straggler-prob", OPT_TYPE_DOUBLE, F(straggler_prob), "0", 0, 1, CMD_RUN, NULL, "P",
+     "stragglers: chance that a worker's step is slowed (seeded)", SIM},
+    {"straggler-factor", OPT_TYPE_DOUBLE, F(straggler_factor), "2", 1, 1000, CMD_RUN, NULL, "F",
+     "stragglers: slowdown of such a step", SIM},
+    {"slow-workers", OPT_TYPE_STRING, F(slow_workers), "", 0, 0, CMD_RUN, NULL, "LIST",
+     "stragglers: ranks of workers always slower (e.g. 0,5)", SIM},
+    {"slow-factor", OPT_TYPE_DOUBLE, F(slow_factor), "2", 1, 1000, CMD_RUN, NULL, "F",
+     "stragglers: how much slower --slow-workers compute", SIM},
+    {"background", OPT_TYPE_DOUBLE, F(background_load), "0", 0, 1, CMD_RUN, NULL, "LOAD",
+     "cross traffic: seeded random flows between hosts taking this fraction of link capacity", SIM},
 
     {"policies", OPT_TYPE_STRING, F(policies), "bsp,ssp,fedavg,selsync", 0, 0, CMD_COMPARE, NULL,
      "LIST", "compare: policies to run", 0},
@@ -170,16 +203,42 @@ static const opt_def options_table[] = {
      "platform: worker hosts", 0},
     {"ps", OPT_TYPE_INT, F(ps_hosts), "0", 0, 1024, CMD_PLATFORM, NULL, "K",
      "platform: parameter-server hosts (role=ps)", 0},
-    {"gpu-efficiency", OPT_TYPE_DOUBLE, F(gpu_efficiency), "1", 0.001, 1, CMD_PLATFORM, NULL, "F",
-     "platform: host speed as a fraction of the GPU's peak FP32 FLOP/s", 0},
+    {"gpu-efficiency", OPT_TYPE_DOUBLE, F(gpu_efficiency), "1", 1e-6, 1, CMD_RUN | CMD_PLATFORM,
+     NULL, "F", "generated platform: host speed as a fraction of the GPU's peak FP32 FLOP/s", SIM},
     {"sizes", OPT_TYPE_STRING, F(bench_hosts), "16,64,256,1024", 0, 0, CMD_BENCH, NULL, "LIST",
      "bench network: host counts", 0},
     {"bytes", OPT_TYPE_DOUBLE, F(bench_bytes), "1e8", 1, 1e13, CMD_BENCH, NULL, "M",
      "bench network: all-reduce size in bytes", 0},
     {"max-smpi-hosts", OPT_TYPE_INT, F(max_smpi_hosts), "256", 0, 65536, CMD_BENCH, NULL, "N",
      "bench network: run SMPI up to this many hosts (it is slow beyond)", 0},
-    {"models", OPT_TYPE_STRING, F(bench_models), "logreg,mlp,cnn", 0, 0, CMD_BENCH, NULL, "LIST",
-     "bench kernels: models to measure", 0},
+    /* replay and trace (traces/FORMAT.md); "trace" and "workers" repeat names of train rows:
+     * find_option_for() picks the row of the subcommand */
+    {"trace", OPT_TYPE_STRING, F(replay_trace), "", 0, 0, CMD_REPLAY, NULL, "FILE",
+     "replay: a recorded steps.trace (syncsim train writes OUT/steps.trace)", 0},
+    {"profile", OPT_TYPE_STRING, F(replay_profile), "", 0, 0, CMD_REPLAY | CMD_BENCH, NULL,
+     "NAME|FILE",
+     "replay: synthesize the trace from a model profile (resnet101, vgg11, alexnet, transformer, "
+     "or a .profile file)",
+     0},
+    {"import", OPT_TYPE_STRING, F(replay_import), "", 0, 0, CMD_REPLAY, NULL, "CSV",
+     "replay: a per-step log of a real cluster (columns step,worker,compute_s,sync_s,decision)", 0},
+    {"workers", OPT_TYPE_INT, F(replay_workers), "0", 0, 65536, CMD_REPLAY, NULL, "M",
+     "replay: workers (0: as recorded; more than recorded scales out)", 0},
+    {"steps", OPT_TYPE_LONG, F(replay_steps), "0", 0, 1e9, CMD_REPLAY | CMD_BENCH, NULL, "S",
+     "replay: global steps (0: all recorded; 100 for --profile)", 0},
+    {"scale-out", OPT_TYPE_CHOICE, F(replay_scale_out), "round-robin", 0, 0, CMD_REPLAY,
+     "round-robin|sample", "HOW",
+     "replay, more workers than recorded: worker j replays recorded worker j mod N, or a "
+     "recorded worker drawn each step (seeded)",
+     0},
+    {"sync-fraction", OPT_TYPE_DOUBLE, F(replay_sync_fraction), "1", 0, 1, CMD_REPLAY, NULL, "F",
+     "replay --profile --policy selsync: fraction of steps that synchronize (seeded draws)", 0},
+    {"decisions", OPT_TYPE_STRING, F(replay_decisions), "", 0, 0, CMD_REPLAY, NULL, "FILE",
+     "replay --profile --policy selsync: the per-step decisions of this recorded trace", 0},
+    {"param-bytes", OPT_TYPE_DOUBLE, F(replay_param_bytes), "0", 0, 1e13, CMD_REPLAY, NULL, "B",
+     "replay --import: bytes of one exchange (0: 4 x the parameters of --profile)", 0},
+    {"record", OPT_TYPE_FLAG, F(replay_record), "false", 0, 0, CMD_REPLAY, NULL, "",
+     "replay: write OUT/steps.trace of the replayed run", 0},
 };
 #undef SIM
 
@@ -228,6 +287,15 @@ static int find_option(const char *name) {
     for (int i = 0; i < OPTIONS_COUNT; i++)
         if (strcmp(options_table[i].name, name) == 0) return i;
     return -1;
+}
+
+/* The row of `name` that `command` accepts (a name may have one row per subcommand, as replay's
+ * --trace FILE and train's --trace flag), else the first row of that name. */
+static int find_option_for(unsigned command, const char *name) {
+    for (int i = 0; i < OPTIONS_COUNT; i++)
+        if ((options_table[i].commands & command) && strcmp(options_table[i].name, name) == 0)
+            return i;
+    return find_option(name);
 }
 
 static const char *command_name(unsigned command) {
@@ -435,7 +503,7 @@ int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
         if (nl >= sizeof name) nl = sizeof name - 1;
         memcpy(name, arg + 2, nl);
         name[nl] = '\0';
-        int i = find_option(name);
+        int i = find_option_for(command, name);
         if (i < 0 || !(options_table[i].commands & command)) {
             const char *near = closest_option(command, name);
             if (i >= 0)
@@ -474,11 +542,8 @@ static unsigned policy_bit(const run_config *cfg) {
     static const struct {
         const char *name;
         unsigned bit;
-    } names[] = {{"bsp", POL_BSP},
-                 {"ssp", POL_SSP},
-                 {"asp", POL_ASP},
-                 {"fedavg", POL_FEDAVG},
-                 {"selsync", POL_SELSYNC}};
+    } names[] = {{"bsp", POL_BSP},       {"ssp", POL_SSP},         {"asp", POL_ASP},
+                 {"fedavg", POL_FEDAVG}, {"selsync", POL_SELSYNC}, {"dssync", POL_DSSYNC}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (!strcmp(cfg->policy, names[i].name)) return names[i].bit;
     return cfg->workers > 1 ? POL_BSP : POL_SINGLE;
@@ -501,9 +566,11 @@ int options_validate(unsigned command, const run_config *cfg) {
     }
     if (options_was_set(cfg, "platform") &&
         (options_was_set(cfg, "bandwidth") || options_was_set(cfg, "topology") ||
-         options_was_set(cfg, "gpu") || options_was_set(cfg, "latency")))
-        return ss_error_set(SS_EUSAGE, "--platform FILE contradicts --bandwidth, --latency, "
-                                       "--topology and --gpu, which describe a generated platform");
+         options_was_set(cfg, "gpu") || options_was_set(cfg, "latency") ||
+         options_was_set(cfg, "gpu-efficiency")))
+        return ss_error_set(SS_EUSAGE,
+                            "--platform FILE contradicts --bandwidth, --latency, --topology, "
+                            "--gpu and --gpu-efficiency, which describe a generated platform");
     if (options_was_set(cfg, "local-epochs") && options_was_set(cfg, "local-steps"))
         return ss_error_set(SS_EUSAGE, "--local-epochs and --local-steps both set the length of a "
                                        "fedavg round: give one");
@@ -514,6 +581,12 @@ int options_validate(unsigned command, const run_config *cfg) {
         return ss_error_set(SS_EUSAGE, "--staleness does not apply to --policy asp (asp is ssp "
                                        "with s = infinity)");
     return SS_OK;
+}
+
+double options_learning_rate(const run_config *cfg) {
+    if (cfg->lr > 0) return cfg->lr;
+    if (cfg->policy[0] || cfg->workers > 1) return 0.05;
+    return strncmp(cfg->model, "logreg", 6) == 0 ? 0.01 : 0.02;
 }
 
 int options_was_set(const run_config *cfg, const char *name) {
@@ -561,7 +634,8 @@ static int is_meta(const opt_def *o) {
 static int describes_other_platform(const opt_def *o, const run_config *cfg) {
     if (!strcmp(o->name, "platform")) return cfg->platform[0] == '\0';
     if (!strcmp(o->name, "bandwidth") || !strcmp(o->name, "latency") ||
-        !strcmp(o->name, "topology") || !strcmp(o->name, "gpu"))
+        !strcmp(o->name, "topology") || !strcmp(o->name, "gpu") ||
+        !strcmp(o->name, "gpu-efficiency"))
         return cfg->platform[0] != '\0';
     return 0;
 }
@@ -615,7 +689,7 @@ void options_print_help(unsigned command, const char *usage, FILE *out) {
 }
 
 int options_lookup(unsigned command, const char *name, unsigned *policies) {
-    int i = find_option(name);
+    int i = find_option_for(command, name);
     if (i < 0 || !(options_table[i].commands & command) || is_meta(&options_table[i])) return 0;
     if (policies) *policies = options_table[i].policies;
     return 1;
@@ -625,12 +699,20 @@ const char *options_closest(unsigned command, const char *name) {
     return closest_option(command, name);
 }
 
-int options_check_value(const char *name, const char *value) {
-    int i = find_option(name);
+int options_check_value(unsigned command, const char *name, const char *value) {
+    int i = find_option_for(command, name);
     SS_ASSERT(i >= 0);
     run_config scratch;
     options_defaults(&scratch);
     char where[96];
     snprintf(where, sizeof where, "key '%s'", name);
     return set_value(&options_table[i], value, &scratch, where);
+}
+
+unsigned options_policy_bit(const char *policy, int workers) {
+    run_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.policy, sizeof cfg.policy, "%s", policy);
+    cfg.workers = workers;
+    return policy_bit(&cfg);
 }

@@ -31,9 +31,11 @@ enum cli_policy {
     POL_ASP = 1 << 3,
     POL_FEDAVG = 1 << 4,
     POL_SELSYNC = 1 << 5,
+    POL_DSSYNC = 1 << 6,
 };
-#define POL_ALL       (POL_SINGLE | POL_BSP | POL_SSP | POL_ASP | POL_FEDAVG | POL_SELSYNC)
-#define POL_SIMULATED (POL_BSP | POL_SSP | POL_ASP | POL_FEDAVG | POL_SELSYNC)
+#define POL_SIMULATED  (POL_BSP | POL_SSP | POL_ASP | POL_FEDAVG | POL_SELSYNC | POL_DSSYNC)
+#define POL_ALL        (POL_SINGLE | POL_SIMULATED)
+#define POL_EXCHANGING (POL_BSP | POL_FEDAVG | POL_SELSYNC | POL_DSSYNC) /* DLCP applies */
 
 /* Parses argv (after the subcommand word) into cfg, starting from the defaults (and from the file
  * named by --config, if any, before the other options). Bad input: SS_EUSAGE with a message naming
@@ -49,6 +51,9 @@ void options_print_help(unsigned command, const char *usage, FILE *out);
 /* Writes the resolved configuration as INI (re-runnable with --config), or a table for humans. */
 void options_write_ini(unsigned command, const run_config *cfg, FILE *out);
 void options_print_table(unsigned command, const run_config *cfg, FILE *out);
+/* The learning rate of a run: --lr, or the default of its model and mode when --lr is 0. The
+ * defaults reach the published-quality accuracies on Fashion-MNIST (README). */
+double options_learning_rate(const run_config *cfg);
 /* Whether the option `name` was given explicitly (on the command line or in --config). */
 int options_was_set(const run_config *cfg, const char *name);
 /* For sweep files: 1 if `name` is an option of `command` (its POL_* bits in *policies, 0 = any
@@ -56,6 +61,8 @@ int options_was_set(const run_config *cfg, const char *name);
  * is valid for option `name` (SS_EUSAGE with a message naming the key and the valid values). */
 int options_lookup(unsigned command, const char *name, unsigned *policies);
 const char *options_closest(unsigned command, const char *name);
-int options_check_value(const char *name, const char *value);
+int options_check_value(unsigned command, const char *name, const char *value);
+/* The POL_* bit of a policy name ("" runs bsp with several workers, else one worker). */
+unsigned options_policy_bit(const char *policy, int workers);
 
 #endif

@@ -61,6 +61,18 @@ typedef struct run_config {
     char selsync_order[32];   /* step-then-average | average-then-step */
     double inject_alpha;      /* selsync data injection */
     double inject_beta;
+    int group_size;          /* dssync: G */
+    char grouping[16];       /* dssync: shuffle | alternate */
+    double loss_tolerance;   /* DLCP: eps */
+    char deadline[32];       /* DLCP: time after which optional chunks stop ("0s": none) */
+    char priority[16];       /* DLCP: layer | magnitude | none */
+    double chunk_bytes;      /* DLCP */
+    char drop[8];            /* DLCP: zero | local */
+    double straggler_prob;   /* stragglers: p */
+    double straggler_factor; /* stragglers: f */
+    char slow_workers[RUN_CONFIG_TEXT]; /* ranks always slower */
+    double slow_factor;
+    double background_load; /* cross traffic */
 
     /* compare */
     char policies[RUN_CONFIG_TEXT]; /* comma-separated policies */
@@ -79,10 +91,21 @@ typedef struct run_config {
     double gpu_efficiency; /* host speed = peak FP32 x this */
 
     /* bench */
-    char bench_models[RUN_CONFIG_TEXT]; /* comma-separated list for `bench kernels` */
-    char bench_hosts[RUN_CONFIG_TEXT];  /* comma-separated host counts for `bench network` */
-    double bench_bytes;                 /* all-reduce size for `bench network` */
-    int max_smpi_hosts;                 /* largest N run under SMPI in `bench network` */
+    char bench_hosts[RUN_CONFIG_TEXT]; /* comma-separated host counts for `bench network` */
+    double bench_bytes;                /* all-reduce size for `bench network` */
+    int max_smpi_hosts;                /* largest N run under SMPI in `bench network` */
+
+    /* replay, trace (traces/FORMAT.md) */
+    char replay_trace[RUN_CONFIG_TEXT];     /* --trace FILE: a recorded steps.trace */
+    char replay_profile[RUN_CONFIG_TEXT];   /* --profile NAME|FILE: synthesize from a profile */
+    char replay_import[RUN_CONFIG_TEXT];    /* --import CSV: a real cluster's per-step log */
+    int replay_workers;                     /* M (0: as recorded) */
+    long replay_steps;                      /* global steps (0: all recorded / 100) */
+    char replay_scale_out[16];              /* round-robin | sample */
+    double replay_sync_fraction;            /* selsync from a profile: fraction of sync steps */
+    char replay_decisions[RUN_CONFIG_TEXT]; /* selsync from a profile: decisions of this trace */
+    double replay_param_bytes;              /* --import: bytes of one exchange (0: profile's) */
+    int replay_record;                      /* write OUT/steps.trace of the replay */
 
     unsigned char set[RUN_CONFIG_MAX_OPTIONS]; /* set[i]: row i of the table was given explicitly */
 } run_config;

@@ -6,6 +6,7 @@
 #include "sim/cluster.h"
 #include "sim/platform_gen.h"
 #include "sim/policy.h"
+#include "traces/trace.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,8 +14,9 @@
 
 typedef struct run_context {
     const run_config *cfg;
-    afile metrics; /* metrics.csv, one row per evaluation */
-    afile trace;   /* steps.trace, one record per worker step */
+    afile metrics;   /* metrics.csv, one row per evaluation */
+    afile trace;     /* steps.trace, one record per worker step */
+    trace_writer tw; /* writes steps.trace in the trace format (traces/FORMAT.md) */
     int tracing;
     double tta_s;
     sim_blob *curve;
@@ -42,26 +44,27 @@ static void on_eval(void *ctx, const emulation_eval *ev) {
 static void on_record(void *ctx, const step_record *r) {
     run_context *rc = ctx;
     if (!rc->tracing) return;
-    fprintf(rc->trace.fp, "%ld %d %.9f %.9f %.9f %.9f %.0f %.6g %.6g %d %d %.0f %.6g\n", r->step,
-            r->worker, r->start_s, r->compute_s, r->comm_s, r->wait_s, r->flops, r->grad_norm,
-            r->delta, r->decision, r->samples, r->bytes_sent, r->loss);
+    trace_writer_record(&rc->tw, r);
 }
 
-/* steps.trace starts with its format, the run's configuration and the column names, each line
- * behind '#', so that gnuplot and awk read the records directly. */
-static void write_trace_header(const run_config *cfg, FILE *fp) {
+/* steps.trace (traces/FORMAT.md) starts with its magic and version, the model's sizes, the
+ * resolved policy, the run's configuration and the column names, each line behind '#', so that
+ * gnuplot and awk read the records directly and replay can rebuild the run. */
+static void write_trace_header(const run_config *cfg, const policy_config *pc,
+                               const step_source *src, trace_writer *tw, FILE *fp) {
     char *text = NULL;
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     SS_ASSERT(mem);
     options_write_ini(CMD_TRAIN, cfg, mem);
     fclose(mem);
-    fprintf(fp, "# syncsim steps trace, format 1\n");
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
-        fprintf(fp, "# config %s\n", line);
+    trace_meta meta = {.param_count = (double)src->param_count,
+                       .param_bytes = src->param_bytes,
+                       .sample_bytes = src->sample_bytes};
+    snprintf(meta.source, sizeof meta.source, "emulation");
+    snprintf(meta.model, sizeof meta.model, "%.63s", cfg->model);
+    trace_writer_begin(tw, fp, &meta, pc, text);
     free(text);
-    fprintf(fp, "# columns: step worker start_s compute_s comm_s wait_s flops grad_norm delta "
-                "decision samples bytes_sent loss\n");
 }
 
 /* The policy configuration the options describe; steps from epochs (an epoch is |D| samples
@@ -99,6 +102,41 @@ static int make_policy(const run_config *cfg, size_t train_n, policy_config *pc,
                                                                  : SELSYNC_ORDER_STEP_THEN_AVERAGE;
     pc->inject_alpha = cfg->inject_alpha;
     pc->inject_beta = cfg->inject_beta;
+    pc->group_size = cfg->group_size;
+    pc->grouping =
+        !strcmp(cfg->grouping, "alternate") ? DSSYNC_GROUPING_ALTERNATE : DSSYNC_GROUPING_SHUFFLE;
+    pc->loss_tolerance = cfg->loss_tolerance;
+    if ((rc = platform_parse_latency("--deadline", cfg->deadline, &pc->deadline_s)) != SS_OK)
+        return rc;
+    pc->chunk_bytes = cfg->chunk_bytes;
+    pc->priority = !strcmp(cfg->priority, "magnitude") ? DLCP_PRIORITY_MAGNITUDE
+                   : !strcmp(cfg->priority, "none")    ? DLCP_PRIORITY_NONE
+                                                       : DLCP_PRIORITY_LAYER;
+    pc->drop_keep_local = !strcmp(cfg->drop, "local");
+    pc->straggler_prob = cfg->straggler_prob;
+    pc->straggler_factor = cfg->straggler_factor;
+    pc->background_load = cfg->background_load;
+    pc->slowdown = NULL;
+    if (cfg->slow_workers[0]) {
+        /* owned by the caller once set: freed with free((void *)pc->slowdown) */
+        double *slow = ss_malloc(sizeof(double) * (size_t)cfg->workers);
+        for (int i = 0; i < cfg->workers; i++)
+            slow[i] = 1.0;
+        char list[RUN_CONFIG_TEXT];
+        snprintf(list, sizeof list, "%s", cfg->slow_workers);
+        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+            char *end;
+            long r = strtol(tok, &end, 10);
+            if (*end || end == tok || r < 0 || r >= cfg->workers) {
+                free(slow);
+                return ss_error_set(SS_EUSAGE,
+                                    "--slow-workers: '%s' is not a worker rank in [0, %d]", tok,
+                                    cfg->workers - 1);
+            }
+            slow[r] = cfg->slow_factor;
+        }
+        pc->slowdown = slow;
+    }
 
     /* Workers computing per step: all, or the sampled clients of FedAvg. */
     double computing = cfg->workers;
@@ -144,6 +182,7 @@ static int prepare_platform(const run_config *cfg, int n_ps, char *path, size_t 
     int rc;
     spec.n_hosts = cfg->workers;
     spec.n_ps = n_ps;
+    spec.efficiency = cfg->gpu_efficiency;
     if ((rc = platform_parse_bandwidth("--bandwidth", cfg->bandwidth, &spec.bandwidth_bps)) ||
         (strcmp(cfg->latency, "tier") &&
          (rc = platform_parse_latency("--latency", cfg->latency, &spec.latency_s))) ||
@@ -185,12 +224,19 @@ static void write_summary_json(const run_config *cfg, const run_summary *s, cons
     cJSON_AddNumberToObject(j, "compute_s", s->compute_s);
     cJSON_AddNumberToObject(j, "comm_s", s->comm_s);
     cJSON_AddNumberToObject(j, "wait_s", s->wait_s);
+    if (pc->loss_tolerance > 0) {
+        cJSON_AddNumberToObject(
+            j, "dropped_fraction",
+            pr->dlcp_bytes_total > 0 ? pr->dlcp_bytes_dropped / pr->dlcp_bytes_total : 0.0);
+        cJSON_AddNumberToObject(j, "dlcp_time_saved_s", pr->dlcp_time_saved_s);
+    }
     cJSON_AddNumberToObject(j, "epochs", s->epochs);
     cJSON_AddNumberToObject(j, "seed", (double)cfg->seed);
     cJSON_AddStringToObject(j, "device", dev);
     cJSON_AddStringToObject(j, "model", cfg->model);
     cJSON_AddStringToObject(j, "dataset", data_name);
     cJSON_AddNumberToObject(j, "batch", cfg->batch);
+    cJSON_AddNumberToObject(j, "lr", options_learning_rate(cfg));
     cJSON_AddNumberToObject(j, "local_batch", policy_local_batch(pc));
     cJSON_AddNumberToObject(j, "params", (double)model_param_count(m));
     cJSON_AddNumberToObject(j, "flops_per_sample",
@@ -229,13 +275,14 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
     ctx.tta_s = -1;
     ctx.curve = curve;
     policy_config pc;
+    policy_config_default(&pc);
     policy_result pr;
     memset(&pr, 0, sizeof pr);
     const double wall0 = outputs_wall_s();
 
     lr_schedule sched;
     if ((rc = lr_schedule_parse(&sched, cfg->lr_schedule)) != SS_OK) return rc;
-    sched.base_lr = cfg->lr;
+    sched.base_lr = options_learning_rate(cfg);
     partition_kind part_kind;
     int labels_k = 0;
     const char *part_text =
@@ -303,7 +350,9 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
         .evaluate_ps = async,
         .on_eval = on_eval,
         .eval_ctx = &ctx,
-        .interrupted = outputs_interrupted};
+        .interrupted = outputs_interrupted,
+        .dump_gradients = cfg->dump_gradients,
+        .out_dir = cfg->out_dir};
     if ((rc = emulation_create(&ec, &em)) != SS_OK) goto done;
 
     char path[1024];
@@ -315,7 +364,7 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
     if (ctx.tracing) {
         outputs_path(cfg, "steps.trace", path, sizeof path);
         if ((rc = afile_open(&ctx.trace, path)) != SS_OK) goto done;
-        write_trace_header(cfg, ctx.trace.fp);
+        write_trace_header(cfg, &pc, emulation_source(em), &ctx.tw, ctx.trace.fp);
     }
 
     printf("syncsim train: %s, %d workers, seed %llu, platform %s\n", policy_kind_name(pc.kind),
@@ -358,6 +407,7 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
     sum->wall_s = outputs_wall_s() - wall0;
 
     if ((rc = afile_commit(&ctx.metrics)) != SS_OK) goto done;
+    if (ctx.tracing) trace_writer_end(&ctx.tw, pr.sim_time_s);
     if (ctx.tracing && (rc = afile_commit(&ctx.trace)) != SS_OK) goto done;
     /* The platform as the user named it, or the generated one relative to the run directory, so
      * that identical runs in different directories write identical summaries. */
@@ -384,6 +434,7 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
            sum->wall_s, cfg->out_dir, ctx.tracing ? "steps.trace," : "");
 
 done:
+    free((void *)pc.slowdown);
     if (ctx.metrics.fp) afile_abort(&ctx.metrics);
     if (ctx.trace.fp) afile_abort(&ctx.trace);
     emulation_destroy(em);

@@ -1,6 +1,7 @@
 /* The emulation step source (see emulation.h). Each callback runs inside a worker's (or a
  * server's) SimGrid actor and takes no simulated time itself: the policy charges the time. */
 #include "emu/emulation.h"
+#include "analysis/gradient_dump.h"
 #include "common/status.h"
 
 #include <math.h>
@@ -18,6 +19,7 @@ typedef struct agg_slot {
 
 struct emulation {
     emulation_config cfg;
+    gradient_dump *dump; /* --dump-gradients (NULL: none) */
     step_source src;
     size_t params;           /* P */
     double flops_per_sample; /* forward + backward */
@@ -105,6 +107,8 @@ static void em_compute(void *self, int w, long step, int batch, step_cost *cost,
             const model_view *v = model_view_at(m, i);
             st->layer_norm_sum += device_nrm2(e->cfg.dev, v->count, model_grads(m) + v->offset);
         }
+    if (gradient_dump_wants(e->dump, step))
+        gradient_dump_device(e->dump, e->cfg.dev, model_grads(m), e->params, step, w);
     e->samples += total;
     e->last_step[w] = step;
     if (!isfinite(loss)) {
@@ -345,6 +349,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
     if (rc == SS_OK)
         rc = partition_create(cfg->train, n, cfg->partition, cfg->labels_per_worker, cfg->seed,
                               &e->part);
+    if (rc == SS_OK) rc = gradient_dump_create(cfg->dump_gradients, cfg->out_dir, &e->dump);
     if (rc != SS_OK) {
         emulation_destroy(e);
         return rc;
@@ -382,6 +387,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
 void emulation_destroy(emulation *e) {
     if (!e) return;
     const int n = e->cfg.workers;
+    gradient_dump_destroy(e->dump);
     for (int w = 0; w < n; w++) {
         if (e->iters[w]) batch_iter_destroy(e->iters[w]);
         if (e->opts[w]) sgd_destroy(e->opts[w]);

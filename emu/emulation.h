@@ -60,6 +60,9 @@ typedef struct emulation_config {
     void *eval_ctx;
     /* Polled before each step's computation (may be NULL): nonzero ends the run (interruption). */
     int (*interrupted)(void);
+    /* --dump-gradients: steps whose gradient samples go to out_dir/gradients/ ("" or NULL: none) */
+    const char *dump_gradients;
+    const char *out_dir;
 } emulation_config;
 
 typedef struct emulation emulation;

@@ -1,0 +1,120 @@
+#include "analysis/plots.h"
+#include "common/afile.h"
+#include "common/status.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *script_text(const char *name) {
+    for (const plots_script *s = plots_scripts; s->name; s++)
+        if (!strcmp(s->name, name)) return s->text;
+    return NULL;
+}
+
+/* Writes OUT/NAME.gp once per report. */
+static int write_script(const char *out_dir, const char *name) {
+    const char *text = script_text(name);
+    SS_ASSERT(text);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s.gp", out_dir, name);
+    afile f;
+    int rc = afile_open(&f, path);
+    if (rc != SS_OK) return rc;
+    fputs(text, f.fp);
+    return afile_commit(&f);
+}
+
+/* Runs gnuplot -c SCRIPT DATA OUTPUT TERM [ARG4 [ARG5]] inside out_dir; stdout to `capture`
+ * (a path, or NULL for /dev/null). No shell, so titles need no quoting. */
+static int run_gnuplot(const char *out_dir, const char *name, const char *data, const char *output,
+                       const char *term, const char *arg4, const char *arg5, const char *capture) {
+    char script[256];
+    snprintf(script, sizeof script, "%s.gp", name);
+    const char *argv[9] = {"gnuplot", "-c", script, data, output, term, NULL, NULL, NULL};
+    int argc = 6;
+    if (arg4) argv[argc++] = arg4;
+    if (arg4 && arg5) argv[argc++] = arg5;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return ss_error_set(SS_EIO, "cannot fork gnuplot: %s", strerror(errno));
+    if (pid == 0) {
+        int fd = open(capture ? capture : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int null = open("/dev/null", O_WRONLY);
+        if (chdir(out_dir) != 0) _exit(126);
+        if (fd >= 0) dup2(fd, STDOUT_FILENO);
+        if (null >= 0) dup2(null, STDERR_FILENO);
+        execvp("gnuplot", (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR) return ss_error_set(SS_EIO, "waitpid: %s", strerror(errno));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+        return ss_error_set(SS_EIO, "gnuplot not found (install gnuplot-nox)");
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return ss_error_set(SS_EIO,
+                            "gnuplot failed on %s/%s.gp with %s (rerun it by hand to see why)",
+                            out_dir, name, data);
+    return SS_OK;
+}
+
+static int file_nonempty(const char *out_dir, const char *name) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", out_dir, name);
+    struct stat st;
+    return stat(path, &st) == 0 && st.st_size > 0;
+}
+
+static void append_replot(const char *out_dir, const char *name, const char *data, const char *base,
+                          const char *arg4, const char *arg5) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/replot.sh", out_dir);
+    int fresh = access(path, F_OK) != 0;
+    FILE *fp = fopen(path, "a");
+    if (!fp) return;
+    if (fresh)
+        fprintf(fp, "#!/bin/sh\n# Redraws the report's figures from its CSVs (terminal: png, svg "
+                    "or dumb).\ncd \"$(dirname \"$0\")\"\n");
+    for (int t = 0; t < 2; t++) {
+        const char *term = t ? "svg" : "png";
+        fprintf(fp, "gnuplot -c %s.gp '%s' '%s.%s' %s", name, data, base, term, term);
+        if (arg4) fprintf(fp, " '%s'", arg4);
+        if (arg4 && arg5) fprintf(fp, " '%s'", arg5);
+        fputc('\n', fp);
+    }
+    fclose(fp);
+    chmod(path, 0755);
+}
+
+int plots_render(const char *out_dir, const char *name, const char *data, const char *base,
+                 const char *arg4, const char *arg5, FILE *terminal) {
+    int rc = write_script(out_dir, name);
+    if (rc != SS_OK) return rc;
+    static const char *const terms[] = {"png", "svg"};
+    for (int t = 0; t < 2; t++) {
+        char output[256];
+        snprintf(output, sizeof output, "%s.%s", base, terms[t]);
+        if ((rc = run_gnuplot(out_dir, name, data, output, terms[t], arg4, arg5, NULL)) != SS_OK)
+            return rc;
+        if (!file_nonempty(out_dir, output))
+            return ss_error_set(SS_EIO, "gnuplot wrote no %s/%s", out_dir, output);
+    }
+    append_replot(out_dir, name, data, base, arg4, arg5);
+    if (!terminal) return SS_OK;
+    char capture[1200];
+    snprintf(capture, sizeof capture, "%s/%s.txt", out_dir, base);
+    if ((rc = run_gnuplot(out_dir, name, data, "", "dumb", arg4, arg5, capture)) != SS_OK)
+        return rc;
+    FILE *fp = fopen(capture, "r");
+    if (fp) {
+        char line[512];
+        while (fgets(line, sizeof line, fp))
+            fputs(line, terminal);
+        fclose(fp);
+    }
+    return SS_OK;
+}

@@ -1,0 +1,620 @@
+#include "analysis/report.h"
+#include "analysis/plots.h"
+#include "common/afile.h"
+#include "common/status.h"
+
+#include <dirent.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Keys that describe how a run was launched or recorded, not what it computes. */
+static const char *const ignored_keys[] = {"seed",   "out",      "progress",       "trace",
+                                           "config", "data-dir", "dump-gradients", NULL};
+
+static int is_ignored(const char *key) {
+    for (int i = 0; ignored_keys[i]; i++)
+        if (!strcmp(ignored_keys[i], key)) return 1;
+    return 0;
+}
+
+static int applies(const report_options *o, const char *key, const char *policy) {
+    return !o->key_applies || o->key_applies(key, policy);
+}
+
+/* The configuration a run shares with its repetitions over seeds: "key=value\n" for every key
+ * that is not ignored and applies to `policy`; "policy" itself only when with_policy. */
+static void signature(const run_record *r, const report_options *o, const char *policy,
+                      int with_policy, char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = '\0';
+    if (with_policy) len += (size_t)snprintf(buf, n, "policy=%s\n", r->policy);
+    for (int k = 0; k < r->n_keys && len < n; k++) {
+        const char *key = r->key[k];
+        if (is_ignored(key) || !strcmp(key, "policy") || !applies(o, key, policy)) continue;
+        len += (size_t)snprintf(buf + len, n - len, "%s=%s\n", key, r->value[k]);
+    }
+}
+
+/* 1 if `key` takes more than one value among the runs it applies to. */
+static int key_varies(const run_record *runs, int n, const report_options *o, const char *key) {
+    const char *seen = NULL;
+    for (int i = 0; i < n; i++) {
+        if (!applies(o, key, runs[i].policy)) continue;
+        const char *v = run_record_get(&runs[i], key);
+        if (!v) continue;
+        if (!seen)
+            seen = v;
+        else if (strcmp(seen, v) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void group_label(const run_record *r, const run_record *runs, int n, const report_options *o,
+                        char *buf, size_t size) {
+    size_t len = (size_t)snprintf(buf, size, "%s", r->policy);
+    for (int k = 0; k < r->n_keys && len < size; k++) {
+        const char *key = r->key[k];
+        if (is_ignored(key) || !strcmp(key, "policy") || !applies(o, key, r->policy) ||
+            !key_varies(runs, n, o, key))
+            continue;
+        /* numbers as they were typed: config.ini holds them with 17 digits */
+        char *end;
+        const double x = strtod(r->value[k], &end);
+        if (end != r->value[k] && !*end && isfinite(x))
+            len += (size_t)snprintf(buf + len, size - len, " %s=%.6g", key, x);
+        else
+            len += (size_t)snprintf(buf + len, size - len, " %s=%s", key, r->value[k]);
+    }
+}
+
+static double tta_of(const run_record *r, double target) {
+    double *t, *a;
+    size_t m;
+    if (run_curve_read(r->dir, &t, &a, &m) != SS_OK) return NAN;
+    double tta = run_curve_tta_s(t, a, m, target);
+    free(t);
+    free(a);
+    return tta < 0 ? NAN : tta;
+}
+
+int report_analyze(const run_record *runs, int n, const report_options *o, report_group **groups,
+                   int *n_groups, int *run_group, double *run_tta_s, double *run_speedup) {
+    enum { SIG = 16384 };
+    char *sig = ss_malloc(SIG), *other = ss_malloc(SIG);
+    int *gid = ss_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    double *tta = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    double *speed = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    report_group *g = ss_calloc((size_t)(n ? n : 1), sizeof *g);
+    int ng = 0;
+
+    /* Groups: runs with one signature (policy included), in order of first appearance. */
+    for (int i = 0; i < n; i++) {
+        signature(&runs[i], o, runs[i].policy, 1, sig, SIG);
+        gid[i] = -1;
+        for (int j = 0; j < i && gid[i] < 0; j++) {
+            signature(&runs[j], o, runs[j].policy, 1, other, SIG);
+            if (!strcmp(sig, other)) gid[i] = gid[j];
+        }
+        if (gid[i] < 0) {
+            gid[i] = ng;
+            report_group *G = &g[ng++];
+            group_label(&runs[i], runs, n, o, G->label, sizeof G->label);
+            snprintf(G->policy, sizeof G->policy, "%s", runs[i].policy);
+            G->first = i;
+        } else if (runs[i].seed < runs[g[gid[i]].first].seed) {
+            g[gid[i]].first = i;
+        }
+    }
+
+    /* TTA and speedup against the BSP run of the same configuration and seed. */
+    for (int i = 0; i < n; i++) {
+        tta[i] = speed[i] = NAN;
+        signature(&runs[i], o, "bsp", 0, sig, SIG);
+        const run_record *bsp = NULL;
+        for (int j = 0; j < n && !bsp; j++) {
+            if (strcmp(runs[j].policy, "bsp") || runs[j].seed != runs[i].seed ||
+                strcmp(runs[j].status, "ok"))
+                continue;
+            signature(&runs[j], o, "bsp", 0, other, SIG);
+            if (!strcmp(sig, other)) bsp = &runs[j];
+        }
+        if (!bsp || strcmp(runs[i].status, "ok")) continue;
+        const double target = bsp->test_accuracy - o->target_margin;
+        tta[i] = tta_of(&runs[i], target);
+        const double bsp_tta = tta_of(bsp, target);
+        if (tta[i] > 0 && bsp_tta > 0) speed[i] = bsp_tta / tta[i];
+    }
+
+    double *v[9];
+    for (int k = 0; k < 9; k++)
+        v[k] = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int gi = 0; gi < ng; gi++) {
+        report_group *G = &g[gi];
+        size_t m = 0;
+        for (int i = 0; i < n; i++) {
+            if (gid[i] != gi) continue;
+            G->runs++;
+            const run_record *r = &runs[i];
+            if (!strcmp(r->status, "diverged")) {
+                G->diverged++;
+                continue;
+            }
+            if (strcmp(r->status, "ok")) {
+                G->failed++;
+                continue;
+            }
+            G->ok++;
+            G->tta_reached += isfinite(tta[i]);
+            v[0][m] = r->test_accuracy;
+            v[1][m] = tta[i];
+            v[2][m] = speed[i];
+            v[3][m] = r->lssr;
+            v[4][m] = r->bytes_sent;
+            v[5][m] = r->sim_time_s;
+            v[6][m] = r->compute_s;
+            v[7][m] = r->comm_s;
+            v[8][m] = r->wait_s;
+            m++;
+        }
+        G->accuracy = stats_summarize(v[0], m);
+        G->tta_s = stats_summarize(v[1], m);
+        G->speedup = stats_summarize(v[2], m);
+        G->lssr = stats_summarize(v[3], m);
+        G->bytes_sent = stats_summarize(v[4], m);
+        G->sim_time_s = stats_summarize(v[5], m);
+        G->compute_s = stats_summarize(v[6], m);
+        G->comm_s = stats_summarize(v[7], m);
+        G->wait_s = stats_summarize(v[8], m);
+    }
+    for (int k = 0; k < 9; k++)
+        free(v[k]);
+    for (int i = 0; i < n; i++) {
+        if (run_group) run_group[i] = gid[i];
+        if (run_tta_s) run_tta_s[i] = tta[i];
+        if (run_speedup) run_speedup[i] = speed[i];
+    }
+    free(sig);
+    free(other);
+    free(gid);
+    free(tta);
+    free(speed);
+    *groups = g;
+    *n_groups = ng;
+    return SS_OK;
+}
+
+/* ---- tables ---- */
+
+static void csv_number(FILE *fp, double x) {
+    if (isfinite(x))
+        fprintf(fp, ",%.9g", x);
+    else
+        fputc(',', fp);
+}
+
+static void md_cell(FILE *fp, stats_summary s, double scale, const char *fmt) {
+    char a[48] = "-", b[48] = "";
+    if (isfinite(s.mean)) snprintf(a, sizeof a, fmt, s.mean * scale);
+    if (isfinite(s.ci95)) {
+        char c[40];
+        snprintf(c, sizeof c, fmt, s.ci95 * scale);
+        snprintf(b, sizeof b, " ± %s", c);
+    }
+    fprintf(fp, " %s%s |", a, b);
+}
+
+static int write_tables(const run_record *runs, int n, const report_options *o,
+                        const report_group *g, int ng, const int *gid, const double *tta,
+                        const double *speed) {
+    char path[1200];
+    afile f;
+    int rc;
+    snprintf(path, sizeof path, "%s/report.csv", o->out_dir);
+    if ((rc = afile_open(&f, path)) != SS_OK) return rc;
+    fprintf(f.fp, "group,policy,runs,ok,diverged,failed,accuracy_mean,accuracy_ci95,tta_s_mean,"
+                  "tta_s_ci95,tta_reached,speedup_mean,speedup_ci95,lssr_mean,lssr_ci95,"
+                  "bytes_sent_mean,bytes_sent_ci95,sim_time_s_mean,sim_time_s_ci95,"
+                  "compute_s_mean,comm_s_mean,wait_s_mean\n");
+    for (int i = 0; i < ng; i++) {
+        const report_group *G = &g[i];
+        csv_write_field(f.fp, G->label);
+        fprintf(f.fp, ",%s,%d,%d,%d,%d", G->policy, G->runs, G->ok, G->diverged, G->failed);
+        csv_number(f.fp, G->accuracy.mean);
+        csv_number(f.fp, G->accuracy.ci95);
+        csv_number(f.fp, G->tta_s.mean);
+        csv_number(f.fp, G->tta_s.ci95);
+        fprintf(f.fp, ",%d", G->tta_reached);
+        csv_number(f.fp, G->speedup.mean);
+        csv_number(f.fp, G->speedup.ci95);
+        csv_number(f.fp, G->lssr.mean);
+        csv_number(f.fp, G->lssr.ci95);
+        csv_number(f.fp, G->bytes_sent.mean);
+        csv_number(f.fp, G->bytes_sent.ci95);
+        csv_number(f.fp, G->sim_time_s.mean);
+        csv_number(f.fp, G->sim_time_s.ci95);
+        csv_number(f.fp, G->compute_s.mean);
+        csv_number(f.fp, G->comm_s.mean);
+        csv_number(f.fp, G->wait_s.mean);
+        fputc('\n', f.fp);
+    }
+    if ((rc = afile_commit(&f)) != SS_OK) return rc;
+
+    snprintf(path, sizeof path, "%s/runs.csv", o->out_dir);
+    if ((rc = afile_open(&f, path)) != SS_OK) return rc;
+    fprintf(f.fp, "dir,group,policy,seed,status,test_accuracy,tta_s,speedup_vs_bsp,lssr,"
+                  "bytes_sent,sim_time_s\n");
+    for (int i = 0; i < n; i++) {
+        const run_record *r = &runs[i];
+        csv_write_field(f.fp, r->dir);
+        fputc(',', f.fp);
+        csv_write_field(f.fp, g[gid[i]].label);
+        fprintf(f.fp, ",%s", r->policy);
+        csv_number(f.fp, r->seed);
+        fprintf(f.fp, ",%s", r->status);
+        csv_number(f.fp, r->test_accuracy);
+        csv_number(f.fp, tta[i]);
+        csv_number(f.fp, speed[i]);
+        csv_number(f.fp, r->lssr);
+        csv_number(f.fp, r->bytes_sent);
+        csv_number(f.fp, r->sim_time_s);
+        fputc('\n', f.fp);
+    }
+    if ((rc = afile_commit(&f)) != SS_OK) return rc;
+
+    snprintf(path, sizeof path, "%s/report.md", o->out_dir);
+    if ((rc = afile_open(&f, path)) != SS_OK) return rc;
+    fprintf(f.fp,
+            "# syncsim report\n\n%d runs in %d groups. Mean ± half-width of the 95 %% "
+            "confidence interval over seeds (Student's t, n − 1 degrees of freedom; none "
+            "for n = 1), over the runs that finished (ok). TTA: first simulated time at "
+            "the final accuracy of the BSP run with the same configuration and seed, less "
+            "%.2g points; speedup = TTA(BSP) / TTA. Diverged runs are counted, not "
+            "averaged.\n\n",
+            n, ng, o->target_margin * 100);
+    fprintf(f.fp, "| group | runs | ok | diverged | failed | accuracy | TTA (s) | reached | "
+                  "speedup vs BSP | LSSR | GB sent |\n");
+    fprintf(f.fp, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < ng; i++) {
+        const report_group *G = &g[i];
+        fprintf(f.fp, "| %s | %d | %d | %d | %d |", G->label, G->runs, G->ok, G->diverged,
+                G->failed);
+        md_cell(f.fp, G->accuracy, 1, "%.4f");
+        md_cell(f.fp, G->tta_s, 1, "%.4g");
+        fprintf(f.fp, " %d/%d |", G->tta_reached, G->ok);
+        md_cell(f.fp, G->speedup, 1, "%.3g");
+        md_cell(f.fp, G->lssr, 1, "%.3f");
+        md_cell(f.fp, G->bytes_sent, 1e-9, "%.4g");
+        fputc('\n', f.fp);
+    }
+    return afile_commit(&f);
+}
+
+/* ---- figures ---- */
+
+/* Opens OUT/name for a figure's data. */
+static FILE *open_data(const report_options *o, const char *name) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", o->out_dir, name);
+    return fopen(path, "w");
+}
+
+static void sanitize_title(const char *in, char *out, size_t n) {
+    snprintf(out, n, "%s", in);
+    for (char *p = out; *p; p++)
+        if (*p == ',' || *p == '"' || *p == '\'') *p = ' ';
+}
+
+static int figure_accuracy(const run_record *runs, const report_options *o, const report_group *g,
+                           int ng) {
+    FILE *fp = open_data(o, "accuracy.csv");
+    if (!fp) return ss_error_set(SS_EIO, "%s/accuracy.csv: cannot write", o->out_dir);
+    int blocks = 0;
+    for (int i = 0; i < ng; i++) {
+        double *t, *a;
+        size_t m;
+        if (run_curve_read(runs[g[i].first].dir, &t, &a, &m) != SS_OK || m == 0) continue;
+        char title[560];
+        sanitize_title(g[i].label, title, sizeof title);
+        fprintf(fp, "%ssim_time_s,%s\n", blocks ? "\n\n" : "", title);
+        for (size_t k = 0; k < m; k++)
+            fprintf(fp, "%.9g,%.6f\n", t[k], a[k]);
+        free(t);
+        free(a);
+        blocks++;
+    }
+    fclose(fp);
+    if (!blocks) return SS_OK;
+    return plots_render(o->out_dir, "accuracy", "accuracy.csv", "accuracy", NULL, NULL,
+                        o->terminal);
+}
+
+static int figure_breakdown(const report_options *o, const report_group *g, int ng) {
+    FILE *fp = open_data(o, "breakdown.csv");
+    if (!fp) return ss_error_set(SS_EIO, "%s/breakdown.csv: cannot write", o->out_dir);
+    fprintf(fp, "group,compute_s,comm_s,wait_s\n");
+    int rows = 0;
+    for (int i = 0; i < ng; i++) {
+        if (!isfinite(g[i].compute_s.mean)) continue;
+        char title[560];
+        sanitize_title(g[i].label, title, sizeof title);
+        fprintf(fp, "%s,%.9g,%.9g,%.9g\n", title, g[i].compute_s.mean,
+                isfinite(g[i].comm_s.mean) ? g[i].comm_s.mean : 0,
+                isfinite(g[i].wait_s.mean) ? g[i].wait_s.mean : 0);
+        rows++;
+    }
+    fclose(fp);
+    if (!rows) return SS_OK;
+    return plots_render(o->out_dir, "breakdown", "breakdown.csv", "breakdown", NULL, NULL,
+                        o->terminal);
+}
+
+/* BSP scaling: throughput with N workers over that of one worker doing the same steps without
+ * communication, N x compute_s / sim_time_s, averaged per (platform, N). */
+static int figure_scaling(const run_record *runs, int n, const report_options *o) {
+    char platforms[32][RUN_RECORD_TEXT];
+    int n_plat = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(runs[i].policy, "bsp") || strcmp(runs[i].status, "ok")) continue;
+        int k = 0;
+        while (k < n_plat && strcmp(platforms[k], runs[i].platform))
+            k++;
+        if (k == n_plat && n_plat < 32)
+            snprintf(platforms[n_plat++], RUN_RECORD_TEXT, "%s", runs[i].platform);
+    }
+    if (!n_plat) return SS_OK;
+    FILE *fp = open_data(o, "scaling.csv");
+    if (!fp) return ss_error_set(SS_EIO, "%s/scaling.csv: cannot write", o->out_dir);
+    for (int k = 0; k < n_plat; k++) {
+        char title[RUN_RECORD_TEXT];
+        const char *base = strrchr(platforms[k], '/');
+        sanitize_title(base ? base + 1 : platforms[k], title, sizeof title);
+        /* one worker is the reference: 1 by definition */
+        fprintf(fp, "%sworkers,%s\n1,1\n", k ? "\n\n" : "", title);
+        /* one row per worker count, in increasing order: the mean over seeds */
+        for (int workers = 2; workers <= 65536; workers++) {
+            double sum = 0;
+            int m = 0, larger = 0;
+            for (int j = 0; j < n; j++) {
+                const run_record *s = &runs[j];
+                if (strcmp(s->policy, "bsp") || strcmp(s->status, "ok") ||
+                    strcmp(s->platform, platforms[k]) || !(s->sim_time_s > 0))
+                    continue;
+                larger |= s->workers > workers;
+                if (s->workers != workers) continue;
+                sum += s->workers * s->compute_s / s->sim_time_s;
+                m++;
+            }
+            if (m) fprintf(fp, "%d,%.6g\n", workers, sum / m);
+            if (!larger) break;
+        }
+    }
+    fclose(fp);
+    return plots_render(o->out_dir, "scaling", "scaling.csv", "scaling", NULL, NULL, NULL);
+}
+
+static const char *base_name(const char *dir) {
+    const char *b = strrchr(dir, '/');
+    return b ? b + 1 : dir;
+}
+
+/* Delta(g) of worker 0 against step, for the first run of each selsync group. */
+static int figure_delta(const run_record *runs, const report_options *o, const report_group *g,
+                        int ng) {
+    int made = 0;
+    for (int i = 0; i < ng && made < o->max_run_figures; i++) {
+        if (strcmp(g[i].policy, "selsync")) continue;
+        const run_record *r = &runs[g[i].first];
+        char path[1200];
+        snprintf(path, sizeof path, "%s/steps.trace", r->dir);
+        trace_table t;
+        if (trace_table_read(path, 0, &t) != SS_OK) continue;
+        const int cs = trace_table_column(&t, "step"), cw = trace_table_column(&t, "worker"),
+                  cd = trace_table_column(&t, "delta"), cx = trace_table_column(&t, "decision");
+        if (cs < 0 || cw < 0 || cd < 0 || cx < 0) {
+            trace_table_free(&t);
+            continue;
+        }
+        char data[64], base[64];
+        snprintf(data, sizeof data, "delta-%d.csv", made + 1);
+        snprintf(base, sizeof base, "delta-%d", made + 1);
+        FILE *fp = open_data(o, data);
+        if (!fp) {
+            trace_table_free(&t);
+            return ss_error_set(SS_EIO, "%s/%s: cannot write", o->out_dir, data);
+        }
+        fprintf(fp, "step,delta,sync\n");
+        for (size_t k = 0; k < t.n_rows; k++) {
+            const double *row = t.cells + k * (size_t)t.n_cols;
+            if (row[cw] != 0) continue;
+            fprintf(fp, "%.0f,%.9g,%.0f\n", row[cs], isfinite(row[cd]) ? row[cd] : 0, row[cx]);
+        }
+        fclose(fp);
+        trace_table_free(&t);
+        const char *delta = run_record_get(r, "delta");
+        char title[1800];
+        snprintf(title, sizeof title, "Delta(g) against step: %s\n%s", g[i].label,
+                 base_name(r->dir));
+        int rc = plots_render(o->out_dir, "delta", data, base, delta ? delta : "0.3", title,
+                              made == 0 ? o->terminal : NULL);
+        if (rc != SS_OK) return rc;
+        made++;
+    }
+    return SS_OK;
+}
+
+/* Each worker's steps along simulated time, synchronized or local, for the first run of each
+ * group. */
+static int figure_timeline(const run_record *runs, const report_options *o, const report_group *g,
+                           int ng) {
+    int made = 0;
+    for (int i = 0; i < ng && made < o->max_run_figures; i++) {
+        const run_record *r = &runs[g[i].first];
+        char path[1200];
+        snprintf(path, sizeof path, "%s/steps.trace", r->dir);
+        trace_table t;
+        if (trace_table_read(path, 20000, &t) != SS_OK) continue;
+        const int cw = trace_table_column(&t, "worker"), c0 = trace_table_column(&t, "start_s"),
+                  cc = trace_table_column(&t, "compute_s"), cm = trace_table_column(&t, "comm_s"),
+                  ct = trace_table_column(&t, "wait_s"), cx = trace_table_column(&t, "decision");
+        if (cw < 0 || c0 < 0 || cc < 0 || cm < 0 || ct < 0 || cx < 0) {
+            trace_table_free(&t);
+            continue;
+        }
+        char data[64], base[64];
+        snprintf(data, sizeof data, "timeline-%d.csv", made + 1);
+        snprintf(base, sizeof base, "timeline-%d", made + 1);
+        FILE *fp = open_data(o, data);
+        if (!fp) {
+            trace_table_free(&t);
+            return ss_error_set(SS_EIO, "%s/%s: cannot write", o->out_dir, data);
+        }
+        fprintf(fp, "worker,start_s,end_s,sync\n");
+        for (size_t k = 0; k < t.n_rows; k++) {
+            const double *row = t.cells + k * (size_t)t.n_cols;
+            fprintf(fp, "%.0f,%.9g,%.9g,%.0f\n", row[cw], row[c0],
+                    row[c0] + row[cc] + row[cm] + row[ct], row[cx]);
+        }
+        fclose(fp);
+        trace_table_free(&t);
+        char title[1800];
+        snprintf(title, sizeof title, "sync/local timeline: %s\n%s", g[i].label, base_name(r->dir));
+        int rc = plots_render(o->out_dir, "timeline", data, base, title, NULL, NULL);
+        if (rc != SS_OK) return rc;
+        made++;
+    }
+    return SS_OK;
+}
+
+static int compare_long(const void *a, const void *b) {
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+/* Reads every value of the gradient samples of `step` (all workers) under DIR/gradients. */
+static size_t read_samples(const char *dir, long step, double **values) {
+    size_t n = 0, cap = 0;
+    *values = NULL;
+    char gdir[1200];
+    snprintf(gdir, sizeof gdir, "%s/gradients", dir);
+    DIR *d = opendir(gdir);
+    if (!d) return 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        long s;
+        int w;
+        if (sscanf(e->d_name, "step-%ld-worker-%d.txt", &s, &w) != 2 || s != step) continue;
+        char path[1500];
+        snprintf(path, sizeof path, "%s/%s", gdir, e->d_name);
+        FILE *fp = fopen(path, "r");
+        if (!fp) continue;
+        char line[128];
+        while (fgets(line, sizeof line, fp)) {
+            if (line[0] == '#') continue;
+            if (n == cap) {
+                cap = cap ? 2 * cap : 4096;
+                *values = realloc(*values, sizeof(double) * cap);
+                SS_ASSERT(*values);
+            }
+            (*values)[n++] = strtod(line, NULL);
+        }
+        fclose(fp);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Kernel density estimates of the gradient samples, one line per dumped step. */
+static int figure_kde(const run_record *runs, int n, const report_options *o) {
+    int made = 0;
+    for (int i = 0; i < n && made < o->max_run_figures; i++) {
+        char gdir[1200];
+        snprintf(gdir, sizeof gdir, "%s/gradients", runs[i].dir);
+        DIR *d = opendir(gdir);
+        if (!d) continue;
+        long steps[64];
+        int n_steps = 0;
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            long s;
+            int w;
+            if (sscanf(e->d_name, "step-%ld-worker-%d.txt", &s, &w) != 2) continue;
+            int k = 0;
+            while (k < n_steps && steps[k] != s)
+                k++;
+            if (k == n_steps && n_steps < 64) steps[n_steps++] = s;
+        }
+        closedir(d);
+        if (!n_steps) continue;
+        qsort(steps, (size_t)n_steps, sizeof(long), compare_long);
+        char data[64], base[64];
+        snprintf(data, sizeof data, "kde-%d.csv", made + 1);
+        snprintf(base, sizeof base, "kde-%d", made + 1);
+        FILE *fp = open_data(o, data);
+        if (!fp) return ss_error_set(SS_EIO, "%s/%s: cannot write", o->out_dir, data);
+        int blocks = 0;
+        for (int k = 0; k < n_steps; k++) {
+            double *x;
+            size_t m = read_samples(runs[i].dir, steps[k], &x);
+            double h = stats_silverman_bandwidth(x, m);
+            if (m < 2 || !(h > 0)) {
+                free(x);
+                continue;
+            }
+            /* The grid spans the central 99 % of the sample plus three bandwidths: gradients
+             * have long tails that would flatten the plot. */
+            gsl_sort(x, 1, m);
+            const double lo = gsl_stats_quantile_from_sorted_data(x, 1, m, 0.005);
+            const double hi = gsl_stats_quantile_from_sorted_data(x, 1, m, 0.995);
+            enum { GRID = 256 };
+            double grid[GRID], dens[GRID];
+            for (int j = 0; j < GRID; j++)
+                grid[j] = lo - 3 * h + (hi - lo + 6 * h) * j / (GRID - 1);
+            stats_kde(x, m, h, grid, dens, GRID);
+            fprintf(fp, "%svalue,step %ld (%zu values; h = %.3g)\n", blocks ? "\n\n" : "", steps[k],
+                    m, h);
+            for (int j = 0; j < GRID; j++)
+                fprintf(fp, "%.9g,%.9g\n", grid[j], dens[j]);
+            free(x);
+            blocks++;
+        }
+        fclose(fp);
+        if (!blocks) continue;
+        char title[1800];
+        snprintf(title, sizeof title, "gradient values, all workers: %s\n%s", runs[i].policy,
+                 base_name(runs[i].dir));
+        int rc = plots_render(o->out_dir, "kde", data, base, title, NULL, NULL);
+        if (rc != SS_OK) return rc;
+        made++;
+    }
+    return SS_OK;
+}
+
+int report_write(const run_record *runs, int n, const report_options *o) {
+    int rc = ss_mkdir_p(o->out_dir);
+    if (rc != SS_OK) return rc;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/replot.sh", o->out_dir);
+    remove(path); /* plots_render appends this report's commands */
+    report_group *g = NULL;
+    int ng = 0;
+    int *gid = ss_malloc(sizeof(int) * (size_t)(n ? n : 1));
+    double *tta = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    double *speed = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    rc = report_analyze(runs, n, o, &g, &ng, gid, tta, speed);
+    if (rc == SS_OK) rc = write_tables(runs, n, o, g, ng, gid, tta, speed);
+    if (rc == SS_OK) rc = figure_accuracy(runs, o, g, ng);
+    if (rc == SS_OK) rc = figure_breakdown(o, g, ng);
+    if (rc == SS_OK) rc = figure_delta(runs, o, g, ng);
+    if (rc == SS_OK) rc = figure_timeline(runs, o, g, ng);
+    if (rc == SS_OK) rc = figure_scaling(runs, n, o);
+    if (rc == SS_OK) rc = figure_kde(runs, n, o);
+    free(g);
+    free(gid);
+    free(tta);
+    free(speed);
+    return rc;
+}

@@ -1,0 +1,47 @@
+/* The report over runs: groups runs that differ only by seed, and computes per group, with GSL,
+ * the mean and 95 % confidence interval of final accuracy, time to accuracy (TTA), speedup over
+ * BSP, LSSR and bytes. The TTA target of a run is the final accuracy of the BSP run with the same
+ * configuration (platform, workers, model, data, seed...) less a margin; speedup = TTA(BSP) /
+ * TTA(run). Diverged runs are counted as such, never dropped. Outputs in OUT/: report.md,
+ * report.csv, runs.csv, and figures (PNG, SVG; a terminal version of the main ones).
+ *
+ *     report_options o = {.out_dir = "rep", .target_margin = 0.005, .terminal = stdout};
+ *     report_write(runs, n, &o);
+ */
+#ifndef SS_ANALYSIS_REPORT_H
+#define SS_ANALYSIS_REPORT_H
+
+#include "analysis/runs.h"
+#include "analysis/stats.h"
+
+#include <stdio.h>
+
+typedef struct report_options {
+    const char *out_dir;
+    double target_margin; /* TTA target = BSP's final accuracy - this (0.005: 0.5 points) */
+    /* 1 if config key `key` applies to runs of `policy` (NULL: every key applies). Keys that do
+     * not apply (delta for bsp) neither split groups nor name them. */
+    int (*key_applies)(const char *key, const char *policy);
+    FILE *terminal;      /* terminal plots of the main figures here (NULL: none) */
+    int max_run_figures; /* per-run figures (Delta, timeline, KDE): at most this many of each */
+} report_options;
+
+/* One group of runs (the same configuration over seeds) and its statistics. */
+typedef struct report_group {
+    char label[512]; /* "policy=selsync delta=0.05 bandwidth=5Gbps": the keys that vary */
+    char policy[16];
+    int runs, ok, diverged, failed; /* failed: interrupted or without summary.json */
+    int tta_reached;                /* runs whose TTA target was reached */
+    stats_summary accuracy, tta_s, speedup, lssr, bytes_sent, sim_time_s;
+    stats_summary compute_s, comm_s, wait_s;
+    int first; /* index of its run with the lowest seed */
+} report_group;
+
+/* Groups runs and computes the statistics: *groups (malloc'ed) and *n_groups; per run, its group,
+ * TTA and speedup (NaN when undefined) in the arrays given (n entries each, may be NULL). */
+int report_analyze(const run_record *runs, int n, const report_options *o, report_group **groups,
+                   int *n_groups, int *run_group, double *run_tta_s, double *run_speedup);
+/* report_analyze, then the tables and figures in o->out_dir. */
+int report_write(const run_record *runs, int n, const report_options *o);
+
+#endif

@@ -1,0 +1,70 @@
+/* Runs read back from their output directories (config.ini, summary.json, metrics.csv,
+ * steps.trace), for sweeps and reports. A directory holds one run if it has a config.ini or a
+ * summary.json; a sweep's or compare's output holds its runs under points/ or runs/.
+ *
+ *     run_record r; if (run_record_read("out/points/policy=bsp,seed=1", &r) == SS_OK) ...
+ */
+#ifndef SS_ANALYSIS_RUNS_H
+#define SS_ANALYSIS_RUNS_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#define RUN_RECORD_MAX_KEYS 128
+#define RUN_RECORD_TEXT     256
+
+typedef struct run_record {
+    char dir[1024];
+    char status[16]; /* ok | diverged | interrupted (summary.json) | failed (none) */
+    char policy[16]; /* the policy that ran ("bsp" for several workers without --policy) */
+    char platform[RUN_RECORD_TEXT];
+    int workers;
+    int batch;
+    double seed;
+    double test_accuracy; /* final, consensus model */
+    double sim_time_s;
+    double lssr;
+    double bytes_sent;
+    double steps, sync_steps;
+    double compute_s, comm_s, wait_s; /* per worker, mean (s) */
+    double epochs;
+    int n_keys; /* config.ini, in its order */
+    char key[RUN_RECORD_MAX_KEYS][40];
+    char value[RUN_RECORD_MAX_KEYS][RUN_RECORD_TEXT];
+} run_record;
+
+/* Reads DIR; SS_EINPUT when it holds neither config.ini nor summary.json. */
+int run_record_read(const char *dir, run_record *r);
+/* 1 if summary.json is there, parses, and its status is final (ok or diverged). */
+int run_record_complete(const char *dir);
+/* The config.ini value of `key`, or NULL. */
+const char *run_record_get(const run_record *r, const char *key);
+
+/* The run directories under DIR: DIR itself, or DIR/points/<*> and DIR/runs/<*> (sorted by name).
+ * Appends to *dirs (a malloc'ed array of malloc'ed strings) and *n. */
+int run_dirs_find(const char *dir, char ***dirs, int *n);
+void run_dirs_free(char **dirs, int n);
+
+/* The accuracy curve of metrics.csv (columns found by name in its header): n points of
+ * (sim_time_s, test_accuracy), malloc'ed. SS_EINPUT if missing or malformed. */
+int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *n);
+/* First simulated time at which the curve reaches target; -1 if never. */
+double run_curve_tta_s(const double *time_s, const double *accuracy, size_t n, double target);
+
+/* steps.trace: the columns named in its '# columns:' line, read into a table of doubles. */
+typedef struct trace_table {
+    int n_cols;
+    char col[32][24];
+    size_t n_rows;
+    double *cells; /* (n_rows, n_cols) */
+} trace_table;
+/* Reads at most max_rows records (0: all). SS_EINPUT if missing or without a columns line. */
+int trace_table_read(const char *path, size_t max_rows, trace_table *t);
+/* Index of a column, or -1. */
+int trace_table_column(const trace_table *t, const char *name);
+void trace_table_free(trace_table *t);
+
+/* Writes text as one CSV field (quoted when it holds a comma, quote or newline). */
+void csv_write_field(FILE *fp, const char *text);
+
+#endif

@@ -1,0 +1,342 @@
+/* analysis/: statistics over seeds (GSL) against known values, run directories read back, the
+ * report's groups, TTA and speedup, diverged runs counted, and the figures as non-empty PNG and
+ * SVG files. */
+#include "analysis/gradient_dump.h"
+#include "analysis/report.h"
+#include "analysis/runs.h"
+#include "analysis/stats.h"
+#include "common/afile.h"
+#include "common/status.h"
+#include "ss_test.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char root[256];
+
+static int suite_init(void) {
+    snprintf(root, sizeof root, "/tmp/ss_test_analysis.%d", (int)getpid());
+    return ss_mkdir_p(root) == SS_OK ? 0 : 1;
+}
+
+static int suite_clean(void) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    return system(cmd) == 0 ? 0 : 1;
+}
+
+/* ---- stats ---- */
+
+static void test_stats_summarize_known(void) {
+    /* stats_summarize: mean 3, sd sqrt(2.5), CI half-width t(0.975, 4) sd / sqrt(5) */
+    const double x[] = {1, 2, 3, 4, 5};
+    stats_summary s = stats_summarize(x, 5);
+    CU_ASSERT_EQUAL(s.n, 5);
+    SS_CHECK_CLOSE(s.mean, 3.0, 1e-12, 0);
+    SS_CHECK_CLOSE(s.sd, 1.5811388300841898, 1e-12, 0);
+    SS_CHECK_CLOSE(s.ci95, 1.963243161477557, 1e-9, 0);
+    /* three accuracies: t(0.975, 2) = 4.3027 */
+    const double y[] = {0.81, 0.83, 0.80};
+    s = stats_summarize(y, 3);
+    SS_CHECK_CLOSE(s.mean, 0.8133333333333334, 1e-12, 0);
+    SS_CHECK_CLOSE(s.ci95, 0.037945830337394536, 1e-9, 0);
+}
+
+static void test_stats_summarize_edges(void) {
+    /* stats_summarize: NaNs skipped; one value has no CI; none has no mean */
+    const double x[] = {NAN, 2, NAN, 4};
+    stats_summary s = stats_summarize(x, 4);
+    CU_ASSERT_EQUAL(s.n, 2);
+    SS_CHECK_CLOSE(s.mean, 3.0, 1e-12, 0);
+    const double one[] = {0.7};
+    s = stats_summarize(one, 1);
+    CU_ASSERT_EQUAL(s.n, 1);
+    SS_CHECK_CLOSE(s.mean, 0.7, 1e-12, 0);
+    CU_ASSERT(isnan(s.sd) && isnan(s.ci95));
+    s = stats_summarize(NULL, 0);
+    CU_ASSERT(s.n == 0 && isnan(s.mean));
+}
+
+static void test_stats_kde(void) {
+    /* stats_silverman_bandwidth: 0.9 min(sd, IQR/1.34) n^-1/5 */
+    const double x[] = {1, 2, 3, 4, 5};
+    SS_CHECK_CLOSE(stats_silverman_bandwidth(x, 5), 0.9735846228506357, 1e-9, 0);
+    /* stats_kde: one point, h = 1, is the standard normal density */
+    const double zero = 0, g[] = {0, 1};
+    double d[2];
+    stats_kde(&zero, 1, 1.0, g, d, 2);
+    SS_CHECK_CLOSE(d[0], 1 / sqrt(2 * M_PI), 1e-12, 0);
+    SS_CHECK_CLOSE(d[1], exp(-0.5) / sqrt(2 * M_PI), 1e-12, 0);
+    /* stats_kde integrates to 1 (trapezoid on a wide grid) */
+    enum { M = 2001 };
+    static double grid[M], dens[M];
+    for (int j = 0; j < M; j++)
+        grid[j] = -10 + 25.0 * j / (M - 1);
+    const double h = stats_silverman_bandwidth(x, 5);
+    stats_kde(x, 5, h, grid, dens, M);
+    double area = 0;
+    for (int j = 1; j < M; j++)
+        area += 0.5 * (dens[j] + dens[j - 1]) * (grid[j] - grid[j - 1]);
+    SS_CHECK_CLOSE(area, 1.0, 1e-6, 0);
+}
+
+/* ---- synthetic run directories ---- */
+
+static void write_file(const char *dir, const char *name, const char *text) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *fp = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+/* A run: accuracy rises linearly to final_acc at time t_end (10 evaluations). */
+static void make_run(const char *name, const char *policy, const char *delta, int seed,
+                     const char *status, double final_acc, double t_end, char *dir, size_t n) {
+    snprintf(dir, n, "%s/sweep/points/%s", root, name);
+    CU_ASSERT_EQUAL_FATAL(ss_mkdir_p(dir), SS_OK);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "[train]\nseed = %d\nout = %s\nmodel = logreg\npolicy = %s\nworkers = 4\n"
+             "bandwidth = 5Gbps\ndelta = %s\nstaleness = 3\n",
+             seed, dir, policy, delta);
+    write_file(dir, "config.ini", text);
+    snprintf(text, sizeof text,
+             "{\"status\": \"%s\", \"policy\": \"%s\", \"workers\": 4, \"platform\": \"x\", "
+             "\"test_accuracy\": %.6f, \"sim_time_s\": %g, \"lssr\": %g, \"bytes_sent\": %g, "
+             "\"steps\": 100, \"sync_steps\": 50, \"compute_s\": %g, \"comm_s\": %g, "
+             "\"wait_s\": 0.1, \"seed\": %d, \"batch\": 32}",
+             status, policy, final_acc, t_end, strcmp(policy, "bsp") ? 0.5 : 0.0,
+             1e6 * (strcmp(policy, "bsp") ? 1 : 2), 0.4 * t_end, 0.5 * t_end, seed);
+    write_file(dir, "summary.json", text);
+    size_t len = (size_t)snprintf(
+        text, sizeof text,
+        "step,epoch,sim_time_s,train_loss,test_loss,test_accuracy,sync_steps,bytes_sent\n");
+    for (int k = 1; k <= 10; k++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%d,%g,%g,1,1,%.6f,0,0\n", 10 * k,
+                                0.1 * k, t_end * k / 10, final_acc * k / 10);
+    write_file(dir, "metrics.csv", text);
+    /* steps.trace with the columns in another order than the emulator's: read by name */
+    FILE *fp;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/steps.trace", dir);
+    fp = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    fprintf(fp, "# syncsim steps trace, format 1\n# columns: worker step start_s compute_s "
+                "comm_s wait_s delta decision\n");
+    for (int s = 1; s <= 100; s++)
+        for (int w = 0; w < 4; w++)
+            fprintf(fp, "%d %d %g %g %g %g %g %d\n", w, s, t_end * (s - 1) / 100, 0.4 * t_end / 100,
+                    (s % 3 == 0) ? 0.5 * t_end / 100 : 0, 0.0,
+                    0.6 * exp(-s / 30.0) * (1 + 0.3 * sin(s)), (s % 3 == 0));
+    fclose(fp);
+}
+
+static int key_applies(const char *key, const char *policy) {
+    if (!strcmp(key, "delta")) return !strcmp(policy, "selsync");
+    if (!strcmp(key, "staleness")) return !strcmp(policy, "ssp");
+    return 1;
+}
+
+static run_record runs[8];
+static int n_runs;
+
+static void make_runs(void) {
+    char dir[512];
+    n_runs = 0;
+    /* BSP: final accuracy 0.80 at t = 10, 12, 14 s (seeds 1, 2, 3) */
+    for (int s = 1; s <= 3; s++) {
+        char name[64];
+        snprintf(name, sizeof name, "policy=bsp,seed=%d", s);
+        make_run(name, "bsp", "0.3", s, "ok", 0.80, 8 + 2 * s, dir, sizeof dir);
+        CU_ASSERT_EQUAL_FATAL(run_record_read(dir, &runs[n_runs++]), SS_OK);
+    }
+    /* SelSync (delta 0.05 in config): final 0.79 at half BSP's time; seed 3 diverged */
+    for (int s = 1; s <= 3; s++) {
+        char name[64];
+        snprintf(name, sizeof name, "policy=selsync,delta=0.05,seed=%d", s);
+        make_run(name, "selsync", "0.05", s, s == 3 ? "diverged" : "ok", s == 3 ? 0.1 : 0.79,
+                 (8 + 2 * s) / 2.0, dir, sizeof dir);
+        CU_ASSERT_EQUAL_FATAL(run_record_read(dir, &runs[n_runs++]), SS_OK);
+    }
+}
+
+static void test_runs_read(void) {
+    /* run_record_read, run_dirs_find, run_record_complete */
+    make_runs();
+    CU_ASSERT_STRING_EQUAL(runs[0].policy, "bsp");
+    CU_ASSERT_STRING_EQUAL(runs[5].status, "diverged");
+    CU_ASSERT_EQUAL(runs[3].workers, 4);
+    SS_CHECK_CLOSE(runs[3].test_accuracy, 0.79, 1e-12, 0);
+    CU_ASSERT_STRING_EQUAL(run_record_get(&runs[3], "delta"), "0.05");
+    CU_ASSERT(run_record_complete(runs[5].dir));
+    char **dirs = NULL;
+    int n = 0;
+    char sweep[300];
+    snprintf(sweep, sizeof sweep, "%s/sweep", root);
+    CU_ASSERT_EQUAL(run_dirs_find(sweep, &dirs, &n), SS_OK);
+    CU_ASSERT_EQUAL(n, 6);
+    run_dirs_free(dirs, n);
+    dirs = NULL, n = 0;
+    CU_ASSERT_EQUAL(run_dirs_find(root, &dirs, &n), SS_EINPUT);
+    run_dirs_free(dirs, n);
+    /* trace_table_read: columns by the '# columns:' line */
+    char path[1100];
+    snprintf(path, sizeof path, "%s/steps.trace", runs[0].dir);
+    trace_table t;
+    CU_ASSERT_EQUAL_FATAL(trace_table_read(path, 0, &t), SS_OK);
+    CU_ASSERT_EQUAL(t.n_rows, 400);
+    int cs = trace_table_column(&t, "step"), cw = trace_table_column(&t, "worker");
+    CU_ASSERT(cs == 1 && cw == 0);
+    CU_ASSERT_EQUAL(t.cells[5 * t.n_cols + cs], 2); /* row 5: step 2, worker 1 */
+    CU_ASSERT_EQUAL(t.cells[5 * t.n_cols + cw], 1);
+    trace_table_free(&t);
+    /* run_curve_tta_s */
+    double tt[] = {1, 2, 3}, aa[] = {0.5, 0.7, 0.9};
+    SS_CHECK_CLOSE(run_curve_tta_s(tt, aa, 3, 0.7), 2, 0, 0);
+    SS_CHECK_CLOSE(run_curve_tta_s(tt, aa, 3, 0.95), -1, 0, 0);
+}
+
+static void test_report_analyze(void) {
+    /* report_analyze: groups over seeds, TTA at BSP's final accuracy - 0.5 points, speedup,
+     * diverged runs counted and not averaged */
+    report_options o = {.out_dir = NULL, .target_margin = 0.005, .key_applies = key_applies};
+    report_group *g;
+    int ng, gid[8];
+    double tta[8], speed[8];
+    CU_ASSERT_EQUAL_FATAL(report_analyze(runs, n_runs, &o, &g, &ng, gid, tta, speed), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(ng, 2);
+    CU_ASSERT_STRING_EQUAL(g[0].label, "bsp");
+    CU_ASSERT_STRING_EQUAL(g[1].label, "selsync");
+    CU_ASSERT_EQUAL(g[0].runs, 3);
+    CU_ASSERT_EQUAL(g[0].ok, 3);
+    CU_ASSERT_EQUAL(g[1].runs, 3);
+    CU_ASSERT_EQUAL(g[1].ok, 2);
+    CU_ASSERT_EQUAL(g[1].diverged, 1);
+    SS_CHECK_CLOSE(g[0].accuracy.mean, 0.80, 1e-9, 0);
+    SS_CHECK_CLOSE(g[1].accuracy.mean, 0.79, 1e-9, 0);
+    /* target 0.795: BSP reaches it at its last evaluation (t_end); SelSync (0.79) never */
+    SS_CHECK_CLOSE(tta[0], 10, 1e-9, 0);
+    SS_CHECK_CLOSE(g[0].tta_s.mean, 12, 1e-9, 0);
+    SS_CHECK_CLOSE(g[0].tta_s.ci95, 4.302652729911275 * 2 / sqrt(3), 1e-6, 0);
+    SS_CHECK_CLOSE(g[0].speedup.mean, 1, 1e-12, 0);
+    CU_ASSERT_EQUAL(g[1].tta_reached, 0);
+    CU_ASSERT(isnan(speed[3]));
+    /* with a 2-point margin (target 0.78) both reach it at their last evaluation: SelSync's
+     * time is half of BSP's, speedup 2 */
+    o.target_margin = 0.02;
+    free(g);
+    CU_ASSERT_EQUAL_FATAL(report_analyze(runs, n_runs, &o, &g, &ng, gid, tta, speed), SS_OK);
+    CU_ASSERT_EQUAL(g[1].tta_reached, 2);
+    SS_CHECK_CLOSE(speed[3], 2, 1e-9, 0);
+    SS_CHECK_CLOSE(g[1].speedup.mean, 2, 1e-9, 0);
+    CU_ASSERT(isnan(tta[5])); /* the diverged run */
+    free(g);
+}
+
+static long file_size(const char *dir, const char *name) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    struct stat st;
+    return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+static void test_report_write_figures(void) {
+    /* report_write: tables, and every figure as non-empty PNG and SVG */
+    if (system("gnuplot --version > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "\n  gnuplot missing: figures not checked\n");
+        return;
+    }
+    /* gradient samples of two steps for the density plot */
+    float grads[5000];
+    for (int step = 1; step <= 2; step++) {
+        for (int i = 0; i < 5000; i++)
+            grads[i] = (float)(sin(i * 0.37) * 0.01 / step);
+        CU_ASSERT_EQUAL(analysis_dump_gradients(grads, 5000, step * 10, 0, runs[3].dir), SS_OK);
+        CU_ASSERT_EQUAL(analysis_dump_gradients(grads, 5000, step * 10, 1, runs[3].dir), SS_OK);
+    }
+    char out[300];
+    snprintf(out, sizeof out, "%s/report", root);
+    FILE *term = fopen("/dev/null", "w");
+    report_options o = {.out_dir = out,
+                        .target_margin = 0.005,
+                        .key_applies = key_applies,
+                        .terminal = term,
+                        .max_run_figures = 4};
+    CU_ASSERT_EQUAL(report_write(runs, n_runs, &o), SS_OK);
+    fclose(term);
+    static const char *const files[] = {
+        "report.md",      "report.csv",     "runs.csv",       "accuracy.png", "accuracy.svg",
+        "accuracy.txt",   "breakdown.png",  "breakdown.svg",  "delta-1.png",  "delta-1.svg",
+        "timeline-1.png", "timeline-1.svg", "timeline-2.png", "scaling.png",  "scaling.svg",
+        "kde-1.png",      "kde-1.svg",      "replot.sh",      "accuracy.gp",  NULL};
+    for (int i = 0; files[i]; i++) {
+        long size = file_size(out, files[i]);
+        if (size <= 0) fprintf(stderr, "\n  %s/%s: size %ld\n", out, files[i], size);
+        CU_ASSERT(size > 0);
+    }
+    /* the diverged run is in the table */
+    char path[400];
+    snprintf(path, sizeof path, "%s/report.csv", out);
+    FILE *fp = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    char line[1024];
+    int found = 0;
+    while (fgets(line, sizeof line, fp))
+        found |= !strncmp(line, "selsync,selsync,3,2,1,0,", 24);
+    fclose(fp);
+    CU_ASSERT(found);
+}
+
+static void test_gradient_dump(void) {
+    /* gradient_dump_create: step lists; analysis_dump_gradients: a strided sample */
+    gradient_dump *gd = NULL;
+    CU_ASSERT_EQUAL(gradient_dump_create("", root, &gd), SS_OK);
+    CU_ASSERT_PTR_NULL(gd);
+    CU_ASSERT_EQUAL(gradient_dump_create("1,x", root, &gd), SS_EUSAGE);
+    CU_ASSERT_EQUAL(gradient_dump_create("0", root, &gd), SS_EUSAGE);
+    CU_ASSERT_EQUAL_FATAL(gradient_dump_create("5,100", root, &gd), SS_OK);
+    CU_ASSERT(gradient_dump_wants(gd, 5) && gradient_dump_wants(gd, 100));
+    CU_ASSERT(!gradient_dump_wants(gd, 6));
+    gradient_dump_destroy(gd);
+    static float g[10000];
+    for (int i = 0; i < 10000; i++)
+        g[i] = (float)i;
+    CU_ASSERT_EQUAL_FATAL(analysis_dump_gradients(g, 10000, 7, 2, root), SS_OK);
+    char path[400];
+    snprintf(path, sizeof path, "%s/gradients/step-7-worker-2.txt", root);
+    FILE *fp = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    char line[128];
+    int values = 0;
+    double last = -1;
+    while (fgets(line, sizeof line, fp))
+        if (line[0] != '#') values++, last = strtod(line, NULL);
+    fclose(fp);
+    CU_ASSERT_EQUAL(values, 3334); /* stride 3 */
+    SS_CHECK_CLOSE(last, 9999, 0, 0);
+}
+
+static CU_TestInfo stats_tests[] = {
+    {"stats_summarize: mean, sd, 95% CI of known data", test_stats_summarize_known},
+    {"stats_summarize: NaN, one value, none", test_stats_summarize_edges},
+    {"stats_kde and Silverman's bandwidth", test_stats_kde},
+    CU_TEST_INFO_NULL};
+
+static CU_TestInfo report_tests[] = {
+    {"run_record_read, run_dirs_find, trace_table_read", test_runs_read},
+    {"report_analyze: groups, TTA, speedup, diverged", test_report_analyze},
+    {"report_write: tables and PNG/SVG figures", test_report_write_figures},
+    {"gradient_dump: step lists and samples", test_gradient_dump},
+    CU_TEST_INFO_NULL};
+
+int main(void) {
+    CU_SuiteInfo suites[] = {{"stats", NULL, NULL, NULL, NULL, stats_tests},
+                             {"report", suite_init, suite_clean, NULL, NULL, report_tests},
+                             CU_SUITE_INFO_NULL};
+    return ss_test_main(suites);
+}

@@ -1,0 +1,325 @@
+/* syncsim sweep: the sweep file (errors with file, line and the closest key), the grid's
+ * expansion and its policy rule, contradictory points, and end to end: a sweep killed midway and
+ * resumed, and the same sweep over 2 MPI ranks, gather the same CSV as an uninterrupted serial
+ * run. Points are tiny (synthetic data, logreg, 0.2 epochs, 2 workers). */
+#include "analysis/ranks.h"
+#include "analysis/runs.h"
+#include "cli/commands.h"
+#include "cli/sweep.h"
+#include "common/afile.h"
+#include "common/status.h"
+#include "ss_test.h"
+
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static char root[256];
+
+static int suite_init(void) {
+    snprintf(root, sizeof root, "/tmp/ss_test_sweep.%d", (int)getpid());
+    return ss_mkdir_p(root) == SS_OK ? 0 : 1;
+}
+
+static int suite_clean(void) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    return system(cmd) == 0 ? 0 : 1;
+}
+
+static void write_sweep(const char *name, const char *text, char *path, size_t n) {
+    snprintf(path, n, "%s/%s", root, name);
+    FILE *fp = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+/* The message of a sweep file that must not load. */
+static const char *load_error(const char *text) {
+    char path[300];
+    write_sweep("bad.ini", text, path, sizeof path);
+    sweep_plan *p = NULL;
+    int rc = sweep_plan_load(path, "out", &p);
+    CU_ASSERT_EQUAL(rc, SS_EUSAGE);
+    sweep_plan_free(p);
+    return ss_error_message();
+}
+
+static void check_contains(const char *text, const char *part) {
+    int ok = strstr(text, part) != NULL;
+    if (!ok) fprintf(stderr, "\n  '%s' does not contain '%s'\n", text, part);
+    CU_ASSERT(ok);
+}
+
+static void test_sweep_file_errors(void) {
+    /* sweep_plan_load: unknown key with file, line and closest key; bad values; sections */
+    const char *m = load_error("[sweep]\nname = x\n\n[grid]\npolicy = bsp,selsync\ndetla = 0.1\n");
+    check_contains(m, "bad.ini:6:");
+    check_contains(m, "unknown key 'detla'");
+    check_contains(m, "did you mean 'delta'?");
+    m = load_error("[grid]\ndelta = 0.1,abc\n");
+    check_contains(m, "bad.ini:2:");
+    check_contains(m, "invalid value 'abc'");
+    m = load_error("[fixed]\nepochs = 0.2\n[grids]\nseed = 1\n");
+    check_contains(m, "bad.ini:4:");
+    check_contains(m, "sections are [sweep], [grid] and [fixed]");
+    m = load_error("[sweep]\nnmae = x\n");
+    check_contains(m, "bad.ini:2:");
+    check_contains(m, "did you mean 'name'?");
+    m = load_error("[grid]\nseed = 1,2\n[fixed]\nseed = 3\n");
+    check_contains(m, "bad.ini:4:");
+    check_contains(m, "given twice");
+    m = load_error("[fixed]\nout = x\n");
+    check_contains(m, "[sweep] out or --out");
+}
+
+static void test_sweep_expand_policy_rule(void) {
+    /* sweep_plan_load: delta applies only to selsync points; bsp points omit it and coincide */
+    char path[300];
+    write_sweep("rule.ini",
+                "[sweep]\nout = o\n[grid]\npolicy = bsp,selsync\ndelta = 0.05,0.3\nseed = 1,2\n"
+                "[fixed]\nworkers = 2\nmodel = mlp:16,8\n",
+                path, sizeof path);
+    sweep_plan *p;
+    CU_ASSERT_EQUAL_FATAL(sweep_plan_load(path, NULL, &p), SS_OK);
+    CU_ASSERT_EQUAL(p->n_points, 6);
+    CU_ASSERT_EQUAL(p->merged, 2);
+    CU_ASSERT_STRING_EQUAL(p->points[0].name, "policy=bsp,seed=1");
+    CU_ASSERT_STRING_EQUAL(p->points[1].name, "policy=bsp,seed=2");
+    CU_ASSERT_STRING_EQUAL(p->points[2].name, "policy=selsync,delta=0.05,seed=1");
+    CU_ASSERT_STRING_EQUAL(p->points[5].name, "policy=selsync,delta=0.3,seed=2");
+    for (int i = 0; i < p->n_points; i++) {
+        CU_ASSERT(p->points[i].valid);
+        int has_delta = 0;
+        for (int k = 0; k < p->points[i].argc; k++)
+            has_delta |= !strncmp(p->points[i].argv[k], "--delta=", 8);
+        CU_ASSERT_EQUAL(has_delta, i >= 2);
+    }
+    char dir[600];
+    sweep_point_dir(p, 2, dir, sizeof dir);
+    CU_ASSERT_STRING_EQUAL(dir, "o/points/policy=selsync,delta=0.05,seed=1");
+    /* values holding commas are separated by ';' */
+    sweep_plan_free(p);
+    write_sweep("semi.ini", "[grid]\nmodel = logreg;mlp:16,8\n[fixed]\nworkers = 2\n", path,
+                sizeof path);
+    CU_ASSERT_EQUAL_FATAL(sweep_plan_load(path, "o", &p), SS_OK);
+    CU_ASSERT_EQUAL(p->n_points, 2);
+    CU_ASSERT_STRING_EQUAL(p->points[1].name, "model=mlp:16_8");
+    sweep_plan_free(p);
+}
+
+static void test_sweep_contradictory_point(void) {
+    /* sweep_plan_load: a point whose options contradict is invalid, with the reason; the others
+     * are valid */
+    char path[300];
+    write_sweep("contra.ini",
+                "[grid]\ninject-alpha = 0,0.5\nlocal-steps = 4\n[fixed]\npolicy = selsync\n"
+                "workers = 2\n",
+                path, sizeof path);
+    sweep_plan *p;
+    CU_ASSERT_EQUAL_FATAL(sweep_plan_load(path, "o", &p), SS_OK);
+    /* local-steps is fedavg's: it names no point of selsync */
+    CU_ASSERT_EQUAL(p->n_points, 2);
+    CU_ASSERT(p->points[0].valid);
+    CU_ASSERT(!p->points[1].valid);
+    check_contains(p->points[1].error, "inject-beta");
+    sweep_plan_free(p);
+}
+
+/* ---- end to end ---- */
+
+static const char *tiny_sweep = "[sweep]\nname = tiny\n[grid]\npolicy = bsp,selsync\n"
+                                "delta = 0.05,0.3\nseed = 1,2\nlr = 0.05,100\n[fixed]\n"
+                                "workers = 2\ndataset = synthetic\nmodel = mlp:32\nepochs = 0.2\n"
+                                "momentum = 0.99\newma-window = 3\ndevice = cpu\n";
+
+/* Runs `syncsim sweep` in a child process (its points are its children); returns its pid. */
+static pid_t start_sweep(const char *file, const char *out, int jobs, int resume) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char jobs_arg[32], out_arg[400];
+        snprintf(jobs_arg, sizeof jobs_arg, "--jobs=%d", jobs);
+        snprintf(out_arg, sizeof out_arg, "--out=%s", out);
+        char *argv[] = {(char *)file, jobs_arg, out_arg, resume ? "--resume" : NULL, NULL};
+        if (!freopen("/dev/null", "w", stdout)) _exit(99);
+        _exit(cmd_sweep_main(resume ? 4 : 3, argv));
+    }
+    return pid;
+}
+
+static int wait_exit(pid_t pid) {
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static char *read_text(const char *path) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) return NULL;
+    char *text = NULL;
+    size_t cap = 0;
+    if (getdelim(&text, &cap, '\0', fp) < 0) {
+        free(text);
+        text = NULL;
+    }
+    fclose(fp);
+    return text;
+}
+
+static char serial_csv[500];
+
+static void test_sweep_serial(void) {
+    /* cmd_sweep_main: every point runs; the diverged ones (lr 100) are results, not failures */
+    char file[300], out[400];
+    write_sweep("tiny.ini", tiny_sweep, file, sizeof file);
+    snprintf(out, sizeof out, "%s/serial", root);
+    CU_ASSERT_EQUAL(wait_exit(start_sweep(file, out, 2, 0)), 0);
+    snprintf(serial_csv, sizeof serial_csv, "%s/sweep.csv", out);
+    char *csv = read_text(serial_csv);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
+    int rows = 0, ok = 0, diverged = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(csv, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (!strncmp(line, "index,", 6)) continue; /* header */
+        rows++;
+        ok += strstr(line, ",ok,") != NULL;
+        diverged += strstr(line, ",diverged,") != NULL;
+    }
+    CU_ASSERT_EQUAL(rows, 12); /* bsp: 2 seeds x 2 lr; selsync: 2 deltas x 2 seeds x 2 lr */
+    CU_ASSERT_EQUAL(ok + diverged, 12);
+    CU_ASSERT_EQUAL(diverged, 6); /* lr 100 with momentum 0.99 */
+    free(csv);
+}
+
+static int count_complete(const char *out) {
+    char **dirs = NULL;
+    int n = 0, complete = 0;
+    if (run_dirs_find(out, &dirs, &n) != SS_OK) return 0;
+    for (int i = 0; i < n; i++)
+        complete += run_record_complete(dirs[i]);
+    run_dirs_free(dirs, n);
+    return complete;
+}
+
+static void test_sweep_killed_then_resumed(void) {
+    /* cmd_sweep_main --resume: after a SIGKILL midway, the complete points are kept (not rerun),
+     * the others rerun, and the gathered CSV equals the uninterrupted run's */
+    char file[300], out[400];
+    snprintf(file, sizeof file, "%s/tiny.ini", root);
+    snprintf(out, sizeof out, "%s/killed", root);
+    pid_t pid = start_sweep(file, out, 1, 0);
+    const struct timespec tick = {0, 5000000};
+    for (int waited = 0; waited < 12000 && count_complete(out) < 3; waited++)
+        nanosleep(&tick, NULL);
+    kill(pid, SIGKILL);
+    wait_exit(pid);
+    int before = count_complete(out);
+    CU_ASSERT(before >= 3 && before < 12);
+    /* the points complete before the kill: their summary.json must survive the resume */
+    char **dirs = NULL;
+    int n = 0;
+    CU_ASSERT_EQUAL_FATAL(run_dirs_find(out, &dirs, &n), SS_OK);
+    struct stat kept[16];
+    int was_complete[16] = {0};
+    for (int i = 0; i < n && i < 16; i++) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/summary.json", dirs[i]);
+        was_complete[i] = run_record_complete(dirs[i]) && stat(path, &kept[i]) == 0;
+    }
+    sleep(1); /* a rewritten file would get a later modification time */
+    CU_ASSERT_EQUAL(wait_exit(start_sweep(file, out, 2, 1)), 0);
+    CU_ASSERT_EQUAL(count_complete(out), 12);
+    for (int i = 0; i < n && i < 16; i++) {
+        if (!was_complete[i]) continue;
+        char path[1200];
+        snprintf(path, sizeof path, "%s/summary.json", dirs[i]);
+        struct stat now;
+        CU_ASSERT_EQUAL_FATAL(stat(path, &now), 0);
+        CU_ASSERT(now.st_ino == kept[i].st_ino && now.st_mtime == kept[i].st_mtime);
+    }
+    run_dirs_free(dirs, n);
+    char csv_path[500];
+    snprintf(csv_path, sizeof csv_path, "%s/sweep.csv", out);
+    char *a = read_text(serial_csv), *b = read_text(csv_path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    free(a);
+    free(b);
+}
+
+static void test_sweep_mpi(void) {
+    /* mpirun -np 2 syncsim sweep: the ranks share the points; rank 0 gathers the same CSV */
+    if (!ranks_compiled_with_mpi() || system("mpirun --version > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "\n  built without MPI or no mpirun: MPI sweep not checked\n");
+        return;
+    }
+    char cmd[1200], out[400], csv_path[500];
+    snprintf(out, sizeof out, "%s/mpi", root);
+    snprintf(cmd, sizeof cmd,
+             "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+             "OMPI_MCA_mpi_warn_on_fork=0 mpirun --oversubscribe -np 2 %s/syncsim sweep "
+             "%s/tiny.ini --jobs 1 --out %s > %s/mpi.log 2>&1",
+             SS_BINARY_DIR, root, out, root);
+    int rc = system(cmd);
+    if (rc != 0) {
+        char log[400];
+        snprintf(log, sizeof log, "%s/mpi.log", root);
+        char *text = read_text(log);
+        fprintf(stderr, "\n  %s\n  exit %d:\n%s\n", cmd, rc, text ? text : "(no log)");
+        free(text);
+    }
+    CU_ASSERT_EQUAL(rc, 0);
+    snprintf(csv_path, sizeof csv_path, "%s/sweep.csv", out);
+    char *a = read_text(serial_csv), *b = read_text(csv_path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    free(a);
+    free(b);
+}
+
+static void test_sweep_invalid_point_runs_the_rest(void) {
+    /* cmd_sweep_main: an invalid point is reported in sweep.csv, the others run, exit code 1 */
+    char file[300], out[400];
+    write_sweep("contra-run.ini",
+                "[grid]\ninject-alpha = 0,0.5\n[fixed]\npolicy = selsync\nworkers = 2\n"
+                "dataset = synthetic\nmodel = logreg\nepochs = 0.2\ndevice = cpu\n",
+                file, sizeof file);
+    snprintf(out, sizeof out, "%s/contra", root);
+    CU_ASSERT_EQUAL(wait_exit(start_sweep(file, out, 2, 0)), 1);
+    char csv_path[500];
+    snprintf(csv_path, sizeof csv_path, "%s/sweep.csv", out);
+    char *csv = read_text(csv_path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(csv);
+    check_contains(csv, "0,inject-alpha=0,0,ok,");
+    check_contains(csv, "1,inject-alpha=0.5,0.5,invalid,");
+    check_contains(csv, "needs both --inject-alpha and --inject-beta");
+    free(csv);
+}
+
+static CU_TestInfo file_tests[] = {
+    {"sweep_plan_load: errors name file, line, closest key", test_sweep_file_errors},
+    {"sweep_plan_load: policy-limited axes, merged points", test_sweep_expand_policy_rule},
+    {"sweep_plan_load: contradictory point is invalid", test_sweep_contradictory_point},
+    CU_TEST_INFO_NULL};
+
+static CU_TestInfo run_tests[] = {
+    {"cmd_sweep_main: serial run, diverged points counted", test_sweep_serial},
+    {"cmd_sweep_main --resume after SIGKILL: same CSV", test_sweep_killed_then_resumed},
+    {"mpirun -np 2 syncsim sweep: same CSV", test_sweep_mpi},
+    {"cmd_sweep_main: invalid point reported, rest run", test_sweep_invalid_point_runs_the_rest},
+    CU_TEST_INFO_NULL};
+
+int main(void) {
+    CU_SuiteInfo suites[] = {{"sweep file", suite_init, NULL, NULL, NULL, file_tests},
+                             {"sweep runs", suite_init, suite_clean, NULL, NULL, run_tests},
+                             CU_SUITE_INFO_NULL};
+    return ss_test_main(suites);
+}

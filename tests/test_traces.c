@@ -1,0 +1,473 @@
+/* CUnit suite of traces/: the trace format (round trip, bad input with line numbers, version
+ * mismatch), the model profiles (published parameter counts), the CSV import of real logs, and
+ * replay: a replay of an emulation's trace on the recorded platform reproduces its simulated time
+ * (relative difference <= 1e-9) for every policy, and scale-out is deterministic. Emulations and
+ * replays each run in their own process (sim_run_isolated), on tiny synthetic runs. */
+#include "cli/options.h"
+#include "cli/run_emulation.h"
+#include "common/afile.h"
+#include "common/status.h"
+#include "sim/isolate.h"
+#include "ss_test.h"
+#include "traces/profile.h"
+#include "traces/replay.h"
+#include "traces/trace.h"
+
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- helpers ---- */
+
+static trace *read_text(const char *text, int *rc) {
+    FILE *fp = fmemopen((void *)text, strlen(text), "r");
+    SS_ASSERT(fp);
+    trace *t = NULL;
+    *rc = trace_read(fp, "mem.trace", &t);
+    fclose(fp);
+    return t;
+}
+
+/* A small valid trace as text: 2 workers x 2 steps of SelSync. */
+static char *small_trace_text(void) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&text, &len);
+    policy_config pc;
+    policy_config_default(&pc);
+    pc.kind = POLICY_SELSYNC;
+    pc.workers = 2;
+    pc.steps = 2;
+    pc.seed = 42;
+    trace_meta meta = {.param_count = 10, .param_bytes = 40, .sample_bytes = 5};
+    snprintf(meta.source, sizeof meta.source, "emulation");
+    trace_writer tw;
+    trace_writer_begin(&tw, fp, &meta, &pc, "[train]\nbandwidth = 5Gbps\n");
+    for (long s = 1; s <= 2; s++)
+        for (int w = 1; w >= 0; w--) { /* completion order, not (step, worker) order */
+            step_record r = {.step = s,
+                             .worker = w,
+                             .start_s = 0.1 * s,
+                             .compute_s = 1.0 / 3.0 + w,
+                             .flops = 12345.0 + w,
+                             .grad_norm = 0.1 + s,
+                             .decision = s == 2,
+                             .samples = 8,
+                             .loss = 2.5};
+            trace_writer_record(&tw, &r);
+        }
+    trace_writer_end(&tw, 1.0 / 7.0);
+    fclose(fp);
+    return text;
+}
+
+/* The text with line `line` (1-based) replaced by `repl` (NULL: removed), or cut after it. */
+static char *edit_line(const char *text, int line, const char *repl, int cut_after) {
+    char *out = ss_malloc(strlen(text) + (repl ? strlen(repl) : 0) + 2);
+    out[0] = '\0';
+    int n = 0;
+    const char *p = text;
+    while (*p) {
+        size_t len = strcspn(p, "\n");
+        n++;
+        if (n == line && !cut_after) {
+            if (repl) {
+                strcat(out, repl);
+                strcat(out, "\n");
+            }
+        } else {
+            strncat(out, p, len + (p[len] == '\n'));
+        }
+        if (cut_after && n == line) break;
+        p += len + (p[len] == '\n');
+    }
+    return out;
+}
+
+static int count_lines(const char *text) {
+    int n = 0;
+    for (const char *p = text; *p; p++)
+        n += *p == '\n';
+    return n;
+}
+
+/* ---- format ---- */
+
+static void test_trace_round_trip(void) {
+    char *text = small_trace_text();
+    int rc;
+    trace *t = read_text(text, &rc);
+    CU_ASSERT_EQUAL_FATAL(rc, SS_OK);
+    CU_ASSERT_EQUAL(t->workers, 2);
+    CU_ASSERT_EQUAL(t->steps, 2);
+    CU_ASSERT_EQUAL(t->records, 4);
+    CU_ASSERT_EQUAL(t->steps_done, 2);
+    CU_ASSERT_EQUAL(t->pc.kind, POLICY_SELSYNC);
+    CU_ASSERT_EQUAL(t->pc.seed, 42);
+    CU_ASSERT(t->meta.param_bytes == 40 && t->meta.sample_bytes == 5);
+    /* every number reads back bit for bit */
+    CU_ASSERT(trace_cell_at(t, 1, 0)->compute_s == 1.0 / 3.0);
+    CU_ASSERT(trace_cell_at(t, 2, 1)->compute_s == 1.0 / 3.0 + 1);
+    CU_ASSERT(trace_cell_at(t, 2, 1)->flops == 12346.0);
+    CU_ASSERT(t->sim_time_s == 1.0 / 7.0);
+    CU_ASSERT_EQUAL(t->decisions[0], 0);
+    CU_ASSERT_EQUAL(t->decisions[1], 1);
+    CU_ASSERT_STRING_EQUAL(trace_config_get(t, "bandwidth"), "5Gbps");
+    SS_CHECK_CLOSE(trace_sync_fraction(t), 0.5, 0, 0);
+    trace_free(t);
+    free(text);
+}
+
+/* Each corruption gives SS_EINPUT and a message naming the line (or the version). */
+static void expect_error(const char *text, const char *needle) {
+    int rc;
+    trace *t = read_text(text, &rc);
+    CU_ASSERT_EQUAL(rc, SS_EINPUT);
+    CU_ASSERT_PTR_NULL(t);
+    if (!strstr(ss_error_message(), needle)) {
+        fprintf(stderr, "\n  trace_read: '%s' lacks '%s'\n", ss_error_message(), needle);
+        CU_FAIL("trace_read message");
+    }
+    trace_free(t);
+}
+
+static void test_trace_bad_input(void) {
+    char *text = small_trace_text();
+    const int n = count_lines(text);
+    char *e;
+    /* truncated: cut anywhere before the end line */
+    e = edit_line(text, n - 1, NULL, 1);
+    expect_error(e, "truncated");
+    free(e);
+    /* truncated inside a record line (no newline at the end) */
+    e = edit_line(text, n - 3, NULL, 1);
+    e[strlen(e) - 12] = '\0';
+    expect_error(e, "truncated");
+    free(e);
+    /* a corrupt record: the message names its line */
+    char want[64];
+    snprintf(want, sizeof want, "mem.trace:%d:", n - 3);
+    e = edit_line(text, n - 3, "2 0 0.2 0.3 0 0 x12 0.1 0 1 8 0 2.5", 0);
+    expect_error(e, want);
+    free(e);
+    e = edit_line(text, n - 3, "2 7 0.2 0.3 0 0 1 0.1 0 1 8 0 2.5", 0);
+    expect_error(e, "worker out of range");
+    free(e);
+    e = edit_line(text, n - 3, "2 0 0.2 0.3 0 0 1", 0);
+    expect_error(e, "13 fields");
+    free(e);
+    /* a duplicate record */
+    e = edit_line(text, n - 3, "1 0 0.2 0.3 0 0 1 0.1 0 1 8 0 2.5", 0);
+    expect_error(e, "duplicate record");
+    free(e);
+    /* the end line counts differently */
+    e = edit_line(text, n, "# end records = 5", 0);
+    expect_error(e, "counts 5 records");
+    free(e);
+    /* version mismatch, with a hint */
+    e = edit_line(text, 1, "# syncsim-trace 3", 0);
+    expect_error(e, "newer syncsim");
+    free(e);
+    e = edit_line(text, 1, "# syncsim steps trace, format 1", 0);
+    expect_error(e, "re-record");
+    free(e);
+    e = edit_line(text, 1, "hello", 0);
+    expect_error(e, "not a syncsim trace");
+    free(e);
+    expect_error("", "empty");
+    /* a missing policy line */
+    e = edit_line(text, 8, "# policy nonsense = 3", 0);
+    expect_error(e, "mem.trace:8:");
+    free(e);
+    free(text);
+}
+
+/* ---- profiles ---- */
+
+static void test_profiles_published_counts(void) {
+    const char *names[] = {"resnet101", "vgg11", "alexnet", "transformer"};
+    for (int i = 0; i < 4; i++) {
+        model_profile p;
+        int rc = profile_find(names[i], &p);
+        if (rc != SS_OK) fprintf(stderr, "\n  %s\n", ss_error_message());
+        CU_ASSERT_EQUAL_FATAL(rc, SS_OK);
+        CU_ASSERT(p.published_params > 0);
+        double rel = fabs(p.params - p.published_params) / p.published_params;
+        fprintf(stderr, "\n  %-12s %12.0f params (published %.0f, %.2f%%), %.4g GFLOP fwd/sample",
+                names[i], p.params, p.published_params, 100 * rel,
+                p.forward_flops_per_sample / 1e9);
+        CU_ASSERT(rel <= 0.01);
+        CU_ASSERT(p.backward_flops_per_sample > 1.9 * p.forward_flops_per_sample);
+        CU_ASSERT(p.backward_flops_per_sample <= 2.0 * p.forward_flops_per_sample);
+        CU_ASSERT(p.sample_bytes > 0);
+    }
+}
+
+static void expect_profile_error(const char *text, const char *needle) {
+    FILE *fp = fmemopen((void *)text, strlen(text), "r");
+    model_profile p;
+    int rc = profile_read(fp, "mem.profile", &p);
+    fclose(fp);
+    CU_ASSERT_EQUAL(rc, SS_EINPUT);
+    if (!strstr(ss_error_message(), needle)) {
+        fprintf(stderr, "\n  profile_read: '%s' lacks '%s'\n", ss_error_message(), needle);
+        CU_FAIL("profile_read message");
+    }
+}
+
+static void test_profile_bad_input(void) {
+    const char *ok =
+        "syncsim-profile 1\nname tiny\nlayer a 10 100\nlayer b 5 50 70\ntotal 15 150\n";
+    FILE *fp = fmemopen((void *)ok, strlen(ok), "r");
+    model_profile p;
+    CU_ASSERT_EQUAL(profile_read(fp, "mem.profile", &p), SS_OK);
+    fclose(fp);
+    CU_ASSERT(p.params == 15 && p.forward_flops_per_sample == 150);
+    CU_ASSERT(p.backward_flops_per_sample == 2 * 100 + 70);
+    CU_ASSERT(profile_step_flops(&p, 4) == 4 * (150 + 270));
+    expect_profile_error("syncsim-profile 2\n", "version 2");
+    expect_profile_error("name x\n", "not a syncsim profile");
+    expect_profile_error("syncsim-profile 1\nname t\nlayer a 10 100\n", "truncated");
+    expect_profile_error("syncsim-profile 1\nname t\nlayer a 10 100\ntotal 11 100\n",
+                         "mem.profile:4:");
+    expect_profile_error("syncsim-profile 1\nname t\nlayer a -1 100\ntotal 11 100\n",
+                         "mem.profile:3:");
+    expect_profile_error("syncsim-profile 1\nname t\nbogus 3\n", "unknown key");
+}
+
+/* ---- real logs ---- */
+
+static void test_import_csv(void) {
+    const char *csv = "# a real run\nworker,step,compute_s,sync_s,decision,loss\n"
+                      "0,1,0.5,0.2,sync,2.0\n1,1,0.6,0.1,sync,2.1\n"
+                      "0,2,0.5,0,local,1.9\n1,2,0.7,0,local,1.8\n";
+    policy_config pc;
+    policy_config_default(&pc);
+    FILE *fp = fmemopen((void *)csv, strlen(csv), "r");
+    trace *t = NULL;
+    int rc = trace_import_csv_stream(fp, "log.csv", &pc, 4e6, &t);
+    fclose(fp);
+    CU_ASSERT_EQUAL_FATAL(rc, SS_OK);
+    CU_ASSERT_EQUAL(t->workers, 2);
+    CU_ASSERT_EQUAL(t->steps_done, 2);
+    CU_ASSERT_EQUAL(t->pc.compute.mode, SIM_COMPUTE_TRACE);
+    CU_ASSERT(trace_cell_at(t, 2, 1)->compute_s == 0.7);
+    CU_ASSERT_EQUAL(t->decisions[1], 0);
+    trace_free(t);
+
+    const char *bad[][2] = {
+        {"step,worker,compute_s,decision\n1,0,0.5,sync\n", "lacks the column 'sync_s'"},
+        {"step,worker,compute_s,sync_s,decision\n1,0,0.5,0.1,maybe\n", "log.csv:2:"},
+        {"step,worker,compute_s,sync_s,decision\n1,0,0.5,0.1,1\n1,0,-2,0.1,1\n", "log.csv:3:"},
+        {"step,worker,compute_s,sync_s,decision\n1,0,0.5\n", "log.csv:2:"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fp = fmemopen((void *)bad[i][0], strlen(bad[i][0]), "r");
+        rc = trace_import_csv_stream(fp, "log.csv", &pc, 4e6, &t);
+        fclose(fp);
+        CU_ASSERT_EQUAL(rc, SS_EINPUT);
+        if (!strstr(ss_error_message(), bad[i][1])) {
+            fprintf(stderr, "\n  import: '%s' lacks '%s'\n", ss_error_message(), bad[i][1]);
+            CU_FAIL("import message");
+        }
+    }
+}
+
+/* ---- replay exactness ---- */
+
+typedef struct emu_case {
+    const char *name;
+    const char *args; /* train options, space-separated */
+} emu_case;
+
+static int train_child(void *arg, sim_blob *out) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", (const char *)arg);
+    char *argv[64];
+    int argc = 0;
+    for (char *tok = strtok(buf, " "); tok && argc < 64; tok = strtok(NULL, " "))
+        argv[argc++] = tok;
+    run_config cfg;
+    int rc = options_parse(CMD_TRAIN, argc, argv, &cfg);
+    if (rc != SS_OK) return rc;
+    /* the emulation's chatter stays out of the test log */
+    if (!freopen("/dev/null", "w", stdout)) return ss_error_set(SS_EIO, "freopen");
+    run_summary sum;
+    rc = run_emulation(&cfg, &sum, NULL);
+    if (rc == SS_OK) sim_blob_append(out, &sum.sim_time_s, sizeof sum.sim_time_s);
+    return rc;
+}
+
+typedef struct replay_case {
+    const char *path;
+    int workers;
+    replay_scale_out scale_out;
+    uint64_t seed;
+} replay_case;
+
+static int replay_child(void *arg, sim_blob *out) {
+    const replay_case *rc_ = arg;
+    trace *t;
+    int rc = trace_load(rc_->path, &t);
+    if (rc != SS_OK) return rc;
+    replay_opts ro = replay_opts_default();
+    ro.workers = rc_->workers;
+    ro.scale_out = rc_->scale_out;
+    ro.seed = rc_->seed;
+    /* the recorded generated platform: bandwidth from the config, latency 5us, as trained */
+    const char *bw = trace_config_get(t, "bandwidth");
+    if (!bw || platform_parse_bandwidth("bw", bw, &ro.gen.bandwidth_bps) != SS_OK) return SS_EINPUT;
+    ro.gen.latency_s = 5e-6;
+    const char *model = trace_config_get(t, "network-model");
+    if (model) sim_network_model_parse("model", model, &ro.model);
+    replay_result rr;
+    rc = replay_run(t, &ro, &rr);
+    if (rc == SS_OK) {
+        sim_blob_append(out, &rr.res.sim_time_s, sizeof(double));
+        sim_blob_append(out, &t->sim_time_s, sizeof(double));
+    }
+    trace_free(t);
+    return rc;
+}
+
+static double run_double(sim_isolated_fn fn, void *arg, double *second) {
+    sim_blob b = {0};
+    int rc = sim_run_isolated(fn, arg, &b);
+    if (rc != SS_OK) fprintf(stderr, "\n  child failed: %s\n", ss_error_message());
+    CU_ASSERT_EQUAL_FATAL(rc, SS_OK);
+    CU_ASSERT_FATAL(b.bytes >= sizeof(double));
+    double v;
+    memcpy(&v, b.data, sizeof v);
+    if (second && b.bytes >= 2 * sizeof(double)) memcpy(second, b.data + sizeof v, sizeof v);
+    sim_blob_free(&b);
+    return v;
+}
+
+static char out_root[256];
+
+static void test_replay_reproduces_emulation(void) {
+    static const emu_case cases[] = {
+        {"bsp", "--policy bsp"},
+        {"bsp-ps", "--policy bsp --collective ps --ps-servers 2"},
+        {"selsync", "--policy selsync --delta 0.02 --ewma-window 4"},
+        {"selsync-code", "--policy selsync --delta 0.05 --ewma-window 4 --selsync-variant code"},
+        {"selsync-inject",
+         "--policy selsync --delta 0.3 --ewma-window 4 --inject-alpha 0.5 --inject-beta 0.5"},
+        {"ssp", "--policy ssp --staleness 1"},
+        {"asp", "--policy asp"},
+        {"fedavg", "--policy fedavg --client-fraction 0.5 --local-steps 3"},
+        {"measured", "--policy selsync --delta 0.02 --ewma-window 4 --compute measured:50"},
+        {"tree-lv08", "--policy bsp --collective tree --network-model LV08 --bandwidth 1Gbps"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[1024], path[512];
+        snprintf(path, sizeof path, "%s/%s", out_root, cases[i].name);
+        snprintf(args, sizeof args,
+                 "--dataset synthetic --model logreg --workers 4 --epochs 1 --batch 16 "
+                 "--device cpu --latency 5us --network-model CM02 --progress no --out %s %s",
+                 path, cases[i].args);
+        double emu_s = run_double(train_child, args, NULL);
+        snprintf(path, sizeof path, "%s/%s/steps.trace", out_root, cases[i].name);
+        replay_case rc = {path, 0, REPLAY_SCALE_ROUND_ROBIN, 1};
+        double recorded = -1;
+        double rep_s = run_double(replay_child, &rc, &recorded);
+        double rel = fabs(rep_s - emu_s) / emu_s;
+        fprintf(stderr, "\n  %-15s emulation %.12g s, replay %.12g s, relative difference %.3g",
+                cases[i].name, emu_s, rep_s, rel);
+        CU_ASSERT(rel <= 1e-9);
+        CU_ASSERT(recorded == emu_s);
+    }
+}
+
+/* Scale-out: round-robin doubles the workers with the recorded costs; sampling is seeded. */
+static void test_replay_scale_out(void) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/selsync/steps.trace", out_root);
+    replay_case same = {path, 0, REPLAY_SCALE_ROUND_ROBIN, 1};
+    replay_case rr = {path, 8, REPLAY_SCALE_ROUND_ROBIN, 1};
+    replay_case s1 = {path, 8, REPLAY_SCALE_SAMPLE, 5};
+    replay_case s2 = {path, 8, REPLAY_SCALE_SAMPLE, 5};
+    double t4 = run_double(replay_child, &same, NULL);
+    double t8 = run_double(replay_child, &rr, NULL);
+    double a = run_double(replay_child, &s1, NULL);
+    double b = run_double(replay_child, &s2, NULL);
+    fprintf(stderr, "\n  4 workers %.9g s, 8 round-robin %.9g s, 8 sampled %.9g s", t4, t8, a);
+    CU_ASSERT(t8 > t4); /* same steps and decisions, a longer ring */
+    CU_ASSERT(a == b);  /* same seed, same run */
+}
+
+/* A synthesized BSP run on CM02 against the closed form: S (F/speed + ring all-reduce). */
+static int profile_child(void *arg, sim_blob *out) {
+    (void)arg;
+    model_profile p;
+    int rc = profile_find("alexnet", &p);
+    if (rc != SS_OK) return rc;
+    policy_config pc;
+    policy_config_default(&pc);
+    pc.workers = 8;
+    pc.steps = 5;
+    pc.batch = 128;
+    pc.eval_every = 5;
+    trace *t;
+    if ((rc = profile_synthesize(&p, &pc, NULL, &t)) != SS_OK) return rc;
+    replay_opts ro = replay_opts_default();
+    ro.model = SIM_NETWORK_CM02;
+    ro.gen.bandwidth_bps = 10e9;
+    ro.gen.latency_s = 5e-6;
+    replay_result rr;
+    rc = replay_run(t, &ro, &rr);
+    if (rc == SS_OK) {
+        double n = 8, m = t->meta.param_bytes, alpha = 2 * 5e-6, bw = 10e9 / 8;
+        double expect = 5 * (profile_step_flops(&p, 128) / rr.host_speed_flops +
+                             2 * (n - 1) * alpha + 2 * (n - 1) / n * m / bw);
+        sim_blob_append(out, &rr.res.sim_time_s, sizeof(double));
+        sim_blob_append(out, &expect, sizeof(double));
+    }
+    trace_free(t);
+    return rc;
+}
+
+static void test_profile_replay_closed_form(void) {
+    double expect = 0;
+    double got = run_double(profile_child, NULL, &expect);
+    fprintf(stderr, "\n  alexnet BSP 8 workers x 5 steps: replay %.9g s, closed form %.9g s", got,
+            expect);
+    SS_CHECK_CLOSE(got, expect, 0, 1e-3);
+}
+
+static int suite_init(void) {
+    snprintf(out_root, sizeof out_root, "/tmp/ss_test_traces_%d", (int)getpid());
+    return ss_mkdir_p(out_root) == SS_OK ? 0 : 1;
+}
+
+static int suite_clean(void) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", out_root);
+    return system(cmd) == 0 ? 0 : 1;
+}
+
+static CU_TestInfo format_tests[] = {
+    {"trace_read(trace_writer_*) round trip, bit for bit", test_trace_round_trip},
+    {"trace_read: truncated, corrupt, duplicate, version mismatch", test_trace_bad_input},
+    {"profile_find: the four paper models match their published counts",
+     test_profiles_published_counts},
+    {"profile_read: bad input names the line", test_profile_bad_input},
+    {"trace_import_csv_stream: real logs and bad rows", test_import_csv},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo replay_tests[] = {
+    {"replay_run reproduces the emulation's simulated time", test_replay_reproduces_emulation},
+    {"replay_run scale-out (round-robin, seeded sampling)", test_replay_scale_out},
+    {"replay_run of a profile: BSP closed form", test_profile_replay_closed_form},
+    CU_TEST_INFO_NULL,
+};
+
+int main(void) {
+    CU_SuiteInfo suites[] = {
+        {"traces format", NULL, NULL, NULL, NULL, format_tests},
+        {"traces replay", suite_init, suite_clean, NULL, NULL, replay_tests},
+        CU_SUITE_INFO_NULL,
+    };
+    return ss_test_main(suites);
+}

@@ -1,0 +1,53 @@
+/* Model profiles: per-layer parameter counts and forward FLOPs of paper-scale models, read from
+ * traces/profiles/NAME.profile (format: traces/FORMAT.md "Model profiles"), and the synthesis of a
+ * trace from a profile, so that replay can time models too large to emulate.
+ *
+ *     model_profile p; if (profile_find("resnet101", &p) != SS_OK) ... ;   // or a path
+ *     double flops = p.batch_flops_per_sample * 32;                        // fwd + bwd, b = 32
+ *     trace *t; profile_synthesize(&p, &pc, decisions, &t);
+ */
+#ifndef SS_TRACES_PROFILE_H
+#define SS_TRACES_PROFILE_H
+
+#include "traces/trace.h"
+
+#include <stdio.h>
+
+#define PROFILE_MAGIC      "syncsim-profile"
+#define PROFILE_VERSION    1
+#define PROFILE_MAX_LAYERS 100000
+
+typedef struct model_profile {
+    char name[64];
+    char description[160];
+    int layers;                       /* layer lines read */
+    double params;                    /* P: sum of the layers' parameters */
+    double forward_flops_per_sample;  /* sum of the layers' forward FLOPs */
+    double backward_flops_per_sample; /* explicit per layer, else backward_factor x forward */
+    double backward_factor;           /* default 2 */
+    double sample_bytes;              /* one training sample on the wire (0: not given) */
+    double published_params;          /* the count the profile is checked against (0: none) */
+    int batch;                        /* the batch the paper used (0: not given) */
+} model_profile;
+
+/* Reads a profile file; SS_EINPUT "PATH:LINE: problem" on bad input, with a hint for a version
+ * mismatch. */
+int profile_load(const char *path, model_profile *out);
+int profile_read(FILE *fp, const char *name, model_profile *out);
+/* A NAME (looked up as DIR/NAME.profile, DIR = $SYNCSIM_PROFILE_DIR or the source tree's
+ * traces/profiles) or a path (anything with a '/' or ending in .profile). */
+int profile_find(const char *name_or_path, model_profile *out);
+/* The directory searched by profile_find. */
+const char *profile_dir(void);
+
+/* FLOPs of one worker step of `batch` samples: batch x (forward + backward). */
+double profile_step_flops(const model_profile *p, int batch);
+
+/* A trace of pc->steps steps from a profile: one recorded worker whose every step costs
+ * profile_step_flops(p, pc->batch) in flops mode (replay gives it to all pc->workers workers),
+ * exchanges of 4 P bytes, and per step the global decision decisions[s] (NULL: every step
+ * synchronizes). */
+int profile_synthesize(const model_profile *p, const policy_config *pc, const int8_t *decisions,
+                       trace **out);
+
+#endif

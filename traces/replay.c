@@ -1,0 +1,263 @@
+/* The replay step source and the replay runner (replay.h). */
+#include "traces/replay.h"
+#include "common/rng.h"
+#include "common/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <simgrid/host.h>
+
+/* Random stream of the scale-out draws of worker w: REPLAY_STREAM_SCALE_OUT + w, apart from the
+ * streams of common/rng.h (the policies' stragglers use RNG_STREAM_NETWORK + w). */
+#define REPLAY_STREAM_SCALE_OUT ((uint64_t)5 << 20)
+
+struct replay_source {
+    step_source src;
+    const trace *t;
+    int workers; /* M */
+    replay_scale_out scale_out;
+    rng *draws;         /* (M) REPLAY_SCALE_SAMPLE: one stream per worker */
+    int trace_seconds;  /* 1: charge recorded seconds (trace mode), 0: recorded FLOPs */
+    int flops_as_sleep; /* synthesized traces: FLOPs / host speed, charged as a sleep */
+};
+
+int replay_scale_out_parse(const char *option, const char *text, replay_scale_out *out) {
+    if (!strcmp(text, "round-robin")) {
+        *out = REPLAY_SCALE_ROUND_ROBIN;
+        return SS_OK;
+    }
+    if (!strcmp(text, "sample")) {
+        *out = REPLAY_SCALE_SAMPLE;
+        return SS_OK;
+    }
+    return ss_error_set(SS_EUSAGE, "%s: unknown scale-out '%s' (valid: round-robin, sample)",
+                        option, text);
+}
+
+const char *replay_scale_out_name(replay_scale_out s) {
+    return s == REPLAY_SCALE_SAMPLE ? "sample" : "round-robin";
+}
+
+/* A synthesized trace (one worker per host, no stragglers) charges FLOPs / host speed as a sleep:
+ * the same duration as executing them on the host, and cheaper for SimGrid (no CPU action in
+ * its solver), which counts at thousands of workers. Recorded FLOPs are re-executed, so that a
+ * replay of an emulation matches it bit for bit. */
+static int replay_flops_as_sleep(const trace *t) {
+    return t->pc.compute.mode == SIM_COMPUTE_FLOPS && !strcmp(t->meta.source, "profile");
+}
+
+/* The recorded worker whose cost worker w replays at `step`. */
+static int source_worker(replay_source *r, int w, long step) {
+    (void)step;
+    const int n = r->t->workers;
+    if (r->workers == n && r->scale_out == REPLAY_SCALE_ROUND_ROBIN) return w;
+    if (r->scale_out == REPLAY_SCALE_SAMPLE) return (int)rng_below(&r->draws[w], (uint64_t)n);
+    return w % n;
+}
+
+static void rp_compute(void *self, int w, long step, int batch, step_cost *cost, step_stats *st) {
+    replay_source *r = self;
+    memset(st, 0, sizeof *st);
+    cost->flops = 0;
+    cost->measured_s = 0;
+    cost->trace_s = 0;
+    if (step > r->t->steps) { /* a recorded run that ended early: end here too */
+        r->src.stop = 1;
+        return;
+    }
+    const trace_cell *c = trace_cell_at(r->t, step, source_worker(r, w, step));
+    if (!c->recorded) {
+        r->src.stop = 1;
+        return;
+    }
+    cost->flops = c->flops;
+    cost->measured_s = c->compute_s;
+    cost->trace_s = r->trace_seconds ? c->compute_s : -1;
+    if (r->flops_as_sleep) cost->trace_s = c->flops / sg_host_get_speed(sg_host_self());
+    st->loss = c->loss;
+    st->grad_norm = c->grad_norm;
+    st->layer_norm_sum = c->grad_norm;
+    st->samples = c->samples > 0 ? c->samples : batch;
+}
+
+static void rp_nothing_step(void *self, int w, long step) {
+    (void)self;
+    (void)w;
+    (void)step;
+}
+
+static void rp_aggregate(void *self, int worker, long seq, const int *group, int n, int callers,
+                         aggregate_what what, const uint8_t *mask, int keep_local) {
+    (void)self, (void)worker, (void)seq, (void)group, (void)n, (void)callers, (void)what,
+        (void)mask, (void)keep_local;
+}
+
+static void rp_ps_apply(void *self, int worker, long step, int shard, int n_shards) {
+    (void)self, (void)worker, (void)step, (void)shard, (void)n_shards;
+}
+
+static void rp_ps_pull(void *self, int worker, int shard, int n_shards) {
+    (void)self, (void)worker, (void)shard, (void)n_shards;
+}
+
+static void rp_inject(void *self, int from, int to, int count) {
+    (void)self, (void)from, (void)to, (void)count;
+}
+
+static void rp_step_done(void *self, int w, long step, double now_s) {
+    (void)self, (void)w, (void)step, (void)now_s;
+}
+
+/* SelSync follows the recorded global decision of the step (the flags are still all-gathered
+ * and charged); with no record of the step the policy decides itself. */
+static int rp_forced_decision(void *self, long step) {
+    replay_source *r = self;
+    if (step < 1 || step > r->t->steps) return -1;
+    return r->t->decisions[step - 1];
+}
+
+static const step_source_ops replay_ops = {
+    .name = "replay",
+    .compute = rp_compute,
+    .apply_local = rp_nothing_step,
+    .aggregate = rp_aggregate,
+    .ps_apply = rp_ps_apply,
+    .ps_pull = rp_ps_pull,
+    .inject = rp_inject,
+    .step_done = rp_step_done,
+    .forced_decision = rp_forced_decision,
+};
+
+replay_source *replay_source_create(const trace *t, int workers, replay_scale_out scale_out,
+                                    uint64_t seed) {
+    SS_ASSERT(t && workers >= 1);
+    replay_source *r = ss_calloc(1, sizeof *r);
+    r->t = t;
+    r->workers = workers;
+    r->scale_out = scale_out;
+    r->trace_seconds = t->pc.compute.mode != SIM_COMPUTE_FLOPS;
+    r->flops_as_sleep = replay_flops_as_sleep(t);
+    if (scale_out == REPLAY_SCALE_SAMPLE) {
+        r->draws = ss_malloc(sizeof(rng) * (size_t)workers);
+        for (int w = 0; w < workers; w++)
+            rng_seed(&r->draws[w], seed, REPLAY_STREAM_SCALE_OUT + (uint64_t)w);
+    }
+    r->src.ops = &replay_ops;
+    r->src.self = r;
+    r->src.param_count = (size_t)t->meta.param_count;
+    r->src.param_bytes = t->meta.param_bytes;
+    r->src.sample_bytes = t->meta.sample_bytes;
+    return r;
+}
+
+step_source *replay_source_step_source(replay_source *r) {
+    return &r->src;
+}
+
+void replay_source_destroy(replay_source *r) {
+    if (!r) return;
+    free(r->draws);
+    free(r);
+}
+
+/* ---- runner ---- */
+
+replay_opts replay_opts_default(void) {
+    replay_opts o;
+    memset(&o, 0, sizeof o);
+    o.scale_out = REPLAY_SCALE_ROUND_ROBIN;
+    o.seed = 1;
+    o.gen = platform_gen_default();
+    o.model = SIM_NETWORK_LV08;
+    return o;
+}
+
+int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc) {
+    *pc = t->pc;
+    pc->workers = o->workers > 0 ? o->workers : t->pc.workers;
+    /* the steps every recorded worker completed (a run may have ended early) */
+    pc->steps = t->steps_done < t->pc.steps ? t->steps_done : t->pc.steps;
+    if (pc->steps < 1)
+        return ss_error_set(SS_EINPUT, "the trace has no step recorded for every worker");
+    pc->slowdown = NULL;
+    if (pc->eval_every < 1) pc->eval_every = pc->steps;
+    /* flops mode re-executes FLOPs; any other recorded mode replays the recorded seconds */
+    pc->compute = t->pc.compute.mode == SIM_COMPUTE_FLOPS && !replay_flops_as_sleep(t)
+                      ? (sim_compute_cfg){SIM_COMPUTE_FLOPS, 1.0}
+                      : (sim_compute_cfg){SIM_COMPUTE_TRACE, 1.0};
+    if (o->coll) {
+        pc->coll = *o->coll;
+        pc->use_ps = 0;
+    }
+    /* recorded seconds already include the stragglers' slowdown: do not apply it twice */
+    if (pc->compute.mode == SIM_COMPUTE_TRACE && !replay_flops_as_sleep(t)) pc->straggler_prob = 0;
+    return SS_OK;
+}
+
+static double wall_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
+    memset(out, 0, sizeof *out);
+    const double t0 = wall_now_s();
+    policy_config pc;
+    int rc = replay_policy_config(t, o, &pc);
+    if (rc != SS_OK) return rc;
+    const int async = pc.kind == POLICY_SSP || pc.kind == POLICY_ASP;
+    const int n_ps = (async || pc.use_ps) ? pc.ps_servers : 0;
+    char tmp[256] = "";
+    const char *platform = o->platform_path;
+    if (!platform) {
+        platform_gen_spec spec = o->gen;
+        spec.n_hosts = pc.workers;
+        spec.n_ps = n_ps;
+        if (o->gen_path) {
+            platform = o->gen_path;
+        } else {
+            snprintf(tmp, sizeof tmp, "/tmp/syncsim_replay_%ld.xml", (long)getpid());
+            platform = tmp;
+        }
+        FILE *fp = fopen(platform, "w");
+        if (!fp) return ss_error_set(SS_EIO, "replay: cannot write the platform %s", platform);
+        rc = platform_generate(&spec, fp);
+        if (fclose(fp) != 0 && rc == SS_OK)
+            rc = ss_error_set(SS_EIO, "replay: writing %s failed", platform);
+        if (rc != SS_OK) return rc;
+    }
+    sim_cluster_opts co = {.platform_path = platform,
+                           .n_workers = pc.workers,
+                           .n_ps = n_ps,
+                           .model = o->model,
+                           .verbose = 0};
+    sim_cluster *cluster = NULL;
+    rc = sim_cluster_open(&co, &cluster);
+    if (tmp[0]) unlink(tmp);
+    if (rc != SS_OK) return rc;
+    /* fixed slow workers: FLOPs are replayed raw, so the slowdown applies again (worker j takes
+     * recorded worker j mod N's); recorded seconds already include it */
+    double *slowdown = NULL;
+    if (t->slowdown && (pc.compute.mode != SIM_COMPUTE_TRACE || replay_flops_as_sleep(t))) {
+        slowdown = ss_malloc(sizeof(double) * (size_t)pc.workers);
+        for (int w = 0; w < pc.workers; w++)
+            slowdown[w] = t->slowdown[w % t->pc.workers];
+        pc.slowdown = slowdown;
+    }
+    replay_source *src = replay_source_create(t, pc.workers, o->scale_out, o->seed);
+    rc = policy_run(&pc, cluster, replay_source_step_source(src), o->record, o->record_ctx,
+                    &out->res);
+    out->pc = pc;
+    out->pc.slowdown = NULL;
+    free(slowdown);
+    out->host_speed_flops = sg_host_get_speed(sim_cluster_worker_host(cluster, 0));
+    replay_source_destroy(src);
+    sim_cluster_close(cluster);
+    out->wall_s = wall_now_s() - t0;
+    return rc;
+}

@@ -1,0 +1,874 @@
+/* The step-trace format (trace.h, FORMAT.md): writer, reader, CSV import. */
+#include "traces/trace.h"
+#include "common/status.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRACE_COLUMNS                                                                              \
+    "step worker start_s compute_s comm_s wait_s flops grad_norm delta decision samples "          \
+    "bytes_sent loss"
+#define TRACE_MAX_LINE    65536 /* bytes of one line */
+#define TRACE_MAX_WORKERS (1 << 20)
+
+/* ---- the policy header: one row per policy_config field ---- */
+
+typedef enum pfield_type {
+    PFIELD_INT,
+    PFIELD_LONG,
+    PFIELD_U64,
+    PFIELD_DOUBLE,
+    PFIELD_KIND,        /* policy_kind by name */
+    PFIELD_COLLECTIVE,  /* use_ps + coll.algo: "ps" or an all-reduce algorithm */
+    PFIELD_COMPUTE,     /* sim_compute_cfg */
+    PFIELD_VARIANT,     /* selsync_variant: paper | code */
+    PFIELD_AGGREGATION, /* aggregate_what: pa | ga */
+    PFIELD_ORDER,       /* selsync_order */
+    PFIELD_GROUPING,    /* dssync_grouping: shuffle | alternate */
+    PFIELD_PRIORITY,    /* dlcp_priority: none | layer | magnitude */
+    PFIELD_SLOWDOWN     /* pc->slowdown: "none" or N comma-separated factors */
+} pfield_type;
+
+typedef struct pfield {
+    const char *key;
+    pfield_type type;
+    size_t offset; /* in policy_config */
+} pfield;
+
+#define PF(field) offsetof(policy_config, field)
+static const pfield pfields[] = {
+    {"policy", PFIELD_KIND, PF(kind)},
+    {"workers", PFIELD_INT, PF(workers)},
+    {"steps", PFIELD_LONG, PF(steps)},
+    {"batch", PFIELD_INT, PF(batch)},
+    {"seed", PFIELD_U64, PF(seed)},
+    {"eval_every", PFIELD_LONG, PF(eval_every)},
+    {"collective", PFIELD_COLLECTIVE, 0},
+    {"segment_bytes", PFIELD_DOUBLE, PF(coll.segment_bytes)},
+    {"ps_servers", PFIELD_INT, PF(ps_servers)},
+    {"compute", PFIELD_COMPUTE, PF(compute)},
+    {"staleness", PFIELD_LONG, PF(staleness)},
+    {"local_steps", PFIELD_LONG, PF(local_steps)},
+    {"client_fraction", PFIELD_DOUBLE, PF(client_fraction)},
+    {"post_local_after", PFIELD_LONG, PF(post_local_after)},
+    {"delta", PFIELD_DOUBLE, PF(delta)},
+    {"ewma_window", PFIELD_INT, PF(ewma_window)},
+    {"ewma_alpha", PFIELD_DOUBLE, PF(ewma_alpha)},
+    {"selsync_variant", PFIELD_VARIANT, PF(variant)},
+    {"aggregation", PFIELD_AGGREGATION, PF(aggregation)},
+    {"selsync_order", PFIELD_ORDER, PF(order)},
+    {"flag_bytes", PFIELD_DOUBLE, PF(flag_bytes)},
+    {"inject_alpha", PFIELD_DOUBLE, PF(inject_alpha)},
+    {"inject_beta", PFIELD_DOUBLE, PF(inject_beta)},
+    {"group_size", PFIELD_INT, PF(group_size)},
+    {"grouping", PFIELD_GROUPING, PF(grouping)},
+    {"loss_tolerance", PFIELD_DOUBLE, PF(loss_tolerance)},
+    {"deadline_s", PFIELD_DOUBLE, PF(deadline_s)},
+    {"chunk_bytes", PFIELD_DOUBLE, PF(chunk_bytes)},
+    {"priority", PFIELD_PRIORITY, PF(priority)},
+    {"drop_keep_local", PFIELD_INT, PF(drop_keep_local)},
+    {"straggler_prob", PFIELD_DOUBLE, PF(straggler_prob)},
+    {"straggler_factor", PFIELD_DOUBLE, PF(straggler_factor)},
+    {"background_load", PFIELD_DOUBLE, PF(background_load)},
+    {"slowdown", PFIELD_SLOWDOWN, PF(slowdown)},
+};
+#undef PF
+#define PFIELD_COUNT ((int)(sizeof pfields / sizeof pfields[0]))
+
+static void pfield_format(const pfield *f, const policy_config *pc, char *buf, size_t n) {
+    const char *p = (const char *)pc + f->offset;
+    switch (f->type) {
+    case PFIELD_INT:
+        snprintf(buf, n, "%d", *(const int *)p);
+        break;
+    case PFIELD_LONG:
+        snprintf(buf, n, "%ld", *(const long *)p);
+        break;
+    case PFIELD_U64:
+        snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)p);
+        break;
+    case PFIELD_DOUBLE:
+        snprintf(buf, n, "%.17g", *(const double *)p);
+        break;
+    case PFIELD_KIND:
+        snprintf(buf, n, "%s", policy_kind_name(pc->kind));
+        break;
+    case PFIELD_COLLECTIVE:
+        snprintf(buf, n, "%s", pc->use_ps ? "ps" : sim_allreduce_algo_name(pc->coll.algo));
+        break;
+    case PFIELD_COMPUTE:
+        sim_compute_format(&pc->compute, buf, n);
+        break;
+    case PFIELD_VARIANT:
+        snprintf(buf, n, "%s", pc->variant == SELSYNC_VARIANT_CODE ? "code" : "paper");
+        break;
+    case PFIELD_AGGREGATION:
+        snprintf(buf, n, "%s", pc->aggregation == AGGREGATE_GRADS ? "ga" : "pa");
+        break;
+    case PFIELD_ORDER:
+        snprintf(buf, n, "%s",
+                 pc->order == SELSYNC_ORDER_AVERAGE_THEN_STEP ? "average-then-step"
+                                                              : "step-then-average");
+        break;
+    case PFIELD_GROUPING:
+        snprintf(buf, n, "%s", pc->grouping == DSSYNC_GROUPING_ALTERNATE ? "alternate" : "shuffle");
+        break;
+    case PFIELD_PRIORITY:
+        snprintf(buf, n, "%s",
+                 pc->priority == DLCP_PRIORITY_MAGNITUDE ? "magnitude"
+                 : pc->priority == DLCP_PRIORITY_NONE    ? "none"
+                                                         : "layer");
+        break;
+    case PFIELD_SLOWDOWN: /* written by the caller: it may be long */
+        snprintf(buf, n, "none");
+        break;
+    }
+}
+
+/* Strict number parsing: the whole text, finite. */
+static int parse_double(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || *end || errno == ERANGE || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || errno || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Sets one policy field from text; -1 if the value is not valid (message in `why`). */
+static int pfield_parse(const pfield *f, const char *v, policy_config *pc, char *why, size_t n) {
+    char *p = (char *)pc + f->offset;
+    long l;
+    double d;
+    switch (f->type) {
+    case PFIELD_INT:
+        if (parse_long(v, -1000000000L, 1000000000L, &l)) break;
+        *(int *)p = (int)l;
+        return 0;
+    case PFIELD_LONG:
+        if (parse_long(v, -4000000000000000000L, 4000000000000000000L, &l)) break;
+        *(long *)p = l;
+        return 0;
+    case PFIELD_U64: {
+        char *end;
+        errno = 0;
+        if (v[0] < '0' || v[0] > '9') break;
+        unsigned long long u = strtoull(v, &end, 10);
+        if (*end || errno) break;
+        *(uint64_t *)p = u;
+        return 0;
+    }
+    case PFIELD_DOUBLE:
+        if (parse_double(v, &d)) break;
+        *(double *)p = d;
+        return 0;
+    case PFIELD_KIND:
+        if (policy_kind_parse(v, &pc->kind) != SS_OK) break;
+        return 0;
+    case PFIELD_COLLECTIVE:
+        if (!strcmp(v, "ps")) {
+            pc->use_ps = 1;
+            return 0;
+        }
+        pc->use_ps = 0;
+        if (sim_allreduce_algo_parse("collective", v, &pc->coll.algo) != SS_OK) break;
+        return 0;
+    case PFIELD_COMPUTE:
+        if (sim_compute_parse("compute", v, &pc->compute) != SS_OK) break;
+        return 0;
+    case PFIELD_VARIANT:
+        if (strcmp(v, "paper") && strcmp(v, "code")) break;
+        pc->variant = !strcmp(v, "code") ? SELSYNC_VARIANT_CODE : SELSYNC_VARIANT_PAPER;
+        return 0;
+    case PFIELD_AGGREGATION:
+        if (strcmp(v, "pa") && strcmp(v, "ga")) break;
+        pc->aggregation = !strcmp(v, "ga") ? AGGREGATE_GRADS : AGGREGATE_PARAMS;
+        return 0;
+    case PFIELD_ORDER:
+        if (strcmp(v, "step-then-average") && strcmp(v, "average-then-step")) break;
+        pc->order = !strcmp(v, "average-then-step") ? SELSYNC_ORDER_AVERAGE_THEN_STEP
+                                                    : SELSYNC_ORDER_STEP_THEN_AVERAGE;
+        return 0;
+    case PFIELD_GROUPING:
+        if (strcmp(v, "shuffle") && strcmp(v, "alternate")) break;
+        pc->grouping =
+            !strcmp(v, "alternate") ? DSSYNC_GROUPING_ALTERNATE : DSSYNC_GROUPING_SHUFFLE;
+        return 0;
+    case PFIELD_PRIORITY:
+        if (!strcmp(v, "none"))
+            pc->priority = DLCP_PRIORITY_NONE;
+        else if (!strcmp(v, "layer"))
+            pc->priority = DLCP_PRIORITY_LAYER;
+        else if (!strcmp(v, "magnitude"))
+            pc->priority = DLCP_PRIORITY_MAGNITUDE;
+        else
+            break;
+        return 0;
+    case PFIELD_SLOWDOWN: /* checked against the worker count at the first record */
+        return 0;
+    }
+    snprintf(why, n, "invalid value '%.64s' for policy key '%s'", v, f->key);
+    return -1;
+}
+
+/* ---- writer ---- */
+
+void trace_writer_begin(trace_writer *w, FILE *fp, const trace_meta *meta, const policy_config *pc,
+                        const char *config_ini) {
+    w->fp = fp;
+    w->records = 0;
+    fprintf(fp, "# %s %d\n", TRACE_MAGIC, TRACE_VERSION);
+    fprintf(fp, "# one record per worker step, in completion order; format: traces/FORMAT.md\n");
+    fprintf(fp, "# meta source = %s\n", meta->source[0] ? meta->source : "emulation");
+    if (meta->model[0]) fprintf(fp, "# meta model = %s\n", meta->model);
+    fprintf(fp, "# meta param_count = %.17g\n", meta->param_count);
+    fprintf(fp, "# meta param_bytes = %.17g\n", meta->param_bytes);
+    fprintf(fp, "# meta sample_bytes = %.17g\n", meta->sample_bytes);
+    char buf[128];
+    for (int i = 0; i < PFIELD_COUNT; i++) {
+        if (pfields[i].type == PFIELD_SLOWDOWN && pc->slowdown) {
+            fprintf(fp, "# policy %s = ", pfields[i].key);
+            for (int w = 0; w < pc->workers; w++)
+                fprintf(fp, "%s%.17g", w ? "," : "", pc->slowdown[w]);
+            fputc('\n', fp);
+            continue;
+        }
+        pfield_format(&pfields[i], pc, buf, sizeof buf);
+        fprintf(fp, "# policy %s = %s\n", pfields[i].key, buf);
+    }
+    if (config_ini) {
+        /* config.ini lines: keep the "key = value" ones (not comments or the section) */
+        const char *p = config_ini;
+        while (*p) {
+            size_t len = strcspn(p, "\n");
+            if (len > 0 && p[0] != '#' && p[0] != '[' && p[0] != ';' && memchr(p, '=', len))
+                fprintf(fp, "# config %.*s\n", (int)len, p);
+            p += len;
+            if (*p == '\n') p++;
+        }
+    }
+    fprintf(fp, "# columns: %s\n", TRACE_COLUMNS);
+}
+
+void trace_writer_record(trace_writer *w, const step_record *r) {
+    fprintf(w->fp, "%ld %d %.17g %.17g %.17g %.17g %.17g %.17g %.17g %d %d %.17g %.17g\n", r->step,
+            r->worker, r->start_s, r->compute_s, r->comm_s, r->wait_s, r->flops, r->grad_norm,
+            r->delta, r->decision, r->samples, r->bytes_sent, r->loss);
+    w->records++;
+}
+
+void trace_writer_end(trace_writer *w, double sim_time_s) {
+    if (sim_time_s >= 0) fprintf(w->fp, "# result sim_time_s = %.17g\n", sim_time_s);
+    fprintf(w->fp, "# end records = %ld\n", w->records);
+}
+
+/* ---- common to reader and importer ---- */
+
+int trace_alloc(const policy_config *pc, int workers, long steps, trace **out) {
+    *out = NULL;
+    if (workers < 1 || workers > TRACE_MAX_WORKERS || steps < 1 ||
+        (double)workers * (double)steps > (double)TRACE_MAX_CELLS)
+        return ss_error_set(SS_EUSAGE,
+                            "a trace of %d workers x %ld steps is outside what fits in memory "
+                            "(at most %ld worker steps)",
+                            workers, steps, (long)TRACE_MAX_CELLS);
+    trace *t = ss_calloc(1, sizeof *t);
+    t->version = TRACE_VERSION;
+    t->pc = *pc;
+    t->workers = workers;
+    t->steps = steps;
+    t->sim_time_s = -1;
+    size_t n = (size_t)workers * (size_t)steps;
+    t->cells = ss_calloc(n, sizeof *t->cells);
+    t->decisions = ss_malloc((size_t)steps);
+    memset(t->decisions, -1, (size_t)steps);
+    *out = t;
+    return SS_OK;
+}
+
+void trace_finish(trace *t) {
+    t->records = 0;
+    t->steps_done = 0;
+    int complete = 1;
+    for (long s = 1; s <= t->steps; s++) {
+        int8_t d = -1;
+        int all = 1;
+        for (int w = 0; w < t->workers; w++) {
+            const trace_cell *c = trace_cell_at(t, s, w);
+            if (!c->recorded) {
+                all = 0;
+                continue;
+            }
+            t->records++;
+            if (c->decision > d) d = c->decision;
+        }
+        t->decisions[s - 1] = d;
+        if (complete && all)
+            t->steps_done = s;
+        else
+            complete = 0;
+    }
+}
+
+void trace_free(trace *t) {
+    if (!t) return;
+    free(t->cells);
+    free(t->decisions);
+    free(t->config);
+    free(t->slowdown);
+    free(t);
+}
+
+const char *trace_config_get(const trace *t, const char *key) {
+    for (int i = 0; i < t->n_config; i++)
+        if (!strcmp(t->config[i].key, key)) return t->config[i].value;
+    return NULL;
+}
+
+double trace_sync_fraction(const trace *t) {
+    long n = 0, sync = 0;
+    for (long s = 0; s < t->steps; s++)
+        if (t->decisions[s] >= 0) {
+            n++;
+            sync += t->decisions[s];
+        }
+    return n ? (double)sync / (double)n : 0.0;
+}
+
+/* Reads one line into *buf (without the newline). 1 line read, 0 end of file, -1 too long. */
+static int read_line(FILE *fp, char **buf, size_t *cap, int *had_newline) {
+    ssize_t len = getline(buf, cap, fp);
+    if (len < 0) return 0;
+    *had_newline = len > 0 && (*buf)[len - 1] == '\n';
+    if (*had_newline) (*buf)[--len] = '\0';
+    if (len > 0 && (*buf)[len - 1] == '\r') (*buf)[--len] = '\0';
+    if (len > TRACE_MAX_LINE) return -1;
+    if (strlen(*buf) != (size_t)len) return -2; /* a NUL byte inside the line */
+    return 1;
+}
+
+/* "key = value" after a prefix: splits in place; -1 if there is no '='. */
+static int split_kv(char *text, char **key, char **value) {
+    char *eq = strchr(text, '=');
+    if (!eq) return -1;
+    char *k = text, *v = eq + 1;
+    *eq = '\0';
+    while (*k == ' ' || *k == '\t')
+        k++;
+    for (char *e = eq - 1; e >= k && (*e == ' ' || *e == '\t'); e--)
+        *e = '\0';
+    while (*v == ' ' || *v == '\t')
+        v++;
+    size_t vl = strlen(v);
+    while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+        v[--vl] = '\0';
+    *key = k;
+    *value = v;
+    return k[0] ? 0 : -1;
+}
+
+/* ---- reader ---- */
+
+typedef struct reader {
+    const char *name;
+    long line;
+    trace *t;
+    policy_config pc;
+    trace_meta meta;
+    unsigned char policy_seen[sizeof pfields / sizeof pfields[0]];
+    trace_kv *config;
+    int n_config, cap_config;
+    int columns_seen;
+    int end_seen;
+    long end_records;
+    double sim_time_s;
+    char *slowdown_text; /* the "slowdown" policy value, parsed once the workers are known */
+} reader;
+
+static int bad(const reader *r, const char *fmt, const char *detail) {
+    return ss_error_set(SS_EINPUT, "%s:%ld: %s%s", r->name, r->line, fmt, detail ? detail : "");
+}
+
+static int header_line(reader *r, char *text) {
+    char *key, *value;
+    char why[160];
+    if (!strncmp(text, "meta ", 5)) {
+        if (split_kv(text + 5, &key, &value)) return bad(r, "malformed meta line", NULL);
+        double d;
+        if (!strcmp(key, "source"))
+            snprintf(r->meta.source, sizeof r->meta.source, "%s", value);
+        else if (!strcmp(key, "model"))
+            snprintf(r->meta.model, sizeof r->meta.model, "%s", value);
+        else if (!strcmp(key, "param_count") || !strcmp(key, "param_bytes") ||
+                 !strcmp(key, "sample_bytes")) {
+            if (parse_double(value, &d) || d < 0)
+                return bad(r, "meta value must be a number >= 0: ", key);
+            if (!strcmp(key, "param_count")) r->meta.param_count = d;
+            if (!strcmp(key, "param_bytes")) r->meta.param_bytes = d;
+            if (!strcmp(key, "sample_bytes")) r->meta.sample_bytes = d;
+        }
+        return SS_OK; /* unknown meta keys are allowed (newer writers) */
+    }
+    if (!strncmp(text, "policy ", 7)) {
+        if (r->t) return bad(r, "policy line after the first record", NULL);
+        if (split_kv(text + 7, &key, &value)) return bad(r, "malformed policy line", NULL);
+        for (int i = 0; i < PFIELD_COUNT; i++)
+            if (!strcmp(pfields[i].key, key)) {
+                if (pfield_parse(&pfields[i], value, &r->pc, why, sizeof why))
+                    return bad(r, why, NULL);
+                if (pfields[i].type == PFIELD_SLOWDOWN) {
+                    free(r->slowdown_text);
+                    r->slowdown_text = strdup(value);
+                    SS_ASSERT(r->slowdown_text);
+                }
+                r->policy_seen[i] = 1;
+                return SS_OK;
+            }
+        return bad(r, "unknown policy key: ", key);
+    }
+    if (!strncmp(text, "config ", 7)) {
+        if (split_kv(text + 7, &key, &value)) return bad(r, "malformed config line", NULL);
+        if (strlen(key) >= sizeof r->config[0].key || strlen(value) >= sizeof r->config[0].value)
+            return bad(r, "config key or value too long", NULL);
+        if (r->n_config == r->cap_config) {
+            r->cap_config = r->cap_config ? 2 * r->cap_config : 64;
+            if (r->cap_config > 4096) return bad(r, "too many config lines", NULL);
+            r->config = realloc(r->config, sizeof *r->config * (size_t)r->cap_config);
+            SS_ASSERT(r->config);
+        }
+        trace_kv *kv = &r->config[r->n_config++];
+        snprintf(kv->key, sizeof kv->key, "%s", key);
+        snprintf(kv->value, sizeof kv->value, "%s", value);
+        return SS_OK;
+    }
+    if (!strncmp(text, "columns:", 8)) {
+        const char *c = text + 8;
+        while (*c == ' ')
+            c++;
+        if (strcmp(c, TRACE_COLUMNS))
+            return bad(r, "unexpected columns (expected '" TRACE_COLUMNS "')", NULL);
+        r->columns_seen = 1;
+        return SS_OK;
+    }
+    if (!strncmp(text, "result ", 7)) {
+        if (split_kv(text + 7, &key, &value) || strcmp(key, "sim_time_s") ||
+            parse_double(value, &r->sim_time_s) || r->sim_time_s < 0)
+            return bad(r, "malformed result line (expected 'result sim_time_s = T')", NULL);
+        return SS_OK;
+    }
+    if (!strncmp(text, "end ", 4)) {
+        if (split_kv(text + 4, &key, &value) || strcmp(key, "records") ||
+            parse_long(value, 0, 4000000000000000000L, &r->end_records))
+            return bad(r, "malformed end line (expected 'end records = K')", NULL);
+        r->end_seen = 1;
+        return SS_OK;
+    }
+    return SS_OK; /* a comment */
+}
+
+/* Allocates the cells once the header is complete (at the first record or the end line). */
+static int start_records(reader *r) {
+    for (int i = 0; i < PFIELD_COUNT; i++)
+        if (!r->policy_seen[i])
+            return bad(r, "the header lacks the policy line for ", pfields[i].key);
+    if (!r->columns_seen) return bad(r, "the header lacks the '# columns:' line", NULL);
+    if (r->pc.workers < 1 || r->pc.workers > TRACE_MAX_WORKERS || r->pc.steps < 1)
+        return bad(r, "policy workers and steps must be positive", NULL);
+    if (!(r->meta.param_bytes > 0)) return bad(r, "meta param_bytes must be > 0", NULL);
+    r->pc.slowdown = NULL;
+    int rc = trace_alloc(&r->pc, r->pc.workers, r->pc.steps, &r->t);
+    if (rc != SS_OK)
+        return ss_error_set(SS_EINPUT, "%s:%ld: %s", r->name, r->line, ss_error_message());
+    if (r->slowdown_text && strcmp(r->slowdown_text, "none")) {
+        double *f = ss_malloc(sizeof(double) * (size_t)r->pc.workers);
+        r->t->slowdown = f;
+        char *p = r->slowdown_text;
+        for (int w = 0; w < r->pc.workers; w++) {
+            char *end;
+            errno = 0;
+            f[w] = strtod(p, &end);
+            if (end == p || errno || !isfinite(f[w]) || f[w] <= 0 ||
+                (*end != ',' && *end != '\0') || (*end == '\0' && w < r->pc.workers - 1))
+                return bad(r, "policy slowdown must list one factor > 0 per worker", NULL);
+            p = *end ? end + 1 : end;
+        }
+        if (*p) return bad(r, "policy slowdown lists more factors than workers", NULL);
+    }
+    return SS_OK;
+}
+
+static int record_line(reader *r, char *text) {
+    if (!r->t) {
+        int rc = start_records(r);
+        if (rc != SS_OK) return rc;
+    }
+    char *f[14];
+    int n = 0;
+    for (char *tok = strtok(text, " \t"); tok; tok = strtok(NULL, " \t")) {
+        if (n == 13) return bad(r, "more than 13 fields in a record", NULL);
+        f[n++] = tok;
+    }
+    if (n != 13) return bad(r, "a record has 13 fields (truncated line?)", NULL);
+    long step, worker, decision, samples;
+    double v[9]; /* start comm wait ... parsed below */
+    if (parse_long(f[0], 1, r->t->steps, &step))
+        return bad(r, "step out of range (1..policy steps): ", f[0]);
+    if (parse_long(f[1], 0, r->t->workers - 1, &worker))
+        return bad(r, "worker out of range (0..policy workers - 1): ", f[1]);
+    const int dcol[9] = {2, 3, 4, 5, 6, 7, 8, 11, 12};
+    for (int i = 0; i < 9; i++)
+        if (parse_double(f[dcol[i]], &v[i])) return bad(r, "not a finite number: ", f[dcol[i]]);
+    /* start_s compute_s comm_s wait_s flops : non-negative */
+    for (int i = 0; i < 5; i++)
+        if (v[i] < 0) return bad(r, "times and FLOPs must be >= 0: ", f[dcol[i]]);
+    if (parse_long(f[9], 0, 1, &decision)) return bad(r, "decision must be 0 or 1: ", f[9]);
+    if (parse_long(f[10], 0, 1L << 30, &samples)) return bad(r, "bad samples: ", f[10]);
+    trace_cell *c = &r->t->cells[(size_t)(step - 1) * (size_t)r->t->workers + (size_t)worker];
+    if (c->recorded) {
+        char what[64];
+        snprintf(what, sizeof what, "step %ld worker %ld", step, worker);
+        return bad(r, "duplicate record of ", what);
+    }
+    c->compute_s = v[1];
+    c->comm_s = v[2];
+    c->flops = v[4];
+    c->grad_norm = v[5];
+    c->loss = v[8];
+    c->samples = (int)samples;
+    c->decision = (int8_t)decision;
+    c->recorded = 1;
+    r->t->records++;
+    return SS_OK;
+}
+
+int trace_read(FILE *fp, const char *name, trace **out) {
+    *out = NULL;
+    reader r;
+    memset(&r, 0, sizeof r);
+    r.name = name;
+    r.sim_time_s = -1;
+    policy_config_default(&r.pc);
+    char *buf = NULL;
+    size_t cap = 0;
+    int rc = SS_OK, nl = 1, got;
+    while ((got = read_line(fp, &buf, &cap, &nl)) != 0) {
+        r.line++;
+        if (got == -1) {
+            rc = bad(&r, "line too long (corrupt file?)", NULL);
+            break;
+        }
+        if (got == -2) {
+            rc = bad(&r, "NUL byte in a line (binary or corrupt file)", NULL);
+            break;
+        }
+        if (r.line == 1) {
+            int version = 0;
+            char rest = 0;
+            if (sscanf(buf, "# " TRACE_MAGIC " %d%c", &version, &rest) == 1) {
+                if (version != TRACE_VERSION) {
+                    rc = ss_error_set(SS_EINPUT,
+                                      "%s:1: trace format version %d, this syncsim reads version "
+                                      "%d; %s",
+                                      name, version, TRACE_VERSION,
+                                      version > TRACE_VERSION
+                                          ? "it was written by a newer syncsim: upgrade syncsim"
+                                          : "re-record it with this syncsim (syncsim train)");
+                    break;
+                }
+                continue;
+            }
+            if (!strncmp(buf, "# syncsim steps trace, format 1", 31)) {
+                rc = ss_error_set(SS_EINPUT,
+                                  "%s:1: trace format version 1, this syncsim reads version %d; "
+                                  "version 1 lacks the policy header that replay needs: "
+                                  "re-record the run with this syncsim (syncsim train --config "
+                                  "OUT/config.ini)",
+                                  name, TRACE_VERSION);
+                break;
+            }
+            rc = bad(&r, "not a syncsim trace (expected the first line '# " TRACE_MAGIC " 2')",
+                     NULL);
+            break;
+        }
+        if (r.end_seen) {
+            rc = bad(&r, "text after the end line", NULL);
+            break;
+        }
+        char *p = buf;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '\0') continue;
+        if (*p == '#') {
+            p++;
+            while (*p == ' ')
+                p++;
+            rc = header_line(&r, p);
+        } else {
+            rc = record_line(&r, p);
+        }
+        if (rc != SS_OK) break;
+    }
+    free(buf);
+    if (rc == SS_OK && r.line == 0) rc = ss_error_set(SS_EINPUT, "%s: empty file", name);
+    if (rc == SS_OK && ferror(fp))
+        rc = ss_error_set(SS_EIO, "%s: read error after line %ld", name, r.line);
+    if (rc == SS_OK && !r.end_seen)
+        rc = ss_error_set(SS_EINPUT,
+                          "%s:%ld: truncated: the file ends without its '# end records = K' "
+                          "line%s",
+                          name, r.line, nl ? "" : " (the last line is cut)");
+    if (rc == SS_OK && !r.t) rc = start_records(&r);
+    if (rc == SS_OK && r.end_records != r.t->records)
+        rc = ss_error_set(SS_EINPUT, "%s:%ld: the end line counts %ld records, the file holds %ld",
+                          name, r.line, r.end_records, r.t->records);
+    free(r.slowdown_text);
+    if (rc != SS_OK) {
+        trace_free(r.t);
+        free(r.config);
+        return rc;
+    }
+    trace *t = r.t;
+    t->meta = r.meta;
+    t->config = r.config;
+    t->n_config = r.n_config;
+    t->sim_time_s = r.sim_time_s;
+    trace_finish(t);
+    *out = t;
+    return SS_OK;
+}
+
+int trace_load(const char *path, trace **out) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) return ss_error_set(SS_EINPUT, "cannot open trace %s: %s", path, strerror(errno));
+    int rc = trace_read(fp, path, out);
+    fclose(fp);
+    return rc;
+}
+
+/* ---- CSV import ---- */
+
+enum csv_col {
+    CSV_STEP,
+    CSV_WORKER,
+    CSV_COMPUTE_S,
+    CSV_SYNC_S,
+    CSV_DECISION,
+    CSV_FLOPS,
+    CSV_SAMPLES,
+    CSV_GRAD_NORM,
+    CSV_LOSS,
+    CSV_COLS
+};
+static const char *csv_names[CSV_COLS] = {"step",  "worker",  "compute_s", "sync_s", "decision",
+                                          "flops", "samples", "grad_norm", "loss"};
+#define CSV_REQUIRED   5 /* the first five */
+#define CSV_MAX_FIELDS 64
+
+typedef struct csv_row {
+    long step;
+    int worker;
+    double v[CSV_COLS];
+} csv_row;
+
+static int split_csv(char *line, char **f, int max) {
+    int n = 0;
+    char *p = line;
+    for (;;) {
+        if (n == max) return -1;
+        f[n++] = p;
+        char *c = strchr(p, ',');
+        if (!c) break;
+        *c = '\0';
+        p = c + 1;
+    }
+    for (int i = 0; i < n; i++) { /* trim */
+        while (*f[i] == ' ' || *f[i] == '\t')
+            f[i]++;
+        size_t l = strlen(f[i]);
+        while (l > 0 && (f[i][l - 1] == ' ' || f[i][l - 1] == '\t'))
+            f[i][--l] = '\0';
+    }
+    return n;
+}
+
+int trace_import_csv_stream(FILE *fp, const char *name, const policy_config *pc, double param_bytes,
+                            trace **out) {
+    *out = NULL;
+    char *buf = NULL;
+    size_t cap = 0;
+    long line = 0;
+    int nl, got, rc = SS_OK;
+    int col[CSV_COLS];
+    for (int i = 0; i < CSV_COLS; i++)
+        col[i] = -1;
+    int n_fields = 0;
+    csv_row *rows = NULL;
+    size_t n_rows = 0, cap_rows = 0;
+    long max_step = 0;
+    int max_worker = -1;
+    char *f[CSV_MAX_FIELDS];
+    while ((got = read_line(fp, &buf, &cap, &nl)) != 0) {
+        line++;
+        if (got < 0) {
+            rc = ss_error_set(SS_EINPUT, "%s:%ld: line too long or binary", name, line);
+            break;
+        }
+        char *p = buf;
+        while (*p == ' ')
+            p++;
+        if (*p == '\0' || *p == '#') continue;
+        int n = split_csv(p, f, CSV_MAX_FIELDS);
+        if (n < 0) {
+            rc =
+                ss_error_set(SS_EINPUT, "%s:%ld: more than %d columns", name, line, CSV_MAX_FIELDS);
+            break;
+        }
+        if (n_fields == 0) { /* the header */
+            n_fields = n;
+            for (int i = 0; i < n; i++)
+                for (int c = 0; c < CSV_COLS; c++)
+                    if (!strcmp(f[i], csv_names[c])) {
+                        if (col[c] >= 0) {
+                            rc = ss_error_set(SS_EINPUT, "%s:%ld: column '%s' appears twice", name,
+                                              line, f[i]);
+                            goto done;
+                        }
+                        col[c] = i;
+                    }
+            for (int c = 0; c < CSV_REQUIRED; c++)
+                if (col[c] < 0) {
+                    rc = ss_error_set(SS_EINPUT,
+                                      "%s:%ld: the header lacks the column '%s' (required: step, "
+                                      "worker, compute_s, sync_s, decision)",
+                                      name, line, csv_names[c]);
+                    goto done;
+                }
+            continue;
+        }
+        if (n != n_fields) {
+            rc = ss_error_set(SS_EINPUT, "%s:%ld: %d fields, the header has %d", name, line, n,
+                              n_fields);
+            break;
+        }
+        csv_row row;
+        memset(&row, 0, sizeof row);
+        row.v[CSV_SAMPLES] = -1;
+        long l;
+        if (parse_long(f[col[CSV_STEP]], 1, 1000000000L, &row.step)) {
+            rc = ss_error_set(SS_EINPUT, "%s:%ld: step must be an integer >= 1, not '%.32s'", name,
+                              line, f[col[CSV_STEP]]);
+            break;
+        }
+        if (parse_long(f[col[CSV_WORKER]], 0, TRACE_MAX_WORKERS - 1, &l)) {
+            rc =
+                ss_error_set(SS_EINPUT, "%s:%ld: worker must be an integer in [0, %d), not '%.32s'",
+                             name, line, TRACE_MAX_WORKERS, f[col[CSV_WORKER]]);
+            break;
+        }
+        row.worker = (int)l;
+        for (int c = CSV_COMPUTE_S; c < CSV_COLS; c++) {
+            if (col[c] < 0) continue;
+            const char *s = f[col[c]];
+            if (c == CSV_DECISION) {
+                if (!strcmp(s, "sync") || !strcmp(s, "1"))
+                    row.v[c] = 1;
+                else if (!strcmp(s, "local") || !strcmp(s, "0"))
+                    row.v[c] = 0;
+                else {
+                    rc = ss_error_set(SS_EINPUT,
+                                      "%s:%ld: decision must be sync, local, 1 or 0, not '%.32s'",
+                                      name, line, s);
+                    goto done;
+                }
+                continue;
+            }
+            if (parse_double(s, &row.v[c]) || row.v[c] < 0) {
+                rc = ss_error_set(SS_EINPUT, "%s:%ld: %s must be a finite number >= 0, not '%.32s'",
+                                  name, line, csv_names[c], s);
+                goto done;
+            }
+        }
+        if (n_rows == cap_rows) {
+            cap_rows = cap_rows ? 2 * cap_rows : 1024;
+            rows = realloc(rows, cap_rows * sizeof *rows);
+            SS_ASSERT(rows);
+        }
+        rows[n_rows++] = row;
+        if (row.step > max_step) max_step = row.step;
+        if (row.worker > max_worker) max_worker = row.worker;
+    }
+    if (rc != SS_OK) goto done;
+    if (n_fields == 0 || n_rows == 0) {
+        rc = ss_error_set(SS_EINPUT,
+                          "%s: no %s (expected a header line and one row per worker step)", name,
+                          n_fields ? "rows" : "header");
+        goto done;
+    }
+    if (!(param_bytes > 0)) {
+        rc = ss_error_set(SS_EUSAGE,
+                          "%s: importing a log needs the size of an exchange: give "
+                          "--param-bytes B or --profile NAME",
+                          name);
+        goto done;
+    }
+    policy_config ipc = *pc;
+    ipc.workers = max_worker + 1;
+    ipc.steps = max_step;
+    ipc.compute = (sim_compute_cfg){SIM_COMPUTE_TRACE, 1.0};
+    trace *t;
+    if ((rc = trace_alloc(&ipc, ipc.workers, ipc.steps, &t)) != SS_OK) goto done;
+    for (size_t i = 0; i < n_rows; i++) {
+        trace_cell *c =
+            &t->cells[(size_t)(rows[i].step - 1) * (size_t)t->workers + (size_t)rows[i].worker];
+        if (c->recorded) {
+            rc = ss_error_set(SS_EINPUT, "%s: two rows for step %ld worker %d", name, rows[i].step,
+                              rows[i].worker);
+            trace_free(t);
+            goto done;
+        }
+        c->compute_s = rows[i].v[CSV_COMPUTE_S];
+        c->comm_s = rows[i].v[CSV_SYNC_S];
+        c->decision = (int8_t)rows[i].v[CSV_DECISION];
+        c->recorded = 1;
+        c->flops = rows[i].v[CSV_FLOPS];
+        c->samples = rows[i].v[CSV_SAMPLES] >= 0 ? (int)rows[i].v[CSV_SAMPLES] : pc->batch;
+        c->grad_norm = rows[i].v[CSV_GRAD_NORM];
+        c->loss = rows[i].v[CSV_LOSS];
+    }
+    snprintf(t->meta.source, sizeof t->meta.source, "import");
+    t->meta.param_bytes = param_bytes;
+    t->meta.param_count = param_bytes / 4;
+    trace_finish(t);
+    if (t->steps_done < 1) {
+        rc = ss_error_set(SS_EINPUT, "%s: step 1 lacks a row for some worker (workers 0..%d)", name,
+                          max_worker);
+        trace_free(t);
+        goto done;
+    }
+    t->pc.steps = t->steps_done;
+    *out = t;
+done:
+    free(buf);
+    free(rows);
+    return rc;
+}
+
+int trace_import_csv(const char *path, const policy_config *pc, double param_bytes, trace **out) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) return ss_error_set(SS_EINPUT, "cannot open log %s: %s", path, strerror(errno));
+    int rc = trace_import_csv_stream(fp, path, pc, param_bytes, out);
+    fclose(fp);
+    return rc;
+}
