@@ -47,10 +47,14 @@ static int config_handler(void *user, const char *section, const char *name, con
     return 1;
 }
 
-int run_record_complete(const char *dir) {
+cJSON *run_summary_read(const char *dir) {
     char path[1200];
     snprintf(path, sizeof path, "%s/summary.json", dir);
-    cJSON *j = read_json(path);
+    return read_json(path);
+}
+
+int run_record_complete(const char *dir) {
+    cJSON *j = run_summary_read(dir);
     if (!j) return 0;
     char status[16] = "";
     json_string(j, "status", status, sizeof status);
@@ -79,8 +83,7 @@ int run_record_read(const char *dir, run_record *r) {
     else if ((v = run_record_get(r, "bandwidth")))
         snprintf(r->platform, sizeof r->platform, "%s", v);
 
-    snprintf(path, sizeof path, "%s/summary.json", dir);
-    cJSON *j = read_json(path);
+    cJSON *j = run_summary_read(dir);
     if (!j && !have_config) return ss_error_set(SS_EINPUT, "%s: not a run directory", dir);
     if (j) {
         json_string(j, "status", r->status, sizeof r->status);
@@ -101,6 +104,8 @@ int run_record_read(const char *dir, run_record *r) {
         r->comm_s = json_number(j, "comm_s");
         r->wait_s = json_number(j, "wait_s");
         r->epochs = json_number(j, "epochs");
+        double d = json_number(j, "dropped_fraction");
+        r->dropped_fraction = isfinite(d) ? d : 0.0;
         cJSON_Delete(j);
     }
     if (!r->policy[0])

@@ -28,11 +28,14 @@ typedef struct run_record {
     double steps, sync_steps;
     double compute_s, comm_s, wait_s; /* per worker, mean (s) */
     double epochs;
-    int n_keys; /* config.ini, in its order */
+    double dropped_fraction; /* DLCP: fraction of the exchanged data dropped (0 without DLCP) */
+    int n_keys;              /* config.ini, in its order */
     char key[RUN_RECORD_MAX_KEYS][40];
     char value[RUN_RECORD_MAX_KEYS][RUN_RECORD_TEXT];
 } run_record;
 
+/* DIR/summary.json parsed (NULL when missing or malformed); the caller cJSON_Delete()s it. */
+struct cJSON *run_summary_read(const char *dir);
 /* Reads DIR; SS_EINPUT when it holds neither config.ini nor summary.json. */
 int run_record_read(const char *dir, run_record *r);
 /* 1 if summary.json is there, parses, and its status is final (ok or diverged). */

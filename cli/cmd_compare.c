@@ -6,6 +6,7 @@
  * target whose first simulated time (TTA) every policy is measured at, and the speedup is
  * TTA(BSP) / TTA(policy). Results: a table on stdout, OUT/compare.csv, OUT/compare.png (accuracy
  * against simulated time) and a terminal plot. */
+#include "analysis/runs.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/outputs.h"
@@ -13,7 +14,6 @@
 #include "common/status.h"
 
 #include <cblas.h>
-#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -114,57 +114,26 @@ static int run_child(const run_config *base, const compare_run *r, int serial_bl
     return ss_status_exit_code(rc);
 }
 
-static cJSON *read_json(const char *path) {
-    FILE *fp = fopen(path, "r");
-    if (!fp) return NULL;
-    char *text = NULL;
-    size_t cap = 0;
-    ssize_t len = getdelim(&text, &cap, '\0', fp);
-    fclose(fp);
-    cJSON *j = len > 0 ? cJSON_Parse(text) : NULL;
-    free(text);
-    return j;
-}
-
-static double json_number(const cJSON *j, const char *key, double dflt) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : dflt;
-}
-
 static void read_back(compare_run *r) {
-    char path[RUN_CONFIG_TEXT + 128];
-    snprintf(path, sizeof path, "%s/summary.json", r->dir);
-    cJSON *j = read_json(path);
-    if (!j) return;
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(j, "status");
-    snprintf(r->status, sizeof r->status, "%s", cJSON_IsString(st) ? st->valuestring : "?");
-    r->accuracy = json_number(j, "test_accuracy", NAN);
-    r->sim_time_s = json_number(j, "sim_time_s", NAN);
-    r->lssr = json_number(j, "lssr", NAN);
-    r->bytes_sent = json_number(j, "bytes_sent", NAN);
-    r->dropped = json_number(j, "dropped_fraction", 0.0);
+    run_record rec;
+    if (run_record_read(r->dir, &rec) != SS_OK || !strcmp(rec.status, "failed")) return;
+    snprintf(r->status, sizeof r->status, "%s", rec.status);
+    r->accuracy = rec.test_accuracy;
+    r->sim_time_s = rec.sim_time_s;
+    r->lssr = rec.lssr;
+    r->bytes_sent = rec.bytes_sent;
+    r->dropped = rec.dropped_fraction;
     r->ok = 1;
-    cJSON_Delete(j);
 }
 
 /* First simulated time in DIR/metrics.csv at which test_accuracy >= target; < 0 if never. */
 static double time_to_accuracy(const char *dir, double target) {
-    char path[RUN_CONFIG_TEXT + 128];
-    snprintf(path, sizeof path, "%s/metrics.csv", dir);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return -1;
-    char line[512];
-    double tta = -1;
-    if (!fgets(line, sizeof line, fp)) line[0] = '\0'; /* header */
-    while (tta < 0 && fgets(line, sizeof line, fp)) {
-        long step, sync;
-        double epoch, t, train_loss, test_loss, acc, bytes;
-        if (sscanf(line, "%ld,%lf,%lf,%lf,%lf,%lf,%ld,%lf", &step, &epoch, &t, &train_loss,
-                   &test_loss, &acc, &sync, &bytes) == 8 &&
-            acc >= target)
-            tta = t;
-    }
-    fclose(fp);
+    double *t = NULL, *acc = NULL;
+    size_t n = 0;
+    if (run_curve_read(dir, &t, &acc, &n) != SS_OK) return -1;
+    double tta = run_curve_tta_s(t, acc, n, target);
+    free(t);
+    free(acc);
     return tta;
 }
 

@@ -330,20 +330,6 @@ void sweep_plan_free(sweep_plan *p) {
 
 /* ---- gathering ---- */
 
-static cJSON *read_summary(const char *dir) {
-    char path[1300];
-    snprintf(path, sizeof path, "%s/summary.json", dir);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return NULL;
-    char *text = NULL;
-    size_t cap = 0;
-    ssize_t len = getdelim(&text, &cap, '\0', fp);
-    fclose(fp);
-    cJSON *j = len > 0 ? cJSON_Parse(text) : NULL;
-    free(text);
-    return j;
-}
-
 static const char *const gathered_numbers[] = {
     "test_accuracy", "sim_time_s", "tta_s",  "lssr",   "steps",  "sync_steps",
     "bytes_sent",    "compute_s",  "comm_s", "wait_s", "epochs", NULL};
@@ -372,7 +358,7 @@ int sweep_gather(const sweep_plan *p, int *n_bad, int *n_pending) {
         }
         char dir[1200];
         sweep_point_dir(p, i, dir, sizeof dir);
-        cJSON *j = pt->valid ? read_summary(dir) : NULL;
+        cJSON *j = pt->valid ? run_summary_read(dir) : NULL;
         const char *status;
         char message[600] = "";
         if (!pt->valid) {
