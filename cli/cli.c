@@ -31,19 +31,9 @@ static int run_compare(const run_config *cfg, const char *target) {
 
 static int run_platform(const run_config *cfg, const char *target) {
     (void)target;
-    platform_gen_spec s = platform_gen_default();
-    int rc;
-    s.n_hosts = cfg->hosts;
-    s.n_ps = cfg->ps_hosts;
-    s.efficiency = cfg->gpu_efficiency;
-    if ((rc = platform_parse_bandwidth("--bandwidth", cfg->bandwidth, &s.bandwidth_bps)) ||
-        (strcmp(cfg->latency, "tier") &&
-         (rc = platform_parse_latency("--latency", cfg->latency, &s.latency_s))) ||
-        (rc = platform_parse_topology("--topology", cfg->topology, &s.topology)) ||
-        (rc = platform_parse_gpu("--gpu", cfg->gpu, &s.gpu)))
-        return rc;
-    if (!strcmp(cfg->latency, "tier")) s.latency_s = run_tier_latency_s(s.bandwidth_bps);
-    return platform_generate(&s, stdout);
+    platform_gen_spec s;
+    int rc = run_platform_spec(cfg, cfg->hosts, cfg->ps_hosts, &s);
+    return rc != SS_OK ? rc : platform_generate(&s, stdout);
 }
 
 static int run_bench(const run_config *cfg, const char *target) {

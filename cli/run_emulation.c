@@ -172,24 +172,31 @@ double run_tier_latency_s(double bps) {
                          : 1e-6;
 }
 
+int run_platform_spec(const run_config *cfg, int n_hosts, int n_ps, platform_gen_spec *spec) {
+    *spec = platform_gen_default();
+    int rc;
+    spec->n_hosts = n_hosts;
+    spec->n_ps = n_ps;
+    spec->efficiency = cfg->gpu_efficiency;
+    if ((rc = platform_parse_bandwidth("--bandwidth", cfg->bandwidth, &spec->bandwidth_bps)) ||
+        (strcmp(cfg->latency, "tier") &&
+         (rc = platform_parse_latency("--latency", cfg->latency, &spec->latency_s))) ||
+        (rc = platform_parse_topology("--topology", cfg->topology, &spec->topology)) ||
+        (rc = platform_parse_gpu("--gpu", cfg->gpu, &spec->gpu)))
+        return rc;
+    if (!strcmp(cfg->latency, "tier")) spec->latency_s = run_tier_latency_s(spec->bandwidth_bps);
+    return SS_OK;
+}
+
 /* Writes the generated platform to OUT/platform.xml, or checks the user's. */
 static int prepare_platform(const run_config *cfg, int n_ps, char *path, size_t path_size) {
     if (cfg->platform[0]) {
         snprintf(path, path_size, "%s", cfg->platform);
         return SS_OK;
     }
-    platform_gen_spec spec = platform_gen_default();
-    int rc;
-    spec.n_hosts = cfg->workers;
-    spec.n_ps = n_ps;
-    spec.efficiency = cfg->gpu_efficiency;
-    if ((rc = platform_parse_bandwidth("--bandwidth", cfg->bandwidth, &spec.bandwidth_bps)) ||
-        (strcmp(cfg->latency, "tier") &&
-         (rc = platform_parse_latency("--latency", cfg->latency, &spec.latency_s))) ||
-        (rc = platform_parse_topology("--topology", cfg->topology, &spec.topology)) ||
-        (rc = platform_parse_gpu("--gpu", cfg->gpu, &spec.gpu)))
-        return rc;
-    if (!strcmp(cfg->latency, "tier")) spec.latency_s = run_tier_latency_s(spec.bandwidth_bps);
+    platform_gen_spec spec;
+    int rc = run_platform_spec(cfg, cfg->workers, n_ps, &spec);
+    if (rc != SS_OK) return rc;
     outputs_path(cfg, "platform.xml", path, path_size);
     afile f;
     if ((rc = afile_open(&f, path)) != SS_OK) return rc;

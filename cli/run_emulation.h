@@ -6,6 +6,7 @@
 
 #include "cli/run_config.h"
 #include "sim/isolate.h"
+#include "sim/platform_gen.h"
 
 typedef struct run_summary {
     char status[16]; /* ok | diverged | interrupted */
@@ -34,6 +35,10 @@ typedef struct run_curve_point {
  * (platforms/README.md): <= 5 Gbps 25 us, <= 10 Gbps 15 us, <= 25 Gbps 10 us, <= 40 Gbps 5 us,
  * faster 1 us. */
 double run_tier_latency_s(double bandwidth_bps);
+
+/* The generated platform the options describe (--bandwidth, --latency, --topology, --gpu,
+ * --gpu-efficiency), for n_hosts workers and n_ps servers; SS_EUSAGE naming a bad option. */
+int run_platform_spec(const run_config *cfg, int n_hosts, int n_ps, platform_gen_spec *spec);
 
 /* Runs in the current process (which must not have started SimGrid yet). If curve is not NULL,
  * the evaluations are appended to it as run_curve_point records. */
