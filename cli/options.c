@@ -681,7 +681,7 @@ void options_print_help(unsigned command, const char *usage, FILE *out) {
         if (o->type == OPT_TYPE_INT || o->type == OPT_TYPE_LONG || o->type == OPT_TYPE_DOUBLE)
             snprintf(range, sizeof range, " [%g..%g]", o->min, o->max);
         else if (o->type == OPT_TYPE_CHOICE)
-            snprintf(range, sizeof range, " (%s)", o->choices);
+            snprintf(range, sizeof range, " (%s)", o->choices + (o->choices[0] == '|'));
         fprintf(out, "  %-26s %s%s", left, o->help, range);
         if (o->def && o->def[0] && o->type != OPT_TYPE_FLAG) fprintf(out, " (default %s)", o->def);
         fputc('\n', out);
