@@ -138,11 +138,19 @@ static void push_dir(char ***dirs, int *n, const char *path) {
 }
 
 int run_dirs_find(const char *dir, char ***dirs, int *n) {
-    if (is_run_dir(dir)) {
+    /* A sweep's or a compare's directory has a config.ini of its own too: its runs are below. */
+    static const char *const subdirs[] = {"points", "runs"};
+    int has_children = 0;
+    for (size_t s = 0; s < sizeof subdirs / sizeof subdirs[0]; s++) {
+        char parent[1200];
+        struct stat st;
+        snprintf(parent, sizeof parent, "%s/%s", dir, subdirs[s]);
+        has_children |= stat(parent, &st) == 0 && S_ISDIR(st.st_mode);
+    }
+    if (!has_children && is_run_dir(dir)) {
         push_dir(dirs, n, dir);
         return SS_OK;
     }
-    static const char *const subdirs[] = {"points", "runs"};
     int found = 0;
     for (size_t s = 0; s < sizeof subdirs / sizeof subdirs[0]; s++) {
         char parent[1200];
