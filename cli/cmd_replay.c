@@ -33,30 +33,44 @@ static const char *setting(const run_config *cfg, const trace *t, const char *op
  * platform from the generated-platform options (given, else recorded, else defaults). */
 static int resolve_platform(const run_config *cfg, const trace *t, replay_opts *ro, char *path_buf,
                             size_t path_bytes) {
-    int generated_given = options_was_set(cfg, "bandwidth") || options_was_set(cfg, "latency") ||
-                          options_was_set(cfg, "topology") || options_was_set(cfg, "gpu");
-    if (cfg->platform[0] && generated_given)
-        return ss_error_set(SS_EUSAGE, "--platform FILE contradicts --bandwidth, --latency, "
-                                       "--topology and --gpu, which describe a generated platform");
+    int network_given = options_was_set(cfg, "bandwidth") || options_was_set(cfg, "latency") ||
+                        options_was_set(cfg, "topology");
+    int generated_given = network_given || options_was_set(cfg, "gpu");
+    if (cfg->platform[0] && network_given)
+        return ss_error_set(SS_EUSAGE, "--platform FILE contradicts --bandwidth, --latency and "
+                                       "--topology, which describe a generated platform");
+    if (cfg->platform[0] && options_was_set(cfg, "gpu")) {
+        /* the platform gives the network, --gpu the compute speed of every worker */
+        platform_gpu g;
+        int rc = platform_parse_gpu("--gpu", cfg->gpu, &g);
+        if (rc != SS_OK) return rc;
+        ro->compute_speed_flops = platform_gpu_peak_flops(g) * cfg->gpu_efficiency;
+    }
     const char *recorded = t ? trace_config_get(t, "platform") : NULL;
     if (cfg->platform[0] || (recorded && recorded[0] && !generated_given)) {
         snprintf(path_buf, path_bytes, "%s", cfg->platform[0] ? cfg->platform : recorded);
         ro->platform_path = path_buf;
         return SS_OK;
     }
-    const char *bw = setting(cfg, t, "bandwidth", "bandwidth", cfg->bandwidth);
-    const char *lat = setting(cfg, t, "latency", "latency", cfg->latency);
-    const char *topo = setting(cfg, t, "topology", "topology", cfg->topology);
-    const char *gpu = setting(cfg, t, "gpu", "gpu", cfg->gpu);
-    platform_gen_spec *s = &ro->gen;
-    *s = platform_gen_default();
-    int rc;
-    if ((rc = platform_parse_bandwidth("--bandwidth", bw, &s->bandwidth_bps)) ||
-        (strcmp(lat, "tier") && (rc = platform_parse_latency("--latency", lat, &s->latency_s))) ||
-        (rc = platform_parse_topology("--topology", topo, &s->topology)) ||
-        (rc = platform_parse_gpu("--gpu", gpu, &s->gpu)))
-        return rc;
-    if (!strcmp(lat, "tier")) s->latency_s = run_tier_latency_s(s->bandwidth_bps);
+    /* the generated-platform options: given, else recorded, else defaults */
+    run_config gen = *cfg;
+    snprintf(gen.bandwidth, sizeof gen.bandwidth, "%s",
+             setting(cfg, t, "bandwidth", "bandwidth", cfg->bandwidth));
+    snprintf(gen.latency, sizeof gen.latency, "%s",
+             setting(cfg, t, "latency", "latency", cfg->latency));
+    snprintf(gen.topology, sizeof gen.topology, "%s",
+             setting(cfg, t, "topology", "topology", cfg->topology));
+    snprintf(gen.gpu, sizeof gen.gpu, "%s", setting(cfg, t, "gpu", "gpu", cfg->gpu));
+    const char *eff = t ? trace_config_get(t, "gpu-efficiency") : NULL;
+    if (eff && !options_was_set(cfg, "gpu-efficiency")) {
+        char *end;
+        gen.gpu_efficiency = strtod(eff, &end);
+        if (end == eff || *end || !(gen.gpu_efficiency > 0) || gen.gpu_efficiency > 1)
+            return ss_error_set(SS_EINPUT,
+                                "the trace's config gpu-efficiency = %s is not in (0, 1]", eff);
+    }
+    int rc = run_platform_spec(&gen, 1, 0, &ro->gen);
+    if (rc != SS_OK) return rc;
     ro->platform_path = NULL;
     return SS_OK;
 }
@@ -260,6 +274,15 @@ int cmd_replay(const run_config *cfg) {
         FILE *mem = open_memstream(&text, &len);
         SS_ASSERT(mem);
         write_config_lines(t, mem);
+        /* the cluster this replay ran on, after the recorded lines (the last line wins) */
+        fprintf(mem, "platform = %s\n", ro.gen_path ? "" : platform);
+        static const char *const keys[] = {"bandwidth", "latency", "topology", "gpu",
+                                           "network-model"};
+        const char *given[] = {cfg->bandwidth, cfg->latency, cfg->topology, cfg->gpu,
+                               cfg->network_model};
+        for (int i = 0; i < 5; i++)
+            fprintf(mem, "%s = %s\n", keys[i], setting(cfg, t, keys[i], keys[i], given[i]));
+        fprintf(mem, "gpu-efficiency = %.17g\n", ro.gen.efficiency);
         fclose(mem);
         trace_meta meta = t->meta;
         snprintf(meta.source, sizeof meta.source, "replay");

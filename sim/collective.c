@@ -104,6 +104,13 @@ typedef struct step {
     int n;
 } step;
 
+/* Instances reuse their mailboxes' names modulo this window: SimGrid never frees a mailbox, so
+ * names per instance made memory and the time per step grow with the number of steps. Reuse is
+ * safe because messages between two members on one name are matched first in, first out, and
+ * every member posts its instances in order; it takes more than this many asynchronous
+ * collectives in flight on one group at once to mix two instances. */
+#define SIM_MAILBOX_WINDOW 16
+
 /* Appends the decimal digits of v at p; returns the new end. */
 static char *put_uint(char *p, unsigned long long v) {
     char digits[24];
@@ -117,14 +124,14 @@ static char *put_uint(char *p, unsigned long long v) {
     return p;
 }
 
-/* "c<group>.<seq>.<src>.<dst>", built by hand: this runs for every message of large replays,
- * where snprintf was a visible share of the wall time. */
+/* "c<group>.<seq mod window>.<src>.<dst>", built by hand: this runs for every message of large
+ * replays, where snprintf was a visible share of the wall time. */
 static sg_mailbox_t mailbox(const call *k, int src, int dst) {
     char name[96], *p = name;
     *p++ = 'c';
     p = put_uint(p, (unsigned)k->c->id);
     *p++ = '.';
-    p = put_uint(p, k->seq);
+    p = put_uint(p, k->seq % SIM_MAILBOX_WINDOW);
     *p++ = '.';
     p = put_uint(p, (unsigned)src);
     *p++ = '.';

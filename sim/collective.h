@@ -16,11 +16,12 @@
  *
  * Rules (as in MPI): every member of a group calls the same collectives, in the same order, with
  * the same size and options. Each member numbers its calls on a group; the k-th call of every
- * member is one instance, and its mailboxes are named "c<group>.<k>.<src>.<dst>" (member indices),
- * so consecutive and concurrent collectives (other groups, or async requests on the same group)
- * never cross-talk. Disjoint groups run concurrently and share the network only where their
- * routes share links. (SimGrid keeps every mailbox until the process exits, about 100 bytes each:
- * a ring instance names N of them, so a replay of S steps on N workers holds about S.N.)
+ * member is one instance, and its mailboxes are named "c<group>.<k mod 16>.<src>.<dst>" (member
+ * indices): messages on one name are matched first in, first out, and every member posts its
+ * instances in order, so consecutive and concurrent collectives (other groups, or up to 16 async
+ * requests in flight on the same group) never cross-talk. Disjoint groups run concurrently and
+ * share the network only where their routes share links. (SimGrid keeps every mailbox until the
+ * process exits: the window bounds them to 16 per pair of members that talk.)
  *
  * Sizes are doubles in bytes (> 0; SimGrid moves whole bytes: parts are rounded to the nearest
  * byte and never below 1). Invalid arguments (member out of range, size <= 0) return SS_EUSAGE.

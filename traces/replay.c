@@ -3,17 +3,25 @@
 #include "common/rng.h"
 #include "common/status.h"
 
+#include <malloc.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <simgrid/host.h>
+#include <xbt/config.h>
 
 /* Random stream of the scale-out draws of worker w: REPLAY_STREAM_SCALE_OUT + w, apart from the
  * streams of common/rng.h (the policies' stragglers use RNG_STREAM_NETWORK + w). */
 #define REPLAY_STREAM_SCALE_OUT ((uint64_t)5 << 20)
+
+/* Above this many workers, actors run without stack guard pages, on stacks of this size. */
+#define REPLAY_MANY_ACTORS                  16384
+#define REPLAY_MANY_ACTORS_STACK_KIB        64
+#define REPLAY_MANY_ACTORS_MAIN_STACK_BYTES ((rlim_t)112 << 20)
 
 struct replay_source {
     step_source src;
@@ -23,6 +31,7 @@ struct replay_source {
     rng *draws;         /* (M) REPLAY_SCALE_SAMPLE: one stream per worker */
     int trace_seconds;  /* 1: charge recorded seconds (trace mode), 0: recorded FLOPs */
     int flops_as_sleep; /* synthesized traces: FLOPs / host speed, charged as a sleep */
+    double speed_flops; /* > 0: FLOPs are charged at this speed instead of the host's */
 };
 
 int replay_scale_out_parse(const char *option, const char *text, replay_scale_out *out) {
@@ -77,7 +86,9 @@ static void rp_compute(void *self, int w, long step, int batch, step_cost *cost,
     cost->flops = c->flops;
     cost->measured_s = c->compute_s;
     cost->trace_s = r->trace_seconds ? c->compute_s : -1;
-    if (r->flops_as_sleep) cost->trace_s = c->flops / sg_host_get_speed(sg_host_self());
+    if (r->flops_as_sleep)
+        cost->trace_s =
+            c->flops / (r->speed_flops > 0 ? r->speed_flops : sg_host_get_speed(sg_host_self()));
     st->loss = c->loss;
     st->grad_norm = c->grad_norm;
     st->layer_norm_sum = c->grad_norm;
@@ -186,7 +197,9 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
     pc->slowdown = NULL;
     if (pc->eval_every < 1) pc->eval_every = pc->steps;
     /* flops mode re-executes FLOPs; any other recorded mode replays the recorded seconds */
-    pc->compute = t->pc.compute.mode == SIM_COMPUTE_FLOPS && !replay_flops_as_sleep(t)
+    const int as_sleep = replay_flops_as_sleep(t) ||
+                         (t->pc.compute.mode == SIM_COMPUTE_FLOPS && o->compute_speed_flops > 0);
+    pc->compute = t->pc.compute.mode == SIM_COMPUTE_FLOPS && !as_sleep
                       ? (sim_compute_cfg){SIM_COMPUTE_FLOPS, 1.0}
                       : (sim_compute_cfg){SIM_COMPUTE_TRACE, 1.0};
     if (o->coll) {
@@ -194,7 +207,7 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
         pc->use_ps = 0;
     }
     /* recorded seconds already include the stragglers' slowdown: do not apply it twice */
-    if (pc->compute.mode == SIM_COMPUTE_TRACE && !replay_flops_as_sleep(t)) pc->straggler_prob = 0;
+    if (pc->compute.mode == SIM_COMPUTE_TRACE && !as_sleep) pc->straggler_prob = 0;
     return SS_OK;
 }
 
@@ -243,13 +256,37 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
     /* fixed slow workers: FLOPs are replayed raw, so the slowdown applies again (worker j takes
      * recorded worker j mod N's); recorded seconds already include it */
     double *slowdown = NULL;
-    if (t->slowdown && (pc.compute.mode != SIM_COMPUTE_TRACE || replay_flops_as_sleep(t))) {
+    if (t->slowdown && t->pc.compute.mode == SIM_COMPUTE_FLOPS) {
         slowdown = ss_malloc(sizeof(double) * (size_t)pc.workers);
         for (int w = 0; w < pc.workers; w++)
             slowdown[w] = t->slowdown[w % t->pc.workers];
         pc.slowdown = slowdown;
     }
+    if (pc.workers > REPLAY_MANY_ACTORS) {
+        /* SimGrid guards each actor's stack with a protected page: two memory mappings per
+         * actor, and Linux allows 65530 per process (vm.max_map_count). Without the guard, and
+         * with smaller stacks (the protocols use about 20 KiB), 65536 workers fit. */
+        sg_cfg_set_int("contexts/guard-size", 0);
+        sg_cfg_set_int("contexts/stack-size", REPLAY_MANY_ACTORS_STACK_KIB);
+        /* ... and stacks from the heap, not one mapping each */
+        mallopt(M_MMAP_THRESHOLD, 4 * 1024 * REPLAY_MANY_ACTORS_STACK_KIB);
+        /* SimGrid's solver recurses along chains of flows that share links (a ring of M
+         * workers is one chain of M flows), on the main thread's stack: let it grow */
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+            rl.rlim_cur < REPLAY_MANY_ACTORS_MAIN_STACK_BYTES) {
+            rl.rlim_cur =
+                rl.rlim_max == RLIM_INFINITY || rl.rlim_max > REPLAY_MANY_ACTORS_MAIN_STACK_BYTES
+                    ? REPLAY_MANY_ACTORS_MAIN_STACK_BYTES
+                    : rl.rlim_max;
+            setrlimit(RLIMIT_STACK, &rl);
+        }
+    }
     replay_source *src = replay_source_create(t, pc.workers, o->scale_out, o->seed);
+    if (t->pc.compute.mode == SIM_COMPUTE_FLOPS && o->compute_speed_flops > 0) {
+        src->flops_as_sleep = 1;
+        src->speed_flops = o->compute_speed_flops;
+    }
     rc = policy_run(&pc, cluster, replay_source_step_source(src), o->record, o->record_ctx,
                     &out->res);
     out->pc = pc;

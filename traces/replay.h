@@ -49,6 +49,8 @@ typedef struct replay_opts {
     const char *gen_path;       /* where to write the generated platform (NULL: a /tmp file that
                                    is removed after loading) */
     sim_network_model model;    /* network model */
+    double compute_speed_flops; /* > 0: a flops-mode trace's FLOPs take FLOPs / this seconds
+                                   (a GPU class on a given platform), not the host's speed */
     const sim_coll_opts *coll;  /* NULL: the recorded collective (ring-coarse for large M) */
     policy_record_fn record;    /* may be NULL: receives the replay's own step records */
     void *record_ctx;

@@ -332,7 +332,7 @@ void trace_free(trace *t) {
 }
 
 const char *trace_config_get(const trace *t, const char *key) {
-    for (int i = 0; i < t->n_config; i++)
+    for (int i = t->n_config - 1; i >= 0; i--) /* the last line of a key wins */
         if (!strcmp(t->config[i].key, key)) return t->config[i].value;
     return NULL;
 }
@@ -794,8 +794,12 @@ int trace_import_csv_stream(FILE *fp, const char *name, const policy_config *pc,
                 }
                 continue;
             }
-            if (parse_double(s, &row.v[c]) || row.v[c] < 0) {
-                rc = ss_error_set(SS_EINPUT, "%s:%ld: %s must be a finite number >= 0, not '%.32s'",
+            if (parse_double(s, &row.v[c]) || row.v[c] < 0 ||
+                (c == CSV_SAMPLES &&
+                 (row.v[c] > (double)(1 << 30) || row.v[c] != floor(row.v[c])))) {
+                rc = ss_error_set(SS_EINPUT,
+                                  "%s:%ld: %s must be a finite number >= 0 (samples: an integer "
+                                  "up to 2^30), not '%.32s'",
                                   name, line, csv_names[c], s);
                 goto done;
             }

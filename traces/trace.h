@@ -102,7 +102,7 @@ void trace_free(trace *t);
 static inline const trace_cell *trace_cell_at(const trace *t, long step, int worker) {
     return &t->cells[(size_t)(step - 1) * (size_t)t->workers + (size_t)worker];
 }
-/* The value of a "# config" key, or NULL. */
+/* The value of a "# config" key (the last line of that key), or NULL. */
 const char *trace_config_get(const trace *t, const char *key);
 /* Fraction of the recorded steps that synchronized (0 with no record). */
 double trace_sync_fraction(const trace *t);
