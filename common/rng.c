@@ -15,7 +15,8 @@ static uint64_t rotl(uint64_t x, int k) {
 
 void rng_seed(rng *r, uint64_t seed, uint64_t stream) {
     uint64_t x = seed ^ (stream * 0xd1342543de82ef95ULL);
-    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+    for (int i = 0; i < 4; i++)
+        r->s[i] = splitmix64(&x);
     if (!(r->s[0] | r->s[1] | r->s[2] | r->s[3])) r->s[0] = 1;
 }
 
@@ -40,7 +41,8 @@ uint64_t rng_below(rng *r, uint64_t n) {
     /* Rejection of the top partial range keeps the draw unbiased. */
     uint64_t limit = UINT64_MAX - UINT64_MAX % n;
     uint64_t x;
-    do x = rng_next(r);
+    do
+        x = rng_next(r);
     while (x >= limit);
     return x % n;
 }

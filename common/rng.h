@@ -27,9 +27,9 @@ enum rng_stream {
 
 void rng_seed(rng *r, uint64_t seed, uint64_t stream);
 uint64_t rng_next(rng *r);
-double rng_uniform(rng *r);                  /* in [0, 1), 53 random bits */
-uint64_t rng_below(rng *r, uint64_t n);      /* uniform in [0, n), unbiased; n > 0 */
-double rng_normal(rng *r);                   /* standard normal (polar Box-Muller, no caching) */
+double rng_uniform(rng *r);                     /* in [0, 1), 53 random bits */
+uint64_t rng_below(rng *r, uint64_t n);         /* uniform in [0, n), unbiased; n > 0 */
+double rng_normal(rng *r);                      /* standard normal (polar Box-Muller, no caching) */
 void rng_shuffle(rng *r, int *items, size_t n); /* Fisher-Yates */
 
 #endif

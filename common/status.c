@@ -20,17 +20,22 @@ const char *ss_error_message(void) {
 
 int ss_status_exit_code(int status) {
     switch (status) {
-    case SS_OK: return 0;
-    case SS_EUSAGE: return 2;
-    case SS_EDIVERGED: return 3;
-    case SS_EINTERRUPT: return 130;
-    default: return 1;
+    case SS_OK:
+        return 0;
+    case SS_EUSAGE:
+        return 2;
+    case SS_EDIVERGED:
+        return 3;
+    case SS_EINTERRUPT:
+        return 130;
+    default:
+        return 1;
     }
 }
 
 const char *ss_status_name(int status) {
-    static const char *names[] = {"ok", "usage", "input", "io", "nomem", "device", "diverged",
-                                  "interrupted"};
+    static const char *names[] = {"ok",    "usage",  "input",    "io",
+                                  "nomem", "device", "diverged", "interrupted"};
     if (status < 0 || status >= (int)(sizeof names / sizeof names[0])) return "unknown";
     return names[status];
 }
@@ -43,7 +48,8 @@ void ss_assert_fail(const char *cond, const char *file, int line) {
 void *ss_malloc_check(size_t bytes, const char *file, int line) {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) {
-        fprintf(stderr, "syncsim: out of memory allocating %zu bytes at %s:%d\n", bytes, file, line);
+        fprintf(stderr, "syncsim: out of memory allocating %zu bytes at %s:%d\n", bytes, file,
+                line);
         abort();
     }
     return p;

@@ -41,7 +41,7 @@ const char *ss_status_name(int status);
 void ss_assert_fail(const char *cond, const char *file, int line) __attribute__((noreturn));
 
 /* Allocation that aborts with file:line on failure (out of memory is not recoverable here). */
-#define ss_malloc(bytes) ss_malloc_check((bytes), __FILE__, __LINE__)
+#define ss_malloc(bytes)   ss_malloc_check((bytes), __FILE__, __LINE__)
 #define ss_calloc(n, size) ss_calloc_check((n), (size), __FILE__, __LINE__)
 void *ss_malloc_check(size_t bytes, const char *file, int line);
 void *ss_calloc_check(size_t n, size_t size, const char *file, int line);

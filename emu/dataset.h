@@ -15,12 +15,12 @@
 #include <stdint.h>
 
 typedef struct dataset {
-    char name[64];   /* "fashion-mnist", "mnist", "cifar10", "synthetic" */
-    size_t n;        /* samples */
-    int c, h, w;     /* shape of one sample; features per sample D = c*h*w */
-    int classes;     /* K */
-    float *x;        /* (n, D) normalized: (pixel/255 - mean) / std, per channel over the train set */
-    uint8_t *y;      /* (n) labels in [0, K) */
+    char name[64]; /* "fashion-mnist", "mnist", "cifar10", "synthetic" */
+    size_t n;      /* samples */
+    int c, h, w;   /* shape of one sample; features per sample D = c*h*w */
+    int classes;   /* K */
+    float *x;      /* (n, D) normalized: (pixel/255 - mean) / std, per channel over the train set */
+    uint8_t *y;    /* (n) labels in [0, K) */
 } dataset;
 
 static inline size_t dataset_features(const dataset *d) {

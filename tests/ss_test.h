@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 /* Checks |a - b| <= tol + rel * |b| and prints both values when it fails. */
-#define SS_CHECK_CLOSE(a, b, tol, rel)                                                              \
+#define SS_CHECK_CLOSE(a, b, tol, rel)                                                             \
     do {                                                                                           \
         double ss_a_ = (double)(a), ss_b_ = (double)(b);                                           \
         int ss_ok_ = fabs(ss_a_ - ss_b_) <= (tol) + (rel)*fabs(ss_b_);                             \
