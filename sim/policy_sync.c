@@ -189,22 +189,20 @@ static double selsync_delta(selsync_tracker *t, double norm, int *defined) {
 /* Data injection (non-IID): round(alpha N) workers, drawn alike on every worker, each send
  * round(beta b') samples of their batch to every other worker, point to point. The exchanges run
  * sender by sender in rank order, which every worker follows, so no send waits on a cycle. */
-static void selsync_inject(policy_state *st, int w, long step, int local_batch, rng *r,
-                           step_acc *a) {
+static void selsync_inject(policy_state *st, int w, int local_batch, rng *r, int *order,
+                           uint8_t *chosen, step_acc *a) {
     const policy_config *pc = st->pc;
     const int n = pc->workers;
     int k = (int)lround(pc->inject_alpha * n);
     int share = (int)lround(pc->inject_beta * local_batch);
     if (k < 1 || share < 1 || n < 2) return;
-    int *order = ss_malloc(sizeof(int) * (size_t)n);
     for (int i = 0; i < n; i++)
         order[i] = i;
     rng_shuffle(r, order, (size_t)n);
-    uint8_t *chosen = ss_calloc((size_t)n, 1);
+    memset(chosen, 0, (size_t)n);
     for (int i = 0; i < k && i < n; i++)
         chosen[order[i]] = 1;
     const double bytes = share * st->src->sample_bytes;
-    (void)step;
     for (int s = 0; s < n; s++) {
         if (!chosen[s]) continue;
         sim_coll_result cr;
@@ -225,8 +223,6 @@ static void selsync_inject(policy_state *st, int w, long step, int local_batch, 
             st->src->ops->inject(st->src->self, s, w, share);
         }
     }
-    free(chosen);
-    free(order);
 }
 
 static void selsync_worker(policy_state *st, int w) {
@@ -245,14 +241,17 @@ static void selsync_worker(policy_state *st, int w) {
     const int injecting = pc->inject_alpha > 0 && pc->inject_beta > 0;
     rng inject_rng;
     rng_seed(&inject_rng, pc->seed, RNG_STREAM_POLICY + 2);
-    const int pa = pc->aggregation == AGGREGATE_PARAMS;
-    const int step_first = pa && pc->order == SELSYNC_ORDER_STEP_THEN_AVERAGE;
+    int *inject_order = ss_malloc(sizeof(int) * (size_t)pc->workers);
+    uint8_t *inject_chosen = ss_malloc((size_t)pc->workers);
+    const int step_first =
+        pc->aggregation == AGGREGATE_PARAMS && pc->order == SELSYNC_ORDER_STEP_THEN_AVERAGE;
 
     for (long step = 1; step <= pc->steps && !st->src->stop; step++) {
         step_acc a;
         step_stats stats;
         policy_begin_step(st, w, step, &a);
-        if (injecting) selsync_inject(st, w, step, local_batch, &inject_rng, &a);
+        if (injecting)
+            selsync_inject(st, w, local_batch, &inject_rng, inject_order, inject_chosen, &a);
         policy_compute(st, w, step, local_batch, &a, &stats);
         if (step_first) ops->apply_local(st->src->self, w, step);
 
@@ -289,6 +288,8 @@ static void selsync_worker(policy_state *st, int w) {
         a.rec.decision = sync;
         policy_end_step(st, w, &a);
     }
+    free(inject_order);
+    free(inject_chosen);
 }
 
 /* ---- DS-Sync ---- */
