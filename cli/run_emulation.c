@@ -389,7 +389,8 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
     rc = policy_run(&pc, cluster, src, on_record, &ctx, &pr);
     progress_end(&ctx.bar);
     if (rc != SS_OK) goto done;
-    emulation_evaluate_final(em, pr.sim_time_s);
+    const step_counters final = {pr.sync_steps, pr.bytes_sent};
+    emulation_evaluate_final(em, pr.sim_time_s, &final);
 
     const emulation_eval *last = emulation_last_eval(em);
     long div_step = 0;

@@ -77,7 +77,7 @@ static int draw_batch(emulation *e, int w, int batch) {
 
 static void em_compute(void *self, int w, long step, int batch, step_cost *cost, step_stats *st) {
     emulation *e = self;
-    if (e->cfg.interrupted && e->cfg.interrupted()) e->src.stop = 1;
+    if (e->cfg.interrupted && e->cfg.interrupted() && !e->src.stop_after) e->src.stop_after = step;
     SS_ASSERT(batch >= 1 && batch <= e->cfg.max_batch);
     int own = draw_batch(e, w, batch);
     int extra = e->injected_count[w];
@@ -114,7 +114,7 @@ static void em_compute(void *self, int w, long step, int batch, step_cost *cost,
     if (!isfinite(loss)) {
         if (!e->diverged) e->diverged_step = step;
         e->diverged = 1;
-        e->src.stop = 1;
+        if (!e->src.stop_after) e->src.stop_after = step;
     } else {
         e->loss_sum += loss;
         e->loss_count++;
@@ -224,7 +224,8 @@ static void em_inject(void *self, int from, int to, int count) {
 
 /* ---- evaluation ---- */
 
-static void evaluate(emulation *e, long step, double now_s) {
+/* `counters`: the policy's, as they are now (the run's final ones after the simulation). */
+static void evaluate(emulation *e, long step, double now_s, const step_counters *counters) {
     const int n = e->cfg.workers;
     float *dst = model_params(e->eval_model);
     if (e->cfg.evaluate_ps && e->ps_params) {
@@ -243,8 +244,8 @@ static void evaluate(emulation *e, long step, double now_s) {
     ev.sim_time_s = now_s;
     ev.train_loss = e->loss_count ? e->loss_sum / (double)e->loss_count : NAN;
     ev.test_accuracy = e->cfg.test->n ? (double)correct / (double)e->cfg.test->n : 0.0;
-    ev.sync_steps = e->src.counters ? e->src.counters->sync_steps : 0;
-    ev.bytes_sent = e->src.counters ? e->src.counters->bytes_sent : 0;
+    ev.sync_steps = counters ? counters->sync_steps : 0;
+    ev.bytes_sent = counters ? counters->bytes_sent : 0;
     e->loss_sum = 0;
     e->loss_count = 0;
     e->last = ev;
@@ -259,7 +260,7 @@ static void em_step_done(void *self, int w, long step, double now_s) {
         for (int j = 1; j < e->cfg.workers; j++)
             if (e->done_step[j] < min) min = e->done_step[j];
         if (e->next_eval > e->cfg.last_step || min < e->next_eval) break;
-        evaluate(e, e->next_eval, now_s);
+        evaluate(e, e->next_eval, now_s, e->src.counters);
         long next = e->next_eval + e->cfg.eval_every;
         if (e->next_eval < e->cfg.last_step && next > e->cfg.last_step) next = e->cfg.last_step;
         e->next_eval = next;
@@ -425,12 +426,12 @@ step_source *emulation_source(emulation *e) {
     return &e->src;
 }
 
-void emulation_evaluate_final(emulation *e, double now_s) {
+void emulation_evaluate_final(emulation *e, double now_s, const step_counters *final) {
     long min = e->done_step[0];
     for (int j = 1; j < e->cfg.workers; j++)
         if (e->done_step[j] < min) min = e->done_step[j];
     if (e->last.test_accuracy >= 0 && e->last.step >= min) return;
-    evaluate(e, min, now_s);
+    evaluate(e, min, now_s, final);
 }
 
 int emulation_diverged(const emulation *e, long *step) {

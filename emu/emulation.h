@@ -73,7 +73,7 @@ step_source *emulation_source(emulation *e);
 
 /* Evaluates the consensus now, unless the latest evaluation is already at the last step that
  * every worker finished (for runs that end early: diverged, interrupted). */
-void emulation_evaluate_final(emulation *e, double now_s);
+void emulation_evaluate_final(emulation *e, double now_s, const step_counters *final);
 /* 1 once some step produced a NaN or Inf loss (the run diverged); the step is in *step. */
 int emulation_diverged(const emulation *e, long *step);
 /* The latest evaluation (test_accuracy < 0 before the first). */

@@ -60,6 +60,11 @@ typedef struct step_acc {
     step_record rec;
 } step_acc;
 
+/* Whether a worker may start `step`: the run has steps left and was not stopped before it. */
+static inline int policy_go(const policy_state *st, long step) {
+    return step <= st->pc->steps && (st->src->stop_after == 0 || step <= st->src->stop_after);
+}
+
 /* Helpers shared by the protocols (policy.c). */
 double policy_now(void);
 void policy_begin_step(policy_state *st, int w, long step, step_acc *a);

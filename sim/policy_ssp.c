@@ -63,7 +63,7 @@ void policy_worker_ssp(void *arg) {
     const policy_config *pc = st->pc;
     const int w = wa->rank;
     const long s = pc->kind == POLICY_ASP ? -1 : pc->staleness;
-    for (long step = 1; step <= pc->steps && !st->src->stop; step++) {
+    for (long step = 1; policy_go(st, step); step++) {
         step_acc a;
         step_stats stats;
         policy_begin_step(st, w, step, &a);

@@ -59,14 +59,14 @@ static void fedavg_worker(policy_state *st, int w) {
     const policy_config *pc = st->pc;
     const long t_switch = pc->post_local_after;
     long step = 1;
-    for (; step <= pc->steps && step <= t_switch && !st->src->stop; step++)
+    for (; step <= t_switch && policy_go(st, step); step++)
         bsp_step(st, w, step);
 
     rng r;
     rng_seed(&r, pc->seed, RNG_STREAM_POLICY + 1);
     int *clients = ss_malloc(sizeof(int) * (size_t)pc->workers);
     sim_comm *world = st->world;
-    while (step <= pc->steps && !st->src->stop) {
+    while (policy_go(st, step)) {
         const long round_first = step;
         long round_last = step + pc->local_steps - 1;
         if (round_last > pc->steps) round_last = pc->steps;
@@ -246,7 +246,7 @@ static void selsync_worker(policy_state *st, int w) {
     const int step_first =
         pc->aggregation == AGGREGATE_PARAMS && pc->order == SELSYNC_ORDER_STEP_THEN_AVERAGE;
 
-    for (long step = 1; step <= pc->steps && !st->src->stop; step++) {
+    for (long step = 1; policy_go(st, step); step++) {
         step_acc a;
         step_stats stats;
         policy_begin_step(st, w, step, &a);
@@ -332,7 +332,7 @@ static void dssync_worker(policy_state *st, int w) {
     rng r;
     rng_seed(&r, pc->seed, RNG_STREAM_POLICY + 3);
     int *perm = ss_malloc(sizeof(int) * (size_t)n), *members = ss_malloc(sizeof(int) * (size_t)n);
-    for (long step = 1; step <= pc->steps && !st->src->stop; step++) {
+    for (long step = 1; policy_go(st, step); step++) {
         step_acc a;
         step_stats stats;
         policy_begin_step(st, w, step, &a);
@@ -365,7 +365,7 @@ void policy_worker_sync(void *arg) {
     policy_state *st = wa->st;
     switch (st->pc->kind) {
     case POLICY_BSP:
-        for (long step = 1; step <= st->pc->steps && !st->src->stop; step++)
+        for (long step = 1; policy_go(st, step); step++)
             bsp_step(st, wa->rank, step);
         break;
     case POLICY_FEDAVG:

@@ -91,11 +91,12 @@ typedef struct step_source {
     double param_bytes;            /* 4 P */
     double sample_bytes;           /* bytes of one training sample on the wire (data injection) */
     const step_counters *counters; /* set by the policy runner before the simulation starts */
-    /* Set by the source when the run must end early (a diverged loss, an interruption). The
-     * policies end at the next point where every worker sees the same value: the start of a step
-     * that follows a synchronization with every worker (a round for FedAvg); SSP/ASP workers end
-     * at their next step and release the others. */
-    int stop;
+    /* Set by the source when the run must end early (a diverged loss, an interruption): the step
+     * during which it happened. Every worker finishes that step and starts no later one (FedAvg:
+     * no later round), so no collective is left with members missing: a synchronous worker can
+     * only start the next step after a collective that waited for the one that raised it. 0: the
+     * run goes on. */
+    long stop_after;
 } step_source;
 
 #endif

@@ -114,6 +114,18 @@ static void test_diverged_run(void) {
         "--epochs 1 --out %s/div",
         tmp_dir);
     expect(args, 3, "diverged", NULL);
+    /* every worker ends after the step that diverged: no collective is left waiting */
+    char *out = NULL;
+    for (int k = 0; k < 3; k++) {
+        static const char *const policies[] = {"selsync", "fedavg", "ssp"};
+        snprintf(args, sizeof args,
+                 "train --policy %s --workers 4 --dataset synthetic --lr 80 --momentum 0.99 "
+                 "--epochs 1 --out %s/div-%s",
+                 policies[k], tmp_dir, policies[k]);
+        CU_ASSERT_EQUAL(run_syncsim(args, &out), 3);
+        CU_ASSERT(strstr(out, "eadlock") == NULL);
+        free(out);
+    }
     snprintf(path, sizeof path, "grep -q '\"status\":.*\"diverged\"' %s/div/summary.json", tmp_dir);
     CU_ASSERT(system(path) == 0);
     snprintf(path, sizeof path, "test $(wc -l < %s/div/metrics.csv) -ge 2", tmp_dir);

@@ -75,12 +75,12 @@ static void rp_compute(void *self, int w, long step, int batch, step_cost *cost,
     cost->measured_s = 0;
     cost->trace_s = 0;
     if (step > r->t->steps) { /* a recorded run that ended early: end here too */
-        r->src.stop = 1;
+        if (!r->src.stop_after) r->src.stop_after = step;
         return;
     }
     const trace_cell *c = trace_cell_at(r->t, step, source_worker(r, w, step));
     if (!c->recorded) {
-        r->src.stop = 1;
+        if (!r->src.stop_after) r->src.stop_after = step;
         return;
     }
     cost->flops = c->flops;
