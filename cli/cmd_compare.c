@@ -148,7 +148,8 @@ static int write_compare_csv(const run_config *cfg, const compare_run *runs, int
     for (int i = 0; i < n; i++) {
         const compare_run *r = &runs[i];
         if (!r->ok) {
-            fprintf(f.fp, "%s,%s,%d,,,,,,,,failed\n", r->policy, r->label, cfg->workers);
+            fprintf(f.fp, "%s,%s,%d,,,,,,,,%s\n", r->policy, r->label, cfg->workers,
+                    r->pid ? "failed" : "not_run");
             continue;
         }
         fprintf(f.fp, "%s,%s,%d,%.6f,%.9f,", r->policy, r->label, cfg->workers, r->accuracy,
@@ -309,17 +310,23 @@ int cmd_compare(const run_config *cfg_in) {
            "sim time", "TTA(BSP)", "speedup", "LSSR", "GB sent", "dropped");
     for (int i = 0; i < n; i++) {
         const compare_run *r = &runs[i];
+        if (!r->ok && !r->pid) {
+            printf("%-12s %-12s  not run (interrupted before it started)\n", r->policy, r->label);
+            continue;
+        }
         if (!r->ok) {
             printf("%-12s %-12s  failed (exit %d): see %s/log.txt\n", r->policy, r->label,
                    r->exit_code, r->dir);
             continue;
         }
+        char note[32] = "";
+        if (strcmp(r->status, "ok")) snprintf(note, sizeof note, " (%s)", r->status);
         char tta[32] = "never", speed[32] = "-";
         if (r->tta_s >= 0) snprintf(tta, sizeof tta, "%.2f s", r->tta_s);
         if (r->speedup > 0) snprintf(speed, sizeof speed, "%.2fx", r->speedup);
         printf("%-12s %-12s %9.4f %9.2f s %11s %8s %6.3f %8.3f %7.2f%%%s\n", r->policy, r->label,
                r->accuracy, r->sim_time_s, tta, speed, r->lssr, r->bytes_sent / 1e9,
-               100.0 * r->dropped, strcmp(r->status, "ok") ? " (diverged)" : "");
+               100.0 * r->dropped, note);
     }
     if (!have_bsp) printf("(no bsp run: TTA and speedup need --policies to include bsp)\n");
     printf("TTA(BSP): first simulated time at BSP's final accuracy minus %.1f points\n",
