@@ -95,9 +95,15 @@ void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, 
     a->rec.samples = stats->samples;
 }
 
-double policy_sync_enter(policy_state *st, long id) {
+/* The slot of synchronization `id` among all workers (key -1) or in the group whose first member
+ * is `key`. */
+static sync_slot *sync_slot_of(policy_state *st, long id, int key) {
+    return &st->slots[(size_t)(key + 1) * SYNC_SLOTS + (size_t)(id % SYNC_SLOTS)];
+}
+
+double policy_sync_enter(policy_state *st, long id, int key) {
     double now = policy_now();
-    sync_slot *s = &st->slots[id % SYNC_SLOTS];
+    sync_slot *s = sync_slot_of(st, id, key);
     if (s->id != id) {
         s->id = id;
         s->max_entry = now;
@@ -107,9 +113,10 @@ double policy_sync_enter(policy_state *st, long id) {
     return now;
 }
 
-void policy_sync_leave(policy_state *st, long id, double entry_s, double bytes, step_acc *a) {
+void policy_sync_leave(policy_state *st, long id, int key, double entry_s, double bytes,
+                       step_acc *a) {
     double now = policy_now();
-    const sync_slot *s = &st->slots[id % SYNC_SLOTS];
+    const sync_slot *s = sync_slot_of(st, id, key);
     SS_ASSERT(s->id == id);
     double wait = s->max_entry - entry_s;
     if (wait < 0) wait = 0;
@@ -170,7 +177,8 @@ int policy_run(const policy_config *pc, sim_cluster *cluster, step_source *src,
     st.record = record;
     st.record_ctx = record_ctx;
     st.res = res;
-    for (int i = 0; i < SYNC_SLOTS; i++)
+    st.slots = ss_malloc(sizeof(sync_slot) * (size_t)(n + 1) * SYNC_SLOTS);
+    for (int i = 0; i < (n + 1) * SYNC_SLOTS; i++)
         st.slots[i].id = -1;
     st.flags[0] = ss_calloc((size_t)n, 1);
     st.flags[1] = ss_calloc((size_t)n, 1);
@@ -239,6 +247,7 @@ done:
     free(st.straggler);
     sg_cond_destroy(st.clock_advanced);
     sg_mutex_destroy(st.mutex);
+    free(st.slots);
     free(st.flags[0]);
     free(st.flags[1]);
     free(st.agg_seq);

@@ -138,9 +138,11 @@ void policy_exchange(policy_state *st, int w, long id, long step, aggregate_what
                      sim_comm *comm, int me, const int *members, int m, int callers, step_acc *a) {
     const policy_config *pc = st->pc;
     SS_ASSERT(!st->ps || members == NULL); /* the servers serve all workers */
-    double entry = policy_sync_enter(st, id);
+    const int key = group_key(members);
+    double entry = policy_sync_enter(st, id, key);
     if (pc->loss_tolerance <= 0) {
-        policy_sync_leave(st, id, entry, move(st, w, step, comm, me, st->src->param_bytes, 0), a);
+        policy_sync_leave(st, id, key, entry, move(st, w, step, comm, me, st->src->param_bytes, 0),
+                          a);
         return;
     }
     dlcp_slot *s = dlcp_get(st, id, members, m, callers, what);
@@ -166,7 +168,7 @@ void policy_exchange(policy_state *st, int w, long id, long step, aggregate_what
     st->res->dlcp_bytes_total += st->src->param_bytes;
     st->res->dlcp_bytes_dropped += dropped;
     if (sent_bytes > 0) st->res->dlcp_time_saved_s += took * dropped / sent_bytes / pc->workers;
-    policy_sync_leave(st, id, entry, bytes, a);
+    policy_sync_leave(st, id, key, entry, bytes, a);
 }
 
 void policy_aggregate(policy_state *st, int w, long id, aggregate_what what, const int *members,

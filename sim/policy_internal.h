@@ -14,7 +14,7 @@
  * into waiting for the last peer to arrive (wait) and moving data after that (comm). A
  * synchronization is identified by an id that all its members agree on and that grows; no
  * member can enter id + SYNC_SLOTS while another is still inside id. */
-#define SYNC_SLOTS 4
+#define SYNC_SLOTS 8
 typedef struct sync_slot {
     long id;          /* synchronization occupying the slot (-1: none) */
     double max_entry; /* latest entry time of a member so far (simulated s) */
@@ -31,7 +31,8 @@ typedef struct policy_state {
     step_counters counters; /* read by the source at evaluations */
     policy_result *res;
 
-    sync_slot slots[SYNC_SLOTS];
+    sync_slot *slots;  /* (N + 1, SYNC_SLOTS): row 0 for all workers, row 1 + k for the group
+                          whose first member is k (groups in flight at once are disjoint) */
     uint8_t *flags[2]; /* (N) SelSync flags, double-buffered by step parity */
     long *agg_seq;     /* (N) aggregations each worker has called; equal across members */
     double *compute_s, *comm_s, *wait_s; /* (N) totals per worker */
@@ -71,9 +72,10 @@ void policy_begin_step(policy_state *st, int w, long step, step_acc *a);
 /* Computes the step through the source and charges its time. */
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats);
 /* A member enters synchronization `id` (call right before the collective) ... */
-double policy_sync_enter(policy_state *st, long id);
+double policy_sync_enter(policy_state *st, long id, int key);
 /* ... and leaves it (right after): splits the time into wait and comm, adds the bytes. */
-void policy_sync_leave(policy_state *st, long id, double entry_s, double bytes, step_acc *a);
+void policy_sync_leave(policy_state *st, long id, int key, double entry_s, double bytes,
+                       step_acc *a);
 /* One synchronous exchange (policy_exchange.c): worker w, member `me` of the group `comm` whose
  * workers are members[0..m-1] (NULL: all workers, comm = world), moves the data of the
  * parameters or gradients (all-reduce, or push/pull through the PS when one is used) and, under

@@ -268,10 +268,10 @@ static void selsync_worker(policy_state *st, int w) {
         flags[w] = (uint8_t)flag;
         const long fid = sync_id(step, 0);
         sim_coll_result cr;
-        double entry = policy_sync_enter(st, fid);
+        double entry = policy_sync_enter(st, fid, -1);
         int rc = sim_allgather(st->world, w, pc->flag_bytes, &cr);
         SS_ASSERT(rc == SS_OK);
-        policy_sync_leave(st, fid, entry, cr.bytes_sent, &a);
+        policy_sync_leave(st, fid, -1, entry, cr.bytes_sent, &a);
         int sync = 0;
         for (int i = 0; i < pc->workers; i++)
             sync |= flags[i];
