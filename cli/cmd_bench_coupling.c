@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/outputs.h"
+#include "cli/run_emulation.h"
 #include "common/status.h"
 #include "emu/emulation.h"
 #include "sim/cluster.h"
@@ -41,10 +42,10 @@ typedef struct coupling_arg {
 } coupling_arg;
 
 /* The step source of the simulation alone: each step charges the FLOPs a real one counts. */
-static double null_flops_per_step;
+/* self: the double holding the FLOPs of one step. */
 static void null_compute(void *self, int w, long step, int batch, step_cost *cost, step_stats *st) {
-    (void)self, (void)w, (void)step, (void)batch;
-    cost->flops = null_flops_per_step;
+    (void)w, (void)step, (void)batch;
+    cost->flops = *(const double *)self;
     cost->trace_s = -1;
     st->samples = batch;
 }
@@ -82,16 +83,9 @@ static int coupling_run(void *varg, sim_blob *out) {
     const run_config *cfg = a->cfg;
     dataset train, test;
     device *dev;
-    char notice[256];
-    int rc = device_open(cfg->device, &dev, notice, sizeof notice);
-    if (rc != SS_OK) return rc;
-    if ((rc = dataset_load(cfg->dataset, cfg->data_dir[0] ? cfg->data_dir : NULL, cfg->seed, &train,
-                           &test)) != SS_OK)
-        return rc;
     model_spec spec;
-    if ((rc = model_spec_parse(&spec, cfg->model, train.c, train.h, train.w, train.classes)) !=
-        SS_OK)
-        return rc;
+    int rc = run_open_data(cfg, &dev, &train, &test, &spec);
+    if (rc != SS_OK) return rc;
     const int n = cfg->workers;
     long steps = lround(cfg->epochs * (double)train.n / ((double)n * cfg->batch));
     if (steps < 1) steps = 1;
@@ -118,12 +112,14 @@ static int coupling_run(void *varg, sim_blob *out) {
     res.steps = steps;
 
     step_source null_src;
+    double null_flops_per_step;
     if (a->variant == COUPLING_SIM_ONLY) {
-        null_src = *src;
-        null_src.ops = &null_ops;
         null_flops_per_step = (model_forward_flops_per_sample(emulation_replica(em, 0)) +
                                model_backward_flops_per_sample(emulation_replica(em, 0))) *
                               cfg->batch;
+        null_src = *src;
+        null_src.ops = &null_ops;
+        null_src.self = &null_flops_per_step;
         src = &null_src;
     }
     if (a->variant != COUPLING_PLAIN) {

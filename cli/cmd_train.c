@@ -47,17 +47,8 @@ int cmd_train_single(const run_config *cfg) {
     if ((rc = lr_schedule_parse(&sched, cfg->lr_schedule)) != SS_OK) return rc;
     sched.base_lr = options_learning_rate(cfg);
 
-    char notice[512] = "";
-    if ((rc = device_open(cfg->device, &dev, notice, sizeof notice)) != SS_OK) return rc;
-    if (notice[0]) fprintf(stderr, "%s\n", notice);
-
-    if ((rc = dataset_load(cfg->dataset, cfg->data_dir[0] ? cfg->data_dir : NULL, cfg->seed, &train,
-                           &test)) != SS_OK)
-        goto done;
     model_spec spec;
-    if ((rc = model_spec_parse(&spec, cfg->model, train.c, train.h, train.w, train.classes)) !=
-        SS_OK)
-        goto done;
+    if ((rc = run_open_data(cfg, &dev, &train, &test, &spec)) != SS_OK) goto done;
     if ((rc = model_create(dev, &spec, cfg->seed, cfg->batch, &m)) != SS_OK) goto done;
     opt = sgd_create(dev, model_param_count(m));
     if ((rc = partition_create(&train, 1, PARTITION_DEFDP, 0, cfg->seed, &part)) != SS_OK)

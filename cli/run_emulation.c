@@ -164,6 +164,31 @@ static int make_policy(const run_config *cfg, size_t train_n, policy_config *pc,
     return SS_OK;
 }
 
+int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *test,
+                  model_spec *spec) {
+    *dev = NULL;
+    memset(train, 0, sizeof *train);
+    memset(test, 0, sizeof *test);
+    char notice[512] = "";
+    int rc = device_open(cfg->device, dev, notice, sizeof notice);
+    if (rc != SS_OK) {
+        *dev = NULL;
+        return rc;
+    }
+    if (notice[0]) fprintf(stderr, "%s\n", notice);
+    rc =
+        dataset_load(cfg->dataset, cfg->data_dir[0] ? cfg->data_dir : NULL, cfg->seed, train, test);
+    if (rc == SS_OK)
+        rc = model_spec_parse(spec, cfg->model, train->c, train->h, train->w, train->classes);
+    if (rc != SS_OK) {
+        dataset_free(train);
+        dataset_free(test);
+        device_close(*dev);
+        *dev = NULL;
+    }
+    return rc;
+}
+
 double run_tier_latency_s(double bps) {
     return bps <= 5e9    ? 25e-6
            : bps <= 10e9 ? 15e-6
@@ -299,18 +324,10 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
     if ((rc = sim_network_model_parse("--network-model", cfg->network_model, &net_model)) != SS_OK)
         return rc;
 
-    char notice[512] = "";
-    if ((rc = device_open(cfg->device, &dev, notice, sizeof notice)) != SS_OK) return rc;
-    if (notice[0]) fprintf(stderr, "%s\n", notice);
-    if ((rc = dataset_load(cfg->dataset, cfg->data_dir[0] ? cfg->data_dir : NULL, cfg->seed, &train,
-                           &test)) != SS_OK)
-        goto done;
+    model_spec spec;
+    if ((rc = run_open_data(cfg, &dev, &train, &test, &spec)) != SS_OK) goto done;
     long steps_per_epoch = 0;
     if ((rc = make_policy(cfg, train.n, &pc, &steps_per_epoch)) != SS_OK) goto done;
-    model_spec spec;
-    if ((rc = model_spec_parse(&spec, cfg->model, train.c, train.h, train.w, train.classes)) !=
-        SS_OK)
-        goto done;
 
     if ((rc = outputs_begin(CMD_TRAIN, cfg)) != SS_OK) goto done;
     const int async = pc.kind == POLICY_SSP || pc.kind == POLICY_ASP;

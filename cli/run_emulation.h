@@ -5,6 +5,8 @@
 #define SS_CLI_RUN_EMULATION_H
 
 #include "cli/run_config.h"
+#include "emu/dataset.h"
+#include "kernels/model.h"
 #include "sim/isolate.h"
 #include "sim/platform_gen.h"
 
@@ -30,6 +32,12 @@ typedef struct run_curve_point {
     double sim_time_s;
     double test_accuracy;
 } run_curve_point;
+
+/* What every training command opens first: the device (--device; a fallback to the CPU is
+ * announced on stderr), the data set (--dataset, --data-dir) and the model's spec for its shape
+ * (--model). On failure nothing stays open: *dev is NULL and the data sets are empty. */
+int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *test,
+                  model_spec *spec);
 
 /* Link latency of a generated platform when --latency is not given: the tier of the bandwidth
  * (platforms/README.md): <= 5 Gbps 25 us, <= 10 Gbps 15 us, <= 25 Gbps 10 us, <= 40 Gbps 5 us,
