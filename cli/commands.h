@@ -2,7 +2,7 @@
 #ifndef SS_CLI_COMMANDS_H
 #define SS_CLI_COMMANDS_H
 
-#include "cli/run_config.h"
+#include "common/run_config.h"
 
 int cmd_train_single(const run_config *cfg); /* syncsim train (one worker, no simulation) */
 int cmd_train(const run_config *cfg);        /* syncsim train: single, or emulated with a policy */

@@ -8,7 +8,7 @@
 #ifndef SS_CLI_OPTIONS_H
 #define SS_CLI_OPTIONS_H
 
-#include "cli/run_config.h"
+#include "common/run_config.h"
 
 #include <stdio.h>
 

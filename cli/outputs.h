@@ -4,7 +4,7 @@
 #ifndef SS_CLI_OUTPUTS_H
 #define SS_CLI_OUTPUTS_H
 
-#include "cli/run_config.h"
+#include "common/run_config.h"
 #include "common/afile.h"
 
 #include <cjson/cJSON.h>

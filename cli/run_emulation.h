@@ -4,7 +4,7 @@
 #ifndef SS_CLI_RUN_EMULATION_H
 #define SS_CLI_RUN_EMULATION_H
 
-#include "cli/run_config.h"
+#include "common/run_config.h"
 #include "emu/dataset.h"
 #include "kernels/model.h"
 #include "sim/isolate.h"

@@ -25,7 +25,7 @@
 #ifndef SS_CLI_SWEEP_H
 #define SS_CLI_SWEEP_H
 
-#include "cli/run_config.h"
+#include "common/run_config.h"
 
 #define SWEEP_MAX_AXES   16
 #define SWEEP_MAX_VALUES 64

@@ -1,7 +1,7 @@
 /* The resolved configuration of one run: a plain record filled by the option table
  * (cli/options.c), which is the single place that knows names, defaults and ranges. */
-#ifndef SS_CLI_RUN_CONFIG_H
-#define SS_CLI_RUN_CONFIG_H
+#ifndef SS_COMMON_RUN_CONFIG_H
+#define SS_COMMON_RUN_CONFIG_H
 
 #include <stdint.h>
 
