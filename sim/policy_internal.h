@@ -1,14 +1,14 @@
-/* Internal to the policies: the state shared by the worker actors of one run. */
+/* Internal to the policies: the state shared by the worker actors of one run, and the step
+ * helpers every protocol is written with (policy_step.c). Layering, one way only: the protocols
+ * (policy_<name>.c) call the helpers; the helpers and the protocols reach the other workers only
+ * through the exchange (exchange.h) and the training only through the step source; the runner
+ * (policy_run.c) sets it all up and starts the protocols (policy_workers.h). */
 #ifndef SS_SIM_POLICY_INTERNAL_H
 #define SS_SIM_POLICY_INTERNAL_H
 
 #include "common/rng.h"
-#include "sim/background.h"
+#include "sim/exchange.h"
 #include "sim/policy.h"
-#include "sim/ps.h"
-
-#include <simgrid/cond.h>
-#include <simgrid/mutex.h>
 
 /* Entry bookkeeping of the synchronizations in flight, to split a member's time in a collective
  * into waiting for the last peer to arrive (wait) and moving data after that (comm). A
@@ -22,32 +22,27 @@ typedef struct sync_slot {
 
 typedef struct policy_state {
     const policy_config *pc;
-    sim_cluster *cluster;
-    sim_comm *world;
+    exchange *ex;          /* every message of the run */
+    exchange_group *world; /* all workers, member index = rank */
+    int has_ps;            /* synchronous exchanges go through the parameter servers */
     step_source *src;
-    sim_ps *ps; /* NULL unless a PS is used */
     policy_record_fn record;
     void *record_ctx;
     step_counters counters; /* read by the source at evaluations */
     policy_result *res;
 
-    sync_slot *slots;  /* (N + 1, SYNC_SLOTS): row 0 for all workers, row 1 + k for the group
-                          whose first member is k (groups in flight at once are disjoint) */
-    uint8_t *flags[2]; /* (N) SelSync flags, double-buffered by step parity */
-    long *agg_seq;     /* (N) aggregations each worker has called; equal across members */
+    sync_slot *slots; /* (N + 1, SYNC_SLOTS): row 0 for all workers, row 1 + k for the group
+                         whose first member is k (groups in flight at once are disjoint) */
+    long *agg_seq;    /* (N) aggregations each worker has called; equal across members */
     double *compute_s, *comm_s, *wait_s; /* (N) totals per worker */
 
-    /* SSP/ASP */
-    long *clock;          /* (N) steps each worker has completed */
+    /* SSP/ASP, kept by the servers' hooks */
     long ps_version;      /* updates applied by server 0 */
     long *pulled_version; /* (N) ps_version when the worker last pulled from server 0 */
-    sg_mutex_t mutex;
-    sg_cond_t clock_advanced;
 
     rng *straggler;          /* (N) each worker's draws of random slowdowns */
     struct dlcp_slot **dlcp; /* exchanges in flight under DLCP */
     int n_dlcp;
-    sim_background *background;
 } policy_state;
 
 /* What one worker's actor receives. */
@@ -66,8 +61,14 @@ static inline int policy_go(const policy_state *st, long step) {
     return step <= st->pc->steps && (st->src->stop_after == 0 || step <= st->src->stop_after);
 }
 
-/* Helpers shared by the protocols (policy.c). */
-double policy_now(void);
+/* Synchronization ids of a global step: two per step (0: SelSync's flags, 1: the exchange), so
+ * ids grow. */
+static inline long policy_sync_id(long step, int which) {
+    return 2 * step + which;
+}
+
+/* The exchange's clock (simulated seconds). */
+double policy_now(const policy_state *st);
 void policy_begin_step(policy_state *st, int w, long step, step_acc *a);
 /* Computes the step through the source and charges its time. */
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats);
@@ -76,13 +77,14 @@ double policy_sync_enter(policy_state *st, long id, int key);
 /* ... and leaves it (right after): splits the time into wait and comm, adds the bytes. */
 void policy_sync_leave(policy_state *st, long id, int key, double entry_s, double bytes,
                        step_acc *a);
-/* One synchronous exchange (policy_exchange.c): worker w, member `me` of the group `comm` whose
- * workers are members[0..m-1] (NULL: all workers, comm = world), moves the data of the
- * parameters or gradients (all-reduce, or push/pull through the PS when one is used) and, under
- * DLCP (loss_tolerance > 0), only the chunks that make it: the (1 - eps) first in priority order,
+/* One synchronous exchange: worker w, member `me` of the group `g` whose workers are
+ * members[0..m-1] (NULL: all workers, g = world), moves the data of the parameters or gradients
+ * (all-reduce, or push/pull through the PS when one is used) and, under DLCP
+ * (loss_tolerance > 0), only the chunks that make it: the (1 - eps) first in priority order,
  * then more until the deadline. `callers` workers will aggregate the result. */
 void policy_exchange(policy_state *st, int w, long id, long step, aggregate_what what,
-                     sim_comm *comm, int me, const int *members, int m, int callers, step_acc *a);
+                     exchange_group *g, int me, const int *members, int m, int callers,
+                     step_acc *a);
 /* Worker w takes the exchange's result (the mean over the members of what arrived) into its
  * replica: after policy_exchange, or, for a worker outside the group, after it has received it. */
 void policy_aggregate(policy_state *st, int w, long id, aggregate_what what, const int *members,
@@ -90,12 +92,10 @@ void policy_aggregate(policy_state *st, int w, long id, aggregate_what what, con
 /* Both, among all workers. */
 void policy_sync_world(policy_state *st, int w, long id, long step, aggregate_what what,
                        step_acc *a);
+/* One fully synchronous step: compute, average the gradients among all workers, apply (BSP's
+ * step, and FedAvg's post-local prefix). */
+void policy_bsp_step(policy_state *st, int w, long step);
 void policy_dlcp_free(policy_state *st);
 void policy_end_step(policy_state *st, int w, step_acc *a);
-
-/* The protocols. */
-void policy_worker_sync(void *arg); /* BSP, FedAvg/local SGD, SelSync, DS-Sync (policy_sync.c) */
-void policy_worker_ssp(void *arg);  /* SSP, ASP (policy_ssp.c) */
-void policy_ssp_hooks(sim_ps_hooks *hooks, policy_state *st);
 
 #endif

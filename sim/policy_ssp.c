@@ -13,15 +13,7 @@
  * pushes of other workers server 0 applied between this worker's pull and its push. */
 #include "common/status.h"
 #include "sim/policy_internal.h"
-
-#include <limits.h>
-
-static long min_clock(const policy_state *st) {
-    long m = st->clock[0];
-    for (int i = 1; i < st->pc->workers; i++)
-        if (st->clock[i] < m) m = st->clock[i];
-    return m;
-}
+#include "sim/policy_workers.h"
 
 static void hist_add(long *hist, long *max, long v) {
     if (v < 0) v = 0;
@@ -29,10 +21,8 @@ static void hist_add(long *hist, long *max, long v) {
     hist[v < POLICY_STALENESS_BINS - 1 ? v : POLICY_STALENESS_BINS - 1]++;
 }
 
-static void on_push(void *ctx, int server, int worker, int64_t round, const void *payload,
-                    double now_s) {
+static void on_push(void *ctx, int server, int worker, int64_t round, const void *payload) {
     (void)payload;
-    (void)now_s;
     policy_state *st = ctx;
     if (server == 0) {
         hist_add(st->res->update_staleness_hist, &st->res->max_update_staleness,
@@ -42,66 +32,59 @@ static void on_push(void *ctx, int server, int worker, int64_t round, const void
     st->src->ops->ps_apply(st->src->self, worker, (long)round, server, st->pc->ps_servers);
 }
 
-static void on_pull(void *ctx, int server, int worker, int64_t round, double now_s) {
+static void on_pull(void *ctx, int server, int worker, int64_t round) {
     (void)round;
-    (void)now_s;
     policy_state *st = ctx;
     if (server == 0) st->pulled_version[worker] = st->ps_version;
     st->src->ops->ps_pull(st->src->self, worker, server, st->pc->ps_servers);
 }
 
-void policy_ssp_hooks(sim_ps_hooks *hooks, policy_state *st) {
+void policy_ssp_hooks(exchange_ps_hooks *hooks, struct policy_state *st) {
     hooks->ctx = st;
     hooks->on_push = on_push;
     hooks->on_pull = on_pull;
-    hooks->pull_ready = NULL;
 }
 
-void policy_worker_ssp(void *arg) {
+/* Steps 2 to 4 of a step: gradient, push, pull. */
+static void ssp_compute_push_pull(policy_state *st, int w, long step, step_acc *a) {
+    const exchange *ex = st->ex;
+    const step_source *src = st->src;
+    step_stats stats;
+    policy_compute(st, w, step, st->pc->batch, a, &stats);
+    exchange_result r;
+    double t1 = policy_now(st);
+    int rc = ex->ops->ps_push(ex->self, w, NULL, src->param_count, src->param_bytes, step, &r);
+    SS_ASSERT(rc == SS_OK);
+    a->rec.bytes_sent += r.bytes_sent;
+    rc = ex->ops->ps_pull(ex->self, w, NULL, src->param_count, src->param_bytes, step, &r);
+    SS_ASSERT(rc == SS_OK);
+    /* request bytes from the worker, and the servers' replies */
+    a->rec.bytes_sent += r.bytes_sent + r.bytes_recv;
+    a->rec.comm_s += policy_now(st) - t1;
+    st->counters.bytes_sent += a->rec.bytes_sent;
+}
+
+void policy_ssp_worker(void *arg) {
     worker_arg *wa = arg;
     policy_state *st = wa->st;
-    const policy_config *pc = st->pc;
+    const exchange *ex = st->ex;
     const int w = wa->rank;
-    const long s = pc->kind == POLICY_ASP ? -1 : pc->staleness;
+    const long s = st->pc->kind == POLICY_ASP ? -1 : st->pc->staleness;
     for (long step = 1; policy_go(st, step); step++) {
         step_acc a;
-        step_stats stats;
         policy_begin_step(st, w, step, &a);
 
-        double t0 = policy_now();
-        sg_mutex_lock(st->mutex);
-        if (s >= 0)
-            while (st->clock[w] - min_clock(st) > s)
-                sg_cond_wait(st->clock_advanced, st->mutex);
-        hist_add(st->res->clock_gap_hist, &st->res->max_clock_gap, st->clock[w] - min_clock(st));
-        sg_mutex_unlock(st->mutex);
-        a.rec.wait_s += policy_now() - t0;
+        double t0 = policy_now(st);
+        long gap = ex->ops->clock_wait(ex->self, w, s);
+        hist_add(st->res->clock_gap_hist, &st->res->max_clock_gap, gap);
+        a.rec.wait_s += policy_now(st) - t0;
 
-        policy_compute(st, w, step, pc->batch, &a, &stats);
-
-        sim_coll_result r;
-        double t1 = policy_now();
-        int rc = sim_ps_push(st->ps, w, st->src->param_bytes, step, NULL, &r);
-        SS_ASSERT(rc == SS_OK);
-        a.rec.bytes_sent += r.bytes_sent;
-        rc = sim_ps_pull(st->ps, w, st->src->param_bytes, step, &r);
-        SS_ASSERT(rc == SS_OK);
-        /* request bytes from the worker, and the servers' replies */
-        a.rec.bytes_sent += r.bytes_sent + r.bytes_recv;
-        a.rec.comm_s += policy_now() - t1;
-        st->counters.bytes_sent += a.rec.bytes_sent;
+        ssp_compute_push_pull(st, w, step, &a);
         a.rec.decision = 1;
 
-        sg_mutex_lock(st->mutex);
-        st->clock[w] = step;
-        if (min_clock(st) == step) st->counters.sync_steps++;
-        sg_cond_notify_all(st->clock_advanced);
-        sg_mutex_unlock(st->mutex);
+        ex->ops->clock_advance(ex->self, w, step, &st->counters.sync_steps);
         policy_end_step(st, w, &a);
     }
     /* A worker that ends early (the run stopped) no longer holds the others back. */
-    sg_mutex_lock(st->mutex);
-    st->clock[w] = LONG_MAX / 2;
-    sg_cond_notify_all(st->clock_advanced);
-    sg_mutex_unlock(st->mutex);
+    ex->ops->clock_advance(ex->self, w, EXCHANGE_CLOCK_DONE, NULL);
 }

@@ -1,4 +1,6 @@
-/* The synchronous exchanges of the policies, and their DLCP-style bounded-loss form.
+/* The step helpers every worker protocol is written with: a step's start, compute and end, the
+ * wait/comm split of a synchronization, and the synchronous exchanges with their DLCP-style
+ * bounded-loss form. Messages go through the exchange (exchange.h) only.
  *
  * DLCP (Wang et al. 2020) lets a gradient exchange finish without the last fraction eps of its
  * data, sends the data in priority order (front layers first, or large values first), and spreads
@@ -18,6 +20,93 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+double policy_now(const policy_state *st) {
+    return st->ex->ops->now(st->ex->self);
+}
+
+void policy_begin_step(policy_state *st, int w, long step, step_acc *a) {
+    memset(a, 0, sizeof *a);
+    a->rec.step = step;
+    a->rec.worker = w;
+    a->rec.start_s = policy_now(st);
+}
+
+void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats) {
+    step_cost cost = {0, 0, -1};
+    memset(stats, 0, sizeof *stats);
+    st->src->ops->compute(st->src->self, w, step, batch, &cost, stats);
+    /* Stragglers: a fixed slowdown of some workers, and random slow steps (one draw a step). */
+    double slowdown = st->pc->slowdown ? st->pc->slowdown[w] : 1.0;
+    if (st->pc->straggler_prob > 0 && rng_uniform(&st->straggler[w]) < st->pc->straggler_prob)
+        slowdown *= st->pc->straggler_factor;
+    sim_step_cost sc = {.flops = cost.flops,
+                        .measured_s = cost.measured_s,
+                        .trace_s = cost.trace_s,
+                        .slowdown = slowdown};
+    double dt = 0;
+    int rc = sim_compute_step(&st->pc->compute, &sc, &dt);
+    SS_ASSERT(rc == SS_OK);
+    a->rec.compute_s += dt;
+    a->rec.flops = cost.flops;
+    a->rec.loss = stats->loss;
+    a->rec.grad_norm = stats->grad_norm;
+    a->rec.samples = stats->samples;
+}
+
+/* The slot of synchronization `id` among all workers (key -1) or in the group whose first member
+ * is `key`. */
+static sync_slot *sync_slot_of(policy_state *st, long id, int key) {
+    return &st->slots[(size_t)(key + 1) * SYNC_SLOTS + (size_t)(id % SYNC_SLOTS)];
+}
+
+double policy_sync_enter(policy_state *st, long id, int key) {
+    double now = policy_now(st);
+    sync_slot *s = sync_slot_of(st, id, key);
+    if (s->id != id) {
+        s->id = id;
+        s->max_entry = now;
+    } else if (now > s->max_entry) {
+        s->max_entry = now;
+    }
+    return now;
+}
+
+void policy_sync_leave(policy_state *st, long id, int key, double entry_s, double bytes,
+                       step_acc *a) {
+    double now = policy_now(st);
+    const sync_slot *s = sync_slot_of(st, id, key);
+    SS_ASSERT(s->id == id);
+    double wait = s->max_entry - entry_s;
+    if (wait < 0) wait = 0;
+    if (wait > now - entry_s) wait = now - entry_s;
+    a->rec.wait_s += wait;
+    a->rec.comm_s += (now - entry_s) - wait;
+    a->rec.bytes_sent += bytes;
+    st->counters.bytes_sent += bytes;
+}
+
+void policy_end_step(policy_state *st, int w, step_acc *a) {
+    st->compute_s[w] += a->rec.compute_s;
+    st->comm_s[w] += a->rec.comm_s;
+    st->wait_s[w] += a->rec.wait_s;
+    if (st->record) st->record(st->record_ctx, &a->rec);
+    st->src->ops->step_done(st->src->self, w, a->rec.step, policy_now(st));
+}
+
+void policy_bsp_step(policy_state *st, int w, long step) {
+    step_acc a;
+    step_stats stats;
+    policy_begin_step(st, w, step, &a);
+    policy_compute(st, w, step, st->pc->batch, &a, &stats);
+    policy_sync_world(st, w, policy_sync_id(step, 1), step, AGGREGATE_GRADS, &a);
+    st->src->ops->apply_local(st->src->self, w, step);
+    a.rec.decision = 1;
+    if (w == 0) st->counters.sync_steps++;
+    policy_end_step(st, w, &a);
+}
+
+/* ---- synchronous exchanges and DLCP ---- */
 
 typedef struct dlcp_slot {
     long id;         /* exchange id (-1: free slot) */
@@ -90,7 +179,7 @@ static dlcp_slot *dlcp_get(policy_state *st, long id, const int *members, int m,
     memset(s->go, -1, (size_t)k);
     s->sent = 0;
     s->final = 0;
-    s->start_s = policy_now();
+    s->start_s = policy_now(st);
     return s;
 }
 
@@ -109,53 +198,57 @@ static void dlcp_finish(policy_state *st, dlcp_slot *s, int sent) {
     }
 }
 
-/* Moves `bytes` among the group: all-reduce, or push (and pull of the full parameters) via PS. */
-static double move(policy_state *st, int w, long step, sim_comm *comm, int me, double bytes,
+/* Moves `bytes` among the group: all-reduce, or push (and pull of the full parameters) via PS.
+ * The data stay with the step source (aggregate): no buffer is passed. */
+static double move(policy_state *st, int w, long step, exchange_group *g, int me, double bytes,
                    int pull_full) {
-    sim_coll_result r;
+    const exchange *ex = st->ex;
+    const size_t count = (size_t)(bytes / sizeof(float));
+    exchange_result r;
     int rc;
     double sent;
-    if (st->ps) {
+    if (st->has_ps) {
         if (pull_full && bytes < st->src->param_bytes) {
-            rc = sim_ps_push(st->ps, w, bytes, step, NULL, &r);
+            rc = ex->ops->ps_push(ex->self, w, NULL, count, bytes, step, &r);
             SS_ASSERT(rc == SS_OK);
             sent = r.bytes_sent;
-            rc = sim_ps_pull(st->ps, w, st->src->param_bytes, step, &r);
+            rc = ex->ops->ps_pull(ex->self, w, NULL, st->src->param_count, st->src->param_bytes,
+                                  step, &r);
         } else {
-            rc = sim_ps_push_pull(st->ps, w, bytes, step, NULL, &r);
+            rc = ex->ops->ps_push_pull(ex->self, w, NULL, count, bytes, step, &r);
             sent = 0;
         }
         SS_ASSERT(rc == SS_OK);
         /* the servers' replies are bytes on the network too: counted once, at the receiver */
         return sent + r.bytes_sent + r.bytes_recv;
     }
-    rc = sim_allreduce(comm, me, bytes, &st->pc->coll, &r);
+    rc = ex->ops->allreduce(ex->self, g, me, NULL, count, bytes, &r);
     SS_ASSERT(rc == SS_OK);
     return r.bytes_sent;
 }
 
 void policy_exchange(policy_state *st, int w, long id, long step, aggregate_what what,
-                     sim_comm *comm, int me, const int *members, int m, int callers, step_acc *a) {
+                     exchange_group *g, int me, const int *members, int m, int callers,
+                     step_acc *a) {
     const policy_config *pc = st->pc;
-    SS_ASSERT(!st->ps || members == NULL); /* the servers serve all workers */
+    SS_ASSERT(!st->has_ps || members == NULL); /* the servers serve all workers */
     const int key = group_key(members);
     double entry = policy_sync_enter(st, id, key);
     if (pc->loss_tolerance <= 0) {
-        policy_sync_leave(st, id, key, entry, move(st, w, step, comm, me, st->src->param_bytes, 0),
-                          a);
+        policy_sync_leave(st, id, key, entry, move(st, w, step, g, me, st->src->param_bytes, 0), a);
         return;
     }
     dlcp_slot *s = dlcp_get(st, id, members, m, callers, what);
     double must = 0;
     for (int i = 0; i < s->need; i++)
         must += chunk_bytes_of(st, s->order[i]);
-    double bytes = move(st, w, step, comm, me, must, 1);
+    double bytes = move(st, w, step, g, me, must, 1);
     int sent = s->need;
-    if (pc->deadline_s > 0 && !st->ps) {
+    if (pc->deadline_s > 0 && !st->has_ps) {
         while (sent < s->n_chunks) {
-            if (s->go[sent] < 0) s->go[sent] = policy_now() < s->start_s + pc->deadline_s;
+            if (s->go[sent] < 0) s->go[sent] = policy_now(st) < s->start_s + pc->deadline_s;
             if (!s->go[sent]) break;
-            bytes += move(st, w, step, comm, me, chunk_bytes_of(st, s->order[sent]), 0);
+            bytes += move(st, w, step, g, me, chunk_bytes_of(st, s->order[sent]), 0);
             sent++;
         }
     }
@@ -164,7 +257,7 @@ void policy_exchange(policy_state *st, int w, long id, long step, aggregate_what
     for (int i = 0; i < sent; i++)
         sent_bytes += chunk_bytes_of(st, s->order[i]);
     double dropped = st->src->param_bytes - sent_bytes;
-    double took = policy_now() - entry;
+    double took = policy_now(st) - entry;
     st->res->dlcp_bytes_total += st->src->param_bytes;
     st->res->dlcp_bytes_dropped += dropped;
     if (sent_bytes > 0) st->res->dlcp_time_saved_s += took * dropped / sent_bytes / pc->workers;
