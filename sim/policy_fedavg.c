@@ -35,6 +35,19 @@ static int draw_clients(const policy_config *pc, rng *r, int *clients) {
     return m;
 }
 
+/* The new model reaches the workers that sat the round out: a broadcast from the first client. */
+static void broadcast_model(policy_state *st, int w, int root, step_acc *a) {
+    const exchange *ex = st->ex;
+    exchange_result cr;
+    double entry = policy_now(st);
+    int rc = ex->ops->broadcast(ex->self, st->world, w, root, NULL, st->src->param_count,
+                                st->src->param_bytes, &cr);
+    SS_ASSERT(rc == SS_OK);
+    a->rec.comm_s += policy_now(st) - entry;
+    a->rec.bytes_sent += cr.bytes_sent;
+    st->counters.bytes_sent += cr.bytes_sent;
+}
+
 void policy_fedavg_worker(void *arg) {
     worker_arg *wa = arg;
     policy_state *st = wa->st;
@@ -49,7 +62,6 @@ void policy_fedavg_worker(void *arg) {
     rng_seed(&r, pc->seed, RNG_STREAM_POLICY + 1);
     int *clients = ss_malloc(sizeof(int) * (size_t)pc->workers);
     const exchange *ex = st->ex;
-    exchange_group *world = st->world;
     while (policy_go(st, step)) {
         const long round_first = step;
         long round_last = step + pc->local_steps - 1;
@@ -77,22 +89,12 @@ void policy_fedavg_worker(void *arg) {
         }
         const long id = policy_sync_id(step, 1);
         const int all = m == pc->workers;
-        exchange_result cr;
         if (me >= 0) {
-            exchange_group *group = all ? world : ex->ops->group(ex->self, clients, m);
+            exchange_group *group = all ? st->world : ex->ops->group(ex->self, clients, m);
             policy_exchange(st, w, id, step, AGGREGATE_PARAMS, group, me, all ? NULL : clients, m,
                             pc->workers, &a);
         }
-        if (m < pc->workers) {
-            /* The new model reaches the workers that sat the round out. */
-            double entry = policy_now(st);
-            int rc = ex->ops->broadcast(ex->self, world, w, clients[0], NULL, st->src->param_count,
-                                        st->src->param_bytes, &cr);
-            SS_ASSERT(rc == SS_OK);
-            a.rec.comm_s += policy_now(st) - entry;
-            a.rec.bytes_sent += cr.bytes_sent;
-            st->counters.bytes_sent += cr.bytes_sent;
-        }
+        if (m < pc->workers) broadcast_model(st, w, clients[0], &a);
         policy_aggregate(st, w, id, AGGREGATE_PARAMS, all ? NULL : clients, m, pc->workers);
         a.rec.decision = 1;
         if (w == clients[0]) st->counters.sync_steps++;

@@ -43,7 +43,7 @@ static int ewma_add(selsync_ewma *e, double v, double *smoothed) {
     return 1;
 }
 
-/* SelSync's relative gradient change (SEEDS.md). Paper: Delta = (E_i - E_{i-1}) / E_{i-1} of the
+/* SelSync's relative gradient change. Paper: Delta = (E_i - E_{i-1}) / E_{i-1} of the
  * smoothed global norm. Public code: |Delta| of the smoothed sum of per-layer norms, smoothed by
  * a second EWMA. `defined` is 0 while the windows are still filling (the step synchronizes). */
 typedef struct selsync_tracker {
