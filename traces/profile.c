@@ -24,144 +24,146 @@ static int bad(const char *name, long line, const char *what, const char *detail
     return ss_error_set(SS_EINPUT, "%s:%ld: %s%s", name, line, what, detail ? detail : "");
 }
 
+/* What the reader carries from line to line. */
+typedef struct profile_reader {
+    const char *name;    /* the file, for messages */
+    long line;           /* 1-based number of the line being read */
+    int magic;           /* the version line was read */
+    int total_seen;      /* the total line was read: nothing may follow */
+    double explicit_bwd; /* sum of the backward FLOPs given per layer */
+    double implicit_fwd; /* sum of the forward FLOPs of layers without a backward count */
+} profile_reader;
+
+/* The first line: "syncsim-profile VERSION". */
+static int read_magic(profile_reader *r, char **f, int n) {
+    if (strcmp(f[0], PROFILE_MAGIC))
+        return bad(r->name, r->line,
+                   "not a syncsim profile (expected '" PROFILE_MAGIC " 1' before any other line)",
+                   NULL);
+    double v;
+    if (n != 2 || number(f[1], &v)) return bad(r->name, r->line, "malformed version line", NULL);
+    if (v != PROFILE_VERSION)
+        return ss_error_set(
+            SS_EINPUT, "%s:%ld: profile format version %s, this syncsim reads version %d; %s",
+            r->name, r->line, f[1], PROFILE_VERSION,
+            v > PROFILE_VERSION ? "upgrade syncsim"
+                                : "regenerate it with traces/profiles/generate_profiles.py");
+    r->magic = 1;
+    return SS_OK;
+}
+
+/* "layer NAME PARAMS FORWARD_FLOPS [BACKWARD_FLOPS]": adds the layer to the totals. */
+static int read_layer(profile_reader *r, char **f, int n, model_profile *out) {
+    double params, fwd, bwd = -1;
+    if (n < 4 || n > 5)
+        return bad(r->name, r->line,
+                   "a layer line is 'layer NAME PARAMS FORWARD_FLOPS [BACKWARD_FLOPS]'", NULL);
+    if (number(f[2], &params) || number(f[3], &fwd) || (n == 5 && number(f[4], &bwd)))
+        return bad(r->name, r->line, "layer counts must be numbers >= 0 in layer ", f[1]);
+    if (++out->layers > PROFILE_MAX_LAYERS) return bad(r->name, r->line, "too many layers", NULL);
+    out->params += params;
+    out->forward_flops_per_sample += fwd;
+    if (bwd >= 0)
+        r->explicit_bwd += bwd;
+    else
+        r->implicit_fwd += fwd;
+    return SS_OK;
+}
+
+/* "total PARAMS FORWARD_FLOPS": must equal the sums of the layers (a check against corruption). */
+static int read_total(profile_reader *r, char **f, int n, const model_profile *out) {
+    double total_params, total_fwd;
+    if (n != 3 || number(f[1], &total_params) || number(f[2], &total_fwd))
+        return bad(r->name, r->line, "the total line is 'total PARAMS FORWARD_FLOPS'", NULL);
+    if (total_params != out->params || total_fwd != out->forward_flops_per_sample) {
+        char why[160];
+        snprintf(why, sizeof why, " (layers sum to %.0f parameters, %.0f FLOPs)", out->params,
+                 out->forward_flops_per_sample);
+        return bad(r->name, r->line, "the total does not match the layers (corrupt file?)", why);
+    }
+    r->total_seen = 1;
+    return SS_OK;
+}
+
+/* "name WORD" and the numeric "KEY NUMBER" lines; description and input are free text. */
+static int read_key(profile_reader *r, char **f, int n, model_profile *out) {
+    if (!strcmp(f[0], "description") || !strcmp(f[0], "input")) return SS_OK;
+    if (!strcmp(f[0], "name")) {
+        if (n != 2 || strlen(f[1]) >= sizeof out->name)
+            return bad(r->name, r->line, "the name is one word of at most 63 characters", NULL);
+        snprintf(out->name, sizeof out->name, "%s", f[1]);
+        return SS_OK;
+    }
+    double v;
+    if (n != 2 || number(f[1], &v))
+        return bad(r->name, r->line, "expected 'KEY NUMBER' for ", f[0]);
+    if (!strcmp(f[0], "backward_factor"))
+        out->backward_factor = v;
+    else if (!strcmp(f[0], "sample_bytes"))
+        out->sample_bytes = v;
+    else if (!strcmp(f[0], "published_params"))
+        out->published_params = v;
+    else if (!strcmp(f[0], "batch"))
+        out->batch = v <= 1e6 ? (int)v : 0;
+    else if (strcmp(f[0], "classes"))
+        return bad(r->name, r->line, "unknown key ", f[0]);
+    return SS_OK;
+}
+
+/* One line without its end of line; blank and '#' lines are skipped. */
+static int read_line(profile_reader *r, char *p, model_profile *out) {
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (*p == '\0' || *p == '#') return SS_OK;
+    if (r->magic && !strncmp(p, "description ", 12))
+        snprintf(out->description, sizeof out->description, "%s", p + 12);
+    char *f[8] = {NULL};
+    int n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(p, " \t", &save); tok && n < 8; tok = strtok_r(NULL, " \t", &save))
+        f[n++] = tok;
+    if (!r->magic) return read_magic(r, f, n);
+    if (r->total_seen) return bad(r->name, r->line, "text after the total line", NULL);
+    if (!strcmp(f[0], "layer")) return read_layer(r, f, n, out);
+    if (!strcmp(f[0], "total")) return read_total(r, f, n, out);
+    return read_key(r, f, n, out);
+}
+
+/* What a complete profile must have once every line is read. */
+static int check_complete(const profile_reader *r, model_profile *out) {
+    if (!r->magic)
+        return ss_error_set(SS_EINPUT, "%s: empty profile (no '" PROFILE_MAGIC " 1')", r->name);
+    if (!r->total_seen)
+        return ss_error_set(SS_EINPUT,
+                            "%s:%ld: truncated: the profile ends without its 'total' line", r->name,
+                            r->line);
+    if (!out->name[0])
+        return ss_error_set(SS_EINPUT, "%s: the profile has no 'name' line", r->name);
+    if (!(out->params > 0) || !(out->forward_flops_per_sample > 0))
+        return ss_error_set(SS_EINPUT, "%s: the profile has no parameters or no FLOPs", r->name);
+    out->backward_flops_per_sample = r->explicit_bwd + out->backward_factor * r->implicit_fwd;
+    return SS_OK;
+}
+
 int profile_read(FILE *fp, const char *name, model_profile *out) {
     memset(out, 0, sizeof *out);
     out->backward_factor = 2.0;
+    profile_reader r = {.name = name};
     char *buf = NULL;
     size_t cap = 0;
-    long line = 0;
-    int rc = SS_OK, magic = 0, total_seen = 0;
-    double explicit_bwd = 0, implicit_fwd = 0, total_params = 0, total_fwd = 0;
+    int rc = SS_OK;
     ssize_t len;
-    while ((len = getline(&buf, &cap, fp)) >= 0) {
-        line++;
+    while (rc == SS_OK && (len = getline(&buf, &cap, fp)) >= 0) {
+        r.line++;
         if (len > 4096 || strlen(buf) != (size_t)len) {
-            rc = bad(name, line, "line too long or binary (corrupt file?)", NULL);
+            rc = bad(name, r.line, "line too long or binary (corrupt file?)", NULL);
             break;
         }
         buf[strcspn(buf, "\r\n")] = '\0';
-        char *p = buf;
-        while (*p == ' ' || *p == '\t')
-            p++;
-        if (*p == '\0' || *p == '#') continue;
-        if (magic && !strncmp(p, "description ", 12))
-            snprintf(out->description, sizeof out->description, "%s", p + 12);
-        char *f[8] = {NULL};
-        int n = 0;
-        char *save = NULL;
-        for (char *tok = strtok_r(p, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-            if (n == 8) break;
-            f[n++] = tok;
-        }
-        if (!magic) {
-            if (strcmp(f[0], PROFILE_MAGIC)) {
-                rc = bad(name, line,
-                         "not a syncsim profile (expected '" PROFILE_MAGIC " 1' "
-                         "before any other line)",
-                         NULL);
-                break;
-            }
-            double v;
-            if (n != 2 || number(f[1], &v)) {
-                rc = bad(name, line, "malformed version line", NULL);
-                break;
-            }
-            if (v != PROFILE_VERSION) {
-                rc = ss_error_set(SS_EINPUT,
-                                  "%s:%ld: profile format version %s, this syncsim reads "
-                                  "version %d; %s",
-                                  name, line, f[1], PROFILE_VERSION,
-                                  v > PROFILE_VERSION ? "upgrade syncsim"
-                                                      : "regenerate it with "
-                                                        "traces/profiles/generate_profiles.py");
-                break;
-            }
-            magic = 1;
-            continue;
-        }
-        if (total_seen) {
-            rc = bad(name, line, "text after the total line", NULL);
-            break;
-        }
-        if (!strcmp(f[0], "layer")) {
-            double params, fwd, bwd = -1;
-            if (n < 4 || n > 5) {
-                rc = bad(name, line,
-                         "a layer line is 'layer NAME PARAMS FORWARD_FLOPS "
-                         "[BACKWARD_FLOPS]'",
-                         NULL);
-                break;
-            }
-            if (number(f[2], &params) || number(f[3], &fwd) || (n == 5 && number(f[4], &bwd))) {
-                rc = bad(name, line, "layer counts must be numbers >= 0 in layer ", f[1]);
-                break;
-            }
-            if (++out->layers > PROFILE_MAX_LAYERS) {
-                rc = bad(name, line, "too many layers", NULL);
-                break;
-            }
-            out->params += params;
-            out->forward_flops_per_sample += fwd;
-            if (bwd >= 0)
-                explicit_bwd += bwd;
-            else
-                implicit_fwd += fwd;
-            continue;
-        }
-        if (!strcmp(f[0], "total")) {
-            if (n != 3 || number(f[1], &total_params) || number(f[2], &total_fwd)) {
-                rc = bad(name, line, "the total line is 'total PARAMS FORWARD_FLOPS'", NULL);
-                break;
-            }
-            if (total_params != out->params || total_fwd != out->forward_flops_per_sample) {
-                char why[160];
-                snprintf(why, sizeof why, " (layers sum to %.0f parameters, %.0f FLOPs)",
-                         out->params, out->forward_flops_per_sample);
-                rc = bad(name, line, "the total does not match the layers (corrupt file?)", why);
-                break;
-            }
-            total_seen = 1;
-            continue;
-        }
-        if (!strcmp(f[0], "description") || !strcmp(f[0], "input")) continue; /* free text */
-        if (!strcmp(f[0], "name")) {
-            if (n != 2 || strlen(f[1]) >= sizeof out->name) {
-                rc = bad(name, line, "the name is one word of at most 63 characters", NULL);
-                break;
-            }
-            snprintf(out->name, sizeof out->name, "%s", f[1]);
-            continue;
-        }
-        double v;
-        if (n != 2 || number(f[1], &v)) {
-            rc = bad(name, line, "expected 'KEY NUMBER' for ", f[0]);
-            break;
-        }
-        if (!strcmp(f[0], "backward_factor"))
-            out->backward_factor = v;
-        else if (!strcmp(f[0], "sample_bytes"))
-            out->sample_bytes = v;
-        else if (!strcmp(f[0], "published_params"))
-            out->published_params = v;
-        else if (!strcmp(f[0], "batch"))
-            out->batch = v <= 1e6 ? (int)v : 0;
-        else if (strcmp(f[0], "classes")) {
-            rc = bad(name, line, "unknown key ", f[0]);
-            break;
-        }
+        rc = read_line(&r, buf, out);
     }
     free(buf);
-    if (rc != SS_OK) return rc;
-    if (!magic)
-        return ss_error_set(SS_EINPUT, "%s: empty profile (no '" PROFILE_MAGIC " 1')", name);
-    if (!total_seen)
-        return ss_error_set(
-            SS_EINPUT, "%s:%ld: truncated: the profile ends without its 'total' line", name, line);
-    if (!out->name[0]) return ss_error_set(SS_EINPUT, "%s: the profile has no 'name' line", name);
-    if (!(out->params > 0) || !(out->forward_flops_per_sample > 0))
-        return ss_error_set(SS_EINPUT, "%s: the profile has no parameters or no FLOPs", name);
-    out->backward_flops_per_sample = explicit_bwd + out->backward_factor * implicit_fwd;
-    return SS_OK;
+    return rc != SS_OK ? rc : check_complete(&r, out);
 }
 
 int profile_load(const char *path, model_profile *out) {
