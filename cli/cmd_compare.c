@@ -57,17 +57,22 @@ static int compare_policy_base(const char *name, char *base, size_t n) {
     return p && (p->families & POLICY_FAMILY_DLCP) ? 2 : 0;
 }
 
-/* "bsp, ssp, ..., and bsp-dlcp, ..." for messages. */
-static const char *valid_policies(char *buf, size_t n) {
-    size_t len = strlen(policy_registry_names(", ", buf, n));
+/* SS_EUSAGE listing the valid names ("bsp, ..., and bsp-dlcp, ...") if `name` is not one. */
+static int check_policy(const char *name) {
+    char base[32], valid[512];
+    if (compare_policy_base(name, base, sizeof base)) return SS_OK;
+    size_t len = strlen(policy_registry_names(", ", valid, sizeof valid));
     const char *sep = ", and ";
-    for (int i = 0; i < policy_registry_count() && len < n; i++) {
+    for (int i = 0; i < policy_registry_count() && len < sizeof valid; i++) {
         const policy_info *p = policy_registry_at(i);
         if (!(p->families & POLICY_FAMILY_DLCP)) continue;
-        len += (size_t)snprintf(buf + len, n - len, "%s%s-dlcp", sep, p->name);
+        len += (size_t)snprintf(valid + len, sizeof valid - len, "%s%s-dlcp", sep, p->name);
         sep = ", ";
     }
-    return buf;
+    return ss_error_set(SS_EUSAGE,
+                        "--policies: unknown policy '%s' (valid: %s for their DLCP bounded-loss "
+                        "form)",
+                        name, valid);
 }
 
 /* Splits a comma-separated list into items (in place). */
@@ -236,20 +241,16 @@ int cmd_compare(const run_config *cfg_in) {
                             COMPARE_MAX_RUNS, n_pols, n_nets);
     if (cfg.workers < 2) cfg.workers = 8;
     /* Check every point's policy before running any. */
-    for (int p = 0; p < n_pols; p++) {
-        char base[32], valid[512];
-        if (!compare_policy_base(pols[p], base, sizeof base))
-            return ss_error_set(SS_EUSAGE,
-                                "--policies: unknown policy '%s' (valid: %s for their DLCP "
-                                "bounded-loss form)",
-                                pols[p], valid_policies(valid, sizeof valid));
-    }
+    int rc = SS_OK;
+    for (int p = 0; p < n_pols && rc == SS_OK; p++)
+        rc = check_policy(pols[p]);
+    if (rc != SS_OK) return rc;
     const char *baseline = policy_registry_baseline()->name;
     int have_bsp = 0;
     for (int p = 0; p < n_pols; p++)
         have_bsp |= !strcmp(pols[p], baseline);
 
-    int rc = outputs_begin(CMD_COMPARE, &cfg);
+    rc = outputs_begin(CMD_COMPARE, &cfg);
     if (rc != SS_OK) return rc;
     compare_run runs[COMPARE_MAX_RUNS];
     memset(runs, 0, sizeof runs);
