@@ -2,6 +2,7 @@
 #include "analysis/plots.h"
 #include "common/afile.h"
 #include "common/status.h"
+#include "sim/policy_registry.h"
 
 #include <dirent.h>
 #include <gsl/gsl_sort.h>
@@ -111,15 +112,16 @@ int report_analyze(const run_record *runs, int n, const report_options *o, repor
     }
 
     /* TTA and speedup against the BSP run of the same configuration and seed. */
+    const char *baseline = policy_registry_baseline()->name;
     for (int i = 0; i < n; i++) {
         tta[i] = speed[i] = NAN;
-        signature(&runs[i], o, "bsp", 0, sig, SIG);
+        signature(&runs[i], o, baseline, 0, sig, SIG);
         const run_record *bsp = NULL;
         for (int j = 0; j < n && !bsp; j++) {
-            if (strcmp(runs[j].policy, "bsp") || runs[j].seed != runs[i].seed ||
+            if (strcmp(runs[j].policy, baseline) || runs[j].seed != runs[i].seed ||
                 strcmp(runs[j].status, "ok"))
                 continue;
-            signature(&runs[j], o, "bsp", 0, other, SIG);
+            signature(&runs[j], o, baseline, 0, other, SIG);
             if (!strcmp(sig, other)) bsp = &runs[j];
         }
         if (!bsp || strcmp(runs[i].status, "ok")) continue;
@@ -355,10 +357,11 @@ static int figure_breakdown(const report_options *o, const report_group *g, int 
 /* BSP scaling: throughput with N workers over that of one worker doing the same steps without
  * communication, N x compute_s / sim_time_s, averaged per (platform, N). */
 static int figure_scaling(const run_record *runs, int n, const report_options *o) {
+    const char *baseline = policy_registry_baseline()->name;
     char platforms[32][RUN_RECORD_TEXT];
     int n_plat = 0;
     for (int i = 0; i < n; i++) {
-        if (strcmp(runs[i].policy, "bsp") || strcmp(runs[i].status, "ok")) continue;
+        if (strcmp(runs[i].policy, baseline) || strcmp(runs[i].status, "ok")) continue;
         int k = 0;
         while (k < n_plat && strcmp(platforms[k], runs[i].platform))
             k++;
@@ -380,7 +383,7 @@ static int figure_scaling(const run_record *runs, int n, const report_options *o
             int m = 0, larger = 0;
             for (int j = 0; j < n; j++) {
                 const run_record *s = &runs[j];
-                if (strcmp(s->policy, "bsp") || strcmp(s->status, "ok") ||
+                if (strcmp(s->policy, baseline) || strcmp(s->status, "ok") ||
                     strcmp(s->platform, platforms[k]) || !(s->sim_time_s > 0))
                     continue;
                 larger |= s->workers > workers;
@@ -404,9 +407,11 @@ static const char *base_name(const char *dir) {
 /* Delta(g) of worker 0 against step, for the first run of each selsync group. */
 static int figure_delta(const run_record *runs, const report_options *o, const report_group *g,
                         int ng) {
+    const policy_option *delta_option = policy_option_find("delta");
     int made = 0;
     for (int i = 0; i < ng && made < o->max_run_figures; i++) {
-        if (strcmp(g[i].policy, "selsync")) continue;
+        const policy_info *p = policy_registry_find(g[i].policy);
+        if (!p || !policy_option_applies(delta_option, p)) continue;
         const run_record *r = &runs[g[i].first];
         char path[1200];
         snprintf(path, sizeof path, "%s/steps.trace", r->dir);
@@ -438,8 +443,8 @@ static int figure_delta(const run_record *runs, const report_options *o, const r
         char title[1800];
         snprintf(title, sizeof title, "Delta(g) against step: %s\n%s", g[i].label,
                  base_name(r->dir));
-        int rc = plots_render(o->out_dir, "delta", data, base, delta ? delta : "0.3", title,
-                              made == 0 ? o->terminal : NULL);
+        int rc = plots_render(o->out_dir, "delta", data, base, delta ? delta : delta_option->def,
+                              title, made == 0 ? o->terminal : NULL);
         if (rc != SS_OK) return rc;
         made++;
     }

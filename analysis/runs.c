@@ -1,5 +1,6 @@
 #include "analysis/runs.h"
 #include "common/status.h"
+#include "sim/policy_registry.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -109,7 +110,8 @@ int run_record_read(const char *dir, run_record *r) {
         cJSON_Delete(j);
     }
     if (!r->policy[0])
-        snprintf(r->policy, sizeof r->policy, "%s", r->workers > 1 ? "bsp" : "single");
+        snprintf(r->policy, sizeof r->policy, "%s",
+                 r->workers > 1 ? policy_registry_baseline()->name : "single");
     return SS_OK;
 }
 

@@ -16,7 +16,7 @@
 typedef struct run_record {
     char dir[1024];
     char status[16]; /* ok | diverged | interrupted (summary.json) | failed (none) */
-    char policy[16]; /* the policy that ran ("bsp" for several workers without --policy) */
+    char policy[16]; /* the policy that ran (the baseline for several workers without --policy) */
     char platform[RUN_RECORD_TEXT];
     int workers;
     int batch;

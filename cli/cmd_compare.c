@@ -12,6 +12,7 @@
 #include "cli/outputs.h"
 #include "cli/run_emulation.h"
 #include "common/status.h"
+#include "sim/policy_registry.h"
 
 #include <cblas.h>
 #include <errno.h>
@@ -45,19 +46,33 @@ typedef struct compare_run {
  * bounded loss: --loss-tolerance, or COMPARE_DLCP_TOLERANCE), 0 if unknown. `base` gets the
  * policy proper. */
 static int compare_policy_base(const char *name, char *base, size_t n) {
-    static const char *plain[] = {"bsp", "ssp", "asp", "fedavg", "selsync", "dssync"};
-    static const char *dlcp[] = {"bsp-dlcp", "fedavg-dlcp", "selsync-dlcp", "dssync-dlcp"};
-    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
-        if (!strcmp(name, plain[i])) {
-            snprintf(base, n, "%s", name);
-            return 1;
-        }
-    for (size_t i = 0; i < sizeof dlcp / sizeof dlcp[0]; i++)
-        if (!strcmp(name, dlcp[i])) {
-            snprintf(base, n, "%.*s", (int)(strlen(name) - 5), name);
-            return 2;
-        }
-    return 0;
+    if (policy_registry_find(name)) {
+        snprintf(base, n, "%s", name);
+        return 1;
+    }
+    size_t len = strlen(name);
+    if (len <= 5 || strcmp(name + len - 5, "-dlcp")) return 0;
+    snprintf(base, n, "%.*s", (int)(len - 5), name);
+    const policy_info *p = policy_registry_find(base);
+    return p && (p->families & POLICY_FAMILY_DLCP) ? 2 : 0;
+}
+
+/* SS_EUSAGE listing the valid names ("bsp, ..., and bsp-dlcp, ...") if `name` is not one. */
+static int check_policy(const char *name) {
+    char base[32], valid[512];
+    if (compare_policy_base(name, base, sizeof base)) return SS_OK;
+    size_t len = strlen(policy_registry_names(", ", valid, sizeof valid));
+    const char *sep = ", and ";
+    for (int i = 0; i < policy_registry_count() && len < sizeof valid; i++) {
+        const policy_info *p = policy_registry_at(i);
+        if (!(p->families & POLICY_FAMILY_DLCP)) continue;
+        len += (size_t)snprintf(valid + len, sizeof valid - len, "%s%s-dlcp", sep, p->name);
+        sep = ", ";
+    }
+    return ss_error_set(SS_EUSAGE,
+                        "--policies: unknown policy '%s' (valid: %s for their DLCP bounded-loss "
+                        "form)",
+                        name, valid);
 }
 
 /* Splits a comma-separated list into items (in place). */
@@ -87,8 +102,9 @@ static void network_label(const char *network, char *buf, size_t n) {
 static int run_child(const run_config *base, const compare_run *r, int serial_blas) {
     run_config cfg = *base;
     char policy[32];
-    if (compare_policy_base(r->policy, policy, sizeof policy) == 2 && cfg.loss_tolerance <= 0)
-        cfg.loss_tolerance = COMPARE_DLCP_TOLERANCE;
+    run_policy_value *eps = policy_option_slot(&cfg, "loss-tolerance");
+    if (compare_policy_base(r->policy, policy, sizeof policy) == 2 && eps->d <= 0)
+        eps->d = COMPARE_DLCP_TOLERANCE;
     snprintf(cfg.policy, sizeof cfg.policy, "%s", policy);
     snprintf(cfg.out_dir, sizeof cfg.out_dir, "%s", r->dir);
     cfg.progress = 0;
@@ -225,20 +241,16 @@ int cmd_compare(const run_config *cfg_in) {
                             COMPARE_MAX_RUNS, n_pols, n_nets);
     if (cfg.workers < 2) cfg.workers = 8;
     /* Check every point's policy before running any. */
-    for (int p = 0; p < n_pols; p++) {
-        char base[32];
-        if (!compare_policy_base(pols[p], base, sizeof base))
-            return ss_error_set(SS_EUSAGE,
-                                "--policies: unknown policy '%s' (valid: bsp, ssp, asp, fedavg, "
-                                "selsync, dssync, and bsp-dlcp, fedavg-dlcp, selsync-dlcp, "
-                                "dssync-dlcp for their DLCP bounded-loss form)",
-                                pols[p]);
-    }
+    int rc = SS_OK;
+    for (int p = 0; p < n_pols && rc == SS_OK; p++)
+        rc = check_policy(pols[p]);
+    if (rc != SS_OK) return rc;
+    const char *baseline = policy_registry_baseline()->name;
     int have_bsp = 0;
     for (int p = 0; p < n_pols; p++)
-        have_bsp |= !strcmp(pols[p], "bsp");
+        have_bsp |= !strcmp(pols[p], baseline);
 
-    int rc = outputs_begin(CMD_COMPARE, &cfg);
+    rc = outputs_begin(CMD_COMPARE, &cfg);
     if (rc != SS_OK) return rc;
     compare_run runs[COMPARE_MAX_RUNS];
     memset(runs, 0, sizeof runs);
@@ -294,7 +306,8 @@ int cmd_compare(const run_config *cfg_in) {
     for (int k = 0; k < n_nets; k++) {
         const compare_run *bsp = NULL;
         for (int i = 0; i < n; i++)
-            if (!strcmp(runs[i].network, nets[k]) && !strcmp(runs[i].policy, "bsp") && runs[i].ok)
+            if (!strcmp(runs[i].network, nets[k]) && !strcmp(runs[i].policy, baseline) &&
+                runs[i].ok)
                 bsp = &runs[i];
         if (!bsp) continue;
         double target = bsp->accuracy - COMPARE_TARGET_MARGIN;
@@ -328,7 +341,8 @@ int cmd_compare(const run_config *cfg_in) {
                r->accuracy, r->sim_time_s, tta, speed, r->lssr, r->bytes_sent / 1e9,
                100.0 * r->dropped, note);
     }
-    if (!have_bsp) printf("(no bsp run: TTA and speedup need --policies to include bsp)\n");
+    if (!have_bsp)
+        printf("(no %s run: TTA and speedup need --policies to include %s)\n", baseline, baseline);
     printf("TTA(BSP): first simulated time at BSP's final accuracy minus %.1f points\n",
            COMPARE_TARGET_MARGIN * 100);
     if ((rc = write_compare_csv(&cfg, runs, n)) != SS_OK) return rc;

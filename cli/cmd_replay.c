@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "sim/bench_network.h"
 #include "sim/isolate.h"
+#include "sim/policy_build.h"
 #include "traces/profile.h"
 #include "traces/replay.h"
 
@@ -90,20 +91,9 @@ static int apply_exchange_options(const run_config *cfg, policy_config *pc) {
 }
 
 /* The policy options of the command line, for a trace without one (profile, import). */
-static int policy_from_options(const run_config *cfg, policy_kind fallback, policy_config *pc) {
-    policy_config_default(pc);
-    pc->kind = fallback;
-    int rc;
-    if (cfg->policy[0] && (rc = policy_kind_parse(cfg->policy, &pc->kind)) != SS_OK) return rc;
-    pc->batch = cfg->batch;
-    pc->seed = cfg->seed;
-    pc->staleness = cfg->staleness;
-    pc->local_steps = cfg->local_steps;
-    pc->client_fraction = cfg->client_fraction;
-    pc->post_local_after = cfg->post_local_after;
-    pc->ps_servers = cfg->ps_servers;
-    pc->coll.algo = SIM_ALLREDUCE_RING;
-    return apply_exchange_options(cfg, pc);
+static int policy_from_options(const run_config *cfg, policy_config *pc) {
+    policy_build_env env = {.mode = POLICY_BUILD_REPLAY};
+    return policy_config_build(cfg, &env, pc);
 }
 
 /* SelSync from a profile: the decisions of a recorded trace (repeated if shorter), or seeded
@@ -161,7 +151,7 @@ static int build_trace(const run_config *cfg, trace **out) {
     if (have_profile && (rc = profile_find(cfg->replay_profile, &prof)) != SS_OK) return rc;
     policy_config pc;
     if (cfg->replay_import[0]) {
-        if ((rc = policy_from_options(cfg, POLICY_BSP, &pc)) != SS_OK) return rc;
+        if ((rc = policy_from_options(cfg, &pc)) != SS_OK) return rc;
         double bytes = cfg->replay_param_bytes > 0 ? cfg->replay_param_bytes
                        : have_profile              ? 4.0 * prof.params
                                                    : 0;
@@ -177,7 +167,7 @@ static int build_trace(const run_config *cfg, trace **out) {
             t->steps_done = cfg->replay_steps;
         return SS_OK;
     }
-    if ((rc = policy_from_options(cfg, POLICY_BSP, &pc)) != SS_OK) return rc;
+    if ((rc = policy_from_options(cfg, &pc)) != SS_OK) return rc;
     pc.workers = cfg->replay_workers > 0 ? cfg->replay_workers : 16;
     pc.steps = cfg->replay_steps > 0 ? cfg->replay_steps : 100;
     if (!options_was_set(cfg, "batch") && prof.batch > 0) pc.batch = prof.batch;

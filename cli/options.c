@@ -1,10 +1,12 @@
 #include "cli/options.h"
 #include "common/status.h"
+#include "sim/policy_registry.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +33,7 @@ typedef struct opt_def {
     const char *choices; /* CHOICE: "a|b|c" */
     const char *metavar; /* shown in --help */
     const char *help;    /* one line */
-    unsigned policies;   /* POL_* bits of the policies it applies to; 0 = any */
+    unsigned policies; /* policy bits (POL_SINGLE, POL_OF) of the policies it applies to; 0 = any */
 } opt_def;
 
 #define F(field) offsetof(run_config, field), sizeof(((run_config *)0)->field)
@@ -39,10 +41,16 @@ typedef struct opt_def {
 #define CMD_ALL                                                                                    \
     (CMD_TRAIN | CMD_COMPARE | CMD_PLATFORM | CMD_BENCH | CMD_REPLAY | CMD_SWEEP | CMD_REPORT)
 
-/* The one table. Order is the order of --help and of config.ini. The last column limits a row to
- * some policies (0: any); setting such an option for another policy is an error. */
+/* The policy bit of a policy_kind, and the masks over the registry's policies. */
+#define POL_OF(kind)  (1u << ((unsigned)(kind) + 1))
+#define POL_SIMULATED (((1u << POLICY_KIND_COUNT) - 1) << 1)
+
+/* The one table: these rows, then the policy options of the registry (sim/policy_registry.h),
+ * then tail_rows. Order is the order of --help and of config.ini. The last column limits a row
+ * to some policies (0: any); setting such an option for another policy is an error. The rows
+ * marked "registry" get their choices or default from the registry when the table is built. */
 #define SIM POL_SIMULATED
-static const opt_def options_table[] = {
+static const opt_def head_rows[] = {
     {"help", OPT_TYPE_FLAG, F(help), NULL, 0, 0, CMD_ALL, NULL, "", "print this help and exit", 0},
     {"config", OPT_TYPE_STRING, F(config_file), "", 0, 0, CMD_RUN, NULL, "FILE",
      "read options from an INI file (e.g. a run's config.ini) before the command line", 0},
@@ -80,9 +88,9 @@ static const opt_def options_table[] = {
     {"progress", OPT_TYPE_AUTO, F(progress), "auto", 0, 0, CMD_RUN | CMD_REPLAY, NULL,
      "auto|yes|no", "progress bar on stderr (auto: when stderr is a terminal)", 0},
 
-    {"policy", OPT_TYPE_CHOICE, F(policy), "", 0, 0, CMD_TRAIN | CMD_REPLAY,
-     "|bsp|ssp|asp|fedavg|selsync|dssync", "P",
-     "synchronization policy; without it (and with one worker) train runs without simulation", 0},
+    {"policy", OPT_TYPE_CHOICE, F(policy), "", 0, 0, CMD_TRAIN | CMD_REPLAY, NULL /* registry */,
+     "P", "synchronization policy; without it (and with one worker) train runs without simulation",
+     0},
     {"workers", OPT_TYPE_INT, F(workers), "1", 1, 4096, CMD_RUN | CMD_BENCH, NULL, "N",
      "workers (each a SimGrid actor with a real replica)", 0},
     {"platform", OPT_TYPE_STRING, F(platform), "", 0, 0, CMD_TRAIN | CMD_REPLAY, NULL, "FILE",
@@ -121,61 +129,9 @@ static const opt_def options_table[] = {
     {"trace", OPT_TYPE_FLAG, F(trace), "true", 0, 0, CMD_RUN, NULL, "",
      "write steps.trace (--trace=false to skip)", SIM},
 
-    {"staleness", OPT_TYPE_LONG, F(staleness), "3", 0, 1e9, CMD_RUN | CMD_REPLAY, NULL, "S",
-     "ssp: staleness bound s (asp is s = infinity)", POL_SSP},
-    {"server-lr-scale", OPT_TYPE_DOUBLE, F(server_lr_scale), "0", 0, 100, CMD_RUN, NULL, "X",
-     "ssp/asp: the server applies each gradient with lr x X (0: 1/N, so that N pushes move the "
-     "model as far as one BSP step)",
-     POL_SSP | POL_ASP},
-    {"local-steps", OPT_TYPE_LONG, F(local_steps), "8", 1, 1e9, CMD_RUN | CMD_REPLAY, NULL, "H",
-     "fedavg: local steps per round", POL_FEDAVG},
-    {"local-epochs", OPT_TYPE_DOUBLE, F(local_epochs), "0", 0, 1000, CMD_RUN, NULL, "E",
-     "fedavg: local epochs per round (over a worker's share; replaces --local-steps)", POL_FEDAVG},
-    {"client-fraction", OPT_TYPE_DOUBLE, F(client_fraction), "1", 0.001, 1, CMD_RUN | CMD_REPLAY,
-     NULL, "C", "fedavg: fraction of workers sampled per round", POL_FEDAVG},
-    {"post-local", OPT_TYPE_LONG, F(post_local_after), "0", 0, 1e12, CMD_RUN, NULL, "T",
-     "fedavg: run BSP for the first T steps, then local SGD (post-local SGD)", POL_FEDAVG},
-    {"delta", OPT_TYPE_DOUBLE, F(delta), "0.05", 0, 1e9, CMD_RUN, NULL, "D",
-     "selsync: synchronize when the relative gradient change is >= D (0 = BSP; published runs "
-     "used 0.3 and 0.5, but Delta's scale depends on the model: read steps.trace's delta column)",
-     POL_SELSYNC},
-    {"ewma-window", OPT_TYPE_INT, F(ewma_window), "25", 0, 1024, CMD_RUN, NULL, "W",
-     "selsync: values in the EWMA window; steps before it fills synchronize (0: no warm-up)",
-     POL_SELSYNC},
-    {"ewma-alpha", OPT_TYPE_DOUBLE, F(ewma_alpha), "0", 0, 1, CMD_RUN, NULL, "A",
-     "selsync: EWMA smoothing factor (0: N/100 for paper, 0.01 for code)", POL_SELSYNC},
-    {"selsync-variant", OPT_TYPE_CHOICE, F(selsync_variant), "paper", 0, 0, CMD_RUN, "paper|code",
-     "V",
-     "selsync: paper (signed Delta of the global norm) or code (|Delta| of summed layer norms, "
-     "smoothed twice)",
-     POL_SELSYNC},
-    {"aggregation", OPT_TYPE_CHOICE, F(aggregation), "pa", 0, 0, CMD_RUN, "pa|ga", "A",
-     "selsync: parameter (pa) or gradient (ga) aggregation on sync steps", POL_SELSYNC},
-    {"selsync-order", OPT_TYPE_CHOICE, F(selsync_order), "step-then-average", 0, 0, CMD_RUN,
-     "step-then-average|average-then-step", "O",
-     "selsync pa: local step before averaging (paper) or after it (public code)", POL_SELSYNC},
-    {"inject-alpha", OPT_TYPE_DOUBLE, F(inject_alpha), "0", 0, 1, CMD_RUN, NULL, "A",
-     "selsync data injection: fraction of workers sharing samples each step", POL_SELSYNC},
-    {"inject-beta", OPT_TYPE_DOUBLE, F(inject_beta), "0", 0, 1, CMD_RUN, NULL, "B",
-     "selsync data injection: fraction of its batch a sharing worker sends", POL_SELSYNC},
-    {"group-size", OPT_TYPE_INT, F(group_size), "2", 1, 65536, CMD_RUN, NULL, "G",
-     "dssync: workers averaging parameters together each step", POL_DSSYNC},
-    {"grouping", OPT_TYPE_CHOICE, F(grouping), "shuffle", 0, 0, CMD_RUN, "shuffle|alternate", "K",
-     "dssync: groups reshuffled every step from the shared seed, or the published 4-worker "
-     "alternation {0,1},{2,3} / {0,3},{1,2}",
-     POL_DSSYNC},
-    {"loss-tolerance", OPT_TYPE_DOUBLE, F(loss_tolerance), "0", 0, 0.99, CMD_RUN, NULL, "EPS",
-     "DLCP: an exchange may finish without the last fraction EPS of its data (0: off)",
-     POL_EXCHANGING},
-    {"deadline", OPT_TYPE_STRING, F(deadline), "0s", 0, 0, CMD_RUN, NULL, "T",
-     "DLCP: past the (1 - EPS) part, keep sending chunks until T after the exchange began",
-     POL_EXCHANGING},
-    {"priority", OPT_TYPE_CHOICE, F(priority), "layer", 0, 0, CMD_RUN, "layer|magnitude|none", "P",
-     "DLCP: chunk order (front layers first, large values first, or none)", POL_EXCHANGING},
-    {"chunk-size", OPT_TYPE_DOUBLE, F(chunk_bytes), "16384", 4, 1e12, CMD_RUN, NULL, "BYTES",
-     "DLCP: chunk size of the prioritized data", POL_EXCHANGING},
-    {"drop", OPT_TYPE_CHOICE, F(drop), "zero", 0, 0, CMD_RUN, "zero|local", "D",
-     "DLCP: a dropped entry counts as zero or keeps the worker's own value", POL_EXCHANGING},
+};
+
+static const opt_def tail_rows[] = {
     {"straggler-prob", OPT_TYPE_DOUBLE, F(straggler_prob), "0", 0, 1, CMD_RUN, NULL, "P",
      "stragglers: chance that a worker's step is slowed (seeded)", SIM},
     {"straggler-factor", OPT_TYPE_DOUBLE, F(straggler_factor), "2", 1, 1000, CMD_RUN, NULL, "F",
@@ -187,8 +143,8 @@ static const opt_def options_table[] = {
     {"background", OPT_TYPE_DOUBLE, F(background_load), "0", 0, 1, CMD_RUN, NULL, "LOAD",
      "cross traffic: seeded random flows between hosts taking this fraction of link capacity", SIM},
 
-    {"policies", OPT_TYPE_STRING, F(policies), "bsp,ssp,fedavg,selsync", 0, 0, CMD_COMPARE, NULL,
-     "LIST", "compare: policies to run", 0},
+    {"policies", OPT_TYPE_STRING, F(policies), NULL /* registry */, 0, 0, CMD_COMPARE, NULL, "LIST",
+     "compare: policies to run", 0},
     {"networks", OPT_TYPE_STRING, F(networks), "5Gbps,100Gbps", 0, 0, CMD_COMPARE, NULL, "LIST",
      "compare: link bandwidths of generated clusters, or platform files", 0},
     {"jobs", OPT_TYPE_INT, F(jobs), "2", 1, 256, CMD_COMPARE | CMD_SWEEP, NULL, "J",
@@ -243,9 +199,73 @@ static const opt_def options_table[] = {
 };
 #undef SIM
 
-#define OPTIONS_COUNT ((int)(sizeof options_table / sizeof options_table[0]))
-_Static_assert(sizeof options_table / sizeof options_table[0] <= RUN_CONFIG_MAX_OPTIONS,
-               "run_config.set is too small for the option table");
+#define HEAD_ROWS ((int)(sizeof head_rows / sizeof head_rows[0]))
+#define TAIL_ROWS ((int)(sizeof tail_rows / sizeof tail_rows[0]))
+
+static opt_def options_table[RUN_CONFIG_MAX_OPTIONS];
+static int options_count;
+#define OPTIONS_COUNT options_count
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+static char policy_choices[256];                          /* "|bsp|ssp|..." */
+static char compare_policies[RUN_CONFIG_TEXT];            /* compare's default --policies */
+static char enum_choices[RUN_CONFIG_POLICY_OPTIONS][256]; /* "a|b|c" of an ENUM option */
+
+/* The row of policy option k: its slot in run_config, and the policies whose row lists it. */
+static opt_def policy_option_row(int k) {
+    static const opt_type types[] = {[POLICY_OPTION_INT] = OPT_TYPE_INT,
+                                     [POLICY_OPTION_LONG] = OPT_TYPE_LONG,
+                                     [POLICY_OPTION_DOUBLE] = OPT_TYPE_DOUBLE,
+                                     [POLICY_OPTION_ENUM] = OPT_TYPE_CHOICE,
+                                     [POLICY_OPTION_DURATION] = OPT_TYPE_STRING};
+    const policy_option *o = policy_option_at(k);
+    opt_def row = {o->name,
+                   types[o->type],
+                   offsetof(run_config, policy_options) + (size_t)k * sizeof(run_policy_value),
+                   sizeof(run_policy_value),
+                   o->def,
+                   o->min,
+                   o->max,
+                   CMD_RUN | (o->replay ? CMD_REPLAY : 0u),
+                   NULL,
+                   o->metavar,
+                   o->help,
+                   0};
+    if (o->type == POLICY_OPTION_ENUM) {
+        size_t len = 0;
+        for (int i = 0; o->names[i].name; i++)
+            len += (size_t)snprintf(enum_choices[k] + len, sizeof enum_choices[k] - len, "%s%s",
+                                    i ? "|" : "", o->names[i].name);
+        row.choices = enum_choices[k];
+    }
+    for (int i = 0; i < policy_registry_count(); i++)
+        if (policy_option_applies(o, policy_registry_at(i)))
+            row.policies |= POL_OF(policy_registry_at(i)->kind);
+    return row;
+}
+
+static void table_build(void) {
+    int n = 0;
+    SS_ASSERT(HEAD_ROWS + policy_option_count() + TAIL_ROWS <= RUN_CONFIG_MAX_OPTIONS);
+    SS_ASSERT(policy_option_count() <= RUN_CONFIG_POLICY_OPTIONS);
+    policy_choices[0] = '|';
+    policy_registry_names("|", policy_choices + 1, sizeof policy_choices - 1);
+    policy_registry_compare_default(compare_policies, sizeof compare_policies);
+    for (int i = 0; i < HEAD_ROWS; i++)
+        options_table[n++] = head_rows[i];
+    for (int k = 0; k < policy_option_count(); k++)
+        options_table[n++] = policy_option_row(k);
+    for (int i = 0; i < TAIL_ROWS; i++)
+        options_table[n++] = tail_rows[i];
+    for (int i = 0; i < n; i++) {
+        if (!strcmp(options_table[i].name, "policy")) options_table[i].choices = policy_choices;
+        if (!strcmp(options_table[i].name, "policies")) options_table[i].def = compare_policies;
+    }
+    options_count = n;
+}
+
+static void table_init(void) {
+    pthread_once(&table_once, table_build);
+}
 
 static void *field_of(run_config *cfg, const opt_def *o) {
     return (char *)cfg + o->offset;
@@ -421,6 +441,7 @@ bad:
 }
 
 void options_defaults(run_config *cfg) {
+    table_init();
     memset(cfg, 0, sizeof *cfg);
     for (int i = 0; i < OPTIONS_COUNT; i++) {
         const opt_def *o = &options_table[i];
@@ -478,6 +499,7 @@ static int read_config_file(unsigned command, const char *path, run_config *cfg)
 }
 
 int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
+    table_init();
     options_defaults(cfg);
     /* --config first, so that the command line overrides the file. */
     for (int a = 0; a < argc; a++) {
@@ -538,32 +560,32 @@ int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
     return options_validate(command, cfg);
 }
 
-/* The POL_* bit of the configured policy. */
+/* The policy bit of the configured policy. */
 static unsigned policy_bit(const run_config *cfg) {
-    static const struct {
-        const char *name;
-        unsigned bit;
-    } names[] = {{"bsp", POL_BSP},       {"ssp", POL_SSP},         {"asp", POL_ASP},
-                 {"fedavg", POL_FEDAVG}, {"selsync", POL_SELSYNC}, {"dssync", POL_DSSYNC}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strcmp(cfg->policy, names[i].name)) return names[i].bit;
-    return cfg->workers > 1 ? POL_BSP : POL_SINGLE;
+    const policy_info *p = policy_registry_find(cfg->policy);
+    if (p) return POL_OF(p->kind);
+    return cfg->workers > 1 ? POL_OF(policy_registry_baseline()->kind) : POL_SINGLE;
 }
 
 int options_validate(unsigned command, const run_config *cfg) {
+    table_init();
     if (command != CMD_TRAIN) return SS_OK; /* compare sets the policy per run */
     const unsigned pol = policy_bit(cfg);
-    const char *pol_name = cfg->policy[0] ? cfg->policy : (pol == POL_BSP ? "bsp" : NULL);
+    const policy_info *p = pol == POL_SINGLE ? NULL
+                           : cfg->policy[0]  ? policy_registry_find(cfg->policy)
+                                             : policy_registry_baseline();
     for (int i = 0; i < OPTIONS_COUNT; i++) {
         const opt_def *o = &options_table[i];
         if (!cfg->set[i] || !o->policies || (o->policies & pol)) continue;
-        if (pol == POL_SINGLE)
+        if (pol == POL_SINGLE) {
+            char names[256];
             return ss_error_set(SS_EUSAGE,
-                                "option --%s needs a simulated run: add --policy (bsp, ssp, asp, "
-                                "fedavg, selsync) or --workers N",
-                                o->name);
+                                "option --%s needs a simulated run: add --policy (%s) or "
+                                "--workers N",
+                                o->name, policy_registry_names(", ", names, sizeof names));
+        }
         return ss_error_set(SS_EUSAGE, "option --%s does not apply to --policy %s", o->name,
-                            pol_name);
+                            p->name);
     }
     if (options_was_set(cfg, "platform") &&
         (options_was_set(cfg, "bandwidth") || options_was_set(cfg, "topology") ||
@@ -572,16 +594,7 @@ int options_validate(unsigned command, const run_config *cfg) {
         return ss_error_set(SS_EUSAGE,
                             "--platform FILE contradicts --bandwidth, --latency, --topology, "
                             "--gpu and --gpu-efficiency, which describe a generated platform");
-    if (options_was_set(cfg, "local-epochs") && options_was_set(cfg, "local-steps"))
-        return ss_error_set(SS_EUSAGE, "--local-epochs and --local-steps both set the length of a "
-                                       "fedavg round: give one");
-    if ((cfg->inject_alpha > 0) != (cfg->inject_beta > 0))
-        return ss_error_set(SS_EUSAGE, "data injection needs both --inject-alpha and "
-                                       "--inject-beta above 0");
-    if (!strcmp(cfg->policy, "asp") && options_was_set(cfg, "staleness"))
-        return ss_error_set(SS_EUSAGE, "--staleness does not apply to --policy asp (asp is ssp "
-                                       "with s = infinity)");
-    return SS_OK;
+    return p && p->check ? p->check(cfg, options_was_set) : SS_OK;
 }
 
 double options_learning_rate(const run_config *cfg) {
@@ -591,6 +604,7 @@ double options_learning_rate(const run_config *cfg) {
 }
 
 int options_was_set(const run_config *cfg, const char *name) {
+    table_init();
     int i = find_option(name);
     SS_ASSERT(i >= 0);
     return cfg->set[i];
@@ -642,6 +656,7 @@ static int describes_other_platform(const opt_def *o, const run_config *cfg) {
 }
 
 void options_write_ini(unsigned command, const run_config *cfg, FILE *out) {
+    table_init();
     /* A run writes the options of its own policy only, so that the file re-runs as it is. */
     const unsigned pol = command == CMD_TRAIN ? policy_bit(cfg) : 0;
     fprintf(out, "# syncsim %s configuration, fully resolved; re-run with\n",
@@ -660,6 +675,7 @@ void options_write_ini(unsigned command, const run_config *cfg, FILE *out) {
 }
 
 void options_print_table(unsigned command, const run_config *cfg, FILE *out) {
+    table_init();
     char buf[RUN_CONFIG_TEXT + 32];
     fprintf(out, "+----------------------+--------------------------------------------+\n");
     for (int i = 0; i < OPTIONS_COUNT; i++) {
@@ -672,6 +688,7 @@ void options_print_table(unsigned command, const run_config *cfg, FILE *out) {
 }
 
 void options_print_help(unsigned command, const char *usage, FILE *out) {
+    table_init();
     fprintf(out, "usage: %s\n\noptions:\n", usage);
     for (int i = 0; i < OPTIONS_COUNT; i++) {
         const opt_def *o = &options_table[i];
@@ -690,6 +707,7 @@ void options_print_help(unsigned command, const char *usage, FILE *out) {
 }
 
 int options_lookup(unsigned command, const char *name, unsigned *policies) {
+    table_init();
     int i = find_option_for(command, name);
     if (i < 0 || !(options_table[i].commands & command) || is_meta(&options_table[i])) return 0;
     if (policies) *policies = options_table[i].policies;
@@ -697,10 +715,12 @@ int options_lookup(unsigned command, const char *name, unsigned *policies) {
 }
 
 const char *options_closest(unsigned command, const char *name) {
+    table_init();
     return closest_option(command, name);
 }
 
 int options_check_value(unsigned command, const char *name, const char *value) {
+    table_init();
     int i = find_option_for(command, name);
     SS_ASSERT(i >= 0);
     run_config scratch;
@@ -711,6 +731,7 @@ int options_check_value(unsigned command, const char *name, const char *value) {
 }
 
 unsigned options_policy_bit(const char *policy, int workers) {
+    table_init();
     run_config cfg;
     memset(&cfg, 0, sizeof cfg);
     snprintf(cfg.policy, sizeof cfg.policy, "%s", policy);

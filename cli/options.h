@@ -23,19 +23,12 @@ enum cli_command {
     CMD_REPORT = 1 << 6,
 };
 
-/* Policies, as bits, for the rows that apply to some policies only. */
+/* Policies, as bits, for the rows that apply to some policies only: POL_SINGLE (train without
+ * --policy: one worker, no simulation), and 1 << (kind + 1) for each policy_kind of the registry
+ * (sim/policy_registry.h), as options_policy_bit() gives them. */
 enum cli_policy {
-    POL_SINGLE = 1 << 0, /* train without --policy: one worker, no simulation */
-    POL_BSP = 1 << 1,
-    POL_SSP = 1 << 2,
-    POL_ASP = 1 << 3,
-    POL_FEDAVG = 1 << 4,
-    POL_SELSYNC = 1 << 5,
-    POL_DSSYNC = 1 << 6,
+    POL_SINGLE = 1 << 0,
 };
-#define POL_SIMULATED  (POL_BSP | POL_SSP | POL_ASP | POL_FEDAVG | POL_SELSYNC | POL_DSSYNC)
-#define POL_ALL        (POL_SINGLE | POL_SIMULATED)
-#define POL_EXCHANGING (POL_BSP | POL_FEDAVG | POL_SELSYNC | POL_DSSYNC) /* DLCP applies */
 
 /* Parses argv (after the subcommand word) into cfg, starting from the defaults (and from the file
  * named by --config, if any, before the other options). Bad input: SS_EUSAGE with a message naming
@@ -56,13 +49,14 @@ void options_print_table(unsigned command, const run_config *cfg, FILE *out);
 double options_learning_rate(const run_config *cfg);
 /* Whether the option `name` was given explicitly (on the command line or in --config). */
 int options_was_set(const run_config *cfg, const char *name);
-/* For sweep files: 1 if `name` is an option of `command` (its POL_* bits in *policies, 0 = any
+/* For sweep files: 1 if `name` is an option of `command` (its policy bits in *policies, 0 = any
  * policy), else 0; the closest option name of `command` (NULL if none is close); whether `value`
  * is valid for option `name` (SS_EUSAGE with a message naming the key and the valid values). */
 int options_lookup(unsigned command, const char *name, unsigned *policies);
 const char *options_closest(unsigned command, const char *name);
 int options_check_value(unsigned command, const char *name, const char *value);
-/* The POL_* bit of a policy name ("" runs bsp with several workers, else one worker). */
+/* The policy bit of a policy name ("" runs the registry's baseline with several workers, else
+ * one worker: POL_SINGLE). */
 unsigned options_policy_bit(const char *policy, int workers);
 
 #endif

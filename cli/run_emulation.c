@@ -6,6 +6,7 @@
 #include "sim/cluster.h"
 #include "sim/platform_gen.h"
 #include "sim/policy.h"
+#include "sim/policy_build.h"
 #include "traces/trace.h"
 
 #include <math.h>
@@ -71,97 +72,10 @@ static void write_trace_header(const run_config *cfg, const policy_config *pc,
  * processed by all workers together). */
 static int make_policy(const run_config *cfg, size_t train_n, policy_config *pc,
                        long *steps_per_epoch) {
-    policy_config_default(pc);
-    const char *name = cfg->policy[0] ? cfg->policy : "bsp";
-    int rc = policy_kind_parse(name, &pc->kind);
-    if (rc != SS_OK) return rc;
-    pc->workers = cfg->workers;
-    pc->batch = cfg->batch;
-    pc->seed = cfg->seed;
-    if (!strcmp(cfg->collective, "ps")) {
-        pc->use_ps = 1;
-    } else if ((rc = sim_allreduce_algo_parse("--collective", cfg->collective, &pc->coll.algo)) !=
-               SS_OK) {
-        return rc;
-    }
-    pc->coll.segment_bytes = cfg->segment_bytes;
-    pc->ps_servers = cfg->ps_servers;
-    if ((rc = sim_compute_parse("--compute", cfg->compute, &pc->compute)) != SS_OK) return rc;
-    if (pc->compute.mode == SIM_COMPUTE_TRACE)
-        return ss_error_set(SS_EUSAGE, "--compute trace is for replay; use flops or measured");
-    pc->staleness = cfg->staleness;
-    pc->client_fraction = cfg->client_fraction;
-    pc->post_local_after = cfg->post_local_after;
-    pc->delta = cfg->delta;
-    pc->ewma_window = cfg->ewma_window;
-    pc->ewma_alpha = cfg->ewma_alpha;
-    pc->variant =
-        !strcmp(cfg->selsync_variant, "code") ? SELSYNC_VARIANT_CODE : SELSYNC_VARIANT_PAPER;
-    pc->aggregation = !strcmp(cfg->aggregation, "ga") ? AGGREGATE_GRADS : AGGREGATE_PARAMS;
-    pc->order = !strcmp(cfg->selsync_order, "average-then-step") ? SELSYNC_ORDER_AVERAGE_THEN_STEP
-                                                                 : SELSYNC_ORDER_STEP_THEN_AVERAGE;
-    pc->inject_alpha = cfg->inject_alpha;
-    pc->inject_beta = cfg->inject_beta;
-    pc->group_size = cfg->group_size;
-    pc->grouping =
-        !strcmp(cfg->grouping, "alternate") ? DSSYNC_GROUPING_ALTERNATE : DSSYNC_GROUPING_SHUFFLE;
-    pc->loss_tolerance = cfg->loss_tolerance;
-    if ((rc = platform_parse_latency("--deadline", cfg->deadline, &pc->deadline_s)) != SS_OK)
-        return rc;
-    pc->chunk_bytes = cfg->chunk_bytes;
-    pc->priority = !strcmp(cfg->priority, "magnitude") ? DLCP_PRIORITY_MAGNITUDE
-                   : !strcmp(cfg->priority, "none")    ? DLCP_PRIORITY_NONE
-                                                       : DLCP_PRIORITY_LAYER;
-    pc->drop_keep_local = !strcmp(cfg->drop, "local");
-    pc->straggler_prob = cfg->straggler_prob;
-    pc->straggler_factor = cfg->straggler_factor;
-    pc->background_load = cfg->background_load;
-    pc->slowdown = NULL;
-    if (cfg->slow_workers[0]) {
-        /* owned by the caller once set: freed with free((void *)pc->slowdown) */
-        double *slow = ss_malloc(sizeof(double) * (size_t)cfg->workers);
-        for (int i = 0; i < cfg->workers; i++)
-            slow[i] = 1.0;
-        char list[RUN_CONFIG_TEXT];
-        snprintf(list, sizeof list, "%s", cfg->slow_workers);
-        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-            char *end;
-            long r = strtol(tok, &end, 10);
-            if (*end || end == tok || r < 0 || r >= cfg->workers) {
-                free(slow);
-                return ss_error_set(SS_EUSAGE,
-                                    "--slow-workers: '%s' is not a worker rank in [0, %d]", tok,
-                                    cfg->workers - 1);
-            }
-            slow[r] = cfg->slow_factor;
-        }
-        pc->slowdown = slow;
-    }
-
-    /* Workers computing per step: all, or the sampled clients of FedAvg. */
-    double computing = cfg->workers;
-    if (pc->kind == POLICY_FEDAVG) {
-        long m = lround(cfg->client_fraction * cfg->workers);
-        computing = m < 1 ? 1 : (double)m;
-    }
-    double per_epoch = (double)train_n / (computing * cfg->batch);
-    if (per_epoch < 1)
-        return ss_error_set(SS_EUSAGE,
-                            "--workers %d x --batch %d exceeds the training set (%zu samples): "
-                            "not even one step per epoch",
-                            cfg->workers, cfg->batch, train_n);
-    *steps_per_epoch = (long)floor(per_epoch);
-    pc->steps = lround(cfg->epochs * per_epoch);
-    if (pc->steps < 1) pc->steps = 1;
-    pc->local_steps = cfg->local_steps;
-    if (pc->kind == POLICY_FEDAVG && cfg->local_epochs > 0) {
-        /* E local epochs over a worker's share |D|/N */
-        pc->local_steps = lround(cfg->local_epochs * (double)train_n / cfg->workers / cfg->batch);
-        if (pc->local_steps < 1) pc->local_steps = 1;
-    }
-    pc->eval_every = cfg->eval_every > 0 ? cfg->eval_every
-                                         : (*steps_per_epoch >= 10 ? *steps_per_epoch / 10 : 1);
-    return SS_OK;
+    policy_build_env env = {.mode = POLICY_BUILD_RUN, .train_samples = train_n};
+    int rc = policy_config_build(cfg, &env, pc);
+    *steps_per_epoch = env.steps_per_epoch;
+    return rc;
 }
 
 int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *test,
@@ -317,8 +231,9 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
     sched.base_lr = options_learning_rate(cfg);
     partition_kind part_kind;
     int labels_k = 0;
-    const char *part_text =
-        cfg->partition[0] ? cfg->partition : (!strcmp(cfg->policy, "selsync") ? "seldp" : "defdp");
+    const policy_info *pol = policy_registry_find(cfg->policy); /* "": the baseline */
+    if (!pol) pol = policy_registry_baseline();
+    const char *part_text = cfg->partition[0] ? cfg->partition : pol->default_partition;
     if ((rc = partition_parse(part_text, &part_kind, &labels_k)) != SS_OK) return rc;
     sim_network_model net_model;
     if ((rc = sim_network_model_parse("--network-model", cfg->network_model, &net_model)) != SS_OK)
@@ -343,11 +258,7 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
 
     /* Injected samples join a worker's own b' = b / (1 + alpha beta N); room for them all. */
     const int local_batch = policy_local_batch(&pc);
-    int max_batch = cfg->batch;
-    if (pc.kind == POLICY_SELSYNC && pc.inject_alpha > 0) {
-        int share = (int)lround(pc.inject_beta * local_batch);
-        max_batch = local_batch + share * (cfg->workers - 1);
-    }
+    const int max_batch = policy_max_batch(&pc);
     sched.steps_per_epoch = steps_per_epoch;
     sched.total_steps = pc.steps;
     emulation_config ec = {
@@ -370,7 +281,7 @@ int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
         .layer_norms = pc.kind == POLICY_SELSYNC && pc.variant == SELSYNC_VARIANT_CODE,
         .use_ps = async,
         .ps_servers = pc.ps_servers,
-        .ps_lr_scale = cfg->server_lr_scale > 0 ? cfg->server_lr_scale : 1.0 / cfg->workers,
+        .ps_lr_scale = pc.server_lr_scale > 0 ? pc.server_lr_scale : 1.0 / cfg->workers,
         .evaluate_ps = async,
         .on_eval = on_eval,
         .eval_ctx = &ctx,

@@ -5,8 +5,17 @@
 
 #include <stdint.h>
 
-#define RUN_CONFIG_TEXT        256
-#define RUN_CONFIG_MAX_OPTIONS 128
+#define RUN_CONFIG_TEXT           256
+#define RUN_CONFIG_MAX_OPTIONS    128
+#define RUN_CONFIG_POLICY_OPTIONS 32
+
+/* The value of one policy option; its type (sim/policy_registry.h) says which member holds it. */
+typedef union run_policy_value {
+    int i;         /* integers within int */
+    long l;        /* counts of steps */
+    double d;      /* reals */
+    char text[32]; /* a name of an enumeration, or a quantity with its unit as written ("0s") */
+} run_policy_value;
 
 typedef struct run_config {
     int help;    /* --help was given */
@@ -30,7 +39,7 @@ typedef struct run_config {
     int progress;                   /* 1 always, 0 never, -1 when stderr is a terminal */
 
     /* emulation: workers, policy, cluster */
-    char policy[32];                /* "" (single worker) | bsp | ssp | asp | fedavg | selsync */
+    char policy[32];                /* "" (single worker) or a name of the policy registry */
     int workers;                    /* N */
     char platform[RUN_CONFIG_TEXT]; /* SimGrid platform file ("" = generated from below) */
     char bandwidth[32];             /* generated platform: per-link bandwidth */
@@ -46,30 +55,13 @@ typedef struct run_config {
     double target_accuracy;         /* for tta_s (0 = none) */
     int trace;                      /* write steps.trace */
 
-    /* policies */
-    long staleness;           /* ssp: s */
-    double server_lr_scale;   /* ssp/asp: server lr = lr x this (0 = 1/N) */
-    long local_steps;         /* fedavg: H */
-    double local_epochs;      /* fedavg: E (0 = use H) */
-    double client_fraction;   /* fedavg: C */
-    long post_local_after;    /* fedavg: t' */
-    double delta;             /* selsync: delta */
-    int ewma_window;          /* selsync */
-    double ewma_alpha;        /* selsync (0 = variant default) */
-    char selsync_variant[16]; /* paper | code */
-    char aggregation[8];      /* selsync: pa | ga */
-    char selsync_order[32];   /* step-then-average | average-then-step */
-    double inject_alpha;      /* selsync data injection */
-    double inject_beta;
-    int group_size;          /* dssync: G */
-    char grouping[16];       /* dssync: shuffle | alternate */
-    double loss_tolerance;   /* DLCP: eps */
-    char deadline[32];       /* DLCP: time after which optional chunks stop ("0s": none) */
-    char priority[16];       /* DLCP: layer | magnitude | none */
-    double chunk_bytes;      /* DLCP */
-    char drop[8];            /* DLCP: zero | local */
-    double straggler_prob;   /* stragglers: p */
-    double straggler_factor; /* stragglers: f */
+    /* the options of the policies, one slot per option of the registry (sim/policy_registry.h:
+     * policy_option_slot() finds an option's slot by name) */
+    run_policy_value policy_options[RUN_CONFIG_POLICY_OPTIONS];
+
+    /* stragglers and cross traffic */
+    double straggler_prob;              /* stragglers: p */
+    double straggler_factor;            /* stragglers: f */
     char slow_workers[RUN_CONFIG_TEXT]; /* ranks always slower */
     double slow_factor;
     double background_load; /* cross traffic */

@@ -32,7 +32,8 @@ typedef enum policy_kind {
     POLICY_ASP = 2,
     POLICY_FEDAVG = 3,
     POLICY_SELSYNC = 4,
-    POLICY_DSSYNC = 5
+    POLICY_DSSYNC = 5,
+    POLICY_KIND_COUNT /* policies in the registry (sim/policy_registry.h) */
 } policy_kind;
 
 typedef enum dssync_grouping {
@@ -73,10 +74,12 @@ typedef struct policy_config {
     const double *slowdown;  /* (N) multiplies each worker's compute time (stragglers); NULL: 1 */
 
     /* SSP / ASP */
-    long staleness; /* s >= 0; < 0 = infinity (ASP) */
+    long staleness;         /* s >= 0; < 0 = infinity (ASP) */
+    double server_lr_scale; /* the server applies a gradient with lr x this (0: 1/N) */
 
     /* FedAvg / local SGD */
     long local_steps;       /* H >= 1 */
+    double local_epochs;    /* E > 0: H from E passes over a worker's share (0: H as given) */
     double client_fraction; /* C in (0, 1] */
     long post_local_after;  /* t': BSP for steps <= t', then local SGD (0: local from the start) */
 
@@ -110,12 +113,15 @@ typedef struct policy_config {
     double background_load; /* fraction of link capacity taken by seeded random flows (0: none) */
 } policy_config;
 
+/* The defaults: those of the policy options (sim/policy_registry.h) and of the run. */
 void policy_config_default(policy_config *pc);
-/* "bsp", "ssp", "asp", "fedavg", "selsync" (SS_EUSAGE listing them otherwise). */
+/* A policy by its registry name (SS_EUSAGE listing the valid names otherwise). */
 int policy_kind_parse(const char *text, policy_kind *out);
 const char *policy_kind_name(policy_kind k);
 /* The per-worker local batch b' = round(b / (1 + alpha beta N)) under data injection (b if off). */
 int policy_local_batch(const policy_config *pc);
+/* The largest mini-batch a worker computes: b' plus the samples others may inject (b if off). */
+int policy_max_batch(const policy_config *pc);
 
 /* One worker step, as recorded in steps.trace. Times are simulated seconds. */
 typedef struct step_record {

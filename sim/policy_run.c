@@ -4,6 +4,7 @@
 #include "common/status.h"
 #include "sim/exchange_simgrid.h"
 #include "sim/policy_internal.h"
+#include "sim/policy_registry.h"
 #include "sim/policy_workers.h"
 
 #include <stdlib.h>
@@ -34,24 +35,6 @@ static int check_config(const policy_config *pc, const sim_cluster *c) {
         return ss_error_set(SS_EUSAGE, "fedavg: local steps must be >= 1 and the client fraction "
                                        "in (0, 1]");
     return SS_OK;
-}
-
-/* The protocol of the policy's workers. */
-static void (*worker_of(policy_kind kind))(void *) {
-    switch (kind) {
-    case POLICY_BSP:
-        return policy_bsp_worker;
-    case POLICY_SSP:
-    case POLICY_ASP:
-        return policy_ssp_worker;
-    case POLICY_FEDAVG:
-        return policy_fedavg_worker;
-    case POLICY_SELSYNC:
-        return policy_selsync_worker;
-    case POLICY_DSSYNC:
-        return policy_dssync_worker;
-    }
-    return NULL;
 }
 
 static void state_init(policy_state *st, const policy_config *pc, step_source *src,
@@ -128,7 +111,7 @@ int policy_run(const policy_config *pc, sim_cluster *cluster, step_source *src,
     src->counters = &st.counters;
     rc = open_exchange(&st, cluster);
     if (rc == SS_OK) {
-        void (*worker)(void *) = worker_of(pc->kind);
+        void (*worker)(void *) = policy_registry_of_kind(pc->kind)->worker;
         SS_ASSERT(worker != NULL);
         worker_arg *args = ss_calloc((size_t)n, sizeof *args);
         for (int w = 0; w < n; w++) {

@@ -1,6 +1,7 @@
 /* The step-trace format (trace.h, FORMAT.md): writer, reader, CSV import. */
 #include "traces/trace.h"
 #include "common/status.h"
+#include "sim/policy_codec.h"
 
 #include <errno.h>
 #include <math.h>
@@ -13,120 +14,6 @@
     "bytes_sent loss"
 #define TRACE_MAX_LINE    65536 /* bytes of one line */
 #define TRACE_MAX_WORKERS (1 << 20)
-
-/* ---- the policy header: one row per policy_config field ---- */
-
-typedef enum pfield_type {
-    PFIELD_INT,
-    PFIELD_LONG,
-    PFIELD_U64,
-    PFIELD_DOUBLE,
-    PFIELD_KIND,        /* policy_kind by name */
-    PFIELD_COLLECTIVE,  /* use_ps + coll.algo: "ps" or an all-reduce algorithm */
-    PFIELD_COMPUTE,     /* sim_compute_cfg */
-    PFIELD_VARIANT,     /* selsync_variant: paper | code */
-    PFIELD_AGGREGATION, /* aggregate_what: pa | ga */
-    PFIELD_ORDER,       /* selsync_order */
-    PFIELD_GROUPING,    /* dssync_grouping: shuffle | alternate */
-    PFIELD_PRIORITY,    /* dlcp_priority: none | layer | magnitude */
-    PFIELD_SLOWDOWN     /* pc->slowdown: "none" or N comma-separated factors */
-} pfield_type;
-
-typedef struct pfield {
-    const char *key;
-    pfield_type type;
-    size_t offset; /* in policy_config */
-} pfield;
-
-#define PF(field) offsetof(policy_config, field)
-static const pfield pfields[] = {
-    {"policy", PFIELD_KIND, PF(kind)},
-    {"workers", PFIELD_INT, PF(workers)},
-    {"steps", PFIELD_LONG, PF(steps)},
-    {"batch", PFIELD_INT, PF(batch)},
-    {"seed", PFIELD_U64, PF(seed)},
-    {"eval_every", PFIELD_LONG, PF(eval_every)},
-    {"collective", PFIELD_COLLECTIVE, 0},
-    {"segment_bytes", PFIELD_DOUBLE, PF(coll.segment_bytes)},
-    {"ps_servers", PFIELD_INT, PF(ps_servers)},
-    {"compute", PFIELD_COMPUTE, PF(compute)},
-    {"staleness", PFIELD_LONG, PF(staleness)},
-    {"local_steps", PFIELD_LONG, PF(local_steps)},
-    {"client_fraction", PFIELD_DOUBLE, PF(client_fraction)},
-    {"post_local_after", PFIELD_LONG, PF(post_local_after)},
-    {"delta", PFIELD_DOUBLE, PF(delta)},
-    {"ewma_window", PFIELD_INT, PF(ewma_window)},
-    {"ewma_alpha", PFIELD_DOUBLE, PF(ewma_alpha)},
-    {"selsync_variant", PFIELD_VARIANT, PF(variant)},
-    {"aggregation", PFIELD_AGGREGATION, PF(aggregation)},
-    {"selsync_order", PFIELD_ORDER, PF(order)},
-    {"flag_bytes", PFIELD_DOUBLE, PF(flag_bytes)},
-    {"inject_alpha", PFIELD_DOUBLE, PF(inject_alpha)},
-    {"inject_beta", PFIELD_DOUBLE, PF(inject_beta)},
-    {"group_size", PFIELD_INT, PF(group_size)},
-    {"grouping", PFIELD_GROUPING, PF(grouping)},
-    {"loss_tolerance", PFIELD_DOUBLE, PF(loss_tolerance)},
-    {"deadline_s", PFIELD_DOUBLE, PF(deadline_s)},
-    {"chunk_bytes", PFIELD_DOUBLE, PF(chunk_bytes)},
-    {"priority", PFIELD_PRIORITY, PF(priority)},
-    {"drop_keep_local", PFIELD_INT, PF(drop_keep_local)},
-    {"straggler_prob", PFIELD_DOUBLE, PF(straggler_prob)},
-    {"straggler_factor", PFIELD_DOUBLE, PF(straggler_factor)},
-    {"background_load", PFIELD_DOUBLE, PF(background_load)},
-    {"slowdown", PFIELD_SLOWDOWN, PF(slowdown)},
-};
-#undef PF
-#define PFIELD_COUNT ((int)(sizeof pfields / sizeof pfields[0]))
-
-static void pfield_format(const pfield *f, const policy_config *pc, char *buf, size_t n) {
-    const char *p = (const char *)pc + f->offset;
-    switch (f->type) {
-    case PFIELD_INT:
-        snprintf(buf, n, "%d", *(const int *)p);
-        break;
-    case PFIELD_LONG:
-        snprintf(buf, n, "%ld", *(const long *)p);
-        break;
-    case PFIELD_U64:
-        snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)p);
-        break;
-    case PFIELD_DOUBLE:
-        snprintf(buf, n, "%.17g", *(const double *)p);
-        break;
-    case PFIELD_KIND:
-        snprintf(buf, n, "%s", policy_kind_name(pc->kind));
-        break;
-    case PFIELD_COLLECTIVE:
-        snprintf(buf, n, "%s", pc->use_ps ? "ps" : sim_allreduce_algo_name(pc->coll.algo));
-        break;
-    case PFIELD_COMPUTE:
-        sim_compute_format(&pc->compute, buf, n);
-        break;
-    case PFIELD_VARIANT:
-        snprintf(buf, n, "%s", pc->variant == SELSYNC_VARIANT_CODE ? "code" : "paper");
-        break;
-    case PFIELD_AGGREGATION:
-        snprintf(buf, n, "%s", pc->aggregation == AGGREGATE_GRADS ? "ga" : "pa");
-        break;
-    case PFIELD_ORDER:
-        snprintf(buf, n, "%s",
-                 pc->order == SELSYNC_ORDER_AVERAGE_THEN_STEP ? "average-then-step"
-                                                              : "step-then-average");
-        break;
-    case PFIELD_GROUPING:
-        snprintf(buf, n, "%s", pc->grouping == DSSYNC_GROUPING_ALTERNATE ? "alternate" : "shuffle");
-        break;
-    case PFIELD_PRIORITY:
-        snprintf(buf, n, "%s",
-                 pc->priority == DLCP_PRIORITY_MAGNITUDE ? "magnitude"
-                 : pc->priority == DLCP_PRIORITY_NONE    ? "none"
-                                                         : "layer");
-        break;
-    case PFIELD_SLOWDOWN: /* written by the caller: it may be long */
-        snprintf(buf, n, "none");
-        break;
-    }
-}
 
 /* Strict number parsing: the whole text, finite. */
 static int parse_double(const char *s, double *out) {
@@ -147,82 +34,6 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
     return 0;
 }
 
-/* Sets one policy field from text; -1 if the value is not valid (message in `why`). */
-static int pfield_parse(const pfield *f, const char *v, policy_config *pc, char *why, size_t n) {
-    char *p = (char *)pc + f->offset;
-    long l;
-    double d;
-    switch (f->type) {
-    case PFIELD_INT:
-        if (parse_long(v, -1000000000L, 1000000000L, &l)) break;
-        *(int *)p = (int)l;
-        return 0;
-    case PFIELD_LONG:
-        if (parse_long(v, -4000000000000000000L, 4000000000000000000L, &l)) break;
-        *(long *)p = l;
-        return 0;
-    case PFIELD_U64: {
-        char *end;
-        errno = 0;
-        if (v[0] < '0' || v[0] > '9') break;
-        unsigned long long u = strtoull(v, &end, 10);
-        if (*end || errno) break;
-        *(uint64_t *)p = u;
-        return 0;
-    }
-    case PFIELD_DOUBLE:
-        if (parse_double(v, &d)) break;
-        *(double *)p = d;
-        return 0;
-    case PFIELD_KIND:
-        if (policy_kind_parse(v, &pc->kind) != SS_OK) break;
-        return 0;
-    case PFIELD_COLLECTIVE:
-        if (!strcmp(v, "ps")) {
-            pc->use_ps = 1;
-            return 0;
-        }
-        pc->use_ps = 0;
-        if (sim_allreduce_algo_parse("collective", v, &pc->coll.algo) != SS_OK) break;
-        return 0;
-    case PFIELD_COMPUTE:
-        if (sim_compute_parse("compute", v, &pc->compute) != SS_OK) break;
-        return 0;
-    case PFIELD_VARIANT:
-        if (strcmp(v, "paper") && strcmp(v, "code")) break;
-        pc->variant = !strcmp(v, "code") ? SELSYNC_VARIANT_CODE : SELSYNC_VARIANT_PAPER;
-        return 0;
-    case PFIELD_AGGREGATION:
-        if (strcmp(v, "pa") && strcmp(v, "ga")) break;
-        pc->aggregation = !strcmp(v, "ga") ? AGGREGATE_GRADS : AGGREGATE_PARAMS;
-        return 0;
-    case PFIELD_ORDER:
-        if (strcmp(v, "step-then-average") && strcmp(v, "average-then-step")) break;
-        pc->order = !strcmp(v, "average-then-step") ? SELSYNC_ORDER_AVERAGE_THEN_STEP
-                                                    : SELSYNC_ORDER_STEP_THEN_AVERAGE;
-        return 0;
-    case PFIELD_GROUPING:
-        if (strcmp(v, "shuffle") && strcmp(v, "alternate")) break;
-        pc->grouping =
-            !strcmp(v, "alternate") ? DSSYNC_GROUPING_ALTERNATE : DSSYNC_GROUPING_SHUFFLE;
-        return 0;
-    case PFIELD_PRIORITY:
-        if (!strcmp(v, "none"))
-            pc->priority = DLCP_PRIORITY_NONE;
-        else if (!strcmp(v, "layer"))
-            pc->priority = DLCP_PRIORITY_LAYER;
-        else if (!strcmp(v, "magnitude"))
-            pc->priority = DLCP_PRIORITY_MAGNITUDE;
-        else
-            break;
-        return 0;
-    case PFIELD_SLOWDOWN: /* checked against the worker count at the first record */
-        return 0;
-    }
-    snprintf(why, n, "invalid value '%.64s' for policy key '%s'", v, f->key);
-    return -1;
-}
-
 /* ---- writer ---- */
 
 void trace_writer_begin(trace_writer *w, FILE *fp, const trace_meta *meta, const policy_config *pc,
@@ -236,18 +47,7 @@ void trace_writer_begin(trace_writer *w, FILE *fp, const trace_meta *meta, const
     fprintf(fp, "# meta param_count = %.17g\n", meta->param_count);
     fprintf(fp, "# meta param_bytes = %.17g\n", meta->param_bytes);
     fprintf(fp, "# meta sample_bytes = %.17g\n", meta->sample_bytes);
-    char buf[128];
-    for (int i = 0; i < PFIELD_COUNT; i++) {
-        if (pfields[i].type == PFIELD_SLOWDOWN && pc->slowdown) {
-            fprintf(fp, "# policy %s = ", pfields[i].key);
-            for (int w = 0; w < pc->workers; w++)
-                fprintf(fp, "%s%.17g", w ? "," : "", pc->slowdown[w]);
-            fputc('\n', fp);
-            continue;
-        }
-        pfield_format(&pfields[i], pc, buf, sizeof buf);
-        fprintf(fp, "# policy %s = %s\n", pfields[i].key, buf);
-    }
+    policy_codec_write(pc, "# policy ", fp);
     if (config_ini) {
         /* config.ini lines: keep the "key = value" ones (not comments or the section) */
         const char *p = config_ini;
@@ -387,7 +187,7 @@ typedef struct reader {
     trace *t;
     policy_config pc;
     trace_meta meta;
-    unsigned char policy_seen[sizeof pfields / sizeof pfields[0]];
+    unsigned char policy_seen[POLICY_CODEC_MAX_KEYS];
     trace_kv *config;
     int n_config, cap_config;
     int columns_seen;
@@ -424,19 +224,16 @@ static int header_line(reader *r, char *text) {
     if (!strncmp(text, "policy ", 7)) {
         if (r->t) return bad(r, "policy line after the first record", NULL);
         if (split_kv(text + 7, &key, &value)) return bad(r, "malformed policy line", NULL);
-        for (int i = 0; i < PFIELD_COUNT; i++)
-            if (!strcmp(pfields[i].key, key)) {
-                if (pfield_parse(&pfields[i], value, &r->pc, why, sizeof why))
-                    return bad(r, why, NULL);
-                if (pfields[i].type == PFIELD_SLOWDOWN) {
-                    free(r->slowdown_text);
-                    r->slowdown_text = strdup(value);
-                    SS_ASSERT(r->slowdown_text);
-                }
-                r->policy_seen[i] = 1;
-                return SS_OK;
-            }
-        return bad(r, "unknown policy key: ", key);
+        int i = policy_codec_parse(key, value, &r->pc, why, sizeof why);
+        if (i == POLICY_CODEC_UNKNOWN) return bad(r, "unknown policy key: ", key);
+        if (i < 0) return bad(r, why, NULL);
+        if (!strcmp(key, "slowdown")) {
+            free(r->slowdown_text);
+            r->slowdown_text = strdup(value);
+            SS_ASSERT(r->slowdown_text);
+        }
+        r->policy_seen[i] = 1;
+        return SS_OK;
     }
     if (!strncmp(text, "config ", 7)) {
         if (split_kv(text + 7, &key, &value)) return bad(r, "malformed config line", NULL);
@@ -480,9 +277,9 @@ static int header_line(reader *r, char *text) {
 
 /* Allocates the cells once the header is complete (at the first record or the end line). */
 static int start_records(reader *r) {
-    for (int i = 0; i < PFIELD_COUNT; i++)
-        if (!r->policy_seen[i])
-            return bad(r, "the header lacks the policy line for ", pfields[i].key);
+    for (int i = 0; i < policy_codec_count(); i++)
+        if (policy_codec_required(i) && !r->policy_seen[i])
+            return bad(r, "the header lacks the policy line for ", policy_codec_key(i));
     if (!r->columns_seen) return bad(r, "the header lacks the '# columns:' line", NULL);
     if (r->pc.workers < 1 || r->pc.workers > TRACE_MAX_WORKERS || r->pc.steps < 1)
         return bad(r, "policy workers and steps must be positive", NULL);

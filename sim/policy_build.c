@@ -1,0 +1,175 @@
+/* The policy configuration from the resolved options (policy_build.h), and its defaults. */
+#include "sim/policy_build.h"
+#include "common/status.h"
+#include "sim/platform_gen.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int policy_option_parse(const policy_option *o, const char *text, run_policy_value *v) {
+    char *end = NULL;
+    errno = 0;
+    memset(v, 0, sizeof *v);
+    switch (o->type) {
+    case POLICY_OPTION_INT:
+    case POLICY_OPTION_LONG: {
+        long long x = strtoll(text, &end, 10);
+        if (end == text || errno || *end || x < o->min || x > o->max) break;
+        if (o->type == POLICY_OPTION_INT)
+            v->i = (int)x;
+        else
+            v->l = (long)x;
+        return SS_OK;
+    }
+    case POLICY_OPTION_DOUBLE: {
+        double x = strtod(text, &end);
+        if (end == text || errno || *end || !isfinite(x) || x < o->min || x > o->max) break;
+        v->d = x;
+        return SS_OK;
+    }
+    case POLICY_OPTION_ENUM:
+    case POLICY_OPTION_DURATION:
+        if (strlen(text) >= sizeof v->text) break;
+        snprintf(v->text, sizeof v->text, "%s", text);
+        return SS_OK;
+    }
+    return ss_error_set(SS_EUSAGE, "--%s: invalid value '%s'", o->name, text);
+}
+
+int policy_option_apply(const policy_option *o, const run_policy_value *v, policy_config *pc) {
+    char *field = (char *)pc + o->offset;
+    switch (o->type) {
+    case POLICY_OPTION_INT:
+        *(int *)field = v->i;
+        return SS_OK;
+    case POLICY_OPTION_LONG:
+        *(long *)field = v->l;
+        return SS_OK;
+    case POLICY_OPTION_DOUBLE:
+        *(double *)field = v->d;
+        return SS_OK;
+    case POLICY_OPTION_ENUM:
+        if (policy_enum_parse(o->names, v->text, (int *)field) != 0)
+            return ss_error_set(SS_EUSAGE, "--%s: invalid value '%s'", o->name, v->text);
+        return SS_OK;
+    case POLICY_OPTION_DURATION: {
+        char option[64];
+        snprintf(option, sizeof option, "--%s", o->name);
+        return platform_parse_latency(option, v->text, (double *)field);
+    }
+    }
+    return ss_error_set(SS_EUSAGE, "--%s: unknown option type", o->name);
+}
+
+void policy_config_default(policy_config *pc) {
+    memset(pc, 0, sizeof *pc);
+    pc->kind = policy_registry_baseline()->kind;
+    pc->workers = 1;
+    pc->steps = 1;
+    pc->batch = 32;
+    pc->eval_every = 0;
+    pc->ps_servers = 1;
+    pc->coll.algo = SIM_ALLREDUCE_RING;
+    pc->compute.mode = SIM_COMPUTE_FLOPS;
+    pc->compute.scale = 1.0;
+    pc->flag_bytes = 1.0;
+    pc->straggler_factor = 1.0;
+    /* the policies' own defaults: those of their options */
+    for (int k = 0; k < policy_option_count(); k++) {
+        const policy_option *o = policy_option_at(k);
+        run_policy_value v;
+        int rc = policy_option_parse(o, o->def, &v);
+        if (rc == SS_OK) rc = policy_option_apply(o, &v, pc);
+        SS_ASSERT(rc == SS_OK); /* the registry's own defaults must be valid */
+    }
+}
+
+/* --slow-workers: the ranks always slower by --slow-factor. */
+static int parse_slowdown(const run_config *cfg, policy_config *pc) {
+    if (!cfg->slow_workers[0]) return SS_OK;
+    double *slow = ss_malloc(sizeof(double) * (size_t)cfg->workers);
+    for (int i = 0; i < cfg->workers; i++)
+        slow[i] = 1.0;
+    char list[RUN_CONFIG_TEXT];
+    snprintf(list, sizeof list, "%s", cfg->slow_workers);
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        char *end;
+        long r = strtol(tok, &end, 10);
+        if (*end || end == tok || r < 0 || r >= cfg->workers) {
+            free(slow);
+            return ss_error_set(SS_EUSAGE, "--slow-workers: '%s' is not a worker rank in [0, %d]",
+                                tok, cfg->workers - 1);
+        }
+        slow[r] = cfg->slow_factor;
+    }
+    pc->slowdown = slow;
+    return SS_OK;
+}
+
+/* Steps from epochs (an epoch is |D| samples processed by the computing workers together), the
+ * policy's own resolution, and the evaluation period. */
+static int schedule(const run_config *cfg, policy_build_env *env, policy_config *pc) {
+    const policy_info *p = policy_registry_of_kind(pc->kind);
+    const double computing = p->computing_workers ? p->computing_workers(pc) : pc->workers;
+    double per_epoch = (double)env->train_samples / (computing * pc->batch);
+    if (per_epoch < 1)
+        return ss_error_set(SS_EUSAGE,
+                            "--workers %d x --batch %d exceeds the training set (%zu samples): "
+                            "not even one step per epoch",
+                            pc->workers, pc->batch, env->train_samples);
+    env->steps_per_epoch = (long)floor(per_epoch);
+    pc->steps = lround(cfg->epochs * per_epoch);
+    if (pc->steps < 1) pc->steps = 1;
+    if (p->resolve) p->resolve(pc, env->train_samples);
+    pc->eval_every = cfg->eval_every > 0          ? cfg->eval_every
+                     : env->steps_per_epoch >= 10 ? env->steps_per_epoch / 10
+                                                  : 1;
+    return SS_OK;
+}
+
+/* The exchange of the synchronous steps: an all-reduce algorithm or parameter servers. */
+static int exchange(const run_config *cfg, policy_config *pc) {
+    if (!strcmp(cfg->collective, "ps")) {
+        pc->use_ps = 1;
+    } else {
+        int rc = sim_allreduce_algo_parse("--collective", cfg->collective, &pc->coll.algo);
+        if (rc != SS_OK) return rc;
+    }
+    pc->coll.segment_bytes = cfg->segment_bytes;
+    pc->ps_servers = cfg->ps_servers;
+    return SS_OK;
+}
+
+int policy_config_build(const run_config *cfg, policy_build_env *env, policy_config *pc) {
+    policy_config_default(pc);
+    const int run = env->mode == POLICY_BUILD_RUN;
+    const char *name = cfg->policy[0] ? cfg->policy : policy_registry_baseline()->name;
+    int rc = policy_kind_parse(name, &pc->kind);
+    if (rc != SS_OK) return rc;
+    if (run) pc->workers = cfg->workers;
+    pc->batch = cfg->batch;
+    pc->seed = cfg->seed;
+    if ((rc = exchange(cfg, pc)) != SS_OK) return rc;
+    if (run) {
+        if ((rc = sim_compute_parse("--compute", cfg->compute, &pc->compute)) != SS_OK) return rc;
+        if (pc->compute.mode == SIM_COMPUTE_TRACE)
+            return ss_error_set(SS_EUSAGE, "--compute trace is for replay; use flops or measured");
+    }
+    for (int k = 0; k < policy_option_count(); k++)
+        if ((rc = policy_option_apply(policy_option_at(k), &cfg->policy_options[k], pc)) != SS_OK)
+            return rc;
+    if (!run) return SS_OK;
+    pc->straggler_prob = cfg->straggler_prob;
+    pc->straggler_factor = cfg->straggler_factor;
+    pc->background_load = cfg->background_load;
+    if ((rc = parse_slowdown(cfg, pc)) != SS_OK) return rc;
+    rc = schedule(cfg, env, pc);
+    if (rc != SS_OK) {
+        free((void *)pc->slowdown);
+        pc->slowdown = NULL;
+    }
+    return rc;
+}
