@@ -20,9 +20,6 @@
 #include "sim/internal.h"
 #include "sim/units.h"
 
-double sim_model_latency_factor = 13.01;
-char sim_token = 'x';
-
 /* Largest number of hosts a platform may list (cluster radicals are expanded in memory). */
 #define PLATFORM_MAX_HOSTS (1 << 22)
 

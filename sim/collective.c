@@ -18,6 +18,10 @@
 #include "common/status.h"
 #include "sim/internal.h"
 
+/* Shared with the cluster set-up, which sets the factor of its network model (internal.h). */
+double sim_model_latency_factor = 13.01;
+char sim_token = 'x';
+
 struct sim_comm {
     int id;                  /* unique in the process: names the group's mailboxes */
     int size;                /* members */

@@ -188,22 +188,6 @@ static void fedavg_resolve(policy_config *pc, size_t train_samples) {
     if (pc->local_steps < 1) pc->local_steps = 1;
 }
 
-/* SelSync data injection: injected samples join a worker's own b' = b / (1 + alpha beta N). */
-static int selsync_local_batch(const policy_config *pc) {
-    if (pc->inject_alpha <= 0 || pc->inject_beta <= 0) return pc->batch;
-    double b = pc->batch / (1.0 + pc->inject_alpha * pc->inject_beta * pc->workers);
-    int lb = (int)lround(b);
-    return lb < 1 ? 1 : lb;
-}
-
-/* Room for the own samples and every other worker's share. */
-static int selsync_max_batch(const policy_config *pc) {
-    if (pc->inject_alpha <= 0) return pc->batch;
-    const int local_batch = selsync_local_batch(pc);
-    int share = (int)lround(pc->inject_beta * local_batch);
-    return local_batch + share * (pc->workers - 1);
-}
-
 /* ---- the rows, in policy_kind order ---- */
 
 static const policy_info policies[] = {
@@ -254,8 +238,8 @@ static const policy_info policies[] = {
      .options = selsync_options,
      .check = selsync_check,
      .label = selsync_label,
-     .local_batch = selsync_local_batch,
-     .max_batch = selsync_max_batch},
+     .local_batch = policy_selsync_local_batch,
+     .max_batch = policy_selsync_max_batch},
     {.name = "dssync",
      .kind = POLICY_DSSYNC,
      .worker = policy_dssync_worker,

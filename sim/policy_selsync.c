@@ -111,6 +111,22 @@ static void selsync_inject(policy_state *st, int w, int local_batch, rng *r, int
     }
 }
 
+/* SelSync data injection: injected samples join a worker's own b' = b / (1 + alpha beta N). */
+int policy_selsync_local_batch(const policy_config *pc) {
+    if (pc->inject_alpha <= 0 || pc->inject_beta <= 0) return pc->batch;
+    double b = pc->batch / (1.0 + pc->inject_alpha * pc->inject_beta * pc->workers);
+    int lb = (int)lround(b);
+    return lb < 1 ? 1 : lb;
+}
+
+/* Room for the own samples and every other worker's share. */
+int policy_selsync_max_batch(const policy_config *pc) {
+    if (pc->inject_alpha <= 0) return pc->batch;
+    const int local_batch = policy_selsync_local_batch(pc);
+    int share = (int)lround(pc->inject_beta * local_batch);
+    return local_batch + share * (pc->workers - 1);
+}
+
 void policy_selsync_worker(void *arg) {
     worker_arg *wa = arg;
     policy_state *st = wa->st;
@@ -126,7 +142,7 @@ void policy_selsync_worker(void *arg) {
     tracker.variant = pc->variant;
     ewma_init(&tracker.norm, alpha, pc->ewma_window);
     ewma_init(&tracker.delta, alpha, pc->ewma_window);
-    const int local_batch = policy_local_batch(pc);
+    const int local_batch = policy_selsync_local_batch(pc);
     const int injecting = pc->inject_alpha > 0 && pc->inject_beta > 0;
     rng inject_rng;
     rng_seed(&inject_rng, pc->seed, RNG_STREAM_POLICY + 2);
