@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/outputs.h"
-#include "cli/run_emulation.h"
+#include "cli/commands.h"
 #include "common/rng.h"
 #include "common/status.h"
 #include "sim/bench_network.h"
@@ -69,7 +69,7 @@ static int resolve_platform(const run_config *cfg, const trace *t, replay_opts *
             return ss_error_set(SS_EINPUT,
                                 "the trace's config gpu-efficiency = %s is not in (0, 1]", eff);
     }
-    int rc = run_platform_spec(&gen, 1, 0, &ro->gen);
+    int rc = platform_spec_from_config(&gen, 1, 0, &ro->gen);
     if (rc != SS_OK) return rc;
     ro->platform_path = NULL;
     return SS_OK;
