@@ -24,11 +24,11 @@ typedef struct run_summary {
     char mode[16];   /* emulation | single | replay */
     char policy[16];
     int workers;
-    char platform[RUN_CONFIG_TEXT + 64]; /* as the user named it, or how it was generated */
-    double test_accuracy;                /* final, consensus model */
-    double test_loss;                    /* -1: not finite (diverged) */
-    double sim_time_s;                   /* simulated time of the whole run */
-    double tta_s; /* first simulated time at the target accuracy; < 0: never / no target */
+    char platform[1024];  /* as the user named it, or how it was generated */
+    double test_accuracy; /* final, consensus model */
+    double test_loss;     /* -1: not finite (diverged) */
+    double sim_time_s;    /* simulated time of the whole run */
+    double tta_s;         /* first simulated time at the target accuracy; < 0: never / no target */
     double target_accuracy;
     double lssr;
     long steps;
