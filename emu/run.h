@@ -17,6 +17,8 @@
 #include "kernels/model.h"
 #include "sim/isolate.h"
 
+#include <stdio.h>
+
 /* One point of the accuracy curve, as compare needs it. */
 typedef struct run_curve_point {
     double sim_time_s;
@@ -38,5 +40,10 @@ int run_train_emulated(const run_request *rq, run_summary *sum, sim_blob *curve)
 /* One worker, no policy, no simulation (emu/train_single.c): the numerical reference the
  * emulator builds on. SS_EDIVERGED / SS_EINTERRUPT with complete outputs. */
 int run_train_single(const run_request *rq, run_summary *sum);
+
+/* syncsim bench coupling (emu/bench_coupling.c): the same BSP training of rq->cfg->workers
+ * workers for rq->cfg->epochs, with and without SimGrid, and the simulation alone; a table on
+ * `out`. SS_EIO if the coupled and uncoupled runs end with different parameters. */
+int bench_coupling(const run_request *rq, FILE *out);
 
 #endif
