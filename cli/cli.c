@@ -2,7 +2,6 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "common/status.h"
-#include "cli/run_emulation.h"
 #include "kernels/bench.h"
 #include "sim/bench_network.h"
 #include "sim/platform_gen.h"
@@ -32,7 +31,7 @@ static int run_compare(const run_config *cfg, const char *target) {
 static int run_platform(const run_config *cfg, const char *target) {
     (void)target;
     platform_gen_spec s;
-    int rc = run_platform_spec(cfg, cfg->hosts, cfg->ps_hosts, &s);
+    int rc = platform_spec_from_config(cfg, cfg->hosts, cfg->ps_hosts, &s);
     return rc != SS_OK ? rc : platform_generate(&s, stdout);
 }
 

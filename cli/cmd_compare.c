@@ -10,7 +10,6 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/outputs.h"
-#include "cli/run_emulation.h"
 #include "common/status.h"
 #include "sim/policy_registry.h"
 

@@ -1,19 +1,28 @@
-/* The subcommands' entry points. Each returns a status; cli_main turns it into the exit code. */
+/* The subcommands' entry points. Each returns a status; cli_main turns it into the exit code.
+ * The work is done by runners outside cli/ (emu/run.h, traces/replay_run.h, ...); these only hand
+ * them the resolved options. */
 #ifndef SS_CLI_COMMANDS_H
 #define SS_CLI_COMMANDS_H
 
 #include "common/run_config.h"
+#include "common/summary.h"
+#include "sim/isolate.h"
 
 int cmd_train_single(const run_config *cfg); /* syncsim train (one worker, no simulation) */
 int cmd_train(const run_config *cfg);        /* syncsim train: single, or emulated with a policy */
 int cmd_compare(const run_config *cfg);      /* syncsim compare */
 int cmd_bench_coupling(const run_config *cfg); /* syncsim bench coupling */
-int cmd_replay(const run_config *cfg);         /* syncsim replay (cli/cmd_replay.c) */
+int cmd_replay(const run_config *cfg);         /* syncsim replay */
 int cmd_trace(const run_config *cfg);          /* syncsim trace: check a trace, import a log */
 int cmd_bench_replay(const run_config *cfg);   /* syncsim bench replay */
 /* syncsim sweep FILE.ini [options] and syncsim report DIR... [options]: argv after the
  * subcommand word, positional words included; they return an exit code. */
 int cmd_sweep_main(int argc, char **argv);
 int cmd_report_main(int argc, char **argv);
+
+/* One emulated training run of the resolved options (emu/run.h run_train_emulated), in the
+ * current process, which must not have started SimGrid yet: what compare and sweep run in their
+ * children. If curve is not NULL, the evaluations are appended to it (run_curve_point). */
+int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve);
 
 #endif

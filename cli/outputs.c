@@ -2,97 +2,45 @@
 #include "cli/options.h"
 #include "common/status.h"
 
-#include <signal.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-void outputs_path(const run_config *cfg, const char *name, char *buf, size_t n) {
-    snprintf(buf, n, "%s/%s", cfg->out_dir, name);
+char *outputs_config_ini(unsigned command, const run_config *cfg) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    SS_ASSERT(mem);
+    options_write_ini(command, cfg, mem);
+    fclose(mem);
+    return text;
 }
 
 int outputs_begin(unsigned command, const run_config *cfg) {
-    int rc = ss_mkdir_p(cfg->out_dir);
-    if (rc != SS_OK) return rc;
-    char path[1024];
-    outputs_path(cfg, "config.ini", path, sizeof path);
-    afile f;
-    if ((rc = afile_open(&f, path)) != SS_OK) return rc;
-    options_write_ini(command, cfg, f.fp);
-    return afile_commit(&f);
-}
-
-int outputs_write_json(const run_config *cfg, const char *name, const cJSON *json) {
-    char path[1024];
-    outputs_path(cfg, name, path, sizeof path);
-    char *text = cJSON_Print(json);
-    if (!text) return ss_error_set(SS_ENOMEM, "cannot format %s", path);
-    afile f;
-    int rc = afile_open(&f, path);
-    if (rc == SS_OK) {
-        fputs(text, f.fp);
-        fputc('\n', f.fp);
-        rc = afile_commit(&f);
-    }
+    char *text = outputs_config_ini(command, cfg);
+    int rc = outputs_open_dir(cfg, text);
     free(text);
     return rc;
 }
 
-double outputs_wall_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+void outputs_request(unsigned command, const run_config *cfg, int table, run_request *rq) {
+    memset(rq, 0, sizeof *rq);
+    rq->cfg = cfg;
+    rq->config_ini = outputs_config_ini(command, cfg);
+    rq->lr = options_learning_rate(cfg);
+    rq->was_set = options_was_set;
+    if (table) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *mem = open_memstream(&text, &len);
+        SS_ASSERT(mem);
+        options_print_table(command, cfg, mem);
+        fclose(mem);
+        rq->config_table = text;
+    }
 }
 
-void progress_begin(progress *p, int setting, long total) {
-    p->enabled = setting < 0 ? isatty(STDERR_FILENO) : setting;
-    p->total = total > 0 ? total : 1;
-    p->last_draw = 0;
-}
-
-void progress_update(progress *p, long done, const char *fmt, ...) {
-    if (!p->enabled) return;
-    double now = outputs_wall_s();
-    if (done < p->total && now - p->last_draw < 0.2) return;
-    p->last_draw = now;
-    const int width = 30;
-    int filled = (int)((double)width * (double)done / (double)p->total);
-    char bar[64];
-    for (int i = 0; i < width; i++)
-        bar[i] = i < filled ? '#' : '.';
-    bar[width] = '\0';
-    char text[160] = "";
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\r[%s] %3d%% %s\033[K", bar, (int)(100.0 * (double)done / (double)p->total),
-            text);
-    fflush(stderr);
-}
-
-void progress_end(progress *p) {
-    if (p->enabled) fputc('\n', stderr);
-}
-
-static volatile sig_atomic_t interrupted_flag;
-
-static void on_signal(int sig) {
-    (void)sig;
-    interrupted_flag = 1;
-}
-
-void outputs_install_interrupt_handler(void) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-}
-
-int outputs_interrupted(void) {
-    return interrupted_flag != 0;
+void outputs_request_free(run_request *rq) {
+    free((void *)rq->config_ini);
+    free((void *)rq->config_table);
+    rq->config_ini = rq->config_table = NULL;
 }

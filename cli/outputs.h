@@ -1,38 +1,21 @@
-/* Run outputs shared by the subcommands: the output directory, config.ini, metrics.csv rows,
- * summary.json, and the progress bar. Every file is written through common/afile.h (temporary
- * name, then rename), so an interrupted run never leaves a file that looks finished. */
+/* The command line's side of the run outputs: config.ini, which only the option table writes.
+ * Everything else (paths, JSON, progress bar, interrupt flag, wall clock) is common/outputs.h. */
 #ifndef SS_CLI_OUTPUTS_H
 #define SS_CLI_OUTPUTS_H
 
-#include "common/run_config.h"
-#include "common/afile.h"
+#include "common/outputs.h"
+#include "common/run_request.h"
 
-#include <cjson/cJSON.h>
-#include <stdio.h>
-
-/* Creates cfg->out_dir and writes OUT/config.ini for `command` (a CMD_* bit). */
+/* The resolved configuration as OUT/config.ini text for `command` (a CMD_* bit); re-runnable
+ * with --config. The caller frees it. */
+char *outputs_config_ini(unsigned command, const run_config *cfg);
+/* Creates cfg->out_dir and writes OUT/config.ini for `command`. */
 int outputs_begin(unsigned command, const run_config *cfg);
-/* Joins the output directory and a file name into buf. */
-void outputs_path(const run_config *cfg, const char *name, char *buf, size_t n);
-/* Writes a cJSON object to OUT/name atomically (pretty-printed). */
-int outputs_write_json(const run_config *cfg, const char *name, const cJSON *json);
 
-/* A progress bar on stderr, drawn only when enabled (cfg->progress, or a terminal for auto). */
-typedef struct progress {
-    int enabled;
-    long total;       /* units of work, e.g. steps */
-    double last_draw; /* wall time of the last redraw (s) */
-} progress;
-void progress_begin(progress *p, int setting, long total);
-void progress_update(progress *p, long done, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-void progress_end(progress *p);
-
-/* Wall-clock seconds (monotonic). */
-double outputs_wall_s(void);
-
-/* SIGINT/SIGTERM set a flag that long loops poll, so they stop cleanly and write their outputs. */
-void outputs_install_interrupt_handler(void);
-int outputs_interrupted(void);
+/* What a runner needs from the option table for `command`: config.ini text, the learning rate,
+ * options_was_set (and, with `table`, the options as a table for humans). Released by
+ * outputs_request_free(). */
+void outputs_request(unsigned command, const run_config *cfg, int table, run_request *rq);
+void outputs_request_free(run_request *rq);
 
 #endif

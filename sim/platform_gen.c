@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/afile.h"
 #include "common/status.h"
 #include "sim/units.h"
 
@@ -246,5 +247,42 @@ int platform_generate(const platform_gen_spec *s, FILE *out) {
     fprintf(out, "  </zone>\n</platform>\n");
     if (fflush(out) != 0 || ferror(out))
         return ss_error_set(SS_EIO, "platform: writing the platform failed");
+    return SS_OK;
+}
+
+int platform_generate_file(const platform_gen_spec *spec, const char *path) {
+    afile f;
+    int rc = afile_open(&f, path);
+    if (rc != SS_OK) return rc;
+    if ((rc = platform_generate(spec, f.fp)) != SS_OK) {
+        afile_abort(&f);
+        return rc;
+    }
+    return afile_commit(&f);
+}
+
+double platform_tier_latency_s(double bps) {
+    return bps <= 5e9    ? 25e-6
+           : bps <= 10e9 ? 15e-6
+           : bps <= 25e9 ? 10e-6
+           : bps <= 40e9 ? 5e-6
+                         : 1e-6;
+}
+
+int platform_spec_from_config(const run_config *cfg, int n_hosts, int n_ps,
+                              platform_gen_spec *spec) {
+    *spec = platform_gen_default();
+    int rc;
+    spec->n_hosts = n_hosts;
+    spec->n_ps = n_ps;
+    spec->efficiency = cfg->gpu_efficiency;
+    if ((rc = platform_parse_bandwidth("--bandwidth", cfg->bandwidth, &spec->bandwidth_bps)) ||
+        (strcmp(cfg->latency, "tier") &&
+         (rc = platform_parse_latency("--latency", cfg->latency, &spec->latency_s))) ||
+        (rc = platform_parse_topology("--topology", cfg->topology, &spec->topology)) ||
+        (rc = platform_parse_gpu("--gpu", cfg->gpu, &spec->gpu)))
+        return rc;
+    if (!strcmp(cfg->latency, "tier"))
+        spec->latency_s = platform_tier_latency_s(spec->bandwidth_bps);
     return SS_OK;
 }

@@ -23,6 +23,8 @@
 #ifndef SS_SIM_PLATFORM_GEN_H
 #define SS_SIM_PLATFORM_GEN_H
 
+#include "common/run_config.h"
+
 #include <stdio.h>
 
 typedef enum platform_topology {
@@ -72,5 +74,17 @@ void platform_format_latency(double seconds, char *buf, unsigned long buf_bytes)
 int platform_spec_validate(const platform_gen_spec *spec);
 /* Validates, then writes the platform to `out`; SS_EIO if writing fails. */
 int platform_generate(const platform_gen_spec *spec, FILE *out);
+/* The same into the file `path`, atomically (common/afile.h). */
+int platform_generate_file(const platform_gen_spec *spec, const char *path);
+
+/* Link latency of a generated platform when --latency is "tier": the tier of the bandwidth
+ * (platforms/README.md): <= 5 Gbps 25 us, <= 10 Gbps 15 us, <= 25 Gbps 10 us, <= 40 Gbps 5 us,
+ * faster 1 us. */
+double platform_tier_latency_s(double bandwidth_bps);
+/* The generated platform of a run (train, replay, compare, `syncsim platform`) from its options
+ * --bandwidth, --latency, --topology, --gpu and --gpu-efficiency, for n_hosts workers and n_ps
+ * servers; SS_EUSAGE naming a bad option. */
+int platform_spec_from_config(const run_config *cfg, int n_hosts, int n_ps,
+                              platform_gen_spec *spec);
 
 #endif

@@ -4,7 +4,7 @@
  * (relative difference <= 1e-9) for every policy, and scale-out is deterministic. Emulations and
  * replays each run in their own process (sim_run_isolated), on tiny synthetic runs. */
 #include "cli/options.h"
-#include "cli/run_emulation.h"
+#include "cli/commands.h"
 #include "common/afile.h"
 #include "common/status.h"
 #include "sim/isolate.h"

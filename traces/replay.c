@@ -1,5 +1,6 @@
 /* The replay step source and the replay runner (replay.h). */
 #include "traces/replay.h"
+#include "common/outputs.h"
 #include "common/rng.h"
 #include "common/status.h"
 
@@ -7,7 +8,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -211,15 +211,9 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
     return SS_OK;
 }
 
-static double wall_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
     memset(out, 0, sizeof *out);
-    const double t0 = wall_now_s();
+    const double t0 = outputs_wall_s();
     policy_config pc;
     int rc = replay_policy_config(t, o, &pc);
     if (rc != SS_OK) return rc;
@@ -237,12 +231,7 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
             snprintf(tmp, sizeof tmp, "/tmp/syncsim_replay_%ld.xml", (long)getpid());
             platform = tmp;
         }
-        FILE *fp = fopen(platform, "w");
-        if (!fp) return ss_error_set(SS_EIO, "replay: cannot write the platform %s", platform);
-        rc = platform_generate(&spec, fp);
-        if (fclose(fp) != 0 && rc == SS_OK)
-            rc = ss_error_set(SS_EIO, "replay: writing %s failed", platform);
-        if (rc != SS_OK) return rc;
+        if ((rc = platform_generate_file(&spec, platform)) != SS_OK) return rc;
     }
     sim_cluster_opts co = {.platform_path = platform,
                            .n_workers = pc.workers,
@@ -295,6 +284,6 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
     out->host_speed_flops = sg_host_get_speed(sim_cluster_worker_host(cluster, 0));
     replay_source_destroy(src);
     sim_cluster_close(cluster);
-    out->wall_s = wall_now_s() - t0;
+    out->wall_s = outputs_wall_s() - t0;
     return rc;
 }

@@ -1,0 +1,232 @@
+#include "common/summary.h"
+#include "common/outputs.h"
+#include "common/status.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum field_type {
+    F_STR,  /* char[]: "" is null */
+    F_NUM,  /* double: NaN is null */
+    F_TIME, /* double: < 0 or NaN is null (tta_s: never reached) */
+    F_INT,  /* int: < 0 is null */
+    F_LONG, /* long: < 0 is null */
+    F_U64,  /* uint64_t: always written */
+    F_HIST, /* long[SUMMARY_HIST_BINS] with its count of bins (0 is null) at `aux` */
+} field_type;
+
+typedef struct field {
+    const char *key;
+    field_type type;
+    size_t offset, size; /* of the value in run_summary; size: of a string's buffer */
+    size_t aux;          /* F_HIST: offset of the bins count */
+} field;
+
+#define STR(k)                                                                                     \
+    { #k, F_STR, offsetof(run_summary, k), sizeof(((run_summary *)0)->k), 0 }
+#define NUM(k)                                                                                     \
+    { #k, F_NUM, offsetof(run_summary, k), 0, 0 }
+#define INT(k)                                                                                     \
+    { #k, F_INT, offsetof(run_summary, k), 0, 0 }
+#define LONG(k)                                                                                    \
+    { #k, F_LONG, offsetof(run_summary, k), 0, 0 }
+#define HIST(key, k, bins)                                                                         \
+    { key, F_HIST, offsetof(run_summary, k), 0, offsetof(run_summary, bins) }
+
+/* The schema, in the order the keys are written. */
+static const field fields[] = {
+    STR(status),
+    STR(mode),
+    STR(policy),
+    INT(workers),
+    STR(platform),
+    NUM(test_accuracy),
+    NUM(test_loss),
+    NUM(sim_time_s),
+    {"tta_s", F_TIME, offsetof(run_summary, tta_s), 0, 0},
+    NUM(target_accuracy),
+    NUM(lssr),
+    LONG(steps),
+    LONG(sync_steps),
+    NUM(bytes_sent),
+    NUM(compute_s),
+    NUM(comm_s),
+    NUM(wait_s),
+    NUM(dropped_fraction),
+    NUM(dlcp_time_saved_s),
+    NUM(epochs),
+    {"seed", F_U64, offsetof(run_summary, seed), 0, 0},
+    STR(device),
+    STR(model),
+    STR(dataset),
+    INT(batch),
+    NUM(lr),
+    INT(local_batch),
+    NUM(params),
+    NUM(flops_per_sample),
+    NUM(forward_flops_per_sample),
+    NUM(backward_flops_per_sample),
+    HIST("staleness_clock_gap_hist", clock_gap_hist, clock_gap_bins),
+    HIST("staleness_updates_hist", update_staleness_hist, update_staleness_bins),
+    {"staleness_max_clock_gap", F_LONG, offsetof(run_summary, max_clock_gap), 0, 0},
+    {"staleness_max_updates", F_LONG, offsetof(run_summary, max_update_staleness), 0, 0},
+    STR(source),
+    INT(recorded_workers),
+    STR(scale_out),
+    NUM(recorded_sim_time_s),
+    NUM(relative_difference),
+    NUM(param_bytes),
+    NUM(samples_per_s),
+    NUM(wall_s),
+};
+#define FIELD_COUNT ((int)(sizeof fields / sizeof fields[0]))
+
+void run_summary_init(run_summary *s) {
+    memset(s, 0, sizeof *s);
+    for (int i = 0; i < FIELD_COUNT; i++) {
+        void *v = (char *)s + fields[i].offset;
+        switch (fields[i].type) {
+        case F_NUM:
+            *(double *)v = NAN;
+            break;
+        case F_TIME:
+            *(double *)v = -1;
+            break;
+        case F_INT:
+            *(int *)v = -1;
+            break;
+        case F_LONG:
+            *(long *)v = -1;
+            break;
+        default: /* strings empty, histograms without bins, seed 0 */
+            break;
+        }
+    }
+}
+
+static void add_hist(cJSON *j, const char *key, const long *hist, int bins) {
+    if (bins <= 0) {
+        cJSON_AddNullToObject(j, key);
+        return;
+    }
+    cJSON *a = cJSON_AddArrayToObject(j, key);
+    for (int i = 0; i < bins && i < SUMMARY_HIST_BINS; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber((double)hist[i]));
+}
+
+static void add_field(cJSON *j, const field *f, const run_summary *s) {
+    const void *v = (const char *)s + f->offset;
+    double x = NAN;
+    switch (f->type) {
+    case F_STR:
+        if (((const char *)v)[0]) {
+            cJSON_AddStringToObject(j, f->key, v);
+            return;
+        }
+        break;
+    case F_NUM:
+        x = *(const double *)v;
+        break;
+    case F_TIME:
+        x = *(const double *)v >= 0 ? *(const double *)v : NAN;
+        break;
+    case F_INT:
+        x = *(const int *)v >= 0 ? (double)*(const int *)v : NAN;
+        break;
+    case F_LONG:
+        x = *(const long *)v >= 0 ? (double)*(const long *)v : NAN;
+        break;
+    case F_U64:
+        x = (double)*(const uint64_t *)v;
+        break;
+    case F_HIST:
+        add_hist(j, f->key, v, *(const int *)((const char *)s + f->aux));
+        return;
+    }
+    if (isnan(x))
+        cJSON_AddNullToObject(j, f->key);
+    else
+        cJSON_AddNumberToObject(j, f->key, x);
+}
+
+int summary_write(const run_config *cfg, const run_summary *s) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "schema", SUMMARY_SCHEMA);
+    for (int i = 0; i < FIELD_COUNT; i++)
+        add_field(j, &fields[i], s);
+    int rc = outputs_write_json(cfg, "summary.json", j);
+    cJSON_Delete(j);
+    return rc;
+}
+
+static void read_hist(const cJSON *a, long *hist, int *bins) {
+    *bins = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a) {
+        if (*bins == SUMMARY_HIST_BINS || !cJSON_IsNumber(e)) break;
+        hist[(*bins)++] = (long)e->valuedouble;
+    }
+}
+
+/* A value of the wrong JSON type reads as absent, as null does. */
+static void read_field(const cJSON *j, const field *f, run_summary *s) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, f->key);
+    if (!v && !strcmp(f->key, "wall_s")) v = cJSON_GetObjectItemCaseSensitive(j, "wall_time_s");
+    void *dst = (char *)s + f->offset;
+    if (f->type == F_STR) {
+        if (cJSON_IsString(v)) snprintf(dst, f->size, "%s", v->valuestring);
+        return;
+    }
+    if (f->type == F_HIST) {
+        if (cJSON_IsArray(v)) read_hist(v, dst, (int *)((char *)s + f->aux));
+        return;
+    }
+    if (!cJSON_IsNumber(v)) return;
+    const double x = v->valuedouble;
+    switch (f->type) {
+    case F_NUM:
+    case F_TIME:
+        *(double *)dst = x;
+        break;
+    case F_INT:
+        *(int *)dst = (int)x;
+        break;
+    case F_LONG:
+        *(long *)dst = (long)x;
+        break;
+    case F_U64:
+        *(uint64_t *)dst = x > 0 ? (uint64_t)x : 0;
+        break;
+    default:
+        break;
+    }
+}
+
+int summary_read(const char *path, run_summary *s) {
+    run_summary_init(s);
+    FILE *fp = fopen(path, "r");
+    if (!fp) return ss_error_set(SS_EINPUT, "%s: cannot open", path);
+    char *text = NULL;
+    size_t cap = 0;
+    ssize_t len = getdelim(&text, &cap, '\0', fp);
+    fclose(fp);
+    cJSON *j = len > 0 ? cJSON_Parse(text) : NULL;
+    free(text);
+    if (!cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        return ss_error_set(SS_EINPUT, "%s: not a JSON object", path);
+    }
+    const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
+    if (cJSON_IsNumber(schema) && schema->valuedouble > SUMMARY_SCHEMA) {
+        cJSON_Delete(j);
+        return ss_error_set(SS_EINPUT, "%s: summary schema %g, this syncsim reads up to %d", path,
+                            schema->valuedouble, SUMMARY_SCHEMA);
+    }
+    for (int i = 0; i < FIELD_COUNT; i++)
+        read_field(j, &fields[i], s);
+    cJSON_Delete(j);
+    return SS_OK;
+}

@@ -1,0 +1,77 @@
+/* OUT/summary.json of every run mode (emulation, single worker, replay): one record, one writer,
+ * one reader, the same keys in every mode. A value a mode lacks is written as null: a NaN number,
+ * a negative count, an empty string, a histogram of no bins. The first key is "schema" (
+ * SUMMARY_SCHEMA); files written before it had none and named the single worker's wall time
+ * "wall_time_s", which the reader still accepts.
+ *
+ *     run_summary s; run_summary_init(&s);
+ *     snprintf(s.mode, sizeof s.mode, "replay"); s.sim_time_s = ...;
+ *     summary_write(cfg, &s);                       // OUT/summary.json, atomically
+ *     run_summary back; summary_read("OUT/summary.json", &back);
+ */
+#ifndef SS_COMMON_SUMMARY_H
+#define SS_COMMON_SUMMARY_H
+
+#include "common/run_config.h"
+
+#include <stdint.h>
+
+#define SUMMARY_SCHEMA    1
+#define SUMMARY_HIST_BINS 64 /* staleness histograms: the last bin collects everything above */
+
+typedef struct run_summary {
+    char status[16]; /* ok | diverged | interrupted */
+    char mode[16];   /* emulation | single | replay */
+    char policy[16];
+    int workers;
+    char platform[1024];  /* as the user named it, or how it was generated */
+    double test_accuracy; /* final, consensus model */
+    double test_loss;     /* -1: not finite (diverged) */
+    double sim_time_s;    /* simulated time of the whole run */
+    double tta_s;         /* first simulated time at the target accuracy; < 0: never / no target */
+    double target_accuracy;
+    double lssr;
+    long steps;
+    long sync_steps;
+    double bytes_sent;
+    double compute_s, comm_s, wait_s; /* per worker, mean */
+    double dropped_fraction;          /* DLCP: of the exchanges' bytes */
+    double dlcp_time_saved_s;         /* DLCP: per worker, mean (an estimate) */
+    double epochs;
+    uint64_t seed; /* a number in JSON: exact up to 2^53 */
+    char device[128];
+    char model[RUN_CONFIG_TEXT];
+    char dataset[RUN_CONFIG_TEXT];
+    int batch;
+    double lr;
+    int local_batch;
+    double params;
+    double flops_per_sample, forward_flops_per_sample, backward_flops_per_sample;
+    /* SSP/ASP (sim/policy.h): clock gap and update staleness histograms, and their maxima */
+    long clock_gap_hist[SUMMARY_HIST_BINS];
+    int clock_gap_bins; /* entries of clock_gap_hist written (0: null) */
+    long update_staleness_hist[SUMMARY_HIST_BINS];
+    int update_staleness_bins;
+    long max_clock_gap, max_update_staleness;
+    /* replay (traces/FORMAT.md) */
+    char source[16]; /* emulation | profile | import | replay: what the trace came from */
+    int recorded_workers;
+    char scale_out[16];
+    double recorded_sim_time_s;
+    double relative_difference; /* of the replayed simulated time to the recorded one */
+    double param_bytes;         /* of one exchange */
+    double samples_per_s;       /* single worker: training throughput */
+    double wall_s;              /* wall time; null where it would make identical runs differ */
+} run_summary;
+
+/* Every value absent (null): NaN numbers, counts and tta_s -1, empty strings, no histogram bins,
+ * seed 0. */
+void run_summary_init(run_summary *s);
+
+/* Writes OUT/summary.json (cfg->out_dir) atomically. */
+int summary_write(const run_config *cfg, const run_summary *s);
+/* Reads a summary.json file into *s (absent and null values as run_summary_init sets them).
+ * SS_EINPUT when the file is missing, is not a JSON object or has a newer schema. */
+int summary_read(const char *path, run_summary *s);
+
+#endif

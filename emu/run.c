@@ -1,0 +1,374 @@
+#include "emu/run.h"
+#include "common/outputs.h"
+#include "common/status.h"
+#include "emu/emulation.h"
+#include "sim/cluster.h"
+#include "sim/platform_gen.h"
+#include "sim/policy.h"
+#include "sim/policy_build.h"
+#include "traces/trace.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct run_context {
+    const run_config *cfg;
+    afile metrics;   /* metrics.csv, one row per evaluation */
+    afile trace;     /* steps.trace, one record per worker step */
+    trace_writer tw; /* writes steps.trace in the trace format (traces/FORMAT.md) */
+    int tracing;
+    double tta_s;
+    sim_blob *curve;
+    progress bar;
+    long total_steps;
+} run_context;
+
+/* Everything one emulated run holds open, released by run_close(). */
+typedef struct emu_run {
+    const run_request *rq;
+    const run_config *cfg;
+    lr_schedule sched;
+    partition_kind part_kind;
+    int labels_k;
+    sim_network_model net_model;
+    dataset train, test;
+    device *dev;
+    model_spec spec;
+    long steps_per_epoch;
+    policy_config pc;
+    policy_result pr;
+    char platform[1024];
+    sim_cluster *cluster;
+    emulation *em;
+    run_context ctx;
+} emu_run;
+
+static void on_eval(void *ctx, const emulation_eval *ev) {
+    run_context *rc = ctx;
+    fprintf(rc->metrics.fp, "%ld,%.6f,%.9f,%.6f,%.6f,%.6f,%ld,%.0f\n", ev->step, ev->epoch,
+            ev->sim_time_s, ev->train_loss, ev->test_loss, ev->test_accuracy, ev->sync_steps,
+            ev->bytes_sent);
+    fflush(rc->metrics.fp);
+    if (rc->tta_s < 0 && rc->cfg->target_accuracy > 0 &&
+        ev->test_accuracy >= rc->cfg->target_accuracy)
+        rc->tta_s = ev->sim_time_s;
+    if (rc->curve) {
+        run_curve_point p = {ev->sim_time_s, ev->test_accuracy};
+        sim_blob_append(rc->curve, &p, sizeof p);
+    }
+    progress_update(&rc->bar, ev->step, "step %ld/%ld  sim %.2f s  acc %.4f", ev->step,
+                    rc->total_steps, ev->sim_time_s, ev->test_accuracy);
+}
+
+static void on_record(void *ctx, const step_record *r) {
+    run_context *rc = ctx;
+    if (!rc->tracing) return;
+    trace_writer_record(&rc->tw, r);
+}
+
+/* steps.trace (traces/FORMAT.md) starts with its magic and version, the model's sizes, the
+ * resolved policy, the run's configuration and the column names, each line behind '#', so that
+ * gnuplot and awk read the records directly and replay can rebuild the run. */
+static void write_trace_header(const run_request *rq, const policy_config *pc,
+                               const step_source *src, trace_writer *tw, FILE *fp) {
+    trace_meta meta = {.param_count = (double)src->param_count,
+                       .param_bytes = src->param_bytes,
+                       .sample_bytes = src->sample_bytes};
+    snprintf(meta.source, sizeof meta.source, "emulation");
+    snprintf(meta.model, sizeof meta.model, "%.63s", rq->cfg->model);
+    trace_writer_begin(tw, fp, &meta, pc, rq->config_ini ? rq->config_ini : "");
+}
+
+/* The policy configuration the options describe; steps from epochs (an epoch is |D| samples
+ * processed by all workers together). */
+static int make_policy(const run_config *cfg, size_t train_n, policy_config *pc,
+                       long *steps_per_epoch) {
+    policy_build_env env = {.mode = POLICY_BUILD_RUN, .train_samples = train_n};
+    int rc = policy_config_build(cfg, &env, pc);
+    *steps_per_epoch = env.steps_per_epoch;
+    return rc;
+}
+
+int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *test,
+                  model_spec *spec) {
+    *dev = NULL;
+    memset(train, 0, sizeof *train);
+    memset(test, 0, sizeof *test);
+    char notice[512] = "";
+    int rc = device_open(cfg->device, dev, notice, sizeof notice);
+    if (rc != SS_OK) {
+        *dev = NULL;
+        return rc;
+    }
+    if (notice[0]) fprintf(stderr, "%s\n", notice);
+    rc =
+        dataset_load(cfg->dataset, cfg->data_dir[0] ? cfg->data_dir : NULL, cfg->seed, train, test);
+    if (rc == SS_OK)
+        rc = model_spec_parse(spec, cfg->model, train->c, train->h, train->w, train->classes);
+    if (rc != SS_OK) {
+        dataset_free(train);
+        dataset_free(test);
+        device_close(*dev);
+        *dev = NULL;
+    }
+    return rc;
+}
+
+/* Writes the generated platform to OUT/platform.xml, or takes the user's. */
+static int prepare_platform(const run_config *cfg, int n_ps, char *path, size_t path_size) {
+    if (cfg->platform[0]) {
+        snprintf(path, path_size, "%s", cfg->platform);
+        return SS_OK;
+    }
+    platform_gen_spec spec;
+    int rc = platform_spec_from_config(cfg, cfg->workers, n_ps, &spec);
+    if (rc != SS_OK) return rc;
+    outputs_path(cfg, "platform.xml", path, path_size);
+    return platform_generate_file(&spec, path);
+}
+
+/* The options parsed before anything is opened: a bad one costs no data loading. */
+static int parse_run_options(emu_run *r) {
+    const run_config *cfg = r->cfg;
+    int rc;
+    if ((rc = lr_schedule_parse(&r->sched, cfg->lr_schedule)) != SS_OK) return rc;
+    r->sched.base_lr = r->rq->lr;
+    const policy_info *pol = policy_registry_find(cfg->policy); /* "": the baseline */
+    if (!pol) pol = policy_registry_baseline();
+    const char *part_text = cfg->partition[0] ? cfg->partition : pol->default_partition;
+    if ((rc = partition_parse(part_text, &r->part_kind, &r->labels_k)) != SS_OK) return rc;
+    return sim_network_model_parse("--network-model", cfg->network_model, &r->net_model);
+}
+
+/* OUT/ with config.ini and platform.xml, and the simulated cluster on that platform. */
+static int open_cluster(emu_run *r) {
+    int rc = outputs_open_dir(r->cfg, r->rq->config_ini);
+    if (rc != SS_OK) return rc;
+    const int async = r->pc.kind == POLICY_SSP || r->pc.kind == POLICY_ASP;
+    const int n_ps = (async || r->pc.use_ps) ? r->pc.ps_servers : 0;
+    if ((rc = prepare_platform(r->cfg, n_ps, r->platform, sizeof r->platform)) != SS_OK) return rc;
+    sim_cluster_opts co = {.platform_path = r->platform,
+                           .n_workers = r->cfg->workers,
+                           .n_ps = n_ps,
+                           .model = r->net_model,
+                           .verbose = 0};
+    return sim_cluster_open(&co, &r->cluster);
+}
+
+/* The emulation step source: replicas, batches, schedule, evaluation. */
+static int create_emulation(emu_run *r) {
+    const run_config *cfg = r->cfg;
+    const policy_config *pc = &r->pc;
+    const int async = pc->kind == POLICY_SSP || pc->kind == POLICY_ASP;
+    /* Injected samples join a worker's own b' = b / (1 + alpha beta N); room for them all. */
+    const int local_batch = policy_local_batch(pc);
+    const int max_batch = policy_max_batch(pc);
+    r->sched.steps_per_epoch = r->steps_per_epoch;
+    r->sched.total_steps = pc->steps;
+    emulation_config ec = {
+        .dev = r->dev,
+        .train = &r->train,
+        .test = &r->test,
+        .spec = &r->spec,
+        .seed = cfg->seed,
+        .workers = cfg->workers,
+        .batch = local_batch,
+        .max_batch = max_batch,
+        .partition = r->part_kind,
+        .labels_per_worker = r->labels_k,
+        .schedule = r->sched,
+        .momentum = cfg->momentum,
+        .weight_decay = cfg->weight_decay,
+        .eval_every = pc->eval_every,
+        .last_step = pc->steps,
+        .measure_time = pc->compute.mode == SIM_COMPUTE_MEASURED,
+        .layer_norms = pc->kind == POLICY_SELSYNC && pc->variant == SELSYNC_VARIANT_CODE,
+        .use_ps = async,
+        .ps_servers = pc->ps_servers,
+        .ps_lr_scale = pc->server_lr_scale > 0 ? pc->server_lr_scale : 1.0 / cfg->workers,
+        .evaluate_ps = async,
+        .on_eval = on_eval,
+        .eval_ctx = &r->ctx,
+        .interrupted = outputs_interrupted,
+        .dump_gradients = cfg->dump_gradients,
+        .out_dir = cfg->out_dir};
+    return emulation_create(&ec, &r->em);
+}
+
+/* OUT/metrics.csv with its header, and OUT/steps.trace with its header when tracing. */
+static int open_outputs(emu_run *r) {
+    char path[1024];
+    outputs_path(r->cfg, "metrics.csv", path, sizeof path);
+    int rc = afile_open(&r->ctx.metrics, path);
+    if (rc != SS_OK) return rc;
+    fprintf(r->ctx.metrics.fp,
+            "step,epoch,sim_time_s,train_loss,test_loss,test_accuracy,sync_steps,bytes_sent\n");
+    r->ctx.tracing = r->cfg->trace;
+    if (!r->ctx.tracing) return SS_OK;
+    outputs_path(r->cfg, "steps.trace", path, sizeof path);
+    if ((rc = afile_open(&r->ctx.trace, path)) != SS_OK) return rc;
+    write_trace_header(r->rq, &r->pc, emulation_source(r->em), &r->ctx.tw, r->ctx.trace.fp);
+    return SS_OK;
+}
+
+/* Opens everything the simulation needs, in the order that reports a bad option first. */
+static int run_open(emu_run *r) {
+    int rc;
+    if ((rc = parse_run_options(r)) != SS_OK) return rc;
+    if ((rc = run_open_data(r->cfg, &r->dev, &r->train, &r->test, &r->spec)) != SS_OK) return rc;
+    if ((rc = make_policy(r->cfg, r->train.n, &r->pc, &r->steps_per_epoch)) != SS_OK) return rc;
+    if ((rc = open_cluster(r)) != SS_OK) return rc;
+    if ((rc = create_emulation(r)) != SS_OK) return rc;
+    return open_outputs(r);
+}
+
+static void print_banner(const emu_run *r) {
+    const model *m = emulation_replica(r->em, 0);
+    printf("syncsim train: %s, %d workers, seed %llu, platform %s\n", policy_kind_name(r->pc.kind),
+           r->cfg->workers, (unsigned long long)r->cfg->seed, r->platform);
+    printf("device %s | model %s: %zu parameters (%.2f MB per exchange) | %ld steps, "
+           "evaluation every %ld\n",
+           device_name(r->dev), r->cfg->model, model_param_count(m), model_param_bytes(m) / 1e6,
+           r->pc.steps, r->pc.eval_every);
+    fflush(stdout);
+}
+
+/* The policy on the cluster, then the final evaluation of the consensus model. */
+static int simulate(emu_run *r) {
+    outputs_install_interrupt_handler();
+    r->ctx.total_steps = r->pc.steps;
+    progress_begin(&r->ctx.bar, r->cfg->progress, r->pc.steps);
+    int rc = policy_run(&r->pc, r->cluster, emulation_source(r->em), on_record, &r->ctx, &r->pr);
+    progress_end(&r->ctx.bar);
+    if (rc != SS_OK) return rc;
+    const step_counters final = {r->pr.sync_steps, r->pr.bytes_sent};
+    emulation_evaluate_final(r->em, r->pr.sim_time_s, &final);
+    return SS_OK;
+}
+
+/* SSP/ASP: the staleness histograms up to their last non-empty bin. */
+static void summarize_staleness(const policy_result *pr, run_summary *s) {
+    for (int i = 0; i < POLICY_STALENESS_BINS && i < SUMMARY_HIST_BINS; i++) {
+        s->clock_gap_hist[i] = pr->clock_gap_hist[i];
+        s->update_staleness_hist[i] = pr->update_staleness_hist[i];
+        if (pr->clock_gap_hist[i] || i == 0) s->clock_gap_bins = i + 1;
+        if (pr->update_staleness_hist[i] || i == 0) s->update_staleness_bins = i + 1;
+    }
+    s->max_clock_gap = pr->max_clock_gap;
+    s->max_update_staleness = pr->max_update_staleness;
+}
+
+/* The model, data and configuration part of the summary. */
+static void summarize_setup(const emu_run *r, run_summary *s) {
+    const run_config *cfg = r->cfg;
+    const model *m = emulation_replica(r->em, 0);
+    s->target_accuracy = cfg->target_accuracy;
+    s->seed = cfg->seed;
+    snprintf(s->device, sizeof s->device, "%s", device_name(r->dev));
+    snprintf(s->model, sizeof s->model, "%s", cfg->model);
+    snprintf(s->dataset, sizeof s->dataset, "%s", r->train.name);
+    s->batch = cfg->batch;
+    s->lr = r->rq->lr;
+    s->local_batch = policy_local_batch(&r->pc);
+    s->params = (double)model_param_count(m);
+    s->flops_per_sample = model_forward_flops_per_sample(m) + model_backward_flops_per_sample(m);
+    /* The platform as the user named it, or the generated one relative to the run directory, so
+     * that identical runs in different directories write identical summaries. */
+    if (cfg->platform[0])
+        snprintf(s->platform, sizeof s->platform, "%s", cfg->platform);
+    else
+        snprintf(s->platform, sizeof s->platform, "platform.xml (generated: %s, %s, %s)",
+                 cfg->bandwidth, cfg->topology, cfg->gpu);
+}
+
+static void summarize(const emu_run *r, run_summary *s, long *div_step) {
+    const emulation_eval *last = emulation_last_eval(r->em);
+    const policy_result *pr = &r->pr;
+    run_summary_init(s);
+    snprintf(s->status, sizeof s->status, "%s",
+             emulation_diverged(r->em, div_step) ? "diverged"
+             : outputs_interrupted()             ? "interrupted"
+                                                 : "ok");
+    snprintf(s->mode, sizeof s->mode, "emulation");
+    snprintf(s->policy, sizeof s->policy, "%s", policy_kind_name(r->pc.kind));
+    s->workers = r->cfg->workers;
+    s->test_accuracy = last->test_accuracy;
+    s->test_loss = isfinite(last->test_loss) ? last->test_loss : -1;
+    s->sim_time_s = pr->sim_time_s;
+    s->tta_s = r->ctx.tta_s;
+    s->steps = last->step;
+    s->sync_steps = pr->sync_steps;
+    s->lssr = last->step > 0 ? 1.0 - (double)pr->sync_steps / (double)last->step : 0;
+    s->bytes_sent = pr->bytes_sent;
+    s->compute_s = pr->compute_s;
+    s->comm_s = pr->comm_s;
+    s->wait_s = pr->wait_s;
+    if (r->pc.loss_tolerance > 0) {
+        s->dropped_fraction =
+            pr->dlcp_bytes_total > 0 ? pr->dlcp_bytes_dropped / pr->dlcp_bytes_total : 0.0;
+        s->dlcp_time_saved_s = pr->dlcp_time_saved_s;
+    }
+    s->epochs = emulation_samples(r->em) / (double)r->train.n;
+    summarize_setup(r, s);
+    if (r->pc.kind == POLICY_SSP || r->pc.kind == POLICY_ASP) summarize_staleness(pr, s);
+}
+
+/* Commits metrics.csv and steps.trace, writes summary.json, reports; the status of the run. */
+static int finish(emu_run *r, run_summary *sum, double wall0) {
+    long div_step = 0;
+    summarize(r, sum, &div_step);
+    int rc;
+    if ((rc = afile_commit(&r->ctx.metrics)) != SS_OK) return rc;
+    if (r->ctx.tracing) trace_writer_end(&r->ctx.tw, r->pr.sim_time_s);
+    if (r->ctx.tracing && (rc = afile_commit(&r->ctx.trace)) != SS_OK) return rc;
+    /* no wall time in the file: identical runs write identical summaries */
+    if (summary_write(r->cfg, sum) != SS_OK) fprintf(stderr, "syncsim: %s\n", ss_error_message());
+    sum->wall_s = outputs_wall_s() - wall0;
+    if (!strcmp(sum->status, "diverged")) {
+        fprintf(stderr, "syncsim: the training loss became NaN or Inf at step %ld: diverged\n",
+                div_step);
+        rc = SS_EDIVERGED;
+    } else if (!strcmp(sum->status, "interrupted")) {
+        rc = SS_EINTERRUPT;
+    }
+    printf("%s: test accuracy %.4f, simulated time %.3f s (compute %.3f, comm %.3f, wait %.3f "
+           "per worker), LSSR %.3f, %.3f GB sent, tta %s; wall %.1f s\n"
+           "outputs: %s/{config.ini,platform.xml,metrics.csv,%ssummary.json}\n",
+           sum->status, sum->test_accuracy, sum->sim_time_s, sum->compute_s, sum->comm_s,
+           sum->wait_s, sum->lssr, sum->bytes_sent / 1e9, sum->tta_s >= 0 ? "reached" : "-",
+           sum->wall_s, r->cfg->out_dir, r->ctx.tracing ? "steps.trace," : "");
+    return rc;
+}
+
+static void run_close(emu_run *r) {
+    free((void *)r->pc.slowdown);
+    if (r->ctx.metrics.fp) afile_abort(&r->ctx.metrics);
+    if (r->ctx.trace.fp) afile_abort(&r->ctx.trace);
+    emulation_destroy(r->em);
+    if (r->cluster) sim_cluster_close(r->cluster);
+    dataset_free(&r->train);
+    dataset_free(&r->test);
+    device_close(r->dev);
+}
+
+int run_train_emulated(const run_request *rq, run_summary *sum, sim_blob *curve) {
+    run_summary_init(sum);
+    emu_run r;
+    memset(&r, 0, sizeof r);
+    r.rq = rq;
+    r.cfg = rq->cfg;
+    r.ctx.cfg = rq->cfg;
+    r.ctx.tta_s = -1;
+    r.ctx.curve = curve;
+    policy_config_default(&r.pc);
+    const double wall0 = outputs_wall_s();
+    int rc = run_open(&r);
+    if (rc == SS_OK) {
+        print_banner(&r);
+        rc = simulate(&r);
+    }
+    if (rc == SS_OK) rc = finish(&r, sum, wall0);
+    run_close(&r);
+    return rc;
+}

@@ -1,0 +1,49 @@
+/* The training runners: one emulated run (N workers under a policy on a simulated cluster) and
+ * the single-worker run (real training of one replica, no simulation). Each takes the resolved
+ * configuration (common/run_request.h), writes OUT/{config.ini, metrics.csv, summary.json} (the
+ * emulation also platform.xml and steps.trace), prints its progress and result on stdout and
+ * fills a run_summary (common/summary.h).
+ *
+ *     run_request rq = {.cfg = &cfg, .config_ini = ini, .lr = lr};
+ *     run_summary sum;
+ *     int rc = run_train_emulated(&rq, &sum, NULL);   // once per process: it starts SimGrid
+ */
+#ifndef SS_EMU_RUN_H
+#define SS_EMU_RUN_H
+
+#include "common/run_request.h"
+#include "common/summary.h"
+#include "emu/dataset.h"
+#include "kernels/model.h"
+#include "sim/isolate.h"
+
+#include <stdio.h>
+
+/* One point of the accuracy curve, as compare needs it. */
+typedef struct run_curve_point {
+    double sim_time_s;
+    double test_accuracy;
+} run_curve_point;
+
+/* What every training command opens first: the device (--device; a fallback to the CPU is
+ * announced on stderr), the data set (--dataset, --data-dir) and the model's spec for its shape
+ * (--model). On failure nothing stays open: *dev is NULL and the data sets are empty. */
+int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *test,
+                  model_spec *spec);
+
+/* Runs in the current process (which must not have started SimGrid yet): epochs to steps, the
+ * partition, the injection batch, the PS learning-rate scale, the platform (generated or
+ * --platform), the policy. If curve is not NULL, the evaluations are appended to it as
+ * run_curve_point records. SS_EDIVERGED / SS_EINTERRUPT with complete outputs. */
+int run_train_emulated(const run_request *rq, run_summary *sum, sim_blob *curve);
+
+/* One worker, no policy, no simulation (emu/train_single.c): the numerical reference the
+ * emulator builds on. SS_EDIVERGED / SS_EINTERRUPT with complete outputs. */
+int run_train_single(const run_request *rq, run_summary *sum);
+
+/* syncsim bench coupling (emu/bench_coupling.c): the same BSP training of rq->cfg->workers
+ * workers for rq->cfg->epochs, with and without SimGrid, and the simulation alone; a table on
+ * `out`. SS_EIO if the coupled and uncoupled runs end with different parameters. */
+int bench_coupling(const run_request *rq, FILE *out);
+
+#endif
