@@ -1,6 +1,8 @@
 #include "analysis/report.h"
 #include "analysis/plots.h"
+#include "analysis/tta.h"
 #include "common/afile.h"
+#include "common/csv.h"
 #include "common/status.h"
 
 #include <dirent.h>
@@ -71,16 +73,6 @@ static void group_label(const run_record *r, const run_record *runs, int n, cons
     }
 }
 
-static double tta_of(const run_record *r, double target) {
-    double *t, *a;
-    size_t m;
-    if (run_curve_read(r->dir, &t, &a, &m) != SS_OK) return NAN;
-    double tta = run_curve_tta_s(t, a, m, target);
-    free(t);
-    free(a);
-    return tta < 0 ? NAN : tta;
-}
-
 int report_analyze(const run_record *runs, int n, const report_options *o, report_group **groups,
                    int *n_groups, int *run_group, double *run_tta_s, double *run_speedup) {
     enum { SIG = 16384 };
@@ -123,10 +115,9 @@ int report_analyze(const run_record *runs, int n, const report_options *o, repor
             if (!strcmp(sig, other)) bsp = &runs[j];
         }
         if (!bsp || strcmp(runs[i].status, "ok")) continue;
-        const double target = bsp->test_accuracy - o->target_margin;
-        tta[i] = tta_of(&runs[i], target);
-        const double bsp_tta = tta_of(bsp, target);
-        if (tta[i] > 0 && bsp_tta > 0) speed[i] = bsp_tta / tta[i];
+        const double target = tta_target(bsp->test_accuracy, o->target_margin);
+        tta[i] = tta_of_run(runs[i].dir, target);
+        speed[i] = tta_speedup(tta_of_run(bsp->dir, target), tta[i]);
     }
 
     double *v[9];

@@ -48,8 +48,9 @@ const char *run_record_get(const run_record *r, const char *key);
 int run_dirs_find(const char *dir, char ***dirs, int *n);
 void run_dirs_free(char **dirs, int n);
 
-/* The accuracy curve of metrics.csv (columns found by name in its header): n points of
- * (sim_time_s, test_accuracy), malloc'ed. SS_EINPUT if missing or malformed. */
+/* The accuracy curve of metrics.csv (common/csv.h; columns found by name in its header): n points
+ * of (sim_time_s, test_accuracy), malloc'ed (NaN for an empty cell). SS_EINPUT if missing or
+ * malformed ("FILE:LINE: ..."). */
 int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *n);
 /* First simulated time at which the curve reaches target; -1 if never. */
 double run_curve_tta_s(const double *time_s, const double *accuracy, size_t n, double target);
@@ -66,8 +67,5 @@ int trace_table_read(const char *path, size_t max_rows, trace_table *t);
 /* Index of a column, or -1. */
 int trace_table_column(const trace_table *t, const char *name);
 void trace_table_free(trace_table *t);
-
-/* Writes text as one CSV field (quoted when it holds a comma, quote or newline). */
-void csv_write_field(FILE *fp, const char *text);
 
 #endif
