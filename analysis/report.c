@@ -73,6 +73,54 @@ static void group_label(const run_record *r, const run_record *runs, int n, cons
     }
 }
 
+/* Each group's counts and statistics over its runs that finished (ok). */
+static void group_statistics(const run_record *runs, int n, const int *gid, const double *tta,
+                             const double *speed, report_group *g, int ng) {
+    double *v[9];
+    for (int k = 0; k < 9; k++)
+        v[k] = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int gi = 0; gi < ng; gi++) {
+        report_group *G = &g[gi];
+        size_t m = 0;
+        for (int i = 0; i < n; i++) {
+            if (gid[i] != gi) continue;
+            G->runs++;
+            const run_record *r = &runs[i];
+            if (!strcmp(r->status, "diverged")) {
+                G->diverged++;
+                continue;
+            }
+            if (strcmp(r->status, "ok")) {
+                G->failed++;
+                continue;
+            }
+            G->ok++;
+            G->tta_reached += isfinite(tta[i]);
+            v[0][m] = r->test_accuracy;
+            v[1][m] = tta[i];
+            v[2][m] = speed[i];
+            v[3][m] = r->lssr;
+            v[4][m] = r->bytes_sent;
+            v[5][m] = r->sim_time_s;
+            v[6][m] = r->compute_s;
+            v[7][m] = r->comm_s;
+            v[8][m] = r->wait_s;
+            m++;
+        }
+        G->accuracy = stats_summarize(v[0], m);
+        G->tta_s = stats_summarize(v[1], m);
+        G->speedup = stats_summarize(v[2], m);
+        G->lssr = stats_summarize(v[3], m);
+        G->bytes_sent = stats_summarize(v[4], m);
+        G->sim_time_s = stats_summarize(v[5], m);
+        G->compute_s = stats_summarize(v[6], m);
+        G->comm_s = stats_summarize(v[7], m);
+        G->wait_s = stats_summarize(v[8], m);
+    }
+    for (int k = 0; k < 9; k++)
+        free(v[k]);
+}
+
 int report_analyze(const run_record *runs, int n, const report_options *o, report_group **groups,
                    int *n_groups, int *run_group, double *run_tta_s, double *run_speedup) {
     enum { SIG = 16384 };
@@ -120,49 +168,7 @@ int report_analyze(const run_record *runs, int n, const report_options *o, repor
         speed[i] = tta_speedup(tta_of_run(bsp->dir, target), tta[i]);
     }
 
-    double *v[9];
-    for (int k = 0; k < 9; k++)
-        v[k] = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
-    for (int gi = 0; gi < ng; gi++) {
-        report_group *G = &g[gi];
-        size_t m = 0;
-        for (int i = 0; i < n; i++) {
-            if (gid[i] != gi) continue;
-            G->runs++;
-            const run_record *r = &runs[i];
-            if (!strcmp(r->status, "diverged")) {
-                G->diverged++;
-                continue;
-            }
-            if (strcmp(r->status, "ok")) {
-                G->failed++;
-                continue;
-            }
-            G->ok++;
-            G->tta_reached += isfinite(tta[i]);
-            v[0][m] = r->test_accuracy;
-            v[1][m] = tta[i];
-            v[2][m] = speed[i];
-            v[3][m] = r->lssr;
-            v[4][m] = r->bytes_sent;
-            v[5][m] = r->sim_time_s;
-            v[6][m] = r->compute_s;
-            v[7][m] = r->comm_s;
-            v[8][m] = r->wait_s;
-            m++;
-        }
-        G->accuracy = stats_summarize(v[0], m);
-        G->tta_s = stats_summarize(v[1], m);
-        G->speedup = stats_summarize(v[2], m);
-        G->lssr = stats_summarize(v[3], m);
-        G->bytes_sent = stats_summarize(v[4], m);
-        G->sim_time_s = stats_summarize(v[5], m);
-        G->compute_s = stats_summarize(v[6], m);
-        G->comm_s = stats_summarize(v[7], m);
-        G->wait_s = stats_summarize(v[8], m);
-    }
-    for (int k = 0; k < 9; k++)
-        free(v[k]);
+    group_statistics(runs, n, gid, tta, speed, g, ng);
     for (int i = 0; i < n; i++) {
         if (run_group) run_group[i] = gid[i];
         if (run_tta_s) run_tta_s[i] = tta[i];

@@ -1,6 +1,7 @@
 #include "analysis/runs.h"
 #include "common/csv.h"
 #include "common/status.h"
+#include "traces/trace.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -242,46 +243,30 @@ double run_curve_tta_s(const double *time_s, const double *accuracy, size_t n, d
 
 int trace_table_read(const char *path, size_t max_rows, trace_table *t) {
     memset(t, 0, sizeof *t);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return ss_error_set(SS_EINPUT, "%s: cannot open", path);
-    char *line = NULL;
-    size_t cap = 0, rows_cap = 0;
-    while (getline(&line, &cap, fp) > 0) {
-        if (line[0] == '#') {
-            const char *tag = "# columns:";
-            if (!strncmp(line, tag, strlen(tag))) {
-                char *save = NULL;
-                t->n_cols = 0;
-                for (char *tok = strtok_r(line + strlen(tag), " \t\r\n", &save);
-                     tok && t->n_cols < 32; tok = strtok_r(NULL, " \t\r\n", &save))
-                    snprintf(t->col[t->n_cols++], sizeof t->col[0], "%s", tok);
-            }
-            continue;
-        }
-        if (!t->n_cols) break;
-        if (max_rows && t->n_rows == max_rows) break;
+    trace_stream *s;
+    int rc = trace_stream_open(path, &s);
+    if (rc != SS_OK) return rc;
+    t->n_cols = trace_stream_n_columns(s);
+    for (int c = 0; c < t->n_cols; c++)
+        snprintf(t->col[c], sizeof t->col[0], "%s", trace_stream_column(s, c));
+    size_t rows_cap = 0;
+    step_record rec;
+    int got;
+    while ((!max_rows || t->n_rows < max_rows) &&
+           (rc = trace_stream_next(s, &rec, &got)) == SS_OK && got) {
         if (t->n_rows == rows_cap) {
             rows_cap = rows_cap ? 2 * rows_cap : 1024;
             t->cells = realloc(t->cells, sizeof(double) * rows_cap * (size_t)t->n_cols);
             SS_ASSERT(t->cells);
         }
         double *row = t->cells + t->n_rows * (size_t)t->n_cols;
-        char *p = line;
-        for (int c = 0; c < t->n_cols; c++) {
-            char *end;
-            row[c] = strtod(p, &end);
-            if (end == p) row[c] = NAN;
-            p = end;
-        }
+        for (int c = 0; c < t->n_cols; c++)
+            row[c] = trace_record_value(&rec, t->col[c]);
         t->n_rows++;
     }
-    free(line);
-    fclose(fp);
-    if (!t->n_cols) {
-        trace_table_free(t);
-        return ss_error_set(SS_EINPUT, "%s: no '# columns:' header line", path);
-    }
-    return SS_OK;
+    trace_stream_close(s);
+    if (rc != SS_OK) trace_table_free(t);
+    return rc;
 }
 
 int trace_table_column(const trace_table *t, const char *name) {

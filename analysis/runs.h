@@ -55,14 +55,17 @@ int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *
 /* First simulated time at which the curve reaches target; -1 if never. */
 double run_curve_tta_s(const double *time_s, const double *accuracy, size_t n, double target);
 
-/* steps.trace: the columns named in its '# columns:' line, read into a table of doubles. */
+/* steps.trace read through traces/trace.h (trace_stream: version and truncation checked; the
+ * version-1 traces of older run directories too): the columns of the file, in its order, into a
+ * table of doubles. */
 typedef struct trace_table {
     int n_cols;
     char col[32][24];
     size_t n_rows;
     double *cells; /* (n_rows, n_cols) */
 } trace_table;
-/* Reads at most max_rows records (0: all). SS_EINPUT if missing or without a columns line. */
+/* Reads at most max_rows records (0: all; the end of the file is then checked). SS_EINPUT
+ * "PATH:LINE: ..." if missing, malformed or truncated. */
 int trace_table_read(const char *path, size_t max_rows, trace_table *t);
 /* Index of a column, or -1. */
 int trace_table_column(const trace_table *t, const char *name);

@@ -340,8 +340,10 @@ int sweep_gather(const sweep_plan *p, int *n_bad, int *n_pending) {
     if (rc != SS_OK) return rc;
     *n_bad = *n_pending = 0;
     fprintf(f.fp, "index,point");
-    for (int a = 0; a < p->n_axes; a++)
-        fprintf(f.fp, ",%s", p->axis_key[a]);
+    for (int a = 0; a < p->n_axes; a++) {
+        fputc(',', f.fp);
+        csv_write_field(f.fp, p->axis_key[a]);
+    }
     fprintf(f.fp, ",status");
     for (int k = 0; gathered_numbers[k]; k++)
         fprintf(f.fp, ",%s", gathered_numbers[k]);

@@ -1,6 +1,7 @@
 #include "cli/run_emulation.h"
 #include "cli/options.h"
 #include "cli/outputs.h"
+#include "common/csv.h"
 #include "common/status.h"
 #include "emu/emulation.h"
 #include "sim/cluster.h"
@@ -26,9 +27,11 @@ typedef struct run_context {
 
 static void on_eval(void *ctx, const emulation_eval *ev) {
     run_context *rc = ctx;
-    fprintf(rc->metrics.fp, "%ld,%.6f,%.9f,%.6f,%.6f,%.6f,%ld,%.0f\n", ev->step, ev->epoch,
-            ev->sim_time_s, ev->train_loss, ev->test_loss, ev->test_accuracy, ev->sync_steps,
-            ev->bytes_sent);
+    csv_write_numbers(rc->metrics.fp, "%.0f %.6f %.9f %.6f %.6f %.6f %.0f %.0f",
+                      (const double[]){(double)ev->step, ev->epoch, ev->sim_time_s, ev->train_loss,
+                                       ev->test_loss, ev->test_accuracy, (double)ev->sync_steps,
+                                       ev->bytes_sent},
+                      8);
     fflush(rc->metrics.fp);
     if (rc->tta_s < 0 && rc->cfg->target_accuracy > 0 &&
         ev->test_accuracy >= rc->cfg->target_accuracy)
