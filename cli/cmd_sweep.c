@@ -520,6 +520,28 @@ bad:
                         text);
 }
 
+static void print_help(void) {
+    options_print_help(CMD_SWEEP, "syncsim sweep FILE.ini [options]", stdout);
+    printf("\nThe sweep file (INI): [sweep] name, out, command (train|replay); [grid] "
+           "option = v1,v2,... (an axis;\nseparate with ';' values that hold commas); "
+           "[fixed] option = value. Every option is one of\n`syncsim train` (or "
+           "replay). Options limited to some policies apply only to the points of\nthose "
+           "policies. Example: analysis/examples/selsync-delta.ini. Under mpirun, rank r "
+           "runs the\npoints i = r mod size; rank 0 writes OUT/sweep.csv.\n");
+}
+
+static void print_banner(const sweep_plan *p, int jobs, int size, int shard, int shards) {
+    int invalid = 0;
+    for (int i = 0; i < p->n_points; i++)
+        invalid += !p->points[i].valid;
+    printf("syncsim sweep %s: %d points (%d invalid", p->name, p->n_points, invalid);
+    if (p->merged) printf("; %d grid combinations merged: their policy ignores an axis", p->merged);
+    printf("), %d at once", jobs);
+    if (size > 1) printf(" on each of %d MPI ranks", size);
+    if (shards > 1) printf(", shard %d of %d", shard, shards);
+    printf("; outputs in %s/points/\n", p->out_dir);
+}
+
 static int sweep_run(int argc, char **argv, int rank, int size) {
     const char *file = NULL;
     char **opts = ss_calloc((size_t)argc + 1, sizeof(char *));
@@ -535,15 +557,7 @@ static int sweep_run(int argc, char **argv, int rank, int size) {
     free(opts);
     if (rc != SS_OK) return rc;
     if (cfg.help) {
-        if (rank == 0) {
-            options_print_help(CMD_SWEEP, "syncsim sweep FILE.ini [options]", stdout);
-            printf("\nThe sweep file (INI): [sweep] name, out, command (train|replay); [grid] "
-                   "option = v1,v2,... (an axis;\nseparate with ';' values that hold commas); "
-                   "[fixed] option = value. Every option is one of\n`syncsim train` (or "
-                   "replay). Options limited to some policies apply only to the points of\nthose "
-                   "policies. Example: analysis/examples/selsync-delta.ini. Under mpirun, rank r "
-                   "runs the\npoints i = r mod size; rank 0 writes OUT/sweep.csv.\n");
-        }
+        if (rank == 0) print_help();
         return SS_OK;
     }
     if (!file)
@@ -561,18 +575,7 @@ static int sweep_run(int argc, char **argv, int rank, int size) {
     char who[48] = "";
     if (size > 1) snprintf(who, sizeof who, "rank %d: ", rank);
     if (shards > 1) snprintf(who, sizeof who, "shard %d/%d: ", shard, shards);
-    int invalid = 0;
-    for (int i = 0; i < p->n_points; i++)
-        invalid += !p->points[i].valid;
-    if (rank == 0) {
-        printf("syncsim sweep %s: %d points (%d invalid", p->name, p->n_points, invalid);
-        if (p->merged)
-            printf("; %d grid combinations merged: their policy ignores an axis", p->merged);
-        printf("), %d at once", cfg.jobs);
-        if (size > 1) printf(" on each of %d MPI ranks", size);
-        if (shards > 1) printf(", shard %d of %d", shard, shards);
-        printf("; outputs in %s/points/\n", p->out_dir);
-    }
+    if (rank == 0) print_banner(p, cfg.jobs, size, shard, shards);
     fflush(stdout);
     char points_dir[RUN_CONFIG_TEXT + 16];
     snprintf(points_dir, sizeof points_dir, "%s/points", p->out_dir);
