@@ -2,19 +2,17 @@
  *
  * Each (network, policy) point is one emulation in its own process (SimGrid runs one simulation
  * per process), up to --jobs at once through the job pool (sim/isolate.h), writing
- * OUT/runs/<policy>-<network>/. The comparison is then read back from those directories: BSP's
- * final accuracy on each network, less 0.5 points, is the target whose first simulated time
- * (TTA) every policy is measured at, and the speedup is TTA(BSP) / TTA(policy) (analysis/tta.h).
- * Results: a table on stdout, OUT/compare.csv, OUT/compare.png (accuracy against simulated time,
- * analysis/gnuplot/compare.gp) and a terminal plot. */
-#include "analysis/plots.h"
-#include "analysis/runs.h"
+ * OUT/runs/<policy>-<network>/. The comparison is then read back from those directories
+ * (analysis/compare.h): BSP's final accuracy on each network, less 0.5 points, is the target
+ * whose first simulated time (TTA) every policy is measured at, and the speedup is
+ * TTA(BSP) / TTA(policy). Results: a table on stdout, OUT/compare.csv, OUT/compare.png (accuracy
+ * against simulated time) and a terminal plot. */
+#include "analysis/compare.h"
 #include "analysis/tta.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/outputs.h"
 #include "cli/run_emulation.h"
-#include "common/csv.h"
 #include "common/status.h"
 #include "sim/isolate.h"
 
@@ -22,7 +20,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define COMPARE_MAX_RUNS       64
 #define COMPARE_DLCP_TOLERANCE 0.1 /* eps of the "-dlcp" policies unless --loss-tolerance */
@@ -65,27 +62,12 @@ static int compare_is_reference(const char *policy) {
 
 /* ---- the runs ---- */
 
-typedef struct compare_run {
-    char policy[16];
-    char network[RUN_CONFIG_TEXT]; /* bandwidth, or a platform file */
-    char label[64];                /* network as shown: "5Gbps", or the file's base name */
-    char dir[RUN_CONFIG_TEXT + 96];
-    int started; /* its process ran */
-    int exit_code;
-    /* read back */
-    int ok;
-    char status[16];
-    double accuracy, sim_time_s, lssr, bytes_sent;
-    double dropped;        /* DLCP: fraction of the exchanged data dropped */
-    double tta_s, speedup; /* NaN: undefined */
-} compare_run;
-
 typedef struct compare_ctx {
     run_config cfg;
     char policies_text[RUN_CONFIG_TEXT], networks_text[RUN_CONFIG_TEXT];
     char *pols[16], *nets[16];
     int n_pols, n_nets, n;
-    compare_run runs[COMPARE_MAX_RUNS];
+    compare_row runs[COMPARE_MAX_RUNS];
     int done;
     double t0_s;
 } compare_ctx;
@@ -129,10 +111,12 @@ static int plan_runs(compare_ctx *c) {
         if (compare_check_policy(c->pols[p]) != SS_OK) return SS_EUSAGE;
     for (int k = 0; k < c->n_nets; k++)
         for (int p = 0; p < c->n_pols; p++) {
-            compare_run *r = &c->runs[c->n++];
+            compare_row *r = &c->runs[c->n++];
             snprintf(r->policy, sizeof r->policy, "%s", c->pols[p]);
             snprintf(r->network, sizeof r->network, "%s", c->nets[k]);
             network_label(c->nets[k], r->label, sizeof r->label);
+            r->panel = k;
+            r->reference = compare_is_reference(r->policy);
             char dir[sizeof r->dir];
             snprintf(dir, sizeof dir, "%s/runs/%s-%s", c->cfg.out_dir, r->policy, r->label);
             memcpy(r->dir, dir, sizeof dir);
@@ -150,7 +134,7 @@ static void job_log_path(void *ctx, int j, char *buf, size_t n) {
 /* The child: one emulation (its output in DIR/log.txt). */
 static int job_run(void *ctx, int j) {
     const compare_ctx *c = ctx;
-    const compare_run *r = &c->runs[j];
+    const compare_row *r = &c->runs[j];
     run_config cfg = c->cfg;
     char policy[32];
     if (compare_policy_base(r->policy, policy, sizeof policy) == 2 && cfg.loss_tolerance <= 0)
@@ -171,23 +155,11 @@ static int job_run(void *ctx, int j) {
     return ss_status_exit_code(rc);
 }
 
-static void read_back(compare_run *r) {
-    run_record rec;
-    if (run_record_read(r->dir, &rec) != SS_OK || !strcmp(rec.status, "failed")) return;
-    snprintf(r->status, sizeof r->status, "%s", rec.status);
-    r->accuracy = rec.test_accuracy;
-    r->sim_time_s = rec.sim_time_s;
-    r->lssr = rec.lssr;
-    r->bytes_sent = rec.bytes_sent;
-    r->dropped = rec.dropped_fraction;
-    r->ok = 1;
-}
-
 static void job_done(void *ctx, int j, const sim_job_end *end) {
     compare_ctx *c = ctx;
-    compare_run *r = &c->runs[j];
+    compare_row *r = &c->runs[j];
     r->exit_code = end->exit_code;
-    read_back(r);
+    compare_row_read(r);
     printf("  [%d/%d] %-12s %-12s %s (%.0f s)\n", ++c->done, c->n, r->policy, r->label,
            r->ok ? r->status : "FAILED, see log.txt", outputs_wall_s() - c->t0_s);
     fflush(stdout);
@@ -195,111 +167,14 @@ static void job_done(void *ctx, int j, const sim_job_end *end) {
 
 /* ---- results ---- */
 
-/* TTA at the reference's final accuracy less TTA_DEFAULT_MARGIN, per network. */
-static void compute_tta(compare_ctx *c) {
-    for (int k = 0; k < c->n_nets; k++) {
-        const compare_run *ref = NULL;
-        for (int i = 0; i < c->n; i++)
-            if (!strcmp(c->runs[i].network, c->nets[k]) &&
-                compare_is_reference(c->runs[i].policy) && c->runs[i].ok)
-                ref = &c->runs[i];
-        if (!ref) continue;
-        const double target = tta_target(ref->accuracy, TTA_DEFAULT_MARGIN);
-        const double ref_tta_s = tta_of_run(ref->dir, target);
-        for (int i = 0; i < c->n; i++) {
-            compare_run *r = &c->runs[i];
-            if (strcmp(r->network, c->nets[k]) != 0 || !r->ok) continue;
-            r->tta_s = tta_of_run(r->dir, target);
-            r->speedup = tta_speedup(ref_tta_s, r->tta_s);
-        }
-    }
-}
-
-static void print_table(const compare_ctx *c) {
-    printf("\n%-12s %-12s %9s %11s %11s %8s %6s %8s %8s\n", "policy", "network", "accuracy",
-           "sim time", "TTA(BSP)", "speedup", "LSSR", "GB sent", "dropped");
-    for (int i = 0; i < c->n; i++) {
-        const compare_run *r = &c->runs[i];
-        if (!r->ok && !r->started) {
-            printf("%-12s %-12s  not run (interrupted before it started)\n", r->policy, r->label);
-            continue;
-        }
-        if (!r->ok) {
-            printf("%-12s %-12s  failed (exit %d): see %s/log.txt\n", r->policy, r->label,
-                   r->exit_code, r->dir);
-            continue;
-        }
-        char note[32] = "";
-        if (strcmp(r->status, "ok")) snprintf(note, sizeof note, " (%s)", r->status);
-        char tta[32] = "never", speed[32] = "-";
-        if (isfinite(r->tta_s)) snprintf(tta, sizeof tta, "%.2f s", r->tta_s);
-        if (isfinite(r->speedup)) snprintf(speed, sizeof speed, "%.2fx", r->speedup);
-        printf("%-12s %-12s %9.4f %9.2f s %11s %8s %6.3f %8.3f %7.2f%%%s\n", r->policy, r->label,
-               r->accuracy, r->sim_time_s, tta, speed, r->lssr, r->bytes_sent / 1e9,
-               100.0 * r->dropped, note);
-    }
+static void print_results(const compare_ctx *c) {
+    compare_rows_print(stdout, c->runs, c->n);
     int have_ref = 0;
     for (int p = 0; p < c->n_pols; p++)
         have_ref |= compare_is_reference(c->pols[p]);
     if (!have_ref) printf("(no bsp run: TTA and speedup need --policies to include bsp)\n");
     printf("TTA(BSP): first simulated time at BSP's final accuracy minus %.1f points\n",
            TTA_DEFAULT_MARGIN * 100);
-}
-
-/* One row: policy, platform, workers, then the numbers (empty cells when undefined). */
-static void write_csv_row(FILE *fp, const compare_run *r, int workers) {
-    csv_write_field(fp, r->policy);
-    fputc(',', fp);
-    csv_write_field(fp, r->label);
-    fprintf(fp, ",%d,", workers);
-    if (!r->ok) {
-        fprintf(fp, ",,,,,,,%s\n", r->started ? "failed" : "not_run");
-        return;
-    }
-    fprintf(fp, "%.6f,%.9f,", r->accuracy, r->sim_time_s);
-    if (isfinite(r->tta_s)) fprintf(fp, "%.9f", r->tta_s);
-    fputc(',', fp);
-    if (isfinite(r->speedup)) fprintf(fp, "%.6f", r->speedup);
-    fprintf(fp, ",%.6f,%.0f,%.6f,", r->lssr, r->bytes_sent, r->dropped);
-    csv_write_field(fp, r->status);
-    fputc('\n', fp);
-}
-
-static int write_compare_csv(const compare_ctx *c) {
-    char path[1024];
-    outputs_path(&c->cfg, "compare.csv", path, sizeof path);
-    afile f;
-    int rc = afile_open(&f, path);
-    if (rc != SS_OK) return rc;
-    fprintf(f.fp, "policy,platform,workers,test_accuracy,sim_time_s,tta_s,speedup_vs_bsp,lssr,"
-                  "bytes_sent,dropped_fraction,status\n");
-    for (int i = 0; i < c->n; i++)
-        write_csv_row(f.fp, &c->runs[i], c->cfg.workers);
-    return afile_commit(&f);
-}
-
-/* Accuracy against simulated time, one panel per network: OUT/compare.png and the terminal. */
-static void plot(const compare_ctx *c) {
-    plots_curve curves[COMPARE_MAX_RUNS];
-    char titles[16][128];
-    const char *title_of[16];
-    int n = 0;
-    for (int k = 0; k < c->n_nets; k++) {
-        char label[64];
-        network_label(c->nets[k], label, sizeof label);
-        snprintf(titles[k], sizeof titles[k], "%d workers, %s", c->cfg.workers, label);
-        title_of[k] = titles[k];
-        for (int i = 0; i < c->n; i++)
-            if (c->runs[i].ok && !strcmp(c->runs[i].network, c->nets[k]))
-                curves[n++] = (plots_curve){c->runs[i].dir, c->runs[i].policy, k};
-    }
-    char replot[1024];
-    outputs_path(&c->cfg, "replot.sh", replot, sizeof replot);
-    remove(replot); /* plots_accuracy_panels appends this figure's commands */
-    fflush(stdout);
-    if (plots_accuracy_panels(c->cfg.out_dir, "compare", curves, n, title_of, c->n_nets, stdout) !=
-        SS_OK)
-        fprintf(stderr, "syncsim: %s\n", ss_error_message());
 }
 
 int cmd_compare(const run_config *cfg_in) {
@@ -326,10 +201,14 @@ int cmd_compare(const run_config *cfg_in) {
     rc = sim_pool_run(&pool, ends, &rep);
     for (int i = 0; i < c->n; i++)
         c->runs[i].started = ends[i].started;
-    compute_tta(c);
-    print_table(c);
-    if (rc == SS_OK) rc = write_compare_csv(c);
-    if (rc == SS_OK) plot(c);
+    compare_rows_tta(c->runs, c->n, TTA_DEFAULT_MARGIN);
+    print_results(c);
+    char path[1024];
+    outputs_path(cfg, "compare.csv", path, sizeof path);
+    if (rc == SS_OK) rc = compare_rows_write_csv(path, c->runs, c->n, cfg->workers);
+    if (rc == SS_OK &&
+        compare_rows_plot(cfg->out_dir, c->runs, c->n, c->n_nets, cfg->workers, stdout) != SS_OK)
+        fprintf(stderr, "syncsim: %s\n", ss_error_message());
     if (rc == SS_OK)
         printf("outputs: %s/{compare.csv,compare.png,compare.gp,config.ini}, runs/*/ (wall %.0f "
                "s)\n",
