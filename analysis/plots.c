@@ -1,5 +1,6 @@
 #include "analysis/plots.h"
 #include "common/afile.h"
+#include "common/csv.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -69,6 +70,17 @@ static int file_nonempty(const char *out_dir, const char *name) {
     return stat(path, &st) == 0 && st.st_size > 0;
 }
 
+/* An argument as the shell reads it back: in single quotes, its own single quotes escaped. */
+static void put_shell_arg(FILE *fp, const char *arg) {
+    fputs(" '", fp);
+    for (const char *p = arg; *p; p++)
+        if (*p == '\'')
+            fputs("'\\''", fp);
+        else
+            fputc(*p, fp);
+    fputc('\'', fp);
+}
+
 static void append_replot(const char *out_dir, const char *name, const char *data, const char *base,
                           const char *arg4, const char *arg5) {
     char path[1200];
@@ -77,13 +89,15 @@ static void append_replot(const char *out_dir, const char *name, const char *dat
     FILE *fp = fopen(path, "a");
     if (!fp) return;
     if (fresh)
-        fprintf(fp, "#!/bin/sh\n# Redraws the report's figures from its CSVs (terminal: png, svg "
+        fprintf(fp, "#!/bin/sh\n# Redraws the figures from their CSVs (terminal: png, svg "
                     "or dumb).\ncd \"$(dirname \"$0\")\"\n");
     for (int t = 0; t < 2; t++) {
         const char *term = t ? "svg" : "png";
-        fprintf(fp, "gnuplot -c %s.gp '%s' '%s.%s' %s", name, data, base, term, term);
-        if (arg4) fprintf(fp, " '%s'", arg4);
-        if (arg4 && arg5) fprintf(fp, " '%s'", arg5);
+        fprintf(fp, "gnuplot -c %s.gp", name);
+        put_shell_arg(fp, data);
+        fprintf(fp, " '%s.%s' %s", base, term, term);
+        if (arg4) put_shell_arg(fp, arg4);
+        if (arg4 && arg5) put_shell_arg(fp, arg5);
         fputc('\n', fp);
     }
     fclose(fp);
@@ -117,4 +131,57 @@ int plots_render(const char *out_dir, const char *name, const char *data, const 
         fclose(fp);
     }
     return SS_OK;
+}
+
+/* Appends the block of one curve: "sim_time_s,TITLE", then its (sim_time_s, test_accuracy)
+ * cells as metrics.csv has them. 0 if the run has no readable curve (nothing written). */
+static int write_curve(FILE *out, const plots_curve *c, int first) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/metrics.csv", c->dir);
+    csv_reader r;
+    int got;
+    if (csv_open(&r, path) != SS_OK) return 0;
+    int rc = csv_next(&r, &got);
+    const int ct = got ? csv_find(&r, "sim_time_s") : -1;
+    const int ca = got ? csv_find(&r, "test_accuracy") : -1;
+    if (rc != SS_OK || ct < 0 || ca < 0) {
+        csv_close(&r);
+        return 0;
+    }
+    fputs(first ? "sim_time_s," : "\n\nsim_time_s,", out);
+    csv_write_field(out, c->title);
+    fputc('\n', out);
+    while (csv_next(&r, &got) == SS_OK && got)
+        if (r.n_fields > ct && r.n_fields > ca) fprintf(out, "%s,%s\n", r.field[ct], r.field[ca]);
+    csv_close(&r);
+    return 1;
+}
+
+int plots_accuracy_panels(const char *out_dir, const char *base, const plots_curve *curves, int n,
+                          const char *const *panel_titles, int n_panels, FILE *terminal) {
+    char data[256], path[1200];
+    snprintf(data, sizeof data, "%s-curves.csv", base);
+    snprintf(path, sizeof path, "%s/%s", out_dir, data);
+    afile f;
+    int rc = afile_open(&f, path);
+    if (rc != SS_OK) return rc;
+    /* gnuplot's word() reads the panel counts and the titles (double-quoted) back */
+    char counts[1024] = "", titles[4096] = "";
+    size_t lc = 0, lt = 0;
+    int blocks = 0;
+    for (int k = 0; k < n_panels; k++) {
+        int in_panel = 0;
+        for (int i = 0; i < n; i++)
+            if (curves[i].panel == k)
+                in_panel += write_curve(f.fp, &curves[i], blocks + in_panel == 0);
+        blocks += in_panel;
+        lc += (size_t)snprintf(counts + lc, lc < sizeof counts ? sizeof counts - lc : 0, "%s%d",
+                               k ? " " : "", in_panel);
+        lt += (size_t)snprintf(titles + lt, lt < sizeof titles ? sizeof titles - lt : 0, "%s\"%s\"",
+                               k ? " " : "", panel_titles[k]);
+    }
+    if ((rc = afile_commit(&f)) != SS_OK) return rc;
+    if (lc >= sizeof counts || lt >= sizeof titles)
+        return ss_error_set(SS_EUSAGE, "%s: too many panels or too long titles", path);
+    return plots_render(out_dir, "compare", data, base, counts, titles, terminal);
 }

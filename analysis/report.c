@@ -1,6 +1,8 @@
 #include "analysis/report.h"
 #include "analysis/plots.h"
+#include "analysis/tta.h"
 #include "common/afile.h"
+#include "common/csv.h"
 #include "common/status.h"
 #include "sim/policy_registry.h"
 
@@ -72,14 +74,52 @@ static void group_label(const run_record *r, const run_record *runs, int n, cons
     }
 }
 
-static double tta_of(const run_record *r, double target) {
-    double *t, *a;
-    size_t m;
-    if (run_curve_read(r->dir, &t, &a, &m) != SS_OK) return NAN;
-    double tta = run_curve_tta_s(t, a, m, target);
-    free(t);
-    free(a);
-    return tta < 0 ? NAN : tta;
+/* Each group's counts and statistics over its runs that finished (ok). */
+static void group_statistics(const run_record *runs, int n, const int *gid, const double *tta,
+                             const double *speed, report_group *g, int ng) {
+    double *v[9];
+    for (int k = 0; k < 9; k++)
+        v[k] = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int gi = 0; gi < ng; gi++) {
+        report_group *G = &g[gi];
+        size_t m = 0;
+        for (int i = 0; i < n; i++) {
+            if (gid[i] != gi) continue;
+            G->runs++;
+            const run_record *r = &runs[i];
+            if (!strcmp(r->status, "diverged")) {
+                G->diverged++;
+                continue;
+            }
+            if (strcmp(r->status, "ok")) {
+                G->failed++;
+                continue;
+            }
+            G->ok++;
+            G->tta_reached += isfinite(tta[i]);
+            v[0][m] = r->test_accuracy;
+            v[1][m] = tta[i];
+            v[2][m] = speed[i];
+            v[3][m] = r->lssr;
+            v[4][m] = r->bytes_sent;
+            v[5][m] = r->sim_time_s;
+            v[6][m] = r->compute_s;
+            v[7][m] = r->comm_s;
+            v[8][m] = r->wait_s;
+            m++;
+        }
+        G->accuracy = stats_summarize(v[0], m);
+        G->tta_s = stats_summarize(v[1], m);
+        G->speedup = stats_summarize(v[2], m);
+        G->lssr = stats_summarize(v[3], m);
+        G->bytes_sent = stats_summarize(v[4], m);
+        G->sim_time_s = stats_summarize(v[5], m);
+        G->compute_s = stats_summarize(v[6], m);
+        G->comm_s = stats_summarize(v[7], m);
+        G->wait_s = stats_summarize(v[8], m);
+    }
+    for (int k = 0; k < 9; k++)
+        free(v[k]);
 }
 
 int report_analyze(const run_record *runs, int n, const report_options *o, report_group **groups,
@@ -125,55 +165,12 @@ int report_analyze(const run_record *runs, int n, const report_options *o, repor
             if (!strcmp(sig, other)) bsp = &runs[j];
         }
         if (!bsp || strcmp(runs[i].status, "ok")) continue;
-        const double target = bsp->test_accuracy - o->target_margin;
-        tta[i] = tta_of(&runs[i], target);
-        const double bsp_tta = tta_of(bsp, target);
-        if (tta[i] > 0 && bsp_tta > 0) speed[i] = bsp_tta / tta[i];
+        const double target = tta_target(bsp->test_accuracy, o->target_margin);
+        tta[i] = tta_of_run(runs[i].dir, target);
+        speed[i] = tta_speedup(tta_of_run(bsp->dir, target), tta[i]);
     }
 
-    double *v[9];
-    for (int k = 0; k < 9; k++)
-        v[k] = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
-    for (int gi = 0; gi < ng; gi++) {
-        report_group *G = &g[gi];
-        size_t m = 0;
-        for (int i = 0; i < n; i++) {
-            if (gid[i] != gi) continue;
-            G->runs++;
-            const run_record *r = &runs[i];
-            if (!strcmp(r->status, "diverged")) {
-                G->diverged++;
-                continue;
-            }
-            if (strcmp(r->status, "ok")) {
-                G->failed++;
-                continue;
-            }
-            G->ok++;
-            G->tta_reached += isfinite(tta[i]);
-            v[0][m] = r->test_accuracy;
-            v[1][m] = tta[i];
-            v[2][m] = speed[i];
-            v[3][m] = r->lssr;
-            v[4][m] = r->bytes_sent;
-            v[5][m] = r->sim_time_s;
-            v[6][m] = r->compute_s;
-            v[7][m] = r->comm_s;
-            v[8][m] = r->wait_s;
-            m++;
-        }
-        G->accuracy = stats_summarize(v[0], m);
-        G->tta_s = stats_summarize(v[1], m);
-        G->speedup = stats_summarize(v[2], m);
-        G->lssr = stats_summarize(v[3], m);
-        G->bytes_sent = stats_summarize(v[4], m);
-        G->sim_time_s = stats_summarize(v[5], m);
-        G->compute_s = stats_summarize(v[6], m);
-        G->comm_s = stats_summarize(v[7], m);
-        G->wait_s = stats_summarize(v[8], m);
-    }
-    for (int k = 0; k < 9; k++)
-        free(v[k]);
+    group_statistics(runs, n, gid, tta, speed, g, ng);
     for (int i = 0; i < n; i++) {
         if (run_group) run_group[i] = gid[i];
         if (run_tta_s) run_tta_s[i] = tta[i];

@@ -1,6 +1,8 @@
 #include "analysis/runs.h"
+#include "common/csv.h"
 #include "common/status.h"
 #include "sim/policy_registry.h"
+#include "traces/trace.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -184,15 +186,25 @@ void run_dirs_free(char **dirs, int n) {
     free(dirs);
 }
 
-/* Splits a CSV or whitespace header into names; returns the index of `name` or -1. */
-static int header_index(const char *header, const char *name, const char *seps) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", header);
-    int i = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, seps, &save); tok; tok = strtok_r(NULL, seps, &save), i++)
-        if (!strcmp(tok, name)) return i;
-    return -1;
+static void curve_push(double **time_s, double **accuracy, size_t *n, size_t *cap, double t,
+                       double a) {
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 64;
+        *time_s = realloc(*time_s, sizeof(double) * *cap);
+        *accuracy = realloc(*accuracy, sizeof(double) * *cap);
+        SS_ASSERT(*time_s && *accuracy);
+    }
+    (*time_s)[*n] = t;
+    (*accuracy)[*n] = a;
+    (*n)++;
+}
+
+/* A cell as a number: NaN when empty or not a number. */
+static double cell_number(const csv_reader *r, int col) {
+    if (col >= r->n_fields) return NAN;
+    char *end;
+    const double x = strtod(r->field[col], &end);
+    return end == r->field[col] ? NAN : x;
 }
 
 int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *n) {
@@ -200,41 +212,29 @@ int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *
     *n = 0;
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return ss_error_set(SS_EINPUT, "%s: cannot open", path);
-    char line[1024];
-    if (!fgets(line, sizeof line, fp)) {
-        fclose(fp);
-        return ss_error_set(SS_EINPUT, "%s: empty", path);
+    csv_reader r;
+    int got, rc = csv_open(&r, path);
+    if (rc != SS_OK) return rc;
+    if ((rc = csv_next(&r, &got)) != SS_OK || !got) {
+        csv_close(&r);
+        return rc != SS_OK ? rc : ss_error_set(SS_EINPUT, "%s: empty", path);
     }
-    int ct = header_index(line, "sim_time_s", ",\r\n"),
-        ca = header_index(line, "test_accuracy", ",\r\n");
+    const int ct = csv_find(&r, "sim_time_s"), ca = csv_find(&r, "test_accuracy");
     if (ct < 0 || ca < 0) {
-        fclose(fp);
+        csv_close(&r);
         return ss_error_set(SS_EINPUT, "%s: no sim_time_s or test_accuracy column", path);
     }
     size_t cap = 0;
-    while (fgets(line, sizeof line, fp)) {
-        double t = NAN, a = NAN;
-        int col = 0;
-        for (char *p = line; p && *p; col++) {
-            if (col == ct) t = strtod(p, NULL);
-            if (col == ca) a = strtod(p, NULL);
-            p = strchr(p, ',');
-            if (p) p++;
-        }
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 64;
-            *time_s = realloc(*time_s, sizeof(double) * cap);
-            *accuracy = realloc(*accuracy, sizeof(double) * cap);
-            SS_ASSERT(*time_s && *accuracy);
-        }
-        (*time_s)[*n] = t;
-        (*accuracy)[*n] = a;
-        (*n)++;
+    while ((rc = csv_next(&r, &got)) == SS_OK && got)
+        curve_push(time_s, accuracy, n, &cap, cell_number(&r, ct), cell_number(&r, ca));
+    csv_close(&r);
+    if (rc != SS_OK) {
+        free(*time_s);
+        free(*accuracy);
+        *time_s = *accuracy = NULL;
+        *n = 0;
     }
-    fclose(fp);
-    return SS_OK;
+    return rc;
 }
 
 double run_curve_tta_s(const double *time_s, const double *accuracy, size_t n, double target) {
@@ -245,46 +245,30 @@ double run_curve_tta_s(const double *time_s, const double *accuracy, size_t n, d
 
 int trace_table_read(const char *path, size_t max_rows, trace_table *t) {
     memset(t, 0, sizeof *t);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return ss_error_set(SS_EINPUT, "%s: cannot open", path);
-    char *line = NULL;
-    size_t cap = 0, rows_cap = 0;
-    while (getline(&line, &cap, fp) > 0) {
-        if (line[0] == '#') {
-            const char *tag = "# columns:";
-            if (!strncmp(line, tag, strlen(tag))) {
-                char *save = NULL;
-                t->n_cols = 0;
-                for (char *tok = strtok_r(line + strlen(tag), " \t\r\n", &save);
-                     tok && t->n_cols < 32; tok = strtok_r(NULL, " \t\r\n", &save))
-                    snprintf(t->col[t->n_cols++], sizeof t->col[0], "%s", tok);
-            }
-            continue;
-        }
-        if (!t->n_cols) break;
-        if (max_rows && t->n_rows == max_rows) break;
+    trace_stream *s;
+    int rc = trace_stream_open(path, &s);
+    if (rc != SS_OK) return rc;
+    t->n_cols = trace_stream_n_columns(s);
+    for (int c = 0; c < t->n_cols; c++)
+        snprintf(t->col[c], sizeof t->col[0], "%s", trace_stream_column(s, c));
+    size_t rows_cap = 0;
+    step_record rec;
+    int got;
+    while ((!max_rows || t->n_rows < max_rows) &&
+           (rc = trace_stream_next(s, &rec, &got)) == SS_OK && got) {
         if (t->n_rows == rows_cap) {
             rows_cap = rows_cap ? 2 * rows_cap : 1024;
             t->cells = realloc(t->cells, sizeof(double) * rows_cap * (size_t)t->n_cols);
             SS_ASSERT(t->cells);
         }
         double *row = t->cells + t->n_rows * (size_t)t->n_cols;
-        char *p = line;
-        for (int c = 0; c < t->n_cols; c++) {
-            char *end;
-            row[c] = strtod(p, &end);
-            if (end == p) row[c] = NAN;
-            p = end;
-        }
+        for (int c = 0; c < t->n_cols; c++)
+            row[c] = trace_record_value(&rec, t->col[c]);
         t->n_rows++;
     }
-    free(line);
-    fclose(fp);
-    if (!t->n_cols) {
-        trace_table_free(t);
-        return ss_error_set(SS_EINPUT, "%s: no '# columns:' header line", path);
-    }
-    return SS_OK;
+    trace_stream_close(s);
+    if (rc != SS_OK) trace_table_free(t);
+    return rc;
 }
 
 int trace_table_column(const trace_table *t, const char *name) {
@@ -296,17 +280,4 @@ int trace_table_column(const trace_table *t, const char *name) {
 void trace_table_free(trace_table *t) {
     free(t->cells);
     memset(t, 0, sizeof *t);
-}
-
-void csv_write_field(FILE *fp, const char *text) {
-    if (!strpbrk(text, ",\"\n")) {
-        fputs(text, fp);
-        return;
-    }
-    fputc('"', fp);
-    for (const char *p = text; *p; p++) {
-        if (*p == '"') fputc('"', fp);
-        fputc(*p == '\n' ? ' ' : *p, fp);
-    }
-    fputc('"', fp);
 }

@@ -48,26 +48,27 @@ const char *run_record_get(const run_record *r, const char *key);
 int run_dirs_find(const char *dir, char ***dirs, int *n);
 void run_dirs_free(char **dirs, int n);
 
-/* The accuracy curve of metrics.csv (columns found by name in its header): n points of
- * (sim_time_s, test_accuracy), malloc'ed. SS_EINPUT if missing or malformed. */
+/* The accuracy curve of metrics.csv (common/csv.h; columns found by name in its header): n points
+ * of (sim_time_s, test_accuracy), malloc'ed (NaN for an empty cell). SS_EINPUT if missing or
+ * malformed ("FILE:LINE: ..."). */
 int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *n);
 /* First simulated time at which the curve reaches target; -1 if never. */
 double run_curve_tta_s(const double *time_s, const double *accuracy, size_t n, double target);
 
-/* steps.trace: the columns named in its '# columns:' line, read into a table of doubles. */
+/* steps.trace read through traces/trace.h (trace_stream: version and truncation checked; the
+ * version-1 traces of older run directories too): the columns of the file, in its order, into a
+ * table of doubles. */
 typedef struct trace_table {
     int n_cols;
     char col[32][24];
     size_t n_rows;
     double *cells; /* (n_rows, n_cols) */
 } trace_table;
-/* Reads at most max_rows records (0: all). SS_EINPUT if missing or without a columns line. */
+/* Reads at most max_rows records (0: all; the end of the file is then checked). SS_EINPUT
+ * "PATH:LINE: ..." if missing, malformed or truncated. */
 int trace_table_read(const char *path, size_t max_rows, trace_table *t);
 /* Index of a column, or -1. */
 int trace_table_column(const trace_table *t, const char *name);
 void trace_table_free(trace_table *t);
-
-/* Writes text as one CSV field (quoted when it holds a comma, quote or newline). */
-void csv_write_field(FILE *fp, const char *text);
 
 #endif

@@ -9,23 +9,21 @@
 #include "cli/outputs.h"
 #include "cli/sweep.h"
 #include "common/afile.h"
+#include "common/csv.h"
 #include "common/status.h"
+#include "sim/isolate.h"
 
 #include <cblas.h>
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
 #include <ini.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- the sweep file ---- */
@@ -342,8 +340,10 @@ int sweep_gather(const sweep_plan *p, int *n_bad, int *n_pending) {
     if (rc != SS_OK) return rc;
     *n_bad = *n_pending = 0;
     fprintf(f.fp, "index,point");
-    for (int a = 0; a < p->n_axes; a++)
-        fprintf(f.fp, ",%s", p->axis_key[a]);
+    for (int a = 0; a < p->n_axes; a++) {
+        fputc(',', f.fp);
+        csv_write_field(f.fp, p->axis_key[a]);
+    }
     fprintf(f.fp, ",status");
     for (int k = 0; gathered_numbers[k]; k++)
         fprintf(f.fp, ",%s", gathered_numbers[k]);
@@ -409,105 +409,96 @@ static int clear_dir(const char *dir) {
     return SS_OK;
 }
 
-/* The child of one point: its output in DIR/log.txt; it dies with the sweep. */
-static int run_point_child(const sweep_plan *p, int i) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    const sweep_point *pt = &p->points[i];
+typedef struct sweep_counts {
+    int ran, skipped, invalid, failed;
+} sweep_counts;
+
+/* This process's share of the points, run through the job pool: job k is point first + k
+ * stride. */
+typedef struct sweep_jobs {
+    const sweep_plan *p;
+    const run_config *cfg;
+    int first, stride, mine, done;
+    const char *who;
+    sweep_counts *cnt;
+    double t0_s;
+} sweep_jobs;
+
+static int job_point(const sweep_jobs *s, int k) {
+    return s->first + k * s->stride;
+}
+
+/* Before a point starts: invalid ones and (--resume) complete ones are passed over; what an
+ * earlier attempt left in its directory is removed. */
+static int job_prepare(void *ctx, int k) {
+    sweep_jobs *s = ctx;
+    const int i = job_point(s, k);
+    const sweep_point *pt = &s->p->points[i];
     char dir[1200];
-    sweep_point_dir(p, i, dir, sizeof dir);
-    if (ss_mkdir_p(dir) != SS_OK) return 1;
-    char log[1300];
-    snprintf(log, sizeof log, "%s/log.txt", dir);
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-        close(fd);
+    sweep_point_dir(s->p, i, dir, sizeof dir);
+    if (!pt->valid) {
+        s->cnt->invalid++;
+        printf("%s[%d/%d] %s: invalid, not run: %s\n", s->who, ++s->done, s->mine, pt->name,
+               pt->error);
+        return SIM_POOL_SKIP;
     }
+    if (s->cfg->resume && run_record_complete(dir)) {
+        s->cnt->skipped++;
+        printf("%s[%d/%d] %s: complete, skipped (--resume)\n", s->who, ++s->done, s->mine,
+               pt->name);
+        return SIM_POOL_SKIP;
+    }
+    return clear_dir(dir);
+}
+
+static void job_log_path(void *ctx, int k, char *buf, size_t n) {
+    const sweep_jobs *s = ctx;
+    char dir[1200];
+    sweep_point_dir(s->p, job_point(s, k), dir, sizeof dir);
+    snprintf(buf, n, "%s/log.txt", dir);
+}
+
+/* The child of one point: `syncsim COMMAND` with the point's options. */
+static int job_run(void *ctx, int k) {
+    const sweep_jobs *s = ctx;
+    const sweep_point *pt = &s->p->points[job_point(s, k)];
     /* One BLAS thread per point: results do not depend on --jobs, and points share the cores. */
     openblas_set_num_threads(1);
     run_config cfg;
-    int rc = options_parse(p->command, pt->argc, pt->argv, &cfg);
-    if (rc == SS_OK) rc = p->command == CMD_REPLAY ? cmd_replay(&cfg) : cmd_train(&cfg);
+    int rc = options_parse(s->p->command, pt->argc, pt->argv, &cfg);
+    if (rc == SS_OK) rc = s->p->command == CMD_REPLAY ? cmd_replay(&cfg) : cmd_train(&cfg);
     if (rc != SS_OK && rc != SS_EDIVERGED) fprintf(stderr, "syncsim: %s\n", ss_error_message());
     fflush(NULL);
     return ss_status_exit_code(rc);
 }
 
-typedef struct sweep_counts {
-    int ran, skipped, invalid, failed;
-} sweep_counts;
+static void job_done(void *ctx, int k, const sim_job_end *end) {
+    sweep_jobs *s = ctx;
+    const int i = job_point(s, k);
+    char dir[1200];
+    sweep_point_dir(s->p, i, dir, sizeof dir);
+    const int complete = run_record_complete(dir), code = end->exit_code;
+    s->cnt->ran++;
+    if (!complete) s->cnt->failed++;
+    printf("%s[%d/%d] %s: %s (%.0f s)\n", s->who, ++s->done, s->mine, s->p->points[i].name,
+           complete ? (code == 3 ? "diverged" : "ok")
+                    : (code == 130 ? "interrupted" : "FAILED, see log.txt"),
+           outputs_wall_s() - s->t0_s);
+    fflush(stdout);
+}
 
-/* Runs the points i with i mod stride = first, jobs at once. */
+/* Runs the points i with i mod stride = first, jobs at once; *interrupted: a signal stopped
+ * them. */
 static int run_points(const sweep_plan *p, const run_config *cfg, int first, int stride,
-                      const char *who, sweep_counts *cnt) {
-    int n = p->n_points;
-    pid_t *pids = ss_calloc((size_t)(n ? n : 1), sizeof(pid_t));
-    int mine = 0;
-    for (int i = first; i < n; i += stride)
-        mine++;
-    int next = first, running = 0, done = 0, signalled = 0, rc = SS_OK;
-    const double t0 = outputs_wall_s();
-    for (;;) {
-        while (running < cfg->jobs && next < n && !outputs_interrupted()) {
-            int i = next;
-            next += stride;
-            const sweep_point *pt = &p->points[i];
-            char dir[1200];
-            sweep_point_dir(p, i, dir, sizeof dir);
-            if (!pt->valid) {
-                cnt->invalid++;
-                printf("%s[%d/%d] %s: invalid, not run: %s\n", who, ++done, mine, pt->name,
-                       pt->error);
-                continue;
-            }
-            if (cfg->resume && run_record_complete(dir)) {
-                cnt->skipped++;
-                printf("%s[%d/%d] %s: complete, skipped (--resume)\n", who, ++done, mine, pt->name);
-                continue;
-            }
-            if ((rc = clear_dir(dir)) != SS_OK) break;
-            fflush(NULL);
-            pid_t pid = fork();
-            if (pid < 0) {
-                rc = ss_error_set(SS_EIO, "sweep: cannot fork: %s", strerror(errno));
-                break;
-            }
-            if (pid == 0) _exit(run_point_child(p, i));
-            pids[i] = pid;
-            running++;
-        }
-        fflush(stdout);
-        if (running == 0) break;
-        if (outputs_interrupted() && !signalled) {
-            /* Let each running point end cleanly: its outputs say "interrupted". */
-            for (int i = 0; i < n; i++)
-                if (pids[i] > 0) kill(pids[i], SIGTERM);
-            signalled = 1;
-        }
-        int wstatus;
-        pid_t pid = wait(&wstatus);
-        if (pid < 0) {
-            if (errno == EINTR) continue;
-            break;
-        }
-        for (int i = 0; i < n; i++) {
-            if (pids[i] != pid) continue;
-            pids[i] = 0;
-            running--;
-            cnt->ran++;
-            char dir[1200];
-            sweep_point_dir(p, i, dir, sizeof dir);
-            int complete = run_record_complete(dir);
-            int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
-            if (!complete) cnt->failed++;
-            printf("%s[%d/%d] %s: %s (%.0f s)\n", who, ++done, mine, p->points[i].name,
-                   complete ? (code == 3 ? "diverged" : "ok")
-                            : (code == 130 ? "interrupted" : "FAILED, see log.txt"),
-                   outputs_wall_s() - t0);
-        }
-    }
-    free(pids);
+                      const char *who, sweep_counts *cnt, int *interrupted) {
+    sweep_jobs s = {p, cfg, first, stride, 0, 0, who, cnt, outputs_wall_s()};
+    for (int i = first; i < p->n_points; i += stride)
+        s.mine++;
+    const sim_pool pool = {s.mine, cfg->jobs, &s, job_prepare, job_log_path, job_run, job_done};
+    sim_pool_report rep;
+    const int rc = sim_pool_run(&pool, NULL, &rep);
+    fflush(stdout);
+    *interrupted = rep.interrupted;
     return rc;
 }
 
@@ -529,6 +520,28 @@ bad:
                         text);
 }
 
+static void print_help(void) {
+    options_print_help(CMD_SWEEP, "syncsim sweep FILE.ini [options]", stdout);
+    printf("\nThe sweep file (INI): [sweep] name, out, command (train|replay); [grid] "
+           "option = v1,v2,... (an axis;\nseparate with ';' values that hold commas); "
+           "[fixed] option = value. Every option is one of\n`syncsim train` (or "
+           "replay). Options limited to some policies apply only to the points of\nthose "
+           "policies. Example: analysis/examples/selsync-delta.ini. Under mpirun, rank r "
+           "runs the\npoints i = r mod size; rank 0 writes OUT/sweep.csv.\n");
+}
+
+static void print_banner(const sweep_plan *p, int jobs, int size, int shard, int shards) {
+    int invalid = 0;
+    for (int i = 0; i < p->n_points; i++)
+        invalid += !p->points[i].valid;
+    printf("syncsim sweep %s: %d points (%d invalid", p->name, p->n_points, invalid);
+    if (p->merged) printf("; %d grid combinations merged: their policy ignores an axis", p->merged);
+    printf("), %d at once", jobs);
+    if (size > 1) printf(" on each of %d MPI ranks", size);
+    if (shards > 1) printf(", shard %d of %d", shard, shards);
+    printf("; outputs in %s/points/\n", p->out_dir);
+}
+
 static int sweep_run(int argc, char **argv, int rank, int size) {
     const char *file = NULL;
     char **opts = ss_calloc((size_t)argc + 1, sizeof(char *));
@@ -544,15 +557,7 @@ static int sweep_run(int argc, char **argv, int rank, int size) {
     free(opts);
     if (rc != SS_OK) return rc;
     if (cfg.help) {
-        if (rank == 0) {
-            options_print_help(CMD_SWEEP, "syncsim sweep FILE.ini [options]", stdout);
-            printf("\nThe sweep file (INI): [sweep] name, out, command (train|replay); [grid] "
-                   "option = v1,v2,... (an axis;\nseparate with ';' values that hold commas); "
-                   "[fixed] option = value. Every option is one of\n`syncsim train` (or "
-                   "replay). Options limited to some policies apply only to the points of\nthose "
-                   "policies. Example: analysis/examples/selsync-delta.ini. Under mpirun, rank r "
-                   "runs the\npoints i = r mod size; rank 0 writes OUT/sweep.csv.\n");
-        }
+        if (rank == 0) print_help();
         return SS_OK;
     }
     if (!file)
@@ -570,18 +575,7 @@ static int sweep_run(int argc, char **argv, int rank, int size) {
     char who[48] = "";
     if (size > 1) snprintf(who, sizeof who, "rank %d: ", rank);
     if (shards > 1) snprintf(who, sizeof who, "shard %d/%d: ", shard, shards);
-    int invalid = 0;
-    for (int i = 0; i < p->n_points; i++)
-        invalid += !p->points[i].valid;
-    if (rank == 0) {
-        printf("syncsim sweep %s: %d points (%d invalid", p->name, p->n_points, invalid);
-        if (p->merged)
-            printf("; %d grid combinations merged: their policy ignores an axis", p->merged);
-        printf("), %d at once", cfg.jobs);
-        if (size > 1) printf(" on each of %d MPI ranks", size);
-        if (shards > 1) printf(", shard %d of %d", shard, shards);
-        printf("; outputs in %s/points/\n", p->out_dir);
-    }
+    if (rank == 0) print_banner(p, cfg.jobs, size, shard, shards);
     fflush(stdout);
     char points_dir[RUN_CONFIG_TEXT + 16];
     snprintf(points_dir, sizeof points_dir, "%s/points", p->out_dir);
@@ -592,9 +586,10 @@ static int sweep_run(int argc, char **argv, int rank, int size) {
     outputs_install_interrupt_handler();
     sweep_counts cnt = {0};
     const double t0 = outputs_wall_s();
-    rc = run_points(p, &cfg, first, stride, who, &cnt);
+    int stopped = 0;
+    rc = run_points(p, &cfg, first, stride, who, &cnt, &stopped);
     /* Every rank reaches the barrier, even after a failure, so that rank 0 can gather. */
-    const int interrupted = ranks_sum(outputs_interrupted() ? 1 : 0);
+    const int interrupted = ranks_sum(stopped || outputs_interrupted() ? 1 : 0);
     const int failed_ranks = ranks_sum(rc != SS_OK);
     ranks_barrier();
     int bad = 0, pending = 0;

@@ -1,4 +1,5 @@
 #include "emu/run.h"
+#include "common/csv.h"
 #include "common/outputs.h"
 #include "common/status.h"
 #include "emu/emulation.h"
@@ -46,9 +47,11 @@ typedef struct emu_run {
 
 static void on_eval(void *ctx, const emulation_eval *ev) {
     run_context *rc = ctx;
-    fprintf(rc->metrics.fp, "%ld,%.6f,%.9f,%.6f,%.6f,%.6f,%ld,%.0f\n", ev->step, ev->epoch,
-            ev->sim_time_s, ev->train_loss, ev->test_loss, ev->test_accuracy, ev->sync_steps,
-            ev->bytes_sent);
+    csv_write_numbers(rc->metrics.fp, "%.0f %.6f %.9f %.6f %.6f %.6f %.0f %.0f",
+                      (const double[]){(double)ev->step, ev->epoch, ev->sim_time_s, ev->train_loss,
+                                       ev->test_loss, ev->test_accuracy, (double)ev->sync_steps,
+                                       ev->bytes_sent},
+                      8);
     fflush(rc->metrics.fp);
     if (rc->tta_s < 0 && rc->cfg->target_accuracy > 0 &&
         ev->test_accuracy >= rc->cfg->target_accuracy)

@@ -1,6 +1,7 @@
 /* The single-worker run: real training of one model replica on one device, without simulation.
  * It is the numerical reference the emulator builds on, and the uncoupled baseline for
  * measuring what SimGrid coupling costs in wall time. */
+#include "common/csv.h"
 #include "common/outputs.h"
 #include "common/status.h"
 #include "emu/dataset.h"
@@ -107,9 +108,11 @@ static int open_outputs(single_run *r) {
 /* Evaluates and writes a metrics.csv row with the mean training loss since the last one. */
 static void evaluate_row(single_run *r, long step) {
     r->ev = evaluate(r->m, &r->test);
-    fprintf(r->metrics.fp, "%ld,%.6f,%.6f,%.6f,%.6f\n", step,
-            (double)step / (double)r->steps_per_epoch,
-            r->loss_count ? r->loss_sum / (double)r->loss_count : NAN, r->ev.loss, r->ev.accuracy);
+    csv_write_numbers(r->metrics.fp, "%.0f %.6f %.6f %.6f %.6f",
+                      (const double[]){(double)step, (double)step / (double)r->steps_per_epoch,
+                                       r->loss_count ? r->loss_sum / (double)r->loss_count : NAN,
+                                       r->ev.loss, r->ev.accuracy},
+                      5);
     r->loss_sum = 0.0;
     r->loss_count = 0;
 }

@@ -22,6 +22,18 @@
  * The child's status and ss_error_message() come back to the parent as they were set in the
  * child. A child that dies (SimGrid abort, signal, exit without reporting) gives SS_EIO with a
  * message naming the signal or exit code; SimGrid's own text is on stderr above it.
+ *
+ * Many whole runs side by side (`compare`, `sweep`) go through the job pool, sim_pool_run(): each
+ * job a forked child with its output in its own log file, at most J at once, and one behaviour on
+ * SIGINT/SIGTERM for all of them (see sim_pool_run):
+ *
+ *     static int prepare(void *ctx, int j) { return done_already(j) ? SIM_POOL_SKIP : SS_OK; }
+ *     static void log_path(void *ctx, int j, char *buf, size_t n) { snprintf(buf, n, ...); }
+ *     static int run(void *ctx, int j) { return ss_status_exit_code(one_run(j)); } // child
+ *     static void done(void *ctx, int j, const sim_job_end *e) { printf(... e->exit_code); }
+ *     sim_pool pool = {n, jobs, ctx, prepare, log_path, run, done};
+ *     sim_pool_report rep;
+ *     int st = sim_pool_run(&pool, NULL, &rep);   // rep.interrupted: a signal stopped it
  */
 #ifndef SS_SIM_ISOLATE_H
 #define SS_SIM_ISOLATE_H
@@ -46,5 +58,51 @@ typedef int (*sim_isolated_fn)(void *arg, sim_blob *result);
  * child's bytes (appended). stdout/stderr are flushed before the fork and by the child before it
  * exits, so output written by the child to inherited streams appears once, in order. */
 int sim_run_isolated(sim_isolated_fn fn, void *arg, sim_blob *result);
+
+/* ---- the job pool ---- */
+
+#define SIM_POOL_SKIP (-1) /* prepare(): do not run this job (it counts as handled) */
+
+/* How one job ended. */
+typedef struct sim_job_end {
+    int started;   /* 1: forked (0: skipped, or never reached: pool interrupted or stopped) */
+    int finished;  /* 1: the child ended and was waited for */
+    int exit_code; /* the child's exit code; 128 + N when signal N killed it */
+    int signal;    /* the signal that killed it (0: it exited) */
+    double wall_s; /* from the start of the pool to the end of the job */
+} sim_job_end;
+
+typedef struct sim_pool {
+    int n_jobs;      /* jobs 0..n_jobs-1, started in this order */
+    int max_running; /* J: children at once (>= 1) */
+    void *ctx;       /* passed to the callbacks */
+    /* Parent, just before job j would start: SS_OK runs it, SIM_POOL_SKIP passes over it, any
+     * other status stops the pool (no new job; the running ones end normally) and is returned.
+     * NULL: every job runs. */
+    int (*prepare)(void *ctx, int job);
+    /* Parent: the log file of job j; the child creates its directory and sends its stdout and
+     * stderr there. NULL: the child keeps the parent's streams. */
+    void (*log_path)(void *ctx, int job, char *buf, size_t n);
+    /* Child: the job itself; its return value is the child's exit code. */
+    int (*run)(void *ctx, int job);
+    /* Parent, as each started job ends (in the order they end). NULL: nothing. */
+    void (*done)(void *ctx, int job, const sim_job_end *end);
+} sim_pool;
+
+typedef struct sim_pool_report {
+    int started, skipped, not_started; /* not_started: never reached (interrupted, stopped) */
+    int failed;                        /* started jobs with an exit code other than 0 */
+    int interrupted;                   /* SIGINT or SIGTERM arrived while the pool ran */
+} sim_pool_report;
+
+/* Runs the jobs, at most max_running children at once, and waits for every child it started.
+ * While it runs, SIGINT and SIGTERM are caught (the previous handlers are restored on return,
+ * and are the children's): on the first signal no job starts any more and every running child
+ * gets SIGTERM, so that it stops cleanly and its outputs say "interrupted"; a second signal
+ * SIGKILLs them. Children die with the parent (PR_SET_PDEATHSIG), so a killed pool leaves no
+ * orphan. `ends` (n_jobs entries, may be NULL) and `rep` (may be NULL) say what became of each
+ * job. Returns SS_OK, prepare()'s status, or SS_EIO when fork fails; an interruption is not an
+ * error: rep->interrupted says it. */
+int sim_pool_run(const sim_pool *pool, sim_job_end *ends, sim_pool_report *rep);
 
 #endif

@@ -5,9 +5,11 @@
 #include "analysis/report.h"
 #include "analysis/runs.h"
 #include "analysis/stats.h"
+#include "analysis/tta.h"
 #include "common/afile.h"
 #include "common/status.h"
 #include "ss_test.h"
+#include "traces/trace.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -201,6 +203,66 @@ static void test_runs_read(void) {
     SS_CHECK_CLOSE(run_curve_tta_s(tt, aa, 3, 0.95), -1, 0, 0);
 }
 
+/* A version-2 steps.trace of 2 workers x 3 steps; `cut`: without its end line. */
+static void write_trace_v2(const char *path, int cut) {
+    FILE *fp = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    policy_config pc;
+    policy_config_default(&pc);
+    pc.workers = 2;
+    pc.steps = 3;
+    trace_meta meta = {.source = "emulation", .param_count = 10, .param_bytes = 40};
+    trace_writer w;
+    trace_writer_begin(&w, fp, &meta, &pc, NULL);
+    for (long s = 1; s <= 3; s++)
+        for (int k = 0; k < 2; k++) {
+            step_record r = {.step = s,
+                             .worker = k,
+                             .start_s = 0.5 * (double)(s - 1),
+                             .compute_s = 0.25,
+                             .delta = 0.1 * (double)s,
+                             .decision = s != 2,
+                             .samples = 8};
+            trace_writer_record(&w, &r);
+        }
+    if (!cut) trace_writer_end(&w, 1.5);
+    fclose(fp);
+}
+
+static void test_readers_checked(void) {
+    /* trace_table_read through traces/trace.h: version 2 by the format's columns, truncation
+     * and a malformed metrics.csv reported with file and line; tta_* */
+    char path[400];
+    snprintf(path, sizeof path, "%s/v2.trace", root);
+    write_trace_v2(path, 0);
+    trace_table t;
+    CU_ASSERT_EQUAL_FATAL(trace_table_read(path, 0, &t), SS_OK);
+    CU_ASSERT_EQUAL(t.n_rows, 6);
+    const int cd = trace_table_column(&t, "delta"), cx = trace_table_column(&t, "decision");
+    CU_ASSERT(cd >= 0 && cx >= 0);
+    SS_CHECK_CLOSE(t.cells[5 * t.n_cols + cd], 0.3, 1e-15, 0);
+    CU_ASSERT_EQUAL(t.cells[2 * t.n_cols + cx], 0);
+    trace_table_free(&t);
+    write_trace_v2(path, 1);
+    CU_ASSERT_EQUAL(trace_table_read(path, 0, &t), SS_EINPUT);
+    CU_ASSERT(strstr(ss_error_message(), "truncated") != NULL);
+    CU_ASSERT_EQUAL(trace_table_read(path, 4, &t), SS_OK); /* the first rows only */
+    CU_ASSERT_EQUAL(t.n_rows, 4);
+    trace_table_free(&t);
+    char dir[400];
+    snprintf(dir, sizeof dir, "%s/badcsv", root);
+    CU_ASSERT_EQUAL_FATAL(ss_mkdir_p(dir), SS_OK);
+    write_file(dir, "metrics.csv", "sim_time_s,test_accuracy\n1,0.5\n2,\"0.6\n");
+    double *tt, *aa;
+    size_t m;
+    CU_ASSERT_EQUAL(run_curve_read(dir, &tt, &aa, &m), SS_EINPUT);
+    CU_ASSERT(strstr(ss_error_message(), "metrics.csv:3: unterminated quoted field") != NULL);
+    CU_ASSERT(isnan(tta_of_run(dir, 0.5)));
+    SS_CHECK_CLOSE(tta_target(0.8, TTA_DEFAULT_MARGIN), 0.795, 1e-15, 0);
+    SS_CHECK_CLOSE(tta_speedup(4, 2), 2, 0, 0);
+    CU_ASSERT(isnan(tta_speedup(NAN, 2)) && isnan(tta_speedup(4, 0)));
+}
+
 static void test_report_analyze(void) {
     /* report_analyze: groups over seeds, TTA at BSP's final accuracy - 0.5 points, speedup,
      * diverged runs counted and not averaged */
@@ -329,6 +391,7 @@ static CU_TestInfo stats_tests[] = {
 
 static CU_TestInfo report_tests[] = {
     {"run_record_read, run_dirs_find, trace_table_read", test_runs_read},
+    {"trace_table_read (version 2, truncated), run_curve_read errors, tta", test_readers_checked},
     {"report_analyze: groups, TTA, speedup, diverged", test_report_analyze},
     {"report_write: tables and PNG/SVG figures", test_report_write_figures},
     {"gradient_dump: step lists and samples", test_gradient_dump},

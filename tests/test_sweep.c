@@ -8,6 +8,7 @@
 #include "cli/sweep.h"
 #include "common/afile.h"
 #include "common/status.h"
+#include "sim/isolate.h"
 #include "ss_test.h"
 
 #include <signal.h>
@@ -304,6 +305,88 @@ static void test_sweep_invalid_point_runs_the_rest(void) {
     free(csv);
 }
 
+/* ---- the job pool (sim/isolate.h) ---- */
+
+typedef struct pool_ctx {
+    char dir[300];
+    int order[8], n_done; /* jobs in the order they ended */
+} pool_ctx;
+
+static int pool_prepare(void *ctx, int j) {
+    (void)ctx;
+    return j == 1 ? SIM_POOL_SKIP : SS_OK;
+}
+
+static void pool_log(void *ctx, int j, char *buf, size_t n) {
+    snprintf(buf, n, "%s/job-%d/log.txt", ((pool_ctx *)ctx)->dir, j);
+}
+
+static int pool_job(void *ctx, int j) {
+    (void)ctx;
+    printf("job %d on stdout\n", j);
+    fprintf(stderr, "job %d on stderr\n", j);
+    return j == 3 ? 5 : 0;
+}
+
+static void pool_done(void *ctx, int j, const sim_job_end *e) {
+    pool_ctx *c = ctx;
+    CU_ASSERT(e->started && e->finished);
+    c->order[c->n_done++] = j;
+}
+
+static void test_pool_runs_logs_skips(void) {
+    /* sim_pool_run: J at once, a log per job, skipped jobs, exit codes */
+    pool_ctx c = {.n_done = 0};
+    snprintf(c.dir, sizeof c.dir, "%s/pool", root);
+    sim_job_end ends[5];
+    sim_pool_report rep;
+    const sim_pool pool = {5, 2, &c, pool_prepare, pool_log, pool_job, pool_done};
+    CU_ASSERT_EQUAL(sim_pool_run(&pool, ends, &rep), SS_OK);
+    CU_ASSERT_EQUAL(rep.started, 4);
+    CU_ASSERT_EQUAL(rep.skipped, 1);
+    CU_ASSERT_EQUAL(rep.not_started, 0);
+    CU_ASSERT_EQUAL(rep.failed, 1);
+    CU_ASSERT_EQUAL(rep.interrupted, 0);
+    CU_ASSERT_EQUAL(c.n_done, 4);
+    CU_ASSERT(!ends[1].started);
+    CU_ASSERT_EQUAL(ends[3].exit_code, 5);
+    CU_ASSERT_EQUAL(ends[4].exit_code, 0);
+    char path[400];
+    snprintf(path, sizeof path, "%s/job-4/log.txt", c.dir);
+    char *log = read_text(path);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(log);
+    check_contains(log, "job 4 on stdout\njob 4 on stderr\n");
+    free(log);
+}
+
+/* Job 0 interrupts the pool (SIGTERM to its parent) and waits to be stopped. */
+static int pool_interrupting_job(void *ctx, int j) {
+    (void)ctx;
+    if (j == 0) {
+        kill(getppid(), SIGTERM);
+        for (int k = 0; k < 100; k++)
+            usleep(100 * 1000);
+        return 9; /* not stopped within 10 s */
+    }
+    return 0;
+}
+
+static void test_pool_interrupted(void) {
+    /* sim_pool_run: SIGTERM stops the launches, the running child gets SIGTERM */
+    pool_ctx c = {.n_done = 0};
+    snprintf(c.dir, sizeof c.dir, "%s/pool-int", root);
+    sim_job_end ends[4];
+    sim_pool_report rep;
+    const sim_pool pool = {4, 1, &c, NULL, pool_log, pool_interrupting_job, pool_done};
+    CU_ASSERT_EQUAL(sim_pool_run(&pool, ends, &rep), SS_OK);
+    CU_ASSERT_EQUAL(rep.interrupted, 1);
+    CU_ASSERT_EQUAL(rep.started, 1);
+    CU_ASSERT_EQUAL(rep.not_started, 3);
+    CU_ASSERT_EQUAL(ends[0].signal, SIGTERM); /* the test's own SIGTERM disposition: default */
+    CU_ASSERT_EQUAL(ends[0].exit_code, 128 + SIGTERM);
+    CU_ASSERT(!ends[1].started && !ends[3].started);
+}
+
 static CU_TestInfo file_tests[] = {
     {"sweep_plan_load: errors name file, line, closest key", test_sweep_file_errors},
     {"sweep_plan_load: policy-limited axes, merged points", test_sweep_expand_policy_rule},
@@ -315,6 +398,8 @@ static CU_TestInfo run_tests[] = {
     {"cmd_sweep_main --resume after SIGKILL: same CSV", test_sweep_killed_then_resumed},
     {"mpirun -np 2 syncsim sweep: same CSV", test_sweep_mpi},
     {"cmd_sweep_main: invalid point reported, rest run", test_sweep_invalid_point_runs_the_rest},
+    {"sim_pool_run: J at once, logs, skipped and failed jobs", test_pool_runs_logs_skips},
+    {"sim_pool_run: SIGTERM stops launches and the running job", test_pool_interrupted},
     CU_TEST_INFO_NULL};
 
 int main(void) {

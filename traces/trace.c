@@ -275,8 +275,8 @@ static int header_line(reader *r, char *text) {
     return SS_OK; /* a comment */
 }
 
-/* Allocates the cells once the header is complete (at the first record or the end line). */
-static int start_records(reader *r) {
+/* The header is complete: every policy line, the columns, sizes that make sense. */
+static int check_header(reader *r) {
     for (int i = 0; i < policy_codec_count(); i++)
         if (policy_codec_required(i) && !r->policy_seen[i])
             return bad(r, "the header lacks the policy line for ", policy_codec_key(i));
@@ -284,6 +284,13 @@ static int start_records(reader *r) {
     if (r->pc.workers < 1 || r->pc.workers > TRACE_MAX_WORKERS || r->pc.steps < 1)
         return bad(r, "policy workers and steps must be positive", NULL);
     if (!(r->meta.param_bytes > 0)) return bad(r, "meta param_bytes must be > 0", NULL);
+    return SS_OK;
+}
+
+/* Allocates the cells once the header is complete (at the first record or the end line). */
+static int start_records(reader *r) {
+    int hc = check_header(r);
+    if (hc != SS_OK) return hc;
     r->pc.slowdown = NULL;
     int rc = trace_alloc(&r->pc, r->pc.workers, r->pc.steps, &r->t);
     if (rc != SS_OK)
@@ -306,23 +313,21 @@ static int start_records(reader *r) {
     return SS_OK;
 }
 
-static int record_line(reader *r, char *text) {
-    if (!r->t) {
-        int rc = start_records(r);
-        if (rc != SS_OK) return rc;
-    }
+/* Parses and checks one record line (version 2) against the header's workers and steps. */
+static int parse_record(const reader *r, char *text, step_record *rec) {
     char *f[14];
     int n = 0;
-    for (char *tok = strtok(text, " \t"); tok; tok = strtok(NULL, " \t")) {
+    char *save = NULL;
+    for (char *tok = strtok_r(text, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
         if (n == 13) return bad(r, "more than 13 fields in a record", NULL);
         f[n++] = tok;
     }
     if (n != 13) return bad(r, "a record has 13 fields (truncated line?)", NULL);
     long step, worker, decision, samples;
     double v[9]; /* start comm wait ... parsed below */
-    if (parse_long(f[0], 1, r->t->steps, &step))
+    if (parse_long(f[0], 1, r->pc.steps, &step))
         return bad(r, "step out of range (1..policy steps): ", f[0]);
-    if (parse_long(f[1], 0, r->t->workers - 1, &worker))
+    if (parse_long(f[1], 0, r->pc.workers - 1, &worker))
         return bad(r, "worker out of range (0..policy workers - 1): ", f[1]);
     const int dcol[9] = {2, 3, 4, 5, 6, 7, 8, 11, 12};
     for (int i = 0; i < 9; i++)
@@ -332,22 +337,69 @@ static int record_line(reader *r, char *text) {
         if (v[i] < 0) return bad(r, "times and FLOPs must be >= 0: ", f[dcol[i]]);
     if (parse_long(f[9], 0, 1, &decision)) return bad(r, "decision must be 0 or 1: ", f[9]);
     if (parse_long(f[10], 0, 1L << 30, &samples)) return bad(r, "bad samples: ", f[10]);
-    trace_cell *c = &r->t->cells[(size_t)(step - 1) * (size_t)r->t->workers + (size_t)worker];
+    *rec = (step_record){.step = step,
+                         .worker = (int)worker,
+                         .start_s = v[0],
+                         .compute_s = v[1],
+                         .comm_s = v[2],
+                         .wait_s = v[3],
+                         .flops = v[4],
+                         .grad_norm = v[5],
+                         .delta = v[6],
+                         .decision = (int)decision,
+                         .samples = (int)samples,
+                         .bytes_sent = v[7],
+                         .loss = v[8]};
+    return SS_OK;
+}
+
+static int record_line(reader *r, char *text) {
+    if (!r->t) {
+        int rc = start_records(r);
+        if (rc != SS_OK) return rc;
+    }
+    step_record rec = {0};
+    int rc = parse_record(r, text, &rec);
+    if (rc != SS_OK) return rc;
+    trace_cell *c =
+        &r->t->cells[(size_t)(rec.step - 1) * (size_t)r->t->workers + (size_t)rec.worker];
     if (c->recorded) {
         char what[64];
-        snprintf(what, sizeof what, "step %ld worker %ld", step, worker);
+        snprintf(what, sizeof what, "step %ld worker %d", rec.step, rec.worker);
         return bad(r, "duplicate record of ", what);
     }
-    c->compute_s = v[1];
-    c->comm_s = v[2];
-    c->flops = v[4];
-    c->grad_norm = v[5];
-    c->loss = v[8];
-    c->samples = (int)samples;
-    c->decision = (int8_t)decision;
+    c->compute_s = rec.compute_s;
+    c->comm_s = rec.comm_s;
+    c->flops = rec.flops;
+    c->grad_norm = rec.grad_norm;
+    c->loss = rec.loss;
+    c->samples = rec.samples;
+    c->decision = (int8_t)rec.decision;
     c->recorded = 1;
     r->t->records++;
     return SS_OK;
+}
+
+/* The first line: the magic and version. *version: TRACE_VERSION, or 1 for the old format
+ * (no policy header; the caller decides whether it can use it). */
+static int first_line(const reader *r, const char *buf, int *version) {
+    int v = 0;
+    char rest = 0;
+    if (sscanf(buf, "# " TRACE_MAGIC " %d%c", &v, &rest) == 1) {
+        if (v != TRACE_VERSION)
+            return ss_error_set(
+                SS_EINPUT, "%s:1: trace format version %d, this syncsim reads version %d; %s",
+                r->name, v, TRACE_VERSION,
+                v > TRACE_VERSION ? "it was written by a newer syncsim: upgrade syncsim"
+                                  : "re-record it with this syncsim (syncsim train)");
+        *version = v;
+        return SS_OK;
+    }
+    if (!strncmp(buf, "# syncsim steps trace, format 1", 31)) {
+        *version = 1;
+        return SS_OK;
+    }
+    return bad(r, "not a syncsim trace (expected the first line '# " TRACE_MAGIC " 2')", NULL);
 }
 
 int trace_read(FILE *fp, const char *name, trace **out) {
@@ -372,32 +424,16 @@ int trace_read(FILE *fp, const char *name, trace **out) {
         }
         if (r.line == 1) {
             int version = 0;
-            char rest = 0;
-            if (sscanf(buf, "# " TRACE_MAGIC " %d%c", &version, &rest) == 1) {
-                if (version != TRACE_VERSION) {
-                    rc = ss_error_set(SS_EINPUT,
-                                      "%s:1: trace format version %d, this syncsim reads version "
-                                      "%d; %s",
-                                      name, version, TRACE_VERSION,
-                                      version > TRACE_VERSION
-                                          ? "it was written by a newer syncsim: upgrade syncsim"
-                                          : "re-record it with this syncsim (syncsim train)");
-                    break;
-                }
-                continue;
-            }
-            if (!strncmp(buf, "# syncsim steps trace, format 1", 31)) {
+            rc = first_line(&r, buf, &version);
+            if (rc == SS_OK && version == 1)
                 rc = ss_error_set(SS_EINPUT,
                                   "%s:1: trace format version 1, this syncsim reads version %d; "
                                   "version 1 lacks the policy header that replay needs: "
                                   "re-record the run with this syncsim (syncsim train --config "
                                   "OUT/config.ini)",
                                   name, TRACE_VERSION);
-                break;
-            }
-            rc = bad(&r, "not a syncsim trace (expected the first line '# " TRACE_MAGIC " 2')",
-                     NULL);
-            break;
+            if (rc != SS_OK) break;
+            continue;
         }
         if (r.end_seen) {
             rc = bad(&r, "text after the end line", NULL);
@@ -452,6 +488,209 @@ int trace_load(const char *path, trace **out) {
     int rc = trace_read(fp, path, out);
     fclose(fp);
     return rc;
+}
+
+/* ---- reading record by record ---- */
+
+#define STREAM_MAX_COLUMNS 32
+
+struct trace_stream {
+    FILE *fp;
+    reader r;
+    char name[1024];
+    char *buf;
+    size_t cap;
+    int version, nl;
+    int pending; /* buf holds the first record line, read by open */
+    int at_end;
+    long records;
+    int n_cols;
+    char col[STREAM_MAX_COLUMNS][24];
+};
+
+/* A record's field by its column name, for reading (as a double) and for version 1 (setting). */
+static double *record_double(step_record *rec, const char *column) {
+    static const struct {
+        const char *name;
+        size_t offset;
+    } doubles[] = {{"start_s", offsetof(step_record, start_s)},
+                   {"compute_s", offsetof(step_record, compute_s)},
+                   {"comm_s", offsetof(step_record, comm_s)},
+                   {"wait_s", offsetof(step_record, wait_s)},
+                   {"flops", offsetof(step_record, flops)},
+                   {"grad_norm", offsetof(step_record, grad_norm)},
+                   {"delta", offsetof(step_record, delta)},
+                   {"bytes_sent", offsetof(step_record, bytes_sent)},
+                   {"loss", offsetof(step_record, loss)}};
+    for (size_t i = 0; i < sizeof doubles / sizeof doubles[0]; i++)
+        if (!strcmp(column, doubles[i].name)) return (double *)((char *)rec + doubles[i].offset);
+    return NULL;
+}
+
+double trace_record_value(const step_record *rec, const char *column) {
+    if (!strcmp(column, "step")) return (double)rec->step;
+    if (!strcmp(column, "worker")) return rec->worker;
+    if (!strcmp(column, "decision")) return rec->decision;
+    if (!strcmp(column, "samples")) return rec->samples;
+    const double *d = record_double((step_record *)rec, column);
+    return d ? *d : NAN;
+}
+
+static void record_set(step_record *rec, const char *column, double v) {
+    double *d = record_double(rec, column);
+    if (d) *d = v;
+    if (!strcmp(column, "step")) rec->step = (long)v;
+    if (!strcmp(column, "worker")) rec->worker = (int)v;
+    if (!strcmp(column, "decision")) rec->decision = (int)v;
+    if (!strcmp(column, "samples")) rec->samples = (int)v;
+}
+
+static int stream_set_columns(trace_stream *s, const char *names) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s", names);
+    s->n_cols = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(text, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+        if (s->n_cols == STREAM_MAX_COLUMNS) return bad(&s->r, "more than 32 columns", NULL);
+        snprintf(s->col[s->n_cols++], sizeof s->col[0], "%s", tok);
+    }
+    if (!s->n_cols) return bad(&s->r, "no column names on the '# columns:' line", NULL);
+    return SS_OK;
+}
+
+/* A version-1 record: one number per named column. */
+static int stream_record_v1(trace_stream *s, char *text, step_record *rec) {
+    if (!s->n_cols) return bad(&s->r, "a record before the '# columns:' line", NULL);
+    memset(rec, 0, sizeof *rec);
+    char *save = NULL, *tok = strtok_r(text, " \t", &save);
+    for (int c = 0; c < s->n_cols; c++, tok = strtok_r(NULL, " \t", &save)) {
+        double v;
+        if (!tok) return bad(&s->r, "a record has fewer fields than columns (truncated?)", NULL);
+        if (parse_double(tok, &v)) return bad(&s->r, "not a finite number: ", tok);
+        record_set(rec, s->col[c], v);
+    }
+    if (tok) return bad(&s->r, "a record has more fields than columns", NULL);
+    return SS_OK;
+}
+
+/* Reads lines until a record (1, in s->buf) or the end of the file (0); header and trailer
+ * lines on the way are taken in. */
+static int stream_advance(trace_stream *s, int *record) {
+    int got;
+    *record = 0;
+    while ((got = read_line(s->fp, &s->buf, &s->cap, &s->nl)) != 0) {
+        s->r.line++;
+        if (got < 0)
+            return bad(&s->r,
+                       got == -1 ? "line too long (corrupt file?)"
+                                 : "NUL byte in a line (binary or corrupt file)",
+                       NULL);
+        if (s->r.line == 1) {
+            int rc = first_line(&s->r, s->buf, &s->version);
+            if (rc != SS_OK) return rc;
+            continue;
+        }
+        if (s->r.end_seen) return bad(&s->r, "text after the end line", NULL);
+        char *p = s->buf;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '\0') continue;
+        if (*p != '#') {
+            *record = 1;
+            return SS_OK;
+        }
+        for (p++; *p == ' ';)
+            p++;
+        if (s->version == 1) {
+            if (!strncmp(p, "columns:", 8) && stream_set_columns(s, p + 8) != SS_OK)
+                return SS_EINPUT;
+            continue;
+        }
+        int rc = header_line(&s->r, p);
+        if (rc != SS_OK) return rc;
+    }
+    if (ferror(s->fp))
+        return ss_error_set(SS_EIO, "%s: read error after line %ld", s->name, s->r.line);
+    return SS_OK;
+}
+
+int trace_stream_open(const char *path, trace_stream **out) {
+    *out = NULL;
+    FILE *fp = fopen(path, "r");
+    if (!fp) return ss_error_set(SS_EINPUT, "cannot open trace %s: %s", path, strerror(errno));
+    trace_stream *s = ss_calloc(1, sizeof *s);
+    s->fp = fp;
+    snprintf(s->name, sizeof s->name, "%s", path);
+    s->r.name = s->name;
+    s->r.sim_time_s = -1;
+    s->nl = 1;
+    policy_config_default(&s->r.pc);
+    int rc = stream_advance(s, &s->pending);
+    if (rc == SS_OK && s->r.line == 0) rc = ss_error_set(SS_EINPUT, "%s: empty file", path);
+    if (rc == SS_OK && s->version == TRACE_VERSION) {
+        rc = check_header(&s->r);
+        if (rc == SS_OK) rc = stream_set_columns(s, TRACE_COLUMNS);
+    }
+    if (rc != SS_OK) {
+        trace_stream_close(s);
+        return rc;
+    }
+    *out = s;
+    return SS_OK;
+}
+
+/* At the end of the file: a version-2 trace must end with its end line, counting its records. */
+static int stream_finish(trace_stream *s) {
+    s->at_end = 1;
+    if (s->version != TRACE_VERSION) return SS_OK;
+    if (!s->r.end_seen)
+        return ss_error_set(SS_EINPUT,
+                            "%s:%ld: truncated: the file ends without its '# end records = K' "
+                            "line%s",
+                            s->name, s->r.line, s->nl ? "" : " (the last line is cut)");
+    if (s->r.end_records != s->records)
+        return ss_error_set(SS_EINPUT,
+                            "%s:%ld: the end line counts %ld records, the file holds %ld", s->name,
+                            s->r.line, s->r.end_records, s->records);
+    return SS_OK;
+}
+
+int trace_stream_next(trace_stream *s, step_record *rec, int *got) {
+    *got = 0;
+    if (s->at_end) return SS_OK;
+    int record = s->pending, rc = SS_OK;
+    s->pending = 0;
+    if (!record && (rc = stream_advance(s, &record)) != SS_OK) return rc;
+    if (!record) return stream_finish(s);
+    char *p = s->buf;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    rc = s->version == 1 ? stream_record_v1(s, p, rec) : parse_record(&s->r, p, rec);
+    if (rc != SS_OK) return rc;
+    s->records++;
+    *got = 1;
+    return SS_OK;
+}
+
+int trace_stream_version(const trace_stream *s) {
+    return s->version;
+}
+
+int trace_stream_n_columns(const trace_stream *s) {
+    return s->n_cols;
+}
+
+const char *trace_stream_column(const trace_stream *s, int i) {
+    return i >= 0 && i < s->n_cols ? s->col[i] : NULL;
+}
+
+void trace_stream_close(trace_stream *s) {
+    if (!s) return;
+    if (s->fp) fclose(s->fp);
+    free(s->buf);
+    free(s->r.config);
+    free(s->r.slowdown_text);
+    free(s);
 }
 
 /* ---- CSV import ---- */

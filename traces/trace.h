@@ -98,6 +98,35 @@ int trace_load(const char *path, trace **out);
 int trace_read(FILE *fp, const char *name, trace **out);
 void trace_free(trace *t);
 
+/* ---- reading record by record ----
+ *
+ * For analyses that go through every record (the report's Delta(g) and timeline figures) without
+ * holding the cells:
+ *
+ *     trace_stream *s; if (trace_stream_open("out/steps.trace", &s) != SS_OK) ...;
+ *     step_record rec; int got, rc;
+ *     while ((rc = trace_stream_next(s, &rec, &got)) == SS_OK && got) ... rec.delta ...;
+ *     trace_stream_close(s);
+ *
+ * A version-2 file is checked as trace_read checks it (header, ranges, and at the end the end
+ * line and its record count; duplicates are not looked for). Version 1 (run directories of
+ * older syncsim: no policy header, columns named by its '# columns:' line in any order, no end
+ * line) is read too: its records have the fields its columns name, the others 0. */
+typedef struct trace_stream trace_stream;
+
+/* Opens a trace and reads its header. SS_EINPUT "PATH:LINE: ..." as trace_load. */
+int trace_stream_open(const char *path, trace_stream **out);
+/* The next record: *got = 1, or 0 after the last (the file then checked complete). */
+int trace_stream_next(trace_stream *s, step_record *rec, int *got);
+/* 1 or TRACE_VERSION. */
+int trace_stream_version(const trace_stream *s);
+/* The columns of the file, in its order (version 2: the 13 of the format). */
+int trace_stream_n_columns(const trace_stream *s);
+const char *trace_stream_column(const trace_stream *s, int i);
+void trace_stream_close(trace_stream *s);
+/* The field of a record named as its trace column ("delta", "start_s"); NaN for another name. */
+double trace_record_value(const step_record *rec, const char *column);
+
 /* The cell of (step 1..steps, worker 0..workers-1). */
 static inline const trace_cell *trace_cell_at(const trace *t, long step, int worker) {
     return &t->cells[(size_t)(step - 1) * (size_t)t->workers + (size_t)worker];

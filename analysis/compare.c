@@ -1,0 +1,128 @@
+/* compare's results (compare.h). */
+#include "analysis/compare.h"
+#include "analysis/plots.h"
+#include "analysis/runs.h"
+#include "analysis/tta.h"
+#include "common/afile.h"
+#include "common/csv.h"
+#include "common/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void compare_row_read(compare_row *r) {
+    run_record rec;
+    if (run_record_read(r->dir, &rec) != SS_OK || !strcmp(rec.status, "failed")) return;
+    snprintf(r->status, sizeof r->status, "%s", rec.status);
+    r->accuracy = rec.test_accuracy;
+    r->sim_time_s = rec.sim_time_s;
+    r->lssr = rec.lssr;
+    r->bytes_sent = rec.bytes_sent;
+    r->dropped = rec.dropped_fraction;
+    r->ok = 1;
+}
+
+void compare_rows_tta(compare_row *rows, int n, double margin) {
+    for (int k = 0; k < n; k++) { /* each network at its first row */
+        int seen = 0;
+        for (int i = 0; i < k; i++)
+            seen |= !strcmp(rows[i].network, rows[k].network);
+        if (seen) continue;
+        const compare_row *ref = NULL;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(rows[i].network, rows[k].network) && rows[i].reference && rows[i].ok)
+                ref = &rows[i];
+        if (!ref) continue;
+        const double target = tta_target(ref->accuracy, margin);
+        const double ref_tta_s = tta_of_run(ref->dir, target);
+        for (int i = 0; i < n; i++) {
+            compare_row *r = &rows[i];
+            if (strcmp(r->network, rows[k].network) != 0 || !r->ok) continue;
+            r->tta_s = tta_of_run(r->dir, target);
+            r->speedup = tta_speedup(ref_tta_s, r->tta_s);
+        }
+    }
+}
+
+void compare_rows_print(FILE *fp, const compare_row *rows, int n) {
+    fprintf(fp, "\n%-12s %-12s %9s %11s %11s %8s %6s %8s %8s\n", "policy", "network", "accuracy",
+            "sim time", "TTA(BSP)", "speedup", "LSSR", "GB sent", "dropped");
+    for (int i = 0; i < n; i++) {
+        const compare_row *r = &rows[i];
+        if (!r->ok && !r->started) {
+            fprintf(fp, "%-12s %-12s  not run (interrupted before it started)\n", r->policy,
+                    r->label);
+            continue;
+        }
+        if (!r->ok) {
+            fprintf(fp, "%-12s %-12s  failed (exit %d): see %s/log.txt\n", r->policy, r->label,
+                    r->exit_code, r->dir);
+            continue;
+        }
+        char note[32] = "";
+        if (strcmp(r->status, "ok")) snprintf(note, sizeof note, " (%s)", r->status);
+        char tta[32] = "never", speed[32] = "-";
+        if (isfinite(r->tta_s)) snprintf(tta, sizeof tta, "%.2f s", r->tta_s);
+        if (isfinite(r->speedup)) snprintf(speed, sizeof speed, "%.2fx", r->speedup);
+        fprintf(fp, "%-12s %-12s %9.4f %9.2f s %11s %8s %6.3f %8.3f %7.2f%%%s\n", r->policy,
+                r->label, r->accuracy, r->sim_time_s, tta, speed, r->lssr, r->bytes_sent / 1e9,
+                100.0 * r->dropped, note);
+    }
+}
+
+/* One row: policy, platform, workers, then the numbers (empty cells when undefined). */
+static void write_csv_row(FILE *fp, const compare_row *r, int workers) {
+    csv_write_field(fp, r->policy);
+    fputc(',', fp);
+    csv_write_field(fp, r->label);
+    fprintf(fp, ",%d,", workers);
+    if (!r->ok) {
+        fprintf(fp, ",,,,,,,%s\n", r->started ? "failed" : "not_run");
+        return;
+    }
+    fprintf(fp, "%.6f,%.9f,", r->accuracy, r->sim_time_s);
+    if (isfinite(r->tta_s)) fprintf(fp, "%.9f", r->tta_s);
+    fputc(',', fp);
+    if (isfinite(r->speedup)) fprintf(fp, "%.6f", r->speedup);
+    fprintf(fp, ",%.6f,%.0f,%.6f,", r->lssr, r->bytes_sent, r->dropped);
+    csv_write_field(fp, r->status);
+    fputc('\n', fp);
+}
+
+int compare_rows_write_csv(const char *path, const compare_row *rows, int n, int workers) {
+    afile f;
+    int rc = afile_open(&f, path);
+    if (rc != SS_OK) return rc;
+    fprintf(f.fp, "policy,platform,workers,test_accuracy,sim_time_s,tta_s,speedup_vs_bsp,lssr,"
+                  "bytes_sent,dropped_fraction,status\n");
+    for (int i = 0; i < n; i++)
+        write_csv_row(f.fp, &rows[i], workers);
+    return afile_commit(&f);
+}
+
+int compare_rows_plot(const char *out_dir, const compare_row *rows, int n, int n_panels,
+                      int workers, FILE *terminal) {
+    plots_curve *curves = ss_calloc((size_t)(n ? n : 1), sizeof *curves);
+    char(*titles)[128] = ss_calloc((size_t)(n_panels ? n_panels : 1), sizeof *titles);
+    const char **title_of = ss_calloc((size_t)(n_panels ? n_panels : 1), sizeof *title_of);
+    int m = 0;
+    for (int k = 0; k < n_panels; k++) {
+        title_of[k] = titles[k];
+        for (int i = 0; i < n; i++) {
+            if (rows[i].panel != k) continue;
+            if (!titles[k][0])
+                snprintf(titles[k], sizeof titles[k], "%d workers, %s", workers, rows[i].label);
+            if (rows[i].ok) curves[m++] = (plots_curve){rows[i].dir, rows[i].policy, k};
+        }
+    }
+    char replot[1200];
+    snprintf(replot, sizeof replot, "%s/replot.sh", out_dir);
+    remove(replot); /* plots_accuracy_panels appends this figure's commands */
+    if (terminal) fflush(terminal);
+    int rc = plots_accuracy_panels(out_dir, "compare", curves, m, title_of, n_panels, terminal);
+    free(curves);
+    free(titles);
+    free(title_of);
+    return rc;
+}

@@ -1,0 +1,138 @@
+/* CSV writer and reader that agree on quoting (csv.h). */
+#include "common/csv.h"
+#include "common/status.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void csv_write_field(FILE *fp, const char *text) {
+    if (!strpbrk(text, ",\"\n\r")) {
+        fputs(text, fp);
+        return;
+    }
+    fputc('"', fp);
+    for (const char *p = text; *p; p++) {
+        if (*p == '"') fputc('"', fp);
+        fputc(*p, fp);
+    }
+    fputc('"', fp);
+}
+
+void csv_write_numbers(FILE *fp, const char *formats, const double *values, int n) {
+    const char *f = formats;
+    for (int i = 0; i < n; i++) {
+        while (*f == ' ')
+            f++;
+        size_t len = strcspn(f, " ");
+        char conv[32];
+        SS_ASSERT(len > 0 && len < sizeof conv);
+        memcpy(conv, f, len);
+        conv[len] = '\0';
+        f += len;
+        if (i) fputc(',', fp);
+        fprintf(fp, conv, values[i]);
+    }
+    fputc('\n', fp);
+}
+
+void csv_open_stream(csv_reader *r, FILE *fp, const char *name) {
+    memset(r, 0, sizeof *r);
+    r->fp = fp;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->next_line = 1;
+}
+
+int csv_open(csv_reader *r, const char *path) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        memset(r, 0, sizeof *r);
+        return ss_error_set(SS_EINPUT, "%s: cannot open: %s", path, strerror(errno));
+    }
+    csv_open_stream(r, fp, path);
+    r->own_fp = 1;
+    return SS_OK;
+}
+
+void csv_close(csv_reader *r) {
+    if (r->own_fp && r->fp) fclose(r->fp);
+    free(r->buf);
+    memset(r, 0, sizeof *r);
+}
+
+static void put(csv_reader *r, size_t *len, char c) {
+    if (*len + 1 >= r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 256;
+        r->buf = realloc(r->buf, r->cap);
+        SS_ASSERT(r->buf);
+    }
+    r->buf[(*len)++] = c;
+}
+
+/* Reads one quoted field after its opening quote, up to the closing one. */
+static int read_quoted(csv_reader *r, size_t *len) {
+    const long opened = r->next_line;
+    for (;;) {
+        int c = getc(r->fp);
+        if (c == EOF)
+            return ss_error_set(SS_EINPUT, "%s:%ld: unterminated quoted field (opened here)",
+                                r->name, opened);
+        if (c == '"') {
+            int d = getc(r->fp);
+            if (d != '"') {
+                if (d != EOF) ungetc(d, r->fp);
+                return SS_OK;
+            }
+        }
+        if (c == '\n') r->next_line++;
+        put(r, len, (char)c);
+    }
+}
+
+int csv_next(csv_reader *r, int *got) {
+    size_t len = 0, start[CSV_MAX_FIELDS];
+    int n = 0, c = getc(r->fp);
+    *got = 0;
+    if (c == EOF) return ferror(r->fp) ? ss_error_set(SS_EIO, "%s: read error", r->name) : SS_OK;
+    r->line = r->next_line;
+    for (;;) { /* one field per turn; c is its first character */
+        if (n == CSV_MAX_FIELDS)
+            return ss_error_set(SS_EINPUT, "%s:%ld: more than %d fields", r->name, r->line,
+                                CSV_MAX_FIELDS);
+        start[n++] = len;
+        if (c == '"') {
+            int rc = read_quoted(r, &len);
+            if (rc != SS_OK) return rc;
+            c = getc(r->fp);
+            if (c == '\r') c = getc(r->fp);
+            if (c != ',' && c != '\n' && c != EOF)
+                return ss_error_set(SS_EINPUT, "%s:%ld: text after the closing quote of field %d",
+                                    r->name, r->next_line, n);
+        } else {
+            while (c != ',' && c != '\n' && c != EOF) {
+                if (c == '"')
+                    return ss_error_set(SS_EINPUT,
+                                        "%s:%ld: a quote inside unquoted field %d (a field with "
+                                        "quotes is quoted as a whole)",
+                                        r->name, r->line, n);
+                if (c != '\r') put(r, &len, (char)c);
+                c = getc(r->fp);
+            }
+        }
+        put(r, &len, '\0');
+        if (c != ',') break;
+        c = getc(r->fp);
+    }
+    if (c == '\n') r->next_line++;
+    r->n_fields = n;
+    for (int i = 0; i < n; i++)
+        r->field[i] = r->buf + start[i];
+    *got = 1;
+    return SS_OK;
+}
+
+int csv_find(const csv_reader *r, const char *name) {
+    for (int i = 0; i < r->n_fields; i++)
+        if (!strcmp(r->field[i], name)) return i;
+    return -1;
+}
