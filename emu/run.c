@@ -148,7 +148,7 @@ static int parse_run_options(emu_run *r) {
 static int open_cluster(emu_run *r) {
     int rc = outputs_open_dir(r->cfg, r->rq->config_ini);
     if (rc != SS_OK) return rc;
-    const int async = r->pc.kind == POLICY_SSP || r->pc.kind == POLICY_ASP;
+    const int async = policy_is_async(&r->pc);
     const int n_ps = (async || r->pc.use_ps) ? r->pc.ps_servers : 0;
     if ((rc = prepare_platform(r->cfg, n_ps, r->platform, sizeof r->platform)) != SS_OK) return rc;
     sim_cluster_opts co = {.platform_path = r->platform,
@@ -163,7 +163,7 @@ static int open_cluster(emu_run *r) {
 static int create_emulation(emu_run *r) {
     const run_config *cfg = r->cfg;
     const policy_config *pc = &r->pc;
-    const int async = pc->kind == POLICY_SSP || pc->kind == POLICY_ASP;
+    const int async = policy_is_async(pc);
     /* Injected samples join a worker's own b' = b / (1 + alpha beta N); room for them all. */
     const int local_batch = policy_local_batch(pc);
     const int max_batch = policy_max_batch(pc);
@@ -314,7 +314,7 @@ static void summarize(const emu_run *r, run_summary *s, long *div_step) {
     }
     s->epochs = emulation_samples(r->em) / (double)r->train.n;
     summarize_setup(r, s);
-    if (r->pc.kind == POLICY_SSP || r->pc.kind == POLICY_ASP) summarize_staleness(pr, s);
+    if (policy_is_async(&r->pc)) summarize_staleness(pr, s);
 }
 
 /* Commits metrics.csv and steps.trace, writes summary.json, reports; the status of the run. */

@@ -122,6 +122,9 @@ const char *policy_kind_name(policy_kind k);
 int policy_local_batch(const policy_config *pc);
 /* The largest mini-batch a worker computes: b' plus the samples others may inject (b if off). */
 int policy_max_batch(const policy_config *pc);
+/* Whether the policy's workers run asynchronously against parameter servers (SSP, ASP): its
+ * registry row's needs_ps. Synchronous policies may still exchange through servers (use_ps). */
+int policy_is_async(const policy_config *pc);
 
 /* One worker step, as recorded in steps.trace. Times are simulated seconds. */
 typedef struct step_record {

@@ -331,6 +331,11 @@ int policy_max_batch(const policy_config *pc) {
     return p && p->max_batch ? p->max_batch(pc) : pc->batch;
 }
 
+int policy_is_async(const policy_config *pc) {
+    const policy_info *p = policy_registry_of_kind(pc->kind);
+    return p && p->needs_ps;
+}
+
 /* ---- the options of every policy, each once ---- */
 
 static const policy_option *all_options[RUN_CONFIG_POLICY_OPTIONS];

@@ -16,7 +16,7 @@ static int check_config(const policy_config *pc, const sim_cluster *c) {
     if (sim_cluster_n_workers(c) != pc->workers)
         return ss_error_set(SS_EUSAGE, "policy: the cluster maps %d workers, the policy wants %d",
                             sim_cluster_n_workers(c), pc->workers);
-    int needs_ps = pc->use_ps || pc->kind == POLICY_SSP || pc->kind == POLICY_ASP;
+    int needs_ps = pc->use_ps || policy_is_async(pc);
     if (needs_ps && sim_cluster_n_ps(c) < pc->ps_servers)
         return ss_error_set(SS_EUSAGE,
                             "policy %s needs %d parameter server host(s); the cluster "
@@ -78,7 +78,7 @@ static int open_exchange(policy_state *st, sim_cluster *cluster) {
     int rc = exchange_simgrid_open(cluster, &xo, &st->ex);
     if (rc != SS_OK) return rc;
     st->world = st->ex->ops->group(st->ex->self, NULL, pc->workers);
-    const int async = pc->kind == POLICY_SSP || pc->kind == POLICY_ASP;
+    const int async = policy_is_async(pc);
     if (!async && !pc->use_ps) return SS_OK;
     exchange_ps_opts po = {.n_servers = pc->ps_servers, .async = async};
     if (async) policy_ssp_hooks(&po.hooks, st);

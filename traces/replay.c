@@ -217,7 +217,7 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
     policy_config pc;
     int rc = replay_policy_config(t, o, &pc);
     if (rc != SS_OK) return rc;
-    const int async = pc.kind == POLICY_SSP || pc.kind == POLICY_ASP;
+    const int async = policy_is_async(&pc);
     const int n_ps = (async || pc.use_ps) ? pc.ps_servers : 0;
     char tmp[256] = "";
     const char *platform = o->platform_path;
