@@ -7,7 +7,7 @@
  *     -0.00123
  *     ...
  *
- * The emulator calls it from its compute step (see the hook in the report of issue 6):
+ * The emulator calls it from its compute step (see emu/emulation.c):
  *
  *     gradient_dump *gd; gradient_dump_create("100,500", out_dir, &gd);   // --dump-gradients
  *     if (gradient_dump_wants(gd, step)) gradient_dump_device(gd, dev, model_grads(m), P, step, w);

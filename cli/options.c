@@ -1,5 +1,6 @@
 #include "cli/options.h"
 #include "common/status.h"
+#include "sim/collective.h"
 #include "sim/policy_registry.h"
 
 #include <ctype.h>
@@ -110,7 +111,7 @@ static const opt_def head_rows[] = {
     {"network-model", OPT_TYPE_CHOICE, F(network_model), "LV08", 0, 0, CMD_RUN | CMD_REPLAY,
      "LV08|CM02", "M", "SimGrid network model (CM02: plain flows, for closed forms)", SIM},
     {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0, CMD_RUN | CMD_REPLAY,
-     "ring|ring-coarse|hd|tree|ps", "C",
+     NULL /* the algorithms of sim/collective.h, and ps: table_build */, "C",
      "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
     {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN | CMD_REPLAY, NULL,
      "BYTES", "cut collective messages into segments of this size (0: whole)", SIM},
@@ -209,6 +210,7 @@ static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 static char policy_choices[256];                          /* "|bsp|ssp|..." */
 static char compare_policies[RUN_CONFIG_TEXT];            /* compare's default --policies */
 static char enum_choices[RUN_CONFIG_POLICY_OPTIONS][256]; /* "a|b|c" of an ENUM option */
+static char collective_choices[128]; /* the all-reduce algorithms (sim/collective.h), and ps */
 
 /* The row of policy option k: its slot in run_config, and the policies whose row lists it. */
 static opt_def policy_option_row(int k) {
@@ -250,6 +252,9 @@ static void table_build(void) {
     policy_choices[0] = '|';
     policy_registry_names("|", policy_choices + 1, sizeof policy_choices - 1);
     policy_registry_compare_default(compare_policies, sizeof compare_policies);
+    size_t len =
+        strlen(sim_allreduce_algo_names("|", collective_choices, sizeof collective_choices));
+    snprintf(collective_choices + len, sizeof collective_choices - len, "|ps");
     for (int i = 0; i < HEAD_ROWS; i++)
         options_table[n++] = head_rows[i];
     for (int k = 0; k < policy_option_count(); k++)
@@ -259,6 +264,8 @@ static void table_build(void) {
     for (int i = 0; i < n; i++) {
         if (!strcmp(options_table[i].name, "policy")) options_table[i].choices = policy_choices;
         if (!strcmp(options_table[i].name, "policies")) options_table[i].def = compare_policies;
+        if (!strcmp(options_table[i].name, "collective"))
+            options_table[i].choices = collective_choices;
     }
     options_count = n;
 }

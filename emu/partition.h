@@ -3,7 +3,7 @@
  * - DEFDP: N disjoint IID shards (a seeded shuffle split into N nearly equal parts).
  * - SELDP: the set split into N equal chunks (after a seeded shuffle); worker n reads the chunks
  *   as a circular queue starting at chunk n, so every worker sees the whole set and on any step
- *   the N workers draw from N different chunks (SelSync, SEEDS.md). With chunk size
+ *   the N workers draw from N different chunks (SelSync's SelDP). With chunk size
  *   C = floor(n/N), slot j of step t of worker w lies in chunk (w + floor((t*b + j) / C)) mod N;
  *   the n mod N samples left over are read by nobody (partition_owner gives -1).
  * - SELDP_PERM: the public-code variant: each worker reads a full permutation of the set,

@@ -71,22 +71,31 @@ double sim_comm_bytes_sent(const sim_comm *c, int member) {
 /* ---------------------------------------------------------------- names */
 
 static const char *const algo_names[] = {"ring", "ring-coarse", "hd", "tree"};
+#define ALGO_COUNT ((int)(sizeof algo_names / sizeof algo_names[0]))
+
+const char *sim_allreduce_algo_names(const char *sep, char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < ALGO_COUNT && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? sep : "", algo_names[i]);
+    return buf;
+}
 
 int sim_allreduce_algo_parse(const char *option, const char *text, sim_allreduce_algo *out) {
     if (text && strcasecmp(text, "halving-doubling") == 0) text = "hd";
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < ALGO_COUNT; i++) {
         if (text && strcasecmp(text, algo_names[i]) == 0) {
             *out = (sim_allreduce_algo)i;
             return SS_OK;
         }
     }
-    return ss_error_set(
-        SS_EUSAGE, "%s: unknown all-reduce algorithm '%s' (valid: ring, ring-coarse, hd, tree)",
-        option, text ? text : "");
+    char valid[128];
+    return ss_error_set(SS_EUSAGE, "%s: unknown all-reduce algorithm '%s' (valid: %s)", option,
+                        text ? text : "", sim_allreduce_algo_names(", ", valid, sizeof valid));
 }
 
 const char *sim_allreduce_algo_name(sim_allreduce_algo a) {
-    return (unsigned)a < 4 ? algo_names[a] : "?";
+    return (unsigned)a < (unsigned)ALGO_COUNT ? algo_names[a] : "?";
 }
 
 /* ---------------------------------------------------------------- one call's context */

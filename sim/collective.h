@@ -30,6 +30,7 @@
 #define SS_SIM_COLLECTIVE_H
 
 #include <simgrid/forward.h>
+#include <stddef.h>
 
 typedef struct sim_comm sim_comm; /* opaque: a group of members on hosts */
 
@@ -61,6 +62,9 @@ typedef enum sim_allreduce_algo {
 /* "ring", "ring-coarse", "hd" (or "halving-doubling"), "tree"; SS_EUSAGE naming `option`. */
 int sim_allreduce_algo_parse(const char *option, const char *text, sim_allreduce_algo *out);
 const char *sim_allreduce_algo_name(sim_allreduce_algo a);
+/* The algorithms' names joined by `sep` into buf ("ring, ring-coarse, hd, tree"): for option
+ * choices and messages, so that a new algorithm needs only its row in collective.c. */
+const char *sim_allreduce_algo_names(const char *sep, char *buf, size_t n);
 
 typedef struct sim_coll_opts {
     sim_allreduce_algo algo;

@@ -4,7 +4,7 @@
  *     sim_step_cost cost = {.flops = step_flops};          // counted by the kernels (fwd + bwd)
  *     double dt_s; sim_compute_step(&cc, &cost, &dt_s);     // inside the worker actor
  *
- * Modes (DESIGN.md "Time"):
+ * Modes:
  * - flops (default, deterministic): the step's FLOPs executed on the actor's host
  *   (sg_actor_execute), whose speed is the effective FLOP/s of its GPU class in the platform;
  *   concurrent executions on one host share its speed;

@@ -5,7 +5,7 @@
  *     policy_result res;
  *     policy_run(&pc, cluster, &source, record_fn, record_ctx, &res);   // inside one process
  *
- * Definitions (../shared/SEEDS.md):
+ * Definitions:
  * - BSP: compute, all-reduce the gradients (ring/tree/halving-doubling, or a PS), apply the mean.
  * - SSP(s): a PS applies each pushed gradient when it arrives; a worker pulls the parameters as
  * they are then; a worker that has completed c steps starts step c+1 only while c - min_j c_j <= s.
