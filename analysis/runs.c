@@ -1,10 +1,10 @@
 #include "analysis/runs.h"
 #include "common/csv.h"
 #include "common/status.h"
+#include "common/summary.h"
 #include "sim/policy_registry.h"
 #include "traces/trace.h"
 
-#include <cjson/cJSON.h>
 #include <dirent.h>
 #include <ini.h>
 #include <math.h>
@@ -18,26 +18,15 @@ static int file_exists(const char *path) {
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static cJSON *read_json(const char *path) {
-    FILE *fp = fopen(path, "r");
-    if (!fp) return NULL;
-    char *text = NULL;
-    size_t cap = 0;
-    ssize_t len = getdelim(&text, &cap, '\0', fp);
-    fclose(fp);
-    cJSON *j = len > 0 ? cJSON_Parse(text) : NULL;
-    free(text);
-    return j;
+/* DIR/summary.json through common/summary.h; SS_OK when it is there and parses. */
+static int read_summary(const char *dir, run_summary *s) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    return summary_read(path, s);
 }
 
-static double json_number(const cJSON *j, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
-}
-
-static void json_string(const cJSON *j, const char *key, char *buf, size_t n) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
-    if (cJSON_IsString(v)) snprintf(buf, n, "%s", v->valuestring);
+static double count_or_nan(long n) {
+    return n >= 0 ? (double)n : NAN; /* a null count reads back negative */
 }
 
 static int config_handler(void *user, const char *section, const char *name, const char *value) {
@@ -50,19 +39,30 @@ static int config_handler(void *user, const char *section, const char *name, con
     return 1;
 }
 
-cJSON *run_summary_read(const char *dir) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/summary.json", dir);
-    return read_json(path);
+int run_record_complete(const char *dir) {
+    run_summary s;
+    if (read_summary(dir, &s) != SS_OK) return 0;
+    return !strcmp(s.status, "ok") || !strcmp(s.status, "diverged");
 }
 
-int run_record_complete(const char *dir) {
-    cJSON *j = run_summary_read(dir);
-    if (!j) return 0;
-    char status[16] = "";
-    json_string(j, "status", status, sizeof status);
-    cJSON_Delete(j);
-    return !strcmp(status, "ok") || !strcmp(status, "diverged");
+/* The values of a summary over those of config.ini; a null one leaves the record's as it is. */
+static void record_summary(run_record *r, const run_summary *s) {
+    if (s->status[0]) snprintf(r->status, sizeof r->status, "%s", s->status);
+    if (s->policy[0]) snprintf(r->policy, sizeof r->policy, "%s", s->policy);
+    if (s->workers >= 0) r->workers = s->workers;
+    if (s->batch >= 0) r->batch = s->batch;
+    if (s->seed || !isfinite(r->seed)) r->seed = (double)s->seed; /* 0 is also an absent seed */
+    r->test_accuracy = s->test_accuracy;
+    r->sim_time_s = s->sim_time_s;
+    r->lssr = s->lssr;
+    r->bytes_sent = s->bytes_sent;
+    r->steps = count_or_nan(s->steps);
+    r->sync_steps = count_or_nan(s->sync_steps);
+    r->compute_s = s->compute_s;
+    r->comm_s = s->comm_s;
+    r->wait_s = s->wait_s;
+    r->epochs = s->epochs;
+    r->dropped_fraction = isfinite(s->dropped_fraction) ? s->dropped_fraction : 0.0;
 }
 
 int run_record_read(const char *dir, run_record *r) {
@@ -86,31 +86,11 @@ int run_record_read(const char *dir, run_record *r) {
     else if ((v = run_record_get(r, "bandwidth")))
         snprintf(r->platform, sizeof r->platform, "%s", v);
 
-    cJSON *j = run_summary_read(dir);
-    if (!j && !have_config) return ss_error_set(SS_EINPUT, "%s: not a run directory", dir);
-    if (j) {
-        json_string(j, "status", r->status, sizeof r->status);
-        json_string(j, "policy", r->policy, sizeof r->policy);
-        double w = json_number(j, "workers");
-        if (isfinite(w)) r->workers = (int)w;
-        double b = json_number(j, "batch");
-        if (isfinite(b)) r->batch = (int)b;
-        double s = json_number(j, "seed");
-        if (isfinite(s)) r->seed = s;
-        r->test_accuracy = json_number(j, "test_accuracy");
-        r->sim_time_s = json_number(j, "sim_time_s");
-        r->lssr = json_number(j, "lssr");
-        r->bytes_sent = json_number(j, "bytes_sent");
-        r->steps = json_number(j, "steps");
-        r->sync_steps = json_number(j, "sync_steps");
-        r->compute_s = json_number(j, "compute_s");
-        r->comm_s = json_number(j, "comm_s");
-        r->wait_s = json_number(j, "wait_s");
-        r->epochs = json_number(j, "epochs");
-        double d = json_number(j, "dropped_fraction");
-        r->dropped_fraction = isfinite(d) ? d : 0.0;
-        cJSON_Delete(j);
-    }
+    run_summary s;
+    const int have_summary = read_summary(dir, &s) == SS_OK;
+    if (!have_summary && !have_config)
+        return ss_error_set(SS_EINPUT, "%s: not a run directory", dir);
+    if (have_summary) record_summary(r, &s);
     if (!r->policy[0])
         snprintf(r->policy, sizeof r->policy, "%s",
                  r->workers > 1 ? policy_registry_baseline()->name : "single");

@@ -34,11 +34,10 @@ typedef struct run_record {
     char value[RUN_RECORD_MAX_KEYS][RUN_RECORD_TEXT];
 } run_record;
 
-/* DIR/summary.json parsed (NULL when missing or malformed); the caller cJSON_Delete()s it. */
-struct cJSON *run_summary_read(const char *dir);
 /* Reads DIR; SS_EINPUT when it holds neither config.ini nor summary.json. */
 int run_record_read(const char *dir, run_record *r);
-/* 1 if summary.json is there, parses, and its status is final (ok or diverged). */
+/* 1 if summary.json is there, reads (common/summary.h), and its status is final (ok or
+ * diverged). */
 int run_record_complete(const char *dir);
 /* The config.ini value of `key`, or NULL. */
 const char *run_record_get(const run_record *r, const char *key);

@@ -18,6 +18,9 @@ int cmd_bench_replay(const run_config *cfg);   /* syncsim bench replay */
 /* syncsim sweep FILE.ini [options] and syncsim report DIR... [options]: argv after the
  * subcommand word, positional words included; they return an exit code. */
 int cmd_sweep_main(int argc, char **argv);
+/* The option table's checks that sweep files are read with (analysis/sweep.h sweep_plan_load). */
+struct sweep_options;
+const struct sweep_options *cmd_sweep_options(void);
 int cmd_report_main(int argc, char **argv);
 
 /* One emulated training run of the resolved options (emu/run.h run_train_emulated), in the

@@ -4,8 +4,8 @@
  * run. Points are tiny (synthetic data, logreg, 0.2 epochs, 2 workers). */
 #include "analysis/ranks.h"
 #include "analysis/runs.h"
+#include "analysis/sweep.h"
 #include "cli/commands.h"
-#include "cli/sweep.h"
 #include "common/afile.h"
 #include "common/status.h"
 #include "sim/isolate.h"
@@ -44,7 +44,7 @@ static const char *load_error(const char *text) {
     char path[300];
     write_sweep("bad.ini", text, path, sizeof path);
     sweep_plan *p = NULL;
-    int rc = sweep_plan_load(path, "out", &p);
+    int rc = sweep_plan_load(path, "out", cmd_sweep_options(), &p);
     CU_ASSERT_EQUAL(rc, SS_EUSAGE);
     sweep_plan_free(p);
     return ss_error_message();
@@ -86,7 +86,7 @@ static void test_sweep_expand_policy_rule(void) {
                 "[fixed]\nworkers = 2\nmodel = mlp:16,8\n",
                 path, sizeof path);
     sweep_plan *p;
-    CU_ASSERT_EQUAL_FATAL(sweep_plan_load(path, NULL, &p), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(sweep_plan_load(path, NULL, cmd_sweep_options(), &p), SS_OK);
     CU_ASSERT_EQUAL(p->n_points, 6);
     CU_ASSERT_EQUAL(p->merged, 2);
     CU_ASSERT_STRING_EQUAL(p->points[0].name, "policy=bsp,seed=1");
@@ -107,7 +107,7 @@ static void test_sweep_expand_policy_rule(void) {
     sweep_plan_free(p);
     write_sweep("semi.ini", "[grid]\nmodel = logreg;mlp:16,8\n[fixed]\nworkers = 2\n", path,
                 sizeof path);
-    CU_ASSERT_EQUAL_FATAL(sweep_plan_load(path, "o", &p), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(sweep_plan_load(path, "o", cmd_sweep_options(), &p), SS_OK);
     CU_ASSERT_EQUAL(p->n_points, 2);
     CU_ASSERT_STRING_EQUAL(p->points[1].name, "model=mlp:16_8");
     sweep_plan_free(p);
@@ -122,7 +122,7 @@ static void test_sweep_contradictory_point(void) {
                 "workers = 2\n",
                 path, sizeof path);
     sweep_plan *p;
-    CU_ASSERT_EQUAL_FATAL(sweep_plan_load(path, "o", &p), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(sweep_plan_load(path, "o", cmd_sweep_options(), &p), SS_OK);
     /* local-steps is fedavg's: it names no point of selsync */
     CU_ASSERT_EQUAL(p->n_points, 2);
     CU_ASSERT(p->points[0].valid);

@@ -21,15 +21,41 @@
  * their directory name, so the points that then coincide run once. Each point runs in
  * OUT/points/<axis=value,...>/ with the options of `syncsim COMMAND` (its config.ini re-runs it);
  * a point whose options contradict each other is reported as invalid and the others still run.
+ *
+ * The option table belongs to the caller (the command line): it hands its checks in through
+ * sweep_options.
+ *
+ *     sweep_plan *p; if (sweep_plan_load("grid.ini", NULL, &my_options, &p) != SS_OK) ...
+ *     ... run each p->points[i].argv in sweep_point_dir(p, i, ...) ...
+ *     int bad, pending; sweep_gather(p, &bad, &pending); sweep_plan_free(p);
  */
-#ifndef SS_CLI_SWEEP_H
-#define SS_CLI_SWEEP_H
+#ifndef SS_ANALYSIS_SWEEP_H
+#define SS_ANALYSIS_SWEEP_H
 
 #include "common/run_config.h"
+
+#include <stddef.h>
 
 #define SWEEP_MAX_AXES   16
 #define SWEEP_MAX_VALUES 64
 #define SWEEP_MAX_POINTS 4096
+
+/* The caller's option table, as the sweep file needs it. `command` is always `train` or `replay`;
+ * the policy bits are the caller's too (0 in *policies: the option applies to every policy). */
+typedef struct sweep_options {
+    unsigned train, replay; /* the bits of `syncsim train` and `syncsim replay` */
+    /* 1 if `name` is an option of `command` (its policy bits in *policies unless NULL), else 0 */
+    int (*lookup)(unsigned command, const char *name, unsigned *policies);
+    /* The option name of `command` closest to `name`, or NULL if none is close */
+    const char *(*closest)(unsigned command, const char *name);
+    /* SS_OK, or SS_EUSAGE with a message naming the key and the valid values */
+    int (*check_value)(unsigned command, const char *name, const char *value);
+    /* The policy bit of a point from its policy ("" when it sets none) and its workers */
+    unsigned (*policy_bit)(const char *policy, int workers);
+    /* SS_OK if a point's options (argv of `syncsim COMMAND`) hold together, else the status with
+     * the message set */
+    int (*check_point)(unsigned command, int argc, char **argv);
+} sweep_options;
 
 typedef struct sweep_point {
     char name[512]; /* directory name under OUT/points/ */
@@ -44,7 +70,7 @@ typedef struct sweep_plan {
     char path[RUN_CONFIG_TEXT]; /* the sweep file */
     char name[128];
     char out_dir[RUN_CONFIG_TEXT];
-    unsigned command; /* CMD_TRAIN or CMD_REPLAY */
+    unsigned command; /* sweep_options train or replay */
     int n_axes;
     char axis_key[SWEEP_MAX_AXES][40];
     int n_values[SWEEP_MAX_AXES];
@@ -57,15 +83,17 @@ typedef struct sweep_plan {
     sweep_point *points;
 } sweep_plan;
 
-/* Reads and checks the sweep file and expands its points. Bad file: SS_EUSAGE with
+/* Reads and checks the sweep file against opts and expands its points. Bad file: SS_EUSAGE with
  * "FILE:LINE: ..." (an unknown key names the closest valid one). out_dir overrides [sweep] out
  * when not NULL. */
-int sweep_plan_load(const char *path, const char *out_dir, sweep_plan **out);
+int sweep_plan_load(const char *path, const char *out_dir, const sweep_options *opts,
+                    sweep_plan **out);
 void sweep_plan_free(sweep_plan *p);
 /* The directory of point i: OUT/points/NAME. */
 void sweep_point_dir(const sweep_plan *p, int i, char *buf, size_t n);
 /* Writes OUT/sweep.csv: one row per point in order, its axis values, status (ok, diverged,
- * interrupted, failed, invalid, pending) and final metrics. */
+ * interrupted, failed, invalid, pending) and final metrics (from each point's summary.json,
+ * common/summary.h). */
 int sweep_gather(const sweep_plan *p, int *n_bad, int *n_pending);
 
 #endif

@@ -1,0 +1,423 @@
+#include "analysis/sweep.h"
+#include "common/afile.h"
+#include "common/csv.h"
+#include "common/status.h"
+#include "common/summary.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- the sweep file ---- */
+
+typedef struct load_context {
+    sweep_plan *p;
+    const sweep_options *opts;
+    int status;
+    char problem[768];
+    int seen_grid; /* a [grid] or [fixed] key was read (command must come before) */
+} load_context;
+
+static const char *const sweep_keys[] = {"name", "out", "command", NULL};
+
+static void trim(char *s) {
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        s[--n] = '\0';
+    size_t k = 0;
+    while (isspace((unsigned char)s[k]))
+        k++;
+    memmove(s, s + k, n - k + 1);
+}
+
+static int problem(load_context *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int problem(load_context *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->problem, sizeof c->problem, fmt, ap);
+    va_end(ap);
+    c->status = SS_EUSAGE;
+    return 0;
+}
+
+static int known_key(const sweep_plan *p, const char *key) {
+    for (int a = 0; a < p->n_axes; a++)
+        if (!strcmp(p->axis_key[a], key)) return 1;
+    for (int f = 0; f < p->n_fixed; f++)
+        if (!strcmp(p->fixed_key[f], key)) return 1;
+    return 0;
+}
+
+/* Checks a [grid] or [fixed] key against the option table. */
+static int check_option_key(load_context *c, const char *section, const char *key) {
+    sweep_plan *p = c->p;
+    const sweep_options *o = c->opts;
+    const char *cmd = p->command == o->replay ? "replay" : "train";
+    if (!strcmp(key, "out"))
+        return problem(c,
+                       "[%s] out: each point's output directory is OUT/points/NAME; set the "
+                       "sweep's directory with [sweep] out or --out",
+                       section);
+    if (!o->lookup(p->command, key, NULL)) {
+        const char *near = o->closest(p->command, key);
+        return problem(c, "[%s] unknown key '%s': not an option of 'syncsim %s'%s%s%s", section,
+                       key, cmd, near ? "; did you mean '" : "", near ? near : "",
+                       near ? "'?" : "");
+    }
+    if (known_key(p, key))
+        return problem(c, "[%s] key '%s' is given twice (in [grid] or [fixed])", section, key);
+    return 1;
+}
+
+static int load_handler(void *user, const char *section, const char *name, const char *value) {
+    load_context *c = user;
+    sweep_plan *p = c->p;
+    if (c->status != SS_OK) return 0;
+    if (!strcmp(section, "sweep")) {
+        if (!strcmp(name, "name")) {
+            snprintf(p->name, sizeof p->name, "%s", value);
+        } else if (!strcmp(name, "out")) {
+            if (!p->out_dir[0]) snprintf(p->out_dir, sizeof p->out_dir, "%s", value);
+        } else if (!strcmp(name, "command")) {
+            if (c->seen_grid)
+                return problem(c, "[sweep] command must come before [grid] and [fixed]");
+            if (!strcmp(value, "train"))
+                p->command = c->opts->train;
+            else if (!strcmp(value, "replay"))
+                p->command = c->opts->replay;
+            else
+                return problem(c, "[sweep] command: '%s' is not train or replay", value);
+        } else {
+            const char *near = NULL;
+            for (int i = 0; sweep_keys[i]; i++)
+                if (name[0] == sweep_keys[i][0]) near = sweep_keys[i];
+            return problem(c, "[sweep] unknown key '%s' (valid: name, out, command)%s%s%s", name,
+                           near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
+        }
+        return 1;
+    }
+    if (!strcmp(section, "grid")) {
+        c->seen_grid = 1;
+        if (!check_option_key(c, section, name)) return 0;
+        if (p->n_axes == SWEEP_MAX_AXES)
+            return problem(c, "[grid] at most %d axes", SWEEP_MAX_AXES);
+        int a = p->n_axes;
+        snprintf(p->axis_key[a], sizeof p->axis_key[a], "%s", name);
+        /* Values that hold commas (mlp:128,64) are separated by ';'. */
+        const char *sep = strchr(value, ';') ? ";" : ",";
+        char *text = strdup(value);
+        char *save = NULL;
+        int nv = 0;
+        for (char *tok = strtok_r(text, sep, &save); tok; tok = strtok_r(NULL, sep, &save)) {
+            trim(tok);
+            if (!tok[0]) continue;
+            if (nv == SWEEP_MAX_VALUES) {
+                free(text);
+                return problem(c, "[grid] %s: at most %d values", name, SWEEP_MAX_VALUES);
+            }
+            if (c->opts->check_value(p->command, name, tok) != SS_OK) {
+                free(text);
+                return problem(c, "[grid] %s", ss_error_message());
+            }
+            p->values[a][nv++] = strdup(tok);
+        }
+        free(text);
+        p->n_values[a] = nv;
+        p->n_axes++;
+        if (!nv) return problem(c, "[grid] %s: no value", name);
+        return 1;
+    }
+    if (!strcmp(section, "fixed")) {
+        c->seen_grid = 1;
+        if (!check_option_key(c, section, name)) return 0;
+        if (c->opts->check_value(p->command, name, value) != SS_OK)
+            return problem(c, "[fixed] %s", ss_error_message());
+        int f = p->n_fixed++;
+        snprintf(p->fixed_key[f], sizeof p->fixed_key[f], "%s", name);
+        snprintf(p->fixed_value[f], sizeof p->fixed_value[f], "%s", value);
+        return 1;
+    }
+    return problem(c, "key '%s' in %s%s%s: sections are [sweep], [grid] and [fixed]", name,
+                   section[0] ? "section [" : "no section", section, section[0] ? "]" : "");
+}
+
+/* Whether option `key` applies to a point with this policy bit. */
+static int key_applies_to(const sweep_options *o, unsigned command, const char *key, unsigned pol) {
+    unsigned bits = 0;
+    if (!o->lookup(command, key, &bits)) return 1;
+    return bits == 0 || (bits & pol) != 0;
+}
+
+/* A value as it appears in a directory name: a platform file by its base name, and only
+ * characters that need no quoting in a shell. */
+static void name_value(const char *value, char *buf, size_t n) {
+    const char *v = value;
+    const char *slash = strrchr(v, '/');
+    if (slash && slash[1]) v = slash + 1;
+    snprintf(buf, n, "%s", v);
+    char *xml = strstr(buf, ".xml");
+    if (xml && !xml[4]) *xml = '\0';
+    for (char *q = buf; *q; q++)
+        if (!isalnum((unsigned char)*q) && !strchr("._:+-", *q)) *q = '_';
+}
+
+static void push_arg(sweep_point *pt, const char *key, const char *value) {
+    pt->argv = realloc(pt->argv, sizeof(char *) * (size_t)(pt->argc + 1));
+    SS_ASSERT(pt->argv);
+    size_t len = strlen(key) + strlen(value) + 4;
+    char *arg = ss_malloc(len);
+    snprintf(arg, len, "--%s=%s", key, value);
+    pt->argv[pt->argc++] = arg;
+}
+
+static void point_free(sweep_point *pt) {
+    for (int i = 0; i < pt->argc; i++)
+        free(pt->argv[i]);
+    free(pt->argv);
+    pt->argv = NULL;
+    pt->argc = 0;
+}
+
+void sweep_point_dir(const sweep_plan *p, int i, char *buf, size_t n) {
+    snprintf(buf, n, "%s/points/%s", p->out_dir, p->points[i].name);
+}
+
+/* The value of `key` for the combination idx (grid first, then fixed), or NULL. */
+static const char *combo_value(const sweep_plan *p, const int *idx, const char *key) {
+    for (int a = 0; a < p->n_axes; a++)
+        if (!strcmp(p->axis_key[a], key)) return p->values[a][idx[a]];
+    for (int f = 0; f < p->n_fixed; f++)
+        if (!strcmp(p->fixed_key[f], key)) return p->fixed_value[f];
+    return NULL;
+}
+
+/* Names point pt of combination idx after the axes that apply to its policy (bit pol). */
+static int name_point(const sweep_plan *p, const sweep_options *o, const int *idx, unsigned pol,
+                      sweep_point *pt) {
+    size_t len = 0;
+    for (int a = 0; a < p->n_axes; a++) {
+        pt->value_of[a] = -1;
+        if (!key_applies_to(o, p->command, p->axis_key[a], pol)) continue;
+        pt->value_of[a] = idx[a];
+        char v[256];
+        name_value(p->values[a][idx[a]], v, sizeof v);
+        len += (size_t)snprintf(pt->name + len, len < sizeof pt->name ? sizeof pt->name - len : 0,
+                                "%s%s=%s", len ? "," : "", p->axis_key[a], v);
+    }
+    if (len >= sizeof pt->name)
+        return ss_error_set(SS_EUSAGE, "%s: a point's directory name is too long", p->path);
+    if (!len) snprintf(pt->name, sizeof pt->name, "point");
+    return SS_OK;
+}
+
+/* A combination whose applicable options equal an earlier point's is that point: 1 if pt is one
+ * (then freed and counted as merged), 0 if new, or an error when only the names coincide. */
+static int merge_point(sweep_plan *p, sweep_point *pt) {
+    int dup = -1;
+    for (int i = 0; i < p->n_points && dup < 0; i++)
+        if (!strcmp(p->points[i].name, pt->name)) dup = i;
+    if (dup < 0) return 0;
+    const sweep_point *q = &p->points[dup];
+    int same = q->argc == pt->argc + 2; /* q also has --out and --progress */
+    for (int k = 0; same && k < pt->argc; k++)
+        same = !strcmp(q->argv[k], pt->argv[k]);
+    point_free(pt);
+    if (!same)
+        return ss_error_set(SS_EUSAGE,
+                            "%s: two different points get the directory name '%s' "
+                            "(platform files with the same base name?)",
+                            p->path, q->name);
+    p->merged++;
+    return 1;
+}
+
+static int expand(sweep_plan *p, const sweep_options *o) {
+    long total = 1;
+    for (int a = 0; a < p->n_axes; a++) {
+        total *= p->n_values[a];
+        if (total > SWEEP_MAX_POINTS)
+            return ss_error_set(SS_EUSAGE, "%s: the grid has more than %d points", p->path,
+                                SWEEP_MAX_POINTS);
+    }
+    p->points = ss_calloc((size_t)total, sizeof(sweep_point));
+    int idx[SWEEP_MAX_AXES] = {0};
+    for (long c = 0; c < total; c++) {
+        /* idx: the odometer of combination c, last axis fastest */
+        long rest = c;
+        for (int a = p->n_axes - 1; a >= 0; a--) {
+            idx[a] = (int)(rest % p->n_values[a]);
+            rest /= p->n_values[a];
+        }
+        const char *policy = combo_value(p, idx, "policy");
+        const char *workers = combo_value(p, idx, "workers");
+        const unsigned pol = o->policy_bit(policy ? policy : "", workers ? atoi(workers) : 1);
+        sweep_point *pt = &p->points[p->n_points];
+        memset(pt, 0, sizeof *pt);
+        int rc = name_point(p, o, idx, pol, pt);
+        if (rc != SS_OK) return rc;
+        for (int f = 0; f < p->n_fixed; f++)
+            if (key_applies_to(o, p->command, p->fixed_key[f], pol))
+                push_arg(pt, p->fixed_key[f], p->fixed_value[f]);
+        for (int a = 0; a < p->n_axes; a++)
+            if (pt->value_of[a] >= 0) push_arg(pt, p->axis_key[a], p->values[a][idx[a]]);
+        if ((rc = merge_point(p, pt)) < 0) return rc;
+        if (rc) continue;
+        char out_arg[1024]; /* the option table refuses it if longer than --out allows */
+        snprintf(out_arg, sizeof out_arg, "%s/points/%s", p->out_dir, pt->name);
+        push_arg(pt, "out", out_arg);
+        push_arg(pt, "progress", "no");
+        pt->valid = o->check_point(p->command, pt->argc, pt->argv) == SS_OK;
+        if (!pt->valid) snprintf(pt->error, sizeof pt->error, "%s", ss_error_message());
+        p->n_points++;
+    }
+    return SS_OK;
+}
+
+int sweep_plan_load(const char *path, const char *out_dir, const sweep_options *opts,
+                    sweep_plan **out) {
+    *out = NULL;
+    FILE *fp = fopen(path, "r");
+    if (!fp) return ss_error_set(SS_EUSAGE, "sweep: cannot open %s: %s", path, strerror(errno));
+    sweep_plan *p = ss_calloc(1, sizeof *p);
+    snprintf(p->path, sizeof p->path, "%s", path);
+    p->command = opts->train;
+    if (out_dir) snprintf(p->out_dir, sizeof p->out_dir, "%s", out_dir);
+    load_context c = {p, opts, SS_OK, "", 0};
+    int line = ini_parse_file(fp, load_handler, &c);
+    fclose(fp);
+    int rc = SS_OK;
+    if (c.status != SS_OK)
+        rc = ss_error_set(c.status, "%s:%d: %s", path, line, c.problem);
+    else if (line != 0)
+        rc = ss_error_set(SS_EUSAGE, "%s:%d: malformed line (expected 'key = value' or [section])",
+                          path, line);
+    else if (!p->out_dir[0])
+        rc = ss_error_set(SS_EUSAGE, "%s: no output directory: set [sweep] out or --out", path);
+    if (rc == SS_OK && !p->name[0]) {
+        const char *base = strrchr(path, '/');
+        snprintf(p->name, sizeof p->name, "%s", base ? base + 1 : path);
+    }
+    if (rc == SS_OK) rc = expand(p, opts);
+    if (rc != SS_OK) {
+        sweep_plan_free(p);
+        return rc;
+    }
+    *out = p;
+    return SS_OK;
+}
+
+void sweep_plan_free(sweep_plan *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n_points; i++)
+        point_free(&p->points[i]);
+    free(p->points);
+    for (int a = 0; a < p->n_axes; a++)
+        for (int v = 0; v < p->n_values[a]; v++)
+            free(p->values[a][v]);
+    free(p);
+}
+
+/* ---- gathering ---- */
+
+/* The metrics of sweep.csv, in its column order; NaN where a summary has none. */
+#define GATHERED 11
+static const char *const gathered_names[GATHERED] = {
+    "test_accuracy", "sim_time_s", "tta_s",  "lssr",   "steps", "sync_steps",
+    "bytes_sent",    "compute_s",  "comm_s", "wait_s", "epochs"};
+
+static double count_or_nan(double x) {
+    return x >= 0 ? x : NAN; /* a summary's null count or time reads back negative */
+}
+
+static void gathered_values(const run_summary *s, double v[GATHERED]) {
+    const double values[GATHERED] = {s->test_accuracy,
+                                     s->sim_time_s,
+                                     count_or_nan(s->tta_s),
+                                     s->lssr,
+                                     count_or_nan((double)s->steps),
+                                     count_or_nan((double)s->sync_steps),
+                                     s->bytes_sent,
+                                     s->compute_s,
+                                     s->comm_s,
+                                     s->wait_s,
+                                     s->epochs};
+    memcpy(v, values, sizeof values);
+}
+
+/* The status of point i (a word of sweep.csv), its summary (all null unless the point wrote
+ * one) and a message for the invalid and failed ones. */
+static const char *point_status(const sweep_plan *p, int i, run_summary *s, char *message,
+                                size_t n) {
+    const sweep_point *pt = &p->points[i];
+    char dir[1200], path[1300];
+    sweep_point_dir(p, i, dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    message[0] = '\0';
+    run_summary_init(s);
+    if (!pt->valid) {
+        snprintf(message, n, "%s", pt->error);
+        return "invalid";
+    }
+    if (summary_read(path, s) == SS_OK) return s->status[0] ? s->status : "failed";
+    run_summary_init(s);
+    struct stat sb;
+    if (stat(dir, &sb) != 0) return "pending";
+    snprintf(message, n, "no summary.json: see %s/log.txt", pt->name);
+    return "failed";
+}
+
+static void gather_header(const sweep_plan *p, FILE *fp) {
+    fprintf(fp, "index,point");
+    for (int a = 0; a < p->n_axes; a++) {
+        fputc(',', fp);
+        csv_write_field(fp, p->axis_key[a]);
+    }
+    fprintf(fp, ",status");
+    for (int k = 0; k < GATHERED; k++)
+        fprintf(fp, ",%s", gathered_names[k]);
+    fprintf(fp, ",message\n");
+}
+
+int sweep_gather(const sweep_plan *p, int *n_bad, int *n_pending) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/sweep.csv", p->out_dir);
+    afile f;
+    int rc = afile_open(&f, path);
+    if (rc != SS_OK) return rc;
+    *n_bad = *n_pending = 0;
+    gather_header(p, f.fp);
+    for (int i = 0; i < p->n_points; i++) {
+        const sweep_point *pt = &p->points[i];
+        fprintf(f.fp, "%d,", i);
+        csv_write_field(f.fp, pt->name);
+        for (int a = 0; a < p->n_axes; a++) {
+            fputc(',', f.fp);
+            if (pt->value_of[a] >= 0) csv_write_field(f.fp, p->values[a][pt->value_of[a]]);
+        }
+        run_summary s;
+        char message[600];
+        const char *status = point_status(p, i, &s, message, sizeof message);
+        fprintf(f.fp, ",%s", status);
+        if (!strcmp(status, "pending")) ++*n_pending;
+        if (!strcmp(status, "invalid") || !strcmp(status, "failed") ||
+            !strcmp(status, "interrupted"))
+            ++*n_bad;
+        double v[GATHERED];
+        gathered_values(&s, v);
+        for (int k = 0; k < GATHERED; k++)
+            if (!isnan(v[k]))
+                fprintf(f.fp, ",%.9g", v[k]);
+            else
+                fputc(',', f.fp);
+        fputc(',', f.fp);
+        csv_write_field(f.fp, message);
+        fputc('\n', f.fp);
+    }
+    return afile_commit(&f);
+}
