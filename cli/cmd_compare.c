@@ -12,7 +12,6 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/outputs.h"
-#include "cli/run_emulation.h"
 #include "common/status.h"
 #include "sim/isolate.h"
 #include "sim/policy_registry.h"
