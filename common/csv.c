@@ -69,18 +69,74 @@ static void put(csv_reader *r, size_t *len, char c) {
     r->buf[(*len)++] = c;
 }
 
+/* getc that, with max_line set, notes the first line that is too long or holds a NUL byte. */
+static int get(csv_reader *r) {
+    int c = getc(r->fp);
+    if (r->max_line <= 0) return c;
+    if (c == '\n' || c == EOF) {
+        long chars = r->line_chars - (r->last_char == '\r'); /* a CRLF line ends like an LF one */
+        if (chars > r->max_line && !r->bad_line) r->bad_line = r->next_line;
+        r->line_chars = 0;
+        r->last_char = 0;
+        return c;
+    }
+    if (c == '\0' && !r->bad_line) r->bad_line = r->next_line;
+    r->line_chars++;
+    r->last_char = c;
+    return c;
+}
+
+static void unget(csv_reader *r, int c) {
+    ungetc(c, r->fp);
+    if (r->max_line > 0 && c != '\n') r->line_chars--; /* get counts it again */
+}
+
+static int bad_line(const csv_reader *r) {
+    return ss_error_set(SS_EINPUT, "%s:%ld: line too long or binary", r->name, r->bad_line);
+}
+
+/* With skip_comments: skips blank and comment lines from *c on, leaving *c at the first character
+ * of the next row or EOF. The spaces before it start the row's first field (put), *lead counts
+ * them with a '\r' dropped among them: a field with such a lead is unquoted. */
+static int skip_comment_lines(csv_reader *r, int *c, size_t *len, int *lead) {
+    for (;;) {
+        int spaces = 0, cr = 0;
+        while (*c == ' ') {
+            spaces++;
+            *c = get(r);
+        }
+        if (*c == '#') {
+            while (*c != '\n' && *c != EOF)
+                *c = get(r);
+        } else if (*c == '\r') {
+            cr = 1;
+            *c = get(r);
+        }
+        if (r->bad_line) return bad_line(r);
+        if (*c != '\n' && *c != EOF) {
+            for (int i = 0; i < spaces; i++)
+                put(r, len, ' ');
+            *lead = spaces + cr;
+            return SS_OK;
+        }
+        if (*c == EOF) return SS_OK;
+        r->next_line++;
+        *c = get(r);
+    }
+}
+
 /* Reads one quoted field after its opening quote, up to the closing one. */
 static int read_quoted(csv_reader *r, size_t *len) {
     const long opened = r->next_line;
     for (;;) {
-        int c = getc(r->fp);
+        int c = get(r);
         if (c == EOF)
             return ss_error_set(SS_EINPUT, "%s:%ld: unterminated quoted field (opened here)",
                                 r->name, opened);
         if (c == '"') {
-            int d = getc(r->fp);
+            int d = get(r);
             if (d != '"') {
-                if (d != EOF) ungetc(d, r->fp);
+                if (d != EOF) unget(r, d);
                 return SS_OK;
             }
         }
@@ -91,20 +147,25 @@ static int read_quoted(csv_reader *r, size_t *len) {
 
 int csv_next(csv_reader *r, int *got) {
     size_t len = 0, start[CSV_MAX_FIELDS];
-    int n = 0, c = getc(r->fp);
+    int n = 0, lead = 0, c = get(r);
     *got = 0;
+    if (r->skip_comments) {
+        int rc = skip_comment_lines(r, &c, &len, &lead);
+        if (rc != SS_OK) return rc;
+    }
     if (c == EOF) return ferror(r->fp) ? ss_error_set(SS_EIO, "%s: read error", r->name) : SS_OK;
     r->line = r->next_line;
     for (;;) { /* one field per turn; c is its first character */
         if (n == CSV_MAX_FIELDS)
             return ss_error_set(SS_EINPUT, "%s:%ld: more than %d fields", r->name, r->line,
                                 CSV_MAX_FIELDS);
-        start[n++] = len;
-        if (c == '"') {
+        start[n] = n ? len : 0; /* the first field starts with its lead */
+        n++;
+        if (c == '"' && !(n == 1 && lead)) {
             int rc = read_quoted(r, &len);
             if (rc != SS_OK) return rc;
-            c = getc(r->fp);
-            if (c == '\r') c = getc(r->fp);
+            c = get(r);
+            if (c == '\r') c = get(r);
             if (c != ',' && c != '\n' && c != EOF)
                 return ss_error_set(SS_EINPUT, "%s:%ld: text after the closing quote of field %d",
                                     r->name, r->next_line, n);
@@ -116,14 +177,15 @@ int csv_next(csv_reader *r, int *got) {
                                         "quotes is quoted as a whole)",
                                         r->name, r->line, n);
                 if (c != '\r') put(r, &len, (char)c);
-                c = getc(r->fp);
+                c = get(r);
             }
         }
         put(r, &len, '\0');
         if (c != ',') break;
-        c = getc(r->fp);
+        c = get(r);
     }
     if (c == '\n') r->next_line++;
+    if (r->bad_line) return bad_line(r);
     r->n_fields = n;
     for (int i = 0; i < n; i++)
         r->field[i] = r->buf + start[i];

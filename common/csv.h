@@ -33,6 +33,13 @@ typedef struct csv_reader {
     size_t cap;
     int n_fields;
     char *field[CSV_MAX_FIELDS]; /* into buf */
+    /* Options, off after csv_open: set them before the first csv_next. */
+    int skip_comments; /* skip blank lines (spaces only) and lines starting with '#' after spaces */
+    long max_line;     /* > 0: a line longer than this (without its "\r\n") or with a NUL byte is
+                        * an error "NAME:LINE: line too long or binary" */
+    long line_chars;   /* characters of the current line so far (for max_line) */
+    int last_char;
+    long bad_line; /* the first line over max_line or with a NUL byte, 0 if none */
 } csv_reader;
 
 /* Opens path; SS_EINPUT naming it if it cannot be opened. */
@@ -41,7 +48,7 @@ int csv_open(csv_reader *r, const char *path);
 void csv_open_stream(csv_reader *r, FILE *fp, const char *name);
 /* Reads the next row into r->field[0..n_fields-1]: *got = 1, or 0 at the end of the file.
  * SS_EINPUT "NAME:LINE: ..." for an unterminated quote, text after a closing quote or too many
- * fields. A blank line is a row of one empty field. */
+ * fields. A blank line is a row of one empty field (unless skip_comments). */
 int csv_next(csv_reader *r, int *got);
 /* Index of the field equal to name in the last row read (the header, read first), or -1. */
 int csv_find(const csv_reader *r, const char *name);

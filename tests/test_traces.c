@@ -280,6 +280,17 @@ static void test_import_csv(void) {
         {"step,worker,compute_s,sync_s,decision\n1,0,0.5\n", "log.csv:2:"},
         /* found by fuzz_csv: a sample count beyond int */
         {"step,worker,compute_s,sync_s,decision,samples\n1,0,0.5,0.1,1,1e114\n", "log.csv:2:"},
+        {"step,worker,compute_s,sync_s,decision\n\n# c\n1,0,abc,0.1,1\n",
+         "log.csv:4: compute_s must be a finite number >= 0 (samples: an integer up to 2^30), "
+         "not 'abc'"},
+        {"step,worker,compute_s,sync_s,decision,step\n", "log.csv:1: column 'step' appears twice"},
+        {"step,worker,compute_s,sync_s,decision\r\n1,0,0.5\r\n",
+         "log.csv:2: 3 fields, the header has 5"},
+        {"# only a comment\n\n", "log.csv: no header (expected a header line"},
+        {"step,worker,compute_s,sync_s,decision\n1,0,0.5,0.1,\"sync\n",
+         "log.csv:2: unterminated quoted field"},
+        {"step,worker,compute_s,sync_s,decision\n1,0,0.5,0.1,s\"ync\n",
+         "log.csv:2: a quote inside unquoted field 5"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         fp = fmemopen((void *)bad[i][0], strlen(bad[i][0]), "r");
@@ -291,6 +302,51 @@ static void test_import_csv(void) {
             CU_FAIL("import message");
         }
     }
+}
+
+/* Imports the first len bytes of text as "log.csv"; the trace (NULL on error). */
+static int import_text(const char *text, size_t len, trace **t) {
+    policy_config pc;
+    policy_config_default(&pc);
+    FILE *fp = fmemopen((void *)text, len, "r");
+    int rc = trace_import_csv_stream(fp, "log.csv", &pc, 4e6, t);
+    fclose(fp);
+    return rc;
+}
+
+static void test_import_csv_syntax(void) {
+    /* CRLF, comments, blank and indented lines, quoted and padded names, optional and unknown
+     * columns: the same trace as the plain log */
+    const char *plain = "step,worker,compute_s,sync_s,decision,samples,loss\n"
+                        "1,0,0.5,0.2,sync,16,2.0\n1,1,0.6,0.1,sync,16,2.1\n";
+    const char *fancy = "# exported, by \"hand\"\r\n\r\n   \r\n"
+                        "\"step\", worker ,\"compute_s\",sync_s,decision,\"a, b\",samples,loss\r\n"
+                        "  # indented comment\r\n1,0,\"0.5\",0.2,sync,x,16,2.0\r\n"
+                        " 1,\t1,0.6 ,0.1,\"sync\",\"y\"\"\",16,2.1";
+    trace *a = NULL, *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(import_text(plain, strlen(plain), &a), SS_OK);
+    if (import_text(fancy, strlen(fancy), &b) != SS_OK) {
+        fprintf(stderr, "\n  import: %s\n", ss_error_message());
+        CU_FAIL_FATAL("import of the quoted CRLF log");
+    }
+    CU_ASSERT(a->workers == 2 && b->workers == 2 && a->steps_done == 1 && b->steps_done == 1);
+    for (int w = 0; w < 2; w++)
+        CU_ASSERT(memcmp(trace_cell_at(a, 1, w), trace_cell_at(b, 1, w), sizeof(trace_cell)) == 0);
+    trace_free(a);
+    trace_free(b);
+
+    /* a NUL byte, a line over 64 KiB (a comment too): named by line */
+    const char nul[] = "step,worker,compute_s,sync_s,decision\n1,0,0.5\0,0.1,1\n";
+    CU_ASSERT_EQUAL(import_text(nul, sizeof nul - 1, &a), SS_EINPUT);
+    CU_ASSERT_STRING_EQUAL(ss_error_message(), "log.csv:2: line too long or binary");
+    size_t big = 70000;
+    char *text = ss_malloc(big + 64);
+    memset(text, 'x', big);
+    memcpy(text, "# ", 2);
+    snprintf(text + big, 64, "\nstep,worker\n");
+    CU_ASSERT_EQUAL(import_text(text, strlen(text), &a), SS_EINPUT);
+    CU_ASSERT_STRING_EQUAL(ss_error_message(), "log.csv:1: line too long or binary");
+    free(text);
 }
 
 /* ---- replay exactness ---- */
@@ -569,6 +625,8 @@ static CU_TestInfo format_tests[] = {
      test_profiles_published_counts},
     {"profile_read: bad input names the line", test_profile_bad_input},
     {"trace_import_csv_stream: real logs and bad rows", test_import_csv},
+    {"trace_import_csv_stream: CRLF, comments, quoted fields, long and binary lines",
+     test_import_csv_syntax},
     CU_TEST_INFO_NULL,
 };
 
