@@ -70,21 +70,22 @@ static int smpi_allreduce(int max_smpi_hosts, double bytes, const int *sizes, in
     return rc;
 }
 
-/* --sizes: worker counts, 1024,4096,65536 unless given. */
+/* --hosts-list: worker counts, 1024,4096,65536 unless given. */
 static int parse_sizes(const run_request *rq, int *sizes, int *n_sizes) {
     const run_config *cfg = rq->cfg;
     char list[RUN_CONFIG_TEXT];
-    const int given = rq->was_set && rq->was_set(cfg, "sizes");
+    const int given = rq->was_set && rq->was_set(cfg, "hosts-list");
     snprintf(list, sizeof list, "%s", given ? cfg->bench_hosts : "1024,4096,65536");
     *n_sizes = 0;
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         char *end;
         long v = strtol(tok, &end, 10);
         if (*end || v < 2 || v > 65536)
-            return ss_error_set(SS_EUSAGE, "--sizes: '%s' is not a worker count in [2, 65536]",
+            return ss_error_set(SS_EUSAGE, "--hosts-list: '%s' is not a worker count in [2, 65536]",
                                 tok);
         if (*n_sizes == BENCH_NETWORK_MAX_SIZES)
-            return ss_error_set(SS_EUSAGE, "--sizes: at most %d values", BENCH_NETWORK_MAX_SIZES);
+            return ss_error_set(SS_EUSAGE, "--hosts-list: at most %d values",
+                                BENCH_NETWORK_MAX_SIZES);
         sizes[(*n_sizes)++] = (int)v;
     }
     return SS_OK;
