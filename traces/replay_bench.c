@@ -91,6 +91,17 @@ static int parse_sizes(const run_request *rq, int *sizes, int *n_sizes) {
     return SS_OK;
 }
 
+/* Slope of the least-squares line through (x[i], y[i]): on log-log axes, the exponent k of
+ * y ~ x^k. */
+static double growth_exponent(const double *x, const double *y, int n) {
+    double mx = 0, my = 0, sxy = 0, sxx = 0;
+    for (int i = 0; i < n; i++)
+        mx += x[i] / n, my += y[i] / n;
+    for (int i = 0; i < n; i++)
+        sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx);
+    return sxx > 0 ? sxy / sxx : NAN;
+}
+
 /* Ring-coarse BSP replays of t at every size: simulated and wall time. */
 static int bench_scaling(trace *t, const int *sizes, int n_sizes, long steps, long given_steps,
                          FILE *out) {
@@ -98,6 +109,7 @@ static int bench_scaling(trace *t, const int *sizes, int n_sizes, long steps, lo
     fprintf(out, "%8s %8s %16s %12s %14s %14s\n", "workers", "steps", "sim_time_s", "wall_s",
             "wall_ms/step", "us/worker-step");
     fflush(out);
+    double log_n[BENCH_NETWORK_MAX_SIZES], log_wall[BENCH_NETWORK_MAX_SIZES];
     for (int i = 0; i < n_sizes; i++) {
         /* 65536 workers x 1000 steps takes hours: larger runs default to fewer steps */
         long s = given_steps > 0 ? steps : sizes[i] > 4096 ? 20 : steps;
@@ -108,7 +120,14 @@ static int bench_scaling(trace *t, const int *sizes, int n_sizes, long steps, lo
         fprintf(out, "%8d %8ld %16.9g %12.3f %14.3f %14.3f\n", sizes[i], s, rr.res.sim_time_s,
                 rr.wall_s, 1e3 * rr.wall_s / (double)s, 1e6 * rr.wall_s / ((double)s * sizes[i]));
         fflush(out);
+        log_n[i] = log((double)sizes[i]);
+        log_wall[i] = log(rr.wall_s / (double)s);
     }
+    if (n_sizes >= 2)
+        fprintf(out,
+                "# fitted growth of wall time per step: ~ N^%.2f (least squares on log-log, "
+                "%d sizes; N log N is ~ N^1.1 over this range)\n",
+                growth_exponent(log_n, log_wall, n_sizes), n_sizes);
     return SS_OK;
 }
 
