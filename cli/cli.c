@@ -3,6 +3,7 @@
 #include "cli/options.h"
 #include "common/status.h"
 #include "kernels/bench.h"
+#include "common/run_request.h"
 #include "sim/bench_network.h"
 #include "sim/platform_gen.h"
 
@@ -39,22 +40,13 @@ static int run_bench(const run_config *cfg, const char *target) {
     if (!strcmp(target, "kernels")) return bench_kernels(cfg->device, cfg->batch, stdout);
     if (!strcmp(target, "coupling")) return cmd_bench_coupling(cfg);
     if (!strcmp(target, "replay")) return cmd_bench_replay(cfg);
-    bench_network_opts o = bench_network_default();
-    char list[RUN_CONFIG_TEXT];
-    snprintf(list, sizeof list, "%s", cfg->bench_hosts);
-    o.n_sizes = 0;
-    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        char *end;
-        long v = strtol(tok, &end, 10);
-        if (*end || v < 2 || v > 65536)
-            return ss_error_set(SS_EUSAGE, "--sizes: '%s' is not a host count in [2, 65536]", tok);
-        if (o.n_sizes == BENCH_NETWORK_MAX_SIZES)
-            return ss_error_set(SS_EUSAGE, "--sizes: at most %d values", BENCH_NETWORK_MAX_SIZES);
-        o.hosts[o.n_sizes++] = (int)v;
-    }
-    o.bytes = cfg->bench_bytes;
-    o.max_smpi_hosts = cfg->max_smpi_hosts;
-    return bench_network(&o, stdout);
+    run_request rq = {.cfg = cfg, .was_set = options_was_set};
+    return bench_network_run(&rq, stdout);
+}
+
+static int run_validate(const run_config *cfg, const char *target) {
+    (void)target; /* "network", the only target so far */
+    return cmd_validate(cfg);
 }
 
 static int run_replay(const run_config *cfg, const char *target) {
@@ -76,6 +68,9 @@ static const subcommand subcommands[] = {
      run_compare},
     {"platform", CMD_PLATFORM, "syncsim platform [options] > FILE.xml",
      "print a SimGrid platform of GPU hosts (star or fat-tree, optional PS hosts)", run_platform},
+    {"validate", CMD_VALIDATE, "syncsim validate network [options]",
+     "predicted all-reduce times against real nccl-tests logs (traces/reference/nccl)",
+     run_validate},
     {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling|replay [options]",
      "benchmarks: training vs SGEMM; all-reduce vs SMPI; SimGrid coupling overhead; replay at "
      "scale",
@@ -132,8 +127,8 @@ int cli_main(int argc, char **argv) {
         if (!strcmp(argv[1], subcommands[i].name)) sc = &subcommands[i];
     if (!sc) {
         fprintf(stderr,
-                "syncsim: unknown command '%s' (valid: train, compare, platform, bench, replay, "
-                "trace, sweep, report; see syncsim --help)\n",
+                "syncsim: unknown command '%s' (valid: train, compare, platform, validate, bench, "
+                "replay, trace, sweep, report; see syncsim --help)\n",
                 argv[1]);
         return 2;
     }
@@ -151,6 +146,20 @@ int cli_main(int argc, char **argv) {
                          strcmp(argv[2], "coupling") && strcmp(argv[2], "replay"))) {
             fprintf(stderr,
                     "syncsim: bench needs a target: kernels, network, coupling or replay%s%s%s\n",
+                    argc >= 3 ? " (not '" : "", argc >= 3 ? argv[2] : "", argc >= 3 ? "')" : "");
+            return 2;
+        }
+        target = argv[2];
+        first = 3;
+    }
+    if (sc->command == CMD_VALIDATE) {
+        /* `validate` takes a target word too: network. */
+        if (argc >= 3 && !strcmp(argv[2], "--help")) {
+            options_print_help(sc->command, sc->usage, stdout);
+            return 0;
+        }
+        if (argc < 3 || strcmp(argv[2], "network")) {
+            fprintf(stderr, "syncsim: validate needs a target: network%s%s%s\n",
                     argc >= 3 ? " (not '" : "", argc >= 3 ? argv[2] : "", argc >= 3 ? "')" : "");
             return 2;
         }

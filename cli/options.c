@@ -40,7 +40,8 @@ typedef struct opt_def {
 #define F(field) offsetof(run_config, field), sizeof(((run_config *)0)->field)
 #define CMD_RUN  (CMD_TRAIN | CMD_COMPARE)
 #define CMD_ALL                                                                                    \
-    (CMD_TRAIN | CMD_COMPARE | CMD_PLATFORM | CMD_BENCH | CMD_REPLAY | CMD_SWEEP | CMD_REPORT)
+    (CMD_TRAIN | CMD_COMPARE | CMD_PLATFORM | CMD_BENCH | CMD_REPLAY | CMD_SWEEP | CMD_REPORT |    \
+     CMD_VALIDATE)
 
 /* The policy bit of a policy_kind, and the masks over the registry's policies. */
 #define POL_OF(kind)  (1u << ((unsigned)(kind) + 1))
@@ -57,8 +58,9 @@ static const opt_def head_rows[] = {
      "read options from an INI file (e.g. a run's config.ini) before the command line", 0},
     {"seed", OPT_TYPE_U64, F(seed), "1", 0, 0, CMD_RUN | CMD_REPLAY, NULL, "S",
      "seed of every random choice; the same seed gives the same run bit for bit", 0},
-    {"out", OPT_TYPE_STRING, F(out_dir), "out", 0, 0, CMD_RUN | CMD_SWEEP | CMD_REPORT | CMD_REPLAY,
-     NULL, "DIR", "output directory (created if needed)", 0},
+    {"out", OPT_TYPE_STRING, F(out_dir), "out", 0, 0,
+     CMD_RUN | CMD_SWEEP | CMD_REPORT | CMD_REPLAY | CMD_BENCH, NULL, "DIR",
+     "output directory (created if needed; bench network: only when given)", 0},
     {"device", OPT_TYPE_CHOICE, F(device), "auto", 0, 0, CMD_RUN | CMD_BENCH, "auto|cpu|cuda", "D",
      "compute device; auto takes a usable GPU, else the CPU", 0},
     {"model", OPT_TYPE_STRING, F(model), "mlp", 0, 0, CMD_RUN | CMD_BENCH, NULL, "M",
@@ -94,23 +96,26 @@ static const opt_def head_rows[] = {
      0},
     {"workers", OPT_TYPE_INT, F(workers), "1", 1, 4096, CMD_RUN | CMD_BENCH, NULL, "N",
      "workers (each a SimGrid actor with a real replica)", 0},
-    {"platform", OPT_TYPE_STRING, F(platform), "", 0, 0, CMD_TRAIN | CMD_REPLAY, NULL, "FILE",
-     "SimGrid platform file (default: a star cluster generated from the options below)", SIM},
+    {"platform", OPT_TYPE_STRING, F(platform), "", 0, 0, CMD_TRAIN | CMD_REPLAY | CMD_BENCH, NULL,
+     "FILE", "SimGrid platform file (default: a star cluster generated from the options below)",
+     SIM},
     {"bandwidth", OPT_TYPE_STRING, F(bandwidth), "25Gbps", 0, 0,
-     CMD_TRAIN | CMD_PLATFORM | CMD_REPLAY, NULL, "BW",
+     CMD_TRAIN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "BW",
      "generated platform: link bandwidth (5Gbps, 100Gbps, 1.25GBps...)", SIM},
-    {"latency", OPT_TYPE_STRING, F(latency), "tier", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY,
-     NULL, "T",
+    {"latency", OPT_TYPE_STRING, F(latency), "tier", 0, 0,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "T",
      "generated platform: link latency (5us, 1ms...; tier: by bandwidth, 25us at 5Gbps down to "
      "1us at 100Gbps)",
      SIM},
-    {"topology", OPT_TYPE_CHOICE, F(topology), "star", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY,
-     "star|fat-tree", "T", "generated platform: topology", SIM},
+    {"topology", OPT_TYPE_CHOICE, F(topology), "star", 0, 0,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, "star|fat-tree", "T",
+     "generated platform: topology", SIM},
     {"gpu", OPT_TYPE_CHOICE, F(gpu), "v100", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY,
      "v100|a100|h100", "G", "generated platform: GPU class (host speed = its FP32 FLOP/s)", SIM},
-    {"network-model", OPT_TYPE_CHOICE, F(network_model), "LV08", 0, 0, CMD_RUN | CMD_REPLAY,
-     "LV08|CM02", "M", "SimGrid network model (CM02: plain flows, for closed forms)", SIM},
-    {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0, CMD_RUN | CMD_REPLAY,
+    {"network-model", OPT_TYPE_CHOICE, F(network_model), "LV08", 0, 0,
+     CMD_RUN | CMD_REPLAY | CMD_BENCH, "LV08|CM02", "M",
+     "SimGrid network model (CM02: plain flows, for closed forms)", SIM},
+    {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0, CMD_RUN | CMD_REPLAY | CMD_BENCH,
      NULL /* the algorithms of sim/collective.h, and ps: table_build */, "C",
      "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
     {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN | CMD_REPLAY, NULL,
@@ -163,12 +168,26 @@ static const opt_def tail_rows[] = {
     {"gpu-efficiency", OPT_TYPE_DOUBLE, F(gpu_efficiency), "1", 1e-6, 1,
      CMD_RUN | CMD_PLATFORM | CMD_REPLAY, NULL, "F",
      "generated platform: host speed as a fraction of the GPU's peak FP32 FLOP/s", SIM},
-    {"sizes", OPT_TYPE_STRING, F(bench_hosts), "16,64,256,1024", 0, 0, CMD_BENCH, NULL, "LIST",
-     "bench network: host counts", 0},
+    {"sizes", OPT_TYPE_STRING, F(bench_sizes), "8:1GiB:x2", 0, 0, CMD_BENCH, NULL, "LIST|B:E:xF",
+     "bench network: message sizes in bytes, a list (1KiB,1GiB) or a range as nccl-tests' -b -e "
+     "-f (8:1GiB:x2; B:E:+STEP adds); units K M G T = powers of 1024, KB MB GB TB = of 1000",
+     0},
+    {"hosts-list", OPT_TYPE_STRING, F(bench_hosts), "16,64,256,1024", 0, 0, CMD_BENCH, NULL, "LIST",
+     "bench network --smpi, bench replay: host counts", 0},
+    {"smpi", OPT_TYPE_FLAG, F(bench_smpi), "false", 0, 0, CMD_BENCH, NULL, "",
+     "bench network: compare the ring with SMPI's MPI_Allreduce over --hosts-list at --bytes "
+     "instead",
+     0},
+    {"references", OPT_TYPE_STRING, F(validate_refs), "traces/reference/nccl", 0, 0, CMD_VALIDATE,
+     NULL, "DIR", "validate network: directory of references (one subdirectory each)", 0},
+    {"max-error-large", OPT_TYPE_DOUBLE, F(validate_max_large), "0.10", 0, 1000, CMD_VALIDATE, NULL,
+     "X", "validate network: bound on the median relative error of sizes >= 1 MiB", 0},
+    {"max-error-small", OPT_TYPE_DOUBLE, F(validate_max_small), "0.30", 0, 1000, CMD_VALIDATE, NULL,
+     "X", "validate network: bound on the median relative error of sizes < 1 MiB", 0},
     {"bytes", OPT_TYPE_DOUBLE, F(bench_bytes), "1e8", 1, 1e13, CMD_BENCH, NULL, "M",
-     "bench network: all-reduce size in bytes", 0},
+     "bench network --smpi: all-reduce size in bytes", 0},
     {"max-smpi-hosts", OPT_TYPE_INT, F(max_smpi_hosts), "256", 0, 65536, CMD_BENCH, NULL, "N",
-     "bench network: run SMPI up to this many hosts (it is slow beyond)", 0},
+     "bench network --smpi, bench replay: run SMPI up to this many hosts (it is slow beyond)", 0},
     /* replay and trace (traces/FORMAT.md); "trace" and "workers" repeat names of train rows:
      * find_option_for() picks the row of the subcommand */
     {"trace", OPT_TYPE_STRING, F(replay_trace), "", 0, 0, CMD_REPLAY, NULL, "FILE",
@@ -342,6 +361,8 @@ static const char *command_name(unsigned command) {
         return "sweep";
     case CMD_REPORT:
         return "report";
+    case CMD_VALIDATE:
+        return "validate";
     default:
         return "?";
     }

@@ -83,9 +83,15 @@ typedef struct run_config {
     double gpu_efficiency; /* host speed = peak FP32 x this */
 
     /* bench */
-    char bench_hosts[RUN_CONFIG_TEXT]; /* comma-separated host counts for `bench network` */
-    double bench_bytes;                /* all-reduce size for `bench network` */
-    int max_smpi_hosts;                /* largest N run under SMPI in `bench network` */
+    char
+        bench_hosts[RUN_CONFIG_TEXT]; /* --hosts-list: host counts (bench network --smpi, replay) */
+    char bench_sizes[RUN_CONFIG_TEXT];   /* --sizes: message sizes of `bench network` (bytes) */
+    int bench_smpi;                      /* --smpi: bench network compares with SMPI instead */
+    char validate_refs[RUN_CONFIG_TEXT]; /* validate network: directory of references */
+    double validate_max_large;           /* bound on the median error, sizes >= 1 MiB */
+    double validate_max_small;           /* bound on the median error, sizes < 1 MiB */
+    double bench_bytes;                  /* all-reduce size for `bench network` */
+    int max_smpi_hosts;                  /* largest N run under SMPI in `bench network` */
 
     /* replay, trace (traces/FORMAT.md) */
     char replay_trace[RUN_CONFIG_TEXT];     /* --trace FILE: a recorded steps.trace */

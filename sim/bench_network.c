@@ -9,7 +9,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/afile.h"
+#include "common/csv.h"
+#include "common/run_request.h"
 #include "common/status.h"
+#include "sim/cluster.h"
 #include "sim/collective.h"
 #include "sim/isolate.h"
 #include "sim/platform_gen.h"
@@ -248,4 +252,247 @@ int bench_network(const bench_network_opts *o, FILE *out) {
         remove(hostfile);
     }
     return SS_OK;
+}
+
+/* ---- nccl-tests-like table over message sizes (bench_network.h) ---- */
+
+int bench_network_allreduce(const char *platform, int n, double bytes, sim_network_model model,
+                            int algo, double *sim_s, double *wall_s) {
+    bench_run r = {platform, n, bytes, model, (sim_allreduce_algo)algo, NULL};
+    *sim_s = NAN;
+    return bench_sim(&r, sim_s, wall_s);
+}
+
+/* One byte size with its unit ("8", "1KiB", "1GB"); -1 if not one. */
+static int parse_one_size(const char *text, double *bytes) {
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1},
+                 {"B", 1},
+                 {"K", 1024.0},
+                 {"KiB", 1024.0},
+                 {"M", 1048576.0},
+                 {"MiB", 1048576.0},
+                 {"G", 1073741824.0},
+                 {"GiB", 1073741824.0},
+                 {"T", 1099511627776.0},
+                 {"TiB", 1099511627776.0},
+                 {"KB", 1e3},
+                 {"MB", 1e6},
+                 {"GB", 1e9},
+                 {"TB", 1e12}};
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || errno || !isfinite(v)) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].unit)) {
+            *bytes = v * units[i].scale;
+            return *bytes >= 1 && *bytes <= 1e13 && floor(*bytes) == *bytes ? 0 : -1;
+        }
+    return -1;
+}
+
+static int sizes_usage(const char *option, const char *text) {
+    return ss_error_set(SS_EUSAGE,
+                        "%s: '%s' is not a size list (1KiB,1GiB) or range (8:1GiB:x2, "
+                        "1MiB:8MiB:+1MiB); sizes are whole bytes in [1, 1e13] with unit B, K/KiB, "
+                        "M/MiB, G/GiB, T/TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000)",
+                        option, text);
+}
+
+static int parse_size_range(const char *option, const char *text, double *sizes, int max, int *n) {
+    char buf[256], *a = buf, *b, *c;
+    snprintf(buf, sizeof buf, "%s", text);
+    if (!(b = strchr(a, ':')) || !(c = strchr(b + 1, ':'))) return sizes_usage(option, text);
+    *b++ = '\0';
+    *c++ = '\0';
+    double lo, hi, step;
+    if (parse_one_size(a, &lo) || parse_one_size(b, &hi) || hi < lo || (c[0] != 'x' && c[0] != '+'))
+        return sizes_usage(option, text);
+    if (c[0] == 'x') {
+        char *end;
+        step = strtod(c + 1, &end);
+        if (*end || !(step > 1)) return sizes_usage(option, text);
+    } else if (parse_one_size(c + 1, &step)) {
+        return sizes_usage(option, text);
+    }
+    *n = 0;
+    for (double s = lo; s <= hi; s = c[0] == 'x' ? floor(s * step) : s + step) {
+        if (*n == max)
+            return ss_error_set(SS_EUSAGE, "%s: '%s' gives more than %d sizes", option, text, max);
+        sizes[(*n)++] = s;
+    }
+    return SS_OK;
+}
+
+int bench_parse_sizes(const char *option, const char *text, double *sizes, int max, int *n) {
+    if (strchr(text, ':')) return parse_size_range(option, text, sizes, max, n);
+    char buf[1024];
+    if (strlen(text) >= sizeof buf) return sizes_usage(option, text);
+    snprintf(buf, sizeof buf, "%s", text);
+    *n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == max) return ss_error_set(SS_EUSAGE, "%s: more than %d sizes", option, max);
+        if (parse_one_size(tok, &sizes[*n])) return sizes_usage(option, tok);
+        (*n)++;
+    }
+    return *n ? SS_OK : sizes_usage(option, text);
+}
+
+int bench_network_sizes(const bench_sizes_opts *o, bench_sizes_row *rows) {
+    if (o->n_workers < 2)
+        return ss_error_set(SS_EUSAGE, "bench network: %d workers, need at least 2", o->n_workers);
+    if (o->n_sizes < 1 || o->n_sizes > BENCH_SIZES_MAX)
+        return ss_error_set(SS_EUSAGE, "bench network: %d sizes, need 1 to %d", o->n_sizes,
+                            BENCH_SIZES_MAX);
+    const double n = o->n_workers;
+    for (int i = 0; i < o->n_sizes; i++) {
+        double sim_s, wall_s;
+        int st = bench_network_allreduce(o->platform, o->n_workers, o->sizes_bytes[i], o->model,
+                                         o->algo, &sim_s, &wall_s);
+        if (st) return st;
+        double algbw = o->sizes_bytes[i] / sim_s / 1e9;
+        rows[i] = (bench_sizes_row){o->sizes_bytes[i], 1e6 * sim_s, algbw,
+                                    algbw * 2.0 * (n - 1) / n, wall_s};
+    }
+    return SS_OK;
+}
+
+void bench_sizes_print(const bench_sizes_opts *o, const bench_sizes_row *rows, FILE *out) {
+    fprintf(out,
+            "# bench network: all-reduce (%s) of %d workers on %s, network model %s\n"
+            "# algbw = size/time, busbw = algbw x 2(n-1)/n (nccl-tests doc/PERFORMANCE.md)\n",
+            sim_allreduce_algo_name((sim_allreduce_algo)o->algo), o->n_workers, o->platform,
+            sim_network_model_name(o->model));
+    fprintf(out, "#%14s %14s %6s %12s %10s %10s %10s\n", "size (B)", "count", "type", "time (us)",
+            "algbw", "busbw", "wall (s)");
+    for (int i = 0; i < o->n_sizes; i++)
+        fprintf(out, "%15.0f %14.0f %6s %12.2f %10.2f %10.2f %10.3f\n", rows[i].size_bytes,
+                floor(rows[i].size_bytes / 4), "float", rows[i].time_us, rows[i].algbw_GBps,
+                rows[i].busbw_GBps, rows[i].wall_s);
+}
+
+int bench_sizes_write_csv(const bench_sizes_opts *o, const bench_sizes_row *rows,
+                          const char *path) {
+    afile f;
+    int st = afile_open(&f, path);
+    if (st) return st;
+    fprintf(f.fp, "size_bytes,collective,time_us,algbw_GBps,busbw_GBps\n");
+    const char *name = sim_allreduce_algo_name((sim_allreduce_algo)o->algo);
+    for (int i = 0; i < o->n_sizes; i++) {
+        fprintf(f.fp, "%.0f,", rows[i].size_bytes);
+        csv_write_field(f.fp, name);
+        fputc(',', f.fp);
+        csv_write_numbers(f.fp, "%.6f %.6f %.6f",
+                          (const double[]){rows[i].time_us, rows[i].algbw_GBps, rows[i].busbw_GBps},
+                          3);
+    }
+    return afile_commit(&f);
+}
+
+/* The platform of the table: --platform, or a generated one written to a temporary file (*tmp
+ * set, for the caller to remove). */
+static int resolve_platform(const run_request *rq, int *n_workers, char *path, size_t path_bytes,
+                            int *tmp) {
+    const run_config *cfg = rq->cfg;
+    const int workers_set = rq->was_set && rq->was_set(cfg, "workers");
+    *tmp = 0;
+    if (cfg->platform[0]) {
+        sim_platform_info info;
+        int st = sim_platform_check(cfg->platform, &info);
+        if (st) return st;
+        int hosts = info.n_hosts - info.n_ps_hosts;
+        sim_platform_info_free(&info);
+        *n_workers = workers_set ? cfg->workers : hosts;
+        snprintf(path, path_bytes, "%s", cfg->platform);
+        return SS_OK;
+    }
+    *n_workers = workers_set ? cfg->workers : 16;
+    platform_gen_spec spec;
+    int st = platform_spec_from_config(cfg, *n_workers, 0, &spec);
+    if (st) return st;
+    snprintf(path, path_bytes, "/tmp/syncsim-bench-XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return ss_error_set(SS_EIO, "bench network: cannot create %s: %s", path, strerror(errno));
+    close(fd);
+    *tmp = 1;
+    if ((st = platform_generate_file(&spec, path))) remove(path);
+    return st;
+}
+
+static int check_platform_options(const run_request *rq) {
+    static const char *gen[] = {"bandwidth", "latency", "topology", "gpu", "gpu-efficiency"};
+    if (!rq->cfg->platform[0] || !rq->was_set) return SS_OK;
+    for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++)
+        if (rq->was_set(rq->cfg, gen[i]))
+            return ss_error_set(SS_EUSAGE,
+                                "bench network: --platform FILE contradicts --%s, which "
+                                "describes a generated platform",
+                                gen[i]);
+    return SS_OK;
+}
+
+static int run_smpi_comparison(const run_config *cfg, FILE *out) {
+    bench_network_opts o = bench_network_default();
+    char list[RUN_CONFIG_TEXT], *save = NULL;
+    snprintf(list, sizeof list, "%s", cfg->bench_hosts);
+    o.n_sizes = 0;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long v = strtol(tok, &end, 10);
+        if (*end || v < 2 || v > 65536)
+            return ss_error_set(SS_EUSAGE, "--hosts-list: '%s' is not a host count in [2, 65536]",
+                                tok);
+        if (o.n_sizes == BENCH_NETWORK_MAX_SIZES)
+            return ss_error_set(SS_EUSAGE, "--hosts-list: at most %d values",
+                                BENCH_NETWORK_MAX_SIZES);
+        o.hosts[o.n_sizes++] = (int)v;
+    }
+    o.bytes = cfg->bench_bytes;
+    o.max_smpi_hosts = cfg->max_smpi_hosts;
+    return bench_network(&o, out);
+}
+
+static int table_options(const run_request *rq, bench_sizes_opts *o) {
+    const run_config *cfg = rq->cfg;
+    memset(o, 0, sizeof *o);
+    int st = bench_parse_sizes("--sizes", cfg->bench_sizes, o->sizes_bytes, BENCH_SIZES_MAX,
+                               &o->n_sizes);
+    if (st) return st;
+    if ((st = sim_network_model_parse("--network-model", cfg->network_model, &o->model))) return st;
+    sim_allreduce_algo algo;
+    if ((st = sim_allreduce_algo_parse("--collective", cfg->collective, &algo))) return st;
+    o->algo = (int)algo;
+    return check_platform_options(rq);
+}
+
+int bench_network_run(const run_request *rq, FILE *out) {
+    const run_config *cfg = rq->cfg;
+    if (cfg->bench_smpi) return run_smpi_comparison(cfg, out);
+    bench_sizes_opts o;
+    int st = table_options(rq, &o), tmp = 0;
+    if (st) return st;
+    char path[1024];
+    if ((st = resolve_platform(rq, &o.n_workers, path, sizeof path, &tmp))) return st;
+    o.platform = cfg->platform[0] ? cfg->platform : "a generated platform";
+    bench_sizes_row *rows = ss_malloc(sizeof *rows * (size_t)o.n_sizes);
+    const char *shown = o.platform;
+    o.platform = path;
+    st = bench_network_sizes(&o, rows);
+    if (tmp) remove(path);
+    o.platform = shown;
+    if (st == SS_OK) bench_sizes_print(&o, rows, out);
+    if (st == SS_OK && rq->was_set && rq->was_set(cfg, "out")) {
+        char csv[RUN_CONFIG_TEXT + 32];
+        snprintf(csv, sizeof csv, "%s/bench_network.csv", cfg->out_dir);
+        if ((st = ss_mkdir_p(cfg->out_dir)) == SS_OK &&
+            (st = bench_sizes_write_csv(&o, rows, csv)) == SS_OK)
+            fprintf(out, "# wrote %s\n", csv);
+    }
+    free(rows);
+    return st;
 }

@@ -37,4 +37,58 @@ bench_network_opts bench_network_default(void);
  * simulation fails. */
 int bench_network(const bench_network_opts *o, FILE *out);
 
+/* ---- nccl-tests-like table: one platform, N workers, a list of message sizes ----
+ *
+ *     bench_sizes_opts o = {.platform = "p.xml", .n_workers = 16, .n_sizes = 2,
+ *                           .sizes_bytes = {1024, 1 << 30}, .algo = SIM_ALLREDUCE_RING};
+ *     bench_sizes_row rows[2];  bench_network_sizes(&o, rows);   bench_sizes_print(&o, rows,
+ * stdout);
+ *
+ * Each size is one all-reduce by every worker of a fresh engine (its own process). algbw =
+ * size / time and busbw = algbw x 2(n-1)/n, as nccl-tests defines them for all-reduce
+ * (nccl-tests doc/PERFORMANCE.md, "Bus bandwidth": the factor makes busbw comparable with the
+ * hardware's peak whatever the number of ranks). */
+#define BENCH_SIZES_MAX 64
+
+typedef struct bench_sizes_opts {
+    const char *platform; /* SimGrid platform file */
+    int n_workers;        /* workers mapped on its hosts (cluster.h) */
+    int n_sizes;
+    double sizes_bytes[BENCH_SIZES_MAX];
+    sim_network_model model;
+    int algo; /* sim_allreduce_algo (collective.h) */
+} bench_sizes_opts;
+
+typedef struct bench_sizes_row {
+    double size_bytes;
+    double time_us; /* simulated time of the all-reduce (last member done) */
+    double algbw_GBps, busbw_GBps;
+    double wall_s; /* wall time of the simulation */
+} bench_sizes_row;
+
+/* Parses --sizes: a comma-separated list of byte sizes ("1KiB,1GiB", "4096"), or a range
+ * "BEGIN:END:xF" (BEGIN, BEGIN*F, ... up to END, as nccl-tests -b -e -f) or "BEGIN:END:+STEP"
+ * (BEGIN, BEGIN+STEP, ...). Units: none or B (bytes), K M G T (and KiB MiB GiB TiB) powers of
+ * 1024, KB MB GB TB powers of 1000. SS_EUSAGE naming `option` otherwise. */
+int bench_parse_sizes(const char *option, const char *text, double *sizes, int max, int *n);
+/* Runs every size; rows[i] for sizes_bytes[i]. SS_EUSAGE for bad options, else the simulation's
+ * status. */
+int bench_network_sizes(const bench_sizes_opts *o, bench_sizes_row *rows);
+/* The table as nccl-tests prints it (size, count of float32, time_us, algbw, busbw). */
+void bench_sizes_print(const bench_sizes_opts *o, const bench_sizes_row *rows, FILE *out);
+/* The table as CSV (size_bytes,collective,time_us,algbw_GBps,busbw_GBps), written atomically to
+ * `path`. */
+int bench_sizes_write_csv(const bench_sizes_opts *o, const bench_sizes_row *rows, const char *path);
+/* One all-reduce of `bytes` by n workers on `platform`, in its own process: simulated time. */
+int bench_network_allreduce(const char *platform, int n, double bytes, sim_network_model model,
+                            int algo, double *sim_s, double *wall_s);
+
+/* `syncsim bench network` from its options: --smpi runs bench_network() over --hosts-list at
+ * --bytes; otherwise the table over --sizes on --platform FILE or the generated platform of
+ * --bandwidth, --latency, --topology (and the generator's other options), with --workers
+ * (default: every worker host of the file, 16 generated), --collective and --network-model;
+ * --out DIR also writes DIR/bench_network.csv. */
+struct run_request;
+int bench_network_run(const struct run_request *rq, FILE *out);
+
 #endif

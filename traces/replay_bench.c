@@ -70,24 +70,36 @@ static int smpi_allreduce(int max_smpi_hosts, double bytes, const int *sizes, in
     return rc;
 }
 
-/* --sizes: worker counts, 1024,4096,65536 unless given. */
+/* --hosts-list: worker counts, 1024,4096,65536 unless given. */
 static int parse_sizes(const run_request *rq, int *sizes, int *n_sizes) {
     const run_config *cfg = rq->cfg;
     char list[RUN_CONFIG_TEXT];
-    const int given = rq->was_set && rq->was_set(cfg, "sizes");
+    const int given = rq->was_set && rq->was_set(cfg, "hosts-list");
     snprintf(list, sizeof list, "%s", given ? cfg->bench_hosts : "1024,4096,65536");
     *n_sizes = 0;
     for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
         char *end;
         long v = strtol(tok, &end, 10);
         if (*end || v < 2 || v > 65536)
-            return ss_error_set(SS_EUSAGE, "--sizes: '%s' is not a worker count in [2, 65536]",
+            return ss_error_set(SS_EUSAGE, "--hosts-list: '%s' is not a worker count in [2, 65536]",
                                 tok);
         if (*n_sizes == BENCH_NETWORK_MAX_SIZES)
-            return ss_error_set(SS_EUSAGE, "--sizes: at most %d values", BENCH_NETWORK_MAX_SIZES);
+            return ss_error_set(SS_EUSAGE, "--hosts-list: at most %d values",
+                                BENCH_NETWORK_MAX_SIZES);
         sizes[(*n_sizes)++] = (int)v;
     }
     return SS_OK;
+}
+
+/* Slope of the least-squares line through (x[i], y[i]): on log-log axes, the exponent k of
+ * y ~ x^k. */
+static double growth_exponent(const double *x, const double *y, int n) {
+    double mx = 0, my = 0, sxy = 0, sxx = 0;
+    for (int i = 0; i < n; i++)
+        mx += x[i] / n, my += y[i] / n;
+    for (int i = 0; i < n; i++)
+        sxy += (x[i] - mx) * (y[i] - my), sxx += (x[i] - mx) * (x[i] - mx);
+    return sxx > 0 ? sxy / sxx : NAN;
 }
 
 /* Ring-coarse BSP replays of t at every size: simulated and wall time. */
@@ -97,6 +109,7 @@ static int bench_scaling(trace *t, const int *sizes, int n_sizes, long steps, lo
     fprintf(out, "%8s %8s %16s %12s %14s %14s\n", "workers", "steps", "sim_time_s", "wall_s",
             "wall_ms/step", "us/worker-step");
     fflush(out);
+    double log_n[BENCH_NETWORK_MAX_SIZES], log_wall[BENCH_NETWORK_MAX_SIZES];
     for (int i = 0; i < n_sizes; i++) {
         /* 65536 workers x 1000 steps takes hours: larger runs default to fewer steps */
         long s = given_steps > 0 ? steps : sizes[i] > 4096 ? 20 : steps;
@@ -107,7 +120,14 @@ static int bench_scaling(trace *t, const int *sizes, int n_sizes, long steps, lo
         fprintf(out, "%8d %8ld %16.9g %12.3f %14.3f %14.3f\n", sizes[i], s, rr.res.sim_time_s,
                 rr.wall_s, 1e3 * rr.wall_s / (double)s, 1e6 * rr.wall_s / ((double)s * sizes[i]));
         fflush(out);
+        log_n[i] = log((double)sizes[i]);
+        log_wall[i] = log(rr.wall_s / (double)s);
     }
+    if (n_sizes >= 2)
+        fprintf(out,
+                "# fitted growth of wall time per step: ~ N^%.2f (least squares on log-log, "
+                "%d sizes; N log N is ~ N^1.1 over this range)\n",
+                growth_exponent(log_n, log_wall, n_sizes), n_sizes);
     return SS_OK;
 }
 
