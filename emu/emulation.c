@@ -23,8 +23,12 @@ struct emulation {
     step_source src;
     size_t params;           /* P */
     double flops_per_sample; /* forward + backward */
-    model **replicas;        /* (N) */
-    sgd_state **opts;        /* (N) */
+    /* per-layer costs (overlap): per sample, and each worker's last step (step_cost.layers) */
+    int n_cost_layers;            /* L: the kernel layers and the loss */
+    sim_layer_cost *layer_sample; /* (L) one sample */
+    sim_layer_cost *layer_costs;  /* (N, L) */
+    model **replicas;             /* (N) */
+    sgd_state **opts;             /* (N) */
     partition *part;
     batch_iter **iters; /* (N) */
 
@@ -65,6 +69,21 @@ static double wall_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The kernels' per-layer FLOPs and parameters, for overlap's per-layer timing. */
+static void layer_costs_init(emulation *e, const model *m) {
+    const int l = model_cost_layers(m);
+    e->n_cost_layers = l;
+    e->layer_sample = ss_calloc((size_t)l, sizeof *e->layer_sample);
+    e->layer_costs = ss_calloc((size_t)l * (size_t)e->cfg.workers, sizeof *e->layer_costs);
+    for (int i = 0; i < l; i++) {
+        double params;
+        sim_layer_cost *c = &e->layer_sample[i];
+        model_cost_layer(m, i, &c->fwd_flops, &c->bwd_flops, &params);
+        c->param_bytes = 4.0 * params;
+        c->kernels = 1;
+    }
+}
+
 /* ---- compute and local update ---- */
 
 static int draw_batch(emulation *e, int w, int batch) {
@@ -98,6 +117,14 @@ static void em_compute(void *self, int w, long step, int batch, step_cost *cost,
     }
     cost->flops = e->flops_per_sample * total;
     cost->trace_s = -1;
+    sim_layer_cost *lc = e->layer_costs + (size_t)w * (size_t)e->n_cost_layers;
+    for (int i = 0; i < e->n_cost_layers; i++) {
+        lc[i] = e->layer_sample[i];
+        lc[i].fwd_flops *= total;
+        lc[i].bwd_flops *= total;
+    }
+    cost->layers = lc;
+    cost->n_layers = e->n_cost_layers;
     st->loss = loss;
     st->samples = total;
     st->grad_norm = device_nrm2(e->cfg.dev, e->params, model_grads(m));
@@ -360,6 +387,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
     model *m0 = e->replicas[0];
     e->params = model_param_count(m0);
     e->flops_per_sample = model_forward_flops_per_sample(m0) + model_backward_flops_per_sample(m0);
+    layer_costs_init(e, m0);
     const size_t features = dataset_features(cfg->train);
     e->x = ss_malloc(sizeof(float) * features * (size_t)cfg->max_batch);
     e->y = ss_malloc((size_t)cfg->max_batch);
@@ -419,6 +447,8 @@ void emulation_destroy(emulation *e) {
     free(e->x);
     free(e->y);
     free(e->idx);
+    free(e->layer_sample);
+    free(e->layer_costs);
     free(e);
 }
 

@@ -268,6 +268,24 @@ double model_forward_flops_per_sample(const model *m) {
     return m->forward_flops;
 }
 
+int model_cost_layers(const model *m) {
+    return m->n_layers + 1;
+}
+
+void model_cost_layer(const model *m, int i, double *fwd_flops, double *bwd_flops, double *params) {
+    SS_ASSERT(i >= 0 && i <= m->n_layers);
+    if (i == m->n_layers) {
+        *fwd_flops = loss_forward_flops(m->spec.classes);
+        *bwd_flops = loss_backward_flops(m->spec.classes);
+        *params = 0;
+        return;
+    }
+    const layer *l = &m->layers[i];
+    *fwd_flops = layer_forward_flops(l);
+    *bwd_flops = layer_backward_flops(l);
+    *params = (double)(l->weight_count + l->bias_count);
+}
+
 double model_backward_flops_per_sample(const model *m) {
     return m->backward_flops;
 }

@@ -71,6 +71,12 @@ const model_spec *model_get_spec(const model *m);
 double model_forward_flops_per_sample(const model *m);
 double model_backward_flops_per_sample(const model *m);
 double model_param_bytes(const model *m); /* 4 * P */
+/* The model's layers for per-layer timing: the kernel layers in forward order, then the loss as
+ * one more layer without parameters. */
+int model_cost_layers(const model *m);
+/* Layer i of those (0 <= i < model_cost_layers): forward and backward FLOPs per sample, and
+ * parameters (floats). Summed over i, the FLOPs are the model's per-sample counts. */
+void model_cost_layer(const model *m, int i, double *fwd_flops, double *bwd_flops, double *params);
 /* Added: the L2 norm of each view of vec, a (P) device vector laid out like model_params() (for
  * example model_grads(m)); out has model_view_count(m) entries. SelSync's code variant sums
  * these per-layer norms instead of taking one global norm. */

@@ -48,4 +48,19 @@ double sim_compute_duration_s(const sim_compute_cfg *cfg, const sim_step_cost *c
  * be NULL) = simulated time it took. SS_EUSAGE for a negative or non-finite cost. */
 int sim_compute_step(const sim_compute_cfg *cfg, const sim_step_cost *cost, double *elapsed_s);
 
+/* One layer of a step, as the step source knows it (forward and backward of `batch` samples). */
+typedef struct sim_layer_cost {
+    double fwd_flops, bwd_flops; /* FLOPs of the layer's forward / backward pass, whole batch */
+    double fwd_bytes, bwd_bytes; /* bytes moved through GPU memory (activations, weights, grads) */
+    double param_bytes;          /* bytes of the layer's gradient (4 x parameters at fp32) */
+    int kernels;                 /* kernel launches per pass */
+} sim_layer_cost;
+
+/* Per-layer times of one step under cfg on a GPU class (the host's), in simulated seconds:
+ * fwd_s[i], bwd_s[i] for i in 0..n-1 (layer order, forward direction), plus the optimizer
+ * step. Deterministic; jitter is applied by the caller per step, not here. Call it inside a
+ * worker actor (the host is the actor's). */
+int sim_compute_layers(const sim_compute_cfg *cfg, const sim_layer_cost *layers, int n,
+                       double *fwd_s, double *bwd_s, double *optimizer_s);
+
 #endif

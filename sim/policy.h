@@ -58,6 +58,14 @@ typedef enum selsync_order {
     SELSYNC_ORDER_AVERAGE_THEN_STEP = 1  /* public code: average, then apply own gradient on top */
 } selsync_order;
 
+/* Overlap of the backward pass with bucketed all-reduces (sim/policy_step.c). */
+typedef enum policy_overlap {
+    POLICY_OVERLAP_AUTO = 0, /* on where the run's per-layer times are its model (replay of a
+                                profile); off in emulation and for recorded traces */
+    POLICY_OVERLAP_ON = 1,
+    POLICY_OVERLAP_OFF = 2
+} policy_overlap;
+
 typedef struct policy_config {
     policy_kind kind;
     int workers;     /* N */
@@ -104,6 +112,10 @@ typedef struct policy_config {
     double chunk_bytes;    /* chunk size of the prioritized data */
     dlcp_priority priority;
     int drop_keep_local; /* dropped entries: 1 keep the worker's own value, 0 count as zero */
+
+    /* overlap of backward and all-reduce (BSP, FedAvg's post-local BSP steps) */
+    policy_overlap overlap;
+    double bucket_mb; /* gradient bucket cap, MiB (PyTorch DDP's bucket_cap_mb, default 25) */
 
     /* stragglers */
     double straggler_prob;   /* p: chance that a worker's step is slowed */

@@ -143,6 +143,20 @@ static int exchange(const run_config *cfg, policy_config *pc) {
     return SS_OK;
 }
 
+/* --overlap on in a run: an all-reduce of the gradients, timed per layer. The per-layer times
+ * follow --compute flops (FLOPs / host speed); measured seconds have no per-layer split. */
+static int check_overlap(const policy_config *pc) {
+    if (pc->overlap != POLICY_OVERLAP_ON) return SS_OK;
+    if (pc->use_ps || pc->loss_tolerance > 0)
+        return ss_error_set(SS_EUSAGE, "--overlap on applies to all-reduce exchanges without "
+                                       "--loss-tolerance (not --collective ps)");
+    if (pc->compute.mode != SIM_COMPUTE_FLOPS)
+        return ss_error_set(SS_EUSAGE,
+                            "--overlap on times the layers from their FLOPs: use "
+                            "--compute flops (measured seconds have no per-layer split)");
+    return SS_OK;
+}
+
 int policy_config_build(const run_config *cfg, policy_build_env *env, policy_config *pc) {
     policy_config_default(pc);
     const int run = env->mode == POLICY_BUILD_RUN;
@@ -162,6 +176,7 @@ int policy_config_build(const run_config *cfg, policy_build_env *env, policy_con
         if ((rc = policy_option_apply(policy_option_at(k), &cfg->policy_options[k], pc)) != SS_OK)
             return rc;
     if (!run) return SS_OK;
+    if ((rc = check_overlap(pc)) != SS_OK) return rc;
     pc->straggler_prob = cfg->straggler_prob;
     pc->straggler_factor = cfg->straggler_factor;
     pc->background_load = cfg->background_load;

@@ -95,6 +95,12 @@ void policy_sync_world(policy_state *st, int w, long id, long step, aggregate_wh
 /* One fully synchronous step: compute, average the gradients among all workers, apply (BSP's
  * step, and FedAvg's post-local prefix). */
 void policy_bsp_step(policy_state *st, int w, long step);
+/* Whether BSP's steps overlap the backward pass with bucketed all-reduces: --overlap on (the
+ * runners resolve auto), over an all-reduce without DLCP. */
+int policy_overlap_on(const policy_state *st);
+/* One step's compute and gradient exchange under overlap (forward, backward with the buckets'
+ * all-reduces, their wait, the mean, the optimizer's time); the caller then applies. */
+void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_stats *stats);
 void policy_dlcp_free(policy_state *st);
 void policy_end_step(policy_state *st, int w, step_acc *a);
 

@@ -27,6 +27,10 @@ const policy_enum_name policy_priority_names[] = {{"layer", DLCP_PRIORITY_LAYER}
                                                   {"none", DLCP_PRIORITY_NONE},
                                                   {NULL, 0}};
 const policy_enum_name policy_drop_names[] = {{"zero", 0}, {"local", 1}, {NULL, 0}};
+const policy_enum_name policy_overlap_names[] = {{"auto", POLICY_OVERLAP_AUTO},
+                                                 {"on", POLICY_OVERLAP_ON},
+                                                 {"off", POLICY_OVERLAP_OFF},
+                                                 {NULL, 0}};
 
 const char *policy_enum_format(const policy_enum_name *names, int value) {
     for (int i = 0; names[i].name; i++)
@@ -129,10 +133,29 @@ static const policy_option *const dlcp_options[] = {&dlcp_option_rows[0], &dlcp_
                                                     &dlcp_option_rows[2], &dlcp_option_rows[3],
                                                     &dlcp_option_rows[4], NULL};
 
+/* Overlap as PyTorch DDP does it (Li et al., "PyTorch Distributed: Experiences on Accelerating
+ * Data Parallel Training", VLDB 2020): gradients go into buckets of bucket_cap_mb (25 MiB by
+ * default) in reverse parameter order, and a bucket's all-reduce starts as soon as the backward
+ * pass has produced all its gradients. Only the policies whose exchange is a plain all-reduce of
+ * the gradients have it: SelSync's decision needs the whole gradient (its norm), so its steps
+ * overlap nothing; DS-Sync and FedAvg's rounds average parameters after the step; SSP/ASP push to
+ * servers. */
+static const policy_option overlap_option_rows[] = {
+    {"overlap", POLICY_OPTION_ENUM, PO(overlap), "auto", 0, 0, policy_overlap_names, "M",
+     "bsp, fedavg's post-local bsp steps: all-reduce gradient buckets while the backward pass "
+     "runs (auto: on in replays of profiles, off in emulation; selsync, dssync, ssp, asp overlap "
+     "nothing: selsync's decision needs the whole gradient)",
+     1, NULL},
+    {"bucket-mb", POLICY_OPTION_DOUBLE, PO(bucket_mb), "25", 0.001, 1e6, NULL, "MB",
+     "overlap: gradient bucket cap in MiB (PyTorch DDP's bucket_cap_mb)", 1, NULL},
+};
+static const policy_option *const overlap_options[] = {&overlap_option_rows[0],
+                                                       &overlap_option_rows[1], NULL};
+
 static const struct {
     unsigned bit;
     const policy_option *const *options;
-} families[] = {{POLICY_FAMILY_DLCP, dlcp_options}};
+} families[] = {{POLICY_FAMILY_DLCP, dlcp_options}, {POLICY_FAMILY_OVERLAP, overlap_options}};
 
 /* ---- hooks ---- */
 
@@ -198,7 +221,7 @@ static const policy_info policies[] = {
      .baseline = 1,
      .compare_default = 1,
      .default_partition = "defdp",
-     .families = POLICY_FAMILY_DLCP},
+     .families = POLICY_FAMILY_DLCP | POLICY_FAMILY_OVERLAP},
     {.name = "ssp",
      .kind = POLICY_SSP,
      .worker = policy_ssp_worker,
@@ -222,7 +245,7 @@ static const policy_info policies[] = {
      .summary = "federated averaging / local SGD: H local steps, then parameter averaging",
      .compare_default = 1,
      .default_partition = "defdp",
-     .families = POLICY_FAMILY_DLCP,
+     .families = POLICY_FAMILY_DLCP | POLICY_FAMILY_OVERLAP,
      .options = fedavg_options,
      .check = fedavg_check,
      .label = fedavg_label,

@@ -33,6 +33,7 @@ extern const policy_enum_name policy_order_names[];       /* selsync_order */
 extern const policy_enum_name policy_grouping_names[];    /* dssync_grouping */
 extern const policy_enum_name policy_priority_names[];    /* dlcp_priority */
 extern const policy_enum_name policy_drop_names[];        /* drop_keep_local: zero | local */
+extern const policy_enum_name policy_overlap_names[];     /* policy_overlap: auto | on | off */
 
 /* The name of `value` in `names` (NULL if absent); the value of `name` (-1 if absent). */
 const char *policy_enum_format(const policy_enum_name *names, int value);
@@ -65,7 +66,8 @@ typedef struct policy_option {
 
 /* Shared option families, as bits of policy_info.families. */
 enum policy_family {
-    POLICY_FAMILY_DLCP = 1 << 0, /* bounded loss on the synchronous exchanges */
+    POLICY_FAMILY_DLCP = 1 << 0,    /* bounded loss on the synchronous exchanges */
+    POLICY_FAMILY_OVERLAP = 1 << 1, /* bucketed all-reduce overlapping the backward pass */
 };
 
 /* Given explicitly (command line or --config): answered by the option parser for the checks. */

@@ -32,14 +32,30 @@ void policy_begin_step(policy_state *st, int w, long step, step_acc *a) {
     a->rec.start_s = policy_now(st);
 }
 
-void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats) {
-    step_cost cost = {0, 0, -1};
-    memset(stats, 0, sizeof *stats);
-    st->src->ops->compute(st->src->self, w, step, batch, &cost, stats);
-    /* Stragglers: a fixed slowdown of some workers, and random slow steps (one draw a step). */
+/* Stragglers: a fixed slowdown of some workers, and random slow steps (one draw a step). */
+static double step_slowdown(policy_state *st, int w) {
     double slowdown = st->pc->slowdown ? st->pc->slowdown[w] : 1.0;
     if (st->pc->straggler_prob > 0 && rng_uniform(&st->straggler[w]) < st->pc->straggler_prob)
         slowdown *= st->pc->straggler_factor;
+    return slowdown;
+}
+
+/* The source computes the step (real gradient or recorded cost); returns the step's slowdown. */
+static double compute_source(policy_state *st, int w, long step, int batch, step_cost *cost,
+                             step_acc *a, step_stats *stats) {
+    *cost = (step_cost){.trace_s = -1};
+    memset(stats, 0, sizeof *stats);
+    st->src->ops->compute(st->src->self, w, step, batch, cost, stats);
+    a->rec.flops = cost->flops;
+    a->rec.loss = stats->loss;
+    a->rec.grad_norm = stats->grad_norm;
+    a->rec.samples = stats->samples;
+    return step_slowdown(st, w);
+}
+
+void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats) {
+    step_cost cost;
+    double slowdown = compute_source(st, w, step, batch, &cost, a, stats);
     sim_step_cost sc = {.flops = cost.flops,
                         .measured_s = cost.measured_s,
                         .trace_s = cost.trace_s,
@@ -48,10 +64,6 @@ void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, 
     int rc = sim_compute_step(&st->pc->compute, &sc, &dt);
     SS_ASSERT(rc == SS_OK);
     a->rec.compute_s += dt;
-    a->rec.flops = cost.flops;
-    a->rec.loss = stats->loss;
-    a->rec.grad_norm = stats->grad_norm;
-    a->rec.samples = stats->samples;
 }
 
 /* The slot of synchronization `id` among all workers (key -1) or in the group whose first member
@@ -98,12 +110,115 @@ void policy_bsp_step(policy_state *st, int w, long step) {
     step_acc a;
     step_stats stats;
     policy_begin_step(st, w, step, &a);
-    policy_compute(st, w, step, st->pc->batch, &a, &stats);
-    policy_sync_world(st, w, policy_sync_id(step, 1), step, AGGREGATE_GRADS, &a);
+    if (policy_overlap_on(st)) {
+        policy_overlap_step(st, w, step, &a, &stats);
+    } else {
+        policy_compute(st, w, step, st->pc->batch, &a, &stats);
+        policy_sync_world(st, w, policy_sync_id(step, 1), step, AGGREGATE_GRADS, &a);
+    }
     st->src->ops->apply_local(st->src->self, w, step);
     a.rec.decision = 1;
     if (w == 0) st->counters.sync_steps++;
     policy_end_step(st, w, &a);
+}
+
+/* ---- overlap: bucketed all-reduce during the backward pass ----
+ *
+ * As PyTorch DDP does it (Li et al., VLDB 2020): the gradients fill buckets of at most
+ * bucket_mb MiB in reverse layer order (the order the backward pass produces them); a bucket is
+ * closed when it reaches the cap or holds the last gradient, and its all-reduce starts at that
+ * moment, while the backward pass goes on. The step ends when every bucket is reduced and the
+ * optimizer step is done. The arithmetic is unchanged: the source averages the whole gradient
+ * once, when the last bucket completes, so the parameters are the same bit for bit as without
+ * overlap. */
+
+#define OVERLAP_IN_FLIGHT 16 /* the exchange's limit of non-blocking calls per group */
+
+int policy_overlap_on(const policy_state *st) {
+    const policy_config *pc = st->pc;
+    return pc->overlap == POLICY_OVERLAP_ON && !st->has_ps && pc->loss_tolerance <= 0;
+}
+
+/* Charges `s` simulated seconds of compute to the calling worker. */
+static void charge_s(double s, step_acc *a) {
+    static const sim_compute_cfg as_sleep = {SIM_COMPUTE_TRACE, 1.0};
+    sim_step_cost sc = {.trace_s = s, .slowdown = 1.0};
+    double dt = 0;
+    int rc = sim_compute_step(&as_sleep, &sc, &dt);
+    SS_ASSERT(rc == SS_OK);
+    a->rec.compute_s += dt;
+}
+
+/* The buckets in flight of one worker's step, oldest first. */
+typedef struct bucket_queue {
+    exchange_request *rq[OVERLAP_IN_FLIGHT];
+    int head, count;
+    double bytes_sent;
+} bucket_queue;
+
+static void bucket_wait_oldest(policy_state *st, bucket_queue *q) {
+    exchange_result r;
+    int rc = st->ex->ops->wait(st->ex->self, q->rq[q->head], &r);
+    SS_ASSERT(rc == SS_OK);
+    q->bytes_sent += r.bytes_sent;
+    q->head = (q->head + 1) % OVERLAP_IN_FLIGHT;
+    q->count--;
+}
+
+static void bucket_start(policy_state *st, int w, bucket_queue *q, double bytes) {
+    if (q->count == OVERLAP_IN_FLIGHT) bucket_wait_oldest(st, q);
+    exchange_request *rq = st->ex->ops->allreduce_start(st->ex->self, st->world, w, NULL,
+                                                        (size_t)(bytes / sizeof(float)), bytes);
+    SS_ASSERT(rq != NULL);
+    q->rq[(q->head + q->count) % OVERLAP_IN_FLIGHT] = rq;
+    q->count++;
+}
+
+/* The backward pass, last layer first, starting each bucket's all-reduce once its gradients are
+ * produced; then the wait for the buckets (the exposed communication). */
+static void overlap_backward(policy_state *st, int w, long id, const sim_layer_cost *layers, int n,
+                             const double *bwd_s, double slowdown, step_acc *a) {
+    const double cap = st->pc->bucket_mb * 1024.0 * 1024.0;
+    int lowest = 0; /* the first layer with a gradient: it closes the last bucket */
+    while (lowest < n - 1 && !(layers[lowest].param_bytes > 0))
+        lowest++;
+    bucket_queue q = {.head = 0};
+    double segment_s = 0, bucket = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        segment_s += bwd_s[i];
+        bucket += layers[i].param_bytes;
+        if (bucket > 0 && (bucket >= cap || i == lowest)) {
+            charge_s(segment_s * slowdown, a);
+            segment_s = 0;
+            bucket_start(st, w, &q, bucket);
+            bucket = 0;
+        }
+    }
+    charge_s(segment_s * slowdown, a);
+    double entry = policy_sync_enter(st, id, -1);
+    while (q.count > 0)
+        bucket_wait_oldest(st, &q);
+    policy_sync_leave(st, id, -1, entry, q.bytes_sent, a);
+}
+
+void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_stats *stats) {
+    step_cost cost;
+    double slowdown = compute_source(st, w, step, st->pc->batch, &cost, a, stats);
+    const int n = cost.n_layers;
+    SS_ASSERT(n > 0 && cost.layers); /* checked before the run: the source has per-layer data */
+    double *fwd = ss_malloc(sizeof(double) * 2 * (size_t)n), *bwd = fwd + n, opt_s = 0;
+    int rc = sim_compute_layers(&st->pc->compute, cost.layers, n, fwd, bwd, &opt_s);
+    SS_ASSERT(rc == SS_OK);
+    double fwd_s = 0;
+    for (int i = 0; i < n; i++)
+        fwd_s += fwd[i];
+    charge_s(fwd_s * slowdown, a);
+    const long id = policy_sync_id(step, 1);
+    const int workers = st->pc->workers;
+    overlap_backward(st, w, id, cost.layers, n, bwd, slowdown, a);
+    policy_aggregate(st, w, id, AGGREGATE_GRADS, NULL, workers, workers);
+    charge_s(opt_s * slowdown, a);
+    free(fwd);
 }
 
 /* ---- synchronous exchanges and DLCP ---- */

@@ -16,6 +16,8 @@
 #ifndef SS_SIM_STEP_SOURCE_H
 #define SS_SIM_STEP_SOURCE_H
 
+#include "sim/compute.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +26,10 @@ typedef struct step_cost {
     double flops;      /* forward + backward + update FLOPs of the step (counted by the kernels) */
     double measured_s; /* real elapsed seconds of the step on this machine (0 if not measured) */
     double trace_s;    /* seconds supplied by a trace (< 0: none) */
+    /* The step's layers in forward order (sim/compute.h), owned by the source and valid until the
+     * worker's next compute(); NULL/0: no per-layer data (overlap does not apply). */
+    const sim_layer_cost *layers;
+    int n_layers;
 } step_cost;
 
 /* What one worker step observed, for the policies that decide from it (SelSync) and for output. */

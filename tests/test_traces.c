@@ -503,8 +503,11 @@ static int profile_child(void *arg, sim_blob *out) {
     pc.steps = 5;
     pc.batch = 128;
     pc.eval_every = 5;
+    pc.overlap = POLICY_OVERLAP_OFF; /* the closed form of one whole-gradient all-reduce */
     trace *t;
-    if ((rc = profile_synthesize(&p, &pc, NULL, &t)) != SS_OK) return rc;
+    rc = profile_synthesize(&p, &pc, NULL, &t);
+    profile_free(&p);
+    if (rc != SS_OK) return rc;
     replay_opts ro = replay_opts_default();
     ro.model = SIM_NETWORK_CM02;
     ro.gen.bandwidth_bps = 10e9;

@@ -52,6 +52,22 @@ static int read_magic(profile_reader *r, char **f, int n) {
     return SS_OK;
 }
 
+/* Keeps one layer's counts (bwd < 0: backward_factor x forward, resolved at the end). */
+static void keep_layer(model_profile *out, double params, double fwd, double bwd) {
+    if (out->layers > out->layer_cap) {
+        int cap = out->layer_cap ? 2 * out->layer_cap : 64;
+        out->layer_params = realloc(out->layer_params, sizeof(double) * (size_t)cap);
+        out->layer_fwd_flops = realloc(out->layer_fwd_flops, sizeof(double) * (size_t)cap);
+        out->layer_bwd_flops = realloc(out->layer_bwd_flops, sizeof(double) * (size_t)cap);
+        SS_ASSERT(out->layer_params && out->layer_fwd_flops && out->layer_bwd_flops);
+        out->layer_cap = cap;
+    }
+    const int i = out->layers - 1;
+    out->layer_params[i] = params;
+    out->layer_fwd_flops[i] = fwd;
+    out->layer_bwd_flops[i] = bwd;
+}
+
 /* "layer NAME PARAMS FORWARD_FLOPS [BACKWARD_FLOPS]": adds the layer to the totals. */
 static int read_layer(profile_reader *r, char **f, int n, model_profile *out) {
     double params, fwd, bwd = -1;
@@ -61,6 +77,7 @@ static int read_layer(profile_reader *r, char **f, int n, model_profile *out) {
     if (number(f[2], &params) || number(f[3], &fwd) || (n == 5 && number(f[4], &bwd)))
         return bad(r->name, r->line, "layer counts must be numbers >= 0 in layer ", f[1]);
     if (++out->layers > PROFILE_MAX_LAYERS) return bad(r->name, r->line, "too many layers", NULL);
+    keep_layer(out, params, fwd, bwd);
     out->params += params;
     out->forward_flops_per_sample += fwd;
     if (bwd >= 0)
@@ -142,6 +159,9 @@ static int check_complete(const profile_reader *r, model_profile *out) {
     if (!(out->params > 0) || !(out->forward_flops_per_sample > 0))
         return ss_error_set(SS_EINPUT, "%s: the profile has no parameters or no FLOPs", r->name);
     out->backward_flops_per_sample = r->explicit_bwd + out->backward_factor * r->implicit_fwd;
+    for (int i = 0; i < out->layers; i++)
+        if (out->layer_bwd_flops[i] < 0)
+            out->layer_bwd_flops[i] = out->backward_factor * out->layer_fwd_flops[i];
     return SS_OK;
 }
 
@@ -163,7 +183,17 @@ int profile_read(FILE *fp, const char *name, model_profile *out) {
         rc = read_line(&r, buf, out);
     }
     free(buf);
-    return rc != SS_OK ? rc : check_complete(&r, out);
+    if (rc == SS_OK) rc = check_complete(&r, out);
+    if (rc != SS_OK) profile_free(out);
+    return rc;
+}
+
+void profile_free(model_profile *p) {
+    free(p->layer_params);
+    free(p->layer_fwd_flops);
+    free(p->layer_bwd_flops);
+    p->layer_params = p->layer_fwd_flops = p->layer_bwd_flops = NULL;
+    p->layer_cap = 0;
 }
 
 int profile_load(const char *path, model_profile *out) {
@@ -215,6 +245,13 @@ int profile_synthesize(const model_profile *p, const policy_config *pc, const in
         c->decision = decisions ? decisions[s - 1] : 1;
         c->recorded = 1;
     }
+    t->layers = ss_malloc(sizeof(sim_layer_cost) * (size_t)p->layers);
+    t->n_layers = p->layers;
+    for (int i = 0; i < p->layers; i++)
+        t->layers[i] = (sim_layer_cost){.fwd_flops = pc->batch * p->layer_fwd_flops[i],
+                                        .bwd_flops = pc->batch * p->layer_bwd_flops[i],
+                                        .param_bytes = 4.0 * p->layer_params[i],
+                                        .kernels = 1};
     snprintf(t->meta.source, sizeof t->meta.source, "profile");
     snprintf(t->meta.model, sizeof t->meta.model, "%s", p->name);
     t->meta.param_count = p->params;

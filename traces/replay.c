@@ -3,6 +3,7 @@
 #include "common/outputs.h"
 #include "common/rng.h"
 #include "common/status.h"
+#include "sim/policy_registry.h"
 
 #include <malloc.h>
 #include <math.h>
@@ -84,6 +85,8 @@ static void rp_compute(void *self, int w, long step, int batch, step_cost *cost,
         return;
     }
     cost->flops = c->flops;
+    cost->layers = r->t->layers;
+    cost->n_layers = r->t->n_layers;
     cost->measured_s = c->compute_s;
     cost->trace_s = r->trace_seconds ? c->compute_s : -1;
     if (r->flops_as_sleep)
@@ -187,6 +190,26 @@ replay_opts replay_opts_default(void) {
     return o;
 }
 
+/* --overlap: auto is on where the trace has per-layer costs (a profile) and the policy's exchange
+ * is a plain all-reduce (BSP, FedAvg's post-local BSP steps); on needs the per-layer costs. */
+static int resolve_overlap(const trace *t, policy_config *pc) {
+    const policy_info *p = policy_registry_of_kind(pc->kind);
+    const int family = p && policy_option_applies(policy_option_find("overlap"), p);
+    const int allreduce = !pc->use_ps && pc->loss_tolerance <= 0;
+    if (pc->overlap == POLICY_OVERLAP_AUTO)
+        pc->overlap =
+            family && allreduce && t->n_layers > 0 ? POLICY_OVERLAP_ON : POLICY_OVERLAP_OFF;
+    if (pc->overlap == POLICY_OVERLAP_ON && t->n_layers < 1)
+        return ss_error_set(SS_EUSAGE,
+                            "--overlap on: the %s trace of %s has no per-layer data, so overlap "
+                            "cannot apply to it (replay --profile NAME has it; or --overlap off)",
+                            t->meta.source, t->meta.model[0] ? t->meta.model : "the run");
+    if (pc->overlap == POLICY_OVERLAP_ON && !allreduce)
+        return ss_error_set(SS_EUSAGE, "--overlap on applies to all-reduce exchanges without "
+                                       "--loss-tolerance (not --collective ps)");
+    return SS_OK;
+}
+
 int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc) {
     *pc = t->pc;
     pc->workers = o->workers > 0 ? o->workers : t->pc.workers;
@@ -208,7 +231,7 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
     }
     /* recorded seconds already include the stragglers' slowdown: do not apply it twice */
     if (pc->compute.mode == SIM_COMPUTE_TRACE && !as_sleep) pc->straggler_prob = 0;
-    return SS_OK;
+    return resolve_overlap(t, pc);
 }
 
 int replay_run(const trace *t, const replay_opts *o, replay_result *out) {

@@ -180,8 +180,11 @@ int replay_bench(const run_request *rq, FILE *out) {
     pc.batch = batch;
     pc.steps = steps;
     pc.eval_every = steps;
+    pc.overlap = POLICY_OVERLAP_OFF; /* the benchmark times one whole-gradient all-reduce a step */
     trace *t;
-    if ((rc = profile_synthesize(&prof, &pc, NULL, &t)) != SS_OK) return rc;
+    rc = profile_synthesize(&prof, &pc, NULL, &t);
+    profile_free(&prof);
+    if (rc != SS_OK) return rc;
     const platform_gen_spec gen = replay_opts_default().gen;
     char bw[32], lat[32];
     platform_format_bandwidth(gen.bandwidth_bps, bw, sizeof bw);

@@ -96,6 +96,15 @@ static int apply_exchange_options(const run_request *rq, policy_config *pc) {
     }
     if (options_given(rq, "segment")) pc->coll.segment_bytes = cfg->segment_bytes;
     if (options_given(rq, "ps-servers")) pc->ps_servers = cfg->ps_servers;
+    /* overlap is not recorded: the command line's, or auto */
+    const char *overlap_opts[] = {"overlap", "bucket-mb"};
+    for (int i = 0; i < 2; i++) {
+        const policy_option *o = policy_option_find(overlap_opts[i]);
+        int rc = options_given(rq, o->name)
+                     ? policy_option_apply(o, policy_option_value(cfg, o->name), pc)
+                     : SS_OK;
+        if (rc != SS_OK) return rc;
+    }
     return SS_OK;
 }
 
@@ -205,8 +214,12 @@ int replay_build_trace(const run_request *rq, trace **out) {
     int have_profile = cfg->replay_profile[0] != 0;
     int rc;
     if (have_profile && (rc = profile_find(cfg->replay_profile, &prof)) != SS_OK) return rc;
-    if (cfg->replay_import[0]) return import_trace(rq, have_profile ? &prof : NULL, out);
-    return synthesize_trace(rq, &prof, out);
+    if (cfg->replay_import[0])
+        rc = import_trace(rq, have_profile ? &prof : NULL, out);
+    else
+        rc = synthesize_trace(rq, &prof, out);
+    if (have_profile) profile_free(&prof);
+    return rc;
 }
 
 /* ---- syncsim replay ---- */

@@ -129,6 +129,7 @@ void trace_free(trace *t) {
     free(t->decisions);
     free(t->config);
     free(t->slowdown);
+    free(t->layers);
     free(t);
 }
 

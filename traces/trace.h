@@ -70,6 +70,8 @@ typedef struct trace {
     double sim_time_s; /* "# result sim_time_s": simulated time of the recorded run (< 0: none) */
     double *slowdown;  /* (pc.workers) fixed per-worker compute slowdown recorded (NULL: none);
                           pc.slowdown is NULL in a loaded trace */
+    sim_layer_cost *layers; /* (n_layers) one step's layers (a profile's; NULL: none recorded) */
+    int n_layers;
 } trace;
 
 /* ---- writer ---- */

@@ -15,5 +15,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fclose(fp);
     if (rc == SS_OK && !(p.params > 0 && p.forward_flops_per_sample > 0)) __builtin_trap();
     if (rc != SS_OK && !ss_error_message()[0]) __builtin_trap();
+    profile_free(&p);
     return 0;
 }
