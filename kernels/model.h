@@ -76,6 +76,18 @@ double model_param_bytes(const model *m); /* 4 * P */
  * these per-layer norms instead of taking one global norm. */
 void model_layer_norms(model *m, const float *vec, double *out);
 
+/* Cost of layer i (0..model_cost_layer_count()-1, forward order; the last is the softmax
+ * cross-entropy loss) for the GPU compute model: FLOPs and bytes per sample, the bytes of its
+ * parameters, and its kernel launches per pass (the larger of forward and backward). */
+typedef struct model_layer_cost {
+    double fwd_flops, bwd_flops; /* per sample */
+    double fwd_bytes, bwd_bytes; /* activation traffic per sample, 4 bytes an element */
+    double param_bytes;          /* 4 x the layer's parameters */
+    int kernels;
+} model_layer_cost;
+int model_cost_layer_count(const model *m);
+void model_cost_layer_at(const model *m, int i, model_layer_cost *out);
+
 /* One training pass on a batch: x (B, D) and y (B) are host arrays; B <= max_batch. Fills
  * model_grads() with the gradient of the mean softmax cross-entropy over the batch and returns
  * that mean loss (NaN/Inf are returned as they are: the caller decides it diverged). */

@@ -71,6 +71,7 @@ typedef struct policy_config {
     int ps_servers;          /* K servers (shards) when a PS is used */
     sim_coll_opts coll;      /* all-reduce algorithm and segmentation */
     sim_compute_cfg compute; /* compute-time model */
+    double compute_jitter;   /* CV of a step's compute time (lognormal, mean 1); 0: none */
     const double *slowdown;  /* (N) multiplies each worker's compute time (stragglers); NULL: 1 */
 
     /* SSP / ASP */

@@ -156,7 +156,13 @@ int policy_config_build(const run_config *cfg, policy_build_env *env, policy_con
     if (run) {
         if ((rc = sim_compute_parse("--compute", cfg->compute, &pc->compute)) != SS_OK) return rc;
         if (pc->compute.mode == SIM_COMPUTE_TRACE)
-            return ss_error_set(SS_EUSAGE, "--compute trace is for replay; use flops or measured");
+            return ss_error_set(SS_EUSAGE,
+                                "--compute trace is for replay; use model, flops or measured");
+        if (pc->compute.mode == SIM_COMPUTE_MODEL && cfg->precision[0] &&
+            (rc = sim_precision_parse("--precision", cfg->precision, &pc->compute.precision)) !=
+                SS_OK)
+            return rc;
+        pc->compute_jitter = cfg->compute_jitter;
     }
     for (int k = 0; k < policy_option_count(); k++)
         if ((rc = policy_option_apply(policy_option_at(k), &cfg->policy_options[k], pc)) != SS_OK)

@@ -32,18 +32,35 @@ void policy_begin_step(policy_state *st, int w, long step, step_acc *a) {
     a->rec.start_s = policy_now(st);
 }
 
+/* The jitter stream of (worker, step): its own seed, so a draw does not depend on the order in
+ * which the simulation schedules the workers. */
+#define POLICY_STREAM_JITTER ((uint64_t)6 << 56)
+
+/* Multiplier of a step's compute time: lognormal with mean 1 and coefficient of variation cv,
+ * exp(sigma z - sigma^2 / 2) with sigma^2 = ln(1 + cv^2). */
+double policy_jitter(uint64_t seed, int w, long step, double cv) {
+    if (!(cv > 0)) return 1.0;
+    rng r;
+    rng_seed(&r, seed, POLICY_STREAM_JITTER | ((uint64_t)w << 32) | (uint64_t)(uint32_t)step);
+    const double s2 = log1p(cv * cv);
+    return exp(sqrt(s2) * rng_normal(&r) - 0.5 * s2);
+}
+
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats) {
-    step_cost cost = {0, 0, -1};
+    step_cost cost = {0, 0, -1, NULL, 0};
     memset(stats, 0, sizeof *stats);
     st->src->ops->compute(st->src->self, w, step, batch, &cost, stats);
     /* Stragglers: a fixed slowdown of some workers, and random slow steps (one draw a step). */
     double slowdown = st->pc->slowdown ? st->pc->slowdown[w] : 1.0;
     if (st->pc->straggler_prob > 0 && rng_uniform(&st->straggler[w]) < st->pc->straggler_prob)
         slowdown *= st->pc->straggler_factor;
+    slowdown *= policy_jitter(st->pc->seed, w, step, st->pc->compute_jitter);
     sim_step_cost sc = {.flops = cost.flops,
                         .measured_s = cost.measured_s,
                         .trace_s = cost.trace_s,
-                        .slowdown = slowdown};
+                        .slowdown = slowdown,
+                        .layers = cost.layers,
+                        .n_layers = cost.n_layers};
     double dt = 0;
     int rc = sim_compute_step(&st->pc->compute, &sc, &dt);
     SS_ASSERT(rc == SS_OK);

@@ -203,7 +203,7 @@ double profile_step_flops(const model_profile *p, int batch) {
 int profile_synthesize(const model_profile *p, const policy_config *pc, const int8_t *decisions,
                        trace **out) {
     policy_config tpc = *pc;
-    tpc.compute = (sim_compute_cfg){SIM_COMPUTE_FLOPS, 1.0};
+    tpc.compute = (sim_compute_cfg){.mode = SIM_COMPUTE_FLOPS, .scale = 1.0};
     int rc = trace_alloc(&tpc, 1, pc->steps, out);
     if (rc != SS_OK) return rc;
     trace *t = *out;
