@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #define PROFILE_MAGIC      "syncsim-profile"
-#define PROFILE_VERSION    1
+#define PROFILE_VERSION    2 /* 2: per-layer bytes and kernels; version 1 is still read */
 #define PROFILE_MAX_LAYERS 100000
 
 typedef struct model_profile {
@@ -28,7 +28,16 @@ typedef struct model_profile {
     double sample_bytes;              /* one training sample on the wire (0: not given) */
     double published_params;          /* the count the profile is checked against (0: none) */
     int batch;                        /* the batch the paper used (0: not given) */
+    int version;                      /* format version of the file */
+    /* version 2: per layer and per sample (param_bytes per step), forward order; NULL for a
+     * version 1 profile, which has no per-layer data. Freed by profile_free. */
+    sim_layer_cost *layer_costs;
 } model_profile;
+
+void profile_free(model_profile *p);
+/* The layers of one step of `batch` samples into out (p->layers entries); SS_EUSAGE when the
+ * profile has no per-layer data (version 1). */
+int profile_step_layers(const model_profile *p, int batch, sim_layer_cost *out);
 
 /* Reads a profile file; SS_EINPUT "PATH:LINE: problem" on bad input, with a hint for a version
  * mismatch. */
