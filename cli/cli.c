@@ -92,6 +92,8 @@ static const subcommand subcommands[] = {
      "a grid of runs from an INI file, in parallel, resumable, over MPI ranks or shards", NULL},
     {"report", CMD_REPORT, "syncsim report DIR... [options]",
      "statistics over seeds (mean, 95% CI), tables and gnuplot figures of runs and sweeps", NULL},
+    {"validate", CMD_VALIDATE, "syncsim validate compute [--reference CSV] [--bound B]",
+     "predict published measurements and compare (compute: single-GPU training throughputs)", NULL},
 };
 #define SUBCOMMAND_COUNT ((int)(sizeof subcommands / sizeof subcommands[0]))
 
@@ -133,12 +135,13 @@ int cli_main(int argc, char **argv) {
     if (!sc) {
         fprintf(stderr,
                 "syncsim: unknown command '%s' (valid: train, compare, platform, bench, replay, "
-                "trace, sweep, report; see syncsim --help)\n",
+                "trace, sweep, report, validate; see syncsim --help)\n",
                 argv[1]);
         return 2;
     }
     if (sc->command == CMD_SWEEP) return cmd_sweep_main(argc - 2, argv + 2);
     if (sc->command == CMD_REPORT) return cmd_report_main(argc - 2, argv + 2);
+    if (sc->command == CMD_VALIDATE) return cmd_validate_main(argc - 2, argv + 2);
     int first = 2;
     const char *target = "";
     if (sc->command == CMD_BENCH) {

@@ -22,6 +22,9 @@ int cmd_sweep_main(int argc, char **argv);
 struct sweep_options;
 const struct sweep_options *cmd_sweep_options(void);
 int cmd_report_main(int argc, char **argv);
+/* syncsim validate compute [--reference CSV] [--bound B]: argv after the subcommand word; returns
+ * an exit code (1 past the bound). */
+int cmd_validate_main(int argc, char **argv);
 
 /* One emulated training run of the resolved options (emu/run.h run_train_emulated), in the
  * current process, which must not have started SimGrid yet: what compare and sweep run in their

@@ -21,6 +21,7 @@ enum cli_command {
     CMD_REPLAY = 1 << 4,
     CMD_SWEEP = 1 << 5,
     CMD_REPORT = 1 << 6,
+    CMD_VALIDATE = 1 << 7,
 };
 
 /* Policies, as bits, for the rows that apply to some policies only: POL_SINGLE (train without
