@@ -45,7 +45,7 @@ static int run_bench(const run_config *cfg, const char *target) {
 }
 
 static int run_validate(const run_config *cfg, const char *target) {
-    (void)target; /* "network", the only target so far */
+    if (!strcmp(target, "compute")) return cmd_validate_compute(cfg);
     return cmd_validate(cfg);
 }
 
@@ -68,8 +68,9 @@ static const subcommand subcommands[] = {
      run_compare},
     {"platform", CMD_PLATFORM, "syncsim platform [options] > FILE.xml",
      "print a SimGrid platform of GPU hosts (star or fat-tree, optional PS hosts)", run_platform},
-    {"validate", CMD_VALIDATE, "syncsim validate network [options]",
-     "predicted all-reduce times against real nccl-tests logs (traces/reference/nccl)",
+    {"validate", CMD_VALIDATE, "syncsim validate network|compute [options]",
+     "predictions against public measurements: all-reduce times of real nccl-tests logs, "
+     "single-GPU training throughputs",
      run_validate},
     {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling|replay [options]",
      "benchmarks: training vs SGEMM; all-reduce vs SMPI; SimGrid coupling overhead; replay at "
@@ -153,13 +154,13 @@ int cli_main(int argc, char **argv) {
         first = 3;
     }
     if (sc->command == CMD_VALIDATE) {
-        /* `validate` takes a target word too: network. */
+        /* `validate` takes a target word too: network or compute. */
         if (argc >= 3 && !strcmp(argv[2], "--help")) {
             options_print_help(sc->command, sc->usage, stdout);
             return 0;
         }
-        if (argc < 3 || strcmp(argv[2], "network")) {
-            fprintf(stderr, "syncsim: validate needs a target: network%s%s%s\n",
+        if (argc < 3 || (strcmp(argv[2], "network") && strcmp(argv[2], "compute"))) {
+            fprintf(stderr, "syncsim: validate needs a target: network or compute%s%s%s\n",
                     argc >= 3 ? " (not '" : "", argc >= 3 ? argv[2] : "", argc >= 3 ? "')" : "");
             return 2;
         }

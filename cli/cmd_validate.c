@@ -1,6 +1,9 @@
-/* syncsim validate network: predicted vs measured all-reduce times (sim/validate_network.c). */
+/* syncsim validate network|compute: predictions against public measurements. The runners are
+ * sim/validate_network.c and traces/validate_compute.c; both exit 1 past their bounds. */
 #include "cli/commands.h"
+#include "common/status.h"
 #include "sim/validate_network.h"
+#include "traces/validate_compute.h"
 
 #include <stdio.h>
 
@@ -9,4 +12,14 @@ int cmd_validate(const run_config *cfg) {
                        .max_large = cfg->validate_max_large,
                        .max_small = cfg->validate_max_small};
     return validate_network(&o, stdout);
+}
+
+int cmd_validate_compute(const run_config *cfg) {
+    validate_compute_result r;
+    int rc = validate_compute(cfg->validate_throughputs[0] ? cfg->validate_throughputs : NULL,
+                              cfg->validate_max_error, stdout, &r);
+    if (rc != SS_OK) return rc;
+    return r.within_bound ? SS_OK
+                          : ss_error_set(SS_EINPUT, "validate compute: the median error "
+                                                    "exceeds the bound (--max-error)");
 }

@@ -50,7 +50,9 @@ typedef struct run_config {
     char collective[16];            /* ring | ring-coarse | hd | tree | ps */
     double segment_bytes;           /* collective segmentation (0 = none) */
     int ps_servers;                 /* parameter servers (ssp/asp, or --collective ps) */
-    char compute[32];               /* flops | measured[:SCALE] */
+    char compute[32];               /* model | flops | measured[:SCALE] */
+    char precision[8];              /* model mode: fp32 | tf32 | fp16 | bf16 */
+    double compute_jitter;          /* CV of a step's compute time (0: none) */
     char partition[32];             /* defdp | seldp | seldp-perm | noniid:K ("" = policy's) */
     double target_accuracy;         /* for tta_s (0 = none) */
     int trace;                      /* write steps.trace */
@@ -90,8 +92,10 @@ typedef struct run_config {
     char validate_refs[RUN_CONFIG_TEXT]; /* validate network: directory of references */
     double validate_max_large;           /* bound on the median error, sizes >= 1 MiB */
     double validate_max_small;           /* bound on the median error, sizes < 1 MiB */
-    double bench_bytes;                  /* all-reduce size for `bench network` */
-    int max_smpi_hosts;                  /* largest N run under SMPI in `bench network` */
+    char validate_throughputs[RUN_CONFIG_TEXT]; /* validate compute: CSV ("" = the shipped one) */
+    double validate_max_error;                  /* validate compute: bound on the median error */
+    double bench_bytes;                         /* all-reduce size for `bench network` */
+    int max_smpi_hosts;                         /* largest N run under SMPI in `bench network` */
 
     /* replay, trace (traces/FORMAT.md) */
     char replay_trace[RUN_CONFIG_TEXT];     /* --trace FILE: a recorded steps.trace */

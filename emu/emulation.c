@@ -21,14 +21,13 @@ struct emulation {
     emulation_config cfg;
     gradient_dump *dump; /* --dump-gradients (NULL: none) */
     step_source src;
-    size_t params;           /* P */
-    double flops_per_sample; /* forward + backward */
-    /* per-layer costs (overlap): per sample, and each worker's last step (step_cost.layers) */
-    int n_cost_layers;            /* L: the kernel layers and the loss */
-    sim_layer_cost *layer_sample; /* (L) one sample */
-    sim_layer_cost *layer_costs;  /* (N, L) */
-    model **replicas;             /* (N) */
-    sgd_state **opts;             /* (N) */
+    size_t params;                  /* P */
+    double flops_per_sample;        /* forward + backward */
+    int n_layers;                   /* layers of the compute model (the model's, plus the loss) */
+    model_layer_cost *layer_sample; /* (n_layers) per-sample costs */
+    sim_layer_cost *layer_step;     /* (N, n_layers) each worker's last step, whole batch */
+    model **replicas;               /* (N) */
+    sgd_state **opts;               /* (N) */
     partition *part;
     batch_iter **iters; /* (N) */
 
@@ -69,21 +68,6 @@ static double wall_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The kernels' per-layer FLOPs and parameters, for overlap's per-layer timing. */
-static void layer_costs_init(emulation *e, const model *m) {
-    const int l = model_cost_layers(m);
-    e->n_cost_layers = l;
-    e->layer_sample = ss_calloc((size_t)l, sizeof *e->layer_sample);
-    e->layer_costs = ss_calloc((size_t)l * (size_t)e->cfg.workers, sizeof *e->layer_costs);
-    for (int i = 0; i < l; i++) {
-        double params;
-        sim_layer_cost *c = &e->layer_sample[i];
-        model_cost_layer(m, i, &c->fwd_flops, &c->bwd_flops, &params);
-        c->param_bytes = 4.0 * params;
-        c->kernels = 1;
-    }
-}
-
 /* ---- compute and local update ---- */
 
 static int draw_batch(emulation *e, int w, int batch) {
@@ -92,6 +76,22 @@ static int draw_batch(emulation *e, int w, int batch) {
         e->next_batch_size[w] = batch;
     }
     return e->next_batch_size[w];
+}
+
+/* Worker w's step of `samples` samples, layer by layer, for the GPU compute model. */
+static void fill_layers(emulation *e, int w, int samples, step_cost *cost) {
+    sim_layer_cost *out = e->layer_step + (size_t)w * (size_t)e->n_layers;
+    for (int i = 0; i < e->n_layers; i++) {
+        const model_layer_cost *l = &e->layer_sample[i];
+        out[i] = (sim_layer_cost){.fwd_flops = l->fwd_flops * samples,
+                                  .bwd_flops = l->bwd_flops * samples,
+                                  .fwd_bytes = l->fwd_bytes * samples,
+                                  .bwd_bytes = l->bwd_bytes * samples,
+                                  .param_bytes = l->param_bytes,
+                                  .kernels = l->kernels};
+    }
+    cost->layers = out;
+    cost->n_layers = e->n_layers;
 }
 
 static void em_compute(void *self, int w, long step, int batch, step_cost *cost, step_stats *st) {
@@ -117,14 +117,7 @@ static void em_compute(void *self, int w, long step, int batch, step_cost *cost,
     }
     cost->flops = e->flops_per_sample * total;
     cost->trace_s = -1;
-    sim_layer_cost *lc = e->layer_costs + (size_t)w * (size_t)e->n_cost_layers;
-    for (int i = 0; i < e->n_cost_layers; i++) {
-        lc[i] = e->layer_sample[i];
-        lc[i].fwd_flops *= total;
-        lc[i].bwd_flops *= total;
-    }
-    cost->layers = lc;
-    cost->n_layers = e->n_cost_layers;
+    fill_layers(e, w, total, cost);
     st->loss = loss;
     st->samples = total;
     st->grad_norm = device_nrm2(e->cfg.dev, e->params, model_grads(m));
@@ -387,7 +380,11 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
     model *m0 = e->replicas[0];
     e->params = model_param_count(m0);
     e->flops_per_sample = model_forward_flops_per_sample(m0) + model_backward_flops_per_sample(m0);
-    layer_costs_init(e, m0);
+    e->n_layers = model_cost_layer_count(m0);
+    e->layer_sample = ss_malloc(sizeof(model_layer_cost) * (size_t)e->n_layers);
+    for (int i = 0; i < e->n_layers; i++)
+        model_cost_layer_at(m0, i, &e->layer_sample[i]);
+    e->layer_step = ss_calloc((size_t)n * (size_t)e->n_layers, sizeof(sim_layer_cost));
     const size_t features = dataset_features(cfg->train);
     e->x = ss_malloc(sizeof(float) * features * (size_t)cfg->max_batch);
     e->y = ss_malloc((size_t)cfg->max_batch);
@@ -417,6 +414,8 @@ void emulation_destroy(emulation *e) {
     if (!e) return;
     const int n = e->cfg.workers;
     gradient_dump_destroy(e->dump);
+    free(e->layer_sample);
+    free(e->layer_step);
     for (int w = 0; w < n; w++) {
         if (e->iters[w]) batch_iter_destroy(e->iters[w]);
         if (e->opts[w]) sgd_destroy(e->opts[w]);
@@ -447,8 +446,6 @@ void emulation_destroy(emulation *e) {
     free(e->x);
     free(e->y);
     free(e->idx);
-    free(e->layer_sample);
-    free(e->layer_costs);
     free(e);
 }
 

@@ -289,3 +289,43 @@ double loss_forward_flops(int classes) {
 double loss_backward_flops(int classes) {
     return 2.0 * classes;
 }
+
+/* ---- memory traffic and launches (read only; for the GPU compute model) ---- */
+
+double layer_forward_bytes(const layer *l) {
+    if (l->kind == LAYER_KIND_FLATTEN) return 0;
+    return 4.0 * (double)(layer_in_size(l) + layer_out_size(l));
+}
+
+double layer_backward_bytes(const layer *l) {
+    if (l->kind == LAYER_KIND_FLATTEN) return 0;
+    /* read dy and the saved input (relu/maxpool: their output or argmax), write dx */
+    double in = (double)layer_in_size(l), out = (double)layer_out_size(l);
+    return 4.0 * (out + in + (l->need_dx ? in : 0));
+}
+
+int layer_forward_kernels(const layer *l) {
+    switch (l->kind) {
+    case LAYER_KIND_DENSE:
+        return 2;
+    case LAYER_KIND_CONV2D:
+        return 3;
+    case LAYER_KIND_FLATTEN:
+        return 0;
+    default:
+        return 1;
+    }
+}
+
+int layer_backward_kernels(const layer *l) {
+    switch (l->kind) {
+    case LAYER_KIND_DENSE:
+        return l->need_dx ? 3 : 2;
+    case LAYER_KIND_CONV2D:
+        return l->need_dx ? 4 : 2;
+    case LAYER_KIND_FLATTEN:
+        return 0;
+    default:
+        return 1;
+    }
+}

@@ -268,26 +268,34 @@ double model_forward_flops_per_sample(const model *m) {
     return m->forward_flops;
 }
 
-int model_cost_layers(const model *m) {
+double model_backward_flops_per_sample(const model *m) {
+    return m->backward_flops;
+}
+
+int model_cost_layer_count(const model *m) {
     return m->n_layers + 1;
 }
 
-void model_cost_layer(const model *m, int i, double *fwd_flops, double *bwd_flops, double *params) {
+void model_cost_layer_at(const model *m, int i, model_layer_cost *out) {
     SS_ASSERT(i >= 0 && i <= m->n_layers);
-    if (i == m->n_layers) {
-        *fwd_flops = loss_forward_flops(m->spec.classes);
-        *bwd_flops = loss_backward_flops(m->spec.classes);
-        *params = 0;
+    memset(out, 0, sizeof *out);
+    if (i == m->n_layers) { /* the loss: logits in, one softmax kernel each way */
+        const int k = m->spec.classes;
+        out->fwd_flops = loss_forward_flops(k);
+        out->bwd_flops = loss_backward_flops(k);
+        out->fwd_bytes = 4.0 * k;
+        out->bwd_bytes = 8.0 * k;
+        out->kernels = 1;
         return;
     }
     const layer *l = &m->layers[i];
-    *fwd_flops = layer_forward_flops(l);
-    *bwd_flops = layer_backward_flops(l);
-    *params = (double)(l->weight_count + l->bias_count);
-}
-
-double model_backward_flops_per_sample(const model *m) {
-    return m->backward_flops;
+    out->fwd_flops = layer_forward_flops(l);
+    out->bwd_flops = layer_backward_flops(l);
+    out->fwd_bytes = layer_forward_bytes(l);
+    out->bwd_bytes = layer_backward_bytes(l);
+    out->param_bytes = 4.0 * (double)(l->weight_count + l->bias_count);
+    int f = layer_forward_kernels(l), b = layer_backward_kernels(l);
+    out->kernels = f > b ? f : b;
 }
 
 double model_param_bytes(const model *m) {

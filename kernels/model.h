@@ -71,16 +71,22 @@ const model_spec *model_get_spec(const model *m);
 double model_forward_flops_per_sample(const model *m);
 double model_backward_flops_per_sample(const model *m);
 double model_param_bytes(const model *m); /* 4 * P */
-/* The model's layers for per-layer timing: the kernel layers in forward order, then the loss as
- * one more layer without parameters. */
-int model_cost_layers(const model *m);
-/* Layer i of those (0 <= i < model_cost_layers): forward and backward FLOPs per sample, and
- * parameters (floats). Summed over i, the FLOPs are the model's per-sample counts. */
-void model_cost_layer(const model *m, int i, double *fwd_flops, double *bwd_flops, double *params);
-/* Added: the L2 norm of each view of vec, a (P) device vector laid out like model_params() (for
+/* The L2 norm of each view of vec, a (P) device vector laid out like model_params() (for
  * example model_grads(m)); out has model_view_count(m) entries. SelSync's code variant sums
  * these per-layer norms instead of taking one global norm. */
 void model_layer_norms(model *m, const float *vec, double *out);
+
+/* Cost of layer i (0..model_cost_layer_count()-1, forward order; the last is the softmax
+ * cross-entropy loss) for the GPU compute model: FLOPs and bytes per sample, the bytes of its
+ * parameters, and its kernel launches per pass (the larger of forward and backward). */
+typedef struct model_layer_cost {
+    double fwd_flops, bwd_flops; /* per sample */
+    double fwd_bytes, bwd_bytes; /* activation traffic per sample, 4 bytes an element */
+    double param_bytes;          /* 4 x the layer's parameters */
+    int kernels;
+} model_layer_cost;
+int model_cost_layer_count(const model *m);
+void model_cost_layer_at(const model *m, int i, model_layer_cost *out);
 
 /* One training pass on a batch: x (B, D) and y (B) are host arrays; B <= max_batch. Fills
  * model_grads() with the gradient of the mean softmax cross-entropy over the batch and returns

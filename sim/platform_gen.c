@@ -9,11 +9,10 @@
 
 #include "common/afile.h"
 #include "common/status.h"
+#include "sim/gpu_table.h"
 #include "sim/units.h"
 
 static const char *const gpu_names[] = {"v100", "a100", "h100"};
-/* Peak FP32 (non-tensor-core) FLOP/s: V100 SXM2, A100 SXM4, H100 SXM5 data sheets. */
-static const double gpu_peak_flops[] = {15.7e12, 19.5e12, 67e12};
 static const char *const topology_names[] = {"star", "fat-tree"};
 
 platform_gen_spec platform_gen_default(void) {
@@ -83,8 +82,11 @@ const char *platform_topology_name(platform_topology t) {
 const char *platform_gpu_name(platform_gpu g) {
     return (unsigned)g < 3 ? gpu_names[g] : "?";
 }
+/* Peak FP32 (non-tensor-core) FLOP/s from the GPU table (sim/gpu_table.c, data sheets). */
 double platform_gpu_peak_flops(platform_gpu g) {
-    return (unsigned)g < 3 ? gpu_peak_flops[g] : 0;
+    const gpu_class *c = NULL;
+    if ((unsigned)g >= 3 || gpu_table_find("--gpu", gpu_names[g], &c) != SS_OK) return 0;
+    return c->peak_flops[SIM_PRECISION_FP32];
 }
 
 /* Largest unit that gives a value >= 1, printed exactly (%.15g). */

@@ -60,8 +60,9 @@ typedef enum selsync_order {
 
 /* Overlap of the backward pass with bucketed all-reduces (sim/policy_step.c). */
 typedef enum policy_overlap {
-    POLICY_OVERLAP_AUTO = 0, /* on where the run's per-layer times are its model (replay of a
-                                profile); off in emulation and for recorded traces */
+    POLICY_OVERLAP_AUTO = 0, /* on in replays of profiles (per-layer times, all-reduce
+                                exchanges); off in emulation and for recorded traces, whose replay
+                                must reproduce the recorded times */
     POLICY_OVERLAP_ON = 1,
     POLICY_OVERLAP_OFF = 2
 } policy_overlap;
@@ -79,6 +80,7 @@ typedef struct policy_config {
     int ps_servers;          /* K servers (shards) when a PS is used */
     sim_coll_opts coll;      /* all-reduce algorithm and segmentation */
     sim_compute_cfg compute; /* compute-time model */
+    double compute_jitter;   /* CV of a step's compute time (lognormal, mean 1); 0: none */
     const double *slowdown;  /* (N) multiplies each worker's compute time (stragglers); NULL: 1 */
 
     /* SSP / ASP */

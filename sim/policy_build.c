@@ -145,15 +145,29 @@ static int exchange(const run_config *cfg, policy_config *pc) {
 
 /* --overlap on in a run: an all-reduce of the gradients, timed per layer. The per-layer times
  * follow --compute flops (FLOPs / host speed); measured seconds have no per-layer split. */
-static int check_overlap(const policy_config *pc) {
+/* --overlap in emulation: auto is off, so that the replay of the run's trace (which records each
+ * step's compute as a whole) reproduces its times; on needs per-layer times (the compute model's,
+ * or FLOPs on the host's speed) and a plain all-reduce. */
+static int resolve_overlap(policy_config *pc) {
+    const policy_info *p = policy_registry_of_kind(pc->kind);
+    const int family = p && policy_option_applies(policy_option_find("overlap"), p);
+    const int allreduce = !pc->use_ps && pc->loss_tolerance <= 0;
+    const int layered =
+        pc->compute.mode == SIM_COMPUTE_MODEL || pc->compute.mode == SIM_COMPUTE_FLOPS;
+    if (pc->overlap == POLICY_OVERLAP_AUTO) pc->overlap = POLICY_OVERLAP_OFF;
+    if (pc->overlap == POLICY_OVERLAP_ON && !family)
+        return ss_error_set(SS_EUSAGE,
+                            "--overlap on: policy %s has no all-reduce of the whole "
+                            "gradient to overlap with the backward pass",
+                            p ? p->name : "?");
     if (pc->overlap != POLICY_OVERLAP_ON) return SS_OK;
-    if (pc->use_ps || pc->loss_tolerance > 0)
+    if (!allreduce)
         return ss_error_set(SS_EUSAGE, "--overlap on applies to all-reduce exchanges without "
                                        "--loss-tolerance (not --collective ps)");
-    if (pc->compute.mode != SIM_COMPUTE_FLOPS)
+    if (!layered)
         return ss_error_set(SS_EUSAGE,
-                            "--overlap on times the layers from their FLOPs: use "
-                            "--compute flops (measured seconds have no per-layer split)");
+                            "--overlap on times the layers: use --compute model or flops (measured "
+                            "seconds have no per-layer split)");
     return SS_OK;
 }
 
@@ -170,13 +184,19 @@ int policy_config_build(const run_config *cfg, policy_build_env *env, policy_con
     if (run) {
         if ((rc = sim_compute_parse("--compute", cfg->compute, &pc->compute)) != SS_OK) return rc;
         if (pc->compute.mode == SIM_COMPUTE_TRACE)
-            return ss_error_set(SS_EUSAGE, "--compute trace is for replay; use flops or measured");
+            return ss_error_set(SS_EUSAGE,
+                                "--compute trace is for replay; use model, flops or measured");
+        if (pc->compute.mode == SIM_COMPUTE_MODEL && cfg->precision[0] &&
+            (rc = sim_precision_parse("--precision", cfg->precision, &pc->compute.precision)) !=
+                SS_OK)
+            return rc;
+        pc->compute_jitter = cfg->compute_jitter;
     }
     for (int k = 0; k < policy_option_count(); k++)
         if ((rc = policy_option_apply(policy_option_at(k), &cfg->policy_options[k], pc)) != SS_OK)
             return rc;
     if (!run) return SS_OK;
-    if ((rc = check_overlap(pc)) != SS_OK) return rc;
+    if ((rc = resolve_overlap(pc)) != SS_OK) return rc;
     pc->straggler_prob = cfg->straggler_prob;
     pc->straggler_factor = cfg->straggler_factor;
     pc->background_load = cfg->background_load;

@@ -72,6 +72,9 @@ double policy_now(const policy_state *st);
 void policy_begin_step(policy_state *st, int w, long step, step_acc *a);
 /* Computes the step through the source and charges its time. */
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats);
+/* The compute-time multiplier of worker w's step under --compute-jitter cv: lognormal, mean 1,
+ * drawn from a stream of its own per (seed, w, step). 1 when cv is 0. */
+double policy_jitter(uint64_t seed, int w, long step, double cv);
 /* A member enters synchronization `id` (call right before the collective) ... */
 double policy_sync_enter(policy_state *st, long id, int key);
 /* ... and leaves it (right after): splits the time into wait and comm, adds the bytes. */

@@ -32,12 +32,27 @@ void policy_begin_step(policy_state *st, int w, long step, step_acc *a) {
     a->rec.start_s = policy_now(st);
 }
 
-/* Stragglers: a fixed slowdown of some workers, and random slow steps (one draw a step). */
-static double step_slowdown(policy_state *st, int w) {
+/* The jitter stream of (worker, step): its own seed, so a draw does not depend on the order in
+ * which the simulation schedules the workers. */
+#define POLICY_STREAM_JITTER ((uint64_t)6 << 56)
+
+/* Multiplier of a step's compute time: lognormal with mean 1 and coefficient of variation cv,
+ * exp(sigma z - sigma^2 / 2) with sigma^2 = ln(1 + cv^2). */
+double policy_jitter(uint64_t seed, int w, long step, double cv) {
+    if (!(cv > 0)) return 1.0;
+    rng r;
+    rng_seed(&r, seed, POLICY_STREAM_JITTER | ((uint64_t)w << 32) | (uint64_t)(uint32_t)step);
+    const double s2 = log1p(cv * cv);
+    return exp(sqrt(s2) * rng_normal(&r) - 0.5 * s2);
+}
+
+/* Stragglers (a fixed slowdown of some workers, and random slow steps: one draw a step) and the
+ * step's jitter, all multiplying its compute time (every layer of it under overlap). */
+static double step_slowdown(policy_state *st, int w, long step) {
     double slowdown = st->pc->slowdown ? st->pc->slowdown[w] : 1.0;
     if (st->pc->straggler_prob > 0 && rng_uniform(&st->straggler[w]) < st->pc->straggler_prob)
         slowdown *= st->pc->straggler_factor;
-    return slowdown;
+    return slowdown * policy_jitter(st->pc->seed, w, step, st->pc->compute_jitter);
 }
 
 /* The source computes the step (real gradient or recorded cost); returns the step's slowdown. */
@@ -50,7 +65,7 @@ static double compute_source(policy_state *st, int w, long step, int batch, step
     a->rec.loss = stats->loss;
     a->rec.grad_norm = stats->grad_norm;
     a->rec.samples = stats->samples;
-    return step_slowdown(st, w);
+    return step_slowdown(st, w, step);
 }
 
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats) {
@@ -59,7 +74,9 @@ void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, 
     sim_step_cost sc = {.flops = cost.flops,
                         .measured_s = cost.measured_s,
                         .trace_s = cost.trace_s,
-                        .slowdown = slowdown};
+                        .slowdown = slowdown,
+                        .layers = cost.layers,
+                        .n_layers = cost.n_layers};
     double dt = 0;
     int rc = sim_compute_step(&st->pc->compute, &sc, &dt);
     SS_ASSERT(rc == SS_OK);
@@ -141,7 +158,7 @@ int policy_overlap_on(const policy_state *st) {
 
 /* Charges `s` simulated seconds of compute to the calling worker. */
 static void charge_s(double s, step_acc *a) {
-    static const sim_compute_cfg as_sleep = {SIM_COMPUTE_TRACE, 1.0};
+    static const sim_compute_cfg as_sleep = {.mode = SIM_COMPUTE_TRACE, .scale = 1.0};
     sim_step_cost sc = {.trace_s = s, .slowdown = 1.0};
     double dt = 0;
     int rc = sim_compute_step(&as_sleep, &sc, &dt);

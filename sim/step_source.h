@@ -21,13 +21,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim/compute.h"
+
 /* What one worker step costs, as the compute-time model needs it. */
 typedef struct step_cost {
     double flops;      /* forward + backward + update FLOPs of the step (counted by the kernels) */
     double measured_s; /* real elapsed seconds of the step on this machine (0 if not measured) */
     double trace_s;    /* seconds supplied by a trace (< 0: none) */
-    /* The step's layers in forward order (sim/compute.h), owned by the source and valid until the
-     * worker's next compute(); NULL/0: no per-layer data (overlap does not apply). */
+    /* The step's layers in forward order, for --compute model and overlap (owned by the source,
+     * valid until the worker's next compute); NULL / 0: no per-layer data. */
     const sim_layer_cost *layers;
     int n_layers;
 } step_cost;

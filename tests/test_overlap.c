@@ -131,14 +131,14 @@ static int emulation_child(void *arg, sim_blob *out) {
     overlap_outcome *o = ss_calloc(1, bytes);
     o->res = res;
     outcome_network(o, cluster);
-    o->n_layers = model_cost_layers(m0);
+    o->n_layers = model_cost_layer_count(m0);
     SS_ASSERT(o->n_layers <= TO_LAYERS);
     for (int i = 0; i < o->n_layers; i++) {
-        double params;
-        model_cost_layer(m0, i, &o->fwd_flops[i], &o->bwd_flops[i], &params);
-        o->fwd_flops[i] *= pc.batch;
-        o->bwd_flops[i] *= pc.batch;
-        o->param_bytes[i] = 4.0 * params;
+        model_layer_cost lc;
+        model_cost_layer_at(m0, i, &lc);
+        o->fwd_flops[i] = lc.fwd_flops * pc.batch;
+        o->bwd_flops[i] = lc.bwd_flops * pc.batch;
+        o->param_bytes[i] = lc.param_bytes;
     }
     o->params = p;
     for (int w = 0; w < pc.workers; w++)
@@ -243,9 +243,9 @@ static int profile_child(void *arg, sim_blob *out) {
     SS_ASSERT(p.layers <= TO_LAYERS);
     o->n_layers = p.layers;
     for (int i = 0; i < p.layers; i++) {
-        o->fwd_flops[i] = pc.batch * p.layer_fwd_flops[i];
-        o->bwd_flops[i] = pc.batch * p.layer_bwd_flops[i];
-        o->param_bytes[i] = 4.0 * p.layer_params[i];
+        o->fwd_flops[i] = pc.batch * p.layer_costs[i].fwd_flops;
+        o->bwd_flops[i] = pc.batch * p.layer_costs[i].bwd_flops;
+        o->param_bytes[i] = p.layer_costs[i].param_bytes;
     }
     profile_free(&p);
     if (rc != SS_OK) return rc;

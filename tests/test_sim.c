@@ -123,7 +123,7 @@ static void worker_main(void *data) {
         for (int round = 0; round < 3 && !st; round++) {
             sim_request *rq =
                 sim_ps_push_async(a->ps, a->rank, s->bytes, round, NULL, on_done, a->out);
-            sim_compute_cfg cc = {SIM_COMPUTE_TRACE, 1};
+            sim_compute_cfg cc = {.mode = SIM_COMPUTE_TRACE, .scale = 1};
             sim_step_cost cost = {.trace_s = 1e-3 * (a->rank + 1)};
             st = sim_compute_step(&cc, &cost, NULL);
             if (!st) st = sim_ps_pull(a->ps, a->rank, s->bytes, round, &r);
@@ -132,7 +132,7 @@ static void worker_main(void *data) {
         }
         break;
     case SCEN_COMPUTE: {
-        sim_compute_cfg cc = {SIM_COMPUTE_FLOPS, 1};
+        sim_compute_cfg cc = {.mode = SIM_COMPUTE_FLOPS, .scale = 1};
         sim_step_cost cost = {.flops = s->flops};
         st = sim_compute_step(&cc, &cost, NULL);
         if (!st) st = sim_allreduce(world, a->rank, s->bytes, &s->co, &r);
@@ -491,7 +491,7 @@ static void test_compute_parse(void) {
     CU_ASSERT_EQUAL(sim_compute_parse("--compute", "measured:0", &c), SS_EUSAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "--compute"));
     CU_ASSERT_EQUAL(sim_compute_parse("--compute", "gpu", &c), SS_EUSAGE);
-    sim_compute_cfg f = {SIM_COMPUTE_FLOPS, 1};
+    sim_compute_cfg f = {.mode = SIM_COMPUTE_FLOPS, .scale = 1};
     sim_step_cost cost = {.flops = 15.7e12, .slowdown = 2};
     SS_CHECK_CLOSE(sim_compute_duration_s(&f, &cost, 15.7e12), 2.0, 0, 1e-15);
     sim_allreduce_algo a;

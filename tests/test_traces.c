@@ -243,7 +243,7 @@ static void test_profile_bad_input(void) {
     CU_ASSERT(p.params == 15 && p.forward_flops_per_sample == 150);
     CU_ASSERT(p.backward_flops_per_sample == 2 * 100 + 70);
     CU_ASSERT(profile_step_flops(&p, 4) == 4 * (150 + 270));
-    expect_profile_error("syncsim-profile 2\n", "version 2");
+    expect_profile_error("syncsim-profile 3\n", "version 3");
     expect_profile_error("name x\n", "not a syncsim profile");
     expect_profile_error("syncsim-profile 1\nname t\nlayer a 10 100\n", "truncated");
     expect_profile_error("syncsim-profile 1\nname t\nlayer a 10 100\ntotal 11 100\n",

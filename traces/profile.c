@@ -32,6 +32,7 @@ typedef struct profile_reader {
     int total_seen;      /* the total line was read: nothing may follow */
     double explicit_bwd; /* sum of the backward FLOPs given per layer */
     double implicit_fwd; /* sum of the forward FLOPs of layers without a backward count */
+    int version;
 } profile_reader;
 
 /* The first line: "syncsim-profile VERSION". */
@@ -42,42 +43,56 @@ static int read_magic(profile_reader *r, char **f, int n) {
                    NULL);
     double v;
     if (n != 2 || number(f[1], &v)) return bad(r->name, r->line, "malformed version line", NULL);
-    if (v != PROFILE_VERSION)
+    if (v != 1 && v != PROFILE_VERSION)
         return ss_error_set(
             SS_EINPUT, "%s:%ld: profile format version %s, this syncsim reads version %d; %s",
             r->name, r->line, f[1], PROFILE_VERSION,
             v > PROFILE_VERSION ? "upgrade syncsim"
                                 : "regenerate it with traces/profiles/generate_profiles.py");
     r->magic = 1;
+    r->version = (int)v;
     return SS_OK;
 }
 
-/* Keeps one layer's counts (bwd < 0: backward_factor x forward, resolved at the end). */
-static void keep_layer(model_profile *out, double params, double fwd, double bwd) {
-    if (out->layers > out->layer_cap) {
-        int cap = out->layer_cap ? 2 * out->layer_cap : 64;
-        out->layer_params = realloc(out->layer_params, sizeof(double) * (size_t)cap);
-        out->layer_fwd_flops = realloc(out->layer_fwd_flops, sizeof(double) * (size_t)cap);
-        out->layer_bwd_flops = realloc(out->layer_bwd_flops, sizeof(double) * (size_t)cap);
-        SS_ASSERT(out->layer_params && out->layer_fwd_flops && out->layer_bwd_flops);
-        out->layer_cap = cap;
-    }
-    const int i = out->layers - 1;
-    out->layer_params[i] = params;
-    out->layer_fwd_flops[i] = fwd;
-    out->layer_bwd_flops[i] = bwd;
+/* "layer NAME PARAMS FORWARD_FLOPS [BACKWARD_FLOPS]": adds the layer to the totals. */
+/* Version 2: "layer NAME PARAMS FWD BWD|- FWD_BYTES BWD_BYTES KERNELS". */
+static int read_layer_v2(profile_reader *r, char **f, int n, model_profile *out) {
+    double params, fwd, bwd = -1, fb, bb, k;
+    if (n != 8)
+        return bad(r->name, r->line,
+                   "a version 2 layer line is 'layer NAME PARAMS FORWARD_FLOPS BACKWARD_FLOPS|- "
+                   "FORWARD_BYTES BACKWARD_BYTES KERNELS'",
+                   NULL);
+    if (number(f[2], &params) || number(f[3], &fwd) || (strcmp(f[4], "-") && number(f[4], &bwd)) ||
+        number(f[5], &fb) || number(f[6], &bb) || number(f[7], &k) || k > 1e6)
+        return bad(r->name, r->line, "layer counts must be numbers >= 0 in layer ", f[1]);
+    if (++out->layers > PROFILE_MAX_LAYERS) return bad(r->name, r->line, "too many layers", NULL);
+    out->layer_costs = realloc(out->layer_costs, sizeof(sim_layer_cost) * (size_t)out->layers);
+    SS_ASSERT(out->layer_costs);
+    out->layer_costs[out->layers - 1] = (sim_layer_cost){.fwd_flops = fwd,
+                                                         .bwd_flops = bwd,
+                                                         .fwd_bytes = fb,
+                                                         .bwd_bytes = bb,
+                                                         .param_bytes = 4 * params,
+                                                         .kernels = (int)k};
+    out->params += params;
+    out->forward_flops_per_sample += fwd;
+    if (bwd >= 0)
+        r->explicit_bwd += bwd;
+    else
+        r->implicit_fwd += fwd;
+    return SS_OK;
 }
 
-/* "layer NAME PARAMS FORWARD_FLOPS [BACKWARD_FLOPS]": adds the layer to the totals. */
 static int read_layer(profile_reader *r, char **f, int n, model_profile *out) {
     double params, fwd, bwd = -1;
+    if (r->version == 2) return read_layer_v2(r, f, n, out);
     if (n < 4 || n > 5)
         return bad(r->name, r->line,
                    "a layer line is 'layer NAME PARAMS FORWARD_FLOPS [BACKWARD_FLOPS]'", NULL);
     if (number(f[2], &params) || number(f[3], &fwd) || (n == 5 && number(f[4], &bwd)))
         return bad(r->name, r->line, "layer counts must be numbers >= 0 in layer ", f[1]);
     if (++out->layers > PROFILE_MAX_LAYERS) return bad(r->name, r->line, "too many layers", NULL);
-    keep_layer(out, params, fwd, bwd);
     out->params += params;
     out->forward_flops_per_sample += fwd;
     if (bwd >= 0)
@@ -159,9 +174,35 @@ static int check_complete(const profile_reader *r, model_profile *out) {
     if (!(out->params > 0) || !(out->forward_flops_per_sample > 0))
         return ss_error_set(SS_EINPUT, "%s: the profile has no parameters or no FLOPs", r->name);
     out->backward_flops_per_sample = r->explicit_bwd + out->backward_factor * r->implicit_fwd;
-    for (int i = 0; i < out->layers; i++)
-        if (out->layer_bwd_flops[i] < 0)
-            out->layer_bwd_flops[i] = out->backward_factor * out->layer_fwd_flops[i];
+    out->version = r->version;
+    for (int i = 0; out->layer_costs && i < out->layers; i++)
+        if (out->layer_costs[i].bwd_flops < 0)
+            out->layer_costs[i].bwd_flops = out->backward_factor * out->layer_costs[i].fwd_flops;
+    return SS_OK;
+}
+
+void profile_free(model_profile *p) {
+    if (!p) return;
+    free(p->layer_costs);
+    p->layer_costs = NULL;
+}
+
+int profile_step_layers(const model_profile *p, int batch, sim_layer_cost *out) {
+    if (!p->layer_costs)
+        return ss_error_set(SS_EUSAGE,
+                            "profile %s (format version %d) has no per-layer data: the compute "
+                            "model and overlap cannot apply to it (regenerate it with "
+                            "traces/profiles/generate_profiles.py)",
+                            p->name, p->version);
+    for (int i = 0; i < p->layers; i++) {
+        const sim_layer_cost *l = &p->layer_costs[i];
+        out[i] = (sim_layer_cost){.fwd_flops = l->fwd_flops * batch,
+                                  .bwd_flops = l->bwd_flops * batch,
+                                  .fwd_bytes = l->fwd_bytes * batch,
+                                  .bwd_bytes = l->bwd_bytes * batch,
+                                  .param_bytes = l->param_bytes,
+                                  .kernels = l->kernels};
+    }
     return SS_OK;
 }
 
@@ -188,14 +229,6 @@ int profile_read(FILE *fp, const char *name, model_profile *out) {
     return rc;
 }
 
-void profile_free(model_profile *p) {
-    free(p->layer_params);
-    free(p->layer_fwd_flops);
-    free(p->layer_bwd_flops);
-    p->layer_params = p->layer_fwd_flops = p->layer_bwd_flops = NULL;
-    p->layer_cap = 0;
-}
-
 int profile_load(const char *path, model_profile *out) {
     FILE *fp = fopen(path, "r");
     if (!fp) return ss_error_set(SS_EINPUT, "cannot open profile %s: %s", path, strerror(errno));
@@ -217,10 +250,11 @@ int profile_find(const char *name_or_path, model_profile *out) {
     snprintf(path, sizeof path, "%s/%s.profile", profile_dir(), name_or_path);
     FILE *fp = fopen(path, "r");
     if (!fp)
-        return ss_error_set(SS_EUSAGE,
-                            "--profile: no profile '%s' in %s (provided: resnet101, vgg11, "
-                            "alexnet, transformer; or give a path to a .profile file)",
-                            name_or_path, profile_dir());
+        return ss_error_set(
+            SS_EUSAGE,
+            "--profile: no profile '%s' in %s (provided: resnet101, resnet50, vgg11, "
+            "alexnet, transformer; or give a path to a .profile file)",
+            name_or_path, profile_dir());
     int rc = profile_read(fp, path, out);
     fclose(fp);
     return rc;
@@ -233,7 +267,7 @@ double profile_step_flops(const model_profile *p, int batch) {
 int profile_synthesize(const model_profile *p, const policy_config *pc, const int8_t *decisions,
                        trace **out) {
     policy_config tpc = *pc;
-    tpc.compute = (sim_compute_cfg){SIM_COMPUTE_FLOPS, 1.0};
+    tpc.compute = (sim_compute_cfg){.mode = SIM_COMPUTE_FLOPS, .scale = 1.0};
     int rc = trace_alloc(&tpc, 1, pc->steps, out);
     if (rc != SS_OK) return rc;
     trace *t = *out;
@@ -245,13 +279,11 @@ int profile_synthesize(const model_profile *p, const policy_config *pc, const in
         c->decision = decisions ? decisions[s - 1] : 1;
         c->recorded = 1;
     }
-    t->layers = ss_malloc(sizeof(sim_layer_cost) * (size_t)p->layers);
-    t->n_layers = p->layers;
-    for (int i = 0; i < p->layers; i++)
-        t->layers[i] = (sim_layer_cost){.fwd_flops = pc->batch * p->layer_fwd_flops[i],
-                                        .bwd_flops = pc->batch * p->layer_bwd_flops[i],
-                                        .param_bytes = 4.0 * p->layer_params[i],
-                                        .kernels = 1};
+    if (p->layer_costs) { /* per-layer data for the compute model and overlap */
+        t->layers = ss_malloc(sizeof(sim_layer_cost) * (size_t)p->layers);
+        t->n_layers = p->layers;
+        profile_step_layers(p, pc->batch, t->layers);
+    }
     snprintf(t->meta.source, sizeof t->meta.source, "profile");
     snprintf(t->meta.model, sizeof t->meta.model, "%s", p->name);
     t->meta.param_count = p->params;

@@ -14,7 +14,7 @@
 #include <stdio.h>
 
 #define PROFILE_MAGIC      "syncsim-profile"
-#define PROFILE_VERSION    1
+#define PROFILE_VERSION    2 /* 2: per-layer bytes and kernels; version 1 is still read */
 #define PROFILE_MAX_LAYERS 100000
 
 typedef struct model_profile {
@@ -28,18 +28,21 @@ typedef struct model_profile {
     double sample_bytes;              /* one training sample on the wire (0: not given) */
     double published_params;          /* the count the profile is checked against (0: none) */
     int batch;                        /* the batch the paper used (0: not given) */
-    /* Per layer, in file (forward) order, per sample: parameters, forward and backward FLOPs
-     * (layers[i]); owned, released by profile_free. */
-    double *layer_params, *layer_fwd_flops, *layer_bwd_flops;
-    int layer_cap; /* entries allocated */
+    int version;                      /* format version of the file */
+    /* version 2: per layer and per sample (param_bytes per step), forward order; NULL for a
+     * version 1 profile, which has no per-layer data. Freed by profile_free. */
+    sim_layer_cost *layer_costs;
 } model_profile;
+
+void profile_free(model_profile *p);
+/* The layers of one step of `batch` samples into out (p->layers entries); SS_EUSAGE when the
+ * profile has no per-layer data (version 1). */
+int profile_step_layers(const model_profile *p, int batch, sim_layer_cost *out);
 
 /* Reads a profile file; SS_EINPUT "PATH:LINE: problem" on bad input, with a hint for a version
  * mismatch. */
 int profile_load(const char *path, model_profile *out);
 int profile_read(FILE *fp, const char *name, model_profile *out);
-/* Releases the per-layer arrays (the totals stay readable). */
-void profile_free(model_profile *p);
 /* A NAME (looked up as DIR/NAME.profile, DIR = $SYNCSIM_PROFILE_DIR or the source tree's
  * traces/profiles) or a path (anything with a '/' or ending in .profile). */
 int profile_find(const char *name_or_path, model_profile *out);
@@ -52,8 +55,7 @@ double profile_step_flops(const model_profile *p, int batch);
 /* A trace of pc->steps steps from a profile: one recorded worker whose every step costs
  * profile_step_flops(p, pc->batch) in flops mode (replay gives it to all pc->workers workers),
  * exchanges of 4 P bytes, and per step the global decision decisions[s] (NULL: every step
- * synchronizes). The trace also holds the step's per-layer costs (t->layers), which overlap
- * needs. */
+ * synchronizes). */
 int profile_synthesize(const model_profile *p, const policy_config *pc, const int8_t *decisions,
                        trace **out);
 

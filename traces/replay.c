@@ -223,8 +223,8 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
     const int as_sleep = replay_flops_as_sleep(t) ||
                          (t->pc.compute.mode == SIM_COMPUTE_FLOPS && o->compute_speed_flops > 0);
     pc->compute = t->pc.compute.mode == SIM_COMPUTE_FLOPS && !as_sleep
-                      ? (sim_compute_cfg){SIM_COMPUTE_FLOPS, 1.0}
-                      : (sim_compute_cfg){SIM_COMPUTE_TRACE, 1.0};
+                      ? (sim_compute_cfg){.mode = SIM_COMPUTE_FLOPS, .scale = 1.0}
+                      : (sim_compute_cfg){.mode = SIM_COMPUTE_TRACE, .scale = 1.0};
     if (o->coll) {
         pc->coll = *o->coll;
         pc->use_ps = 0;

@@ -846,7 +846,7 @@ static int import_build(const csv_import *im, const policy_config *pc, double pa
     policy_config ipc = *pc;
     ipc.workers = im->max_worker + 1;
     ipc.steps = im->max_step;
-    ipc.compute = (sim_compute_cfg){SIM_COMPUTE_TRACE, 1.0};
+    ipc.compute = (sim_compute_cfg){.mode = SIM_COMPUTE_TRACE, .scale = 1.0};
     trace *t;
     int rc = trace_alloc(&ipc, ipc.workers, ipc.steps, &t);
     if (rc != SS_OK) return rc;

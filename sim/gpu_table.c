@@ -1,0 +1,134 @@
+/* GPU classes (gpu_table.h). Sources of every number:
+ *
+ * Peaks (dense, no structured sparsity) and memory bandwidth, vendor data sheets:
+ *   [V100]  NVIDIA Tesla V100 data sheet (SXM2): FP32 15.7 TFLOP/s, tensor (FP16) 125 TFLOP/s,
+ *           HBM2 900 GB/s. No TF32 or BF16 support.
+ *           https://images.nvidia.com/content/technologies/volta/pdf/volta-v100-datasheet-update-us-1165301-r5.pdf
+ *   [A100]  NVIDIA A100 data sheet (SXM4 80 GB): FP32 19.5, TF32 156, FP16/BF16 312 TFLOP/s,
+ *           HBM2e 2039 GB/s.
+ *           https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf
+ *   [H100]  NVIDIA H100 data sheet (SXM5): FP32 67, TF32 494.7, FP16/BF16 989.4 TFLOP/s (the
+ *           sheet's 989 / 1979 are with sparsity), HBM3 3.35 TB/s.
+ *           https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet
+ *   [3090]  NVIDIA Ampere GA102 architecture white paper, GeForce RTX 3090: FP32 35.6, TF32 35.6,
+ *           FP16 and BF16 tensor with FP32 accumulate 71 TFLOP/s, GDDR6X 936 GB/s.
+ *           https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf
+ *
+ * Achieved fractions and launch overhead, published measurements:
+ *   [GEMM]  an FP16 tensor-core GEMM (cuBLAS, M = N = K = 8192) reaches about 101 TFLOP/s on a
+ *           V100 whose tensor peak at its clock is 112 TFLOP/s: 0.9 of peak.
+ *           https://forums.developer.nvidia.com/t/understanding-ipc-and-issue-slot-utilization-when-using-tensor-cores/79781
+ *           No class-specific measurement is shipped for the others: 0.9 is applied to every
+ *           class and precision (large GEMMs/convolutions of the model layers).
+ *   [MEM]   Jia, Maggioni, Staiger, Scarpazza: Dissecting the NVIDIA Volta GPU Architecture via
+ *           Microbenchmarking, 2018, https://arxiv.org/abs/1804.06826 : V100 global memory
+ *           reaches 750 GB/s of 900 (0.83); applied to every class.
+ *   [LAUNCH] NVIDIA, Getting Started with CUDA Graphs,
+ * https://developer.nvidia.com/blog/cuda-graphs/ : back-to-back launches of a short kernel cost
+ * about 3.8 us each against 2.9 us of execution; syncsim charges 4 us per kernel launch. */
+#include "sim/gpu_table.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/status.h"
+
+#define T             1e12
+#define GEMM_FRACTION 0.9  /* [GEMM] */
+#define MEM_FRACTION  0.83 /* [MEM] */
+#define LAUNCH_S      4e-6 /* [LAUNCH] */
+#define FRACTIONS                                                                                  \
+    { GEMM_FRACTION, GEMM_FRACTION, GEMM_FRACTION, GEMM_FRACTION }
+
+static const gpu_class gpu_classes[] = {
+    {"v100",
+     "Tesla V100 SXM2 [V100]",
+     {15.7 * T, 0, 125 * T, 0},
+     900e9,
+     FRACTIONS,
+     MEM_FRACTION,
+     LAUNCH_S},
+    {"a100",
+     "A100 SXM4 80 GB [A100]",
+     {19.5 * T, 156 * T, 312 * T, 312 * T},
+     2039e9,
+     FRACTIONS,
+     MEM_FRACTION,
+     LAUNCH_S},
+    {"h100",
+     "H100 SXM5 [H100]",
+     {67 * T, 494.7 * T, 989.4 * T, 989.4 * T},
+     3.35e12,
+     FRACTIONS,
+     MEM_FRACTION,
+     LAUNCH_S},
+    {"rtx3090",
+     "GeForce RTX 3090 [3090]",
+     {35.6 * T, 35.6 * T, 71 * T, 71 * T},
+     936e9,
+     FRACTIONS,
+     MEM_FRACTION,
+     LAUNCH_S},
+};
+
+static const char *const precision_names[SIM_PRECISION_COUNT] = {"fp32", "tf32", "fp16", "bf16"};
+
+int gpu_table_count(void) {
+    return (int)(sizeof gpu_classes / sizeof gpu_classes[0]);
+}
+
+const gpu_class *gpu_table_at(int i) {
+    return i >= 0 && i < gpu_table_count() ? &gpu_classes[i] : NULL;
+}
+
+void gpu_table_names(char *buf, unsigned long buf_bytes) {
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < gpu_table_count() && used < buf_bytes; i++)
+        used += (size_t)snprintf(buf + used, buf_bytes - used, "%s%s", i ? ", " : "",
+                                 gpu_classes[i].name);
+}
+
+int gpu_table_find(const char *option, const char *name, const gpu_class **out) {
+    for (int i = 0; i < gpu_table_count(); i++)
+        if (name && !strcasecmp(name, gpu_classes[i].name)) {
+            *out = &gpu_classes[i];
+            return SS_OK;
+        }
+    char names[160];
+    gpu_table_names(names, sizeof names);
+    return ss_error_set(SS_EUSAGE, "%s: unknown GPU class '%s' (available: %s)", option,
+                        name ? name : "", names);
+}
+
+int sim_precision_parse(const char *option, const char *text, sim_precision *out) {
+    for (int i = 0; i < SIM_PRECISION_COUNT; i++)
+        if (text && !strcasecmp(text, precision_names[i])) {
+            *out = (sim_precision)i;
+            return SS_OK;
+        }
+    return ss_error_set(SS_EUSAGE, "%s: unknown precision '%s' (valid: fp32, tf32, fp16, bf16)",
+                        option, text ? text : "");
+}
+
+const char *sim_precision_name(sim_precision p) {
+    return (unsigned)p < SIM_PRECISION_COUNT ? precision_names[p] : "?";
+}
+
+double sim_precision_element_bytes(sim_precision p) {
+    return p == SIM_PRECISION_FP16 || p == SIM_PRECISION_BF16 ? 2.0 : 4.0;
+}
+
+sim_precision gpu_class_effective_precision(const gpu_class *g, sim_precision p) {
+    return (unsigned)p < SIM_PRECISION_COUNT && g->peak_flops[p] > 0 ? p : SIM_PRECISION_FP32;
+}
+
+double gpu_class_achieved_flops(const gpu_class *g, sim_precision p) {
+    sim_precision e = gpu_class_effective_precision(g, p);
+    return g->peak_flops[e] * g->compute_fraction[e];
+}
+
+double gpu_class_achieved_bw_Bps(const gpu_class *g) {
+    return g->mem_bw_Bps * g->mem_fraction;
+}

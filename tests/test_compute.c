@@ -1,0 +1,157 @@
+/* The per-layer compute model, the GPU table, jitter, profiles v2 and validate compute. */
+#include "ss_test.h"
+
+#include <string.h>
+
+#include "common/status.h"
+#include "kernels/model.h"
+#include "sim/compute.h"
+#include "sim/gpu_table.h"
+#include "sim/platform_gen.h"
+#include "sim/policy_internal.h"
+#include "traces/profile.h"
+#include "traces/validate_compute.h"
+
+static int suite_init(void) {
+    return 0;
+}
+static int suite_clean(void) {
+    return 0;
+}
+
+/* Closed form: compute-bound, memory-bound and launch-bound layers, and the optimizer. */
+static void test_layer_closed_form(void) {
+    const gpu_class *g;
+    CU_ASSERT_EQUAL(gpu_table_find("--gpu", "V100", &g), SS_OK);
+    const double rate = 15.7e12 * 0.9, bw = 900e9 * 0.83, launch = 4e-6;
+    sim_layer_cost l[2] = {{.fwd_flops = 1e12, .bwd_flops = 2e12, .kernels = 2},
+                           {.fwd_bytes = 1e9, .bwd_bytes = 3e9, .param_bytes = 4e6, .kernels = 1}};
+    double f[2], b[2], opt;
+    double total = sim_compute_layers_on(g, SIM_PRECISION_FP32, l, 2, f, b, &opt);
+    SS_CHECK_CLOSE(f[0], 1e12 / rate + 2 * launch, 0, 1e-12);
+    SS_CHECK_CLOSE(b[0], 2e12 / rate + 2 * launch, 0, 1e-12);
+    SS_CHECK_CLOSE(f[1], (1e9 + 4e6) / bw + launch, 0, 1e-12);
+    SS_CHECK_CLOSE(b[1], (3e9 + 8e6) / bw + launch, 0, 1e-12);
+    SS_CHECK_CLOSE(opt, 5 * 4e6 / bw + launch, 0, 1e-12);
+    SS_CHECK_CLOSE(total, f[0] + f[1] + b[0] + b[1] + opt, 0, 1e-12);
+    /* fp16 halves the activation traffic and runs at the tensor-core rate */
+    sim_compute_layers_on(g, SIM_PRECISION_FP16, l, 2, f, b, &opt);
+    SS_CHECK_CLOSE(f[0], 1e12 / (125e12 * 0.9) + 2 * launch, 0, 1e-12);
+    SS_CHECK_CLOSE(f[1], (0.5e9 + 2e6) / bw + launch, 0, 1e-12);
+    /* bf16 on a V100 (unsupported) falls back to fp32 */
+    CU_ASSERT_EQUAL(gpu_class_effective_precision(g, SIM_PRECISION_BF16), SIM_PRECISION_FP32);
+}
+
+static void test_table_and_parse(void) {
+    const gpu_class *g;
+    CU_ASSERT_EQUAL(gpu_table_find("--gpu", "k80", &g), SS_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "v100, a100, h100, rtx3090"));
+    CU_ASSERT_TRUE(gpu_table_count() >= 4);
+    /* the generated platforms read the same table */
+    CU_ASSERT_EQUAL(gpu_table_find("--gpu", "h100", &g), SS_OK);
+    CU_ASSERT_EQUAL(platform_gpu_peak_flops(PLATFORM_GPU_H100), g->peak_flops[0]);
+    CU_ASSERT_EQUAL(platform_gpu_peak_flops(PLATFORM_GPU_V100), 15.7e12);
+    sim_compute_cfg c;
+    char buf[32];
+    CU_ASSERT_EQUAL(sim_compute_parse("--compute", "model:bf16", &c), SS_OK);
+    CU_ASSERT_EQUAL(c.mode, SIM_COMPUTE_MODEL);
+    sim_compute_format(&c, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "model:bf16");
+    CU_ASSERT_EQUAL(sim_compute_parse("--compute", "model:fp8", &c), SS_EUSAGE);
+    CU_ASSERT_EQUAL(sim_compute_layers(&c, NULL, 0, NULL, NULL, NULL), SS_EUSAGE);
+}
+
+/* Jitter: 1 at cv 0, deterministic per (seed, worker, step), mean 1 and the asked CV. */
+static void test_jitter(void) {
+    CU_ASSERT_EQUAL(policy_jitter(1, 3, 7, 0), 1.0);
+    CU_ASSERT_EQUAL(policy_jitter(1, 3, 7, 0.1), policy_jitter(1, 3, 7, 0.1));
+    CU_ASSERT_NOT_EQUAL(policy_jitter(1, 3, 7, 0.1), policy_jitter(1, 4, 7, 0.1));
+    CU_ASSERT_NOT_EQUAL(policy_jitter(1, 3, 7, 0.1), policy_jitter(2, 3, 7, 0.1));
+    double s = 0, s2 = 0;
+    const int n = 200000;
+    for (int i = 0; i < n; i++) {
+        double x = policy_jitter(5, i % 64, i / 64, 0.1);
+        s += x;
+        s2 += x * x;
+    }
+    double mean = s / n, sd = sqrt(s2 / n - mean * mean);
+    SS_CHECK_CLOSE(mean, 1.0, 0.002, 0);
+    SS_CHECK_CLOSE(sd / mean, 0.1, 0.003, 0);
+}
+
+/* The emulated models' layers add up to the counted FLOPs. */
+static void test_model_layers(void) {
+    device *dev = NULL;
+    char notice[256];
+    CU_ASSERT_EQUAL_FATAL(device_open("cpu", &dev, notice, sizeof notice), SS_OK);
+    model_spec spec;
+    model_spec_default(&spec, MODEL_ARCH_CNN, 1, 28, 28, 10);
+    model *m = NULL;
+    CU_ASSERT_EQUAL(model_create(dev, &spec, 1, 8, &m), SS_OK);
+    double f = 0, b = 0, p = 0;
+    for (int i = 0; i < model_cost_layer_count(m); i++) {
+        model_layer_cost c;
+        model_cost_layer_at(m, i, &c);
+        f += c.fwd_flops;
+        b += c.bwd_flops;
+        p += c.param_bytes;
+        CU_ASSERT_TRUE(c.fwd_bytes >= 0 && c.kernels >= 0);
+    }
+    SS_CHECK_CLOSE(f, model_forward_flops_per_sample(m), 0, 1e-12);
+    SS_CHECK_CLOSE(b, model_backward_flops_per_sample(m), 0, 1e-12);
+    SS_CHECK_CLOSE(p, model_param_bytes(m), 0, 1e-12);
+    model_destroy(m);
+    device_close(dev);
+}
+
+/* Version 2 profiles carry per-layer data; torchvision's published totals. */
+static void test_profiles(void) {
+    static const struct {
+        const char *name;
+        double params;
+    } ref[] = {{"vgg11", 132863336}, {"alexnet", 61100840}, {"resnet50", 25557032}};
+    for (int i = 0; i < 3; i++) {
+        model_profile p;
+        CU_ASSERT_EQUAL_FATAL(profile_find(ref[i].name, &p), SS_OK);
+        CU_ASSERT_EQUAL(p.version, 2);
+        CU_ASSERT_EQUAL(p.params, ref[i].params);
+        CU_ASSERT_PTR_NOT_NULL(p.layer_costs);
+        profile_free(&p);
+    }
+    const char *v1 = "syncsim-profile 1\nname x\nlayer a 10 100\ntotal 10 100\n";
+    FILE *fp = fmemopen((void *)v1, strlen(v1), "r");
+    model_profile p;
+    CU_ASSERT_EQUAL(profile_read(fp, "v1", &p), SS_OK);
+    fclose(fp);
+    sim_layer_cost l[1];
+    CU_ASSERT_EQUAL(profile_step_layers(&p, 4, l), SS_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "no per-layer data"));
+}
+
+static void test_validate(void) {
+    validate_compute_result r;
+    FILE *out = fopen("/dev/null", "w");
+    CU_ASSERT_EQUAL(validate_compute(NULL, VALIDATE_COMPUTE_BOUND, out, &r), SS_OK);
+    CU_ASSERT_TRUE(r.rows >= 8);
+    CU_ASSERT_TRUE(r.within_bound);
+    fclose(out);
+}
+
+static CU_TestInfo compute_tests[] = {
+    {"per-layer model against its closed form", test_layer_closed_form},
+    {"GPU table, precision and --compute model parsing", test_table_and_parse},
+    {"jitter: deterministic, mean 1, CV", test_jitter},
+    {"emulated models' layers sum to the counted FLOPs", test_model_layers},
+    {"profiles v2 and the reference parameter counts", test_profiles},
+    {"validate compute within its bound", test_validate},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"compute model", suite_init, suite_clean, NULL, NULL, compute_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void) {
+    return ss_test_main(suites);
+}

@@ -1,0 +1,27 @@
+/* `syncsim validate compute`: predicts published single-GPU training throughputs with the
+ * per-layer compute model (sim/compute.h) from the model profiles, and compares.
+ *
+ *     validate_compute_result r;
+ *     int rc = validate_compute("traces/reference/compute/throughputs.csv", 0.15, stdout, &r);
+ *     // rc SS_OK; r.median_rel_error; r.within_bound
+ */
+#ifndef SS_TRACES_VALIDATE_COMPUTE_H
+#define SS_TRACES_VALIDATE_COMPUTE_H
+
+#include <stdio.h>
+
+#define VALIDATE_COMPUTE_BOUND 0.15 /* documented target: median relative error <= 15 % */
+
+typedef struct validate_compute_result {
+    int rows;
+    double median_rel_error; /* |predicted - published| / published */
+    int within_bound;        /* median <= bound */
+} validate_compute_result;
+
+/* The reference CSV (columns id,model,gpu,precision,batch,images_per_s; '#' lines are comments)
+ * where a NULL path is traces/reference/compute/throughputs.csv of the source tree. Prints a
+ * table to out. SS_EINPUT "FILE:LINE: ..." for a bad row (unknown GPU class, precision,
+ * profile without per-layer data). */
+int validate_compute(const char *csv_path, double bound, FILE *out, validate_compute_result *res);
+
+#endif
