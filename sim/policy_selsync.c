@@ -74,7 +74,8 @@ static double selsync_delta(selsync_tracker *t, double norm, int *defined) {
 /* Data injection (non-IID): round(alpha N) workers, drawn alike on every worker, each send
  * round(beta b') samples of their batch to every other worker, point to point. All the messages
  * of a step are in flight together (policy_inject.h), as real point-to-point exchanges are; the
- * received samples join the batch in rank order of their senders. */
+ * received samples join the batch in rank order of their senders. A sender cannot have computed
+ * the step before its messages arrive, so the samples taken are those of the step. */
 static void selsync_inject(policy_state *st, int w, int local_batch, rng *r, int *order,
                            uint8_t *chosen, step_acc *a) {
     const policy_config *pc = st->pc;
@@ -88,6 +89,10 @@ static void selsync_inject(policy_state *st, int w, int local_batch, rng *r, int
     memset(chosen, 0, (size_t)n);
     for (int i = 0; i < k && i < n; i++)
         chosen[order[i]] = 1;
+    /* the samples are taken before the messages: once they have arrived a sender may go on and
+     * draw its next batch, and a receiver resumed after it would take those instead */
+    for (int s = 0; s < n; s++)
+        if (chosen[s] && s != w) st->src->ops->inject(st->src->self, s, w, share);
     const double bytes = share * st->src->sample_bytes;
     const size_t count = (size_t)(bytes / sizeof(float));
     inject_times t;
@@ -97,8 +102,6 @@ static void selsync_inject(policy_state *st, int w, int local_batch, rng *r, int
     a->rec.wait_s += t.recv_wait_s;
     a->rec.bytes_sent += t.bytes_sent;
     st->counters.bytes_sent += t.bytes_sent;
-    for (int s = 0; s < n; s++)
-        if (chosen[s] && s != w) st->src->ops->inject(st->src->self, s, w, share);
 }
 
 /* SelSync data injection: injected samples join a worker's own b' = b / (1 + alpha beta N). */
