@@ -7,6 +7,8 @@
 #include "kernels/model.h"
 #include "kernels/optim.h"
 
+#include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -103,6 +105,24 @@ static int bench_model(device *dev, model_arch arch, int batch, double min_s, be
     return SS_OK;
 }
 
+/* The SGEMM line and one row per model at the device's current thread count. */
+static int bench_table(device *dev, int batch, const char *label, FILE *out) {
+    const int sgemm_n = 2048;
+    double sgemm = bench_sgemm_gflops(dev, sgemm_n);
+    fprintf(out, "%s\nsgemm %dx%dx%d: %.1f GFLOP/s (best of 5)\n", label, sgemm_n, sgemm_n, sgemm_n,
+            sgemm);
+    fprintf(out, "%-8s %6s %14s %12s %10s %10s\n", "model", "batch", "MFLOP/step", "samples/s",
+            "GFLOP/s", "vs sgemm");
+    for (int a = MODEL_ARCH_LOGREG; a <= MODEL_ARCH_CNN; a++) {
+        bench_result res;
+        int status = bench_model(dev, (model_arch)a, batch, 2.0, &res);
+        if (status != SS_OK) return status;
+        fprintf(out, "%-8s %6d %14.2f %12.0f %10.2f %9.1f%%\n", model_arch_name((model_arch)a),
+                batch, res.step_mflops, res.samples_per_s, res.gflops, 100.0 * res.gflops / sgemm);
+    }
+    return SS_OK;
+}
+
 int bench_kernels(const char *device_request, int batch, FILE *out) {
     if (batch < 1) return ss_error_set(SS_EUSAGE, "bench: batch must be positive (got %d)", batch);
     device *dev;
@@ -110,18 +130,20 @@ int bench_kernels(const char *device_request, int batch, FILE *out) {
     int status = device_open(device_request, &dev, notice, sizeof notice);
     if (status != SS_OK) return status;
     if (notice[0]) fprintf(out, "%s\n", notice);
-    const int sgemm_n = 2048;
-    double sgemm = bench_sgemm_gflops(dev, sgemm_n);
-    fprintf(out, "device: %s\nsgemm %dx%dx%d: %.1f GFLOP/s (best of 5)\n", device_name(dev),
-            sgemm_n, sgemm_n, sgemm_n, sgemm);
-    fprintf(out, "%-8s %6s %14s %12s %10s %10s\n", "model", "batch", "MFLOP/step", "samples/s",
-            "GFLOP/s", "vs sgemm");
-    for (int a = MODEL_ARCH_LOGREG; a <= MODEL_ARCH_CNN; a++) {
-        bench_result res;
-        status = bench_model(dev, (model_arch)a, batch, 2.0, &res);
-        if (status != SS_OK) break;
-        fprintf(out, "%-8s %6d %14.2f %12.0f %10.2f %9.1f%%\n", model_arch_name((model_arch)a),
-                batch, res.step_mflops, res.samples_per_s, res.gflops, 100.0 * res.gflops / sgemm);
+    fprintf(out, "device: %s\n", device_name(dev));
+    const int threads = dev->kind == DEVICE_KIND_CPU ? openblas_get_num_threads() : 0;
+    char label[64];
+    if (threads)
+        snprintf(label, sizeof label, "-- %d BLAS thread%s", threads, threads > 1 ? "s" : "");
+    else
+        snprintf(label, sizeof label, "-- %s", device_name(dev));
+    status = bench_table(dev, batch, label, out);
+    /* the CPU on one thread as well: the figures a comparison with another framework's
+     * single-thread run needs (bench/pytorch_compare.py) */
+    if (status == SS_OK && threads > 1) {
+        openblas_set_num_threads(1);
+        status = bench_table(dev, batch, "-- 1 BLAS thread", out);
+        openblas_set_num_threads(threads);
     }
     device_close(dev);
     return status;

@@ -6,7 +6,8 @@
  * and achieved GFLOP/s (counted forward + backward FLOPs per sample times samples, plus the SGD
  * update, over the elapsed time; best of 5 timing windows), the best-of-5 GFLOP/s of a 2048^3
  * SGEMM measured in the same run on the same device, and the ratio model/SGEMM. Returns SS_OK or
- * the device error.
+ * the device error. On the CPU with more than one BLAS thread it prints the same table again on
+ * one thread (the figures bench/pytorch_compare.py is compared with).
  */
 #ifndef SS_KERNELS_BENCH_H
 #define SS_KERNELS_BENCH_H

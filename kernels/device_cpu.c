@@ -10,6 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Runtime dispatch of the element-wise loops: GCC compiles each marked function for plain x86-64
+ * (SSE2), AVX2 and AVX-512 and the loader picks the widest the CPU has (ifunc), so the default
+ * build runs on any x86-64 and still uses the wide vectors. The loops have no reductions and the
+ * build keeps -ffp-contract=off (ISO C), so every variant computes the same bits. A native build
+ * (-DSYNCSIM_NATIVE=ON: -march=native) needs no dispatch. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
+    !defined(SS_NATIVE_BUILD) && !defined(__AVX512F__)
+#define SS_CPU_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
+#else
+#define SS_CPU_CLONES
+#endif
+/* Helpers that must be compiled inside each variant of their caller. */
+#define SS_INLINE static inline __attribute__((always_inline))
+
 static float *cpu_alloc(device *dev, size_t count) {
     (void)dev;
     /* 64-byte alignment for the vector loops and OpenBLAS */
@@ -50,7 +64,8 @@ static void cpu_gemm(device *dev, int trans_a, int trans_b, int m, int n, int k,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-static void cpu_bias_add(device *dev, int rows, int cols, const float *bias, float *y) {
+static SS_CPU_CLONES void cpu_bias_add(device *dev, int rows, int cols, const float *bias,
+                                       float *y) {
     (void)dev;
     for (int r = 0; r < rows; r++) {
         float *yr = y + (size_t)r * cols;
@@ -59,7 +74,8 @@ static void cpu_bias_add(device *dev, int rows, int cols, const float *bias, flo
     }
 }
 
-static void cpu_bias_grad(device *dev, int rows, int cols, const float *dy, float beta, float *db) {
+static SS_CPU_CLONES void cpu_bias_grad(device *dev, int rows, int cols, const float *dy,
+                                        float beta, float *db) {
     (void)dev;
     if (beta == 0.0f) memset(db, 0, (size_t)cols * sizeof(float));
     for (int r = 0; r < rows; r++) {
@@ -69,13 +85,26 @@ static void cpu_bias_grad(device *dev, int rows, int cols, const float *dy, floa
     }
 }
 
-static void cpu_relu_fwd(device *dev, size_t n, const float *x, float *y) {
+static SS_CPU_CLONES void cpu_bias_relu(device *dev, int rows, int cols, const float *bias,
+                                        float *y) {
+    (void)dev;
+    for (int r = 0; r < rows; r++) {
+        float *yr = y + (size_t)r * cols;
+        for (int c = 0; c < cols; c++) {
+            float v = yr[c] + bias[c];
+            yr[c] = v > 0.0f ? v : 0.0f;
+        }
+    }
+}
+
+static SS_CPU_CLONES void cpu_relu_fwd(device *dev, size_t n, const float *x, float *y) {
     (void)dev;
     for (size_t i = 0; i < n; i++)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-static void cpu_relu_bwd(device *dev, size_t n, const float *y, const float *dy, float *dx) {
+static SS_CPU_CLONES void cpu_relu_bwd(device *dev, size_t n, const float *y, const float *dy,
+                                       float *dx) {
     (void)dev;
     for (size_t i = 0; i < n; i++) {
         float g = dy[i]; /* loaded unconditionally so that the loop vectorizes */
@@ -122,7 +151,7 @@ static void cpu_im2col(device *dev, const conv_geom *g, const float *x, float *c
     }
 }
 
-static void cpu_col2im(device *dev, const conv_geom *g, const float *col, float *dx) {
+static SS_CPU_CLONES void cpu_col2im(device *dev, const conv_geom *g, const float *col, float *dx) {
     (void)dev;
     const int c = g->in_c;
     const size_t row_len = (size_t)g->kh * g->kw * c;
@@ -148,7 +177,8 @@ static void cpu_col2im(device *dev, const conv_geom *g, const float *col, float 
     }
 }
 
-static void cpu_maxpool_fwd(device *dev, int batch, int h, int w, int c, const float *x, float *y) {
+static SS_CPU_CLONES void cpu_maxpool_fwd(device *dev, int batch, int h, int w, int c,
+                                          const float *x, float *y) {
     (void)dev;
     const int oh_n = h / 2, ow_n = w / 2;
     for (int b = 0; b < batch; b++) {
@@ -169,10 +199,10 @@ static void cpu_maxpool_fwd(device *dev, int batch, int h, int w, int c, const f
 
 /* One 2x2 window over c channels: the first maximum in the order 00, 01, 10, 11 takes the
  * gradient (r is what is left to hand out). Selects only, so that the loop vectorizes. */
-static void maxpool_bwd_window(int c, const float *restrict p00, const float *restrict p01,
-                               const float *restrict p10, const float *restrict p11,
-                               const float *restrict g, float *restrict d00, float *restrict d01,
-                               float *restrict d10, float *restrict d11) {
+SS_INLINE void maxpool_bwd_window(int c, const float *restrict p00, const float *restrict p01,
+                                  const float *restrict p10, const float *restrict p11,
+                                  const float *restrict g, float *restrict d00, float *restrict d01,
+                                  float *restrict d10, float *restrict d11) {
     for (int k = 0; k < c; k++) {
         float a = p00[k], q = p01[k], e = p10[k], f = p11[k], r = g[k];
         float m0 = a > q ? a : q, m1 = e > f ? e : f;
@@ -187,9 +217,37 @@ static void maxpool_bwd_window(int c, const float *restrict p00, const float *re
     }
 }
 
-static void cpu_maxpool_bwd(device *dev, int batch, int h, int w, int c, const float *x,
-                            const float *dy, float *dx) {
-    (void)dev;
+/* The same window followed by the ReLU's backward pass (the inputs are a ReLU's outputs): each
+ * gradient is kept only where its input is positive, as relu_bwd would. */
+SS_INLINE void maxpool_relu_bwd_window(int c, const float *restrict p00, const float *restrict p01,
+                                       const float *restrict p10, const float *restrict p11,
+                                       const float *restrict g, float *restrict d00,
+                                       float *restrict d01, float *restrict d10,
+                                       float *restrict d11) {
+    for (int k = 0; k < c; k++) {
+        float a = p00[k], q = p01[k], e = p10[k], f = p11[k], r = g[k];
+        float m0 = a > q ? a : q, m1 = e > f ? e : f;
+        float m = m0 > m1 ? m0 : m1;
+        float v00 = a == m ? r : 0.0f;
+        r = a == m ? 0.0f : r;
+        float v01 = q == m ? r : 0.0f;
+        r = q == m ? 0.0f : r;
+        float v10 = e == m ? r : 0.0f;
+        r = e == m ? 0.0f : r;
+        d00[k] = a > 0.0f ? v00 : 0.0f;
+        d01[k] = q > 0.0f ? v01 : 0.0f;
+        d10[k] = e > 0.0f ? v10 : 0.0f;
+        d11[k] = f > 0.0f ? r : 0.0f;
+    }
+}
+
+typedef void (*pool_window_fn)(int c, const float *restrict p00, const float *restrict p01,
+                               const float *restrict p10, const float *restrict p11,
+                               const float *restrict g, float *restrict d00, float *restrict d01,
+                               float *restrict d10, float *restrict d11);
+
+SS_INLINE void maxpool_bwd_with(pool_window_fn window, int batch, int h, int w, int c,
+                                const float *x, const float *dy, float *dx) {
     const int oh_n = h / 2, ow_n = w / 2;
     const size_t row = (size_t)w * c;
     if ((h & 1) || (w & 1)) memset(dx, 0, (size_t)batch * h * row * sizeof(float));
@@ -198,11 +256,23 @@ static void cpu_maxpool_bwd(device *dev, int batch, int h, int w, int c, const f
             for (int ow = 0; ow < ow_n; ow++) {
                 size_t base = (((size_t)b * h + 2 * oh) * w + 2 * ow) * c;
                 const float *g = dy + (((size_t)b * oh_n + oh) * ow_n + ow) * c;
-                maxpool_bwd_window(c, x + base, x + base + c, x + base + row, x + base + row + c, g,
-                                   dx + base, dx + base + c, dx + base + row, dx + base + row + c);
+                window(c, x + base, x + base + c, x + base + row, x + base + row + c, g, dx + base,
+                       dx + base + c, dx + base + row, dx + base + row + c);
             }
         }
     }
+}
+
+static SS_CPU_CLONES void cpu_maxpool_bwd(device *dev, int batch, int h, int w, int c,
+                                          const float *x, const float *dy, float *dx) {
+    (void)dev;
+    maxpool_bwd_with(maxpool_bwd_window, batch, h, w, c, x, dy, dx);
+}
+
+static SS_CPU_CLONES void cpu_maxpool_relu_bwd(device *dev, int batch, int h, int w, int c,
+                                               const float *x, const float *dy, float *dx) {
+    (void)dev;
+    maxpool_bwd_with(maxpool_relu_bwd_window, batch, h, w, c, x, dy, dx);
 }
 
 static double cpu_softmax_xent(device *dev, int batch, int classes, const float *logits,
@@ -236,8 +306,8 @@ static double cpu_softmax_xent(device *dev, int batch, int classes, const float 
     return loss_sum;
 }
 
-static void cpu_sgd(device *dev, size_t n, float *w, const float *g, float *v, float lr, float mu,
-                    float wd) {
+static SS_CPU_CLONES void cpu_sgd(device *dev, size_t n, float *w, const float *g, float *v,
+                                  float lr, float mu, float wd) {
     (void)dev;
     if (mu != 0.0f) {
         for (size_t i = 0; i < n; i++) {
@@ -251,13 +321,13 @@ static void cpu_sgd(device *dev, size_t n, float *w, const float *g, float *v, f
     }
 }
 
-static void cpu_axpy(device *dev, size_t n, float a, const float *x, float *y) {
+static SS_CPU_CLONES void cpu_axpy(device *dev, size_t n, float a, const float *x, float *y) {
     (void)dev;
     for (size_t i = 0; i < n; i++)
         y[i] += a * x[i];
 }
 
-static void cpu_scale(device *dev, size_t n, float a, float *x) {
+static SS_CPU_CLONES void cpu_scale(device *dev, size_t n, float a, float *x) {
     (void)dev;
     for (size_t i = 0; i < n; i++)
         x[i] *= a;
@@ -265,7 +335,8 @@ static void cpu_scale(device *dev, size_t n, float a, float *x) {
 
 /* Per element: s = x0 + x1 + ... + x(k-1) in that order, then out = s * (1/k). Blocked so that
  * the running sums stay in cache; the CUDA kernel does the same arithmetic in the same order. */
-static void cpu_mean(device *dev, size_t n, int k, const float *const *xs, float *out) {
+static SS_CPU_CLONES void cpu_mean(device *dev, size_t n, int k, const float *const *xs,
+                                   float *out) {
     (void)dev;
     enum { BLOCK = 2048 };
     float acc[BLOCK];
@@ -313,12 +384,14 @@ static const device_ops cpu_ops = {
     .gemm = cpu_gemm,
     .bias_add = cpu_bias_add,
     .bias_grad = cpu_bias_grad,
+    .bias_relu = cpu_bias_relu,
     .relu_fwd = cpu_relu_fwd,
     .relu_bwd = cpu_relu_bwd,
     .im2col = cpu_im2col,
     .col2im = cpu_col2im,
     .maxpool_fwd = cpu_maxpool_fwd,
     .maxpool_bwd = cpu_maxpool_bwd,
+    .maxpool_relu_bwd = cpu_maxpool_relu_bwd,
     .softmax_xent = cpu_softmax_xent,
     .sgd = cpu_sgd,
     .axpy = cpu_axpy,

@@ -42,6 +42,9 @@ typedef struct device_ops {
     void (*bias_add)(device *dev, int rows, int cols, const float *bias, float *y);
     /* db (cols) = (beta ? db : 0) + sum over rows of dy (rows, cols), rows summed in order */
     void (*bias_grad)(device *dev, int rows, int cols, const float *dy, float beta, float *db);
+    /* y (rows, cols) = max(y + bias, 0) on every row: bias_add then relu_fwd in one pass.
+     * Optional (NULL: the two ops one after the other). */
+    void (*bias_relu)(device *dev, int rows, int cols, const float *bias, float *y);
     void (*relu_fwd)(device *dev, size_t n, const float *x, float *y);
     /* dx = dy where y > 0, else 0 (y is the forward output) */
     void (*relu_bwd)(device *dev, size_t n, const float *y, const float *dy, float *dx);
@@ -54,6 +57,9 @@ typedef struct device_ops {
     /* dx gets dy at the first maximum of each window (row-major order), 0 elsewhere */
     void (*maxpool_bwd)(device *dev, int batch, int h, int w, int c, const float *x,
                         const float *dy, float *dx);
+    /* maxpool_bwd then relu_bwd with y = x (x is a ReLU's output), in one pass. Optional. */
+    void (*maxpool_relu_bwd)(device *dev, int batch, int h, int w, int c, const float *x,
+                             const float *dy, float *dx);
     /* Softmax cross-entropy of logits (B, K) against host labels (B). Returns the summed loss
      * (double); *correct = samples whose first argmax is the label. When dlogits is not NULL it
      * receives d(mean loss)/d(logits) = (softmax - onehot) / B. */

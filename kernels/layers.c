@@ -58,6 +58,22 @@ void layer_init_flatten(layer *l, const char *name, int h, int w, int c) {
     set_shape(l, LAYER_KIND_FLATTEN, name, h, w, c, 1, 1, h * w * c);
 }
 
+void layer_fuse_relu(layer *layers, int n) {
+    for (int i = 0; i + 2 < n; i++) {
+        layer *conv = &layers[i], *relu = &layers[i + 1], *pool = &layers[i + 2];
+        if (conv->kind != LAYER_KIND_CONV2D || relu->kind != LAYER_KIND_RELU ||
+            pool->kind != LAYER_KIND_MAXPOOL2)
+            continue;
+        conv->relu_in_epilogue = 1;
+        relu->is_view = 1;
+        pool->relu_mask_bwd = 1;
+    }
+}
+
+int layer_is_view(const layer *l) {
+    return l->kind == LAYER_KIND_FLATTEN || l->is_view;
+}
+
 size_t layer_in_size(const layer *l) {
     return (size_t)l->in_h * l->in_w * l->in_c;
 }
@@ -159,7 +175,14 @@ static void conv_forward(device *dev, layer *l, int batch, const float *x, float
         dev->ops->gemm(dev, 0, 1, nb * p, oc, kkc, 1.0f, l->col, kkc, l->w, kkc, 0.0f,
                        y + s0 * out_size, oc);
     }
-    dev->ops->bias_add(dev, batch * p, oc, l->b, y);
+    if (!l->relu_in_epilogue) {
+        dev->ops->bias_add(dev, batch * p, oc, l->b, y);
+    } else if (dev->ops->bias_relu) {
+        dev->ops->bias_relu(dev, batch * p, oc, l->b, y);
+    } else {
+        dev->ops->bias_add(dev, batch * p, oc, l->b, y);
+        dev->ops->relu_fwd(dev, (size_t)batch * out_size, y, y);
+    }
     l->col_holds_batch = batch <= l->col_samples;
 }
 
@@ -207,7 +230,14 @@ static void maxpool_forward(device *dev, layer *l, int batch, const float *x, fl
 static void maxpool_backward(device *dev, layer *l, int batch, const float *x, const float *y,
                              const float *dy, float *dx) {
     (void)y;
-    if (l->need_dx) dev->ops->maxpool_bwd(dev, batch, l->in_h, l->in_w, l->in_c, x, dy, dx);
+    if (!l->need_dx) return;
+    if (l->relu_mask_bwd && dev->ops->maxpool_relu_bwd) {
+        dev->ops->maxpool_relu_bwd(dev, batch, l->in_h, l->in_w, l->in_c, x, dy, dx);
+        return;
+    }
+    dev->ops->maxpool_bwd(dev, batch, l->in_h, l->in_w, l->in_c, x, dy, dx);
+    /* x is the ReLU's output: its backward pass, in place */
+    if (l->relu_mask_bwd) dev->ops->relu_bwd(dev, (size_t)batch * layer_in_size(l), x, dx, dx);
 }
 
 static double maxpool_flops(const layer *l) {
@@ -217,12 +247,14 @@ static double maxpool_flops(const layer *l) {
 /* ---- ReLU ---- */
 
 static void relu_forward(device *dev, layer *l, int batch, const float *x, float *y) {
+    if (l->is_view) return; /* the conv before applied it */
     dev->ops->relu_fwd(dev, (size_t)batch * layer_in_size(l), x, y);
 }
 
 static void relu_backward(device *dev, layer *l, int batch, const float *x, const float *y,
                           const float *dy, float *dx) {
     (void)x;
+    if (l->is_view) return; /* the pooling after applied the mask */
     if (l->need_dx) dev->ops->relu_bwd(dev, (size_t)batch * layer_in_size(l), y, dy, dx);
 }
 

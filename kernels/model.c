@@ -25,7 +25,8 @@ struct model {
     model_view views[2 * MODEL_MAX_LAYERS];
     float *act[MODEL_MAX_LAYERS + 1];     /* act[i] (max_batch, in_size of layer i); last: logits */
     float *dact[MODEL_MAX_LAYERS + 1];    /* dact[i]: d(loss)/d(act[i]); dact[0] unused */
-    int owns_act[MODEL_MAX_LAYERS + 1];   /* 0 where a flatten made act[i] alias act[i-1] */
+    int owns_act[MODEL_MAX_LAYERS + 1];   /* 0 where a view (flatten, fused ReLU) made act[i]
+                                             alias act[i-1] */
     float *host_nhwc;                     /* (max_batch, D) staging to reorder CHW input, or NULL */
     double forward_flops, backward_flops; /* per sample */
 };
@@ -134,6 +135,7 @@ static int build_layers(model *m) {
         return ss_error_set(SS_EUSAGE, "unknown model architecture %d", (int)s->arch);
     }
     m->layers[0].need_dx = 0;
+    layer_fuse_relu(m->layers, m->n_layers);
     return SS_OK;
 }
 
@@ -195,8 +197,8 @@ int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_bat
     for (int i = 0; i <= m->n_layers; i++) {
         const layer *l = &m->layers[i < m->n_layers ? i : m->n_layers - 1];
         size_t per_sample = i < m->n_layers ? layer_in_size(l) : layer_out_size(l);
-        if (i > 0 && m->layers[i - 1].kind == LAYER_KIND_FLATTEN) {
-            m->act[i] = m->act[i - 1]; /* flatten is a view */
+        if (i > 0 && layer_is_view(&m->layers[i - 1])) {
+            m->act[i] = m->act[i - 1];
             continue;
         }
         m->act[i] = device_alloc(dev, (size_t)max_batch * per_sample);
@@ -204,7 +206,7 @@ int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_bat
         m->owns_act[i] = 1;
     }
     for (int i = 1; i <= m->n_layers; i++)
-        if (m->layers[i - 1].kind == LAYER_KIND_FLATTEN) m->dact[i] = m->dact[i - 1];
+        if (layer_is_view(&m->layers[i - 1])) m->dact[i] = m->dact[i - 1];
     for (int i = 0; i < m->n_layers; i++)
         layer_alloc_scratch(dev, &m->layers[i], max_batch);
     if (m->layers[0].kind == LAYER_KIND_CONV2D && spec->in_c > 1)

@@ -34,6 +34,7 @@
  * - broadcast: MPI_Bcast(buf, count, MPI_FLOAT, root);
  * - send / recv: MPI_Send / MPI_Recv of count floats (or of `bytes` bytes when buf is NULL: the
  *   injected samples are then read by the receiver's source from its own data set);
+ *   send_start / recv_start: MPI_Isend / MPI_Irecv, completed by MPI_Test / MPI_Wait;
  * - PS push / pull: point-to-point with the server ranks, shard s the s-th contiguous slice; the
  *   server rank runs the hooks on arrival, as the simulated servers do;
  * - clock_wait / clock_advance: the workers' clocks in an MPI window (MPI_Put of one's own clock,
@@ -128,6 +129,16 @@ typedef struct exchange_ops {
                 double bytes, exchange_result *r);
     int (*recv)(void *self, exchange_group *g, int member, int src, float *buf, size_t count,
                 double bytes, exchange_result *r);
+    /* The same, non-blocking: start returns at once and the request completes through test /
+     * wait (r: start_s, end_s = when completion was observed, the message's bytes). Messages
+     * in flight together share the network as concurrent flows do (a sender's fan-out costs what
+     * its links allow, not one latency per message). Matched in start order per ordered pair,
+     * separately from the blocking send / recv. An invalid call completes at once with its
+     * error (SS_EUSAGE). */
+    exchange_request *(*send_start)(void *self, exchange_group *g, int member, int dst,
+                                    const float *buf, size_t count, double bytes);
+    exchange_request *(*recv_start)(void *self, exchange_group *g, int member, int src, float *buf,
+                                    size_t count, double bytes);
 
     /* Starts the parameter servers; once per run, before any worker runs. */
     int (*ps_start)(void *self, const exchange_ps_opts *o);

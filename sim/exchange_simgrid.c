@@ -4,11 +4,16 @@
 #include "sim/exchange_simgrid.h"
 #include "common/status.h"
 #include "sim/background.h"
+#include "sim/internal.h"
 #include "sim/ps.h"
 
+#include <simgrid/comm.h>
 #include <simgrid/cond.h>
 #include <simgrid/engine.h>
+#include <simgrid/mailbox.h>
 #include <simgrid/mutex.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,24 +78,63 @@ static int sg_allreduce(void *self, exchange_group *g, int member, float *buf, s
     return rc;
 }
 
+/* A request of this backend: an all-reduce in flight (sim/collective.h's request) or one
+ * point-to-point message (a SimGrid comm). */
+typedef struct sg_request {
+    sim_request *coll; /* all-reduce, or NULL */
+    sg_comm_t comm;    /* message, until it is observed complete */
+    int done;          /* message: 1 once observed complete (the comm is then released) */
+    int status;        /* message: SS_OK, or the invalid call's status */
+    void *payload;     /* a receive's landing place: the sender's token (no data is simulated) */
+    exchange_result res;
+} sg_request;
+
 static exchange_request *sg_allreduce_start(void *self, exchange_group *g, int member, float *buf,
                                             size_t count, double bytes) {
     (void)buf;
     (void)count;
     sg_exchange *x = self;
-    return (exchange_request *)sim_allreduce_async(comm_of(g), member, bytes, &x->coll, NULL, NULL);
+    sg_request *rq = ss_calloc(1, sizeof *rq);
+    rq->coll = sim_allreduce_async(comm_of(g), member, bytes, &x->coll, NULL, NULL);
+    return (exchange_request *)rq;
+}
+
+/* A message completes when SimGrid says so; the time it is observed is its end. test() may
+ * change the request's state (it releases the comm), hence the cast. */
+static void p2p_observe(sg_request *rq, int block) {
+    if (rq->done) return;
+    if (block) {
+        sg_comm_wait(rq->comm);
+    } else if (!sg_comm_test(rq->comm)) {
+        return;
+    }
+    rq->comm = NULL;
+    rq->done = 1;
+    rq->res.end_s = simgrid_get_clock();
 }
 
 static int sg_test(void *self, const exchange_request *rq) {
     (void)self;
-    return sim_request_test((const sim_request *)rq);
+    sg_request *r = (sg_request *)rq;
+    if (r->coll) return sim_request_test(r->coll);
+    p2p_observe(r, 0);
+    return r->done;
 }
 
 static int sg_wait(void *self, exchange_request *rq, exchange_result *r) {
     (void)self;
-    sim_coll_result cr = {0};
-    int rc = sim_request_wait((sim_request *)rq, &cr);
-    result_of(&cr, r);
+    sg_request *q = (sg_request *)rq;
+    int rc;
+    if (q->coll) {
+        sim_coll_result cr = {0};
+        rc = sim_request_wait(q->coll, &cr);
+        result_of(&cr, r);
+    } else {
+        p2p_observe(q, 1);
+        rc = q->status;
+        if (r) *r = q->res;
+    }
+    free(q);
     return rc;
 }
 
@@ -161,6 +205,60 @@ static int sg_recv(void *self, exchange_group *g, int member, int src, float *bu
     int rc = sim_recv(comm_of(g), member, src, bytes, &cr);
     result_of(&cr, r);
     return rc;
+}
+
+/* ---- non-blocking point to point: one SimGrid put or get per message, on mailboxes of their
+ * own per group and ordered pair, so that messages started together are concurrent flows ---- */
+
+static sg_mailbox_t p2p_async_mailbox(const sim_comm *c, int src, int dst) {
+    char name[96];
+    snprintf(name, sizeof name, "x%p.%d.%d", (const void *)c, src, dst);
+    return sg_mailbox_by_name(name);
+}
+
+/* SimGrid moves whole bytes: round, never below one (as the collectives do). */
+static long p2p_wire_bytes(double bytes) {
+    long b = lround(bytes);
+    return b < 1 ? 1 : b;
+}
+
+static sg_request *p2p_request(sim_comm *c, int member, int peer, double bytes, const char *what) {
+    sg_request *rq = ss_calloc(1, sizeof *rq);
+    rq->res.start_s = rq->res.end_s = simgrid_get_clock();
+    int n = sim_comm_size(c);
+    if (member < 0 || member >= n || peer < 0 || peer >= n || peer == member || !(bytes >= 0)) {
+        rq->status = ss_error_set(SS_EUSAGE,
+                                  "%s: member %d, peer %d, %.17g bytes (group of %d: members "
+                                  "0..%d, peer other than the member, bytes >= 0)",
+                                  what, member, peer, bytes, n, n - 1);
+        rq->done = 1;
+    }
+    return rq;
+}
+
+static exchange_request *sg_send_start(void *self, exchange_group *g, int member, int dst,
+                                       const float *buf, size_t count, double bytes) {
+    (void)self;
+    (void)buf;
+    (void)count;
+    sg_request *rq = p2p_request(comm_of(g), member, dst, bytes, "send_start");
+    if (rq->done) return (exchange_request *)rq;
+    long wire = p2p_wire_bytes(bytes);
+    rq->comm = sg_mailbox_put_async(p2p_async_mailbox(comm_of(g), member, dst), &sim_token, wire);
+    rq->res.bytes_sent = (double)wire;
+    return (exchange_request *)rq;
+}
+
+static exchange_request *sg_recv_start(void *self, exchange_group *g, int member, int src,
+                                       float *buf, size_t count, double bytes) {
+    (void)self;
+    (void)buf;
+    (void)count;
+    sg_request *rq = p2p_request(comm_of(g), member, src, bytes, "recv_start");
+    if (rq->done) return (exchange_request *)rq;
+    rq->comm = sg_mailbox_get_async(p2p_async_mailbox(comm_of(g), src, member), &rq->payload);
+    rq->res.bytes_recv = (double)p2p_wire_bytes(bytes);
+    return (exchange_request *)rq;
 }
 
 /* ---- parameter servers: sim/ps.h, its hooks forwarded without the time argument ---- */
@@ -268,6 +366,8 @@ static const exchange_ops sg_ops = {.name = "simgrid",
                                     .broadcast = sg_broadcast,
                                     .send = sg_send,
                                     .recv = sg_recv,
+                                    .send_start = sg_send_start,
+                                    .recv_start = sg_recv_start,
                                     .ps_start = sg_ps_start,
                                     .ps_push = sg_ps_push,
                                     .ps_pull = sg_ps_pull,

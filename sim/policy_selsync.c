@@ -4,6 +4,7 @@
  * before computing. The injecting workers come from a random stream seeded identically on every
  * worker; the decision from the all-gathered flags, so every worker takes the same. */
 #include "common/status.h"
+#include "sim/policy_inject.h"
 #include "sim/policy_internal.h"
 #include "sim/policy_workers.h"
 
@@ -71,8 +72,10 @@ static double selsync_delta(selsync_tracker *t, double norm, int *defined) {
 }
 
 /* Data injection (non-IID): round(alpha N) workers, drawn alike on every worker, each send
- * round(beta b') samples of their batch to every other worker, point to point. The exchanges run
- * sender by sender in rank order, which every worker follows, so no send waits on a cycle. */
+ * round(beta b') samples of their batch to every other worker, point to point. All the messages
+ * of a step are in flight together (policy_inject.h), as real point-to-point exchanges are; the
+ * received samples join the batch in rank order of their senders. A sender cannot have computed
+ * the step before its messages arrive, so the samples taken are those of the step. */
 static void selsync_inject(policy_state *st, int w, int local_batch, rng *r, int *order,
                            uint8_t *chosen, step_acc *a) {
     const policy_config *pc = st->pc;
@@ -86,29 +89,19 @@ static void selsync_inject(policy_state *st, int w, int local_batch, rng *r, int
     memset(chosen, 0, (size_t)n);
     for (int i = 0; i < k && i < n; i++)
         chosen[order[i]] = 1;
-    const exchange *ex = st->ex;
+    /* the samples are taken before the messages: once they have arrived a sender may go on and
+     * draw its next batch, and a receiver resumed after it would take those instead */
+    for (int s = 0; s < n; s++)
+        if (chosen[s] && s != w) st->src->ops->inject(st->src->self, s, w, share);
     const double bytes = share * st->src->sample_bytes;
     const size_t count = (size_t)(bytes / sizeof(float));
-    for (int s = 0; s < n; s++) {
-        if (!chosen[s]) continue;
-        exchange_result cr;
-        double t0 = policy_now(st);
-        if (s == w) {
-            for (int d = 0; d < n; d++) {
-                if (d == w) continue;
-                int rc = ex->ops->send(ex->self, st->world, w, d, NULL, count, bytes, &cr);
-                SS_ASSERT(rc == SS_OK);
-                a->rec.bytes_sent += cr.bytes_sent;
-                st->counters.bytes_sent += cr.bytes_sent;
-            }
-            a->rec.comm_s += policy_now(st) - t0;
-        } else {
-            int rc = ex->ops->recv(ex->self, st->world, w, s, NULL, count, bytes, &cr);
-            SS_ASSERT(rc == SS_OK);
-            a->rec.wait_s += policy_now(st) - t0;
-            st->src->ops->inject(st->src->self, s, w, share);
-        }
-    }
+    inject_times t;
+    int rc = policy_inject_exchange(st->ex, st->world, w, n, chosen, bytes, count, &t);
+    SS_ASSERT(rc == SS_OK);
+    a->rec.comm_s += t.send_s;
+    a->rec.wait_s += t.recv_wait_s;
+    a->rec.bytes_sent += t.bytes_sent;
+    st->counters.bytes_sent += t.bytes_sent;
 }
 
 /* SelSync data injection: injected samples join a worker's own b' = b / (1 + alpha beta N). */

@@ -682,6 +682,59 @@ static void test_loss_decreases(void) {
     }
 }
 
+/* conv -> ReLU -> max-pool fused (ReLU in the conv's bias pass, its mask in the pooling's
+ * backward pass) against the three layers one after the other: the same bits everywhere. Random
+ * weights make about half the conv outputs 0 after the ReLU, so windows with ties at 0 occur. */
+static void run_conv_relu_pool(device *dev, int fused, const float *x, const float *dy3,
+                               const float *params, size_t np, float *y3, float *dx, float *grads) {
+    const int b = 3, h = 6, w = 6, c = 2, oc = 4;
+    layer l[3];
+    layer_init_conv2d(&l[0], "conv", h, w, c, oc, 3, 1);
+    layer_init_relu(&l[1], "relu", h, w, oc);
+    layer_init_maxpool2(&l[2], "pool", h, w, oc);
+    if (fused) layer_fuse_relu(l, 3);
+    CU_ASSERT_EQUAL(layer_is_view(&l[1]), fused);
+    float *p = device_alloc(dev, np), *g = device_alloc(dev, np);
+    memcpy(p, params, np * sizeof(float));
+    CU_ASSERT_EQUAL(layer_bind(&l[0], p, g, 0), np);
+    layer_alloc_scratch(dev, &l[0], b);
+    const size_t n1 = (size_t)b * h * w * oc;
+    float *a1 = device_alloc(dev, n1), *a2 = fused ? a1 : device_alloc(dev, n1);
+    float *d1 = device_alloc(dev, n1), *d2 = fused ? d1 : device_alloc(dev, n1);
+    layer_forward(dev, &l[0], b, x, a1);
+    layer_forward(dev, &l[1], b, a1, a2);
+    layer_forward(dev, &l[2], b, a2, y3);
+    layer_backward(dev, &l[2], b, a2, y3, dy3, d2);
+    layer_backward(dev, &l[1], b, a1, a2, d2, d1);
+    layer_backward(dev, &l[0], b, x, a1, d1, dx);
+    memcpy(grads, g, np * sizeof(float));
+    layer_free_scratch(dev, &l[0]);
+    if (!fused) device_free(dev, a2), device_free(dev, d2);
+    device_free(dev, a1), device_free(dev, d1), device_free(dev, p), device_free(dev, g);
+}
+
+static void test_fused_relu(void) {
+    device *dev = open_cpu();
+    const size_t nx = 3 * 6 * 6 * 2, ny = 3 * 3 * 3 * 4, np = 4 * 3 * 3 * 2 + 4;
+    float x[3 * 6 * 6 * 2], dy[3 * 3 * 3 * 4], params[4 * 3 * 3 * 2 + 4];
+    float y[2][3 * 3 * 3 * 4], dx[2][3 * 6 * 6 * 2], grads[2][4 * 3 * 3 * 2 + 4];
+    rng r;
+    rng_seed(&r, 11, RNG_STREAM_DATA);
+    fill_uniform(&r, x, nx, -1, 1);
+    fill_uniform(&r, dy, ny, -1, 1);
+    fill_uniform(&r, params, np, -0.5f, 0.5f);
+    for (int fused = 0; fused < 2; fused++)
+        run_conv_relu_pool(dev, fused, x, dy, params, np, y[fused], dx[fused], grads[fused]);
+    int zeros = 0;
+    for (size_t i = 0; i < ny; i++)
+        zeros += y[0][i] == 0.0f;
+    CU_ASSERT(zeros > 0); /* some windows are all 0: the mask matters */
+    CU_ASSERT(memcmp(y[0], y[1], sizeof y[0]) == 0);
+    CU_ASSERT(memcmp(dx[0], dx[1], sizeof dx[0]) == 0);
+    CU_ASSERT(memcmp(grads[0], grads[1], sizeof grads[0]) == 0);
+    device_close(dev);
+}
+
 static CU_TestInfo layer_tests[] = {
     {"layer_backward dense vs finite differences", test_grad_dense},
     {"layer_backward conv2d vs finite differences", test_grad_conv2d},
@@ -690,6 +743,7 @@ static CU_TestInfo layer_tests[] = {
     {"layer_backward flatten vs finite differences", test_grad_flatten},
     {"softmax_xent loss and gradient", test_grad_softmax_xent},
     {"conv2d batch in chunks = per-sample passes", test_conv_chunks},
+    {"conv -> ReLU -> max-pool fused = separate layers, bit for bit", test_fused_relu},
     CU_TEST_INFO_NULL,
 };
 

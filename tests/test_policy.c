@@ -6,7 +6,9 @@
 #include "emu/emulation.h"
 #include "sim/cluster.h"
 #include "sim/isolate.h"
+#include "sim/exchange_simgrid.h"
 #include "sim/platform_gen.h"
+#include "sim/policy_inject.h"
 #include "sim/policy.h"
 #include "ss_test.h"
 
@@ -296,6 +298,123 @@ static void test_selsync_injection(void) {
     free(o);
 }
 
+/* ---- the injection's messages on their own: all of a step's messages in flight together ---- */
+
+#define INJ_MAX 16
+
+typedef struct inject_case {
+    int n, k;      /* workers; the first k of a fixed order send */
+    double bytes;  /* per message */
+    double bw_bps; /* star links, full duplex */
+    double lat_s;  /* per link */
+} inject_case;
+
+typedef struct inject_actor {
+    exchange *ex;
+    exchange_group *world;
+    int rank, n;
+    const uint8_t *chosen;
+    double bytes;
+    inject_times t;
+    int rc;
+} inject_actor;
+
+typedef struct inject_outcome {
+    double route_latency_s;
+    double elapsed_s[INJ_MAX];
+    double bytes_sent[INJ_MAX];
+    double send_s[INJ_MAX];
+} inject_outcome;
+
+static void inject_actor_main(void *data) {
+    inject_actor *a = data;
+    a->rc = policy_inject_exchange(a->ex, a->world, a->rank, a->n, a->chosen, a->bytes, 0, &a->t);
+}
+
+static int run_inject(void *arg, sim_blob *out) {
+    const inject_case *c = arg;
+    char platform[64];
+    snprintf(platform, sizeof platform, "/tmp/ss_test_inject_%d.xml", (int)getpid());
+    platform_gen_spec ps = platform_gen_default();
+    ps.n_hosts = c->n;
+    ps.bandwidth_bps = c->bw_bps;
+    ps.latency_s = c->lat_s;
+    FILE *fp = fopen(platform, "w");
+    SS_ASSERT(fp);
+    int rc = platform_generate(&ps, fp);
+    fclose(fp);
+    if (rc != SS_OK) return rc;
+    sim_cluster_opts co = {.platform_path = platform, .n_workers = c->n, .model = SIM_NETWORK_CM02};
+    sim_cluster *cluster;
+    if ((rc = sim_cluster_open(&co, &cluster)) != SS_OK) return rc;
+    unlink(platform);
+    exchange_simgrid_opts xo = {.coll = {SIM_ALLREDUCE_RING, 0}};
+    exchange *ex;
+    if ((rc = exchange_simgrid_open(cluster, &xo, &ex)) != SS_OK) return rc;
+    /* senders spread evenly over the ranks */
+    uint8_t chosen[INJ_MAX] = {0};
+    for (int i = 0; i < c->k; i++)
+        chosen[i * c->n / c->k] = 1;
+    inject_actor actors[INJ_MAX];
+    exchange_group *world = ex->ops->group(ex->self, NULL, c->n);
+    for (int w = 0; w < c->n; w++) {
+        actors[w] = (inject_actor){
+            .ex = ex, .world = world, .rank = w, .n = c->n, .chosen = chosen, .bytes = c->bytes};
+        sim_actor_spawn("inject", w, sim_cluster_worker_host(cluster, w), inject_actor_main,
+                        &actors[w]);
+    }
+    double end_s;
+    if ((rc = sim_cluster_run(cluster, &end_s)) != SS_OK) return rc;
+    inject_outcome o = {0};
+    o.route_latency_s = sg_host_get_route_latency(sim_cluster_worker_host(cluster, 0),
+                                                  sim_cluster_worker_host(cluster, 1));
+    for (int w = 0; w < c->n; w++) {
+        if (actors[w].rc != SS_OK) return actors[w].rc;
+        o.elapsed_s[w] = actors[w].t.send_s + actors[w].t.recv_wait_s;
+        o.send_s[w] = actors[w].t.send_s;
+        o.bytes_sent[w] = actors[w].t.bytes_sent;
+    }
+    exchange_simgrid_close(ex);
+    sim_cluster_close(cluster);
+    sim_blob_append(out, &o, sizeof o);
+    return SS_OK;
+}
+
+/* Every worker starts the step together; each sender's uplink carries its N - 1 messages (the
+ * bottleneck: a downlink carries at most k <= N - 1), so under CM02's max-min sharing every
+ * message gets B / (N - 1) and the whole exchange ends at L + (N - 1) m / B for every worker,
+ * where one message after another would take k (N - 1) (L + m / B). */
+static void test_inject_concurrent_closed_form(void) {
+    static const inject_case cases[] = {{4, 2, 1e6, 10e9, 10e-6},
+                                        {10, 5, 3e5, 5e9, 50e-6},
+                                        {5, 5, 2e6, 25e9, 1e-6},
+                                        {8, 1, 1e5, 1e9, 1e-3}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const inject_case *c = &cases[i];
+        sim_blob blob = {0};
+        int rc = sim_run_isolated(run_inject, (void *)c, &blob);
+        CU_ASSERT_FATAL(rc == SS_OK && blob.bytes == sizeof(inject_outcome));
+        const inject_outcome *o = (const inject_outcome *)blob.data;
+        double b_Bps = c->bw_bps / 8.0;
+        double want = o->route_latency_s + (c->n - 1) * c->bytes / b_Bps;
+        SS_CHECK_CLOSE(o->route_latency_s, 2.0 * c->lat_s, 0, 1e-12);
+        int senders = 0;
+        for (int w = 0; w < c->n; w++) {
+            SS_CHECK_CLOSE(o->elapsed_s[w], want, 0, 1e-9);
+            int sends = o->bytes_sent[w] > 0;
+            senders += sends;
+            SS_CHECK_CLOSE(o->bytes_sent[w], sends ? (c->n - 1) * c->bytes : 0.0, 0, 0);
+            if (sends) SS_CHECK_CLOSE(o->send_s[w], want, 0, 1e-9);
+        }
+        CU_ASSERT_EQUAL(senders, c->k);
+        fprintf(stderr, "\n  N=%d k=%d: %.9g s, closed form %.9g s (one after another: %.9g s)",
+                c->n, c->k, o->elapsed_s[0], want,
+                c->k * (c->n - 1) * (o->route_latency_s + c->bytes / b_Bps));
+        sim_blob_free(&blob);
+    }
+    fprintf(stderr, "\n");
+}
+
 /* DS-Sync with G = N averages the parameters of all workers after every local step: synchronous
  * parameter averaging, bit-identical to SelSync with delta = 0 in PA mode. */
 static void test_dssync_full_group_equals_selsync_delta0(void) {
@@ -488,6 +607,8 @@ static CU_TestInfo equivalence_tests[] = {
      test_selsync_huge_delta_is_local_sgd},
     {"policy_run: SelSync data injection charges and computes the shared samples",
      test_selsync_injection},
+    {"policy_inject: a step's injection messages run concurrently (CM02 closed form)",
+     test_inject_concurrent_closed_form},
     {"policy_run: DS-Sync with G=N equals SelSync delta=0 (PA), bit for bit",
      test_dssync_full_group_equals_selsync_delta0},
     {"policy_run: DLCP with nothing dropped is bit-identical to no DLCP", test_dlcp_eps0_identical},
