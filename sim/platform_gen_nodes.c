@@ -172,11 +172,14 @@ static void write_sketch(const platform_gen_spec *s, const node_text *t, FILE *o
                 "       leaf-spine links of %s (non-blocking); across leaves via spine\n"
                 "       (k + k') mod %d\n",
                 t->leaf, t->leaf, t->uplink_bw, t->leaf);
-    fprintf(out, "       node1 .. node%d: the same; node k holds workers %d k .. %d k + %d.\n",
-            n - 1, g, g, g - 1);
+    if (n > 1)
+        fprintf(out, "       node1%s%.0d: the same; node k holds workers %d k .. %d k + %d.\n",
+                n > 2 ? " .. node" : "", n > 2 ? n - 1 : 0, g, g, g - 1);
     fprintf(out, "       Inter-node route: %snic.UP, %snic'.DOWN%s.\n",
             s->intra_fabric == SIM_FABRIC_PCIE ? "pcie.UP, " : "",
-            s->topology == PLATFORM_TOPOLOGY_STAR ? "" : "[leaf-spine.UP, leaf'-spine.DOWN], ",
+            s->topology == PLATFORM_TOPOLOGY_STAR
+                ? "switch, "
+                : "leaf<l> (same leaf) or leaf-spine.UP, leaf'-spine.DOWN, ",
             s->intra_fabric == SIM_FABRIC_PCIE ? ", pcie'.DOWN" : "");
     if (s->n_ps)
         fprintf(
