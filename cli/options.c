@@ -195,6 +195,36 @@ static const opt_def tail_rows[] = {
      "validate compute: published throughputs (\"\": traces/reference/compute/throughputs.csv)", 0},
     {"max-error", OPT_TYPE_DOUBLE, F(validate_max_error), "0.15", 0, 10, CMD_VALIDATE, NULL, "X",
      "validate compute: bound on the median relative error of the throughputs", 0},
+    /* generated node platforms: multi-GPU servers (sim/platform_gen.h, platforms/README.md) */
+    {"nodes", OPT_TYPE_INT, F(nodes), "0", 0, 8192, CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH,
+     NULL, "N",
+     "generated platform: servers of several GPUs each (0: a flat cluster, one GPU per host); "
+     "workers fill them node by node",
+     SIM},
+    {"gpus-per-node", OPT_TYPE_INT, F(gpus_per_node), "0", 0, 1024,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "G",
+     "generated platform with --nodes: GPUs per server (0: workers, or --hosts, / --nodes)", SIM},
+    {"nics-per-node", OPT_TYPE_INT, F(nics_per_node), "1", 1, 1024,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "R",
+     "generated platform with --nodes: NICs (rails) per server; GPU g uses NIC g*R/G", SIM},
+    {"intra", OPT_TYPE_CHOICE, F(intra), "nvlink3", 0, 0,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, "nvlink3|nvlink4|pcie3|pcie4", "F",
+     "generated platform with --nodes: GPU-to-GPU fabric inside a server (nvlink3 300GBps, "
+     "nvlink4 450GBps, pcie3 15.75GBps, pcie4 31.5GBps per GPU and direction)",
+     SIM},
+    {"intra-bandwidth", OPT_TYPE_STRING, F(intra_bandwidth), "", 0, 0,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "BW",
+     "generated platform with --nodes: per-GPU intra-node bandwidth (default: --intra's)", SIM},
+    {"intra-latency", OPT_TYPE_STRING, F(intra_latency), "", 0, 0,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "T",
+     "generated platform with --nodes: intra-node link latency (default: --intra's)", SIM},
+    {"fabric", OPT_TYPE_CHOICE, F(fabric), "ethernet", 0, 0,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, "ethernet|infiniband|roce", "F",
+     "generated platform with --nodes: what the NIC links are (LV08 applies TCP factors to "
+     "ethernet only)",
+     SIM},
+    {"sizes", OPT_TYPE_STRING, F(bench_hosts), "16,64,256,1024", 0, 0, CMD_BENCH, NULL, "LIST",
+     "bench network: host counts", 0},
     {"bytes", OPT_TYPE_DOUBLE, F(bench_bytes), "1e8", 1, 1e13, CMD_BENCH, NULL, "M",
      "bench network --smpi: all-reduce size in bytes", 0},
     {"max-smpi-hosts", OPT_TYPE_INT, F(max_smpi_hosts), "256", 0, 65536, CMD_BENCH, NULL, "N",
@@ -629,10 +659,11 @@ int options_validate(unsigned command, const run_config *cfg) {
     if (options_was_set(cfg, "platform") &&
         (options_was_set(cfg, "bandwidth") || options_was_set(cfg, "topology") ||
          options_was_set(cfg, "gpu") || options_was_set(cfg, "latency") ||
-         options_was_set(cfg, "gpu-efficiency")))
+         options_was_set(cfg, "gpu-efficiency") || options_was_set(cfg, "nodes")))
         return ss_error_set(SS_EUSAGE,
                             "--platform FILE contradicts --bandwidth, --latency, --topology, "
-                            "--gpu and --gpu-efficiency, which describe a generated platform");
+                            "--gpu, --gpu-efficiency and --nodes, which describe a generated "
+                            "platform");
     return p && p->check ? p->check(cfg, options_was_set) : SS_OK;
 }
 
@@ -689,7 +720,7 @@ static int describes_other_platform(const opt_def *o, const run_config *cfg) {
     if (!strcmp(o->name, "platform")) return cfg->platform[0] == '\0';
     if (!strcmp(o->name, "bandwidth") || !strcmp(o->name, "latency") ||
         !strcmp(o->name, "topology") || !strcmp(o->name, "gpu") ||
-        !strcmp(o->name, "gpu-efficiency"))
+        !strcmp(o->name, "gpu-efficiency") || !strcmp(o->name, "nodes"))
         return cfg->platform[0] != '\0';
     return 0;
 }

@@ -84,6 +84,15 @@ typedef struct run_config {
     int ps_hosts;          /* parameter-server hosts */
     double gpu_efficiency; /* host speed = peak FP32 x this */
 
+    /* generated node platforms (sim/platform_gen.h) */
+    int nodes;                /* servers (0: a flat cluster) */
+    int gpus_per_node;        /* G (0: workers or hosts / nodes) */
+    int nics_per_node;        /* R: GPU g sends through NIC g * R / G */
+    char intra[16];           /* nvlink3 | nvlink4 | pcie3 | pcie4 */
+    char intra_bandwidth[32]; /* overrides the preset's ("" = preset) */
+    char intra_latency[32];   /* overrides the preset's ("" = preset) */
+    char fabric[16];          /* NIC links: ethernet | infiniband | roce */
+
     /* bench */
     char
         bench_hosts[RUN_CONFIG_TEXT]; /* --hosts-list: host counts (bench network --smpi, replay) */

@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "sim/collective.h"
+#include "sim/fabric.h"
 #include "sim/internal.h"
 #include "sim/units.h"
 
@@ -63,22 +64,35 @@ const char *sim_network_model_name(sim_network_model m) {
 
 /* ---------------------------------------------------------------- platform check */
 
+/* Where a GPU host sits in a node platform (cluster.h): its node, local_rank and nic properties,
+ * PLACE_ABSENT where a property is missing, PLACE_BAD where it is not an integer >= 0; and the
+ * line of its element, for messages. */
+#define PLACE_ABSENT (-1L)
+#define PLACE_BAD    (-2L)
+typedef struct host_place {
+    long node, local_rank, nic;
+    long line;
+} host_place;
+
 typedef struct host_list {
     int n, cap;
     char **names;
     int *is_ps;
+    host_place *place;
 } host_list;
 
-static void host_list_add(host_list *l, const char *name, int is_ps) {
+static void host_list_add(host_list *l, const char *name, int is_ps, const host_place *place) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 64;
         l->names = realloc(l->names, (size_t)l->cap * sizeof *l->names);
         l->is_ps = realloc(l->is_ps, (size_t)l->cap * sizeof *l->is_ps);
-        SS_ASSERT(l->names && l->is_ps);
+        l->place = realloc(l->place, (size_t)l->cap * sizeof *l->place);
+        SS_ASSERT(l->names && l->is_ps && l->place);
     }
     l->names[l->n] = strdup(name);
     SS_ASSERT(l->names[l->n] != NULL);
     l->is_ps[l->n] = is_ps;
+    l->place[l->n] = *place;
     l->n++;
 }
 
@@ -87,6 +101,7 @@ static void host_list_free(host_list *l) {
         free(l->names[i]);
     free(l->names);
     free(l->is_ps);
+    free(l->place);
     memset(l, 0, sizeof *l);
 }
 
@@ -234,9 +249,38 @@ static long ps_last(const xmlNode *n) {
     return k;
 }
 
+/* The integer value of a child <prop id="key" value="V"/>: PLACE_ABSENT without one, PLACE_BAD
+ * when V is not an integer >= 0. */
+static long prop_index(const xmlNode *n, const char *key) {
+    long v = PLACE_ABSENT;
+    for (const xmlNode *p = n->children; p; p = p->next) {
+        if (!is_elem(p, "prop")) continue;
+        char *id = attr(p, "id"), *text = attr(p, "value");
+        if (id && strcmp(id, key) == 0) {
+            char *end = NULL;
+            errno = 0;
+            v = text ? strtol(text, &end, 10) : -1;
+            if (!text || end == text || *end != '\0' || errno || v < 0 || v > INT_MAX)
+                v = PLACE_BAD;
+        }
+        xmlFree(id);
+        xmlFree(text);
+    }
+    return v;
+}
+
+/* The node placement an element gives its hosts (on a <cluster>: all of them). */
+static host_place read_place(const xmlNode *n) {
+    return (host_place){.node = prop_index(n, "node"),
+                        .local_rank = prop_index(n, "local_rank"),
+                        .nic = prop_index(n, "nic"),
+                        .line = xmlGetLineNo(n)};
+}
+
 /* Expands a cluster radical ("0-15", "0-3,8,10-11") into host names, in order. */
 static int expand_radical(check_ctx *c, const xmlNode *n, const char *prefix, const char *suffix,
                           const char *radical, int is_ps) {
+    const host_place place = read_place(n);
     const char *p = radical;
     while (*p) {
         char *end;
@@ -257,7 +301,7 @@ static int expand_radical(check_ctx *c, const xmlNode *n, const char *prefix, co
         for (long i = a; i <= b; i++) {
             char name[512];
             snprintf(name, sizeof name, "%s%ld%s", prefix, i, suffix);
-            host_list_add(&c->hosts, name, is_ps);
+            host_list_add(&c->hosts, name, is_ps, &place);
         }
         if (*p == ',') {
             p++;
@@ -278,8 +322,29 @@ static int require(const check_ctx *c, const xmlNode *n, const char *const *name
     return SS_OK;
 }
 
+/* A <prop id="fabric"> must name a fabric the network model knows (sim/fabric.h). */
+static int check_fabric_prop(const check_ctx *c, const xmlNode *n) {
+    char *id = attr(n, "id"), *v = attr(n, "value");
+    sim_fabric f;
+    int st = SS_OK;
+    if (id && strcmp(id, "fabric") == 0 && sim_fabric_parse(v, &f) != 0) {
+        char *owner = n->parent ? attr(n->parent, "id") : NULL;
+        st = ss_error_set(SS_EUSAGE,
+                          "%s:%ld: <prop id=\"fabric\" value=\"%s\"> of <%s id=\"%s\">: unknown "
+                          "fabric (valid: %s)",
+                          c->path, (long)xmlGetLineNo(n), v ? v : "",
+                          n->parent ? (const char *)n->parent->name : "?", owner ? owner : "",
+                          sim_fabric_valid_names());
+        xmlFree(owner);
+    }
+    xmlFree(id);
+    xmlFree(v);
+    return st;
+}
+
 static int check_element(check_ctx *c, const xmlNode *n) {
     int st;
+    if (is_elem(n, "prop")) return check_fabric_prop(c, n);
     for (size_t i = 0; i < sizeof value_attrs / sizeof value_attrs[0]; i++) {
         char *v = attr(n, value_attrs[i].attr);
         if (!v) continue;
@@ -302,7 +367,8 @@ static int check_element(check_ctx *c, const xmlNode *n) {
         static const char *const req_host[] = {"id", "speed", NULL};
         if ((st = require(c, n, req_host))) return st;
         char *id = attr(n, "id");
-        host_list_add(&c->hosts, id, has_ps_role(n));
+        const host_place place = read_place(n);
+        host_list_add(&c->hosts, id, has_ps_role(n), &place);
         xmlFree(id);
     } else if (is_elem(n, "cluster") || is_elem(n, "cabinet")) {
         static const char *const req_cluster[] = {"id",    "prefix", "suffix", "radical",
@@ -338,6 +404,130 @@ static int check_element(check_ctx *c, const xmlNode *n) {
         if (k->type != XML_ELEMENT_NODE) continue;
         if ((st = check_element(c, k))) return st;
     }
+    return SS_OK;
+}
+
+/* ---------------------------------------------------------------- node structure */
+
+static int place_error(const check_ctx *c, int i, const char *what) {
+    return ss_error_set(SS_EUSAGE, "%s:%ld: <host id=\"%s\">: %s", c->path, c->hosts.place[i].line,
+                        c->hosts.names[i], what);
+}
+
+/* Each GPU host of a node platform has node, local_rank and nic, each an integer >= 0; *placed
+ * counts them. */
+static int check_place_props(const check_ctx *c, int *placed) {
+    static const char *const keys[] = {"node", "local_rank", "nic"};
+    *placed = 0;
+    for (int i = 0; i < c->hosts.n; i++) {
+        const host_place *p = &c->hosts.place[i];
+        const long v[3] = {p->node, p->local_rank, p->nic};
+        int present = 0;
+        char msg[400];
+        for (int k = 0; k < 3; k++) {
+            if (v[k] == PLACE_BAD) {
+                snprintf(msg, sizeof msg, "<prop id=\"%s\">: not an integer >= 0", keys[k]);
+                return place_error(c, i, msg);
+            }
+            present += v[k] >= 0;
+        }
+        if (present == 0) continue;
+        if (present < 3) {
+            int have = v[0] >= 0 ? 0 : v[1] >= 0 ? 1 : 2, miss = v[0] < 0 ? 0 : v[1] < 0 ? 1 : 2;
+            snprintf(msg, sizeof msg,
+                     "has the property %s but no %s (a GPU of a node platform needs node, "
+                     "local_rank and nic)",
+                     keys[have], keys[miss]);
+            return place_error(c, i, msg);
+        }
+        (*placed)++;
+    }
+    return SS_OK;
+}
+
+static const host_place *sort_places; /* qsort has no context argument */
+static int compare_places(const void *a, const void *b) {
+    const host_place *x = &sort_places[*(const int *)a], *y = &sort_places[*(const int *)b];
+    if (x->node != y->node) return x->node < y->node ? -1 : 1;
+    if (x->nic != y->nic) return x->nic < y->nic ? -1 : 1;
+    return (x->local_rank > y->local_rank) - (x->local_rank < y->local_rank);
+}
+
+/* Node k's GPUs idx[from..to) (sorted by nic, local_rank) against node 0's shape (*g0, *r0;
+ * 0 while node 0 is being read): same GPU count, local ranks 0..G-1 once each, nics 0..R-1. */
+static int check_one_node(const check_ctx *c, const int *idx, int from, int to, int *g0, int *r0) {
+    const host_place *pl = c->hosts.place;
+    long k = pl[idx[from]].node, g = to - from, r = 0;
+    char msg[400];
+    unsigned char *seen = ss_calloc((size_t)g, 1);
+    int st = SS_OK;
+    for (int j = from; j < to && !st; j++) {
+        if (j == from || pl[idx[j]].nic != pl[idx[j - 1]].nic) r++;
+        long lr = pl[idx[j]].local_rank;
+        if (lr >= g || seen[lr]) {
+            snprintf(msg, sizeof msg,
+                     "local_rank=%ld: node %ld has %ld GPUs, whose local_rank "
+                     "must be 0..%ld, each once",
+                     lr, k, g, g - 1);
+            st = place_error(c, idx[j], msg);
+        } else {
+            seen[lr] = 1;
+        }
+    }
+    free(seen);
+    if (st) return st;
+    long last_nic = pl[idx[to - 1]].nic;
+    if (last_nic >= r) {
+        snprintf(msg, sizeof msg,
+                 "nic=%ld: node %ld's GPUs use %ld NICs, numbered 0..%ld: rail "
+                 "%ld does not exist",
+                 last_nic, k, r, r - 1, last_nic);
+        return place_error(c, idx[to - 1], msg);
+    }
+    if (*g0 == 0) {
+        *g0 = (int)g;
+        *r0 = (int)r;
+    } else if (g != *g0 || r != *r0) {
+        snprintf(msg, sizeof msg,
+                 "node %ld has %ld GPUs on %ld NICs, node 0 has %d on %d (every "
+                 "node needs the same GPU and NIC counts)",
+                 k, g, r, *g0, *r0);
+        return place_error(c, idx[from], msg);
+    }
+    return SS_OK;
+}
+
+/* The node/NIC structure of a node platform (cluster.h); info gets its shape. */
+static int check_nodes(const check_ctx *c, sim_platform_info *info) {
+    int placed, st = check_place_props(c, &placed);
+    if (st || placed == 0) return st;
+    int *idx = ss_malloc((size_t)placed * sizeof *idx), m = 0;
+    for (int i = 0; i < c->hosts.n; i++)
+        if (c->hosts.place[i].node >= 0) idx[m++] = i;
+    sort_places = c->hosts.place;
+    qsort(idx, (size_t)m, sizeof *idx, compare_places);
+    int g0 = 0, r0 = 0, nodes = 0;
+    for (int from = 0, to; from < m && !st; from = to) {
+        long k = c->hosts.place[idx[from]].node;
+        if (k != nodes) {
+            char msg[200];
+            snprintf(msg, sizeof msg,
+                     "node=%ld, but no GPU host has node=%d (nodes are numbered "
+                     "0..N-1)",
+                     k, nodes);
+            st = place_error(c, idx[from], msg);
+            break;
+        }
+        for (to = from; to < m && c->hosts.place[idx[to]].node == k; to++)
+            ;
+        st = check_one_node(c, idx, from, to, &g0, &r0);
+        nodes++;
+    }
+    free(idx);
+    if (st) return st;
+    info->n_nodes = nodes;
+    info->gpus_per_node = g0;
+    info->nics_per_node = r0;
     return SS_OK;
 }
 
@@ -424,10 +614,13 @@ int sim_platform_check(const char *path, sim_platform_info *info) {
         }
         free(sorted);
     }
+    if (!st) st = check_nodes(&c, info);
     if (st) {
         host_list_free(&c.hosts);
+        memset(info, 0, sizeof *info);
         return st;
     }
+    free(c.hosts.place);
     info->n_hosts = c.hosts.n;
     info->host_names = c.hosts.names;
     info->host_is_ps = c.hosts.is_ps;
@@ -512,6 +705,7 @@ int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out) {
     simgrid_init(&argc, argv);
     sim_model_latency_factor = o->model == SIM_NETWORK_CM02 ? 1.0 : 13.01;
     simgrid_load_platform(path);
+    sim_fabric_install(o->model == SIM_NETWORK_LV08);
 
     sim_cluster *c = ss_calloc(1, sizeof *c);
     c->platform_path = strdup(path);

@@ -26,6 +26,15 @@
  * - worker w is the w-th host that is not a PS host, in document order;
  * - if the platform marks no host as PS and n_ps > 0, the n_ps hosts right after the workers
  *   serve as PS (so any plain platform with n_workers + n_ps hosts works).
+ *
+ * Node platforms (multi-GPU servers; platforms/README.md): every GPU host carries the properties
+ * `node` (0..N-1), `local_rank` (0..G-1 inside its node) and `nic` (0..R-1, the NIC or rail its
+ * inter-node traffic leaves through); hosts without them are flat (their own node). The check
+ * requires all three or none on a host, integers >= 0, every node 0..N-1 present with the same G
+ * GPUs (local ranks 0..G-1 once each) and the same R NICs, numbered 0..R-1: anything else is
+ * SS_EUSAGE naming the file, line and host. Links may say what they are made of with
+ * <prop id="fabric" value="ethernet|infiniband|roce|nvlink|pcie"/> (sim/fabric.h); another value
+ * is SS_EUSAGE too. The run then applies per-fabric factors (sim_fabric_install()).
  */
 #ifndef SS_SIM_CLUSTER_H
 #define SS_SIM_CLUSTER_H
@@ -50,6 +59,9 @@ typedef struct sim_platform_info {
     int n_ps_hosts;    /* hosts marked role=ps or ps_last (see above) */
     char **host_names; /* (n_hosts) in document order (see above) */
     int *host_is_ps;   /* (n_hosts) 1 for a PS host */
+    int n_nodes;       /* node platforms: nodes (0: a flat platform) */
+    int gpus_per_node; /* node platforms: G, the GPU hosts of every node */
+    int nics_per_node; /* node platforms: R, the NICs (rails) of every node */
 } sim_platform_info;
 
 /* Validates `path` as described above and lists its hosts. SS_EINPUT naming the file (and line)

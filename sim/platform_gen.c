@@ -22,7 +22,15 @@ platform_gen_spec platform_gen_default(void) {
                                .topology = PLATFORM_TOPOLOGY_STAR,
                                .gpu = PLATFORM_GPU_V100,
                                .efficiency = 1.0,
-                               .n_ps = 0};
+                               .n_ps = 0,
+                               .n_nodes = 0,
+                               .gpus_per_node = 0,
+                               .nics_per_node = 1,
+                               .intra_bandwidth_bps =
+                                   8 * 300e9, /* nvlink3 (platform_gen_nodes.c) */
+                               .intra_latency_s = 0.3e-6,
+                               .intra_fabric = SIM_FABRIC_NVLINK,
+                               .nic_fabric = SIM_FABRIC_ETHERNET};
 }
 
 int platform_parse_bandwidth(const char *option, const char *text, double *bps) {
@@ -143,6 +151,8 @@ int platform_spec_validate(const platform_gen_spec *s) {
         return ss_error_set(SS_EUSAGE, "efficiency: %g, need 0 < efficiency <= 1", s->efficiency);
     if (s->n_ps < 0 || s->n_ps > 1024)
         return ss_error_set(SS_EUSAGE, "--ps: %d, need 0 to 1024", s->n_ps);
+    int g;
+    if (s->n_nodes != 0) return platform_spec_gpus_per_node(s, &g);
     return SS_OK;
 }
 
@@ -157,6 +167,7 @@ static int fat_tree_leaf_hosts(int n) {
 int platform_generate(const platform_gen_spec *s, FILE *out) {
     int st = platform_spec_validate(s);
     if (st) return st;
+    if (s->n_nodes > 0) return platform_generate_nodes(s, out);
     char bw[64], lat[64], lat2[64], speed[64];
     platform_format_bandwidth(s->bandwidth_bps, bw, sizeof bw);
     platform_format_latency(s->latency_s, lat, sizeof lat);
@@ -271,6 +282,26 @@ double platform_tier_latency_s(double bps) {
                          : 1e-6;
 }
 
+/* The node options of a run (--nodes > 0): --gpus-per-node, --nics-per-node, --intra and its
+ * overrides --intra-bandwidth and --intra-latency, --fabric. */
+static int node_spec_from_config(const run_config *cfg, platform_gen_spec *spec) {
+    int rc;
+    spec->n_nodes = cfg->nodes;
+    spec->gpus_per_node = cfg->gpus_per_node;
+    spec->nics_per_node = cfg->nics_per_node;
+    if ((rc = platform_apply_intra("--intra", cfg->intra, spec)) ||
+        (rc = platform_parse_nic_fabric("--fabric", cfg->fabric, &spec->nic_fabric)))
+        return rc;
+    if (cfg->intra_bandwidth[0] &&
+        (rc = platform_parse_bandwidth("--intra-bandwidth", cfg->intra_bandwidth,
+                                       &spec->intra_bandwidth_bps)))
+        return rc;
+    if (cfg->intra_latency[0] && (rc = platform_parse_latency("--intra-latency", cfg->intra_latency,
+                                                              &spec->intra_latency_s)))
+        return rc;
+    return SS_OK;
+}
+
 int platform_spec_from_config(const run_config *cfg, int n_hosts, int n_ps,
                               platform_gen_spec *spec) {
     *spec = platform_gen_default();
@@ -286,5 +317,5 @@ int platform_spec_from_config(const run_config *cfg, int n_hosts, int n_ps,
         return rc;
     if (!strcmp(cfg->latency, "tier"))
         spec->latency_s = platform_tier_latency_s(spec->bandwidth_bps);
-    return SS_OK;
+    return cfg->nodes > 0 ? node_spec_from_config(cfg, spec) : SS_OK;
 }

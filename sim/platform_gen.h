@@ -18,12 +18,15 @@
  *   the worker's link, then the PS's link (the incast bottleneck);
  * - n_ps > 0, fat-tree: the tree holds N + K hosts (factored as above) and its last K hosts
  *   gpu-N..gpu-(N+K-1) are the PS hosts (<prop id="ps_last" value="K"/>, see cluster.h);
- * - host speed = peak FP32 FLOP/s of the GPU class x efficiency, <prop id="gpu" value="v100"/>.
+ * - host speed = peak FP32 FLOP/s of the GPU class x efficiency, <prop id="gpu" value="v100"/>;
+ * - n_nodes > 0: a node platform (multi-GPU servers, NICs, rails): see platform_gen_nodes.c and
+ *   platforms/README.md.
  */
 #ifndef SS_SIM_PLATFORM_GEN_H
 #define SS_SIM_PLATFORM_GEN_H
 
 #include "common/run_config.h"
+#include "sim/fabric.h"
 
 #include <stdio.h>
 
@@ -46,9 +49,40 @@ typedef struct platform_gen_spec {
     platform_gpu gpu;
     double efficiency; /* fraction of peak FP32 the host speed stands for, (0, 1]; 1 = peak */
     int n_ps;          /* extra parameter-server hosts (role=ps), 0..1024 */
+
+    /* Node platforms (n_nodes > 0; platform_gen_nodes.c): n_nodes servers of G GPUs each, the
+     * GPUs of a server joined by intra-node links, R NICs per server (GPU g on NIC g * R / G)
+     * whose links (bandwidth_bps, latency_s, nic_fabric) meet above the servers in `topology`. */
+    int n_nodes;                /* 0: a flat cluster of n_hosts hosts; else 1..8192 */
+    int gpus_per_node;          /* G, 1..1024; 0: n_hosts / n_nodes (which must divide) */
+    int nics_per_node;          /* R, 1..G */
+    double intra_bandwidth_bps; /* per GPU and direction (> 0) */
+    double intra_latency_s;     /* per intra-node link (>= 0); a GPU-to-GPU route has two */
+    sim_fabric intra_fabric;    /* SIM_FABRIC_NVLINK or SIM_FABRIC_PCIE */
+    sim_fabric nic_fabric;      /* SIM_FABRIC_ETHERNET, _INFINIBAND or _ROCE */
 } platform_gen_spec;
 
-/* 16 v100 hosts, 25 Gbps, 10 us per link, star, efficiency 1, no PS. */
+/* Named intra-node fabrics (--intra): per-GPU, per-direction bandwidth and per-link latency,
+ * sources in platform_gen_nodes.c and platforms/README.md. */
+typedef enum platform_intra {
+    PLATFORM_INTRA_NVLINK3 = 0, /* A100 NVLink 3 through NVSwitch: 300 GB/s per direction */
+    PLATFORM_INTRA_NVLINK4 = 1, /* H100 NVLink 4 through NVSwitch: 450 GB/s per direction */
+    PLATFORM_INTRA_PCIE3 = 2,   /* PCIe 3.0 x16: 15.75 GB/s per direction */
+    PLATFORM_INTRA_PCIE4 = 3    /* PCIe 4.0 x16: 31.5 GB/s per direction */
+} platform_intra;
+
+/* "nvlink3" | "nvlink4" | "pcie3" | "pcie4": sets the intra-node bandwidth, latency and fabric of
+ * the spec; SS_EUSAGE naming `option` otherwise. */
+int platform_apply_intra(const char *option, const char *text, platform_gen_spec *spec);
+/* "ethernet" | "infiniband" | "roce": the fabric of the NIC links. */
+int platform_parse_nic_fabric(const char *option, const char *text, sim_fabric *out);
+/* G of a node spec: gpus_per_node, or n_hosts / n_nodes (SS_EUSAGE when it does not divide). */
+int platform_spec_gpus_per_node(const platform_gen_spec *spec, int *g);
+/* Writes a node platform (n_nodes > 0) to `out`: called by platform_generate(). */
+int platform_generate_nodes(const platform_gen_spec *spec, FILE *out);
+
+/* 16 v100 hosts, 25 Gbps, 10 us per link, star, efficiency 1, no PS; flat (n_nodes 0; the node
+ * fields hold nvlink3, 1 NIC per node, ethernet). */
 platform_gen_spec platform_gen_default(void);
 
 /* "25Gbps", "100Mbps", "1.25GBps", "100MBps", "800kbps", "1e9bps", "3Bps" (bits with "bps",
@@ -83,7 +117,8 @@ int platform_generate_file(const platform_gen_spec *spec, const char *path);
 double platform_tier_latency_s(double bandwidth_bps);
 /* The generated platform of a run (train, replay, compare, `syncsim platform`) from its options
  * --bandwidth, --latency, --topology, --gpu and --gpu-efficiency, for n_hosts workers and n_ps
- * servers; SS_EUSAGE naming a bad option. */
+ * servers, and with --nodes N > 0 a node platform from --gpus-per-node, --nics-per-node, --intra,
+ * --intra-bandwidth, --intra-latency and --fabric; SS_EUSAGE naming a bad option. */
 int platform_spec_from_config(const run_config *cfg, int n_hosts, int n_ps,
                               platform_gen_spec *spec);
 

@@ -1,0 +1,59 @@
+/* Per-fabric network factors: what a link is made of (its <prop id="fabric" .../>) decides the
+ * latency and bandwidth factors SimGrid applies to a route that crosses it.
+ *
+ *     simgrid_load_platform(path);
+ *     sim_fabric_install(model == SIM_NETWORK_LV08);         // once, after the platform is loaded
+ *     double f = sim_fabric_latency_factor(src_host, dst_host); // 13.01 on a TCP route under LV08
+ *
+ * The rule (platforms/README.md, "Network model per fabric"):
+ * - under CM02 every factor is 1 (plain flows: time = latency + size / bandwidth);
+ * - under LV08 a route is a TCP route when any of its links is `ethernet` (or has no fabric
+ *   property): it gets LV08's TCP factors, latency x 13.01 and bandwidth x 0.97 (Velho and
+ *   Legrand, SIMUTools 2009); a route made only of `infiniband`, `roce`, `nvlink` and `pcie`
+ *   links gets the factors of its slowest fabric in the table of fabric.cpp (1 and 1: no TCP
+ *   slow start or window effects; the link bandwidths are the achievable rates);
+ * - a platform none of whose links names a non-TCP fabric runs exactly as SimGrid's LV08 does
+ *   (no callback is installed), so flat platforms keep their times to the bit. */
+#ifndef SS_SIM_FABRIC_H
+#define SS_SIM_FABRIC_H
+
+#include <simgrid/forward.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum sim_fabric {
+    SIM_FABRIC_ETHERNET = 0, /* TCP over Ethernet; also links without a fabric property */
+    SIM_FABRIC_INFINIBAND = 1,
+    SIM_FABRIC_ROCE = 2,
+    SIM_FABRIC_NVLINK = 3,
+    SIM_FABRIC_PCIE = 4,
+    SIM_FABRIC_COUNT = 5
+} sim_fabric;
+
+/* "ethernet" | "infiniband" | "roce" | "nvlink" | "pcie" (case-insensitive): 0, else -1. */
+int sim_fabric_parse(const char *text, sim_fabric *out);
+const char *sim_fabric_name(sim_fabric f);
+/* "ethernet, infiniband, roce, nvlink, pcie": for messages. */
+const char *sim_fabric_valid_names(void);
+
+/* The factors of one fabric under LV08 (CM02: 1). */
+double sim_fabric_lv08_latency_factor(sim_fabric f);
+double sim_fabric_lv08_bandwidth_factor(sim_fabric f);
+
+/* Installs the per-route factor callbacks on SimGrid's network model when `lv08` is 1 and some
+ * link of the loaded platform names a non-TCP fabric; otherwise leaves the model as configured.
+ * Call once, after simgrid_load_platform(). */
+void sim_fabric_install(int lv08);
+
+/* The factor SimGrid applies to the latency (bandwidth) of the route src -> dst, as installed by
+ * sim_fabric_install(): 1 under CM02. */
+double sim_fabric_latency_factor(sg_host_t src, sg_host_t dst);
+double sim_fabric_bandwidth_factor(sg_host_t src, sg_host_t dst);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
