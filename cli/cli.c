@@ -46,6 +46,7 @@ static int run_bench(const run_config *cfg, const char *target) {
 
 static int run_validate(const run_config *cfg, const char *target) {
     if (!strcmp(target, "compute")) return cmd_validate_compute(cfg);
+    if (!strcmp(target, "scaling")) return cmd_validate_scaling(cfg);
     return cmd_validate(cfg);
 }
 
@@ -68,9 +69,9 @@ static const subcommand subcommands[] = {
      run_compare},
     {"platform", CMD_PLATFORM, "syncsim platform [options] > FILE.xml",
      "print a SimGrid platform of GPU hosts (star or fat-tree, optional PS hosts)", run_platform},
-    {"validate", CMD_VALIDATE, "syncsim validate network|compute [options]",
+    {"validate", CMD_VALIDATE, "syncsim validate network|compute|scaling [options]",
      "predictions against public measurements: all-reduce times of real nccl-tests logs, "
-     "single-GPU training throughputs",
+     "single-GPU training throughputs, multi-GPU scaling efficiencies",
      run_validate},
     {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling|replay [options]",
      "benchmarks: training vs SGEMM; all-reduce vs SMPI; SimGrid coupling overhead; replay at "
@@ -154,13 +155,14 @@ int cli_main(int argc, char **argv) {
         first = 3;
     }
     if (sc->command == CMD_VALIDATE) {
-        /* `validate` takes a target word too: network or compute. */
+        /* `validate` takes a target word too: network, compute or scaling. */
         if (argc >= 3 && !strcmp(argv[2], "--help")) {
             options_print_help(sc->command, sc->usage, stdout);
             return 0;
         }
-        if (argc < 3 || (strcmp(argv[2], "network") && strcmp(argv[2], "compute"))) {
-            fprintf(stderr, "syncsim: validate needs a target: network or compute%s%s%s\n",
+        if (argc < 3 || (strcmp(argv[2], "network") && strcmp(argv[2], "compute") &&
+                         strcmp(argv[2], "scaling"))) {
+            fprintf(stderr, "syncsim: validate needs a target: network, compute or scaling%s%s%s\n",
                     argc >= 3 ? " (not '" : "", argc >= 3 ? argv[2] : "", argc >= 3 ? "')" : "");
             return 2;
         }

@@ -1,9 +1,11 @@
-/* syncsim validate network|compute: predictions against public measurements. The runners are
- * sim/validate_network.c and traces/validate_compute.c; both exit 1 past their bounds. */
+/* syncsim validate network|compute|scaling: predictions against public measurements. The runners
+ * are sim/validate_network.c, traces/validate_compute.c and traces/validate_scaling.c; each exits
+ * 1 past its bounds. */
 #include "cli/commands.h"
 #include "common/status.h"
 #include "sim/validate_network.h"
 #include "traces/validate_compute.h"
+#include "traces/validate_scaling.h"
 
 #include <stdio.h>
 
@@ -22,4 +24,14 @@ int cmd_validate_compute(const run_config *cfg) {
     return r.within_bound ? SS_OK
                           : ss_error_set(SS_EINPUT, "validate compute: the median error "
                                                     "exceeds the bound (--max-error)");
+}
+
+int cmd_validate_scaling(const run_config *cfg) {
+    validate_scaling_result r;
+    int rc = validate_scaling(cfg->validate_scaling[0] ? cfg->validate_scaling : NULL,
+                              cfg->validate_scaling_max_error, stdout, &r);
+    if (rc != SS_OK) return rc;
+    return r.within_bound ? SS_OK
+                          : ss_error_set(SS_EINPUT, "validate scaling: the median error exceeds "
+                                                    "the bound (--max-scaling-error)");
 }

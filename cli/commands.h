@@ -17,6 +17,7 @@ int cmd_trace(const run_config *cfg);          /* syncsim trace: check a trace, 
 int cmd_bench_replay(const run_config *cfg);   /* syncsim bench replay */
 int cmd_validate(const run_config *cfg);         /* syncsim validate network */
 int cmd_validate_compute(const run_config *cfg); /* syncsim validate compute */
+int cmd_validate_scaling(const run_config *cfg); /* syncsim validate scaling */
 /* syncsim sweep FILE.ini [options] and syncsim report DIR... [options]: argv after the
  * subcommand word, positional words included; they return an exit code. */
 int cmd_sweep_main(int argc, char **argv);

@@ -122,11 +122,13 @@ static const opt_def head_rows[] = {
      "BYTES", "cut collective messages into segments of this size (0: whole)", SIM},
     {"ps-servers", OPT_TYPE_INT, F(ps_servers), "1", 1, 1024, CMD_RUN | CMD_REPLAY, NULL, "K",
      "parameter servers (shards) for ssp, asp or --collective ps", SIM},
-    {"compute", OPT_TYPE_STRING, F(compute), "model", 0, 0, CMD_RUN, NULL, "MODE",
+    {"compute", OPT_TYPE_STRING, F(compute), "model", 0, 0, CMD_RUN | CMD_REPLAY, NULL, "MODE",
      "compute time: model (per-layer GPU model: FLOPs, memory traffic, launches) | flops "
-     "(counted FLOPs on the host's speed) | measured[:SCALE]",
+     "(counted FLOPs on the host's speed) | measured[:SCALE] (train); replay --profile: model "
+     "(where the profile has per-layer data) | flops",
      SIM},
-    {"precision", OPT_TYPE_CHOICE, F(precision), "fp32", 0, 0, CMD_RUN, "fp32|tf32|fp16|bf16", "P",
+    {"precision", OPT_TYPE_CHOICE, F(precision), "fp32", 0, 0, CMD_RUN | CMD_REPLAY,
+     "fp32|tf32|fp16|bf16", "P",
      "--compute model: arithmetic precision (fp16/bf16: mixed precision on tensor cores)", SIM},
     {"compute-jitter", OPT_TYPE_DOUBLE, F(compute_jitter), "0.02", 0, 1, CMD_RUN, NULL, "CV",
      "coefficient of variation of each step's compute time (seeded per worker and step; 0: none)",
@@ -195,6 +197,12 @@ static const opt_def tail_rows[] = {
      "validate compute: published throughputs (\"\": traces/reference/compute/throughputs.csv)", 0},
     {"max-error", OPT_TYPE_DOUBLE, F(validate_max_error), "0.15", 0, 10, CMD_VALIDATE, NULL, "X",
      "validate compute: bound on the median relative error of the throughputs", 0},
+    {"scaling-references", OPT_TYPE_STRING, F(validate_scaling), "", 0, 0, CMD_VALIDATE, NULL,
+     "CSV", "validate scaling: published scaling efficiencies (\"\": "
+     "traces/reference/scaling/scaling.csv)", 0},
+    {"max-scaling-error", OPT_TYPE_DOUBLE, F(validate_scaling_max_error), "0.15", 0, 10,
+     CMD_VALIDATE, NULL, "X",
+     "validate scaling: bound on the median relative error of the efficiencies", 0},
     /* generated node platforms: multi-GPU servers (sim/platform_gen.h, platforms/README.md) */
     {"nodes", OPT_TYPE_INT, F(nodes), "0", 0, 8192, CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH,
      NULL, "N",

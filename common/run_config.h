@@ -103,6 +103,8 @@ typedef struct run_config {
     double validate_max_small;           /* bound on the median error, sizes < 1 MiB */
     char validate_throughputs[RUN_CONFIG_TEXT]; /* validate compute: CSV ("" = the shipped one) */
     double validate_max_error;                  /* validate compute: bound on the median error */
+    char validate_scaling[RUN_CONFIG_TEXT];     /* validate scaling: CSV ("" = the shipped one) */
+    double validate_scaling_max_error;          /* validate scaling: bound on the median error */
     double bench_bytes;                         /* all-reduce size for `bench network` */
     int max_smpi_hosts;                         /* largest N run under SMPI in `bench network` */
 

@@ -10,6 +10,10 @@
  *   [H100]  NVIDIA H100 data sheet (SXM5): FP32 67, TF32 494.7, FP16/BF16 989.4 TFLOP/s (the
  *           sheet's 989 / 1979 are with sparsity), HBM3 3.35 TB/s.
  *           https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet
+ *   [P100]  NVIDIA Tesla P100 PCIe 16 GB data sheet: FP32 9.3, FP16 18.7 TFLOP/s (no tensor
+ *           cores: half2 on the CUDA cores), HBM2 732 GB/s. No TF32 or BF16 support. The Pascal
+ *           servers of Horovod's published scaling benchmark (4 GPUs a server, PCIe).
+ *           https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-PCIe-datasheet.pdf
  *   [3090]  NVIDIA Ampere GA102 architecture white paper, GeForce RTX 3090: FP32 35.6, TF32 35.6,
  *           FP16 and BF16 tensor with FP32 accumulate 71 TFLOP/s, GDDR6X 936 GB/s.
  *           https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf
@@ -67,6 +71,13 @@ static const gpu_class gpu_classes[] = {
      "GeForce RTX 3090 [3090]",
      {35.6 * T, 35.6 * T, 71 * T, 71 * T},
      936e9,
+     FRACTIONS,
+     MEM_FRACTION,
+     LAUNCH_S},
+    {"p100",
+     "Tesla P100 PCIe 16 GB [P100]",
+     {9.3 * T, 0, 18.7 * T, 0},
+     732e9,
      FRACTIONS,
      MEM_FRACTION,
      LAUNCH_S},

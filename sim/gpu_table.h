@@ -32,7 +32,7 @@ int gpu_table_count(void);
 const gpu_class *gpu_table_at(int i);
 /* Case-insensitive; SS_EUSAGE naming `option` and every class of the table otherwise. */
 int gpu_table_find(const char *option, const char *name, const gpu_class **out);
-/* "v100, a100, h100, rtx3090" into buf. */
+/* "v100, a100, h100, rtx3090, p100" into buf. */
 void gpu_table_names(char *buf, unsigned long buf_bytes);
 
 /* "fp32", "tf32", "fp16", "bf16"; SS_EUSAGE naming `option` and the valid ones otherwise. */

@@ -253,7 +253,7 @@ int profile_find(const char *name_or_path, model_profile *out) {
         return ss_error_set(
             SS_EUSAGE,
             "--profile: no profile '%s' in %s (provided: resnet101, resnet50, vgg11, "
-            "alexnet, transformer; or give a path to a .profile file)",
+            "alexnet, transformer, resnet101-imagenet, vgg16; or give a path to a .profile file)",
             name_or_path, profile_dir());
     int rc = profile_read(fp, path, out);
     fclose(fp);
@@ -267,7 +267,14 @@ double profile_step_flops(const model_profile *p, int batch) {
 int profile_synthesize(const model_profile *p, const policy_config *pc, const int8_t *decisions,
                        trace **out) {
     policy_config tpc = *pc;
-    tpc.compute = (sim_compute_cfg){.mode = SIM_COMPUTE_FLOPS, .scale = 1.0};
+    if (pc->compute.mode == SIM_COMPUTE_MODEL && !p->layer_costs)
+        return ss_error_set(SS_EUSAGE,
+                            "--compute model: profile %s (format version %d) has no per-layer "
+                            "data (use --compute flops, or regenerate it with "
+                            "traces/profiles/generate_profiles.py)",
+                            p->name, p->version);
+    if (pc->compute.mode != SIM_COMPUTE_MODEL)
+        tpc.compute = (sim_compute_cfg){.mode = SIM_COMPUTE_FLOPS, .scale = 1.0};
     int rc = trace_alloc(&tpc, 1, pc->steps, out);
     if (rc != SS_OK) return rc;
     trace *t = *out;

@@ -53,9 +53,11 @@ const char *profile_dir(void);
 double profile_step_flops(const model_profile *p, int batch);
 
 /* A trace of pc->steps steps from a profile: one recorded worker whose every step costs
- * profile_step_flops(p, pc->batch) in flops mode (replay gives it to all pc->workers workers),
- * exchanges of 4 P bytes, and per step the global decision decisions[s] (NULL: every step
- * synchronizes). */
+ * profile_step_flops(p, pc->batch) (replay gives it to all pc->workers workers) and the step's
+ * layers (profile_step_layers), exchanges of 4 P bytes, and per step the global decision
+ * decisions[s] (NULL: every step synchronizes). The trace's compute mode is pc->compute when that
+ * is model (replay times the layers with the per-layer GPU model at its precision; SS_EUSAGE for
+ * a profile without per-layer data), else flops (FLOPs at the host's speed). */
 int profile_synthesize(const model_profile *p, const policy_config *pc, const int8_t *decisions,
                        trace **out);
 

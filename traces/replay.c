@@ -60,6 +60,12 @@ static int replay_flops_as_sleep(const trace *t) {
     return t->pc.compute.mode == SIM_COMPUTE_FLOPS && !strcmp(t->meta.source, "profile");
 }
 
+/* A trace synthesized from a profile for the per-layer compute model (--compute model). */
+static int replay_model_mode(const trace *t) {
+    return t->pc.compute.mode == SIM_COMPUTE_MODEL && !strcmp(t->meta.source, "profile") &&
+           t->n_layers > 0;
+}
+
 /* The recorded worker whose cost worker w replays at `step`. */
 static int source_worker(replay_source *r, int w, long step) {
     (void)step;
@@ -219,6 +225,16 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
         return ss_error_set(SS_EINPUT, "the trace has no step recorded for every worker");
     pc->slowdown = NULL;
     if (pc->eval_every < 1) pc->eval_every = pc->steps;
+    if (replay_model_mode(t)) {
+        /* a profile's layers through the per-layer GPU model, as emulation times them */
+        pc->compute = t->pc.compute;
+        if (o->compute_gpu) pc->compute.gpu = o->compute_gpu;
+        if (o->coll) {
+            pc->coll = *o->coll;
+            pc->use_ps = 0;
+        }
+        return resolve_overlap(t, pc);
+    }
     /* flops mode re-executes FLOPs; any other recorded mode replays the recorded seconds */
     const int as_sleep = replay_flops_as_sleep(t) ||
                          (t->pc.compute.mode == SIM_COMPUTE_FLOPS && o->compute_speed_flops > 0);

@@ -7,7 +7,9 @@
  *     replay_result rr;
  *     replay_run(t, &ro, &rr);          // one SimGrid simulation: once per process (isolate.h)
  *
- * Costs: a trace recorded in flops mode re-executes each step's FLOPs on the worker's host (on
+ * Costs: a trace synthesized from a profile in model mode (profile_synthesize) charges each step,
+ * and each layer under overlap, with the per-layer GPU model (sim/compute.h) on the worker's GPU
+ * class; a trace recorded in flops mode re-executes each step's FLOPs on the worker's host (on
  * the recorded platform that is the same time bit for bit; on another platform, the time of that
  * platform's GPUs); a trace in measured or trace mode (and an imported log) replays the recorded
  * seconds. Scale-out (M > N recorded workers): worker j takes its costs from recorded worker
@@ -41,18 +43,20 @@ step_source *replay_source_step_source(replay_source *r);
 void replay_source_destroy(replay_source *r);
 
 typedef struct replay_opts {
-    int workers;                /* M: 0 = the recorded N */
-    replay_scale_out scale_out; /* how M > N workers take recorded costs */
-    uint64_t seed;              /* scale-out draws (REPLAY_SCALE_SAMPLE) */
-    const char *platform_path;  /* a SimGrid platform; NULL: generate one from `gen` */
-    platform_gen_spec gen;      /* generated platform (n_hosts and n_ps are set by replay_run) */
-    const char *gen_path;       /* where to write the generated platform (NULL: a /tmp file that
-                                   is removed after loading) */
-    sim_network_model model;    /* network model */
-    double compute_speed_flops; /* > 0: a flops-mode trace's FLOPs take FLOPs / this seconds
-                                   (a GPU class on a given platform), not the host's speed */
-    const sim_coll_opts *coll;  /* NULL: the recorded collective (ring-coarse for large M) */
-    policy_record_fn record;    /* may be NULL: receives the replay's own step records */
+    int workers;                  /* M: 0 = the recorded N */
+    replay_scale_out scale_out;   /* how M > N workers take recorded costs */
+    uint64_t seed;                /* scale-out draws (REPLAY_SCALE_SAMPLE) */
+    const char *platform_path;    /* a SimGrid platform; NULL: generate one from `gen` */
+    platform_gen_spec gen;        /* generated platform (n_hosts and n_ps are set by replay_run) */
+    const char *gen_path;         /* where to write the generated platform (NULL: a /tmp file that
+                                     is removed after loading) */
+    sim_network_model model;      /* network model */
+    double compute_speed_flops;   /* > 0: a flops-mode trace's FLOPs take FLOPs / this seconds
+                                     (a GPU class on a given platform), not the host's speed */
+    const gpu_class *compute_gpu; /* model mode (a profile's trace): every worker's GPU class;
+                                     NULL: the class of its host in the platform */
+    const sim_coll_opts *coll;    /* NULL: the recorded collective (ring-coarse for large M) */
+    policy_record_fn record;      /* may be NULL: receives the replay's own step records */
     void *record_ctx;
 } replay_opts;
 

@@ -71,6 +71,7 @@ static int resolve_platform(const run_request *rq, const trace *t, replay_opts *
         int rc = platform_parse_gpu("--gpu", cfg->gpu, &g);
         if (rc != SS_OK) return rc;
         ro->compute_speed_flops = platform_gpu_peak_flops(g) * cfg->gpu_efficiency;
+        if ((rc = gpu_table_find("--gpu", cfg->gpu, &ro->compute_gpu)) != SS_OK) return rc;
     }
     const char *recorded = t ? trace_config_get(t, "platform") : NULL;
     if (cfg->platform[0] || (recorded && recorded[0] && !generated_given)) {
@@ -141,13 +142,45 @@ static int synth_decisions(const run_config *cfg, long steps, int8_t **out) {
     return SS_OK;
 }
 
+/* --compute and --precision time a profile's layers; a trace or a log replays its costs. */
+static int no_compute_options(const run_request *rq, const char *what) {
+    if (options_given(rq, "compute") || options_given(rq, "precision"))
+        return ss_error_set(SS_EUSAGE,
+                            "--compute and --precision are for --profile; %s replays its "
+                            "recorded costs",
+                            what);
+    return SS_OK;
+}
+
+/* --profile: --compute model (the default where the profile has per-layer data, at --precision)
+ * or flops (FLOPs at the host's speed; the default for a profile without per-layer data). */
+static int profile_compute(const run_request *rq, const model_profile *prof, policy_config *pc) {
+    const run_config *cfg = rq->cfg;
+    const char *mode = options_given(rq, "compute") ? cfg->compute
+                       : prof->layer_costs          ? "model"
+                                                    : "flops";
+    int rc = sim_compute_parse("--compute", mode, &pc->compute);
+    if (rc != SS_OK) return rc;
+    if (pc->compute.mode != SIM_COMPUTE_MODEL && pc->compute.mode != SIM_COMPUTE_FLOPS)
+        return ss_error_set(SS_EUSAGE,
+                            "--compute %s: a replay of a profile times it with model or flops",
+                            cfg->compute);
+    if (options_given(rq, "precision")) {
+        if (pc->compute.mode != SIM_COMPUTE_MODEL)
+            return ss_error_set(SS_EUSAGE, "--precision applies to --compute model");
+        return sim_precision_parse("--precision", cfg->precision, &pc->compute.precision);
+    }
+    return SS_OK;
+}
+
 /* --trace: the recorded trace, with the command line's exchange options. */
 static int load_trace(const run_request *rq, trace **out) {
     const run_config *cfg = rq->cfg;
     if (options_given(rq, "sync-fraction") || cfg->replay_decisions[0])
         return ss_error_set(SS_EUSAGE, "--sync-fraction and --decisions are for --profile; a "
                                        "trace replays its recorded decisions");
-    int rc = trace_load(cfg->replay_trace, out);
+    int rc = no_compute_options(rq, "a trace");
+    if (rc == SS_OK) rc = trace_load(cfg->replay_trace, out);
     if (rc != SS_OK) return rc;
     trace *t = *out;
     if (cfg->policy[0] && strcmp(cfg->policy, policy_kind_name(t->pc.kind)))
@@ -162,7 +195,8 @@ static int load_trace(const run_request *rq, trace **out) {
 static int import_trace(const run_request *rq, const model_profile *prof, trace **out) {
     const run_config *cfg = rq->cfg;
     policy_config pc;
-    int rc = policy_from_options(rq, &pc);
+    int rc = no_compute_options(rq, "a log");
+    if (rc == SS_OK) rc = policy_from_options(rq, &pc);
     if (rc != SS_OK) return rc;
     double bytes = cfg->replay_param_bytes > 0 ? cfg->replay_param_bytes
                    : prof                      ? 4.0 * prof->params
@@ -185,6 +219,7 @@ static int synthesize_trace(const run_request *rq, const model_profile *prof, tr
     const run_config *cfg = rq->cfg;
     policy_config pc;
     int rc = policy_from_options(rq, &pc);
+    if (rc == SS_OK) rc = profile_compute(rq, prof, &pc);
     if (rc != SS_OK) return rc;
     pc.workers = cfg->replay_workers > 0 ? cfg->replay_workers : 16;
     pc.steps = cfg->replay_steps > 0 ? cfg->replay_steps : 100;

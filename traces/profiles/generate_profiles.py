@@ -160,11 +160,15 @@ def vgg11_cifar(classes):
     return p
 
 
-def vgg11_torchvision(h=32, classes=1000):
+VGG_A = [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"]
+VGG_D = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
+
+
+def vgg11_torchvision(h=32, classes=1000, cfg=VGG_A, name="vgg11"):
     """torchvision.models.vgg11 (configuration A, no batch norm, 7x7 adaptive average pool,
-    25088-4096-4096-1000 classifier), as the SelSync public code builds it, at input h x h."""
-    p = Profile("vgg11")
-    cfg = [64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"]
+    25088-4096-4096-1000 classifier), as the SelSync public code builds it, at input h x h;
+    cfg=VGG_D gives vgg16 (configuration D)."""
+    p = Profile(name)
     cin, i = 3, 0
     for v in cfg:
         if v == "M":
@@ -279,6 +283,34 @@ def main():
     out.append((r50, ["He, Zhang, Ren, Sun: Deep Residual Learning for Image Recognition, CVPR "
                       "2016; torchvision.models.resnet50, whose documentation publishes 25557032 "
                       "parameters (the reference of most published throughputs)"]))
+    r101 = resnet_cifar((3, 4, 23, 3), 1000, "resnet101-imagenet", imagenet=True)
+    r101.meta("name", "resnet101-imagenet")
+    r101.meta("description", "ResNet-101 (torchvision form), ImageNet 3x224x224, 1000 classes")
+    r101.meta("input", "3x224x224")
+    r101.meta("classes", "1000")
+    r101.meta("batch", "64")
+    r101.meta("sample_bytes", str(3 * 224 * 224 * 4 + 8))
+    r101.meta("backward_factor", "2")
+    r101.meta("published_params", "44549160")
+    out.append((r101, ["He, Zhang, Ren, Sun: Deep Residual Learning for Image Recognition, CVPR "
+                       "2016 (bottleneck blocks [3, 4, 23, 3]); torchvision.models.resnet101, "
+                       "whose documentation publishes 44549160 parameters",
+                       "batch 64: the per-GPU batch of Horovod's published scaling benchmark "
+                       "(tf_cnn_benchmarks --batch_size 64)"]))
+    v16 = vgg11_torchvision(224, 1000, VGG_D, "vgg16")
+    v16.meta("name", "vgg16")
+    v16.meta("description", "VGG-16 (torchvision form, configuration D, no batch norm), "
+             "ImageNet 3x224x224, 1000 classes")
+    v16.meta("input", "3x224x224")
+    v16.meta("classes", "1000")
+    v16.meta("batch", "64")
+    v16.meta("sample_bytes", str(3 * 224 * 224 * 4 + 8))
+    v16.meta("backward_factor", "2")
+    v16.meta("published_params", "138357544")
+    out.append((v16, ["Simonyan, Zisserman: Very Deep Convolutional Networks, ICLR 2015 "
+                      "(configuration D = VGG16); torchvision.models.vgg16, whose documentation "
+                      "publishes 138357544 parameters",
+                      "batch 64: the per-GPU batch of Horovod's published scaling benchmark"]))
     a = alexnet()
     a.meta("name", "alexnet")
     a.meta("description", "AlexNet (torchvision form), ImageNet, 1000 classes")
