@@ -7,8 +7,12 @@
 #include "sim/platform_gen.h"
 #include "sim/policy.h"
 #include "sim/policy_build.h"
+#include "sim/policy_registry.h"
 #include "traces/trace.h"
+#include "analysis/gradient_dump.h"
+#include "emu/memory.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,9 +148,21 @@ static int parse_run_options(emu_run *r) {
     return sim_network_model_parse("--network-model", cfg->network_model, &r->net_model);
 }
 
+/* The files an emulated run writes; an earlier run's are removed before it starts. A
+ * platform.xml named by --platform is the user's input, never removed. */
+static int clear_outputs(const run_config *cfg) {
+    static const char *const always[] = {"summary.json", "metrics.csv", "steps.trace", NULL};
+    static const char *const generated[] = {"platform.xml", NULL};
+    int rc = outputs_clear(cfg, always);
+    if (rc != SS_OK || !outputs_is_generated(cfg, "platform.xml")) return rc;
+    return outputs_clear(cfg, generated);
+}
+
 /* OUT/ with config.ini and platform.xml, and the simulated cluster on that platform. */
 static int open_cluster(emu_run *r) {
-    int rc = outputs_open_dir(r->cfg, r->rq->config_ini);
+    int rc = ss_mkdir_p(r->cfg->out_dir);
+    if (rc == SS_OK) rc = clear_outputs(r->cfg);
+    if (rc == SS_OK) rc = outputs_open_dir(r->cfg, r->rq->config_ini);
     if (rc != SS_OK) return rc;
     const int async = policy_is_async(&r->pc);
     const int n_ps = (async || r->pc.use_ps) ? r->pc.ps_servers : 0;
@@ -215,12 +231,65 @@ static int open_outputs(emu_run *r) {
     return SS_OK;
 }
 
+/* The platform before any data is loaded: the generated one's options, or the user's file (its
+ * syntax and its host count); the hosts it has go into the memory estimate. */
+static int check_platform(emu_run *r, double *hosts) {
+    const run_config *cfg = r->cfg;
+    policy_config pc;
+    policy_build_env env = {.mode = POLICY_BUILD_RUN, .train_samples = 0};
+    int rc = policy_config_build(cfg, &env, &pc); /* no training set yet: options only */
+    free((void *)pc.slowdown);
+    if (rc != SS_OK) return rc;
+    const int n_ps = (policy_is_async(&pc) || pc.use_ps) ? pc.ps_servers : 0;
+    if (!cfg->platform[0]) {
+        platform_gen_spec spec;
+        *hosts = (double)cfg->workers + n_ps;
+        return platform_spec_from_config(cfg, cfg->workers, n_ps, &spec);
+    }
+    sim_platform_info info;
+    if ((rc = sim_platform_check(cfg->platform, &info)) != SS_OK) return rc;
+    *hosts = info.n_hosts;
+    const int enough = info.n_hosts >= cfg->workers + n_ps;
+    sim_platform_info_free(&info);
+    if (!enough)
+        return ss_error_set(SS_EUSAGE, "--platform %s has %.0f hosts; %d workers and %d servers "
+                                       "need %d",
+                            cfg->platform, *hosts, cfg->workers, n_ps, cfg->workers + n_ps);
+    return SS_OK;
+}
+
+/* Everything the options alone decide, before the data set is loaded and before OUT/ exists:
+ * schedule, partition and network model, the policy's options and checks, the platform, the
+ * model's text and --dump-gradients. */
+static int check_options(emu_run *r, double *hosts) {
+    int rc;
+    const policy_info *p = policy_registry_find(r->cfg->policy);
+    if (p && p->check && r->rq->was_set && (rc = p->check(r->cfg, r->rq->was_set)) != SS_OK)
+        return rc;
+    if ((rc = parse_run_options(r)) != SS_OK) return rc;
+    if ((rc = check_platform(r, hosts)) != SS_OK) return rc;
+    model_spec spec; /* the text alone; the data set's shape is checked again once loaded */
+    if ((rc = model_spec_parse(&spec, r->cfg->model, 1, 28, 28, 10)) != SS_OK) return rc;
+    gradient_dump *gd = NULL;
+    rc = gradient_dump_create(r->cfg->dump_gradients, "", &gd);
+    gradient_dump_destroy(gd);
+    return rc;
+}
+
 /* Opens everything the simulation needs, in the order that reports a bad option first. */
 static int run_open(emu_run *r) {
     int rc;
-    if ((rc = parse_run_options(r)) != SS_OK) return rc;
+    double hosts = 0;
+    if ((rc = check_options(r, &hosts)) != SS_OK) return rc;
+    /* One BLAS thread in every emulated run, whatever runs beside it: OpenBLAS's results may
+     * depend on its thread count, and a run must give the same numbers alone, in compare, in a
+     * sweep and re-run from its config.ini. */
+    openblas_set_num_threads(1);
     if ((rc = run_open_data(r->cfg, &r->dev, &r->train, &r->test, &r->spec)) != SS_OK) return rc;
     if ((rc = make_policy(r->cfg, r->train.n, &r->pc, &r->steps_per_epoch)) != SS_OK) return rc;
+    if ((rc = memory_check_run(r->dev, &r->spec, r->cfg->workers, policy_max_batch(&r->pc), hosts)) !=
+        SS_OK)
+        return rc;
     if ((rc = open_cluster(r)) != SS_OK) return rc;
     if ((rc = create_emulation(r)) != SS_OK) return rc;
     return open_outputs(r);
@@ -337,10 +406,11 @@ static int finish(emu_run *r, run_summary *sum, double wall0) {
     }
     printf("%s: test accuracy %.4f, simulated time %.3f s (compute %.3f, comm %.3f, wait %.3f "
            "per worker), LSSR %.3f, %.3f GB sent, tta %s; wall %.1f s\n"
-           "outputs: %s/{config.ini,platform.xml,metrics.csv,%ssummary.json}\n",
+           "outputs: %s/{config.ini,%smetrics.csv,%ssummary.json}\n",
            sum->status, sum->test_accuracy, sum->sim_time_s, sum->compute_s, sum->comm_s,
            sum->wait_s, sum->lssr, sum->bytes_sent / 1e9, sum->tta_s >= 0 ? "reached" : "-",
-           sum->wall_s, r->cfg->out_dir, r->ctx.tracing ? "steps.trace," : "");
+           sum->wall_s, r->cfg->out_dir, r->cfg->platform[0] ? "" : "platform.xml,",
+           r->ctx.tracing ? "steps.trace," : "");
     return rc;
 }
 
@@ -353,6 +423,15 @@ static void run_close(emu_run *r) {
     dataset_free(&r->train);
     dataset_free(&r->test);
     device_close(r->dev);
+}
+
+int run_check_emulated(const run_request *rq) {
+    emu_run r;
+    memset(&r, 0, sizeof r);
+    r.rq = rq;
+    r.cfg = rq->cfg;
+    double hosts;
+    return check_options(&r, &hosts);
 }
 
 int run_train_emulated(const run_request *rq, run_summary *sum, sim_blob *curve) {

@@ -166,6 +166,7 @@ int policy_config_build(const run_config *cfg, policy_build_env *env, policy_con
     pc->straggler_factor = cfg->straggler_factor;
     pc->background_load = cfg->background_load;
     if ((rc = parse_slowdown(cfg, pc)) != SS_OK) return rc;
+    if (env->train_samples == 0) return SS_OK; /* the options only, before the data is loaded */
     rc = schedule(cfg, env, pc);
     if (rc != SS_OK) {
         free((void *)pc->slowdown);

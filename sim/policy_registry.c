@@ -151,11 +151,26 @@ static int fedavg_check(const run_config *cfg, policy_given_fn given) {
 }
 
 static int selsync_check(const run_config *cfg, policy_given_fn given) {
-    (void)given;
+    if (given(cfg, "selsync-order") &&
+        !strcmp(policy_option_value(cfg, "aggregation")->text, "ga"))
+        return ss_error_set(SS_EUSAGE, "--selsync-order orders the local step and the parameter "
+                                       "averaging of --aggregation pa; with --aggregation ga the "
+                                       "averaged gradient is the step: leave it out");
     if ((policy_option_value(cfg, "inject-alpha")->d > 0) !=
         (policy_option_value(cfg, "inject-beta")->d > 0))
         return ss_error_set(SS_EUSAGE, "data injection needs both --inject-alpha and "
                                        "--inject-beta above 0");
+    return SS_OK;
+}
+
+static int dssync_check(const run_config *cfg, policy_given_fn given) {
+    (void)given;
+    const int g = policy_option_value(cfg, "group-size")->i;
+    if (g > cfg->workers)
+        return ss_error_set(SS_EUSAGE,
+                            "--group-size %d is larger than --workers %d: a dssync group takes "
+                            "at most all the workers",
+                            g, cfg->workers);
     return SS_OK;
 }
 
@@ -247,6 +262,7 @@ static const policy_info policies[] = {
      .default_partition = "defdp",
      .families = POLICY_FAMILY_DLCP,
      .options = dssync_options,
+     .check = dssync_check,
      .label = dssync_label},
 };
 #define POLICY_ROWS ((int)(sizeof policies / sizeof policies[0]))
