@@ -547,8 +547,9 @@ static int validate_common(unsigned command, const run_config *cfg) {
     if ((options_table[i].commands & command) && !cfg->out_dir[0])
         return ss_error_set(SS_EUSAGE, "option --out: the output directory must not be empty");
     if (command == CMD_COMPARE && cfg->workers < 2)
-        return ss_error_set(SS_EUSAGE, "option --workers %d: compare needs at least 2 workers "
-                                       "(default 8)",
+        return ss_error_set(SS_EUSAGE,
+                            "option --workers %d: compare needs at least 2 workers "
+                            "(default 8)",
                             cfg->workers);
     return SS_OK;
 }

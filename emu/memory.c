@@ -17,7 +17,8 @@ static int parse_limit(const char *text, double *bytes) {
     static const struct {
         const char *unit;
         double scale;
-    } units[] = {{"", 1}, {"B", 1}, {"kB", 1e3}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}};
+    } units[] = {{"", 1},     {"B", 1},    {"kB", 1e3}, {"KB", 1e3},
+                 {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}};
     if (end != text && !errno && v > 0 && text[0] >= '0' && text[0] <= '9')
         for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
             if (!strcmp(end, units[i].unit)) {
@@ -63,8 +64,9 @@ int memory_estimate_run(device *dev, const model_spec *spec, int workers, int ma
     const double model_bytes = allocated_bytes() - before;
     const double param_bytes = model_param_bytes(probe);
     model_destroy(probe);
-    /* each worker: its model, its SGD momentum and its exchange buffer; and the evaluation model */
-    const double replica = (model_bytes > param_bytes ? model_bytes : param_bytes) + 2 * param_bytes;
+    /* each worker: its model (parameters, gradients, activations) and its SGD momentum; and the
+     * evaluation model */
+    const double replica = (model_bytes > param_bytes ? model_bytes : param_bytes) + param_bytes;
     *bytes = replica * ((double)workers + 1) + hosts * MEMORY_BYTES_PER_HOST;
     return SS_OK;
 }

@@ -14,22 +14,21 @@
 #include "kernels/model.h"
 
 #define MEMORY_WARN_FRACTION 0.5
-/* SimGrid's memory per host of a loaded platform (hosts, links, routes, actors' stacks), an
- * upper bound measured on this project's generated star clusters: `syncsim bench network
- * --sizes N --max-smpi-hosts 0` under /usr/bin/time peaks at 103 MB for 1,024 hosts and
- * 215 MB for 16,384 (SimGrid 3.32), about 7.3 KB a host. */
+/* SimGrid's memory per simulated host with its worker actor, measured on this project's
+ * generated star clusters (SimGrid 3.32): `syncsim replay --profile alexnet --policy bsp
+ * --workers N --steps 1 --collective ring-coarse` peaks (/usr/bin/time %M) at 262 MB for
+ * N = 1,024 and 317 MB for N = 8,192, i.e. 7.6 KB a host; rounded up. */
 #define MEMORY_BYTES_PER_HOST 8192.0
 
 /* The available memory in bytes (see above); SS_EUSAGE for a bad SYNCSIM_MEMORY_LIMIT, SS_EIO
  * when /proc/meminfo cannot be read. */
 int memory_available_bytes(double *bytes);
 /* Bytes of `workers` replicas (and the evaluation model) of `spec` for batches of max_batch on
- * dev, each with its SGD state and exchange buffer, plus `hosts` simulated hosts; the size of one
+ * dev, each with its SGD momentum, plus `hosts` simulated hosts; the size of one
  * replica is what creating one allocates. */
 int memory_estimate_run(device *dev, const model_spec *spec, int workers, int max_batch,
                         double hosts, double *bytes);
 /* The estimate against the available memory: SS_ENOMEM naming both when it does not fit. */
-int memory_check_run(device *dev, const model_spec *spec, int workers, int max_batch,
-                     double hosts);
+int memory_check_run(device *dev, const model_spec *spec, int workers, int max_batch, double hosts);
 
 #endif

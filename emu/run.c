@@ -252,8 +252,9 @@ static int check_platform(emu_run *r, double *hosts) {
     const int enough = info.n_hosts >= cfg->workers + n_ps;
     sim_platform_info_free(&info);
     if (!enough)
-        return ss_error_set(SS_EUSAGE, "--platform %s has %.0f hosts; %d workers and %d servers "
-                                       "need %d",
+        return ss_error_set(SS_EUSAGE,
+                            "--platform %s has %.0f hosts; %d workers and %d servers "
+                            "need %d",
                             cfg->platform, *hosts, cfg->workers, n_ps, cfg->workers + n_ps);
     return SS_OK;
 }
@@ -287,8 +288,8 @@ static int run_open(emu_run *r) {
     openblas_set_num_threads(1);
     if ((rc = run_open_data(r->cfg, &r->dev, &r->train, &r->test, &r->spec)) != SS_OK) return rc;
     if ((rc = make_policy(r->cfg, r->train.n, &r->pc, &r->steps_per_epoch)) != SS_OK) return rc;
-    if ((rc = memory_check_run(r->dev, &r->spec, r->cfg->workers, policy_max_batch(&r->pc), hosts)) !=
-        SS_OK)
+    if ((rc = memory_check_run(r->dev, &r->spec, r->cfg->workers, policy_max_batch(&r->pc),
+                               hosts)) != SS_OK)
         return rc;
     if ((rc = open_cluster(r)) != SS_OK) return rc;
     if ((rc = create_emulation(r)) != SS_OK) return rc;

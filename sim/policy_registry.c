@@ -151,8 +151,7 @@ static int fedavg_check(const run_config *cfg, policy_given_fn given) {
 }
 
 static int selsync_check(const run_config *cfg, policy_given_fn given) {
-    if (given(cfg, "selsync-order") &&
-        !strcmp(policy_option_value(cfg, "aggregation")->text, "ga"))
+    if (given(cfg, "selsync-order") && !strcmp(policy_option_value(cfg, "aggregation")->text, "ga"))
         return ss_error_set(SS_EUSAGE, "--selsync-order orders the local step and the parameter "
                                        "averaging of --aggregation pa; with --aggregation ga the "
                                        "averaged gradient is the step: leave it out");
