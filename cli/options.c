@@ -228,7 +228,8 @@ static opt_def policy_option_row(int k) {
                                      [POLICY_OPTION_LONG] = OPT_TYPE_LONG,
                                      [POLICY_OPTION_DOUBLE] = OPT_TYPE_DOUBLE,
                                      [POLICY_OPTION_ENUM] = OPT_TYPE_CHOICE,
-                                     [POLICY_OPTION_DURATION] = OPT_TYPE_STRING};
+                                     [POLICY_OPTION_DURATION] = OPT_TYPE_STRING,
+                                     [POLICY_OPTION_THRESHOLD] = OPT_TYPE_STRING};
     const policy_option *o = policy_option_at(k);
     opt_def row = {o->name,
                    types[o->type],

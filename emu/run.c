@@ -27,6 +27,12 @@ typedef struct run_context {
     sim_blob *curve;
     progress bar;
     long total_steps;
+    /* SelSync: Delta of every worker's steps after the warm-up, and worker 0's decisions after
+     * the calibration (--delta auto) */
+    long warmup_steps, calibrated_from;
+    double *deltas;
+    size_t n_deltas, cap_deltas;
+    long steps_after, syncs_after;
 } run_context;
 
 /* Everything one emulated run holds open, released by run_close(). */
@@ -47,6 +53,7 @@ typedef struct emu_run {
     sim_cluster *cluster;
     emulation *em;
     run_context ctx;
+    double worker_accuracy; /* mean of the replicas' own final accuracies */
 } emu_run;
 
 static void on_eval(void *ctx, const emulation_eval *ev) {
@@ -70,6 +77,18 @@ static void on_eval(void *ctx, const emulation_eval *ev) {
 
 static void on_record(void *ctx, const step_record *r) {
     run_context *rc = ctx;
+    if (rc->warmup_steps >= 0 && r->step > rc->warmup_steps) {
+        if (rc->n_deltas == rc->cap_deltas) {
+            rc->cap_deltas = rc->cap_deltas ? 2 * rc->cap_deltas : 4096;
+            rc->deltas = realloc(rc->deltas, rc->cap_deltas * sizeof(double));
+            SS_ASSERT(rc->deltas != NULL);
+        }
+        rc->deltas[rc->n_deltas++] = r->delta;
+        if (r->worker == 0 && r->step >= rc->calibrated_from) {
+            rc->steps_after++;
+            rc->syncs_after += r->decision != 0;
+        }
+    }
     if (!rc->tracing) return;
     trace_writer_record(&rc->tw, r);
 }
@@ -288,6 +307,8 @@ static int run_open(emu_run *r) {
     openblas_set_num_threads(1);
     if ((rc = run_open_data(r->cfg, &r->dev, &r->train, &r->test, &r->spec)) != SS_OK) return rc;
     if ((rc = make_policy(r->cfg, r->train.n, &r->pc, &r->steps_per_epoch)) != SS_OK) return rc;
+    r->ctx.warmup_steps = r->pc.kind == POLICY_SELSYNC ? policy_selsync_warmup_steps(&r->pc) : -1;
+    r->ctx.calibrated_from = r->ctx.warmup_steps + policy_selsync_calibration_steps(&r->pc) + 1;
     if ((rc = memory_check_run(r->dev, &r->spec, r->cfg->workers, policy_max_batch(&r->pc),
                                hosts)) != SS_OK)
         return rc;
@@ -317,6 +338,7 @@ static int simulate(emu_run *r) {
     if (rc != SS_OK) return rc;
     const step_counters final = {r->pr.sync_steps, r->pr.bytes_sent};
     emulation_evaluate_final(r->em, r->pr.sim_time_s, &final);
+    r->worker_accuracy = emulation_worker_accuracy_mean(r->em);
     return SS_OK;
 }
 
@@ -330,6 +352,34 @@ static void summarize_staleness(const policy_result *pr, run_summary *s) {
     }
     s->max_clock_gap = pr->max_clock_gap;
     s->max_update_staleness = pr->max_update_staleness;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile of sorted values (nearest rank). */
+static double quantile(const double *v, size_t n, double q) {
+    size_t k = (size_t)ceil(q * (double)n);
+    return v[k > 0 ? k - 1 : 0];
+}
+
+/* SelSync: Delta's distribution after the warm-up; with --delta auto, the target, the delta
+ * chosen and the LSSR reached after the calibration. */
+static void summarize_delta(emu_run *r, run_summary *s) {
+    run_context *c = &r->ctx;
+    if (c->warmup_steps < 0 || c->n_deltas == 0) return;
+    qsort(c->deltas, c->n_deltas, sizeof(double), compare_doubles);
+    s->delta_p50 = quantile(c->deltas, c->n_deltas, 0.5);
+    s->delta_p90 = quantile(c->deltas, c->n_deltas, 0.9);
+    s->delta_p99 = quantile(c->deltas, c->n_deltas, 0.99);
+    s->delta_max = c->deltas[c->n_deltas - 1];
+    if (r->pc.delta >= 0) return;
+    s->delta_target_lssr = -r->pc.delta;
+    s->delta_chosen = r->pr.delta_chosen;
+    if (c->steps_after > 0)
+        s->lssr_after_calibration = 1.0 - (double)c->syncs_after / (double)c->steps_after;
 }
 
 /* The model, data and configuration part of the summary. */
@@ -355,7 +405,7 @@ static void summarize_setup(const emu_run *r, run_summary *s) {
                  cfg->bandwidth, cfg->topology, cfg->gpu);
 }
 
-static void summarize(const emu_run *r, run_summary *s, long *div_step) {
+static void summarize(emu_run *r, run_summary *s, long *div_step) {
     const emulation_eval *last = emulation_last_eval(r->em);
     const policy_result *pr = &r->pr;
     run_summary_init(s);
@@ -368,6 +418,7 @@ static void summarize(const emu_run *r, run_summary *s, long *div_step) {
     s->workers = r->cfg->workers;
     s->test_accuracy = last->test_accuracy;
     s->test_loss = isfinite(last->test_loss) ? last->test_loss : -1;
+    s->worker_test_accuracy_mean = r->worker_accuracy;
     s->sim_time_s = pr->sim_time_s;
     s->tta_s = r->ctx.tta_s;
     s->steps = last->step;
@@ -385,6 +436,7 @@ static void summarize(const emu_run *r, run_summary *s, long *div_step) {
     s->epochs = emulation_samples(r->em) / (double)r->train.n;
     summarize_setup(r, s);
     if (policy_is_async(&r->pc)) summarize_staleness(pr, s);
+    summarize_delta(r, s);
 }
 
 /* Commits metrics.csv and steps.trace, writes summary.json, reports; the status of the run. */
@@ -412,10 +464,19 @@ static int finish(emu_run *r, run_summary *sum, double wall0) {
            sum->wait_s, sum->lssr, sum->bytes_sent / 1e9, sum->tta_s >= 0 ? "reached" : "-",
            sum->wall_s, r->cfg->out_dir, r->cfg->platform[0] ? "" : "platform.xml,",
            r->ctx.tracing ? "steps.trace," : "");
+    printf("mean of the workers' own test accuracies %.4f\n", sum->worker_test_accuracy_mean);
+    if (isfinite(sum->delta_p50))
+        printf("Delta after the warm-up: p50 %.4g, p90 %.4g, p99 %.4g, max %.4g\n", sum->delta_p50,
+               sum->delta_p90, sum->delta_p99, sum->delta_max);
+    if (isfinite(sum->delta_target_lssr))
+        printf("delta auto: target LSSR %.3f, delta chosen %.4g, LSSR after the calibration "
+               "%.3f (whole run %.3f)\n",
+               sum->delta_target_lssr, sum->delta_chosen, sum->lssr_after_calibration, sum->lssr);
     return rc;
 }
 
 static void run_close(emu_run *r) {
+    free(r->ctx.deltas);
     free((void *)r->pc.slowdown);
     if (r->ctx.metrics.fp) afile_abort(&r->ctx.metrics);
     if (r->ctx.trace.fp) afile_abort(&r->ctx.trace);

@@ -72,9 +72,11 @@ static const policy_option *const fedavg_options[] = {
     NULL};
 
 static const policy_option selsync_option_rows[] = {
-    {"delta", POLICY_OPTION_DOUBLE, PO(delta), "0.05", 0, 1e9, NULL, "D",
+    {"delta", POLICY_OPTION_THRESHOLD, PO(delta), "0.05", 0, 1e9, NULL, "D|auto:R",
      "selsync: synchronize when the relative gradient change is >= D (0 = BSP; published runs "
-     "used 0.3 and 0.5, but Delta's scale depends on the model: read steps.trace's delta column)",
+     "used 0.3 and 0.5, but Delta's scale depends on the model: see the summary's delta_p50..). "
+     "auto:R: D from the Delta of the steps after the warm-up, aiming at local-step ratio R "
+     "(syncsim's extension)",
      0, "delta"},
     {"ewma-window", POLICY_OPTION_INT, PO(ewma_window), "25", 0, 1024, NULL, "W",
      "selsync: values in the EWMA window; steps before it fills synchronize (0: no warm-up)", 0,
@@ -182,7 +184,10 @@ static void fedavg_label(const policy_config *pc, char *buf, size_t n) {
 }
 
 static void selsync_label(const policy_config *pc, char *buf, size_t n) {
-    snprintf(buf, n, "%s (\xce\xb4=%g)", policy_kind_name(pc->kind), pc->delta);
+    if (pc->delta < 0)
+        snprintf(buf, n, "%s (\xce\xb4=auto:%g)", policy_kind_name(pc->kind), -pc->delta);
+    else
+        snprintf(buf, n, "%s (\xce\xb4=%g)", policy_kind_name(pc->kind), pc->delta);
 }
 
 static void dssync_label(const policy_config *pc, char *buf, size_t n) {
