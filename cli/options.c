@@ -2,6 +2,7 @@
 #include "common/number.h"
 #include "common/status.h"
 #include "sim/collective.h"
+#include "sim/policy_build.h"
 #include "sim/policy_registry.h"
 
 #include <ctype.h>
@@ -224,12 +225,10 @@ static char collective_choices[128]; /* the all-reduce algorithms (sim/collectiv
 
 /* The row of policy option k: its slot in run_config, and the policies whose row lists it. */
 static opt_def policy_option_row(int k) {
-    static const opt_type types[] = {[POLICY_OPTION_INT] = OPT_TYPE_INT,
-                                     [POLICY_OPTION_LONG] = OPT_TYPE_LONG,
-                                     [POLICY_OPTION_DOUBLE] = OPT_TYPE_DOUBLE,
-                                     [POLICY_OPTION_ENUM] = OPT_TYPE_CHOICE,
-                                     [POLICY_OPTION_DURATION] = OPT_TYPE_STRING,
-                                     [POLICY_OPTION_THRESHOLD] = OPT_TYPE_STRING};
+    static const opt_type types[] = {
+        [POLICY_OPTION_INT] = OPT_TYPE_INT,         [POLICY_OPTION_LONG] = OPT_TYPE_LONG,
+        [POLICY_OPTION_DOUBLE] = OPT_TYPE_DOUBLE,   [POLICY_OPTION_ENUM] = OPT_TYPE_CHOICE,
+        [POLICY_OPTION_DURATION] = OPT_TYPE_STRING, [POLICY_OPTION_THRESHOLD] = OPT_TYPE_STRING};
     const policy_option *o = policy_option_at(k);
     opt_def row = {o->name,
                    types[o->type],
@@ -385,6 +384,26 @@ static void describe_range(const opt_def *o, char *buf, size_t n) {
     }
 }
 
+/* The policy option behind a row of the table (NULL for the other rows). */
+static const policy_option *row_policy_option(const opt_def *o) {
+    const size_t first = offsetof(run_config, policy_options);
+    if (o->offset < first || o->offset >= first + sizeof(((run_config *)0)->policy_options))
+        return NULL;
+    return policy_option_at((int)((o->offset - first) / sizeof(run_policy_value)));
+}
+
+/* A policy option kept as text (a threshold) is still checked when it is given. */
+static int check_policy_text(const opt_def *o, const char *text, const char *where) {
+    const policy_option *po = row_policy_option(o);
+    run_policy_value v;
+    if (!po || po->type != POLICY_OPTION_THRESHOLD || policy_option_parse(po, text, &v) == SS_OK)
+        return SS_OK;
+    return ss_error_set(SS_EUSAGE,
+                        "%s: invalid value '%s' (expected a decimal number in [%g, %g], or "
+                        "auto:R with 0 < R < 1, a target local-step ratio)",
+                        where, text, po->min, po->max);
+}
+
 /* Parses `text` into the row's field; `where` names the source ("option --lr", "f.ini:3"). */
 static int set_value(const opt_def *o, const char *text, run_config *cfg, const char *where) {
     char range[128];
@@ -417,6 +436,7 @@ static int set_value(const opt_def *o, const char *text, run_config *cfg, const 
         return SS_OK;
     }
     case OPT_TYPE_STRING:
+        if (check_policy_text(o, text, where) != SS_OK) return SS_EUSAGE;
         if (strlen(text) >= o->size)
             return ss_error_set(SS_EUSAGE, "%s: value too long (at most %zu characters)", where,
                                 o->size - 1);

@@ -377,9 +377,9 @@ static void summarize_delta(emu_run *r, run_summary *s) {
     s->delta_max = c->deltas[c->n_deltas - 1];
     if (r->pc.delta >= 0) return;
     s->delta_target_lssr = -r->pc.delta;
+    if (c->steps_after == 0) return; /* the run ended before the calibration did: null */
     s->delta_chosen = r->pr.delta_chosen;
-    if (c->steps_after > 0)
-        s->lssr_after_calibration = 1.0 - (double)c->syncs_after / (double)c->steps_after;
+    s->lssr_after_calibration = 1.0 - (double)c->syncs_after / (double)c->steps_after;
 }
 
 /* The model, data and configuration part of the summary. */

@@ -250,8 +250,9 @@ void policy_selsync_worker(void *arg) {
         } else {
             /* delta = 0 is BSP by definition; steps before Delta is defined synchronize
              * (warm-up), unless the window is 0; auto synchronizes until delta is chosen. */
-            int flag = au.delta == 0 || (!defined && pc->ewma_window > 0) ||
-                       (au.delta < 0 && step < au.end) || (au.delta > 0 && delta >= au.delta);
+            const int automatic = pc->delta < 0; /* its chosen delta may be any real */
+            int flag = (!automatic && pc->delta == 0) || (!defined && pc->ewma_window > 0) ||
+                       (automatic && step < au.end) || delta >= au.delta;
             /* The flags' all-gather is charged every step. */
             if (all_delta) {
                 gather_doubles(st, w, step, flag, pc->flag_bytes, all_delta, &a);

@@ -7,6 +7,7 @@
 
 #include "common/outputs.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -224,6 +225,91 @@ static void test_outputs_clear(void) {
     CU_ASSERT(exists("keep.json"));
 }
 
+/* A number of summary.json ("key":<tab>value); NAN when absent or null. */
+static double summary_number(const char *text, const char *key) {
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    if (!p) return NAN;
+    p += strlen(pat);
+    while (*p == '\t' || *p == ' ')
+        p++;
+    char *end;
+    double v = strtod(p, &end);
+    return end == p ? NAN : v;
+}
+
+/* The largest Delta in a trace after step `after` (steps.trace: column 9). */
+static double trace_max_delta(const char *trace, long after) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd,
+             "awk '!/^#/ && NF >= 13 && $1 > %ld { if (!n++ || $9 > m) m = $9 } END { printf "
+             "\"%%.17g\", m }' '%s/%s'",
+             after, tmp_dir, trace);
+    FILE *p = popen(cmd, "r");
+    double v = NAN;
+    if (p && fscanf(p, "%lf", &v) != 1) v = NAN;
+    if (p) pclose(p);
+    return v;
+}
+
+/* BSP keeps the replicas identical: the workers' own accuracies are the consensus accuracy. */
+static void test_worker_accuracy(void) {
+    char *out = NULL;
+    int rc = run_syncsim("", "train --policy bsp --workers 3 " TINY "--out w1", &out);
+    CU_ASSERT(rc == 0);
+    free(out);
+    char *sum = read_file("w1/summary.json");
+    CU_ASSERT_FATAL(sum != NULL);
+    double consensus = summary_number(sum, "test_accuracy");
+    double workers = summary_number(sum, "worker_test_accuracy_mean");
+    CU_ASSERT(consensus > 0);
+    CU_ASSERT_DOUBLE_EQUAL(workers, consensus, 1e-12);
+    CU_ASSERT(isnan(summary_number(sum, "delta_p50"))); /* not a selsync run: null */
+    free(sum);
+}
+
+/* SelSync's Delta after the warm-up (W = 5 steps) in the summary is the trace's; --delta auto:R
+ * reports its target, the delta it chose and the LSSR after the calibration. */
+static void test_delta_summary(void) {
+    expect("train --policy selsync --delta auto:1.5", 2, "--delta", "auto:R", NULL);
+    expect("train --policy selsync --delta auto:", 2, "--delta", NULL, NULL);
+    expect("train --policy selsync --delta nan", 2, "--delta", NULL, NULL);
+    char *out = NULL;
+    int rc = run_syncsim("",
+                         "train --policy selsync --workers 4 --ewma-window 5 --delta auto:0.5 "
+                         "--dataset synthetic --model mlp:16 --epochs 2 --out d1",
+                         &out);
+    CU_ASSERT(rc == 0);
+    CU_ASSERT(strstr(out, "target LSSR 0.500") != NULL);
+    free(out);
+    char *sum = read_file("d1/summary.json");
+    CU_ASSERT_FATAL(sum != NULL);
+    const double p50 = summary_number(sum, "delta_p50"), p90 = summary_number(sum, "delta_p90");
+    const double p99 = summary_number(sum, "delta_p99"), max = summary_number(sum, "delta_max");
+    CU_ASSERT(p50 <= p90 && p90 <= p99 && p99 <= max);
+    SS_CHECK_CLOSE(max, trace_max_delta("d1/steps.trace", 5), 0, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(summary_number(sum, "delta_target_lssr"), 0.5, 1e-15);
+    const double chosen = summary_number(sum, "delta_chosen");
+    CU_ASSERT(chosen > -1 && chosen <= max * (1 + 1e-12) + 1e-300);
+    const double lssr = summary_number(sum, "lssr_after_calibration");
+    CU_ASSERT(lssr >= 0 && lssr <= 1);
+    free(sum);
+}
+
+/* The repository points at nothing outside it. */
+static void test_docs_in_repository(void) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && grep -rnE '\\.\\./shared|SEEDS[.]md|DESIGN[.]md|issue [0-9]' "
+             "--include='*.c' --include='*.h' --include='*.md' --include='*.txt' "
+             "--include='*.sh' --include='*.py' --exclude-dir=build . >/dev/null",
+             SS_SOURCE_DIR);
+    CU_ASSERT(system(cmd) != 0); /* grep finds nothing */
+    snprintf(cmd, sizeof cmd, "grep -q 'docs/POLICIES.md' '%s/README.md'", SS_SOURCE_DIR);
+    CU_ASSERT(system(cmd) == 0);
+}
+
 static CU_TestInfo check_tests[] = {
     {"numbers are decimal; a --config key is given once; --out is not empty",
      test_numbers_and_keys},
@@ -236,6 +322,11 @@ static CU_TestInfo check_tests[] = {
      test_blas_threads},
     {"a reused --out directory keeps no output of the earlier run", test_reused_out},
     {"outputs_clear removes the named files only", test_outputs_clear},
+    {"bsp: the workers' mean accuracy is the consensus accuracy", test_worker_accuracy},
+    {"selsync: Delta percentiles as in the trace; --delta auto:R reports target and result",
+     test_delta_summary},
+    {"no file points outside the repository; README links docs/POLICIES.md",
+     test_docs_in_repository},
     CU_TEST_INFO_NULL,
 };
 
