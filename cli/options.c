@@ -712,9 +712,17 @@ static void format_value(const opt_def *o, const run_config *cfg, char *buf, siz
         snprintf(buf, n, "%s", v < 0 ? "auto" : v ? "yes" : "no");
         break;
     }
-    default:
-        snprintf(buf, n, "%s", (const char *)src);
+    default: {
+        /* a threshold given as a number is written as the other reals are */
+        const policy_option *po = row_policy_option(o);
+        double x;
+        if (po && po->type == POLICY_OPTION_THRESHOLD &&
+            number_parse_double((const char *)src, &x) == 0)
+            snprintf(buf, n, "%.17g", x);
+        else
+            snprintf(buf, n, "%s", (const char *)src);
         break;
+    }
     }
 }
 
