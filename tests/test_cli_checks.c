@@ -131,6 +131,7 @@ static void test_checked_before_data(void) {
     expect("train --policy bsp --workers 2 --slow-workers 7" NODATA, 2, "--slow-workers", "'7'",
            "o5");
     expect("train --policy bsp --workers 2 --model mlp:0" NODATA, 2, "mlp:0", NULL, "o5");
+    expect("train --model mlp:0" NODATA, 2, "mlp:0", NULL, "o5"); /* one worker */
     expect("train --policy bsp --workers 2 --dump-gradients 1,x" NODATA, 2, "--dump-gradients",
            NULL, "o5");
     expect("compare --networks 5Gbps,5Gbs --out o5", 2, "--networks", "5Gbs", "o5");
