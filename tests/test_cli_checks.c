@@ -186,6 +186,25 @@ static void test_blas_threads(void) {
     free(b);
 }
 
+/* A sweep point's config.ini re-run by train gives the sweep's summary, byte for byte. */
+static void test_sweep_point_rerun(void) {
+    write_file("sw.ini", "[sweep]\nname = s\n[grid]\nseed = 3\n[fixed]\npolicy = bsp\n"
+                         "workers = 2\ndataset = synthetic\nmodel = mlp:16\nepochs = 0.05\n");
+    char *out = NULL;
+    int rc = run_syncsim("OPENBLAS_NUM_THREADS=2", "sweep sw.ini --out sw", &out);
+    CU_ASSERT(rc == 0);
+    free(out);
+    rc = run_syncsim("OPENBLAS_NUM_THREADS=2",
+                     "train --config 'sw/points/seed=3/config.ini' --out rerun", &out);
+    CU_ASSERT(rc == 0);
+    free(out);
+    char *a = read_file("sw/points/seed=3/summary.json"), *b = read_file("rerun/summary.json");
+    CU_ASSERT_FATAL(a && b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    free(a);
+    free(b);
+}
+
 /* A reused directory: the earlier run's summary.json, steps.trace and platform.xml go, the
  * user's other files stay, and the "outputs:" line names only what was written. */
 static void test_reused_out(void) {
@@ -321,6 +340,7 @@ static CU_TestInfo check_tests[] = {
     {"memory estimate: too many replicas or hosts are refused up front", test_memory_estimate},
     {"one BLAS thread: the summary says so; compare --jobs 1 and 2 write the same compare.csv",
      test_blas_threads},
+    {"a sweep point's config.ini re-run by train gives the same summary", test_sweep_point_rerun},
     {"a reused --out directory keeps no output of the earlier run", test_reused_out},
     {"outputs_clear removes the named files only", test_outputs_clear},
     {"bsp: the workers' mean accuracy is the consensus accuracy", test_worker_accuracy},
