@@ -194,6 +194,42 @@ static int auto_calibrate(policy_state *st, int w, long step, double delta, sels
     return 1;
 }
 
+/* Whether the step synchronizes: the flags all-gathered (charged every step), or with auto the
+ * calibration's exchange of Delta; with auto, delta is chosen at the calibration's end. */
+static int selsync_decide(policy_state *st, int w, long step, double delta, int defined,
+                          selsync_auto *au, uint8_t *flags, double *all_delta, step_acc *a) {
+    const policy_config *pc = st->pc;
+    const int automatic = pc->delta < 0; /* its chosen delta may be any real */
+    if (automatic && step == au->end) {
+        au->delta = auto_choose(au);
+        if (w == 0) st->res->delta_chosen = au->delta;
+    }
+    if (automatic && step >= au->first && step < au->end)
+        return auto_calibrate(st, w, step, delta, au, all_delta, a);
+    /* delta = 0 is BSP by definition; steps before Delta is defined synchronize (warm-up),
+     * unless the window is 0; auto synchronizes until delta is chosen. */
+    const int flag = (!automatic && pc->delta == 0) || (!defined && pc->ewma_window > 0) ||
+                     (automatic && step < au->end) || delta >= au->delta;
+    int sync = 0;
+    if (automatic) {
+        gather_doubles(st, w, step, flag, pc->flag_bytes, all_delta, a);
+        for (int i = 0; i < pc->workers; i++)
+            sync |= all_delta[i] != 0;
+        return sync;
+    }
+    const uint8_t mine = (uint8_t)flag;
+    const long fid = policy_sync_id(step, 0);
+    exchange_result cr;
+    double entry = policy_sync_enter(st, fid, -1);
+    int rc =
+        st->ex->ops->allgather(st->ex->self, st->world, w, &mine, flags, 1, pc->flag_bytes, &cr);
+    SS_ASSERT(rc == SS_OK);
+    policy_sync_leave(st, fid, -1, entry, cr.bytes_sent, a);
+    for (int i = 0; i < pc->workers; i++)
+        sync |= flags[i];
+    return sync;
+}
+
 void policy_selsync_worker(void *arg) {
     worker_arg *wa = arg;
     policy_state *st = wa->st;
@@ -240,38 +276,7 @@ void policy_selsync_worker(void *arg) {
         int defined;
         double delta = selsync_delta(&tracker, norm, &defined);
         a.rec.delta = delta;
-        int sync = 0;
-        if (pc->delta < 0 && step == au.end) {
-            au.delta = auto_choose(&au);
-            if (w == 0) st->res->delta_chosen = au.delta;
-        }
-        if (pc->delta < 0 && step >= au.first && step < au.end) {
-            sync = auto_calibrate(st, w, step, delta, &au, all_delta, &a);
-        } else {
-            /* delta = 0 is BSP by definition; steps before Delta is defined synchronize
-             * (warm-up), unless the window is 0; auto synchronizes until delta is chosen. */
-            const int automatic = pc->delta < 0; /* its chosen delta may be any real */
-            int flag = (!automatic && pc->delta == 0) || (!defined && pc->ewma_window > 0) ||
-                       (automatic && step < au.end) || delta >= au.delta;
-            /* The flags' all-gather is charged every step. */
-            if (all_delta) {
-                gather_doubles(st, w, step, flag, pc->flag_bytes, all_delta, &a);
-                for (int i = 0; i < pc->workers; i++)
-                    sync |= all_delta[i] != 0;
-                goto decided;
-            }
-            const uint8_t mine = (uint8_t)flag;
-            const long fid = policy_sync_id(step, 0);
-            exchange_result cr;
-            double entry = policy_sync_enter(st, fid, -1);
-            int rc = st->ex->ops->allgather(st->ex->self, st->world, w, &mine, flags, 1,
-                                            pc->flag_bytes, &cr);
-            SS_ASSERT(rc == SS_OK);
-            policy_sync_leave(st, fid, -1, entry, cr.bytes_sent, &a);
-            for (int i = 0; i < pc->workers; i++)
-                sync |= flags[i];
-        }
-    decided:;
+        int sync = selsync_decide(st, w, step, delta, defined, &au, flags, all_delta, &a);
         int forced = ops->forced_decision ? ops->forced_decision(st->src->self, step) : -1;
         if (forced >= 0) sync = forced;
 
