@@ -6,6 +6,7 @@
 #include "common/afile.h"
 #include "common/csv.h"
 #include "common/status.h"
+#include "common/summary.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -21,6 +22,14 @@ void compare_row_read(compare_row *r) {
     r->bytes_sent = rec.bytes_sent;
     r->dropped = rec.dropped_fraction;
     r->ok = 1;
+    /* the keys run records do not carry, from the summary itself (null: NaN) */
+    run_summary s;
+    char path[sizeof r->dir + 16];
+    snprintf(path, sizeof path, "%s/summary.json", r->dir);
+    if (summary_read(path, &s) != SS_OK) run_summary_init(&s);
+    r->worker_accuracy = s.worker_test_accuracy_mean;
+    const double q[4] = {s.delta_p50, s.delta_p90, s.delta_p99, s.delta_max};
+    memcpy(r->delta_q, q, sizeof q);
 }
 
 void compare_rows_tta(compare_row *rows, int n, double margin) {
@@ -45,9 +54,23 @@ void compare_rows_tta(compare_row *rows, int n, double margin) {
     }
 }
 
+/* SelSync's Delta after the warm-up, for choosing delta: its scale depends on the model. */
+static void print_delta(FILE *fp, const compare_row *rows, int n) {
+    int header = 0;
+    for (int i = 0; i < n; i++) {
+        const compare_row *r = &rows[i];
+        if (!r->ok || !isfinite(r->delta_q[0])) continue;
+        if (!header++)
+            fprintf(fp, "\n%-12s %-12s %9s %9s %9s %9s  (Delta after the warm-up)\n", "policy",
+                    "network", "p50", "p90", "p99", "max");
+        fprintf(fp, "%-12s %-12s %9.4g %9.4g %9.4g %9.4g\n", r->policy, r->label, r->delta_q[0],
+                r->delta_q[1], r->delta_q[2], r->delta_q[3]);
+    }
+}
+
 void compare_rows_print(FILE *fp, const compare_row *rows, int n) {
-    fprintf(fp, "\n%-12s %-12s %9s %11s %11s %8s %6s %8s %8s\n", "policy", "network", "accuracy",
-            "sim time", "TTA(BSP)", "speedup", "LSSR", "GB sent", "dropped");
+    fprintf(fp, "\n%-12s %-12s %9s %9s %11s %11s %8s %6s %8s %8s\n", "policy", "network",
+            "accuracy", "workers", "sim time", "TTA(BSP)", "speedup", "LSSR", "GB sent", "dropped");
     for (int i = 0; i < n; i++) {
         const compare_row *r = &rows[i];
         if (!r->ok && !r->started) {
@@ -65,10 +88,11 @@ void compare_rows_print(FILE *fp, const compare_row *rows, int n) {
         char tta[32] = "never", speed[32] = "-";
         if (isfinite(r->tta_s)) snprintf(tta, sizeof tta, "%.2f s", r->tta_s);
         if (isfinite(r->speedup)) snprintf(speed, sizeof speed, "%.2fx", r->speedup);
-        fprintf(fp, "%-12s %-12s %9.4f %9.2f s %11s %8s %6.3f %8.3f %7.2f%%%s\n", r->policy,
-                r->label, r->accuracy, r->sim_time_s, tta, speed, r->lssr, r->bytes_sent / 1e9,
-                100.0 * r->dropped, note);
+        fprintf(fp, "%-12s %-12s %9.4f %9.4f %9.2f s %11s %8s %6.3f %8.3f %7.2f%%%s\n", r->policy,
+                r->label, r->accuracy, r->worker_accuracy, r->sim_time_s, tta, speed, r->lssr,
+                r->bytes_sent / 1e9, 100.0 * r->dropped, note);
     }
+    print_delta(fp, rows, n);
 }
 
 /* One row: policy, platform, workers, then the numbers (empty cells when undefined). */
@@ -78,7 +102,7 @@ static void write_csv_row(FILE *fp, const compare_row *r, int workers) {
     csv_write_field(fp, r->label);
     fprintf(fp, ",%d,", workers);
     if (!r->ok) {
-        fprintf(fp, ",,,,,,,%s\n", r->started ? "failed" : "not_run");
+        fprintf(fp, ",,,,,,,,,,,,%s\n", r->started ? "failed" : "not_run");
         return;
     }
     fprintf(fp, "%.6f,%.9f,", r->accuracy, r->sim_time_s);
@@ -86,6 +110,12 @@ static void write_csv_row(FILE *fp, const compare_row *r, int workers) {
     fputc(',', fp);
     if (isfinite(r->speedup)) fprintf(fp, "%.6f", r->speedup);
     fprintf(fp, ",%.6f,%.0f,%.6f,", r->lssr, r->bytes_sent, r->dropped);
+    const double cells[5] = {r->worker_accuracy, r->delta_q[0], r->delta_q[1], r->delta_q[2],
+                             r->delta_q[3]};
+    for (int k = 0; k < 5; k++) { /* empty when not recorded */
+        if (isfinite(cells[k])) fprintf(fp, "%.6g", cells[k]);
+        fputc(',', fp);
+    }
     csv_write_field(fp, r->status);
     fputc('\n', fp);
 }
@@ -95,7 +125,8 @@ int compare_rows_write_csv(const char *path, const compare_row *rows, int n, int
     int rc = afile_open(&f, path);
     if (rc != SS_OK) return rc;
     fprintf(f.fp, "policy,platform,workers,test_accuracy,sim_time_s,tta_s,speedup_vs_bsp,lssr,"
-                  "bytes_sent,dropped_fraction,status\n");
+                  "bytes_sent,dropped_fraction,worker_accuracy_mean,delta_p50,delta_p90,"
+                  "delta_p99,delta_max,status\n");
     for (int i = 0; i < n; i++)
         write_csv_row(f.fp, &rows[i], workers);
     return afile_commit(&f);

@@ -28,6 +28,8 @@ typedef struct compare_row {
     char status[16];
     double accuracy, sim_time_s, lssr, bytes_sent;
     double dropped;        /* DLCP: fraction of the exchanged data dropped */
+    double worker_accuracy; /* mean of the workers' own final accuracies (NaN: not recorded) */
+    double delta_q[4];      /* SelSync: Delta's p50, p90, p99 and max after the warm-up (NaN) */
     double tta_s, speedup; /* NaN: undefined */
 } compare_row;
 

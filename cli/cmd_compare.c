@@ -16,7 +16,8 @@
 #include "sim/isolate.h"
 #include "sim/policy_registry.h"
 
-#include <cblas.h>
+#include "emu/run.h"
+#include "sim/platform_gen.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,9 +136,8 @@ static void job_log_path(void *ctx, int j, char *buf, size_t n) {
     snprintf(buf, n, "%s/log.txt", ((compare_ctx *)ctx)->runs[j].dir);
 }
 
-/* The child: one emulation (its output in DIR/log.txt). */
-static int job_run(void *ctx, int j) {
-    const compare_ctx *c = ctx;
+/* The configuration of run j: compare's options with the run's policy and network. */
+static void run_config_of(const compare_ctx *c, int j, run_config *out) {
     const compare_row *r = &c->runs[j];
     run_config cfg = c->cfg;
     char policy[32];
@@ -151,8 +151,36 @@ static int job_run(void *ctx, int j) {
         snprintf(cfg.platform, sizeof cfg.platform, "%s", r->network);
     else
         snprintf(cfg.bandwidth, sizeof cfg.bandwidth, "%s", r->network);
-    /* Runs side by side share the cores: one BLAS thread each. */
-    if (c->cfg.jobs > 1) openblas_set_num_threads(1);
+    *out = cfg;
+}
+
+/* Every run's options (its network, its policy's rules) before any run starts: a bad one is a
+ * usage error, not a failed row. */
+static int check_runs(const compare_ctx *c) {
+    run_config *cfg = ss_malloc(sizeof *cfg);
+    int rc = SS_OK;
+    for (int j = 0; j < c->n && rc == SS_OK; j++) {
+        run_config_of(c, j, cfg);
+        if (!is_platform_file(c->runs[j].network)) {
+            double bps;
+            rc = platform_parse_bandwidth("--networks", c->runs[j].network, &bps);
+            if (rc != SS_OK) break;
+        }
+        run_request rq;
+        outputs_request(CMD_TRAIN, cfg, 0, &rq);
+        rc = run_check_emulated(&rq);
+        outputs_request_free(&rq);
+    }
+    free(cfg);
+    return rc;
+}
+
+/* The child: one emulation (its output in DIR/log.txt); every emulated run computes with one
+ * BLAS thread (emu/run.c), so the results do not depend on --jobs. */
+static int job_run(void *ctx, int j) {
+    const compare_ctx *c = ctx;
+    run_config cfg;
+    run_config_of(c, j, &cfg);
     run_summary sum;
     int rc = run_emulation(&cfg, &sum, NULL);
     if (rc != SS_OK && rc != SS_EDIVERGED) fprintf(stderr, "syncsim: %s\n", ss_error_message());
@@ -186,8 +214,8 @@ static void print_results(const compare_ctx *c) {
 int cmd_compare(const run_config *cfg_in) {
     compare_ctx *c = ss_calloc(1, sizeof *c);
     c->cfg = *cfg_in;
-    if (c->cfg.workers < 2) c->cfg.workers = 8;
     int rc = plan_runs(c);
+    if (rc == SS_OK) rc = check_runs(c);
     if (rc == SS_OK) rc = outputs_begin(CMD_COMPARE, &c->cfg);
     if (rc != SS_OK) {
         free(c);

@@ -1,6 +1,8 @@
 #include "cli/options.h"
+#include "common/number.h"
 #include "common/status.h"
 #include "sim/collective.h"
+#include "sim/policy_build.h"
 #include "sim/policy_registry.h"
 
 #include <ctype.h>
@@ -268,6 +270,15 @@ static const opt_def tail_rows[] = {
 };
 #undef SIM
 
+/* Defaults that differ by subcommand: compare runs 8 workers unless --workers is given (one
+ * worker has nothing to synchronize). Applied by options_parse and shown by --help. */
+static const struct {
+    const char *name;
+    unsigned command;
+    const char *def;
+} command_defaults[] = {{"workers", CMD_COMPARE, "8"}};
+#define COMMAND_DEFAULTS ((int)(sizeof command_defaults / sizeof command_defaults[0]))
+
 #define HEAD_ROWS ((int)(sizeof head_rows / sizeof head_rows[0]))
 #define TAIL_ROWS ((int)(sizeof tail_rows / sizeof tail_rows[0]))
 
@@ -282,11 +293,10 @@ static char collective_choices[128]; /* the all-reduce algorithms (sim/collectiv
 
 /* The row of policy option k: its slot in run_config, and the policies whose row lists it. */
 static opt_def policy_option_row(int k) {
-    static const opt_type types[] = {[POLICY_OPTION_INT] = OPT_TYPE_INT,
-                                     [POLICY_OPTION_LONG] = OPT_TYPE_LONG,
-                                     [POLICY_OPTION_DOUBLE] = OPT_TYPE_DOUBLE,
-                                     [POLICY_OPTION_ENUM] = OPT_TYPE_CHOICE,
-                                     [POLICY_OPTION_DURATION] = OPT_TYPE_STRING};
+    static const opt_type types[] = {
+        [POLICY_OPTION_INT] = OPT_TYPE_INT,         [POLICY_OPTION_LONG] = OPT_TYPE_LONG,
+        [POLICY_OPTION_DOUBLE] = OPT_TYPE_DOUBLE,   [POLICY_OPTION_ENUM] = OPT_TYPE_CHOICE,
+        [POLICY_OPTION_DURATION] = OPT_TYPE_STRING, [POLICY_OPTION_THRESHOLD] = OPT_TYPE_STRING};
     const policy_option *o = policy_option_at(k);
     opt_def row = {o->name,
                    types[o->type],
@@ -424,7 +434,7 @@ static void describe_range(const opt_def *o, char *buf, size_t n) {
         snprintf(buf, n, "an integer in [%.0f, %.0f]", o->min, o->max);
         break;
     case OPT_TYPE_DOUBLE:
-        snprintf(buf, n, "a number in [%g, %g]", o->min, o->max);
+        snprintf(buf, n, "a decimal number in [%g, %g]", o->min, o->max);
         break;
     case OPT_TYPE_U64:
         snprintf(buf, n, "an integer in [0, 18446744073709551615]");
@@ -444,6 +454,26 @@ static void describe_range(const opt_def *o, char *buf, size_t n) {
     }
 }
 
+/* The policy option behind a row of the table (NULL for the other rows). */
+static const policy_option *row_policy_option(const opt_def *o) {
+    const size_t first = offsetof(run_config, policy_options);
+    if (o->offset < first || o->offset >= first + sizeof(((run_config *)0)->policy_options))
+        return NULL;
+    return policy_option_at((int)((o->offset - first) / sizeof(run_policy_value)));
+}
+
+/* A policy option kept as text (a threshold) is still checked when it is given. */
+static int check_policy_text(const opt_def *o, const char *text, const char *where) {
+    const policy_option *po = row_policy_option(o);
+    run_policy_value v;
+    if (!po || po->type != POLICY_OPTION_THRESHOLD || policy_option_parse(po, text, &v) == SS_OK)
+        return SS_OK;
+    return ss_error_set(SS_EUSAGE,
+                        "%s: invalid value '%s' (expected a decimal number in [%g, %g], or "
+                        "auto:R with 0 < R < 1, a target local-step ratio)",
+                        where, text, po->min, po->max);
+}
+
 /* Parses `text` into the row's field; `where` names the source ("option --lr", "f.ini:3"). */
 static int set_value(const opt_def *o, const char *text, run_config *cfg, const char *where) {
     char range[128];
@@ -461,8 +491,8 @@ static int set_value(const opt_def *o, const char *text, run_config *cfg, const 
     }
     case OPT_TYPE_INT:
     case OPT_TYPE_LONG: {
-        long long v = strtoll(text, &end, 10);
-        if (end == text || errno || *end || v < o->min || v > o->max) goto bad;
+        long long v;
+        if (number_parse_llong(text, &v) != 0 || v < o->min || v > o->max) goto bad;
         if (o->type == OPT_TYPE_INT)
             *(int *)dst = (int)v;
         else
@@ -470,12 +500,13 @@ static int set_value(const opt_def *o, const char *text, run_config *cfg, const 
         return SS_OK;
     }
     case OPT_TYPE_DOUBLE: {
-        double v = strtod(text, &end);
-        if (end == text || errno || *end || !isfinite(v) || v < o->min || v > o->max) goto bad;
+        double v;
+        if (number_parse_double(text, &v) != 0 || v < o->min || v > o->max) goto bad;
         *(double *)dst = v;
         return SS_OK;
     }
     case OPT_TYPE_STRING:
+        if (check_policy_text(o, text, where) != SS_OK) return SS_EUSAGE;
         if (strlen(text) >= o->size)
             return ss_error_set(SS_EUSAGE, "%s: value too long (at most %zu characters)", where,
                                 o->size - 1);
@@ -533,6 +564,7 @@ typedef struct ini_context {
     run_config *cfg;
     int status;
     char problem[512]; /* what is wrong with the key that stopped the parse */
+    unsigned char seen[RUN_CONFIG_MAX_OPTIONS]; /* keys already given in the file */
 } ini_context;
 
 /* inih reports the line of the first key a handler refuses, so the handler only says what is
@@ -551,6 +583,13 @@ static int config_key_handler(void *user, const char *section, const char *name,
         c->status = SS_EUSAGE;
         return 0;
     }
+    if (c->seen[i]) {
+        snprintf(c->problem, sizeof c->problem,
+                 "key '%s' is given twice (a configuration gives each key once)", name);
+        c->status = SS_EUSAGE;
+        return 0;
+    }
+    c->seen[i] = 1;
     char where[96];
     snprintf(where, sizeof where, "key '%s'", name);
     c->status = set_value(&options_table[i], value, c->cfg, where);
@@ -565,7 +604,7 @@ static int config_key_handler(void *user, const char *section, const char *name,
 static int read_config_file(unsigned command, const char *path, run_config *cfg) {
     FILE *fp = fopen(path, "r");
     if (!fp) return ss_error_set(SS_EUSAGE, "--config: cannot open %s: %s", path, strerror(errno));
-    ini_context c = {command, cfg, SS_OK, ""};
+    ini_context c = {command, cfg, SS_OK, "", {0}};
     int line = ini_parse_file(fp, config_key_handler, &c);
     fclose(fp);
     if (c.status != SS_OK) return ss_error_set(c.status, "%s:%d: %s", path, line, c.problem);
@@ -575,9 +614,41 @@ static int read_config_file(unsigned command, const char *path, run_config *cfg)
     return SS_OK;
 }
 
+/* The default of row i for `command`: the subcommand's own, else the row's. */
+static const char *default_for(unsigned command, int i) {
+    for (int k = 0; k < COMMAND_DEFAULTS; k++)
+        if ((command_defaults[k].command & command) &&
+            !strcmp(command_defaults[k].name, options_table[i].name))
+            return command_defaults[k].def;
+    return options_table[i].def;
+}
+
+static void apply_command_defaults(unsigned command, run_config *cfg) {
+    for (int k = 0; k < COMMAND_DEFAULTS; k++) {
+        if (!(command_defaults[k].command & command)) continue;
+        int i = find_option_for(command, command_defaults[k].name);
+        int rc = set_value(&options_table[i], command_defaults[k].def, cfg, "default");
+        SS_ASSERT(rc == SS_OK);
+    }
+}
+
+/* Checks that hold for every subcommand: an output directory must have a name. */
+static int validate_common(unsigned command, const run_config *cfg) {
+    int i = find_option_for(command, "out");
+    if ((options_table[i].commands & command) && !cfg->out_dir[0])
+        return ss_error_set(SS_EUSAGE, "option --out: the output directory must not be empty");
+    if (command == CMD_COMPARE && cfg->workers < 2)
+        return ss_error_set(SS_EUSAGE,
+                            "option --workers %d: compare needs at least 2 workers "
+                            "(default 8)",
+                            cfg->workers);
+    return SS_OK;
+}
+
 int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
     table_init();
     options_defaults(cfg);
+    apply_command_defaults(command, cfg);
     /* --config first, so that the command line overrides the file. */
     for (int a = 0; a < argc; a++) {
         const char *v = NULL;
@@ -646,7 +717,8 @@ static unsigned policy_bit(const run_config *cfg) {
 
 int options_validate(unsigned command, const run_config *cfg) {
     table_init();
-    if (command != CMD_TRAIN) return SS_OK; /* compare sets the policy per run */
+    int rc = validate_common(command, cfg);
+    if (rc != SS_OK || command != CMD_TRAIN) return rc; /* compare checks each run's policy */
     const unsigned pol = policy_bit(cfg);
     const policy_info *p = pol == POL_SINGLE ? NULL
                            : cfg->policy[0]  ? policy_registry_find(cfg->policy)
@@ -711,9 +783,17 @@ static void format_value(const opt_def *o, const run_config *cfg, char *buf, siz
         snprintf(buf, n, "%s", v < 0 ? "auto" : v ? "yes" : "no");
         break;
     }
-    default:
-        snprintf(buf, n, "%s", (const char *)src);
+    default: {
+        /* a threshold given as a number is written as the other reals are */
+        const policy_option *po = row_policy_option(o);
+        double x;
+        if (po && po->type == POLICY_OPTION_THRESHOLD &&
+            number_parse_double((const char *)src, &x) == 0)
+            snprintf(buf, n, "%.17g", x);
+        else
+            snprintf(buf, n, "%s", (const char *)src);
         break;
+    }
     }
 }
 
@@ -779,7 +859,8 @@ void options_print_help(unsigned command, const char *usage, FILE *out) {
         else if (o->type == OPT_TYPE_CHOICE)
             snprintf(range, sizeof range, " (%s)", o->choices + (o->choices[0] == '|'));
         fprintf(out, "  %-26s %s%s", left, o->help, range);
-        if (o->def && o->def[0] && o->type != OPT_TYPE_FLAG) fprintf(out, " (default %s)", o->def);
+        const char *def = default_for(command, i);
+        if (def && def[0] && o->type != OPT_TYPE_FLAG) fprintf(out, " (default %s)", def);
         fputc('\n', out);
     }
 }

@@ -1,6 +1,7 @@
 #include "cli/outputs.h"
 #include "cli/options.h"
 #include "common/status.h"
+#include "sim/policy_registry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,12 +23,22 @@ int outputs_begin(unsigned command, const run_config *cfg) {
     return rc;
 }
 
+/* Given explicitly, and meant for the run's policy: compare passes one set of options to runs of
+ * several policies, where --staleness is ssp's and says nothing about its asp run. */
+static int given_for_policy(const run_config *cfg, const char *name) {
+    if (!options_was_set(cfg, name)) return 0;
+    const policy_option *o = policy_option_find(name);
+    const policy_info *p =
+        cfg->policy[0] ? policy_registry_find(cfg->policy) : policy_registry_baseline();
+    return !o || !p || policy_option_applies(o, p);
+}
+
 void outputs_request(unsigned command, const run_config *cfg, int table, run_request *rq) {
     memset(rq, 0, sizeof *rq);
     rq->cfg = cfg;
     rq->config_ini = outputs_config_ini(command, cfg);
     rq->lr = options_learning_rate(cfg);
-    rq->was_set = options_was_set;
+    rq->was_set = given_for_policy;
     if (table) {
         char *text = NULL;
         size_t len = 0;

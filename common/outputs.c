@@ -1,10 +1,12 @@
 #include "common/outputs.h"
 #include "common/status.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +23,26 @@ int outputs_open_dir(const run_config *cfg, const char *config_ini) {
     if ((rc = afile_open(&f, path)) != SS_OK) return rc;
     fputs(config_ini, f.fp);
     return afile_commit(&f);
+}
+
+int outputs_clear(const run_config *cfg, const char *const *names) {
+    char path[1024];
+    for (int i = 0; names[i]; i++) {
+        outputs_path(cfg, names[i], path, sizeof path);
+        if (unlink(path) != 0 && errno != ENOENT)
+            return ss_error_set(SS_EIO, "cannot remove the earlier run's %s: %s", path,
+                                strerror(errno));
+    }
+    return SS_OK;
+}
+
+int outputs_is_generated(const run_config *cfg, const char *name) {
+    if (!cfg->platform[0]) return 1;
+    char path[1024];
+    outputs_path(cfg, name, path, sizeof path);
+    struct stat a, b;
+    if (stat(path, &a) != 0 || stat(cfg->platform, &b) != 0) return 1;
+    return !(a.st_dev == b.st_dev && a.st_ino == b.st_ino);
 }
 
 int outputs_write_json(const run_config *cfg, const char *name, const cJSON *json) {

@@ -17,6 +17,15 @@
 
 /* Creates cfg->out_dir and writes config_ini to OUT/config.ini (NULL: no config.ini). */
 int outputs_open_dir(const run_config *cfg, const char *config_ini);
+/* Removes the files `names` (NULL-terminated, relative to OUT) that an earlier run may have left,
+ * before a run writes its own: a reused directory then never shows an old summary.json (status
+ * ok) beside a new config.ini, or an old steps.trace beside a run without one. summary.json is
+ * written last, so a run that fails or is killed leaves none: it counts as unfinished. Only these
+ * names go, never other files; a missing file is fine. */
+int outputs_clear(const run_config *cfg, const char *const *names);
+/* 1 unless OUT/name is the platform file the user named (--platform OUT/platform.xml): only a
+ * file the run generates under that name may be replaced. */
+int outputs_is_generated(const run_config *cfg, const char *name);
 /* Joins the output directory and a file name into buf. */
 void outputs_path(const run_config *cfg, const char *name, char *buf, size_t n);
 /* Writes a cJSON object to OUT/name atomically (pretty-printed). */

@@ -2,7 +2,9 @@
  * one reader, the same keys in every mode. A value a mode lacks is written as null: a NaN number,
  * a negative count, an empty string, a histogram of no bins. The first key is "schema" (
  * SUMMARY_SCHEMA); files written before it had none and named the single worker's wall time
- * "wall_time_s", which the reader still accepts.
+ * "wall_time_s", which the reader still accepts. Keys added since (worker_test_accuracy_mean, the
+ * delta_* keys, lssr_after_calibration) read as null from files that lack them: the schema
+ * number is unchanged because every reader accepts both.
  *
  *     run_summary s; run_summary_init(&s);
  *     snprintf(s.mode, sizeof s.mode, "replay"); s.sim_time_s = ...;
@@ -24,13 +26,18 @@ typedef struct run_summary {
     char mode[16];   /* emulation | single | replay */
     char policy[16];
     int workers;
-    char platform[1024];  /* as the user named it, or how it was generated */
-    double test_accuracy; /* final, consensus model */
-    double test_loss;     /* -1: not finite (diverged) */
-    double sim_time_s;    /* simulated time of the whole run */
-    double tta_s;         /* first simulated time at the target accuracy; < 0: never / no target */
+    char platform[1024];              /* as the user named it, or how it was generated */
+    double test_accuracy;             /* final, consensus model */
+    double test_loss;                 /* -1: not finite (diverged) */
+    double worker_test_accuracy_mean; /* emulation: mean of the workers' own final accuracies */
+    double sim_time_s;                /* simulated time of the whole run */
+    double tta_s; /* first simulated time at the target accuracy; < 0: never / no target */
     double target_accuracy;
     double lssr;
+    /* SelSync: Delta over the steps after the warm-up (all workers), and with --delta auto:R the
+     * target R, the delta chosen and the LSSR of the steps after the calibration */
+    double delta_p50, delta_p90, delta_p99, delta_max;
+    double delta_target_lssr, delta_chosen, lssr_after_calibration;
     long steps;
     long sync_steps;
     double bytes_sent;

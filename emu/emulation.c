@@ -461,6 +461,21 @@ void emulation_evaluate_final(emulation *e, double now_s, const step_counters *f
     evaluate(e, min, now_s, final);
 }
 
+double emulation_worker_accuracy_mean(emulation *e) {
+    const size_t n_test = e->cfg.test->n;
+    if (n_test == 0) return 0.0;
+    double sum = 0;
+    float *dst = model_params(e->eval_model);
+    for (int w = 0; w < e->cfg.workers; w++) {
+        device_copy(e->cfg.dev, dst, model_params(e->replicas[w]), e->params);
+        double loss;
+        size_t correct = 0;
+        model_evaluate(e->eval_model, e->cfg.test->x, e->cfg.test->y, n_test, &loss, &correct);
+        sum += (double)correct / (double)n_test;
+    }
+    return sum / e->cfg.workers;
+}
+
 int emulation_diverged(const emulation *e, long *step) {
     if (step) *step = e->diverged_step;
     return e->diverged;

@@ -74,6 +74,11 @@ step_source *emulation_source(emulation *e);
 /* Evaluates the consensus now, unless the latest evaluation is already at the last step that
  * every worker finished (for runs that end early: diverged, interrupted). */
 void emulation_evaluate_final(emulation *e, double now_s, const step_counters *final);
+/* The mean over workers of each replica's own test accuracy (what a worker would deploy), as
+ * opposed to the consensus model's: under gradient aggregation or local steps the replicas drift
+ * apart and their mean is not a model any worker holds. Evaluates N models: call it once, at
+ * the end. */
+double emulation_worker_accuracy_mean(emulation *e);
 /* 1 once some step produced a NaN or Inf loss (the run diverged); the step is in *step. */
 int emulation_diverged(const emulation *e, long *step);
 /* The latest evaluation (test_accuracy < 0 before the first). */

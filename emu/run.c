@@ -7,8 +7,12 @@
 #include "sim/platform_gen.h"
 #include "sim/policy.h"
 #include "sim/policy_build.h"
+#include "sim/policy_registry.h"
 #include "traces/trace.h"
+#include "analysis/gradient_dump.h"
+#include "emu/memory.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +27,12 @@ typedef struct run_context {
     sim_blob *curve;
     progress bar;
     long total_steps;
+    /* SelSync: Delta of every worker's steps after the warm-up, and worker 0's decisions after
+     * the calibration (--delta auto) */
+    long warmup_steps, calibrated_from;
+    double *deltas;
+    size_t n_deltas, cap_deltas;
+    long steps_after, syncs_after;
 } run_context;
 
 /* Everything one emulated run holds open, released by run_close(). */
@@ -43,6 +53,7 @@ typedef struct emu_run {
     sim_cluster *cluster;
     emulation *em;
     run_context ctx;
+    double worker_accuracy; /* mean of the replicas' own final accuracies */
 } emu_run;
 
 static void on_eval(void *ctx, const emulation_eval *ev) {
@@ -66,6 +77,18 @@ static void on_eval(void *ctx, const emulation_eval *ev) {
 
 static void on_record(void *ctx, const step_record *r) {
     run_context *rc = ctx;
+    if (rc->warmup_steps >= 0 && r->step > rc->warmup_steps) {
+        if (rc->n_deltas == rc->cap_deltas) {
+            rc->cap_deltas = rc->cap_deltas ? 2 * rc->cap_deltas : 4096;
+            rc->deltas = realloc(rc->deltas, rc->cap_deltas * sizeof(double));
+            SS_ASSERT(rc->deltas != NULL);
+        }
+        rc->deltas[rc->n_deltas++] = r->delta;
+        if (r->worker == 0 && r->step >= rc->calibrated_from) {
+            rc->steps_after++;
+            rc->syncs_after += r->decision != 0;
+        }
+    }
     if (!rc->tracing) return;
     trace_writer_record(&rc->tw, r);
 }
@@ -144,9 +167,21 @@ static int parse_run_options(emu_run *r) {
     return sim_network_model_parse("--network-model", cfg->network_model, &r->net_model);
 }
 
+/* The files an emulated run writes; an earlier run's are removed before it starts. A
+ * platform.xml named by --platform is the user's input, never removed. */
+static int clear_outputs(const run_config *cfg) {
+    static const char *const always[] = {"summary.json", "metrics.csv", "steps.trace", NULL};
+    static const char *const generated[] = {"platform.xml", NULL};
+    int rc = outputs_clear(cfg, always);
+    if (rc != SS_OK || !outputs_is_generated(cfg, "platform.xml")) return rc;
+    return outputs_clear(cfg, generated);
+}
+
 /* OUT/ with config.ini and platform.xml, and the simulated cluster on that platform. */
 static int open_cluster(emu_run *r) {
-    int rc = outputs_open_dir(r->cfg, r->rq->config_ini);
+    int rc = ss_mkdir_p(r->cfg->out_dir);
+    if (rc == SS_OK) rc = clear_outputs(r->cfg);
+    if (rc == SS_OK) rc = outputs_open_dir(r->cfg, r->rq->config_ini);
     if (rc != SS_OK) return rc;
     const int async = policy_is_async(&r->pc);
     const int n_ps = (async || r->pc.use_ps) ? r->pc.ps_servers : 0;
@@ -215,12 +250,68 @@ static int open_outputs(emu_run *r) {
     return SS_OK;
 }
 
+/* The platform before any data is loaded: the generated one's options, or the user's file (its
+ * syntax and its host count); the hosts it has go into the memory estimate. */
+static int check_platform(emu_run *r, double *hosts) {
+    const run_config *cfg = r->cfg;
+    policy_config pc;
+    policy_build_env env = {.mode = POLICY_BUILD_RUN, .train_samples = 0};
+    int rc = policy_config_build(cfg, &env, &pc); /* no training set yet: options only */
+    free((void *)pc.slowdown);
+    if (rc != SS_OK) return rc;
+    const int n_ps = (policy_is_async(&pc) || pc.use_ps) ? pc.ps_servers : 0;
+    if (!cfg->platform[0]) {
+        platform_gen_spec spec;
+        *hosts = (double)cfg->workers + n_ps;
+        return platform_spec_from_config(cfg, cfg->workers, n_ps, &spec);
+    }
+    sim_platform_info info;
+    if ((rc = sim_platform_check(cfg->platform, &info)) != SS_OK) return rc;
+    *hosts = info.n_hosts;
+    const int enough = info.n_hosts >= cfg->workers + n_ps;
+    sim_platform_info_free(&info);
+    if (!enough)
+        return ss_error_set(SS_EUSAGE,
+                            "--platform %s has %.0f hosts; %d workers and %d servers "
+                            "need %d",
+                            cfg->platform, *hosts, cfg->workers, n_ps, cfg->workers + n_ps);
+    return SS_OK;
+}
+
+/* Everything the options alone decide, before the data set is loaded and before OUT/ exists:
+ * schedule, partition and network model, the policy's options and checks, the platform, the
+ * model's text and --dump-gradients. */
+static int check_options(emu_run *r, double *hosts) {
+    int rc;
+    const policy_info *p = policy_registry_find(r->cfg->policy);
+    if (p && p->check && r->rq->was_set && (rc = p->check(r->cfg, r->rq->was_set)) != SS_OK)
+        return rc;
+    if ((rc = parse_run_options(r)) != SS_OK) return rc;
+    if ((rc = check_platform(r, hosts)) != SS_OK) return rc;
+    model_spec spec; /* the text alone; the data set's shape is checked again once loaded */
+    if ((rc = model_spec_parse(&spec, r->cfg->model, 1, 28, 28, 10)) != SS_OK) return rc;
+    gradient_dump *gd = NULL;
+    rc = gradient_dump_create(r->cfg->dump_gradients, "", &gd);
+    gradient_dump_destroy(gd);
+    return rc;
+}
+
 /* Opens everything the simulation needs, in the order that reports a bad option first. */
 static int run_open(emu_run *r) {
     int rc;
-    if ((rc = parse_run_options(r)) != SS_OK) return rc;
+    double hosts = 0;
+    if ((rc = check_options(r, &hosts)) != SS_OK) return rc;
+    /* One BLAS thread in every emulated run, whatever runs beside it: OpenBLAS's results may
+     * depend on its thread count, and a run must give the same numbers alone, in compare, in a
+     * sweep and re-run from its config.ini. */
+    openblas_set_num_threads(1);
     if ((rc = run_open_data(r->cfg, &r->dev, &r->train, &r->test, &r->spec)) != SS_OK) return rc;
     if ((rc = make_policy(r->cfg, r->train.n, &r->pc, &r->steps_per_epoch)) != SS_OK) return rc;
+    r->ctx.warmup_steps = r->pc.kind == POLICY_SELSYNC ? policy_selsync_warmup_steps(&r->pc) : -1;
+    r->ctx.calibrated_from = r->ctx.warmup_steps + policy_selsync_calibration_steps(&r->pc) + 1;
+    if ((rc = memory_check_run(r->dev, &r->spec, r->cfg->workers, policy_max_batch(&r->pc),
+                               hosts)) != SS_OK)
+        return rc;
     if ((rc = open_cluster(r)) != SS_OK) return rc;
     if ((rc = create_emulation(r)) != SS_OK) return rc;
     return open_outputs(r);
@@ -247,6 +338,7 @@ static int simulate(emu_run *r) {
     if (rc != SS_OK) return rc;
     const step_counters final = {r->pr.sync_steps, r->pr.bytes_sent};
     emulation_evaluate_final(r->em, r->pr.sim_time_s, &final);
+    r->worker_accuracy = emulation_worker_accuracy_mean(r->em);
     return SS_OK;
 }
 
@@ -260,6 +352,34 @@ static void summarize_staleness(const policy_result *pr, run_summary *s) {
     }
     s->max_clock_gap = pr->max_clock_gap;
     s->max_update_staleness = pr->max_update_staleness;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile of sorted values (nearest rank). */
+static double quantile(const double *v, size_t n, double q) {
+    size_t k = (size_t)ceil(q * (double)n);
+    return v[k > 0 ? k - 1 : 0];
+}
+
+/* SelSync: Delta's distribution after the warm-up; with --delta auto, the target, the delta
+ * chosen and the LSSR reached after the calibration. */
+static void summarize_delta(emu_run *r, run_summary *s) {
+    run_context *c = &r->ctx;
+    if (c->warmup_steps < 0 || c->n_deltas == 0) return;
+    qsort(c->deltas, c->n_deltas, sizeof(double), compare_doubles);
+    s->delta_p50 = quantile(c->deltas, c->n_deltas, 0.5);
+    s->delta_p90 = quantile(c->deltas, c->n_deltas, 0.9);
+    s->delta_p99 = quantile(c->deltas, c->n_deltas, 0.99);
+    s->delta_max = c->deltas[c->n_deltas - 1];
+    if (r->pc.delta >= 0) return;
+    s->delta_target_lssr = -r->pc.delta;
+    if (c->steps_after == 0) return; /* the run ended before the calibration did: null */
+    s->delta_chosen = r->pr.delta_chosen;
+    s->lssr_after_calibration = 1.0 - (double)c->syncs_after / (double)c->steps_after;
 }
 
 /* The model, data and configuration part of the summary. */
@@ -285,7 +405,7 @@ static void summarize_setup(const emu_run *r, run_summary *s) {
                  cfg->bandwidth, cfg->topology, cfg->gpu);
 }
 
-static void summarize(const emu_run *r, run_summary *s, long *div_step) {
+static void summarize(emu_run *r, run_summary *s, long *div_step) {
     const emulation_eval *last = emulation_last_eval(r->em);
     const policy_result *pr = &r->pr;
     run_summary_init(s);
@@ -298,6 +418,7 @@ static void summarize(const emu_run *r, run_summary *s, long *div_step) {
     s->workers = r->cfg->workers;
     s->test_accuracy = last->test_accuracy;
     s->test_loss = isfinite(last->test_loss) ? last->test_loss : -1;
+    s->worker_test_accuracy_mean = r->worker_accuracy;
     s->sim_time_s = pr->sim_time_s;
     s->tta_s = r->ctx.tta_s;
     s->steps = last->step;
@@ -315,6 +436,7 @@ static void summarize(const emu_run *r, run_summary *s, long *div_step) {
     s->epochs = emulation_samples(r->em) / (double)r->train.n;
     summarize_setup(r, s);
     if (policy_is_async(&r->pc)) summarize_staleness(pr, s);
+    summarize_delta(r, s);
 }
 
 /* Commits metrics.csv and steps.trace, writes summary.json, reports; the status of the run. */
@@ -337,14 +459,24 @@ static int finish(emu_run *r, run_summary *sum, double wall0) {
     }
     printf("%s: test accuracy %.4f, simulated time %.3f s (compute %.3f, comm %.3f, wait %.3f "
            "per worker), LSSR %.3f, %.3f GB sent, tta %s; wall %.1f s\n"
-           "outputs: %s/{config.ini,platform.xml,metrics.csv,%ssummary.json}\n",
+           "outputs: %s/{config.ini,%smetrics.csv,%ssummary.json}\n",
            sum->status, sum->test_accuracy, sum->sim_time_s, sum->compute_s, sum->comm_s,
            sum->wait_s, sum->lssr, sum->bytes_sent / 1e9, sum->tta_s >= 0 ? "reached" : "-",
-           sum->wall_s, r->cfg->out_dir, r->ctx.tracing ? "steps.trace," : "");
+           sum->wall_s, r->cfg->out_dir, r->cfg->platform[0] ? "" : "platform.xml,",
+           r->ctx.tracing ? "steps.trace," : "");
+    printf("mean of the workers' own test accuracies %.4f\n", sum->worker_test_accuracy_mean);
+    if (isfinite(sum->delta_p50))
+        printf("Delta after the warm-up: p50 %.4g, p90 %.4g, p99 %.4g, max %.4g\n", sum->delta_p50,
+               sum->delta_p90, sum->delta_p99, sum->delta_max);
+    if (isfinite(sum->delta_target_lssr))
+        printf("delta auto: target LSSR %.3f, delta chosen %.4g, LSSR after the calibration "
+               "%.3f (whole run %.3f)\n",
+               sum->delta_target_lssr, sum->delta_chosen, sum->lssr_after_calibration, sum->lssr);
     return rc;
 }
 
 static void run_close(emu_run *r) {
+    free(r->ctx.deltas);
     free((void *)r->pc.slowdown);
     if (r->ctx.metrics.fp) afile_abort(&r->ctx.metrics);
     if (r->ctx.trace.fp) afile_abort(&r->ctx.trace);
@@ -353,6 +485,15 @@ static void run_close(emu_run *r) {
     dataset_free(&r->train);
     dataset_free(&r->test);
     device_close(r->dev);
+}
+
+int run_check_emulated(const run_request *rq) {
+    emu_run r;
+    memset(&r, 0, sizeof r);
+    r.rq = rq;
+    r.cfg = rq->cfg;
+    double hosts;
+    return check_options(&r, &hosts);
 }
 
 int run_train_emulated(const run_request *rq, run_summary *sum, sim_blob *curve) {

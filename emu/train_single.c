@@ -58,7 +58,8 @@ static int single_open(single_run *r) {
     int rc;
     if ((rc = lr_schedule_parse(&r->sched, cfg->lr_schedule)) != SS_OK) return rc;
     r->sched.base_lr = r->rq->lr;
-    model_spec spec;
+    model_spec spec; /* the model's text before the data set is loaded */
+    if ((rc = model_spec_parse(&spec, cfg->model, 1, 28, 28, 10)) != SS_OK) return rc;
     if ((rc = run_open_data(cfg, &r->dev, &r->train, &r->test, &spec)) != SS_OK) return rc;
     if ((rc = model_create(r->dev, &spec, cfg->seed, cfg->batch, &r->m)) != SS_OK) return rc;
     r->opt = sgd_create(r->dev, model_param_count(r->m));
@@ -92,7 +93,11 @@ static void print_banner(const single_run *r) {
 /* OUT/ with config.ini, OUT/metrics.csv with its header, and the mini-batch buffers. */
 static int open_outputs(single_run *r) {
     const run_config *cfg = r->cfg;
-    int rc = outputs_open_dir(cfg, r->rq->config_ini);
+    /* an earlier run's outputs in a reused directory go first (common/outputs.h) */
+    static const char *const written[] = {"summary.json", "metrics.csv", NULL};
+    int rc = ss_mkdir_p(cfg->out_dir);
+    if (rc == SS_OK) rc = outputs_clear(cfg, written);
+    if (rc == SS_OK) rc = outputs_open_dir(cfg, r->rq->config_ini);
     if (rc != SS_OK) return rc;
     char path[1024];
     outputs_path(cfg, "metrics.csv", path, sizeof path);

@@ -94,7 +94,8 @@ typedef struct policy_config {
     long post_local_after;  /* t': BSP for steps <= t', then local SGD (0: local from the start) */
 
     /* SelSync */
-    double delta;      /* delta: synchronize when Delta >= delta */
+    double delta;      /* delta: synchronize when Delta >= delta; < 0: auto, aiming at the
+                          local-step ratio -delta (policy_selsync.c) */
     int ewma_window;   /* steps that always synchronize while the EWMA warms up (25) */
     double ewma_alpha; /* smoothing factor; 0 = variant default (N/100 or 0.01) */
     selsync_variant variant;
@@ -133,6 +134,11 @@ void policy_config_default(policy_config *pc);
 int policy_kind_parse(const char *text, policy_kind *out);
 const char *policy_kind_name(policy_kind k);
 /* The per-worker local batch b' = round(b / (1 + alpha beta N)) under data injection (b if off). */
+/* SelSync: the steps whose Delta is not yet defined (they synchronize: the warm-up), and, with
+ * --delta auto:R, the steps after them that also synchronize while the threshold is calibrated
+ * (policy_selsync.c); 0 for other policies. */
+long policy_selsync_warmup_steps(const policy_config *pc);
+long policy_selsync_calibration_steps(const policy_config *pc);
 int policy_local_batch(const policy_config *pc);
 /* The largest mini-batch a worker computes: b' plus the samples others may inject (b if off). */
 int policy_max_batch(const policy_config *pc);
@@ -182,6 +188,8 @@ typedef struct policy_result {
     double dlcp_bytes_total;
     double dlcp_bytes_dropped;
     double dlcp_time_saved_s;
+    /* SelSync with --delta auto:R: the threshold its calibration chose */
+    double delta_chosen;
 } policy_result;
 
 /* Runs the policy on an open cluster (sim_cluster_open) with the given step source: spawns one

@@ -1,5 +1,6 @@
 /* The policy configuration from the resolved options (policy_build.h), and its defaults. */
 #include "sim/policy_build.h"
+#include "common/number.h"
 #include "common/status.h"
 #include "sim/platform_gen.h"
 
@@ -9,15 +10,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A THRESHOLD: a number in [min, max], or auto:R (0 < R < 1) as -R. */
+static int threshold_parse(const policy_option *o, const char *text, double *out) {
+    double x;
+    if (!strncmp(text, "auto:", 5)) {
+        if (number_parse_double(text + 5, &x) != 0 || x <= 0 || x >= 1) return SS_EUSAGE;
+        *out = -x;
+        return SS_OK;
+    }
+    if (number_parse_double(text, &x) != 0 || x < o->min || x > o->max) return SS_EUSAGE;
+    *out = x;
+    return SS_OK;
+}
+
 int policy_option_parse(const policy_option *o, const char *text, run_policy_value *v) {
-    char *end = NULL;
-    errno = 0;
     memset(v, 0, sizeof *v);
     switch (o->type) {
     case POLICY_OPTION_INT:
     case POLICY_OPTION_LONG: {
-        long long x = strtoll(text, &end, 10);
-        if (end == text || errno || *end || x < o->min || x > o->max) break;
+        long long x;
+        if (number_parse_llong(text, &x) != 0 || x < o->min || x > o->max) break;
         if (o->type == POLICY_OPTION_INT)
             v->i = (int)x;
         else
@@ -25,9 +37,15 @@ int policy_option_parse(const policy_option *o, const char *text, run_policy_val
         return SS_OK;
     }
     case POLICY_OPTION_DOUBLE: {
-        double x = strtod(text, &end);
-        if (end == text || errno || *end || !isfinite(x) || x < o->min || x > o->max) break;
+        double x;
+        if (number_parse_double(text, &x) != 0 || x < o->min || x > o->max) break;
         v->d = x;
+        return SS_OK;
+    }
+    case POLICY_OPTION_THRESHOLD: {
+        double x;
+        if (threshold_parse(o, text, &x) != SS_OK) break;
+        snprintf(v->text, sizeof v->text, "%s", text);
         return SS_OK;
     }
     case POLICY_OPTION_ENUM:
@@ -36,6 +54,11 @@ int policy_option_parse(const policy_option *o, const char *text, run_policy_val
         snprintf(v->text, sizeof v->text, "%s", text);
         return SS_OK;
     }
+    if (o->type == POLICY_OPTION_THRESHOLD)
+        return ss_error_set(SS_EUSAGE,
+                            "--%s: invalid value '%s' (expected a decimal number in [%g, %g], or "
+                            "auto:R with 0 < R < 1, a target local-step ratio)",
+                            o->name, text, o->min, o->max);
     return ss_error_set(SS_EUSAGE, "--%s: invalid value '%s'", o->name, text);
 }
 
@@ -53,6 +76,10 @@ int policy_option_apply(const policy_option *o, const run_policy_value *v, polic
         return SS_OK;
     case POLICY_OPTION_ENUM:
         if (policy_enum_parse(o->names, v->text, (int *)field) != 0)
+            return ss_error_set(SS_EUSAGE, "--%s: invalid value '%s'", o->name, v->text);
+        return SS_OK;
+    case POLICY_OPTION_THRESHOLD:
+        if (threshold_parse(o, v->text, (double *)field) != SS_OK)
             return ss_error_set(SS_EUSAGE, "--%s: invalid value '%s'", o->name, v->text);
         return SS_OK;
     case POLICY_OPTION_DURATION: {
@@ -201,6 +228,7 @@ int policy_config_build(const run_config *cfg, policy_build_env *env, policy_con
     pc->straggler_factor = cfg->straggler_factor;
     pc->background_load = cfg->background_load;
     if ((rc = parse_slowdown(cfg, pc)) != SS_OK) return rc;
+    if (env->train_samples == 0) return SS_OK; /* the options only, before the data is loaded */
     rc = schedule(cfg, env, pc);
     if (rc != SS_OK) {
         free((void *)pc->slowdown);

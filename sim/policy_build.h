@@ -20,7 +20,7 @@ typedef enum policy_build_mode {
 
 typedef struct policy_build_env {
     policy_build_mode mode;
-    size_t train_samples; /* RUN: |D|, the samples of one epoch */
+    size_t train_samples; /* RUN: |D|, the samples of one epoch (0: check the options only) */
     long steps_per_epoch; /* RUN, set by the builder: steps of one pass over |D| */
 } policy_build_env;
 

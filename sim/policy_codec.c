@@ -81,7 +81,8 @@ static codec_key option_key(const policy_option *o, int required) {
     static const codec_type by_type[] = {[POLICY_OPTION_INT] = CODEC_INT,
                                          [POLICY_OPTION_LONG] = CODEC_LONG,
                                          [POLICY_OPTION_DOUBLE] = CODEC_DOUBLE,
-                                         [POLICY_OPTION_ENUM] = CODEC_ENUM};
+                                         [POLICY_OPTION_ENUM] = CODEC_ENUM,
+                                         [POLICY_OPTION_THRESHOLD] = CODEC_DOUBLE};
     SS_ASSERT(o->type != POLICY_OPTION_DURATION); /* record its seconds under a key of its own */
     codec_key k = {o->trace_key, by_type[o->type], o->offset, o->names, required};
     return k;

@@ -76,9 +76,11 @@ static const policy_option *const fedavg_options[] = {
     NULL};
 
 static const policy_option selsync_option_rows[] = {
-    {"delta", POLICY_OPTION_DOUBLE, PO(delta), "0.05", 0, 1e9, NULL, "D",
+    {"delta", POLICY_OPTION_THRESHOLD, PO(delta), "0.05", 0, 1e9, NULL, "D|auto:R",
      "selsync: synchronize when the relative gradient change is >= D (0 = BSP; published runs "
-     "used 0.3 and 0.5, but Delta's scale depends on the model: read steps.trace's delta column)",
+     "used 0.3 and 0.5, but Delta's scale depends on the model: see the summary's delta_p50..). "
+     "auto:R: D from the Delta of the steps after the warm-up, aiming at local-step ratio R "
+     "(syncsim's extension)",
      0, "delta"},
     {"ewma-window", POLICY_OPTION_INT, PO(ewma_window), "25", 0, 1024, NULL, "W",
      "selsync: values in the EWMA window; steps before it fills synchronize (0: no warm-up)", 0,
@@ -174,11 +176,25 @@ static int fedavg_check(const run_config *cfg, policy_given_fn given) {
 }
 
 static int selsync_check(const run_config *cfg, policy_given_fn given) {
-    (void)given;
+    if (given(cfg, "selsync-order") && !strcmp(policy_option_value(cfg, "aggregation")->text, "ga"))
+        return ss_error_set(SS_EUSAGE, "--selsync-order orders the local step and the parameter "
+                                       "averaging of --aggregation pa; with --aggregation ga the "
+                                       "averaged gradient is the step: leave it out");
     if ((policy_option_value(cfg, "inject-alpha")->d > 0) !=
         (policy_option_value(cfg, "inject-beta")->d > 0))
         return ss_error_set(SS_EUSAGE, "data injection needs both --inject-alpha and "
                                        "--inject-beta above 0");
+    return SS_OK;
+}
+
+static int dssync_check(const run_config *cfg, policy_given_fn given) {
+    (void)given;
+    const int g = policy_option_value(cfg, "group-size")->i;
+    if (g > cfg->workers)
+        return ss_error_set(SS_EUSAGE,
+                            "--group-size %d is larger than --workers %d: a dssync group takes "
+                            "at most all the workers",
+                            g, cfg->workers);
     return SS_OK;
 }
 
@@ -191,7 +207,10 @@ static void fedavg_label(const policy_config *pc, char *buf, size_t n) {
 }
 
 static void selsync_label(const policy_config *pc, char *buf, size_t n) {
-    snprintf(buf, n, "%s (\xce\xb4=%g)", policy_kind_name(pc->kind), pc->delta);
+    if (pc->delta < 0)
+        snprintf(buf, n, "%s (\xce\xb4=auto:%g)", policy_kind_name(pc->kind), -pc->delta);
+    else
+        snprintf(buf, n, "%s (\xce\xb4=%g)", policy_kind_name(pc->kind), pc->delta);
 }
 
 static void dssync_label(const policy_config *pc, char *buf, size_t n) {
@@ -270,6 +289,7 @@ static const policy_info policies[] = {
      .default_partition = "defdp",
      .families = POLICY_FAMILY_DLCP,
      .options = dssync_options,
+     .check = dssync_check,
      .label = dssync_label},
 };
 #define POLICY_ROWS ((int)(sizeof policies / sizeof policies[0]))

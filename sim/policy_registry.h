@@ -44,8 +44,10 @@ typedef enum policy_option_type {
     POLICY_OPTION_LONG,    /* long within [min, max]: .l */
     POLICY_OPTION_DOUBLE,  /* finite real within [min, max]: .d */
     POLICY_OPTION_ENUM,    /* one name of `names`: .text; the field holds its value (int) */
-    POLICY_OPTION_DURATION /* a time with its unit, kept as written in .text ("0s", "5ms"); the
+    POLICY_OPTION_DURATION, /* a time with its unit, kept as written in .text ("0s", "5ms"); the
                               field holds seconds (double) */
+    POLICY_OPTION_THRESHOLD /* a number in [min, max], or auto:R with 0 < R < 1, kept as written
+                               in .text; the field (double) holds the number, or -R for auto */
 } policy_option_type;
 
 /* A policy option: a command-line option, INI key and config.ini line of the runs whose policy it

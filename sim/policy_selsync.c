@@ -15,7 +15,8 @@
 /* The EWMA of SelSync: a weighted mean of the last `window` values, the value of age k (1 for the
  * newest) weighted by (1 - alpha)^k, as the public code computes it. It is defined once the
  * window has filled. */
-#define SELSYNC_MAX_WINDOW 1024
+#define SELSYNC_MAX_WINDOW      1024
+#define SELSYNC_MIN_CALIBRATION 10 /* --delta auto: at least this many calibration steps */
 typedef struct selsync_ewma {
     double alpha;
     int window;                        /* W */
@@ -120,6 +121,108 @@ int policy_selsync_max_batch(const policy_config *pc) {
     return local_batch + share * (pc->workers - 1);
 }
 
+long policy_selsync_warmup_steps(const policy_config *pc) {
+    if (pc->kind != POLICY_SELSYNC || pc->ewma_window <= 0) return 0;
+    /* the norm's window fills at step W, Delta needs the previous smoothed norm: defined from
+     * step W + 1; the code variant smooths |Delta| over W more values */
+    const long w = pc->ewma_window;
+    return pc->variant == SELSYNC_VARIANT_CODE ? 2 * w - 1 : w;
+}
+
+long policy_selsync_calibration_steps(const policy_config *pc) {
+    if (pc->kind != POLICY_SELSYNC || pc->delta >= 0) return 0;
+    return pc->ewma_window > SELSYNC_MIN_CALIBRATION ? pc->ewma_window : SELSYNC_MIN_CALIBRATION;
+}
+
+static int compare_doubles(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* --delta auto:R (syncsim's extension, not the paper's method): during the calibration steps the
+ * workers all-gather their Delta (8 bytes each instead of the 1-byte flag) and synchronize; the
+ * step synchronizes later when any Delta >= delta, i.e. when the step's largest Delta reaches it,
+ * so delta is the R-quantile of the largest Delta of the calibration steps: a share R of steps
+ * like those would have stayed local. Every worker sees the same values and picks the same delta.
+ */
+typedef struct selsync_auto {
+    double target;   /* R */
+    long first, end; /* calibration steps [first, end) */
+    double *max_delta;
+    long n;
+    double delta; /* chosen at step `end` */
+} selsync_auto;
+
+static double auto_choose(selsync_auto *au) {
+    if (au->n == 0) return 0.0;
+    qsort(au->max_delta, (size_t)au->n, sizeof(double), compare_doubles);
+    long k = (long)ceil(au->target * (double)au->n) - 1;
+    if (k < 0) k = 0;
+    if (k >= au->n) k = au->n - 1;
+    /* strictly above the k-th value: k + 1 of n calibration steps would have stayed local */
+    return nextafter(au->max_delta[k], INFINITY);
+}
+
+/* All-gathers one double per worker, charged as `bytes` each (a gather keeps one size per group,
+ * so with auto even the flags travel as doubles in memory; they are charged as flags). */
+static void gather_doubles(policy_state *st, int w, long step, double mine, double bytes,
+                           double *all, step_acc *a) {
+    const long fid = policy_sync_id(step, 0);
+    exchange_result cr;
+    double entry = policy_sync_enter(st, fid, -1);
+    int rc =
+        st->ex->ops->allgather(st->ex->self, st->world, w, &mine, all, sizeof(double), bytes, &cr);
+    SS_ASSERT(rc == SS_OK);
+    policy_sync_leave(st, fid, -1, entry, cr.bytes_sent, a);
+}
+
+/* The calibration step's exchange: everybody's Delta; returns 1 (the step synchronizes). */
+static int auto_calibrate(policy_state *st, int w, long step, double delta, selsync_auto *au,
+                          double *all, step_acc *a) {
+    gather_doubles(st, w, step, delta, (double)sizeof(double), all, a);
+    double m = all[0];
+    for (int i = 1; i < st->pc->workers; i++)
+        m = all[i] > m ? all[i] : m;
+    au->max_delta[au->n++] = m;
+    return 1;
+}
+
+/* Whether the step synchronizes: the flags all-gathered (charged every step), or with auto the
+ * calibration's exchange of Delta; with auto, delta is chosen at the calibration's end. */
+static int selsync_decide(policy_state *st, int w, long step, double delta, int defined,
+                          selsync_auto *au, uint8_t *flags, double *all_delta, step_acc *a) {
+    const policy_config *pc = st->pc;
+    const int automatic = pc->delta < 0; /* its chosen delta may be any real */
+    if (automatic && step == au->end) {
+        au->delta = auto_choose(au);
+        if (w == 0) st->res->delta_chosen = au->delta;
+    }
+    if (automatic && step >= au->first && step < au->end)
+        return auto_calibrate(st, w, step, delta, au, all_delta, a);
+    /* delta = 0 is BSP by definition; steps before Delta is defined synchronize (warm-up),
+     * unless the window is 0; auto synchronizes until delta is chosen. */
+    const int flag = (!automatic && pc->delta == 0) || (!defined && pc->ewma_window > 0) ||
+                     (automatic && step < au->end) || delta >= au->delta;
+    int sync = 0;
+    if (automatic) {
+        gather_doubles(st, w, step, flag, pc->flag_bytes, all_delta, a);
+        for (int i = 0; i < pc->workers; i++)
+            sync |= all_delta[i] != 0;
+        return sync;
+    }
+    const uint8_t mine = (uint8_t)flag;
+    const long fid = policy_sync_id(step, 0);
+    exchange_result cr;
+    double entry = policy_sync_enter(st, fid, -1);
+    int rc =
+        st->ex->ops->allgather(st->ex->self, st->world, w, &mine, flags, 1, pc->flag_bytes, &cr);
+    SS_ASSERT(rc == SS_OK);
+    policy_sync_leave(st, fid, -1, entry, cr.bytes_sent, a);
+    for (int i = 0; i < pc->workers; i++)
+        sync |= flags[i];
+    return sync;
+}
+
 void policy_selsync_worker(void *arg) {
     worker_arg *wa = arg;
     policy_state *st = wa->st;
@@ -144,6 +247,14 @@ void policy_selsync_worker(void *arg) {
     uint8_t *flags = ss_malloc((size_t)pc->workers); /* everybody's flag of the step */
     const int step_first =
         pc->aggregation == AGGREGATE_PARAMS && pc->order == SELSYNC_ORDER_STEP_THEN_AVERAGE;
+    selsync_auto au = {.target = -pc->delta, .delta = pc->delta};
+    double *all_delta = NULL;
+    if (pc->delta < 0) {
+        au.first = policy_selsync_warmup_steps(pc) + 1;
+        au.end = au.first + policy_selsync_calibration_steps(pc);
+        au.max_delta = ss_malloc(sizeof(double) * (size_t)(au.end - au.first));
+        all_delta = ss_malloc(sizeof(double) * (size_t)pc->workers);
+    }
 
     for (long step = 1; policy_go(st, step); step++) {
         step_acc a;
@@ -157,23 +268,8 @@ void policy_selsync_worker(void *arg) {
         double norm = pc->variant == SELSYNC_VARIANT_CODE ? stats.layer_norm_sum : stats.grad_norm;
         int defined;
         double delta = selsync_delta(&tracker, norm, &defined);
-        /* delta = 0 is BSP by definition; steps before Delta is defined synchronize (warm-up),
-         * unless the window is 0. */
-        int flag = pc->delta <= 0 || (!defined && pc->ewma_window > 0) || delta >= pc->delta;
         a.rec.delta = delta;
-
-        /* The flags' all-gather is charged every step. */
-        const uint8_t mine = (uint8_t)flag;
-        const long fid = policy_sync_id(step, 0);
-        exchange_result cr;
-        double entry = policy_sync_enter(st, fid, -1);
-        int rc = st->ex->ops->allgather(st->ex->self, st->world, w, &mine, flags, 1, pc->flag_bytes,
-                                        &cr);
-        SS_ASSERT(rc == SS_OK);
-        policy_sync_leave(st, fid, -1, entry, cr.bytes_sent, &a);
-        int sync = 0;
-        for (int i = 0; i < pc->workers; i++)
-            sync |= flags[i];
+        int sync = selsync_decide(st, w, step, delta, defined, &au, flags, all_delta, &a);
         int forced = ops->forced_decision ? ops->forced_decision(st->src->self, step) : -1;
         if (forced >= 0) sync = forced;
 
@@ -187,6 +283,8 @@ void policy_selsync_worker(void *arg) {
         a.rec.decision = sync;
         policy_end_step(st, w, &a);
     }
+    free(au.max_delta);
+    free(all_delta);
     free(inject_order);
     free(inject_chosen);
     free(flags);

@@ -1,0 +1,92 @@
+/* The memory estimate of a run (memory.h). */
+#include "emu/memory.h"
+#include "common/status.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* "8GB", "512MB", "1e9": bytes (decimal units, as the platform files write them). */
+static int parse_limit(const char *text, double *bytes) {
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1},     {"B", 1},    {"kB", 1e3}, {"KB", 1e3},
+                 {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}};
+    if (end != text && !errno && v > 0 && text[0] >= '0' && text[0] <= '9')
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (!strcmp(end, units[i].unit)) {
+                *bytes = v * units[i].scale;
+                return SS_OK;
+            }
+    return ss_error_set(SS_EUSAGE,
+                        "SYNCSIM_MEMORY_LIMIT: invalid value '%s' (expected bytes, or a number "
+                        "with kB, MB, GB or TB)",
+                        text);
+}
+
+int memory_available_bytes(double *bytes) {
+    const char *limit = getenv("SYNCSIM_MEMORY_LIMIT");
+    if (limit && limit[0]) return parse_limit(limit, bytes);
+    FILE *fp = fopen("/proc/meminfo", "r");
+    if (!fp) return ss_error_set(SS_EIO, "cannot read /proc/meminfo: %s", strerror(errno));
+    char line[256];
+    int found = 0;
+    while (!found && fgets(line, sizeof line, fp)) {
+        unsigned long long kb;
+        if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+            *bytes = (double)kb * 1024.0;
+            found = 1;
+        }
+    }
+    fclose(fp);
+    return found ? SS_OK : ss_error_set(SS_EIO, "/proc/meminfo has no MemAvailable line");
+}
+
+/* Bytes the allocator hands out now (mapped blocks included). */
+static double allocated_bytes(void) {
+    struct mallinfo2 mi = mallinfo2();
+    return (double)mi.uordblks + (double)mi.hblkhd;
+}
+
+int memory_estimate_run(device *dev, const model_spec *spec, int workers, int max_batch,
+                        double hosts, double *bytes) {
+    const double before = allocated_bytes();
+    model *probe = NULL;
+    int rc = model_create(dev, spec, 1, max_batch, &probe);
+    if (rc != SS_OK) return rc;
+    const double model_bytes = allocated_bytes() - before;
+    const double param_bytes = model_param_bytes(probe);
+    model_destroy(probe);
+    /* each worker: its model (parameters, gradients, activations) and its SGD momentum; and the
+     * evaluation model */
+    const double replica = (model_bytes > param_bytes ? model_bytes : param_bytes) + param_bytes;
+    *bytes = replica * ((double)workers + 1) + hosts * MEMORY_BYTES_PER_HOST;
+    return SS_OK;
+}
+
+int memory_check_run(device *dev, const model_spec *spec, int workers, int max_batch,
+                     double hosts) {
+    double need, have;
+    int rc = memory_estimate_run(dev, spec, workers, max_batch, hosts, &need);
+    if (rc == SS_OK) rc = memory_available_bytes(&have);
+    if (rc != SS_OK) return rc;
+    if (need > have)
+        return ss_error_set(SS_ENOMEM,
+                            "this run needs about %.2f GB (%d replicas of the model with batch %d, "
+                            "%.0f simulated hosts) but %.2f GB are available (%s): use fewer "
+                            "--workers, a smaller --batch or platform",
+                            need / 1e9, workers, max_batch, hosts, have / 1e9,
+                            getenv("SYNCSIM_MEMORY_LIMIT") ? "SYNCSIM_MEMORY_LIMIT"
+                                                           : "MemAvailable of /proc/meminfo");
+    if (need > MEMORY_WARN_FRACTION * have)
+        fprintf(stderr, "syncsim: warning: this run needs about %.2f GB of the %.2f GB available\n",
+                need / 1e9, have / 1e9);
+    return SS_OK;
+}

@@ -1,0 +1,34 @@
+/* Memory a run will need, estimated before it allocates its replicas or SimGrid loads its
+ * platform, against the memory the machine has available: a run that cannot fit is refused up
+ * front (SS_ENOMEM, exit 1, with the estimate and what is available); one that takes more than
+ * MEMORY_WARN_FRACTION of it runs with a warning on stderr.
+ *
+ *     if ((rc = memory_check_run(dev, &spec, workers, max_batch, hosts)) != SS_OK) return rc;
+ *
+ * The available memory is MemAvailable of /proc/meminfo, or SYNCSIM_MEMORY_LIMIT (bytes, or
+ * with a unit: 512MB, 8GB) when set, e.g. to stay inside a batch job's allocation. */
+#ifndef SS_EMU_MEMORY_H
+#define SS_EMU_MEMORY_H
+
+#include "kernels/device.h"
+#include "kernels/model.h"
+
+#define MEMORY_WARN_FRACTION 0.5
+/* SimGrid's memory per simulated host with its worker actor, measured on this project's
+ * generated star clusters (SimGrid 3.32): `syncsim replay --profile alexnet --policy bsp
+ * --workers N --steps 1 --collective ring-coarse` peaks (/usr/bin/time %M) at 262 MB for
+ * N = 1,024 and 317 MB for N = 8,192, i.e. 7.6 KB a host; rounded up. */
+#define MEMORY_BYTES_PER_HOST 8192.0
+
+/* The available memory in bytes (see above); SS_EUSAGE for a bad SYNCSIM_MEMORY_LIMIT, SS_EIO
+ * when /proc/meminfo cannot be read. */
+int memory_available_bytes(double *bytes);
+/* Bytes of `workers` replicas (and the evaluation model) of `spec` for batches of max_batch on
+ * dev, each with its SGD momentum, plus `hosts` simulated hosts; the size of one
+ * replica is what creating one allocates. */
+int memory_estimate_run(device *dev, const model_spec *spec, int workers, int max_batch,
+                        double hosts, double *bytes);
+/* The estimate against the available memory: SS_ENOMEM naming both when it does not fit. */
+int memory_check_run(device *dev, const model_spec *spec, int workers, int max_batch, double hosts);
+
+#endif

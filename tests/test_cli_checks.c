@@ -1,0 +1,361 @@
+/* CUnit suite of the checks syncsim makes before it starts a run, and of what a run leaves in its
+ * output directory: options refused before any data is loaded or directory created (strict
+ * numbers, duplicate keys, policy rules of the registry, platform and network values), the
+ * memory estimate, one BLAS thread whatever the environment or --jobs, and a reused --out
+ * directory cleared of the earlier run's outputs. The program runs as a child (build/syncsim). */
+#include "ss_test.h"
+
+#include "common/outputs.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char tmp_dir[256];
+
+/* Runs `ENV syncsim ARGS` (ENV may be ""), output into *output (caller frees); the exit code. */
+static int run_syncsim(const char *env, const char *args, char **output) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s %s/syncsim %s 2>&1", tmp_dir, env, SS_BINARY_DIR,
+             args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += n;
+        if (cap - len < 1024) buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = '\0';
+    int status = pclose(p);
+    *output = buf;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int exists(const char *name) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", tmp_dir, name);
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* The exit code, the fragments of the message, and that OUT (`dir`) was not created. */
+static void expect_env(const char *env, const char *args, int code, const char *frag1,
+                       const char *frag2, const char *dir) {
+    char *out = NULL;
+    int rc = run_syncsim(env, args, &out);
+    int ok = rc == code && (!frag1 || strstr(out, frag1)) && (!frag2 || strstr(out, frag2)) &&
+             (!dir || !exists(dir));
+    if (!ok)
+        fprintf(stderr,
+                "\n  syncsim %s\n  exit %d (expected %d), output:\n%s\n  expected '%s' '%s'%s\n",
+                args, rc, code, out, frag1 ? frag1 : "", frag2 ? frag2 : "",
+                dir && exists(dir) ? ", and no directory" : "");
+    CU_ASSERT(ok);
+    free(out);
+}
+
+static void expect(const char *args, int code, const char *frag1, const char *frag2,
+                   const char *dir) {
+    expect_env("", args, code, frag1, frag2, dir);
+}
+
+static void write_file(const char *name, const char *text) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", tmp_dir, name);
+    FILE *fp = fopen(path, "w");
+    CU_ASSERT_FATAL(fp != NULL);
+    fputs(text, fp);
+    fclose(fp);
+}
+
+static char *read_file(const char *name) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", tmp_dir, name);
+    FILE *fp = fopen(path, "r");
+    if (!fp) return NULL;
+    char *buf = calloc(1, 1 << 20);
+    size_t n = fread(buf, 1, (1 << 20) - 1, fp);
+    buf[n] = '\0';
+    fclose(fp);
+    return buf;
+}
+
+static int suite_init(void) {
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ss_test_checks_XXXXXX");
+    return mkdtemp(tmp_dir) ? 0 : 1;
+}
+
+static int suite_clean(void) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
+    return system(cmd) == 0 ? 0 : 1;
+}
+
+/* A data set that cannot be loaded: an option error must come first. */
+#define NODATA " --dataset mnist --data-dir /nonexistent-syncsim-data --out o5"
+
+static void test_numbers_and_keys(void) {
+    expect("train --lr 0x10", 2, "option --lr", "'0x10'", NULL);
+    expect("train --lr inf", 2, "option --lr", "'inf'", NULL);
+    expect("train --lr nan", 2, "option --lr", "'nan'", NULL);
+    expect("train --epochs ' 1'", 2, "option --epochs", NULL, NULL);
+    expect("train --batch 0x20", 2, "option --batch", NULL, NULL);
+    expect("train --policy selsync --delta 0x1", 2, "--delta", NULL, NULL);
+    expect("train --out ''", 2, "--out", "must not be empty", NULL);
+    write_file("dup.ini", "[train]\nlr = 0.1\nepochs = 1\nlr = 0.2\n");
+    expect("train --config dup.ini", 2, "dup.ini:4", "'lr' is given twice", NULL);
+}
+
+static void test_policy_rules(void) {
+    expect("train --policy selsync --aggregation ga --selsync-order average-then-step" NODATA, 2,
+           "--selsync-order", "--aggregation ga", "o5");
+    expect("train --policy dssync --group-size 5 --workers 3" NODATA, 2, "--group-size 5",
+           "--workers 3", "o5");
+    expect("compare --policies dssync --group-size 9 --workers 4 --out o5", 2, "--group-size 9",
+           NULL, "o5");
+    expect("compare --help", 0, "--workers N", "(default 8)", NULL);
+    expect("compare --workers 1 --out o5", 2, "--workers 1", "at least 2", "o5");
+}
+
+static void test_checked_before_data(void) {
+    expect("train --policy bsp --workers 2 --bandwidth 5Gbs" NODATA, 2, "--bandwidth", "5Gbs",
+           "o5");
+    expect("train --policy bsp --workers 2 --latency 5" NODATA, 2, "--latency", NULL, "o5");
+    expect("train --policy bsp --workers 2 --platform missing.xml" NODATA, 1, "missing.xml", NULL,
+           "o5");
+    expect("train --policy bsp --workers 2 --slow-workers 7" NODATA, 2, "--slow-workers", "'7'",
+           "o5");
+    expect("train --policy bsp --workers 2 --model mlp:0" NODATA, 2, "mlp:0", NULL, "o5");
+    expect("train --model mlp:0" NODATA, 2, "mlp:0", NULL, "o5"); /* one worker */
+    expect("train --policy bsp --workers 2 --dump-gradients 1,x" NODATA, 2, "--dump-gradients",
+           NULL, "o5");
+    expect("compare --networks 5Gbps,5Gbs --out o5", 2, "--networks", "5Gbs", "o5");
+}
+
+/* Refused before the replicas are allocated or SimGrid loads the platform, with the estimate and
+ * the memory available (SYNCSIM_MEMORY_LIMIT stands for the machine's MemAvailable). */
+static void test_memory_estimate(void) {
+    expect_env("SYNCSIM_MEMORY_LIMIT=2GB",
+               "train --policy bsp --workers 4096 --batch 1 --dataset synthetic --out o6", 1,
+               "needs about", "2.00 GB are available", "o6");
+    write_file("huge.xml", "<?xml version='1.0'?>\n"
+                           "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
+                           "<platform version=\"4.1\">\n"
+                           "  <cluster id=\"c\" prefix=\"h\" suffix=\"\" radical=\"0-3999999\" "
+                           "speed=\"1Gf\" bw=\"1Gbps\" lat=\"1us\"/>\n"
+                           "</platform>\n");
+    expect_env("SYNCSIM_MEMORY_LIMIT=16GB",
+               "train --policy bsp --workers 2 --platform huge.xml --dataset synthetic --out o6", 1,
+               "4000000 simulated hosts", "16.00 GB are available", "o6");
+    expect_env("SYNCSIM_MEMORY_LIMIT=lots",
+               "train --policy bsp --workers 2 --dataset synthetic "
+               "--out o6",
+               2, "SYNCSIM_MEMORY_LIMIT", NULL, "o6");
+}
+
+#define TINY "--dataset synthetic --model mlp:16 --epochs 0.05 --seed 3 "
+
+/* One BLAS thread in every emulated run, whatever OPENBLAS_NUM_THREADS and --jobs say. */
+static void test_blas_threads(void) {
+    char *out = NULL;
+    int rc = run_syncsim("OPENBLAS_NUM_THREADS=2",
+                         "train --policy bsp --workers 2 " TINY "--out b1", &out);
+    CU_ASSERT(rc == 0);
+    free(out);
+    char *sum = read_file("b1/summary.json");
+    CU_ASSERT_FATAL(sum != NULL);
+    CU_ASSERT(strstr(sum, " 1 threads)") != NULL);
+    free(sum);
+    const char *cmp = "compare --policies bsp,selsync --networks 5Gbps " TINY;
+    char args[512];
+    for (int j = 1; j <= 2; j++) {
+        snprintf(args, sizeof args, "%s --jobs %d --out c%d", cmp, j, j);
+        rc = run_syncsim("OPENBLAS_NUM_THREADS=2", args, &out);
+        CU_ASSERT(rc == 0);
+        free(out);
+    }
+    char *a = read_file("c1/compare.csv"), *b = read_file("c2/compare.csv");
+    CU_ASSERT_FATAL(a && b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    free(a);
+    free(b);
+}
+
+/* A sweep point's config.ini re-run by train gives the sweep's summary, byte for byte. */
+static void test_sweep_point_rerun(void) {
+    write_file("sw.ini", "[sweep]\nname = s\n[grid]\nseed = 3\n[fixed]\npolicy = bsp\n"
+                         "workers = 2\ndataset = synthetic\nmodel = mlp:16\nepochs = 0.05\n");
+    char *out = NULL;
+    int rc = run_syncsim("OPENBLAS_NUM_THREADS=2", "sweep sw.ini --out sw", &out);
+    CU_ASSERT(rc == 0);
+    free(out);
+    rc = run_syncsim("OPENBLAS_NUM_THREADS=2",
+                     "train --config 'sw/points/seed=3/config.ini' --out rerun", &out);
+    CU_ASSERT(rc == 0);
+    free(out);
+    char *a = read_file("sw/points/seed=3/summary.json"), *b = read_file("rerun/summary.json");
+    CU_ASSERT_FATAL(a && b);
+    CU_ASSERT_STRING_EQUAL(a, b);
+    free(a);
+    free(b);
+}
+
+/* A reused directory: the earlier run's summary.json, steps.trace and platform.xml go, the
+ * user's other files stay, and the "outputs:" line names only what was written. */
+static void test_reused_out(void) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p '%s/r' && cp '%s/platforms/cluster_5gbps_16.xml' '%s/p.xml'", tmp_dir,
+             SS_SOURCE_DIR, tmp_dir);
+    CU_ASSERT_FATAL(system(cmd) == 0);
+    write_file("r/summary.json", "{\"schema\": 1, \"status\": \"ok\", \"policy\": \"old\"}\n");
+    write_file("r/steps.trace", "old\n");
+    write_file("r/platform.xml", "old\n");
+    write_file("r/notes.txt", "mine\n");
+    char *out = NULL;
+    int rc = run_syncsim(
+        "", "train --policy bsp --workers 2 " TINY "--trace=false --platform p.xml --out r", &out);
+    CU_ASSERT(rc == 0);
+    CU_ASSERT(strstr(out, "outputs: r/{config.ini,metrics.csv,summary.json}") != NULL);
+    free(out);
+    CU_ASSERT(!exists("r/steps.trace"));
+    CU_ASSERT(!exists("r/platform.xml"));
+    CU_ASSERT(exists("r/notes.txt"));
+    char *sum = read_file("r/summary.json");
+    CU_ASSERT_FATAL(sum != NULL);
+    CU_ASSERT(strstr(sum, "\"policy\":\t\"bsp\"") != NULL);
+    free(sum);
+}
+
+/* outputs_clear: the named files only, a missing one is fine. */
+static void test_outputs_clear(void) {
+    run_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.out_dir, sizeof cfg.out_dir, "%s", tmp_dir);
+    write_file("summary.json", "{}");
+    write_file("keep.json", "{}");
+    static const char *const names[] = {"summary.json", "metrics.csv", NULL};
+    CU_ASSERT(outputs_clear(&cfg, names) == 0);
+    CU_ASSERT(!exists("summary.json"));
+    CU_ASSERT(exists("keep.json"));
+}
+
+/* A number of summary.json ("key":<tab>value); NAN when absent or null. */
+static double summary_number(const char *text, const char *key) {
+    char pat[96];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *p = strstr(text, pat);
+    if (!p) return NAN;
+    p += strlen(pat);
+    while (*p == '\t' || *p == ' ')
+        p++;
+    char *end;
+    double v = strtod(p, &end);
+    return end == p ? NAN : v;
+}
+
+/* The largest Delta in a trace after step `after` (steps.trace: column 9). */
+static double trace_max_delta(const char *trace, long after) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd,
+             "awk '!/^#/ && NF >= 13 && $1 > %ld { if (!n++ || $9 > m) m = $9 } END { printf "
+             "\"%%.17g\", m }' '%s/%s'",
+             after, tmp_dir, trace);
+    FILE *p = popen(cmd, "r");
+    double v = NAN;
+    if (p && fscanf(p, "%lf", &v) != 1) v = NAN;
+    if (p) pclose(p);
+    return v;
+}
+
+/* BSP keeps the replicas identical: the workers' own accuracies are the consensus accuracy. */
+static void test_worker_accuracy(void) {
+    char *out = NULL;
+    int rc = run_syncsim("", "train --policy bsp --workers 3 " TINY "--out w1", &out);
+    CU_ASSERT(rc == 0);
+    free(out);
+    char *sum = read_file("w1/summary.json");
+    CU_ASSERT_FATAL(sum != NULL);
+    double consensus = summary_number(sum, "test_accuracy");
+    double workers = summary_number(sum, "worker_test_accuracy_mean");
+    CU_ASSERT(consensus > 0);
+    CU_ASSERT_DOUBLE_EQUAL(workers, consensus, 1e-12);
+    CU_ASSERT(isnan(summary_number(sum, "delta_p50"))); /* not a selsync run: null */
+    free(sum);
+}
+
+/* SelSync's Delta after the warm-up (W = 5 steps) in the summary is the trace's; --delta auto:R
+ * reports its target, the delta it chose and the LSSR after the calibration. */
+static void test_delta_summary(void) {
+    expect("train --policy selsync --delta auto:1.5", 2, "--delta", "auto:R", NULL);
+    expect("train --policy selsync --delta auto:", 2, "--delta", NULL, NULL);
+    expect("train --policy selsync --delta nan", 2, "--delta", NULL, NULL);
+    char *out = NULL;
+    int rc = run_syncsim("",
+                         "train --policy selsync --workers 4 --ewma-window 5 --delta auto:0.5 "
+                         "--dataset synthetic --model mlp:16 --epochs 2 --out d1",
+                         &out);
+    CU_ASSERT(rc == 0);
+    CU_ASSERT(strstr(out, "target LSSR 0.500") != NULL);
+    free(out);
+    char *sum = read_file("d1/summary.json");
+    CU_ASSERT_FATAL(sum != NULL);
+    const double p50 = summary_number(sum, "delta_p50"), p90 = summary_number(sum, "delta_p90");
+    const double p99 = summary_number(sum, "delta_p99"), max = summary_number(sum, "delta_max");
+    CU_ASSERT(p50 <= p90 && p90 <= p99 && p99 <= max);
+    SS_CHECK_CLOSE(max, trace_max_delta("d1/steps.trace", 5), 0, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(summary_number(sum, "delta_target_lssr"), 0.5, 1e-15);
+    const double chosen = summary_number(sum, "delta_chosen");
+    CU_ASSERT(chosen > -1 && chosen <= max * (1 + 1e-12) + 1e-300);
+    const double lssr = summary_number(sum, "lssr_after_calibration");
+    CU_ASSERT(lssr >= 0 && lssr <= 1);
+    free(sum);
+}
+
+/* The repository points at nothing outside it. */
+static void test_docs_in_repository(void) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && grep -rnE '\\.\\./shared|SEEDS[.]md|DESIGN[.]md|issue [0-9]' "
+             "--include='*.c' --include='*.h' --include='*.md' --include='*.txt' "
+             "--include='*.sh' --include='*.py' --exclude-dir=build . >/dev/null",
+             SS_SOURCE_DIR);
+    CU_ASSERT(system(cmd) != 0); /* grep finds nothing */
+    snprintf(cmd, sizeof cmd, "grep -q 'docs/POLICIES.md' '%s/README.md'", SS_SOURCE_DIR);
+    CU_ASSERT(system(cmd) == 0);
+}
+
+static CU_TestInfo check_tests[] = {
+    {"numbers are decimal; a --config key is given once; --out is not empty",
+     test_numbers_and_keys},
+    {"the policies' rules (registry checks) in train and compare; compare --workers",
+     test_policy_rules},
+    {"bad platform, network, straggler, model and dump options before any data or directory",
+     test_checked_before_data},
+    {"memory estimate: too many replicas or hosts are refused up front", test_memory_estimate},
+    {"one BLAS thread: the summary says so; compare --jobs 1 and 2 write the same compare.csv",
+     test_blas_threads},
+    {"a sweep point's config.ini re-run by train gives the same summary", test_sweep_point_rerun},
+    {"a reused --out directory keeps no output of the earlier run", test_reused_out},
+    {"outputs_clear removes the named files only", test_outputs_clear},
+    {"bsp: the workers' mean accuracy is the consensus accuracy", test_worker_accuracy},
+    {"selsync: Delta percentiles as in the trace; --delta auto:R reports target and result",
+     test_delta_summary},
+    {"no file points outside the repository; README links docs/POLICIES.md",
+     test_docs_in_repository},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"syncsim checks and outputs", suite_init, suite_clean, NULL, NULL, check_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void) {
+    return ss_test_main(suites);
+}
