@@ -21,6 +21,7 @@ static void other_value(const policy_option *o, char *buf, size_t n) {
         snprintf(buf, n, "%.0f", o->min + 1 == atof(o->def) ? o->min + 2 : o->min + 1);
         break;
     case POLICY_OPTION_DOUBLE:
+    case POLICY_OPTION_THRESHOLD: /* a number, or auto:R: the number form round-trips */
         snprintf(buf, n, "%.17g", o->min + (o->max - o->min) / 3);
         break;
     case POLICY_OPTION_ENUM: {
