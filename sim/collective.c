@@ -521,7 +521,11 @@ static int allgather_seq(sim_comm *c, int member, double bytes_per_member, int c
 
 int sim_allgather_opts(sim_comm *c, int member, double bytes_per_member, const sim_coll_opts *o,
                        sim_coll_result *r) {
-    int coarse = o && o->algo == SIM_ALLREDUCE_AUTO && c && c->size >= SIM_COARSE_MIN_MEMBERS;
+    /* auto, and the closed forms of the all-reduce, take the closed form at scale */
+    int coarse = o &&
+                 (o->algo == SIM_ALLREDUCE_AUTO || o->algo == SIM_ALLREDUCE_RING_COARSE ||
+                  o->algo == SIM_ALLREDUCE_HIER_COARSE) &&
+                 c && c->size >= SIM_COARSE_MIN_MEMBERS;
     return allgather_seq(c, member, bytes_per_member, coarse, r);
 }
 

@@ -133,11 +133,11 @@ int sim_allreduce(sim_comm *c, int member, double bytes, const sim_coll_opts *o,
  * small sizes; step k sends min(2^k, N - 2^k) blocks to member - 2^k. */
 int sim_allgather(sim_comm *c, int member, double bytes_per_member, sim_coll_result *r);
 
-/* The same all-gather where opts ask for it in closed form (o->algo auto and at least
- * SIM_COARSE_MIN_MEMBERS members), else Bruck's messages. Closed form: every member waits for
- * the last to arrive, then for sum over Bruck's steps k of (the largest route latency of step k's
- * pairs x the model's latency factor + the step's bytes / the smallest route bandwidth); on
- * uniform platforms the message-level time within 1 %. */
+/* The same all-gather where opts ask for it in closed form (o->algo auto, ring-coarse or
+ * hier-coarse, and at least SIM_COARSE_MIN_MEMBERS members), else Bruck's messages. Closed form:
+ * every member waits for the last to arrive, then for sum over Bruck's steps k of (the largest
+ * route latency of step k's pairs x the model's latency factor + the step's bytes / the smallest
+ * route bandwidth); on uniform platforms the message-level time within 1 %. */
 int sim_allgather_opts(sim_comm *c, int member, double bytes_per_member, const sim_coll_opts *o,
                        sim_coll_result *r);
 /* The closed form itself, whatever the group's size. */
