@@ -6,6 +6,7 @@
 
 #include <malloc.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -211,6 +212,31 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
     return SS_OK;
 }
 
+/* At scale the message-level ring costs O(N) messages per worker and step (hours at 1024
+ * workers): from SIM_COARSE_MIN_MEMBERS workers on, the replay runs its closed form ring-coarse
+ * (the same simulated time on platforms of equal bandwidths, within 1 % elsewhere), and says so;
+ * auto's choice for the exchange's size is said too. */
+static void replay_choose_collective(const trace *t, sim_cluster *cluster, policy_config *pc) {
+    if (pc->use_ps || policy_is_async(pc)) return;
+    sim_comm *world = sim_cluster_world(cluster);
+    if (pc->coll.algo == SIM_ALLREDUCE_RING && pc->coll.channels <= 1 &&
+        pc->coll.segment_bytes <= 0 && pc->workers >= SIM_COARSE_MIN_MEMBERS) {
+        pc->coll.algo = SIM_ALLREDUCE_RING_COARSE;
+        fprintf(stderr,
+                "replay: %d workers: the ring all-reduce runs as ring-coarse, its closed form "
+                "(message-level from %d workers on costs hours; same simulated time on uniform "
+                "platforms)\n",
+                pc->workers, SIM_COARSE_MIN_MEMBERS);
+    } else if (pc->coll.algo == SIM_ALLREDUCE_AUTO && t->meta.param_bytes > 0) {
+        sim_allreduce_algo a = sim_allreduce_auto_pick(world, t->meta.param_bytes, &pc->coll);
+        fprintf(stderr, "replay: --collective auto: %s for %.0f bytes at %d workers%s\n",
+                sim_allreduce_algo_name(a), t->meta.param_bytes, pc->workers,
+                a == SIM_ALLREDUCE_RING_COARSE || a == SIM_ALLREDUCE_HIER_COARSE
+                    ? " (closed form, at scale)"
+                    : "");
+    }
+}
+
 int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
     memset(out, 0, sizeof *out);
     const double t0 = outputs_wall_s();
@@ -242,6 +268,7 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
     rc = sim_cluster_open(&co, &cluster);
     if (tmp[0]) unlink(tmp);
     if (rc != SS_OK) return rc;
+    replay_choose_collective(t, cluster, &pc);
     /* fixed slow workers: FLOPs are replayed raw, so the slowdown applies again (worker j takes
      * recorded worker j mod N's); recorded seconds already include it */
     double *slowdown = NULL;
