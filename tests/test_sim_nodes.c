@@ -359,6 +359,18 @@ static void test_dbtree_latency(void) {
     }
 }
 
+/* Segments pipeline each tree: a large vector goes faster cut in segments, and both forms move
+ * the same bytes. */
+static void test_dbtree_segmented(void) {
+    job whole =
+        allreduce_job(star_platform(16), 16, SIM_NETWORK_LV08, SIM_ALLREDUCE_DBTREE, 1, 1e8);
+    job seg = whole;
+    seg.co.segment_bytes = 1e6;
+    job_out ow = run_job(&whole), os = run_job(&seg);
+    CU_ASSERT(os.max_end_s < 0.7 * ow.max_end_s);
+    SS_CHECK_CLOSE(os.bytes_sent0, ow.bytes_sent0, 64, 0);
+}
+
 /* ---------------------------------------------------------------- coarse vs message-level */
 
 static void test_hier_coarse(void) {
@@ -479,6 +491,7 @@ static CU_TestInfo node_tests[] = {
     {"hier vs intra RS + rail AR + intra AG closed form (CM02)", test_hier_closed_form},
     {"multi-channel ring: C NICs carry C rings (CM02)", test_channels_closed_form},
     {"dbtree latency term 2 floor(log2 N) alpha (CM02)", test_dbtree_latency},
+    {"dbtree pipelined by segments", test_dbtree_segmented},
     {"hier-coarse vs hier within 1% (CM02, LV08)", test_hier_coarse},
     {"coarse all-gather vs Bruck within 1% (CM02, LV08)", test_gather_coarse},
     {"auto: dbtree / ring / hier by size and topology, coarse at scale", test_auto_choices},
