@@ -479,9 +479,13 @@ static int allreduce_seq(sim_comm *c, int member, uint64_t seq, double bytes,
     call k;
     call_begin(&k, c, member, seq, o->segment_bytes);
     if (c->size > 1) {
-        sim_allreduce_algo algo =
-            o->algo == SIM_ALLREDUCE_AUTO ? sim_allreduce_auto_pick(c, bytes, o) : o->algo;
-        allreduce_run(&k, algo, bytes, o->channels);
+        sim_allreduce_algo algo = o->algo;
+        int channels = o->channels;
+        if (algo == SIM_ALLREDUCE_AUTO) {
+            algo = sim_allreduce_auto_pick(c, bytes, o);
+            channels = sim_allreduce_auto_channels(c, o);
+        }
+        allreduce_run(&k, algo, bytes, channels);
     }
     call_end(&k, r);
     return SS_OK;

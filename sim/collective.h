@@ -73,8 +73,8 @@ typedef enum sim_allreduce_algo {
                                   reducing then broadcasting half of the vector, both at once; a
                                   member receives its children's parts together and sends to its
                                   children together; segment_bytes > 0 pipelines each tree */
-    SIM_ALLREDUCE_AUTO /* picks per call among dbtree, ring (with opts' channels) and, on groups
-                          of multi-GPU nodes, hier, the one of least alpha-beta estimate (the
+    SIM_ALLREDUCE_AUTO /* picks per call among dbtree, ring (sim_allreduce_auto_channels) and, on
+                          groups of multi-GPU nodes, hier, the one of least alpha-beta estimate (the
                           tuning rule of NCCL: per algorithm a latency plus size / bandwidth,
                           the fastest wins; README "Collectives"), and their closed forms
                           (ring-coarse, hier-coarse) from SIM_COARSE_MIN_MEMBERS members on */
@@ -110,6 +110,10 @@ typedef struct sim_coll_opts {
 /* The algorithm auto would run for an all-reduce of `bytes` on group c with options o (o->algo
  * may be anything: it is ignored). Call after the platform is loaded. */
 sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_coll_opts *o);
+/* The channels auto's ring runs with: o->channels when above 1, else, on groups spanning
+ * several multi-GPU nodes, one per NIC of a node (as NCCL opens at least one channel per NIC),
+ * else 1. */
+int sim_allreduce_auto_channels(sim_comm *c, const sim_coll_opts *o);
 
 /* Whether options o can run on group c (before the simulation starts): hier and hier-coarse need
  * a group where some node holds more than one member; channels 1..SIM_MAX_CHANNELS. SS_EUSAGE

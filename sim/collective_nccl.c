@@ -374,14 +374,20 @@ static double estimate_hier_s(const sim_comm *c, const sim_topology *t, double b
                (c->est_alpha_s[HOPS_RAIL] + bytes / g / nodes / (c->est_bw_Bps[HOPS_RAIL] * share));
 }
 
+int sim_allreduce_auto_channels(sim_comm *c, const sim_coll_opts *o) {
+    if (o && o->channels > 1) return o->channels;
+    const sim_topology *t = c->size > 1 ? topology_of(c) : NULL;
+    if (!t || t->per_node < 2 || t->n_nodes < 2) return 1;
+    return t->n_nics < SIM_MAX_CHANNELS ? t->n_nics : SIM_MAX_CHANNELS;
+}
+
 sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_coll_opts *o) {
     if (c->size < 2) return SIM_ALLREDUCE_RING;
     const sim_topology *t = topology_of(c);
     auto_figures(c, t);
     const int nodes_apply = t && t->per_node > 1 && t->n_nodes > 1;
     /* channels beyond one multiply the ring's inter-node bandwidth up to the NICs per node */
-    const int channels = o && o->channels > 1 ? o->channels : 1;
-    const double scale = nodes_apply ? fmin(channels, t->n_nics) : 1.0;
+    const double scale = nodes_apply ? fmin(sim_allreduce_auto_channels(c, o), t->n_nics) : 1.0;
     sim_allreduce_algo best = SIM_ALLREDUCE_RING;
     double best_s = estimate_ring_s(c, bytes, scale);
     if (nodes_apply) {

@@ -444,12 +444,19 @@ static void test_auto_choices(void) {
     CU_ASSERT(tree_limit(&big, &ob) > tree_limit(&small, &os));
     for (int i = 0; i < small.n_picks; i++) /* hier never on a flat platform */
         CU_ASSERT_NOT_EQUAL(os.picks[i], SIM_ALLREDUCE_HIER);
-    /* nodes: hier for large messages */
+    /* nodes with a NIC per GPU: the ring on one channel per NIC for large messages (its
+     * inter-node bandwidth term 2(N-1)/N M/(R B) beats hier's intra plus rail phases); nodes
+     * whose GPUs share 2 NICs: hier */
     node_spec s = {4, 8, 8, 2400, 1, 200, 2};
     job nodes = pick_job(node_platform(&s), 32);
     job_out on = run_job(&nodes);
     CU_ASSERT_EQUAL(on.picks[0], SIM_ALLREDUCE_DBTREE);
-    CU_ASSERT_EQUAL(on.picks[nodes.n_picks - 1], SIM_ALLREDUCE_HIER);
+    CU_ASSERT_EQUAL(on.picks[nodes.n_picks - 1], SIM_ALLREDUCE_RING);
+    node_spec shared = {4, 8, 2, 2400, 1, 100, 2};
+    job nodes2 = pick_job(node_platform(&shared), 32);
+    job_out on2 = run_job(&nodes2);
+    CU_ASSERT_EQUAL(on2.picks[0], SIM_ALLREDUCE_DBTREE);
+    CU_ASSERT_EQUAL(on2.picks[nodes2.n_picks - 1], SIM_ALLREDUCE_HIER);
     /* at scale, the closed forms */
     job scale = pick_job(star_platform(SIM_COARSE_MIN_MEMBERS), SIM_COARSE_MIN_MEMBERS);
     job_out oc = run_job(&scale);

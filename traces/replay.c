@@ -229,8 +229,12 @@ static void replay_choose_collective(const trace *t, sim_cluster *cluster, polic
                 pc->workers, SIM_COARSE_MIN_MEMBERS);
     } else if (pc->coll.algo == SIM_ALLREDUCE_AUTO && t->meta.param_bytes > 0) {
         sim_allreduce_algo a = sim_allreduce_auto_pick(world, t->meta.param_bytes, &pc->coll);
-        fprintf(stderr, "replay: --collective auto: %s for %.0f bytes at %d workers%s\n",
-                sim_allreduce_algo_name(a), t->meta.param_bytes, pc->workers,
+        const int ch = sim_allreduce_auto_channels(world, &pc->coll);
+        char channels[32] = "";
+        if (a == SIM_ALLREDUCE_RING && ch > 1)
+            snprintf(channels, sizeof channels, " (%d channels)", ch);
+        fprintf(stderr, "replay: --collective auto: %s%s for %.0f bytes at %d workers%s\n",
+                sim_allreduce_algo_name(a), channels, t->meta.param_bytes, pc->workers,
                 a == SIM_ALLREDUCE_RING_COARSE || a == SIM_ALLREDUCE_HIER_COARSE
                     ? " (closed form, at scale)"
                     : "");
