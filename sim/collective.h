@@ -77,7 +77,8 @@ typedef enum sim_allreduce_algo {
                           groups of multi-GPU nodes, hier, the one of least alpha-beta estimate (the
                           tuning rule of NCCL: per algorithm a latency plus size / bandwidth,
                           the fastest wins; README "Collectives"), and their closed forms
-                          (ring-coarse, hier-coarse) from SIM_COARSE_MIN_MEMBERS members on */
+                          from SIM_COARSE_MIN_MEMBERS members on: ring-coarse on flat groups,
+                          hier-coarse on nodes (where ring-coarse does not hold), unless dbtree */
 } sim_allreduce_algo;
 
 /* "ring", "ring-coarse", "hd" (or "halving-doubling"), "tree", "hier", "hier-coarse", "dbtree",

@@ -395,9 +395,10 @@ sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_
         if (s < best_s) best = SIM_ALLREDUCE_HIER, best_s = s;
     }
     if (estimate_dbtree_s(c, bytes) < best_s) best = SIM_ALLREDUCE_DBTREE;
-    if (c->size >= SIM_COARSE_MIN_MEMBERS) {
-        if (best == SIM_ALLREDUCE_RING) best = SIM_ALLREDUCE_RING_COARSE;
-        if (best == SIM_ALLREDUCE_HIER) best = SIM_ALLREDUCE_HIER_COARSE;
+    if (c->size >= SIM_COARSE_MIN_MEMBERS && best != SIM_ALLREDUCE_DBTREE) {
+        /* ring-coarse stands for the ring only where the hops are alike (flat platforms); on
+         * nodes, whose NVLink and NIC hops differ, the closed form that holds is hier's */
+        best = nodes_apply ? SIM_ALLREDUCE_HIER_COARSE : SIM_ALLREDUCE_RING_COARSE;
     }
     return best;
 }

@@ -1,5 +1,6 @@
 /* The replay step source and the replay runner (replay.h). */
 #include "traces/replay.h"
+#include "sim/topology.h"
 #include "common/outputs.h"
 #include "common/rng.h"
 #include "common/status.h"
@@ -212,15 +213,26 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
     return SS_OK;
 }
 
+/* 1 when every worker is a node of its own (sim/topology.h): there ring-coarse is the ring. */
+static int replay_flat(sim_cluster *cluster, int workers) {
+    sim_topology *topo;
+    if (sim_topology_read(sim_cluster_worker_hosts(cluster), workers, &topo) != SS_OK) return 0;
+    int flat = sim_topology_is_flat(topo);
+    sim_topology_free(topo);
+    return flat;
+}
+
 /* At scale the message-level ring costs O(N) messages per worker and step (hours at 1024
- * workers): from SIM_COARSE_MIN_MEMBERS workers on, the replay runs its closed form ring-coarse
- * (the same simulated time on platforms of equal bandwidths, within 1 % elsewhere), and says so;
- * auto's choice for the exchange's size is said too. */
+ * workers): from SIM_COARSE_MIN_MEMBERS workers on a flat platform, the replay runs its closed
+ * form ring-coarse (the same simulated time where bandwidths are equal, within 1 % on fat trees),
+ * and says so; on multi-GPU nodes, whose NVLink and NIC hops differ, it does not (auto or
+ * hier-coarse scale there). auto's choice for the exchange's size is said too. */
 static void replay_choose_collective(const trace *t, sim_cluster *cluster, policy_config *pc) {
     if (pc->use_ps || policy_is_async(pc)) return;
     sim_comm *world = sim_cluster_world(cluster);
     if (pc->coll.algo == SIM_ALLREDUCE_RING && pc->coll.channels <= 1 &&
-        pc->coll.segment_bytes <= 0 && pc->workers >= SIM_COARSE_MIN_MEMBERS) {
+        pc->coll.segment_bytes <= 0 && pc->workers >= SIM_COARSE_MIN_MEMBERS &&
+        replay_flat(cluster, pc->workers)) {
         pc->coll.algo = SIM_ALLREDUCE_RING_COARSE;
         fprintf(stderr,
                 "replay: %d workers: the ring all-reduce runs as ring-coarse, its closed form "
