@@ -17,10 +17,18 @@
 #include "sim/collective_internal.h"
 #include "sim/internal.h"
 
-/* SimGrid's LV08 multiplies bandwidths by 0.97 (network/bandwidth-factor, from Velho and
+/* The latency a message from src to dst pays (the route's, times the network model's factor)
+ * and the bandwidth it gets alone (the route's, times the model's factor): the one place the
+ * closed forms and auto read the model. SimGrid's LV08 multiplies latencies by 13.01 and
+ * bandwidths by 0.97 (network/latency-factor and network/bandwidth-factor, from Velho and
  * Legrand's TCP calibration, SimGrid's "Configuring SimGrid" manual); CM02 by 1. */
-static double bandwidth_factor(void) {
-    return sim_model_latency_factor == 1.0 ? 1.0 : 0.97;
+static double hop_latency_s(sg_host_t src, sg_host_t dst) {
+    return sim_model_latency_factor * sg_host_get_route_latency(src, dst);
+}
+
+static double hop_bandwidth_Bps(sg_host_t src, sg_host_t dst) {
+    const double factor = sim_model_latency_factor == 1.0 ? 1.0 : 0.97;
+    return factor * sg_host_get_route_bandwidth(src, dst);
 }
 
 int coll_topology(sim_comm *c) {
@@ -98,14 +106,13 @@ static void ring_phase_coarse(call *k, const int *list, int n, int pos, double b
     const int next = list[(pos + 1) % n], prev = list[(pos + n - 1) % n];
     const double part = bytes * (n - 1) / n;
     coll_exchange(k, next, part, prev, part);
-    const double lf = sim_model_latency_factor;
-    const double alpha_in =
-        lf * sg_host_get_route_latency(k->c->hosts[prev], k->c->hosts[k->member]);
-    const double extra_s = (n - 1) * lf * alpha_max_s - alpha_in;
+    const double alpha_in = hop_latency_s(k->c->hosts[prev], k->c->hosts[k->member]);
+    const double extra_s = (n - 1) * alpha_max_s - alpha_in;
     if (extra_s > 0) sg_actor_sleep_for(extra_s);
 }
 
-/* Largest route latency of a hop of the intra-node rings and of the rail rings (once). */
+/* Largest latency (model factor included) of a hop of the intra-node rings and of the rail
+ * rings (once). */
 static void hier_alphas(sim_comm *c, const sim_topology *t) {
     if (c->intra_alpha_max_s >= 0) return;
     const int g = t->per_node, nodes = t->n_nodes;
@@ -114,11 +121,11 @@ static void hier_alphas(sim_comm *c, const sim_topology *t) {
         const int node = t->node[m], l = t->local[m];
         if (g > 1) {
             int next = t->members[node * g + (l + 1) % g];
-            intra = fmax(intra, sg_host_get_route_latency(c->hosts[m], c->hosts[next]));
+            intra = fmax(intra, hop_latency_s(c->hosts[m], c->hosts[next]));
         }
         if (nodes > 1) {
             int next = t->rails[l * nodes + (node + 1) % nodes];
-            rail = fmax(rail, sg_host_get_route_latency(c->hosts[m], c->hosts[next]));
+            rail = fmax(rail, hop_latency_s(c->hosts[m], c->hosts[next]));
         }
     }
     c->intra_alpha_max_s = intra;
@@ -287,17 +294,16 @@ static double gather_closed_form_s(sim_comm *c, double bytes_per_member) {
     if (c->gather_coarse_s >= 0 && c->gather_coarse_bytes == bytes_per_member)
         return c->gather_coarse_s;
     const int n = c->size;
-    const double lf = sim_model_latency_factor, bf = bandwidth_factor();
     double total = 0;
     for (int dist = 1; dist < n; dist *= 2) {
         const int blocks = dist < n - dist ? dist : n - dist;
         double alpha = 0, bw = INFINITY;
         for (int m = 0; m < n; m++) {
             sg_host_t src = c->hosts[m], dst = c->hosts[(m - dist + n) % n];
-            alpha = fmax(alpha, sg_host_get_route_latency(src, dst));
-            bw = fmin(bw, sg_host_get_route_bandwidth(src, dst));
+            alpha = fmax(alpha, hop_latency_s(src, dst));
+            bw = fmin(bw, hop_bandwidth_Bps(src, dst));
         }
-        total += lf * alpha + (double)coll_wire_bytes(blocks * bytes_per_member) / (bf * bw);
+        total += alpha + (double)coll_wire_bytes(blocks * bytes_per_member) / bw;
     }
     c->gather_coarse_s = total;
     c->gather_coarse_bytes = bytes_per_member;
@@ -342,13 +348,9 @@ static void auto_figures(sim_comm *c, const sim_topology *t) {
         for (int h = 0; h < 3; h++) {
             if (next[h] < 0 || next[h] == m) continue;
             sg_host_t a = c->hosts[m], b = c->hosts[next[h]];
-            c->est_alpha_s[h] = fmax(c->est_alpha_s[h], sg_host_get_route_latency(a, b));
-            c->est_bw_Bps[h] = fmin(c->est_bw_Bps[h], sg_host_get_route_bandwidth(a, b));
+            c->est_alpha_s[h] = fmax(c->est_alpha_s[h], hop_latency_s(a, b));
+            c->est_bw_Bps[h] = fmin(c->est_bw_Bps[h], hop_bandwidth_Bps(a, b));
         }
-    }
-    for (int h = 0; h < 3; h++) {
-        c->est_alpha_s[h] *= sim_model_latency_factor;
-        c->est_bw_Bps[h] *= bandwidth_factor();
     }
     c->est_ready = 1;
 }
