@@ -229,6 +229,11 @@ static int replay_flat(sim_cluster *cluster, int workers) {
  * hier-coarse scale there). auto's choice for the exchange's size is said too. */
 static void replay_choose_collective(const trace *t, sim_cluster *cluster, policy_config *pc) {
     if (pc->use_ps || policy_is_async(pc)) return;
+    /* the channels of the recorded run (a config key of the trace), unless set otherwise */
+    const char *recorded = trace_config_get(t, "channels");
+    if (pc->coll.channels <= 1 && recorded && atoi(recorded) > 1 &&
+        atoi(recorded) <= SIM_MAX_CHANNELS)
+        pc->coll.channels = atoi(recorded);
     sim_comm *world = sim_cluster_world(cluster);
     if (pc->coll.algo == SIM_ALLREDUCE_RING && pc->coll.channels <= 1 &&
         pc->coll.segment_bytes <= 0 && pc->workers >= SIM_COARSE_MIN_MEMBERS &&
