@@ -122,6 +122,10 @@ static const opt_def head_rows[] = {
      "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
     {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN | CMD_REPLAY, NULL,
      "BYTES", "cut collective messages into segments of this size (0: whole)", SIM},
+    {"channels", OPT_TYPE_INT, F(channels), "1", 1, 16, CMD_RUN | CMD_REPLAY, NULL, "C",
+     "ring all-reduce: split the vector over C rings run at once (on nodes, through different "
+     "GPUs and NICs, as NCCL's channels)",
+     SIM},
     {"ps-servers", OPT_TYPE_INT, F(ps_servers), "1", 1, 1024, CMD_RUN | CMD_REPLAY, NULL, "K",
      "parameter servers (shards) for ssp, asp or --collective ps", SIM},
     {"compute", OPT_TYPE_STRING, F(compute), "model", 0, 0, CMD_RUN | CMD_REPLAY, NULL, "MODE",

@@ -47,8 +47,9 @@ typedef struct run_config {
     char topology[16];              /* generated platform: star | fat-tree */
     char gpu[16];                   /* generated platform: v100 | a100 | h100 */
     char network_model[8];          /* LV08 | CM02 */
-    char collective[16];            /* ring | ring-coarse | hd | tree | ps */
+    char collective[16];            /* an algorithm of sim/collective.h | ps */
     double segment_bytes;           /* collective segmentation (0 = none) */
+    int channels;                   /* rings at once of the ring all-reduce */
     int ps_servers;                 /* parameter servers (ssp/asp, or --collective ps) */
     char compute[32];               /* model | flops | measured[:SCALE] */
     char precision[8];              /* model mode: fp32 | tf32 | fp16 | bf16 */

@@ -58,7 +58,7 @@ typedef struct bench_worker {
 
 static void bench_worker_main(void *data) {
     bench_worker *w = data;
-    sim_coll_opts co = {w->run->algo, 0};
+    sim_coll_opts co = {.algo = w->run->algo};
     int st = sim_allreduce(w->run->world, w->rank, w->run->bytes, &co, NULL);
     SS_ASSERT(st == SS_OK);
 }

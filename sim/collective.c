@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include <simgrid/actor.h>
+#include <simgrid/barrier.h>
 #include <simgrid/comm.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
@@ -16,20 +17,12 @@
 #include <simgrid/semaphore.h>
 
 #include "common/status.h"
+#include "sim/collective_internal.h"
 #include "sim/internal.h"
 
 /* Shared with the cluster set-up, which sets the factor of its network model (internal.h). */
 double sim_model_latency_factor = 13.01;
 char sim_token = 'x';
-
-struct sim_comm {
-    int id;                  /* unique in the process: names the group's mailboxes */
-    int size;                /* members */
-    sg_host_t *hosts;        /* (size) */
-    uint64_t *next_seq;      /* (size) per member: number of its next collective call */
-    double *bytes_sent;      /* (size) per member, all calls */
-    double ring_alpha_max_s; /* largest route latency between ring neighbours; < 0: not yet */
-};
 
 static int comm_next_id;
 
@@ -43,6 +36,9 @@ sim_comm *sim_comm_create(int size, const sg_host_t *hosts) {
     c->next_seq = ss_calloc((size_t)size, sizeof(uint64_t));
     c->bytes_sent = ss_calloc((size_t)size, sizeof(double));
     c->ring_alpha_max_s = -1;
+    c->intra_alpha_max_s = -1;
+    c->rail_alpha_max_s = -1;
+    c->gather_coarse_s = -1;
     return c;
 }
 
@@ -51,6 +47,14 @@ void sim_comm_destroy(sim_comm *c) {
     free(c->hosts);
     free(c->next_seq);
     free(c->bytes_sent);
+    free(c->boxes.keys);
+    free(c->boxes.boxes);
+    sim_topology_free(c->topo);
+    free(c->channel_next);
+    free(c->channel_prev);
+    free(c->tree_next[0]);
+    free(c->tree_next[1]);
+    if (c->barrier) sg_barrier_destroy(c->barrier);
     free(c);
 }
 
@@ -70,7 +74,8 @@ double sim_comm_bytes_sent(const sim_comm *c, int member) {
 
 /* ---------------------------------------------------------------- names */
 
-static const char *const algo_names[] = {"ring", "ring-coarse", "hd", "tree"};
+static const char *const algo_names[] = {"ring", "ring-coarse", "hd",     "tree",
+                                         "hier", "hier-coarse", "dbtree", "auto"};
 #define ALGO_COUNT ((int)(sizeof algo_names / sizeof algo_names[0]))
 
 const char *sim_allreduce_algo_names(const char *sep, char *buf, size_t n) {
@@ -100,23 +105,6 @@ const char *sim_allreduce_algo_name(sim_allreduce_algo a) {
 
 /* ---------------------------------------------------------------- one call's context */
 
-/* The state of one member in one collective instance. */
-typedef struct call {
-    sim_comm *c;
-    int member;
-    uint64_t seq;        /* instance number (same on every member) */
-    double seg_bytes;    /* 0 = whole messages */
-    sim_coll_result res; /* accumulated for the caller */
-} call;
-
-/* Pending transfers of one step, waited together. */
-#define STEP_MAX 64
-typedef struct step {
-    sg_comm_t comms[STEP_MAX];
-    void *slots[STEP_MAX];
-    int n;
-} step;
-
 /* Instances reuse their mailboxes' names modulo this window: SimGrid never frees a mailbox, so
  * names per instance made memory and the time per step grow with the number of steps. Reuse is
  * safe because messages between two members on one name are matched first in, first out, and
@@ -137,10 +125,10 @@ static char *put_uint(char *p, unsigned long long v) {
     return p;
 }
 
-/* "c<group>.<seq mod window>.<src>.<dst>", built by hand: this runs for every message of large
- * replays, where snprintf was a visible share of the wall time. */
-static sg_mailbox_t mailbox(const call *k, int src, int dst) {
-    char name[96], *p = name;
+/* "c<group>.<seq mod window>.<src>.<dst>" (channel 0) or "...<dst>.<channel>": built once per
+ * name, then found in the group's cache. */
+static sg_mailbox_t mailbox_by_name(const call *k, int src, int dst) {
+    char name[112], *p = name;
     *p++ = 'c';
     p = put_uint(p, (unsigned)k->c->id);
     *p++ = '.';
@@ -149,12 +137,78 @@ static sg_mailbox_t mailbox(const call *k, int src, int dst) {
     p = put_uint(p, (unsigned)src);
     *p++ = '.';
     p = put_uint(p, (unsigned)dst);
+    if (k->channel) {
+        *p++ = '.';
+        p = put_uint(p, (unsigned)k->channel);
+    }
     *p = '\0';
     return sg_mailbox_by_name(name);
 }
 
+static uint64_t mailbox_key(const call *k, int src, int dst) {
+    /* src and dst < 2^24 (groups are at most 65536 members), slot < 16, channel < 256 */
+    return 1 + ((uint64_t)(unsigned)k->channel << 52 |
+                (uint64_t)(k->seq % SIM_MAILBOX_WINDOW) << 48 | (uint64_t)(unsigned)src << 24 |
+                (uint64_t)(unsigned)dst);
+}
+
+static size_t key_hash(uint64_t key, size_t cap) {
+    key ^= key >> 29;
+    key *= 0xbf58476d1ce4e5b9ULL;
+    key ^= key >> 32;
+    return (size_t)key & (cap - 1);
+}
+
+static void cache_grow(mailbox_cache *mc) {
+    size_t old_cap = mc->cap;
+    uint64_t *old_keys = mc->keys;
+    sg_mailbox_t *old_boxes = mc->boxes;
+    mc->cap = old_cap ? old_cap * 2 : 64;
+    mc->keys = ss_calloc(mc->cap, sizeof(uint64_t));
+    mc->boxes = ss_calloc(mc->cap, sizeof(sg_mailbox_t));
+    for (size_t i = 0; i < old_cap; i++) {
+        if (!old_keys[i]) continue;
+        size_t j = key_hash(old_keys[i], mc->cap);
+        while (mc->keys[j])
+            j = (j + 1) & (mc->cap - 1);
+        mc->keys[j] = old_keys[i];
+        mc->boxes[j] = old_boxes[i];
+    }
+    free(old_keys);
+    free(old_boxes);
+}
+
+static sg_mailbox_t cache_find(const mailbox_cache *mc, uint64_t key, size_t *slot) {
+    size_t j = key_hash(key, mc->cap);
+    while (mc->keys[j]) {
+        if (mc->keys[j] == key) return mc->boxes[j];
+        j = (j + 1) & (mc->cap - 1);
+    }
+    *slot = j;
+    return NULL;
+}
+
+sg_mailbox_t coll_mailbox(call *k, int src, int dst) {
+    mailbox_cache *mc = &k->c->boxes;
+    const uint64_t key = mailbox_key(k, src, dst);
+    size_t j = 0;
+    if (mc->cap) {
+        sg_mailbox_t mb = cache_find(mc, key, &j);
+        if (mb) return mb;
+    }
+    /* SimGrid's lookup is a simcall: other actors run meanwhile and may fill the table, so the
+     * slot is searched again after it */
+    sg_mailbox_t mb = mailbox_by_name(k, src, dst);
+    if (2 * (mc->used + 1) > mc->cap) cache_grow(mc);
+    if (cache_find(mc, key, &j)) return mb;
+    mc->keys[j] = key;
+    mc->boxes[j] = mb;
+    mc->used++;
+    return mb;
+}
+
 /* SimGrid moves whole bytes: round, never below one. */
-static long wire_bytes(double bytes) {
+long coll_wire_bytes(double bytes) {
     long b = lround(bytes);
     return b < 1 ? 1 : b;
 }
@@ -166,62 +220,60 @@ static int n_segments(const call *k, double bytes) {
 }
 
 /* Part i of n of `bytes`, so that the parts add up to the whole exactly. */
-static double part_bytes(double bytes, int i, int n) {
+double coll_part_bytes(double bytes, int i, int n) {
     return floor(bytes * (i + 1) / n) - floor(bytes * i / n) +
            (i == n - 1 ? bytes - floor(bytes) : 0);
 }
 
 /* Sends are waited for with the step's receives. (Detached sends were tried: SimGrid 3.32 keeps
  * detached comms in a list it searches linearly, which made 1024-host rings slower.) */
-static void post_send(call *k, step *s, int dst, double bytes) {
+void coll_post_send(call *k, step *s, int dst, double bytes) {
     int n = n_segments(k, bytes);
-    sg_mailbox_t mb = mailbox(k, k->member, dst);
+    sg_mailbox_t mb = coll_mailbox(k, k->member, dst);
     for (int i = 0; i < n; i++) {
         SS_ASSERT(s->n < STEP_MAX);
-        double b = part_bytes(bytes, i, n);
+        long b = coll_wire_bytes(n == 1 ? bytes : coll_part_bytes(bytes, i, n));
         s->slots[s->n] = NULL;
-        s->comms[s->n++] = sg_mailbox_put_async(mb, &sim_token, wire_bytes(b));
-        k->res.bytes_sent += (double)wire_bytes(b);
+        s->comms[s->n++] = sg_mailbox_put_async(mb, &sim_token, b);
+        k->res.bytes_sent += (double)b;
     }
 }
 
-static void post_recv(call *k, step *s, int src, double bytes) {
+void coll_post_recv(call *k, step *s, int src, double bytes) {
     int n = n_segments(k, bytes);
-    sg_mailbox_t mb = mailbox(k, src, k->member);
+    sg_mailbox_t mb = coll_mailbox(k, src, k->member);
     for (int i = 0; i < n; i++) {
         SS_ASSERT(s->n < STEP_MAX);
         s->comms[s->n] = sg_mailbox_get_async(mb, &s->slots[s->n]);
         s->n++;
-        k->res.bytes_recv += (double)wire_bytes(part_bytes(bytes, i, n));
+        k->res.bytes_recv += (double)coll_wire_bytes(n == 1 ? bytes : coll_part_bytes(bytes, i, n));
     }
 }
 
-static void step_wait(step *s) {
-    if (s->n) sg_comm_wait_all(s->comms, (size_t)s->n);
+/* Waiting for each in turn ends when the last completes, as a wait for all does; the C API's
+ * wait_all copies the array into a vector of references on every call, a visible share of the
+ * wall time of large rings. */
+void coll_step_wait(step *s) {
+    for (int i = 0; i < s->n; i++)
+        sg_comm_wait(s->comms[i]);
     s->n = 0;
 }
 
 /* A send the member waits for (tree and broadcast send to their children one after the other,
  * as their closed forms say). */
-static void send_wait(call *k, int dst, double bytes) {
-    int n = n_segments(k, bytes);
-    sg_mailbox_t mb = mailbox(k, k->member, dst);
-    sg_comm_t comms[STEP_MAX];
-    for (int i = 0; i < n; i++) {
-        double b = part_bytes(bytes, i, n);
-        comms[i] = sg_mailbox_put_async(mb, &sim_token, wire_bytes(b));
-        k->res.bytes_sent += (double)wire_bytes(b);
-    }
-    sg_comm_wait_all(comms, (size_t)n);
-}
-
-/* One exchange: send to dst and receive from src at the same time, wait for both. */
-static void exchange(call *k, int dst, double send_bytes, int src, double recv_bytes) {
+void coll_send_wait(call *k, int dst, double bytes) {
     step s;
     s.n = 0;
-    if (dst >= 0) post_send(k, &s, dst, send_bytes);
-    if (src >= 0) post_recv(k, &s, src, recv_bytes);
-    step_wait(&s);
+    coll_post_send(k, &s, dst, bytes);
+    coll_step_wait(&s);
+}
+
+void coll_exchange(call *k, int dst, double send_bytes, int src, double recv_bytes) {
+    step s;
+    s.n = 0;
+    if (dst >= 0) coll_post_send(k, &s, dst, send_bytes);
+    if (src >= 0) coll_post_recv(k, &s, src, recv_bytes);
+    coll_step_wait(&s);
 }
 
 /* ---------------------------------------------------------------- all-reduce algorithms */
@@ -236,22 +288,22 @@ static double chunk_bytes(double bytes, int j, int n) {
     return bytes / n;
 }
 
-static void ring(call *k, double bytes) {
+void coll_ring(call *k, double bytes) {
     int n = k->c->size, i = k->member, next = (i + 1) % n, prev = (i + n - 1) % n;
     /* Reduce-scatter: step s sends chunk i-s, receives chunk i-s-1 (reduced into it). */
     for (int s = 0; s < n - 1; s++)
-        exchange(k, next, chunk_bytes(bytes, ((i - s) % n + n) % n, n), prev,
-                 chunk_bytes(bytes, ((i - s - 1) % n + n) % n, n));
+        coll_exchange(k, next, chunk_bytes(bytes, ((i - s) % n + n) % n, n), prev,
+                      chunk_bytes(bytes, ((i - s - 1) % n + n) % n, n));
     /* All-gather: step s forwards chunk i+1-s, receives chunk i-s. */
     for (int s = 0; s < n - 1; s++)
-        exchange(k, next, chunk_bytes(bytes, ((i + 1 - s) % n + n) % n, n), prev,
-                 chunk_bytes(bytes, ((i - s) % n + n) % n, n));
+        coll_exchange(k, next, chunk_bytes(bytes, ((i + 1 - s) % n + n) % n, n), prev,
+                      chunk_bytes(bytes, ((i - s) % n + n) % n, n));
 }
 
 /* Largest route latency between ring neighbours of the group (computed once per group): a
  * message-level ring step lasts as long as its slowest hop, since everyone waits for its
  * predecessor. */
-static double ring_alpha_max_s(sim_comm *c) {
+double coll_ring_alpha_max_s(sim_comm *c) {
     if (c->ring_alpha_max_s < 0) {
         double a = 0;
         for (int i = 0; i < c->size; i++) {
@@ -263,18 +315,18 @@ static double ring_alpha_max_s(sim_comm *c) {
     return c->ring_alpha_max_s;
 }
 
-static void ring_coarse(call *k, double bytes) {
+void coll_ring_coarse(call *k, double bytes) {
     int n = k->c->size, i = k->member, next = (i + 1) % n, prev = (i + n - 1) % n;
     double part = bytes * (n - 1) / n;
     /* Per phase, the message-level ring pays N-1 step latencies of its slowest hop; the single
      * flow paid its own route's once, the rest is charged as a wait, so that every member ends
      * the phase together as in the message-level ring. */
-    double alpha_max = sim_model_latency_factor * ring_alpha_max_s(k->c);
+    double alpha_max = sim_model_latency_factor * coll_ring_alpha_max_s(k->c);
     double alpha_in =
         sim_model_latency_factor * sg_host_get_route_latency(k->c->hosts[prev], k->c->hosts[i]);
     double extra_s = (n - 1) * alpha_max - alpha_in;
     for (int phase = 0; phase < 2; phase++) {
-        exchange(k, next, part, prev, part);
+        coll_exchange(k, next, part, prev, part);
         if (extra_s > 0) sg_actor_sleep_for(extra_s);
     }
 }
@@ -289,10 +341,10 @@ static void halving_doubling(call *k, double bytes) {
     int vrank;      /* rank in the power-of-two group, -1 if folded out */
     if (i < 2 * r) {
         if (i % 2 == 0) {
-            exchange(k, i + 1, bytes, -1, 0);
+            coll_exchange(k, i + 1, bytes, -1, 0);
             vrank = -1;
         } else {
-            exchange(k, -1, 0, i - 1, bytes);
+            coll_exchange(k, -1, 0, i - 1, bytes);
             vrank = i / 2;
         }
     } else {
@@ -306,21 +358,21 @@ static void halving_doubling(call *k, double bytes) {
         for (int mask = p2 / 2; mask >= 1; mask /= 2) {
             block /= 2;
             int partner = REAL(vrank ^ mask);
-            exchange(k, partner, block, partner, block);
+            coll_exchange(k, partner, block, partner, block);
         }
         /* All-gather by recursive doubling: blocks double back to the whole vector. */
         for (int mask = 1; mask < p2; mask *= 2) {
             int partner = REAL(vrank ^ mask);
-            exchange(k, partner, block, partner, block);
+            coll_exchange(k, partner, block, partner, block);
             block *= 2;
         }
 #undef REAL
     }
     if (i < 2 * r) {
         if (i % 2 == 1)
-            exchange(k, i - 1, bytes, -1, 0);
+            coll_exchange(k, i - 1, bytes, -1, 0);
         else
-            exchange(k, -1, 0, i + 1, bytes);
+            coll_exchange(k, -1, 0, i + 1, bytes);
     }
 }
 
@@ -336,21 +388,21 @@ static void tree(call *k, double bytes) {
     k->seg_bytes = 0; /* segments are explicit here */
     sg_comm_t up = NULL;
     for (int s = 0; s < nseg; s++) {
-        double b = part_bytes(bytes, s, nseg);
+        double b = coll_part_bytes(bytes, s, nseg);
         for (int c = 0; c < nc; c++)
-            exchange(k, -1, 0, children[c], b);
+            coll_exchange(k, -1, 0, children[c], b);
         if (parent >= 0) {
             if (up) sg_comm_wait(up);
-            up = sg_mailbox_put_async(mailbox(k, i, parent), &sim_token, wire_bytes(b));
-            k->res.bytes_sent += (double)wire_bytes(b);
+            up = sg_mailbox_put_async(coll_mailbox(k, i, parent), &sim_token, coll_wire_bytes(b));
+            k->res.bytes_sent += (double)coll_wire_bytes(b);
         }
     }
     if (up) sg_comm_wait(up);
     for (int s = 0; s < nseg; s++) {
-        double b = part_bytes(bytes, s, nseg);
-        if (parent >= 0) exchange(k, -1, 0, parent, b);
+        double b = coll_part_bytes(bytes, s, nseg);
+        if (parent >= 0) coll_exchange(k, -1, 0, parent, b);
         for (int c = 0; c < nc; c++)
-            send_wait(k, children[c], b);
+            coll_send_wait(k, children[c], b);
     }
     k->seg_bytes = saved_seg;
 }
@@ -382,32 +434,58 @@ static void call_end(call *k, sim_coll_result *r) {
     if (r) *r = k->res;
 }
 
+/* Runs algorithm `algo` (resolved: not auto). */
+static void allreduce_run(call *k, sim_allreduce_algo algo, double bytes, int channels) {
+    switch (algo) {
+    case SIM_ALLREDUCE_RING:
+        if (channels > 1)
+            coll_ring_channels(k, bytes, channels);
+        else
+            coll_ring(k, bytes);
+        break;
+    case SIM_ALLREDUCE_RING_COARSE:
+        coll_ring_coarse(k, bytes);
+        break;
+    case SIM_ALLREDUCE_HALVING_DOUBLING:
+        halving_doubling(k, bytes);
+        break;
+    case SIM_ALLREDUCE_TREE:
+        tree(k, bytes);
+        break;
+    case SIM_ALLREDUCE_HIER:
+    case SIM_ALLREDUCE_HIER_COARSE:
+        coll_hier(k, bytes, algo == SIM_ALLREDUCE_HIER_COARSE);
+        break;
+    case SIM_ALLREDUCE_DBTREE:
+        coll_dbtree(k, bytes);
+        break;
+    default:
+        SS_ASSERT(!"unresolved all-reduce algorithm");
+    }
+}
+
 static int allreduce_seq(sim_comm *c, int member, uint64_t seq, double bytes,
                          const sim_coll_opts *o, sim_coll_result *r) {
-    static const sim_coll_opts defaults = {SIM_ALLREDUCE_RING, 0};
+    static const sim_coll_opts defaults = {SIM_ALLREDUCE_RING, 0, 1};
     if (!o) o = &defaults;
     if (o->segment_bytes < 0 || !isfinite(o->segment_bytes))
         return ss_error_set(SS_EUSAGE, "all-reduce: segment size %g bytes, need >= 0",
                             o->segment_bytes);
+    if ((unsigned)o->algo >= (unsigned)ALGO_COUNT)
+        return ss_error_set(SS_EUSAGE, "all-reduce: unknown algorithm %d", (int)o->algo);
+    if (o->channels < 0 || o->channels > SIM_MAX_CHANNELS)
+        return ss_error_set(SS_EUSAGE, "all-reduce: %d channels, need 1 to %d", o->channels,
+                            SIM_MAX_CHANNELS);
     call k;
     call_begin(&k, c, member, seq, o->segment_bytes);
     if (c->size > 1) {
-        switch (o->algo) {
-        case SIM_ALLREDUCE_RING:
-            ring(&k, bytes);
-            break;
-        case SIM_ALLREDUCE_RING_COARSE:
-            ring_coarse(&k, bytes);
-            break;
-        case SIM_ALLREDUCE_HALVING_DOUBLING:
-            halving_doubling(&k, bytes);
-            break;
-        case SIM_ALLREDUCE_TREE:
-            tree(&k, bytes);
-            break;
-        default:
-            return ss_error_set(SS_EUSAGE, "all-reduce: unknown algorithm %d", (int)o->algo);
+        sim_allreduce_algo algo = o->algo;
+        int channels = o->channels;
+        if (algo == SIM_ALLREDUCE_AUTO) {
+            algo = sim_allreduce_auto_pick(c, bytes, o);
+            channels = sim_allreduce_auto_channels(c, o);
         }
+        allreduce_run(&k, algo, bytes, channels);
     }
     call_end(&k, r);
     return SS_OK;
@@ -421,18 +499,42 @@ int sim_allreduce(sim_comm *c, int member, double bytes, const sim_coll_opts *o,
 }
 
 int sim_allgather(sim_comm *c, int member, double bytes_per_member, sim_coll_result *r) {
+    return sim_allgather_opts(c, member, bytes_per_member, NULL, r);
+}
+
+/* Bruck's steps as messages, or their closed form. */
+static int allgather_seq(sim_comm *c, int member, double bytes_per_member, int coarse,
+                         sim_coll_result *r) {
     int st = check_call(c, member, bytes_per_member, "all-gather");
     if (st) return st;
     call k;
     call_begin(&k, c, member, c->next_seq[member]++, 0);
     int n = c->size;
-    for (int dist = 1; dist < n; dist *= 2) {
-        int blocks = dist < n - dist ? dist : n - dist;
-        exchange(&k, (member - dist + n) % n, blocks * bytes_per_member, (member + dist) % n,
-                 blocks * bytes_per_member);
+    if (coarse && n > 1) {
+        coll_allgather_coarse(&k, bytes_per_member);
+    } else {
+        for (int dist = 1; dist < n; dist *= 2) {
+            int blocks = dist < n - dist ? dist : n - dist;
+            coll_exchange(&k, (member - dist + n) % n, blocks * bytes_per_member,
+                          (member + dist) % n, blocks * bytes_per_member);
+        }
     }
     call_end(&k, r);
     return SS_OK;
+}
+
+int sim_allgather_opts(sim_comm *c, int member, double bytes_per_member, const sim_coll_opts *o,
+                       sim_coll_result *r) {
+    /* auto, and the closed forms of the all-reduce, take the closed form at scale */
+    int coarse = o &&
+                 (o->algo == SIM_ALLREDUCE_AUTO || o->algo == SIM_ALLREDUCE_RING_COARSE ||
+                  o->algo == SIM_ALLREDUCE_HIER_COARSE) &&
+                 c && c->size >= SIM_COARSE_MIN_MEMBERS;
+    return allgather_seq(c, member, bytes_per_member, coarse, r);
+}
+
+int sim_allgather_coarse(sim_comm *c, int member, double bytes_per_member, sim_coll_result *r) {
+    return allgather_seq(c, member, bytes_per_member, 1, r);
 }
 
 int sim_broadcast(sim_comm *c, int member, int root, double bytes, sim_coll_result *r) {
@@ -446,13 +548,13 @@ int sim_broadcast(sim_comm *c, int member, int root, double bytes, sim_coll_resu
     int n = c->size, rel = (member - root + n) % n, mask = 1;
     while (mask < n) {
         if (rel & mask) {
-            exchange(&k, -1, 0, (rel - mask + root) % n, bytes);
+            coll_exchange(&k, -1, 0, (rel - mask + root) % n, bytes);
             break;
         }
         mask <<= 1;
     }
     for (mask >>= 1; mask > 0; mask >>= 1)
-        if (rel + mask < n) send_wait(&k, (rel + mask + root) % n, bytes);
+        if (rel + mask < n) coll_send_wait(&k, (rel + mask + root) % n, bytes);
     call_end(&k, r);
     return SS_OK;
 }
@@ -472,8 +574,8 @@ int sim_send(sim_comm *c, int member, int dst, double bytes, sim_coll_result *r)
                             c->size);
     call k;
     call_begin(&k, c, member, 0, 0);
-    sg_mailbox_put(p2p_mailbox(c, member, dst), &sim_token, wire_bytes(bytes));
-    k.res.bytes_sent = (double)wire_bytes(bytes);
+    sg_mailbox_put(p2p_mailbox(c, member, dst), &sim_token, coll_wire_bytes(bytes));
+    k.res.bytes_sent = (double)coll_wire_bytes(bytes);
     call_end(&k, r);
     return SS_OK;
 }
@@ -486,7 +588,7 @@ int sim_recv(sim_comm *c, int member, int src, double bytes, sim_coll_result *r)
     call k;
     call_begin(&k, c, member, 0, 0);
     sg_mailbox_get(p2p_mailbox(c, src, member));
-    k.res.bytes_recv = (double)wire_bytes(bytes);
+    k.res.bytes_recv = (double)coll_wire_bytes(bytes);
     call_end(&k, r);
     return SS_OK;
 }
@@ -533,7 +635,7 @@ sim_request *sim_allreduce_async(sim_comm *c, int member, double bytes, const si
     rq->member = member;
     rq->seq = c->next_seq[member]++;
     rq->bytes = bytes;
-    rq->opts = o ? *o : (sim_coll_opts){SIM_ALLREDUCE_RING, 0};
+    rq->opts = o ? *o : (sim_coll_opts){SIM_ALLREDUCE_RING, 0, 1};
     rq->fn = done;
     rq->ctx = ctx;
     char name[64];

@@ -54,12 +54,35 @@ typedef enum sim_allreduce_algo {
                                        doubling all-gather; N not a power of two: the first 2r
                                        ranks fold pairwise (even sends M to odd) before, and odd
                                        sends the result back after */
-    SIM_ALLREDUCE_TREE /* binary-tree reduce to member 0 (heap order: children 2i+1, 2i+2; a node
-                          receives from its children one after the other) then broadcast down
-                          the same tree; segment_bytes > 0 pipelines it */
+    SIM_ALLREDUCE_TREE,        /* binary-tree reduce to member 0 (heap order: children 2i+1, 2i+2; a
+                                  node receives from its children one after the other) then broadcast
+                                  down the same tree; segment_bytes > 0 pipelines it */
+    SIM_ALLREDUCE_HIER,        /* NCCL-style hierarchical (topology.h gives the nodes): ring
+                                  reduce-scatter inside each node (G-1 steps of M/G), ring all-reduce of
+                                  the member's 1/G shard among the members of the same local index on
+                                  every node (its rail: 2(K-1) steps of M/(G K) through its own NIC),
+                                  ring all-gather inside the node (G-1 steps of M/G). Nodes holding
+                                  unequal member counts: the ring. One member per node: the ring */
+    SIM_ALLREDUCE_HIER_COARSE, /* hier with every ring phase as ring-coarse does it: one flow
+                                  of (n-1)/n of the phase's bytes to the neighbour plus a wait for
+                                  the n-2 further step latencies (the largest hop of that phase
+                                  over the whole group) */
+    SIM_ALLREDUCE_DBTREE,      /* NCCL's double binary tree: two binary trees in which every member
+                                  is an inner node in at most one (in-order tree on positions 1..N,
+                                  the second mirrored (N even) or shifted by one (N odd)), each
+                                  reducing then broadcasting half of the vector, both at once; a
+                                  member receives its children's parts together and sends to its
+                                  children together; segment_bytes > 0 pipelines each tree */
+    SIM_ALLREDUCE_AUTO /* picks per call among dbtree, ring (sim_allreduce_auto_channels) and, on
+                          groups of multi-GPU nodes, hier, the one of least alpha-beta estimate (the
+                          tuning rule of NCCL: per algorithm a latency plus size / bandwidth,
+                          the fastest wins; README "Collectives"), and their closed forms
+                          from SIM_COARSE_MIN_MEMBERS members on: ring-coarse on flat groups,
+                          hier-coarse on nodes (where ring-coarse does not hold), unless dbtree */
 } sim_allreduce_algo;
 
-/* "ring", "ring-coarse", "hd" (or "halving-doubling"), "tree"; SS_EUSAGE naming `option`. */
+/* "ring", "ring-coarse", "hd" (or "halving-doubling"), "tree", "hier", "hier-coarse", "dbtree",
+ * "auto"; SS_EUSAGE naming `option`. */
 int sim_allreduce_algo_parse(const char *option, const char *text, sim_allreduce_algo *out);
 const char *sim_allreduce_algo_name(sim_allreduce_algo a);
 /* The algorithms' names joined by `sep` into buf ("ring, ring-coarse, hd, tree"): for option
@@ -72,7 +95,31 @@ typedef struct sim_coll_opts {
                              tree pipelines them; the other algorithms post the segments of a
                              step together as separate messages (at most 32 per transfer).
                              0: whole messages */
+    int channels;         /* ring: the vector split over this many rings run at once (0 or 1:
+                             one ring, member order). On nodes, channel c's ring visits the
+                             nodes in order and, inside each, starts at local index c G / C:
+                             consecutive channels enter and leave the nodes through different
+                             GPUs and NICs, as NCCL's rings do. Messages are whole per channel */
 } sim_coll_opts;
+
+/* Most channels of a multi-channel ring. */
+#define SIM_MAX_CHANNELS 16
+/* From this many members on, auto picks the closed forms (ring-coarse, hier-coarse) and the
+ * coarse all-gather: the message-level forms cost O(N) messages per member per call. */
+#define SIM_COARSE_MIN_MEMBERS 512
+
+/* The algorithm auto would run for an all-reduce of `bytes` on group c with options o (o->algo
+ * may be anything: it is ignored). Call after the platform is loaded. */
+sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_coll_opts *o);
+/* The channels auto's ring runs with: o->channels when above 1, else, on groups spanning
+ * several multi-GPU nodes, one per NIC of a node (as NCCL opens at least one channel per NIC),
+ * else 1. */
+int sim_allreduce_auto_channels(sim_comm *c, const sim_coll_opts *o);
+
+/* Whether options o can run on group c (before the simulation starts): hier and hier-coarse need
+ * a group where some node holds more than one member; channels 1..SIM_MAX_CHANNELS. SS_EUSAGE
+ * saying why not, naming `option`. */
+int sim_coll_check(sim_comm *c, const sim_coll_opts *o, const char *option);
 
 typedef struct sim_coll_result {
     double start_s;    /* simulated clock when the member called */
@@ -90,6 +137,16 @@ int sim_allreduce(sim_comm *c, int member, double bytes, const sim_coll_opts *o,
  * returns holding everybody's. Bruck's algorithm: ceil(log2 N) steps for any N, latency-bound for
  * small sizes; step k sends min(2^k, N - 2^k) blocks to member - 2^k. */
 int sim_allgather(sim_comm *c, int member, double bytes_per_member, sim_coll_result *r);
+
+/* The same all-gather where opts ask for it in closed form (o->algo auto, ring-coarse or
+ * hier-coarse, and at least SIM_COARSE_MIN_MEMBERS members), else Bruck's messages. Closed form:
+ * every member waits for the last to arrive, then for sum over Bruck's steps k of (the largest
+ * route latency of step k's pairs x the model's latency factor + the step's bytes / the smallest
+ * route bandwidth); on uniform platforms the message-level time within 1 %. */
+int sim_allgather_opts(sim_comm *c, int member, double bytes_per_member, const sim_coll_opts *o,
+                       sim_coll_result *r);
+/* The closed form itself, whatever the group's size. */
+int sim_allgather_coarse(sim_comm *c, int member, double bytes_per_member, sim_coll_result *r);
 
 /* Broadcast of `bytes` from member `root` down a binomial tree (ceil(log2 N) rounds). */
 int sim_broadcast(sim_comm *c, int member, int root, double bytes, sim_coll_result *r);

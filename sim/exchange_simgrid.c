@@ -168,7 +168,7 @@ static int sg_allgather(void *self, exchange_group *g, int member, const void *m
         memcpy(row + (size_t)member * count, mine, count);
     }
     sim_coll_result cr = {0};
-    int rc = sim_allgather(c, member, bytes, &cr);
+    int rc = sim_allgather_opts(c, member, bytes, &x->coll, &cr);
     if (rc == SS_OK && row) memcpy(all, row, (size_t)sim_comm_size(c) * count);
     result_of(&cr, r);
     return rc;
@@ -397,10 +397,16 @@ int exchange_simgrid_open(sim_cluster *cluster, const exchange_simgrid_opts *o, 
     x->coll = o->coll;
     x->n_workers = sim_cluster_n_workers(cluster);
     x->clock = ss_calloc((size_t)x->n_workers, sizeof(long));
+    int rc = sim_coll_check(sim_cluster_world(cluster), &o->coll, "--collective");
+    if (rc != SS_OK) {
+        free(x->clock);
+        free(x);
+        return rc;
+    }
     x->mutex = sg_mutex_init();
     x->advanced = sg_cond_init();
     if (o->background_load > 0) {
-        int rc = start_background(x, o->background_load, o->seed);
+        rc = start_background(x, o->background_load, o->seed);
         if (rc != SS_OK) {
             exchange_simgrid_close(&x->ex);
             return rc;

@@ -100,6 +100,7 @@ void policy_config_default(policy_config *pc) {
     pc->eval_every = 0;
     pc->ps_servers = 1;
     pc->coll.algo = SIM_ALLREDUCE_RING;
+    pc->coll.channels = 1;
     pc->compute.mode = SIM_COMPUTE_FLOPS;
     pc->compute.scale = 1.0;
     pc->flag_bytes = 1.0;
@@ -166,6 +167,11 @@ static int exchange(const run_config *cfg, policy_config *pc) {
         if (rc != SS_OK) return rc;
     }
     pc->coll.segment_bytes = cfg->segment_bytes;
+    pc->coll.channels = cfg->channels > 0 ? cfg->channels : 1;
+    if (pc->coll.channels > 1 && (pc->use_ps || pc->coll.algo != SIM_ALLREDUCE_RING) &&
+        pc->coll.algo != SIM_ALLREDUCE_AUTO)
+        return ss_error_set(SS_EUSAGE, "--channels %d applies to --collective ring or auto, not %s",
+                            pc->coll.channels, cfg->collective);
     pc->ps_servers = cfg->ps_servers;
     return SS_OK;
 }

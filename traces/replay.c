@@ -1,5 +1,6 @@
 /* The replay step source and the replay runner (replay.h). */
 #include "traces/replay.h"
+#include "sim/topology.h"
 #include "common/outputs.h"
 #include "common/rng.h"
 #include "common/status.h"
@@ -7,6 +8,7 @@
 
 #include <malloc.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -250,6 +252,51 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
     return resolve_overlap(t, pc);
 }
 
+/* 1 when every worker is a node of its own (sim/topology.h): there ring-coarse is the ring. */
+static int replay_flat(sim_cluster *cluster, int workers) {
+    sim_topology *topo;
+    if (sim_topology_read(sim_cluster_worker_hosts(cluster), workers, &topo) != SS_OK) return 0;
+    int flat = sim_topology_is_flat(topo);
+    sim_topology_free(topo);
+    return flat;
+}
+
+/* At scale the message-level ring costs O(N) messages per worker and step (hours at 1024
+ * workers): from SIM_COARSE_MIN_MEMBERS workers on a flat platform, the replay runs its closed
+ * form ring-coarse (the same simulated time where bandwidths are equal, within 1 % on fat trees),
+ * and says so; on multi-GPU nodes, whose NVLink and NIC hops differ, it does not (auto or
+ * hier-coarse scale there). auto's choice for the exchange's size is said too. */
+static void replay_choose_collective(const trace *t, sim_cluster *cluster, policy_config *pc) {
+    if (pc->use_ps || policy_is_async(pc)) return;
+    /* the channels of the recorded run (a config key of the trace), unless set otherwise */
+    const char *recorded = trace_config_get(t, "channels");
+    if (pc->coll.channels <= 1 && recorded && atoi(recorded) > 1 &&
+        atoi(recorded) <= SIM_MAX_CHANNELS)
+        pc->coll.channels = atoi(recorded);
+    sim_comm *world = sim_cluster_world(cluster);
+    if (pc->coll.algo == SIM_ALLREDUCE_RING && pc->coll.channels <= 1 &&
+        pc->coll.segment_bytes <= 0 && pc->workers >= SIM_COARSE_MIN_MEMBERS &&
+        replay_flat(cluster, pc->workers)) {
+        pc->coll.algo = SIM_ALLREDUCE_RING_COARSE;
+        fprintf(stderr,
+                "replay: %d workers: the ring all-reduce runs as ring-coarse, its closed form "
+                "(message-level from %d workers on costs hours; same simulated time on uniform "
+                "platforms)\n",
+                pc->workers, SIM_COARSE_MIN_MEMBERS);
+    } else if (pc->coll.algo == SIM_ALLREDUCE_AUTO && t->meta.param_bytes > 0) {
+        sim_allreduce_algo a = sim_allreduce_auto_pick(world, t->meta.param_bytes, &pc->coll);
+        const int ch = sim_allreduce_auto_channels(world, &pc->coll);
+        char channels[32] = "";
+        if (a == SIM_ALLREDUCE_RING && ch > 1)
+            snprintf(channels, sizeof channels, " (%d channels)", ch);
+        fprintf(stderr, "replay: --collective auto: %s%s for %.0f bytes at %d workers%s\n",
+                sim_allreduce_algo_name(a), channels, t->meta.param_bytes, pc->workers,
+                a == SIM_ALLREDUCE_RING_COARSE || a == SIM_ALLREDUCE_HIER_COARSE
+                    ? " (closed form, at scale)"
+                    : "");
+    }
+}
+
 int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
     memset(out, 0, sizeof *out);
     const double t0 = outputs_wall_s();
@@ -281,6 +328,7 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
     rc = sim_cluster_open(&co, &cluster);
     if (tmp[0]) unlink(tmp);
     if (rc != SS_OK) return rc;
+    replay_choose_collective(t, cluster, &pc);
     /* fixed slow workers: FLOPs are replayed raw, so the slowdown applies again (worker j takes
      * recorded worker j mod N's); recorded seconds already include it */
     double *slowdown = NULL;

@@ -1,0 +1,81 @@
+/* Internal to the collectives (collective.c, collective_nccl.c): the group's state, one member's
+ * call, and the message primitives every algorithm is written with. */
+#ifndef SS_SIM_COLLECTIVE_INTERNAL_H
+#define SS_SIM_COLLECTIVE_INTERNAL_H
+
+#include <stdint.h>
+
+#include <simgrid/forward.h>
+
+#include "sim/collective.h"
+#include "sim/topology.h"
+
+/* Mailboxes already looked up, by (channel, instance slot, src, dst): an open-addressing table,
+ * since SimGrid finds a mailbox by its name (a string built and hashed for every message). */
+typedef struct mailbox_cache {
+    uint64_t *keys; /* 0: empty */
+    sg_mailbox_t *boxes;
+    size_t cap, used; /* cap: a power of two */
+} mailbox_cache;
+
+struct sim_comm {
+    int id;                  /* unique in the process: names the group's mailboxes */
+    int size;                /* members */
+    sg_host_t *hosts;        /* (size) */
+    uint64_t *next_seq;      /* (size) per member: number of its next collective call */
+    double *bytes_sent;      /* (size) per member, all calls */
+    double ring_alpha_max_s; /* largest route latency between ring neighbours; < 0: not yet */
+    mailbox_cache boxes;
+    /* read on first use by the node-aware algorithms (collective_nccl.c) */
+    sim_topology *topo;
+    int channel_count;                /* channels of the orders below (0: none yet) */
+    int *channel_next, *channel_prev; /* (channel_count * size) ring neighbours per channel */
+    int *tree_next[2];                /* dbtree: per tree (size * 3): parent, child, child (-1) */
+    double intra_alpha_max_s;         /* hier-coarse: largest intra-node ring hop latency (< 0) */
+    double rail_alpha_max_s;          /* hier-coarse: largest rail ring hop latency (< 0) */
+    double gather_coarse_s;           /* all-gather closed form for 1 byte per member (< 0) */
+    double gather_coarse_bytes;       /* the bytes per member gather_coarse_s is for */
+    sg_bar_t barrier;                 /* coarse all-gather: every member arrived */
+    int est_ready;                    /* auto: the alpha-beta figures below are read */
+    double est_alpha_s[3], est_bw_Bps[3]; /* auto: ring hops, intra-node hops, rail hops */
+};
+
+/* The state of one member in one collective instance. */
+typedef struct call {
+    sim_comm *c;
+    int member;
+    uint64_t seq;        /* instance number (same on every member) */
+    double seg_bytes;    /* 0 = whole messages */
+    int channel;         /* separates concurrent rings or trees of one instance (0..255) */
+    sim_coll_result res; /* accumulated for the caller */
+} call;
+
+/* Pending transfers of one step, waited together. */
+#define STEP_MAX 64
+typedef struct step {
+    sg_comm_t comms[STEP_MAX];
+    void *slots[STEP_MAX];
+    int n;
+} step;
+
+sg_mailbox_t coll_mailbox(call *k, int src, int dst);
+long coll_wire_bytes(double bytes);
+double coll_part_bytes(double bytes, int i, int n);
+void coll_post_send(call *k, step *s, int dst, double bytes);
+void coll_post_recv(call *k, step *s, int src, double bytes);
+void coll_step_wait(step *s);
+void coll_send_wait(call *k, int dst, double bytes);
+/* One exchange: send to dst and receive from src at the same time (-1: none), wait for both. */
+void coll_exchange(call *k, int dst, double send_bytes, int src, double recv_bytes);
+
+/* Algorithms of collective_nccl.c (collective.h describes them). */
+int coll_topology(sim_comm *c);               /* reads c->topo once; status */
+void coll_ring(call *k, double bytes);        /* collective.c */
+void coll_ring_coarse(call *k, double bytes); /* collective.c */
+void coll_ring_channels(call *k, double bytes, int channels);
+void coll_hier(call *k, double bytes, int coarse);
+void coll_dbtree(call *k, double bytes);
+double coll_ring_alpha_max_s(sim_comm *c);
+void coll_allgather_coarse(call *k, double bytes_per_member);
+
+#endif

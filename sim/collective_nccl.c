@@ -1,0 +1,427 @@
+/* The node-aware collectives of collective.h: multi-channel rings, the hierarchical all-reduce
+ * (message-level and closed form), the double binary tree, the closed-form all-gather, and
+ * auto's choice. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/barrier.h>
+#include <simgrid/comm.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+#include <simgrid/mailbox.h>
+#include <simgrid/semaphore.h>
+
+#include "common/status.h"
+#include "sim/collective_internal.h"
+#include "sim/fabric.h"
+#include "sim/internal.h"
+
+/* The latency a message from src to dst pays (the route's, times the network model's factor)
+ * and the bandwidth it gets alone (the route's, times the model's factor): the one place the
+ * closed forms and auto read the model. SimGrid's LV08 multiplies latencies by 13.01 and
+ * bandwidths by 0.97 (network/latency-factor and network/bandwidth-factor, from Velho and
+ * Legrand's TCP calibration, SimGrid's "Configuring SimGrid" manual); CM02 by 1. */
+/* A route's latency and bandwidth as the network model charges them: with the factors of the
+ * route's fabric (sim/fabric.h: LV08's TCP factors on Ethernet routes, 1 on RDMA and NVLink/PCIe
+ * routes and under CM02). */
+static double hop_latency_s(sg_host_t src, sg_host_t dst) {
+    return sim_fabric_latency_factor(src, dst) * sg_host_get_route_latency(src, dst);
+}
+
+static double hop_bandwidth_Bps(sg_host_t src, sg_host_t dst) {
+    return sim_fabric_bandwidth_factor(src, dst) * sg_host_get_route_bandwidth(src, dst);
+}
+
+int coll_topology(sim_comm *c) {
+    if (c->topo) return SS_OK;
+    return sim_topology_read(c->hosts, c->size, &c->topo);
+}
+
+/* The group's topology; a property error is reported before the simulation (sim_coll_check),
+ * so here it can only be a group made later: treated as flat. */
+static const sim_topology *topology_of(sim_comm *c) {
+    if (coll_topology(c) != SS_OK) return NULL;
+    return c->topo;
+}
+
+/* ---------------------------------------------------------------- multi-channel ring */
+
+/* Channel orders: on regular nodes, channel ch visits the nodes in order and inside each starts
+ * at local index ch G / C; otherwise the member order. */
+static void channel_orders(sim_comm *c, int channels) {
+    if (c->channel_count == channels) return;
+    const int n = c->size;
+    free(c->channel_next);
+    free(c->channel_prev);
+    c->channel_next = ss_malloc(sizeof(int) * (size_t)(channels * n));
+    c->channel_prev = ss_malloc(sizeof(int) * (size_t)(channels * n));
+    const sim_topology *t = topology_of(c);
+    const int g = t && t->per_node > 1 ? t->per_node : 1;
+    int *order = ss_malloc(sizeof(int) * (size_t)n);
+    for (int ch = 0; ch < channels; ch++) {
+        const int start = (int)((long)ch * g / channels) % g;
+        for (int i = 0; i < n; i++)
+            order[i] = g > 1 ? t->members[i / g * g + (start + i % g) % g] : i;
+        for (int i = 0; i < n; i++) {
+            c->channel_next[ch * n + order[i]] = order[(i + 1) % n];
+            c->channel_prev[ch * n + order[i]] = order[(i + n - 1) % n];
+        }
+    }
+    free(order);
+    c->channel_count = channels;
+}
+
+void coll_ring_channels(call *k, double bytes, int channels) {
+    sim_comm *c = k->c;
+    const int n = c->size, i = k->member;
+    channel_orders(c, channels);
+    const double chunk = bytes / channels / n;
+    k->seg_bytes = 0; /* the channels are the split */
+    for (int s = 0; s < 2 * (n - 1); s++) {
+        step st;
+        st.n = 0;
+        for (int ch = 0; ch < channels; ch++) {
+            k->channel = ch;
+            coll_post_send(k, &st, c->channel_next[ch * n + i], chunk);
+            coll_post_recv(k, &st, c->channel_prev[ch * n + i], chunk);
+        }
+        coll_step_wait(&st);
+    }
+    k->channel = 0;
+}
+
+/* ---------------------------------------------------------------- hierarchical */
+
+/* One ring phase (reduce-scatter or all-gather) of `bytes` among list[0..n-1], this member at
+ * position pos: n-1 steps of bytes/n. */
+static void ring_phase(call *k, const int *list, int n, int pos, double bytes) {
+    const int next = list[(pos + 1) % n], prev = list[(pos + n - 1) % n];
+    for (int s = 0; s < n - 1; s++)
+        coll_exchange(k, next, bytes / n, prev, bytes / n);
+}
+
+/* The same phase in closed form: one flow of (n-1)/n of the bytes, then the wait for the step
+ * latencies it stands for ((n-1) x alpha_max_s in all, as ring-coarse). */
+static void ring_phase_coarse(call *k, const int *list, int n, int pos, double bytes,
+                              double alpha_max_s) {
+    const int next = list[(pos + 1) % n], prev = list[(pos + n - 1) % n];
+    const double part = bytes * (n - 1) / n;
+    coll_exchange(k, next, part, prev, part);
+    const double alpha_in = hop_latency_s(k->c->hosts[prev], k->c->hosts[k->member]);
+    const double extra_s = (n - 1) * alpha_max_s - alpha_in;
+    if (extra_s > 0) sg_actor_sleep_for(extra_s);
+}
+
+/* Largest latency (model factor included) of a hop of the intra-node rings and of the rail
+ * rings (once). */
+static void hier_alphas(sim_comm *c, const sim_topology *t) {
+    if (c->intra_alpha_max_s >= 0) return;
+    const int g = t->per_node, nodes = t->n_nodes;
+    double intra = 0, rail = 0;
+    for (int m = 0; m < c->size; m++) {
+        const int node = t->node[m], l = t->local[m];
+        if (g > 1) {
+            int next = t->members[node * g + (l + 1) % g];
+            intra = fmax(intra, hop_latency_s(c->hosts[m], c->hosts[next]));
+        }
+        if (nodes > 1) {
+            int next = t->rails[l * nodes + (node + 1) % nodes];
+            rail = fmax(rail, hop_latency_s(c->hosts[m], c->hosts[next]));
+        }
+    }
+    c->intra_alpha_max_s = intra;
+    c->rail_alpha_max_s = rail;
+}
+
+void coll_hier(call *k, double bytes, int coarse) {
+    sim_comm *c = k->c;
+    const sim_topology *t = topology_of(c);
+    if (!t || t->per_node < 1) {
+        /* nodes of unequal member counts: no rails to pair; the ring */
+        if (coarse)
+            coll_ring_coarse(k, bytes);
+        else
+            coll_ring(k, bytes);
+        return;
+    }
+    const int g = t->per_node, nodes = t->n_nodes, m = k->member;
+    const int node = t->node[m], l = t->local[m];
+    const int *intra = t->members + node * g, *rail = t->rails + l * nodes;
+    if (coarse) hier_alphas(c, t);
+    if (g > 1) {
+        if (coarse)
+            ring_phase_coarse(k, intra, g, l, bytes, c->intra_alpha_max_s);
+        else
+            ring_phase(k, intra, g, l, bytes);
+    }
+    if (nodes > 1) {
+        for (int phase = 0; phase < 2; phase++) {
+            if (coarse)
+                ring_phase_coarse(k, rail, nodes, node, bytes / g, c->rail_alpha_max_s);
+            else
+                ring_phase(k, rail, nodes, node, bytes / g);
+        }
+    }
+    if (g > 1) {
+        if (coarse)
+            ring_phase_coarse(k, intra, g, l, bytes, c->intra_alpha_max_s);
+        else
+            ring_phase(k, intra, g, l, bytes);
+    }
+}
+
+/* ---------------------------------------------------------------- double binary tree */
+
+/* Children of position p (1..n) in the in-order binary tree: a position of lowest set bit b > 1
+ * has p - b/2 on its left and, on its right, p + the largest power of two <= b/2 that stays
+ * within n; odd positions are leaves. The root is the largest power of two <= n. */
+static void inorder_children(int p, int n, int *left, int *right) {
+    const int b = p & -p;
+    *left = *right = 0;
+    if (b == 1) return;
+    *left = p - b / 2;
+    for (int step = b / 2; step >= 1; step /= 2) {
+        if (p + step <= n) {
+            *right = p + step;
+            return;
+        }
+    }
+}
+
+/* The member at position p: tree 0 puts member r at position r + 1; tree 1 mirrors it (n even:
+ * n - r) or shifts it by one (n odd: (r + 1) mod n + 1), so that the inner nodes (even
+ * positions) of one are leaves of the other. */
+static int tree_member(int tree, int p, int n) {
+    if (tree == 0) return p - 1;
+    return n % 2 == 0 ? n - p : (p == 1 ? n - 1 : p - 2);
+}
+
+/* parent, left, right (members, -1 none) of every member in both trees (once). */
+static void dbtree_links(sim_comm *c) {
+    if (c->tree_next[0]) return;
+    const int n = c->size;
+    for (int t = 0; t < 2; t++) {
+        int *nx = ss_malloc(sizeof(int) * 3 * (size_t)n);
+        for (int i = 0; i < 3 * n; i++)
+            nx[i] = -1;
+        for (int p = 1; p <= n; p++) {
+            int kids[2], r = tree_member(t, p, n);
+            inorder_children(p, n, &kids[0], &kids[1]);
+            for (int j = 0; j < 2; j++) {
+                if (!kids[j]) continue;
+                int child = tree_member(t, kids[j], n);
+                nx[3 * r + 1 + j] = child;
+                nx[3 * child] = r;
+            }
+        }
+        c->tree_next[t] = nx;
+    }
+}
+
+/* One tree: reduce to the root (children's parts received together), then broadcast (sent to
+ * the children together); segments pipeline the reduction. */
+static void tree_half(call *k, const int *nx, double bytes) {
+    const int parent = nx[0];
+    const int nseg = k->seg_bytes > 0 ? (int)fmin(ceil(bytes / k->seg_bytes), 1e6) : 1;
+    k->seg_bytes = 0; /* segments are explicit here */
+    sg_comm_t up = NULL;
+    for (int s = 0; s < nseg; s++) {
+        const double b = coll_part_bytes(bytes, s, nseg);
+        step st;
+        st.n = 0;
+        for (int j = 1; j <= 2; j++)
+            if (nx[j] >= 0) coll_post_recv(k, &st, nx[j], b);
+        coll_step_wait(&st);
+        if (parent >= 0) {
+            if (up) sg_comm_wait(up);
+            up = sg_mailbox_put_async(coll_mailbox(k, k->member, parent), &sim_token,
+                                      coll_wire_bytes(b));
+            k->res.bytes_sent += (double)coll_wire_bytes(b);
+        }
+    }
+    if (up) sg_comm_wait(up);
+    for (int s = 0; s < nseg; s++) {
+        const double b = coll_part_bytes(bytes, s, nseg);
+        if (parent >= 0) coll_exchange(k, -1, 0, parent, b);
+        step st;
+        st.n = 0;
+        for (int j = 1; j <= 2; j++)
+            if (nx[j] >= 0) coll_post_send(k, &st, nx[j], b);
+        coll_step_wait(&st);
+    }
+}
+
+/* The second tree runs in a helper actor on the member's host, at the same time. */
+typedef struct tree_job {
+    call k;
+    const int *nx;
+    double bytes;
+    sg_sem_t done;
+} tree_job;
+
+static void tree_helper(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    tree_job *j = sg_actor_self_get_data();
+    tree_half(&j->k, j->nx, j->bytes);
+    sg_sem_release(j->done);
+}
+
+void coll_dbtree(call *k, double bytes) {
+    sim_comm *c = k->c;
+    dbtree_links(c);
+    tree_job j;
+    j.k = *k;
+    memset(&j.k.res, 0, sizeof j.k.res);
+    j.k.channel = 1;
+    j.nx = c->tree_next[1] + 3 * k->member;
+    j.bytes = coll_part_bytes(bytes, 1, 2);
+    j.done = sg_sem_init(0);
+    sg_actor_t a = sg_actor_init("dbtree", c->hosts[k->member]);
+    sg_actor_set_data(a, &j);
+    sg_actor_start(a, tree_helper, 0, NULL);
+    tree_half(k, c->tree_next[0] + 3 * k->member, coll_part_bytes(bytes, 0, 2));
+    sg_sem_acquire(j.done);
+    sg_sem_destroy(j.done);
+    k->res.bytes_sent += j.k.res.bytes_sent;
+    k->res.bytes_recv += j.k.res.bytes_recv;
+}
+
+/* ---------------------------------------------------------------- closed-form all-gather */
+
+/* Sum over Bruck's steps of the slowest pair's latency and the step's bytes over the narrowest
+ * route (once per group and size). */
+static double gather_closed_form_s(sim_comm *c, double bytes_per_member) {
+    if (c->gather_coarse_s >= 0 && c->gather_coarse_bytes == bytes_per_member)
+        return c->gather_coarse_s;
+    const int n = c->size;
+    double total = 0;
+    for (int dist = 1; dist < n; dist *= 2) {
+        const int blocks = dist < n - dist ? dist : n - dist;
+        double alpha = 0, bw = INFINITY;
+        for (int m = 0; m < n; m++) {
+            sg_host_t src = c->hosts[m], dst = c->hosts[(m - dist + n) % n];
+            alpha = fmax(alpha, hop_latency_s(src, dst));
+            bw = fmin(bw, hop_bandwidth_Bps(src, dst));
+        }
+        total += alpha + (double)coll_wire_bytes(blocks * bytes_per_member) / bw;
+    }
+    c->gather_coarse_s = total;
+    c->gather_coarse_bytes = bytes_per_member;
+    return total;
+}
+
+void coll_allgather_coarse(call *k, double bytes_per_member) {
+    sim_comm *c = k->c;
+    const int n = c->size;
+    const double t_s = gather_closed_form_s(c, bytes_per_member);
+    if (!c->barrier) c->barrier = sg_barrier_init((unsigned)n);
+    sg_barrier_wait(c->barrier);
+    sg_actor_sleep_for(t_s);
+    for (int dist = 1; dist < n; dist *= 2) {
+        const int blocks = dist < n - dist ? dist : n - dist;
+        k->res.bytes_sent += (double)coll_wire_bytes(blocks * bytes_per_member);
+        k->res.bytes_recv += (double)coll_wire_bytes(blocks * bytes_per_member);
+    }
+}
+
+/* ---------------------------------------------------------------- auto */
+
+enum { HOPS_RING, HOPS_INTRA, HOPS_RAIL };
+
+/* Latency (x the model's factor) and bandwidth of the slowest hop of each kind (once). */
+static void auto_figures(sim_comm *c, const sim_topology *t) {
+    if (c->est_ready) return;
+    const int n = c->size;
+    for (int h = 0; h < 3; h++) {
+        c->est_alpha_s[h] = 0;
+        c->est_bw_Bps[h] = INFINITY;
+    }
+    const int g = t && t->per_node > 1 ? t->per_node : 0;
+    for (int m = 0; m < n; m++) {
+        int next[3] = {(m + 1) % n, -1, -1};
+        if (g) {
+            const int node = t->node[m], l = t->local[m];
+            next[HOPS_INTRA] = t->members[node * g + (l + 1) % g];
+            if (t->n_nodes > 1)
+                next[HOPS_RAIL] = t->rails[l * t->n_nodes + (node + 1) % t->n_nodes];
+        }
+        for (int h = 0; h < 3; h++) {
+            if (next[h] < 0 || next[h] == m) continue;
+            sg_host_t a = c->hosts[m], b = c->hosts[next[h]];
+            c->est_alpha_s[h] = fmax(c->est_alpha_s[h], hop_latency_s(a, b));
+            c->est_bw_Bps[h] = fmin(c->est_bw_Bps[h], hop_bandwidth_Bps(a, b));
+        }
+    }
+    c->est_ready = 1;
+}
+
+/* The alpha-beta estimates auto compares (collective.h; README "Collectives"). */
+static double estimate_ring_s(const sim_comm *c, double bytes, double bw_scale) {
+    const int n = c->size;
+    const double a = c->est_alpha_s[HOPS_RING], b = c->est_bw_Bps[HOPS_RING] * bw_scale;
+    return 2.0 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b;
+}
+
+static double estimate_dbtree_s(const sim_comm *c, double bytes) {
+    const double depth = floor(log2((double)c->size));
+    return 2.0 * depth * (c->est_alpha_s[HOPS_RING] + bytes / c->est_bw_Bps[HOPS_RING]);
+}
+
+static double estimate_hier_s(const sim_comm *c, const sim_topology *t, double bytes) {
+    const int g = t->per_node, nodes = t->n_nodes;
+    /* G / R GPUs send through one NIC: each rail gets R / G of it */
+    const double share = t->n_nics < g ? (double)t->n_nics / g : 1.0;
+    return 2.0 * (g - 1) * (c->est_alpha_s[HOPS_INTRA] + bytes / g / c->est_bw_Bps[HOPS_INTRA]) +
+           2.0 * (nodes - 1) *
+               (c->est_alpha_s[HOPS_RAIL] + bytes / g / nodes / (c->est_bw_Bps[HOPS_RAIL] * share));
+}
+
+int sim_allreduce_auto_channels(sim_comm *c, const sim_coll_opts *o) {
+    if (o && o->channels > 1) return o->channels;
+    const sim_topology *t = c->size > 1 ? topology_of(c) : NULL;
+    if (!t || t->per_node < 2 || t->n_nodes < 2) return 1;
+    return t->n_nics < SIM_MAX_CHANNELS ? t->n_nics : SIM_MAX_CHANNELS;
+}
+
+sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_coll_opts *o) {
+    if (c->size < 2) return SIM_ALLREDUCE_RING;
+    const sim_topology *t = topology_of(c);
+    auto_figures(c, t);
+    const int nodes_apply = t && t->per_node > 1 && t->n_nodes > 1;
+    /* channels beyond one multiply the ring's inter-node bandwidth up to the NICs per node */
+    const double scale = nodes_apply ? fmin(sim_allreduce_auto_channels(c, o), t->n_nics) : 1.0;
+    sim_allreduce_algo best = SIM_ALLREDUCE_RING;
+    double best_s = estimate_ring_s(c, bytes, scale);
+    if (nodes_apply) {
+        double s = estimate_hier_s(c, t, bytes);
+        if (s < best_s) best = SIM_ALLREDUCE_HIER, best_s = s;
+    }
+    if (estimate_dbtree_s(c, bytes) < best_s) best = SIM_ALLREDUCE_DBTREE;
+    if (c->size >= SIM_COARSE_MIN_MEMBERS && best != SIM_ALLREDUCE_DBTREE) {
+        /* ring-coarse stands for the ring only where the hops are alike (flat platforms); on
+         * nodes, whose NVLink and NIC hops differ, the closed form that holds is hier's */
+        best = nodes_apply ? SIM_ALLREDUCE_HIER_COARSE : SIM_ALLREDUCE_RING_COARSE;
+    }
+    return best;
+}
+
+int sim_coll_check(sim_comm *c, const sim_coll_opts *o, const char *option) {
+    if (o->channels < 0 || o->channels > SIM_MAX_CHANNELS)
+        return ss_error_set(SS_EUSAGE, "--channels: %d, need 1 to %d", o->channels,
+                            SIM_MAX_CHANNELS);
+    int rc = coll_topology(c);
+    if (rc != SS_OK) return rc;
+    if ((o->algo == SIM_ALLREDUCE_HIER || o->algo == SIM_ALLREDUCE_HIER_COARSE) &&
+        sim_topology_is_flat(c->topo))
+        return ss_error_set(SS_EUSAGE,
+                            "%s %s: every worker of this platform is a node of its own (no two "
+                            "workers' hosts share a 'node' property), so there is no intra-node "
+                            "phase to run; use a platform of multi-GPU nodes "
+                            "(syncsim platform --nodes N --gpus-per-node G) or ring, "
+                            "ring-coarse, dbtree or auto",
+                            option, sim_allreduce_algo_name(o->algo));
+    return SS_OK;
+}
