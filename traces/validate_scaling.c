@@ -150,7 +150,7 @@ static int replay_time(const scaling_row *row, const model_profile *prof, int gp
     sc.ro.workers = gpus;
     sc.ro.compute_gpu = row->gpu;
     sc.ro.gen = node_spec(row, gpus);
-    sim_coll_opts co = {.algo = SIM_ALLREDUCE_RING_COARSE, .segment_bytes = 0};
+    sim_coll_opts co = {.algo = SIM_ALLREDUCE_AUTO}; /* NCCL's choice, as Horovod used NCCL */
     sc.ro.coll = &co;
     sim_blob b = {0};
     rc = sim_run_isolated(case_child, &sc, &b);
@@ -223,8 +223,9 @@ static int predict_row(scaling_row *rows, double *t1, int i, const char *path) {
     return rc;
 }
 
-/* Efficiency falling with N where the reference falls (by more than 2 points), and staying
- * within 5 points where the reference stays flat, for each model's rows taken by GPU count. */
+/* Efficiency falling with N where the reference falls (by more than 2 points: by at least half
+ * the published fall), and staying within 5 points where the reference stays flat, for each
+ * model's rows taken by GPU count. */
 #define SHAPE_FALL 0.02
 #define SHAPE_FLAT 0.05
 static int shape_check(const scaling_row *rows, int n, FILE *out) {
@@ -236,7 +237,7 @@ static int shape_check(const scaling_row *rows, int n, FILE *out) {
                 b->gpus <= a->gpus)
                 continue;
             const double pub = b->published - a->published, pred = b->predicted - a->predicted;
-            const int good = pub < -SHAPE_FALL ? pred < 0 : fabs(pred) <= SHAPE_FLAT;
+            const int good = pub < -SHAPE_FALL ? pred <= pub / 2 : fabs(pred) <= SHAPE_FLAT;
             fprintf(out, "shape %s %d -> %d GPUs: published %+.1f points, predicted %+.1f: %s\n",
                     a->profile, a->gpus, b->gpus, 100 * pub, 100 * pred,
                     good ? "ok" : (pub < -SHAPE_FALL ? "should fall" : "should stay flat"));
@@ -268,8 +269,8 @@ static void summarize(scaling_row *rows, int n, double bound, FILE *out,
                             : m % 2 == 1 ? errs[m / 2]
                                          : 0.5 * (errs[m / 2 - 1] + errs[m / 2]);
     res->shape_ok = shape_check(rows, n, out);
-    /* the shape is reported, not part of the bound: the ring's latency term is known to grow
-     * too fast on node platforms (README "validate scaling") */
+    /* the shape is reported, not part of the bound (README "validate scaling": VGG-16's fall
+     * from 128 to 512 GPUs is not reproduced) */
     res->within_bound = m > 0 && res->median_rel_error <= bound;
     fprintf(out,
             "median |error| %.1f%% over %d rows (%d not predicted; bound %.0f%%): %s; shape %s\n",
