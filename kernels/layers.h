@@ -35,8 +35,9 @@ typedef enum layer_kind {
 /* Bytes of a conv layer's column buffer: a batch is processed in chunks of as many samples as
  * fit. On the CPU a chunk stays in a core's L2 cache (1 MiB on current x86 server cores): conv2
  * of the cnn holds 627 KB a sample, so one sample a chunk, and conv1 (78 KB a sample) 13, so that
- * im2col writes, the GEMM's packing reads and col2im reads hit L2 instead of L3 or memory (8 MiB
- * chunks were 10-15 % slower for the whole cnn step). A GPU takes larger chunks: fewer, larger
+ * im2col writes, the GEMM's packing reads and col2im reads hit L2 instead of the shared L3 (with
+ * other jobs on the machine, 8 MiB chunks made the cnn step up to 10 % slower; on a quiet
+ * machine both are as fast). A GPU takes larger chunks: fewer, larger
  * launches. The chunking is fixed per device kind, so that results do not depend on the cache
  * size of the machine. */
 #define LAYER_CONV_COL_BYTES_CPU (1u << 20)
