@@ -9,7 +9,10 @@ The models are those of kernels/model.c on Fashion-MNIST's shape (1x28x28, 10 cl
 One training step is forward, softmax cross-entropy, backward and an SGD update with momentum 0.9
 and weight decay 5e-4 on one fixed random batch, as kernels/bench.c does. Timing: 2 warm-up
 steps, then 5 windows of at least 0.4 s each; the best window counts (the same rule as
-kernels/bench.c, so that both are the least disturbed figure on a shared machine).
+kernels/bench.c, so that both are the least disturbed figure on a shared machine). Each window is
+timed in wall time and in the process's CPU time (samples/cpu-s, as `syncsim bench kernels`
+prints it): on one thread on a machine loaded by other jobs the CPU-time rate is the one that
+preemption does not distort.
 
 It installs nothing. PyTorch for the CPU, in a virtual environment outside the repository:
     python3 -m venv /tmp/torch-venv
@@ -18,7 +21,7 @@ It installs nothing. PyTorch for the CPU, in a virtual environment outside the r
 (plain `pip install torch` from PyPI works too; it is larger, with CUDA libraries).
 
 Usage: pytorch_compare.py [--batch B] [--threads T] [--models mlp,cnn] [--min-s S]
-Prints one line per model: model, batch, samples/s.
+Prints one line per model: model, batch, samples/s, samples/cpu-s.
 """
 import argparse
 import sys
@@ -63,17 +66,20 @@ def samples_per_s(name, batch, min_s, channels_last):
 
     for _ in range(2):
         step()
-    best = 0.0
+    best, best_cpu = 0.0, 0.0
     for _ in range(5):
-        steps, t0 = 0, time.perf_counter()
+        steps, t0, c0 = 0, time.perf_counter(), time.process_time()
         while True:
             step()
             steps += 1
             dt = time.perf_counter() - t0
             if dt >= min_s / 5 and steps >= 2:
                 break
+        dc = time.process_time() - c0
         best = max(best, steps / dt)
-    return best * batch
+        if dc > 0:
+            best_cpu = max(best_cpu, steps / dc)
+    return best * batch, best_cpu * batch
 
 
 def main():
@@ -89,10 +95,10 @@ def main():
         raise SystemExit("pytorch_compare.py: --batch and --threads must be >= 1, --min-s > 0")
     torch.set_num_threads(a.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)")
-    print(f"{'model':<8} {'batch':>6} {'samples/s':>12}")
+    print(f"{'model':<8} {'batch':>6} {'samples/s':>12} {'samples/cpu-s':>14}")
     for name in a.models.split(","):
-        rate = samples_per_s(name, a.batch, a.min_s, a.channels_last)
-        print(f"{name:<8} {a.batch:>6} {rate:>12.0f}", flush=True)
+        rate, cpu_rate = samples_per_s(name, a.batch, a.min_s, a.channels_last)
+        print(f"{name:<8} {a.batch:>6} {rate:>12.0f} {cpu_rate:>14.0f}", flush=True)
 
 
 if __name__ == "__main__":

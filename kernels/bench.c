@@ -10,16 +10,33 @@
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <time.h>
 
-static double now_s(void) {
+static double clock_s(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* Best of 5 square SGEMMs of size n on dev, in GFLOP/s. */
-static double bench_sgemm_gflops(device *dev, int n) {
+static double now_s(void) {
+    return clock_s(CLOCK_MONOTONIC);
+}
+
+/* CPU seconds of the whole process (all BLAS threads). On one thread this is the time the
+ * work itself took: a machine shared with other jobs preempts a long step many times, which
+ * inflates wall time but not CPU time. */
+static double cpu_s(void) {
+    return clock_s(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+typedef struct rate_pair {
+    double wall, cpu; /* best rate over wall time and over process CPU time */
+} rate_pair;
+
+/* Best of 5 square SGEMMs of size n on dev, in GFLOP/s (wall and CPU time). */
+static rate_pair bench_sgemm_gflops(device *dev, int n) {
     size_t count = (size_t)n * n;
     float *host = ss_malloc(count * sizeof(float));
     rng r;
@@ -32,25 +49,30 @@ static double bench_sgemm_gflops(device *dev, int n) {
     device_upload(dev, b, host, count);
     dev->ops->gemm(dev, 0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n); /* warm-up */
     device_sync(dev);
-    double best_s = 1e30;
+    double best_s = 1e30, best_cpu_s = 1e30;
     for (int rep = 0; rep < 5; rep++) {
-        double t0 = now_s();
+        double t0 = now_s(), c0 = cpu_s();
         dev->ops->gemm(dev, 0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
         device_sync(dev);
-        double dt = now_s() - t0;
+        double dt = now_s() - t0, dc = cpu_s() - c0;
         if (dt < best_s) best_s = dt;
+        if (dc < best_cpu_s) best_cpu_s = dc;
     }
     device_free(dev, a);
     device_free(dev, b);
     device_free(dev, c);
     free(host);
-    return 2.0 * (double)n * n * n / best_s * 1e-9;
+    double flops = 2.0 * (double)n * n * n;
+    rate_pair rate = {flops / best_s * 1e-9, flops / best_cpu_s * 1e-9};
+    return rate;
 }
 
 typedef struct bench_result {
     double samples_per_s;
-    double gflops;      /* achieved, counted FLOPs */
-    double step_mflops; /* counted FLOPs of one training step */
+    double samples_per_cpu_s; /* per second of process CPU time */
+    double gflops;            /* achieved, counted FLOPs, over wall time */
+    double cpu_gflops;        /* the same over CPU time */
+    double step_mflops;       /* counted FLOPs of one training step */
 } bench_result;
 
 /* Trains on one fixed random batch (after 2 warm-up steps) in 5 windows of min_s / 5 seconds
@@ -79,10 +101,10 @@ static int bench_model(device *dev, model_arch arch, int batch, double min_s, be
     device_sync(dev);
     /* best of 5 windows, as for SGEMM: on a shared machine the best window is the one least
      * disturbed by other work */
-    double best_rate = 0.0; /* steps per second */
+    double best_rate = 0.0, best_cpu_rate = 0.0; /* steps per second */
     for (int window = 0; window < 5; window++) {
         long steps = 0;
-        double t0 = now_s(), dt;
+        double t0 = now_s(), c0 = cpu_s(), dt;
         do {
             model_forward_backward(m, x, y, batch);
             sgd_step(opt, model_params(m), model_grads(m), lr, mu, wd);
@@ -90,13 +112,17 @@ static int bench_model(device *dev, model_arch arch, int batch, double min_s, be
             steps++;
             dt = now_s() - t0;
         } while (dt < min_s / 5 || steps < 2);
+        double dc = cpu_s() - c0;
         if ((double)steps / dt > best_rate) best_rate = (double)steps / dt;
+        if (dc > 0 && (double)steps / dc > best_cpu_rate) best_cpu_rate = (double)steps / dc;
     }
     double step_flops =
         batch * (model_forward_flops_per_sample(m) + model_backward_flops_per_sample(m)) +
         sgd_step_flops(model_param_count(m), mu, wd);
     res->samples_per_s = best_rate * batch;
+    res->samples_per_cpu_s = best_cpu_rate * batch;
     res->gflops = best_rate * step_flops * 1e-9;
+    res->cpu_gflops = best_cpu_rate * step_flops * 1e-9;
     res->step_mflops = step_flops * 1e-6;
     sgd_destroy(opt);
     model_destroy(m);
@@ -105,22 +131,50 @@ static int bench_model(device *dev, model_arch arch, int batch, double min_s, be
     return SS_OK;
 }
 
-/* The SGEMM line and one row per model at the device's current thread count. */
+/* The SGEMM line and one row per model at the device's current thread count. On the CPU the
+ * rates over process CPU time follow ("cpu" columns), compared with the SGEMM's CPU-time rate. */
 static int bench_table(device *dev, int batch, const char *label, FILE *out) {
-    const int sgemm_n = 2048;
-    double sgemm = bench_sgemm_gflops(dev, sgemm_n);
-    fprintf(out, "%s\nsgemm %dx%dx%d: %.1f GFLOP/s (best of 5)\n", label, sgemm_n, sgemm_n, sgemm_n,
-            sgemm);
-    fprintf(out, "%-8s %6s %14s %12s %10s %10s\n", "model", "batch", "MFLOP/step", "samples/s",
+    const int sgemm_n = 2048, cpu = dev->kind == DEVICE_KIND_CPU;
+    rate_pair sgemm = bench_sgemm_gflops(dev, sgemm_n);
+    fprintf(out, "%s\nsgemm %dx%dx%d: %.1f GFLOP/s (best of 5)", label, sgemm_n, sgemm_n, sgemm_n,
+            sgemm.wall);
+    if (cpu) fprintf(out, ", %.1f GFLOP/s of CPU time", sgemm.cpu);
+    fprintf(out, "\n%-8s %6s %14s %12s %10s %10s", "model", "batch", "MFLOP/step", "samples/s",
             "GFLOP/s", "vs sgemm");
+    if (cpu) fprintf(out, " %14s %10s", "samples/cpu-s", "cpu vs sg");
+    fputc('\n', out);
     for (int a = MODEL_ARCH_LOGREG; a <= MODEL_ARCH_CNN; a++) {
         bench_result res;
         int status = bench_model(dev, (model_arch)a, batch, 2.0, &res);
         if (status != SS_OK) return status;
-        fprintf(out, "%-8s %6d %14.2f %12.0f %10.2f %9.1f%%\n", model_arch_name((model_arch)a),
-                batch, res.step_mflops, res.samples_per_s, res.gflops, 100.0 * res.gflops / sgemm);
+        fprintf(out, "%-8s %6d %14.2f %12.0f %10.2f %9.1f%%", model_arch_name((model_arch)a), batch,
+                res.step_mflops, res.samples_per_s, res.gflops, 100.0 * res.gflops / sgemm.wall);
+        if (cpu)
+            fprintf(out, " %14.0f %9.1f%%", res.samples_per_cpu_s,
+                    100.0 * res.cpu_gflops / sgemm.cpu);
+        fputc('\n', out);
     }
     return SS_OK;
+}
+
+/* OpenBLAS runs its AVX2 (Haswell) kernels when OPENBLAS_CORETYPE says so or when it does not
+ * know the CPU; on a CPU with AVX-512 its SkylakeX/Cooperlake kernels are then much faster
+ * (measured in README.md, section CPU performance). Says so when it applies. */
+static void bench_coretype_hint(FILE *out) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    const char *core = openblas_get_corename();
+    if (!core || strcasecmp(core, "haswell") != 0) return;
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512dq") || !__builtin_cpu_supports("avx512vl"))
+        return;
+    const char *env = getenv("OPENBLAS_CORETYPE");
+    fprintf(out,
+            "note: this CPU has AVX-512 but OpenBLAS runs its Haswell (AVX2) kernels%s; "
+            "OPENBLAS_CORETYPE=SkylakeX%s may be faster\n",
+            env ? " (OPENBLAS_CORETYPE is set)" : "", env ? " or unsetting it" : "");
+#else
+    (void)out;
+#endif
 }
 
 int bench_kernels(const char *device_request, int batch, FILE *out) {
@@ -131,6 +185,7 @@ int bench_kernels(const char *device_request, int batch, FILE *out) {
     if (status != SS_OK) return status;
     if (notice[0]) fprintf(out, "%s\n", notice);
     fprintf(out, "device: %s\n", device_name(dev));
+    if (dev->kind == DEVICE_KIND_CPU) bench_coretype_hint(out);
     const int threads = dev->kind == DEVICE_KIND_CPU ? openblas_get_num_threads() : 0;
     char label[64];
     if (threads)

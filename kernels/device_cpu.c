@@ -122,58 +122,97 @@ static void conv_col_range(const conv_geom *g, int ow, int *kj0, int *kj1) {
     if (*kj1 < *kj0) *kj1 = *kj0;
 }
 
-static void cpu_im2col(device *dev, const conv_geom *g, const float *x, float *col) {
-    (void)dev;
+/* Copies and zero fills as plain loops rather than memcpy/memset calls: the runs are short
+ * (kw * in_c floats: 5 for the cnn's conv1, 160 for conv2) and a call costs more than the copy.
+ * GCC would turn the loops back into those calls (loop distribution), hence the attribute. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SS_NO_LIBCALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define SS_NO_LIBCALLS
+#endif
+
+SS_INLINE void copy_floats(float *restrict dst, const float *restrict src, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        dst[i] = src[i];
+}
+
+SS_INLINE void zero_floats(float *restrict dst, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        dst[i] = 0.0f;
+}
+
+/* One row of col: output pixel (oh, ow) of sample xb, kernel rows one after the other. */
+SS_INLINE void im2col_row(const conv_geom *g, const float *xb, int oh, int ow, float *row) {
     const int c = g->in_c;
-    const size_t row_len = (size_t)g->kh * g->kw * c;
-    for (int b = 0; b < g->batch; b++) {
-        const float *xb = x + (size_t)b * g->in_h * g->in_w * c;
-        for (int oh = 0; oh < g->out_h; oh++) {
-            for (int ow = 0; ow < g->out_w; ow++) {
-                float *row = col + (((size_t)b * g->out_h + oh) * g->out_w + ow) * row_len;
-                int kj0, kj1;
-                conv_col_range(g, ow, &kj0, &kj1);
-                for (int ki = 0; ki < g->kh; ki++) {
-                    float *dst = row + (size_t)ki * g->kw * c;
-                    int ih = oh - g->pad + ki;
-                    if (ih < 0 || ih >= g->in_h || kj1 == kj0) {
-                        memset(dst, 0, (size_t)g->kw * c * sizeof(float));
-                        continue;
-                    }
-                    if (kj0 > 0) memset(dst, 0, (size_t)kj0 * c * sizeof(float));
-                    const float *src = xb + ((size_t)ih * g->in_w + (ow - g->pad + kj0)) * c;
-                    memcpy(dst + (size_t)kj0 * c, src, (size_t)(kj1 - kj0) * c * sizeof(float));
-                    if (kj1 < g->kw)
-                        memset(dst + (size_t)kj1 * c, 0, (size_t)(g->kw - kj1) * c * sizeof(float));
-                }
-            }
+    const size_t run = (size_t)g->kw * c;
+    int kj0, kj1;
+    conv_col_range(g, ow, &kj0, &kj1);
+    for (int ki = 0; ki < g->kh; ki++) {
+        float *dst = row + (size_t)ki * run;
+        int ih = oh - g->pad + ki;
+        if (ih < 0 || ih >= g->in_h || kj1 == kj0) {
+            zero_floats(dst, run);
+            continue;
         }
+        zero_floats(dst, (size_t)kj0 * c);
+        const float *src = xb + ((size_t)ih * g->in_w + (ow - g->pad + kj0)) * c;
+        copy_floats(dst + (size_t)kj0 * c, src, (size_t)(kj1 - kj0) * c);
+        zero_floats(dst + (size_t)kj1 * c, (size_t)(g->kw - kj1) * c);
     }
 }
 
-static SS_CPU_CLONES void cpu_col2im(device *dev, const conv_geom *g, const float *col, float *dx) {
+static SS_CPU_CLONES SS_NO_LIBCALLS void cpu_im2col(device *dev, const conv_geom *g, const float *x,
+                                                    float *col) {
     (void)dev;
+    const size_t row_len = (size_t)g->kh * g->kw * g->in_c;
+    for (int b = 0; b < g->batch; b++) {
+        const float *xb = x + (size_t)b * g->in_h * g->in_w * g->in_c;
+        for (int oh = 0; oh < g->out_h; oh++)
+            for (int ow = 0; ow < g->out_w; ow++)
+                im2col_row(g, xb, oh, ow,
+                           col + (((size_t)b * g->out_h + oh) * g->out_w + ow) * row_len);
+    }
+}
+
+/* dx at input pixel (ih, iw) of one sample: the sum of the col entries that read it, gathered
+ * in registers and written once (no zeroing pass, no read-modify-write of dx). The terms are
+ * added in the order of their output pixels (oh, ow) ascending, i.e. kernel offsets descending,
+ * starting from 0: the same sums, bit for bit, as scattering every col row into a zeroed dx. */
+SS_INLINE void col2im_pixel(const conv_geom *g, const float *colb, int ih, int iw, float *out) {
+    enum { BLOCK = 64 };
     const int c = g->in_c;
     const size_t row_len = (size_t)g->kh * g->kw * c;
-    memset(dx, 0, (size_t)g->batch * g->in_h * g->in_w * c * sizeof(float));
-    for (int b = 0; b < g->batch; b++) {
-        float *xb = dx + (size_t)b * g->in_h * g->in_w * c;
-        for (int oh = 0; oh < g->out_h; oh++) {
-            for (int ow = 0; ow < g->out_w; ow++) {
-                const float *row = col + (((size_t)b * g->out_h + oh) * g->out_w + ow) * row_len;
-                int kj0, kj1;
-                conv_col_range(g, ow, &kj0, &kj1);
-                size_t len = (size_t)(kj1 - kj0) * c;
-                for (int ki = 0; ki < g->kh; ki++) {
-                    int ih = oh - g->pad + ki;
-                    if (ih < 0 || ih >= g->in_h) continue;
-                    const float *src = row + ((size_t)ki * g->kw + kj0) * c;
-                    float *dst = xb + ((size_t)ih * g->in_w + (ow - g->pad + kj0)) * c;
-                    for (size_t i = 0; i < len; i++)
-                        dst[i] += src[i];
-                }
+    for (int c0 = 0; c0 < c; c0 += BLOCK) {
+        const int n = c - c0 < BLOCK ? c - c0 : BLOCK;
+        float acc[BLOCK];
+        zero_floats(acc, (size_t)n);
+        for (int ki = g->kh - 1; ki >= 0; ki--) {
+            int oh = ih + g->pad - ki;
+            if (oh < 0 || oh >= g->out_h) continue;
+            for (int kj = g->kw - 1; kj >= 0; kj--) {
+                int ow = iw + g->pad - kj;
+                if (ow < 0 || ow >= g->out_w) continue;
+                const float *src = colb + ((size_t)oh * g->out_w + ow) * row_len +
+                                   ((size_t)ki * g->kw + kj) * c + c0;
+                for (int i = 0; i < n; i++)
+                    acc[i] += src[i];
             }
         }
+        copy_floats(out + c0, acc, (size_t)n);
+    }
+}
+
+static SS_CPU_CLONES SS_NO_LIBCALLS void cpu_col2im(device *dev, const conv_geom *g,
+                                                    const float *col, float *dx) {
+    (void)dev;
+    const size_t in_pixels = (size_t)g->in_h * g->in_w, out_pixels = (size_t)g->out_h * g->out_w;
+    const size_t row_len = (size_t)g->kh * g->kw * g->in_c;
+    for (int b = 0; b < g->batch; b++) {
+        const float *colb = col + (size_t)b * out_pixels * row_len;
+        float *xb = dx + (size_t)b * in_pixels * g->in_c;
+        for (int ih = 0; ih < g->in_h; ih++)
+            for (int iw = 0; iw < g->in_w; iw++)
+                col2im_pixel(g, colb, ih, iw, xb + ((size_t)ih * g->in_w + iw) * g->in_c);
     }
 }
 

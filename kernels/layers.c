@@ -113,19 +113,21 @@ static conv_geom conv_geom_of(const layer *l, int batch) {
     return g;
 }
 
-int layer_conv_chunk_samples(const layer *l) {
+int layer_conv_chunk_samples(const layer *l, device_kind kind) {
+    size_t budget = kind == DEVICE_KIND_CPU ? LAYER_CONV_COL_BYTES_CPU : LAYER_CONV_COL_BYTES_GPU;
     size_t per_sample = (size_t)l->out_h * l->out_w * l->kh * l->kw * l->in_c * sizeof(float);
-    size_t n = LAYER_CONV_COL_BYTES / per_sample;
+    size_t n = budget / per_sample;
     return n < 1 ? 1 : n > (1u << 20) ? 1 << 20 : (int)n;
 }
 
 void layer_alloc_scratch(device *dev, layer *l, int max_batch) {
     if (l->kind != LAYER_KIND_CONV2D) return;
-    int chunk = layer_conv_chunk_samples(l);
+    int chunk = layer_conv_chunk_samples(l, device_get_kind(dev));
     l->col_samples = max_batch < chunk ? max_batch : chunk;
     size_t rows = (size_t)l->col_samples * l->out_h * l->out_w;
     l->col = device_alloc(dev, rows * l->kh * l->kw * l->in_c);
-    l->col_holds_batch = 0;
+    l->col_src = NULL;
+    l->col_count = 0;
 }
 
 void layer_free_scratch(device *dev, layer *l) {
@@ -174,6 +176,8 @@ static void conv_forward(device *dev, layer *l, int batch, const float *x, float
         dev->ops->im2col(dev, &g, x + s0 * in_size, l->col);
         dev->ops->gemm(dev, 0, 1, nb * p, oc, kkc, 1.0f, l->col, kkc, l->w, kkc, 0.0f,
                        y + s0 * out_size, oc);
+        l->col_src = x + s0 * in_size;
+        l->col_count = nb;
     }
     if (!l->relu_in_epilogue) {
         dev->ops->bias_add(dev, batch * p, oc, l->b, y);
@@ -183,29 +187,32 @@ static void conv_forward(device *dev, layer *l, int batch, const float *x, float
         dev->ops->bias_add(dev, batch * p, oc, l->b, y);
         dev->ops->relu_fwd(dev, (size_t)batch * out_size, y, y);
     }
-    l->col_holds_batch = batch <= l->col_samples;
 }
 
+/* Chunks from the last to the first: the column buffer still holds the forward pass's last
+ * chunk, whose im2col is then skipped (the whole batch when it fits one chunk). Each chunk's
+ * columns serve the weight gradient right after they are formed, while they are in cache; the
+ * same buffer then receives the column gradient. */
 static void conv_backward(device *dev, layer *l, int batch, const float *x, const float *y,
                           const float *dy, float *dx) {
     (void)y;
     const int p = l->out_h * l->out_w, kkc = l->kh * l->kw * l->in_c, oc = l->out_c;
     const size_t in_size = layer_in_size(l), out_size = layer_out_size(l);
-    for (int s0 = 0; s0 < batch; s0 += l->col_samples) {
+    const int last = (batch - 1) / l->col_samples * l->col_samples;
+    for (int s0 = last; s0 >= 0; s0 -= l->col_samples) {
         int nb = batch - s0 < l->col_samples ? batch - s0 : l->col_samples;
         conv_geom g = conv_geom_of(l, nb);
-        const float *dyc = dy + s0 * out_size;
-        /* a single-chunk batch reuses the forward pass's columns */
-        if (!l->col_holds_batch) dev->ops->im2col(dev, &g, x + s0 * in_size, l->col);
+        const float *dyc = dy + s0 * out_size, *xc = x + s0 * in_size;
+        if (l->col_src != xc || l->col_count != nb) dev->ops->im2col(dev, &g, xc, l->col);
         /* dW (OC, KKC) (+)= dy^T (OC, nb*P) col (nb*P, KKC) */
         dev->ops->gemm(dev, 1, 0, oc, kkc, nb * p, 1.0f, dyc, oc, l->col, kkc,
-                       s0 == 0 ? 0.0f : 1.0f, l->dw, kkc);
+                       s0 == last ? 0.0f : 1.0f, l->dw, kkc);
         if (l->need_dx) {
             /* dcol (nb*P, KKC) = dy (nb*P, OC) W (OC, KKC), into the column buffer */
             dev->ops->gemm(dev, 0, 0, nb * p, kkc, oc, 1.0f, dyc, oc, l->w, kkc, 0.0f, l->col, kkc);
             dev->ops->col2im(dev, &g, l->col, dx + s0 * in_size);
         }
-        l->col_holds_batch = 0;
+        l->col_src = NULL;
     }
     dev->ops->bias_grad(dev, batch * p, oc, dy, 0.0f, l->db);
 }

@@ -33,10 +33,15 @@ typedef enum layer_kind {
 } layer_kind;
 
 /* Bytes of a conv layer's column buffer: a batch is processed in chunks of as many samples as
- * fit (conv2 of the cnn: 627 KB a sample, chunks of 12; conv1: 78 KB, a batch of 64 in one
- * chunk, whose columns the backward pass then reuses). Chunks that stay in the last-level cache
- * make im2col + GEMM markedly faster than one pass over the whole batch. */
-#define LAYER_CONV_COL_BYTES (8u << 20)
+ * fit. On the CPU a chunk stays in a core's L2 cache (1 MiB on current x86 server cores): conv2
+ * of the cnn holds 627 KB a sample, so one sample a chunk, and conv1 (78 KB a sample) 13, so that
+ * im2col writes, the GEMM's packing reads and col2im reads hit L2 instead of the shared L3 (with
+ * other jobs on the machine, 8 MiB chunks made the cnn step up to 10 % slower; on a quiet
+ * machine both are as fast). A GPU takes larger chunks: fewer, larger
+ * launches. The chunking is fixed per device kind, so that results do not depend on the cache
+ * size of the machine. */
+#define LAYER_CONV_COL_BYTES_CPU (1u << 20)
+#define LAYER_CONV_COL_BYTES_GPU (8u << 20)
 
 typedef struct layer {
     layer_kind kind;
@@ -51,7 +56,8 @@ typedef struct layer {
     float *dw, *db;          /* views into the model's gradients */
     float *col;              /* conv: (min(max_batch, CHUNK) * out_h*out_w, kh*kw*in_c) */
     int col_samples;         /* conv: samples the column buffer holds */
-    int col_holds_batch;     /* conv: the forward pass left the whole batch's columns in col */
+    const float *col_src;    /* conv: input of the chunk whose columns col holds, or NULL */
+    int col_count;           /* conv: samples of that chunk */
     /* Fusion of conv -> ReLU -> max-pool (layer_fuse_relu): the conv applies the ReLU in its
      * bias pass, the ReLU layer becomes a view (like flatten) and the pooling's backward pass
      * applies the ReLU's mask. Same values bit for bit, two passes over the activations fewer;
@@ -81,8 +87,8 @@ size_t layer_bind(layer *l, float *params, float *grads, size_t offset);
  * first, then zero biases), matching the view layout. */
 void layer_init_params(const layer *l, rng *r, float *host_w, float *host_b);
 void layer_alloc_scratch(device *dev, layer *l, int max_batch);
-/* conv: samples per im2col chunk under LAYER_CONV_COL_BYTES (at least 1) */
-int layer_conv_chunk_samples(const layer *l);
+/* conv: samples per im2col chunk under LAYER_CONV_COL_BYTES_<kind> (at least 1) */
+int layer_conv_chunk_samples(const layer *l, device_kind kind);
 void layer_free_scratch(device *dev, layer *l);
 
 /* y (B, out) from x (B, in) */
