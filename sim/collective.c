@@ -485,6 +485,8 @@ static int allreduce_seq(sim_comm *c, int member, uint64_t seq, double bytes,
             algo = sim_allreduce_auto_pick(c, bytes, o);
             channels = sim_allreduce_auto_channels(c, o);
         }
+        const double base_s = coll_nccl_call_latency_s(o->algo, algo);
+        if (base_s > 0) sg_actor_sleep_for(base_s);
         allreduce_run(&k, algo, bytes, channels);
     }
     call_end(&k, r);

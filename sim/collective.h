@@ -102,6 +102,16 @@ typedef struct sim_coll_opts {
                              GPUs and NICs, as NCCL's rings do. Messages are whole per channel */
 } sim_coll_opts;
 
+/* Per-call cost of the NCCL-style all-reduces (auto, hier, hier-coarse, dbtree; not ring, tree,
+ * hd, ring-coarse): every member sleeps this long at the start of the call, the same on all
+ * members. NCCL's own cost model (NVIDIA/nccl 2.7.5, src/graph/tuning.cc, baseLat in us)
+ * charges each call a base latency per algorithm and protocol; the Simple protocol's is used
+ * (the messages here get the links' full bandwidth, as Simple does): Ring 8.4 us (ring, ring
+ * channels, hier and their closed forms), Tree 0 us (dbtree). The per-step hardware latencies
+ * of that model are the links' latencies here. */
+#define SIM_NCCL_RING_BASE_LATENCY_S 8.4e-6
+#define SIM_NCCL_TREE_BASE_LATENCY_S 0.0
+
 /* Most channels of a multi-channel ring. */
 #define SIM_MAX_CHANNELS 16
 /* From this many members on, auto picks the closed forms (ring-coarse, hier-coarse) and the

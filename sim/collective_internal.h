@@ -76,6 +76,9 @@ void coll_ring_channels(call *k, double bytes, int channels);
 void coll_hier(call *k, double bytes, int coarse);
 void coll_dbtree(call *k, double bytes);
 double coll_ring_alpha_max_s(sim_comm *c);
+/* The fixed cost every member pays at the start of an all-reduce call (collective.h,
+ * SIM_NCCL_*_BASE_LATENCY_S) for the algorithm `run` resolved from the requested one. */
+double coll_nccl_call_latency_s(sim_allreduce_algo requested, sim_allreduce_algo run);
 void coll_allgather_coarse(call *k, double bytes_per_member);
 
 #endif

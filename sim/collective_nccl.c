@@ -327,6 +327,26 @@ void coll_allgather_coarse(call *k, double bytes_per_member) {
     }
 }
 
+/* ---------------------------------------------------------------- per-call cost */
+
+double coll_nccl_call_latency_s(sim_allreduce_algo requested, sim_allreduce_algo run) {
+    /* NCCL 2.7.5 (src/graph/tuning.cc, baseLat, us): Ring/Simple 8.4, Tree/Simple 0. The
+     * messages here get the links' full bandwidth, as NCCL's Simple protocol does (LL runs at a
+     * quarter of it), so Simple's figure applies. Plain ring and ring-coarse keep no cost. */
+    const int nccl = requested == SIM_ALLREDUCE_AUTO || requested == SIM_ALLREDUCE_HIER ||
+                     requested == SIM_ALLREDUCE_HIER_COARSE || requested == SIM_ALLREDUCE_DBTREE;
+    if (!nccl) return 0;
+    switch (run) {
+    case SIM_ALLREDUCE_RING:
+    case SIM_ALLREDUCE_RING_COARSE:
+    case SIM_ALLREDUCE_HIER:
+    case SIM_ALLREDUCE_HIER_COARSE:
+        return SIM_NCCL_RING_BASE_LATENCY_S;
+    default:
+        return SIM_NCCL_TREE_BASE_LATENCY_S;
+    }
+}
+
 /* ---------------------------------------------------------------- auto */
 
 enum { HOPS_RING, HOPS_INTRA, HOPS_RAIL };

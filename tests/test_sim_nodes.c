@@ -298,13 +298,13 @@ static void test_topology_bad_property(void) {
 
 /* ---------------------------------------------------------------- closed forms (CM02) */
 
-/* hier: 2(G-1)(a_intra + M/G/B_intra) + 2(K-1)(a_inter + M/(G K)/(B_nic R/G)) when G/R GPUs
- * share a NIC, B_nic otherwise. */
+/* hier: NCCL's per-call Ring base latency (collective.h) + 2(G-1)(a_intra + M/G/B_intra) +
+ * 2(K-1)(a_inter + M/(G K)/(B_nic R/G)) when G/R GPUs share a NIC, B_nic otherwise. */
 static double hier_closed_form(const node_spec *s, double m, double a_intra, double a_inter) {
     const int g = s->gpus, k = s->nodes;
     const double b_intra = s->intra_gbps * 1e9 / 8, b_nic = s->nic_gbps * 1e9 / 8;
     const double share = s->nics < g ? (double)s->nics / g : 1.0;
-    return 2.0 * (g - 1) * (a_intra + m / g / b_intra) +
+    return SIM_NCCL_RING_BASE_LATENCY_S + 2.0 * (g - 1) * (a_intra + m / g / b_intra) +
            2.0 * (k - 1) * (a_inter + m / g / k / (b_nic * share));
 }
 

@@ -68,7 +68,7 @@ static void test_median(void) {
 }
 
 /* The table's time against the ring's closed form under CM02 on the 2-GPU NVLink reference
- * (one split-duplex 50 GB/s link of 1 us): 2 steps of M/2 bytes, each latency + (M/2)/bw. */
+ * (one split-duplex 20 GB/s link of 1 us): 2 steps of M/2 bytes, each latency + (M/2)/bw. */
 static void test_table_closed_form(void) {
     bench_sizes_opts o = {.platform = SS_SOURCE_DIR
                           "/traces/reference/nccl/nvlink-2x-rtx2080ti/platform.xml",
@@ -80,7 +80,7 @@ static void test_table_closed_form(void) {
     bench_sizes_row rows[2];
     CU_ASSERT_EQUAL_FATAL(bench_network_sizes(&o, rows), SS_OK);
     for (int i = 0; i < 2; i++) {
-        double m = o.sizes_bytes[i], t_s = 2 * (1e-6 + m / 2 / 50e9);
+        double m = o.sizes_bytes[i], t_s = 2 * (1e-6 + m / 2 / 20e9);
         SS_CHECK_CLOSE(rows[i].time_us, 1e6 * t_s, 0.01, 1e-6);
         SS_CHECK_CLOSE(rows[i].algbw_GBps, m / t_s / 1e9, 0, 1e-6);
         SS_CHECK_CLOSE(rows[i].busbw_GBps, rows[i].algbw_GBps, 0, 1e-12); /* 2(n-1)/n = 1 */
@@ -92,10 +92,10 @@ static void test_table_closed_form(void) {
  * bounds report with exit 1. */
 static void test_references(void) {
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl "
-           "--max-error-large 3.0 --max-error-small 30",
+           "--max-error-large 0.6 --max-error-small 3.1",
            0, "ib-3x8-a100-hdr", "nvlink-2x-rtx2080ti");
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl "
-           "--max-error-large 3.0 --max-error-small 30",
+           "--max-error-large 0.6 --max-error-small 3.1",
            0, "ib-8x4-rtx2080ti-edr", "tcp-8x4-rtx2080ti-10gbe");
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl", 1,
            "exceed the bounds", "EXCEEDED");
