@@ -27,10 +27,10 @@ typedef struct compare_row {
     int ok; /* summary.json read (status ok, diverged or interrupted) */
     char status[16];
     double accuracy, sim_time_s, lssr, bytes_sent;
-    double dropped;        /* DLCP: fraction of the exchanged data dropped */
+    double dropped;         /* DLCP: fraction of the exchanged data dropped */
     double worker_accuracy; /* mean of the workers' own final accuracies (NaN: not recorded) */
     double delta_q[4];      /* SelSync: Delta's p50, p90, p99 and max after the warm-up (NaN) */
-    double tta_s, speedup; /* NaN: undefined */
+    double tta_s, speedup;  /* NaN: undefined */
 } compare_row;
 
 /* Reads the run's summary back (ok = 0 when it has none, or failed). */

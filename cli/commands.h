@@ -11,10 +11,10 @@
 int cmd_train_single(const run_config *cfg); /* syncsim train (one worker, no simulation) */
 int cmd_train(const run_config *cfg);        /* syncsim train: single, or emulated with a policy */
 int cmd_compare(const run_config *cfg);      /* syncsim compare */
-int cmd_bench_coupling(const run_config *cfg); /* syncsim bench coupling */
-int cmd_replay(const run_config *cfg);         /* syncsim replay */
-int cmd_trace(const run_config *cfg);          /* syncsim trace: check a trace, import a log */
-int cmd_bench_replay(const run_config *cfg);   /* syncsim bench replay */
+int cmd_bench_coupling(const run_config *cfg);   /* syncsim bench coupling */
+int cmd_replay(const run_config *cfg);           /* syncsim replay */
+int cmd_trace(const run_config *cfg);            /* syncsim trace: check a trace, import a log */
+int cmd_bench_replay(const run_config *cfg);     /* syncsim bench replay */
 int cmd_validate(const run_config *cfg);         /* syncsim validate network */
 int cmd_validate_compute(const run_config *cfg); /* syncsim validate compute */
 int cmd_validate_scaling(const run_config *cfg); /* syncsim validate scaling */

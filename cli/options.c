@@ -204,8 +204,10 @@ static const opt_def tail_rows[] = {
     {"max-error", OPT_TYPE_DOUBLE, F(validate_max_error), "0.15", 0, 10, CMD_VALIDATE, NULL, "X",
      "validate compute: bound on the median relative error of the throughputs", 0},
     {"scaling-references", OPT_TYPE_STRING, F(validate_scaling), "", 0, 0, CMD_VALIDATE, NULL,
-     "CSV", "validate scaling: published scaling efficiencies (\"\": "
-     "traces/reference/scaling/scaling.csv)", 0},
+     "CSV",
+     "validate scaling: published scaling efficiencies (\"\": "
+     "traces/reference/scaling/scaling.csv)",
+     0},
     {"max-scaling-error", OPT_TYPE_DOUBLE, F(validate_scaling_max_error), "0.15", 0, 10,
      CMD_VALIDATE, NULL, "X",
      "validate scaling: bound on the median relative error of the efficiencies", 0},

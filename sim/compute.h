@@ -85,5 +85,4 @@ double sim_compute_duration_s(const sim_compute_cfg *cfg, const sim_step_cost *c
  * be NULL) = simulated time it took. SS_EUSAGE for a negative or non-finite cost. */
 int sim_compute_step(const sim_compute_cfg *cfg, const sim_step_cost *cost, double *elapsed_s);
 
-
 #endif

@@ -40,10 +40,10 @@ const char *policy_enum_format(const policy_enum_name *names, int value);
 int policy_enum_parse(const policy_enum_name *names, const char *name, int *value);
 
 typedef enum policy_option_type {
-    POLICY_OPTION_INT,     /* int within [min, max]: run_policy_value.i */
-    POLICY_OPTION_LONG,    /* long within [min, max]: .l */
-    POLICY_OPTION_DOUBLE,  /* finite real within [min, max]: .d */
-    POLICY_OPTION_ENUM,    /* one name of `names`: .text; the field holds its value (int) */
+    POLICY_OPTION_INT,      /* int within [min, max]: run_policy_value.i */
+    POLICY_OPTION_LONG,     /* long within [min, max]: .l */
+    POLICY_OPTION_DOUBLE,   /* finite real within [min, max]: .d */
+    POLICY_OPTION_ENUM,     /* one name of `names`: .text; the field holds its value (int) */
     POLICY_OPTION_DURATION, /* a time with its unit, kept as written in .text ("0s", "5ms"); the
                               field holds seconds (double) */
     POLICY_OPTION_THRESHOLD /* a number in [min, max], or auto:R with 0 < R < 1, kept as written
