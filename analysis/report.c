@@ -620,3 +620,49 @@ int report_write(const run_record *runs, int n, const report_options *o) {
     free(speed);
     return rc;
 }
+
+/* report.md, echoed after the report is written. */
+static void echo_file(const char *path, FILE *out) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) return;
+    char line[2048];
+    fputc('\n', out);
+    while (fgets(line, sizeof line, fp))
+        fputs(line, out);
+    fclose(fp);
+}
+
+int report_dirs(char *const *dirs_in, int n_in, const report_options *o_in) {
+    char **dirs = NULL;
+    int n = 0, rc = SS_OK;
+    for (int i = 0; i < n_in && rc == SS_OK; i++)
+        rc = run_dirs_find(dirs_in[i], &dirs, &n);
+    run_record *runs = rc == SS_OK ? ss_calloc((size_t)n, sizeof *runs) : NULL;
+    for (int i = 0; i < n && rc == SS_OK; i++)
+        rc = run_record_read(dirs[i], &runs[i]);
+    if (rc == SS_OK) {
+        char out[1200], path[1300];
+        if (o_in->out_dir)
+            snprintf(out, sizeof out, "%s", o_in->out_dir);
+        else
+            snprintf(out, sizeof out, "%s/report", dirs_in[0]);
+        report_options o = *o_in;
+        o.out_dir = out;
+        FILE *term = o.terminal ? o.terminal : stdout;
+        fprintf(term, "syncsim report: %d runs from %d director%s\n", n, n_in,
+                n_in == 1 ? "y" : "ies");
+        fflush(term);
+        rc = report_write(runs, n, &o);
+        if (rc == SS_OK) {
+            snprintf(path, sizeof path, "%s/report.md", out);
+            echo_file(path, term);
+            fprintf(term,
+                    "\noutputs: %s/{report.md,report.csv,runs.csv,*.png,*.svg,*.csv,*.gp,"
+                    "replot.sh}\n",
+                    out);
+        }
+    }
+    free(runs);
+    run_dirs_free(dirs, n);
+    return rc;
+}

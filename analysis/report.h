@@ -43,5 +43,9 @@ int report_analyze(const run_record *runs, int n, const report_options *o, repor
                    int *n_groups, int *run_group, double *run_tta_s, double *run_speedup);
 /* report_analyze, then the tables and figures in o->out_dir. */
 int report_write(const run_record *runs, int n, const report_options *o);
+/* `syncsim report`: the runs found in dirs[0..n_dirs-1] (runs, sweeps, compares), read and
+ * reported into o->out_dir (NULL: FIRST_DIR/report); prints a line, then report.md and the list
+ * of outputs on o->terminal. */
+int report_dirs(char *const *dirs, int n_dirs, const report_options *o);
 
 #endif

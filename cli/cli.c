@@ -17,6 +17,7 @@ typedef struct subcommand {
     const char *usage;   /* first line of --help */
     const char *summary; /* one line in `syncsim --help` */
     int (*run)(const run_config *cfg, const char *target);
+    const char *targets; /* "a|b|c": the target word that must follow the name; NULL: none */
 } subcommand;
 
 static int run_train(const run_config *cfg, const char *target) {
@@ -63,34 +64,57 @@ static int run_trace(const run_config *cfg, const char *target) {
 static const subcommand subcommands[] = {
     {"train", CMD_TRAIN, "syncsim train [options]",
      "train for real: one worker, or N emulated workers under a policy on a simulated cluster",
-     run_train},
+     run_train, NULL},
     {"compare", CMD_COMPARE, "syncsim compare [options]",
-     "the same training under several policies and networks: table, compare.csv, plot",
-     run_compare},
+     "the same training under several policies and networks: table, compare.csv, plot", run_compare,
+     NULL},
     {"platform", CMD_PLATFORM, "syncsim platform [options] > FILE.xml",
-     "print a SimGrid platform of GPU hosts (star or fat-tree, optional PS hosts)", run_platform},
+     "print a SimGrid platform of GPU hosts (star or fat-tree, optional PS hosts)", run_platform,
+     NULL},
     {"validate", CMD_VALIDATE, "syncsim validate network|compute|scaling [options]",
      "predictions against public measurements: all-reduce times of real nccl-tests logs, "
      "single-GPU training throughputs, multi-GPU scaling efficiencies",
-     run_validate},
+     run_validate, "network|compute|scaling"},
     {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling|replay [options]",
      "benchmarks: training vs SGEMM; all-reduce vs SMPI; SimGrid coupling overhead; replay at "
      "scale",
-     run_bench},
+     run_bench, "kernels|network|coupling|replay"},
     {"replay", CMD_REPLAY,
      "syncsim replay --trace FILE | --profile NAME | --import CSV [--platform P] [--workers M] "
      "[options]",
      "replay a recorded trace, a model profile or a real log with the same policy actors",
-     run_replay},
+     run_replay, NULL},
     {"trace", CMD_REPLAY, "syncsim trace --trace FILE | --import CSV [--out DIR]",
-     "check and summarize a trace, or convert a real per-step log into one", run_trace},
+     "check and summarize a trace, or convert a real per-step log into one", run_trace, NULL},
     /* sweep and report take positional words: cli_main hands them their argv. */
     {"sweep", CMD_SWEEP, "syncsim sweep FILE.ini [options]",
-     "a grid of runs from an INI file, in parallel, resumable, over MPI ranks or shards", NULL},
+     "a grid of runs from an INI file, in parallel, resumable, over MPI ranks or shards", NULL,
+     NULL},
     {"report", CMD_REPORT, "syncsim report DIR... [options]",
-     "statistics over seeds (mean, 95% CI), tables and gnuplot figures of runs and sweeps", NULL},
+     "statistics over seeds (mean, 95% CI), tables and gnuplot figures of runs and sweeps", NULL,
+     NULL},
 };
 #define SUBCOMMAND_COUNT ((int)(sizeof subcommands / sizeof subcommands[0]))
+
+/* Whether `word` is one of the subcommand's targets. */
+static int is_target(const subcommand *sc, const char *word) {
+    size_t n = strlen(word);
+    for (const char *t = sc->targets; *t; t += strcspn(t, "|"), t += *t == '|')
+        if (strcspn(t, "|") == n && !strncmp(t, word, n)) return 1;
+    return 0;
+}
+
+/* "a, b or c" from "a|b|c". */
+static const char *target_list(const subcommand *sc, char *buf, size_t n) {
+    size_t len = 0;
+    for (const char *t = sc->targets; *t && len < n;) {
+        size_t w = strcspn(t, "|");
+        const char *sep = t == sc->targets ? "" : strchr(t, '|') ? ", " : " or ";
+        len += (size_t)snprintf(buf + len, n - len, "%s%.*s", sep, (int)w, t);
+        t += w + (t[w] == '|');
+    }
+    return buf;
+}
 
 static void print_main_help(FILE *out) {
     fprintf(out,
@@ -128,42 +152,30 @@ int cli_main(int argc, char **argv) {
     for (int i = 0; i < SUBCOMMAND_COUNT; i++)
         if (!strcmp(argv[1], subcommands[i].name)) sc = &subcommands[i];
     if (!sc) {
-        fprintf(stderr,
-                "syncsim: unknown command '%s' (valid: train, compare, platform, validate, bench, "
-                "replay, trace, sweep, report; see syncsim --help)\n",
-                argv[1]);
+        char valid[160];
+        size_t len = 0;
+        for (int i = 0; i < SUBCOMMAND_COUNT; i++)
+            len += (size_t)snprintf(valid + len, sizeof valid - len, "%s%s", i ? ", " : "",
+                                    subcommands[i].name);
+        fprintf(stderr, "syncsim: unknown command '%s' (valid: %s; see syncsim --help)\n", argv[1],
+                valid);
         return 2;
     }
     if (sc->command == CMD_SWEEP) return cmd_sweep_main(argc - 2, argv + 2);
     if (sc->command == CMD_REPORT) return cmd_report_main(argc - 2, argv + 2);
     int first = 2;
     const char *target = "";
-    if (sc->command == CMD_BENCH) {
-        /* `bench` takes a target word before its options. */
+    if (sc->targets) {
+        /* bench and validate take a target word before their options */
         if (argc >= 3 && !strcmp(argv[2], "--help")) {
             options_print_help(sc->command, sc->usage, stdout);
             return 0;
         }
-        if (argc < 3 || (strcmp(argv[2], "kernels") && strcmp(argv[2], "network") &&
-                         strcmp(argv[2], "coupling") && strcmp(argv[2], "replay"))) {
-            fprintf(stderr,
-                    "syncsim: bench needs a target: kernels, network, coupling or replay%s%s%s\n",
-                    argc >= 3 ? " (not '" : "", argc >= 3 ? argv[2] : "", argc >= 3 ? "')" : "");
-            return 2;
-        }
-        target = argv[2];
-        first = 3;
-    }
-    if (sc->command == CMD_VALIDATE) {
-        /* `validate` takes a target word too: network, compute or scaling. */
-        if (argc >= 3 && !strcmp(argv[2], "--help")) {
-            options_print_help(sc->command, sc->usage, stdout);
-            return 0;
-        }
-        if (argc < 3 || (strcmp(argv[2], "network") && strcmp(argv[2], "compute") &&
-                         strcmp(argv[2], "scaling"))) {
-            fprintf(stderr, "syncsim: validate needs a target: network, compute or scaling%s%s%s\n",
-                    argc >= 3 ? " (not '" : "", argc >= 3 ? argv[2] : "", argc >= 3 ? "')" : "");
+        if (argc < 3 || !is_target(sc, argv[2])) {
+            char valid[128];
+            fprintf(stderr, "syncsim: %s needs a target: %s%s%s%s\n", sc->name,
+                    target_list(sc, valid, sizeof valid), argc >= 3 ? " (not '" : "",
+                    argc >= 3 ? argv[2] : "", argc >= 3 ? "')" : "");
             return 2;
         }
         target = argv[2];

@@ -27,39 +27,6 @@
 
 /* ---- the policies compare runs, and its reference ---- */
 
-/* A policy of the list: 1 for a plain policy, 2 for "<policy>-dlcp" (its exchanges with DLCP's
- * bounded loss: --loss-tolerance, or COMPARE_DLCP_TOLERANCE), 0 if unknown. `base` gets the
- * policy proper. */
-static int compare_policy_base(const char *name, char *base, size_t n) {
-    if (policy_registry_find(name)) {
-        snprintf(base, n, "%s", name);
-        return 1;
-    }
-    size_t len = strlen(name);
-    if (len <= 5 || strcmp(name + len - 5, "-dlcp")) return 0;
-    snprintf(base, n, "%.*s", (int)(len - 5), name);
-    const policy_info *p = policy_registry_find(base);
-    return p && (p->families & POLICY_FAMILY_DLCP) ? 2 : 0;
-}
-
-/* SS_EUSAGE listing the valid names ("bsp, ..., and bsp-dlcp, ...") if `name` is not one. */
-static int compare_check_policy(const char *name) {
-    char base[32], valid[512];
-    if (compare_policy_base(name, base, sizeof base)) return SS_OK;
-    size_t len = strlen(policy_registry_names(", ", valid, sizeof valid));
-    const char *sep = ", and ";
-    for (int i = 0; i < policy_registry_count() && len < sizeof valid; i++) {
-        const policy_info *p = policy_registry_at(i);
-        if (!(p->families & POLICY_FAMILY_DLCP)) continue;
-        len += (size_t)snprintf(valid + len, sizeof valid - len, "%s%s-dlcp", sep, p->name);
-        sep = ", ";
-    }
-    return ss_error_set(SS_EUSAGE,
-                        "--policies: unknown policy '%s' (valid: %s for their DLCP bounded-loss "
-                        "form)",
-                        name, valid);
-}
-
 /* The policy whose TTA target and TTA every run is measured against. */
 static int compare_is_reference(const char *policy) {
     return !strcmp(policy, policy_registry_baseline()->name);
@@ -113,7 +80,7 @@ static int plan_runs(compare_ctx *c) {
         return ss_error_set(SS_EUSAGE, "compare: at most %d runs (%d policies x %d networks asked)",
                             COMPARE_MAX_RUNS, c->n_pols, c->n_nets);
     for (int p = 0; p < c->n_pols; p++) /* every point's policy before running any */
-        if (compare_check_policy(c->pols[p]) != SS_OK) return SS_EUSAGE;
+        if (policy_registry_check_listed(c->pols[p]) != SS_OK) return SS_EUSAGE;
     for (int k = 0; k < c->n_nets; k++)
         for (int p = 0; p < c->n_pols; p++) {
             compare_row *r = &c->runs[c->n++];
@@ -142,7 +109,7 @@ static void run_config_of(const compare_ctx *c, int j, run_config *out) {
     run_config cfg = c->cfg;
     char policy[32];
     run_policy_value *eps = policy_option_slot(&cfg, "loss-tolerance");
-    if (compare_policy_base(r->policy, policy, sizeof policy) == 2 && eps->d <= 0)
+    if (policy_registry_parse_listed(r->policy, policy, sizeof policy) == 2 && eps->d <= 0)
         eps->d = COMPARE_DLCP_TOLERANCE;
     snprintf(cfg.policy, sizeof cfg.policy, "%s", policy);
     snprintf(cfg.out_dir, sizeof cfg.out_dir, "%s", r->dir);

@@ -2,7 +2,6 @@
  * compares), a table in Markdown and CSV, and gnuplot figures in PNG and SVG with terminal
  * versions of the main ones (analysis/report.h). */
 #include "analysis/report.h"
-#include "analysis/runs.h"
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "common/status.h"
@@ -47,45 +46,14 @@ static int report_run(int argc, char **argv) {
     if (rc == SS_OK && n_in == 0)
         rc = ss_error_set(SS_EUSAGE, "report needs at least one directory: syncsim report DIR... "
                                      "[--out DIR] [--target-margin X]");
-    char **dirs = NULL;
-    int n = 0;
-    for (int i = 0; i < n_in && rc == SS_OK; i++)
-        rc = run_dirs_find(dirs_in[i], &dirs, &n);
-    run_record *runs = rc == SS_OK ? ss_calloc((size_t)n, sizeof *runs) : NULL;
-    for (int i = 0; i < n && rc == SS_OK; i++)
-        rc = run_record_read(dirs[i], &runs[i]);
     if (rc == SS_OK) {
-        char out[RUN_CONFIG_TEXT + 16];
-        if (options_was_set(&cfg, "out"))
-            snprintf(out, sizeof out, "%s", cfg.out_dir);
-        else
-            snprintf(out, sizeof out, "%s/report", dirs_in[0]);
-        report_options o = {.out_dir = out,
+        report_options o = {.out_dir = options_was_set(&cfg, "out") ? cfg.out_dir : NULL,
                             .target_margin = cfg.target_margin,
                             .key_applies = key_applies,
                             .terminal = stdout,
                             .max_run_figures = 24};
-        printf("syncsim report: %d runs from %d director%s\n", n, n_in, n_in == 1 ? "y" : "ies");
-        fflush(stdout);
-        rc = report_write(runs, n, &o);
-        if (rc == SS_OK) {
-            char path[1200];
-            snprintf(path, sizeof path, "%s/report.md", out);
-            FILE *fp = fopen(path, "r");
-            if (fp) {
-                char line[2048];
-                putchar('\n');
-                while (fgets(line, sizeof line, fp))
-                    fputs(line, stdout);
-                fclose(fp);
-            }
-            printf("\noutputs: %s/{report.md,report.csv,runs.csv,*.png,*.svg,*.csv,*.gp,"
-                   "replot.sh}\n",
-                   out);
-        }
+        rc = report_dirs(dirs_in, n_in, &o);
     }
-    free(runs);
-    run_dirs_free(dirs, n);
     free(dirs_in);
     return rc;
 }

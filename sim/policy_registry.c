@@ -340,6 +340,35 @@ const char *policy_registry_compare_default(char *buf, size_t n) {
     return buf;
 }
 
+int policy_registry_parse_listed(const char *name, char *base, size_t n) {
+    if (policy_registry_find(name)) {
+        snprintf(base, n, "%s", name);
+        return 1;
+    }
+    size_t len = strlen(name);
+    if (len <= 5 || strcmp(name + len - 5, "-dlcp")) return 0;
+    snprintf(base, n, "%.*s", (int)(len - 5), name);
+    const policy_info *p = policy_registry_find(base);
+    return p && (p->families & POLICY_FAMILY_DLCP) ? 2 : 0;
+}
+
+int policy_registry_check_listed(const char *name) {
+    char base[32], valid[512];
+    if (policy_registry_parse_listed(name, base, sizeof base)) return SS_OK;
+    size_t len = strlen(policy_registry_names(", ", valid, sizeof valid));
+    const char *sep = ", and ";
+    for (int i = 0; i < policy_registry_count() && len < sizeof valid; i++) {
+        const policy_info *p = policy_registry_at(i);
+        if (!(p->families & POLICY_FAMILY_DLCP)) continue;
+        len += (size_t)snprintf(valid + len, sizeof valid - len, "%s%s-dlcp", sep, p->name);
+        sep = ", ";
+    }
+    return ss_error_set(SS_EUSAGE,
+                        "--policies: unknown policy '%s' (valid: %s for their DLCP bounded-loss "
+                        "form)",
+                        name, valid);
+}
+
 void policy_label(const policy_config *pc, char *buf, size_t n) {
     const policy_info *p = policy_registry_of_kind(pc->kind);
     if (p && p->label)

@@ -110,6 +110,11 @@ const policy_info *policy_registry_baseline(void);
 const char *policy_registry_names(const char *sep, char *buf, size_t n);
 /* The policies of compare's default --policies, comma-separated. */
 const char *policy_registry_compare_default(char *buf, size_t n);
+/* A policy as compare's --policies lists it: 1 for a plain policy, 2 for "<policy>-dlcp" (a
+ * policy of the DLCP family with its exchanges under bounded loss), 0 if unknown; `base` gets the
+ * policy proper. check_listed: SS_EUSAGE listing the valid names if `name` is not one. */
+int policy_registry_parse_listed(const char *name, char *base, size_t n);
+int policy_registry_check_listed(const char *name);
 /* The label of a configuration ("selsync (δ=0.05)"). */
 void policy_label(const policy_config *pc, char *buf, size_t n);
 
