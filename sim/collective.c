@@ -266,13 +266,16 @@ static double ring_alpha_max_s(sim_comm *c) {
 static void ring_coarse(call *k, double bytes) {
     int n = k->c->size, i = k->member, next = (i + 1) % n, prev = (i + n - 1) % n;
     double part = bytes * (n - 1) / n;
-    /* Per phase, the message-level ring pays N-1 step latencies of its slowest hop; the single
-     * flow paid its own route's once, the rest is charged as a wait, so that every member ends
-     * the phase together as in the message-level ring. */
+    /* Per phase, the message-level ring pays N-1 step latencies of its slowest hop; the
+     * exchange (send to next and receive from prev together) paid the larger of its two routes'
+     * latencies once, the rest is charged as a wait, so that every member ends the phase
+     * together as in the message-level ring. */
     double alpha_max = sim_model_latency_factor * ring_alpha_max_s(k->c);
     double alpha_in =
         sim_model_latency_factor * sg_host_get_route_latency(k->c->hosts[prev], k->c->hosts[i]);
-    double extra_s = (n - 1) * alpha_max - alpha_in;
+    double alpha_out =
+        sim_model_latency_factor * sg_host_get_route_latency(k->c->hosts[i], k->c->hosts[next]);
+    double extra_s = (n - 1) * alpha_max - fmax(alpha_in, alpha_out);
     for (int phase = 0; phase < 2; phase++) {
         exchange(k, next, part, prev, part);
         if (extra_s > 0) sg_actor_sleep_for(extra_s);
