@@ -500,6 +500,7 @@ struct sim_request {
     sg_sem_t done_sem; /* released once when the operation completes */
     int done;          /* 1 once completed */
     int status;
+    char error[512]; /* the message of a failed status, kept from the helper actor */
     sim_coll_result res;
     /* what to run */
     sim_comm *c;
@@ -517,6 +518,7 @@ static void allreduce_helper(int argc, char **argv) {
     sim_request *rq = sg_actor_self_get_data();
     SS_ASSERT(rq != NULL && rq->c != NULL);
     rq->status = allreduce_seq(rq->c, rq->member, rq->seq, rq->bytes, &rq->opts, &rq->res);
+    if (rq->status) snprintf(rq->error, sizeof rq->error, "%s", ss_error_message());
     rq->done = 1;
     if (rq->fn) rq->fn(rq->ctx, rq->member, &rq->res);
     sg_sem_release(rq->done_sem);
@@ -528,6 +530,7 @@ sim_request *sim_allreduce_async(sim_comm *c, int member, double bytes, const si
     rq->done_sem = sg_sem_init(0);
     rq->status = check_call(c, member, bytes, "all-reduce");
     if (rq->status) {
+        snprintf(rq->error, sizeof rq->error, "%s", ss_error_message());
         rq->done = 1;
         sg_sem_release(rq->done_sem);
         return rq;
@@ -556,7 +559,9 @@ int sim_request_wait(sim_request *rq, sim_coll_result *r) {
     SS_ASSERT(rq != NULL);
     sg_sem_acquire(rq->done_sem);
     int st = rq->status;
-    if (st) ss_error_set(st, "%s", ss_error_message());
+    /* from the request, not ss_error_message() itself: formatting the message into its own
+     * buffer overlaps, and the helper actor may run on another thread (thread contexts) */
+    if (st) ss_error_set(st, "%s", rq->error);
     if (r) *r = rq->res;
     sg_sem_destroy(rq->done_sem);
     free(rq);
@@ -572,6 +577,7 @@ sim_request *sim_request_new_internal(void) {
 void sim_request_complete_internal(sim_request *rq, int status, const sim_coll_result *r,
                                    sim_done_fn fn, void *ctx, int member) {
     rq->status = status;
+    if (status) snprintf(rq->error, sizeof rq->error, "%s", ss_error_message());
     if (r) rq->res = *r;
     rq->done = 1;
     if (fn) fn(ctx, member, &rq->res);

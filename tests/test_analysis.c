@@ -229,6 +229,21 @@ static void write_trace_v2(const char *path, int cut) {
     fclose(fp);
 }
 
+/* A sweep directory whose points/ is empty (a sweep killed before its first point): no run, a
+ * message, and no qsort on the NULL list (UBSan in the sanitizer build). */
+static void test_runs_empty_points(void) {
+    char dir[400], points[420];
+    snprintf(dir, sizeof dir, "%s/empty-sweep", root);
+    snprintf(points, sizeof points, "%s/points", dir);
+    CU_ASSERT_EQUAL_FATAL(ss_mkdir_p(points), SS_OK);
+    char **dirs = NULL;
+    int n = 0;
+    CU_ASSERT_EQUAL(run_dirs_find(dir, &dirs, &n), SS_EINPUT);
+    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "no run found"));
+    run_dirs_free(dirs, n);
+}
+
 static void test_readers_checked(void) {
     /* trace_table_read through traces/trace.h: version 2 by the format's columns, truncation
      * and a malformed metrics.csv reported with file and line; tta_* */
@@ -391,6 +406,7 @@ static CU_TestInfo stats_tests[] = {
 
 static CU_TestInfo report_tests[] = {
     {"run_record_read, run_dirs_find, trace_table_read", test_runs_read},
+    {"run_dirs_find on an empty points/ directory", test_runs_empty_points},
     {"trace_table_read (version 2, truncated), run_curve_read errors, tta", test_readers_checked},
     {"report_analyze: groups, TTA, speedup, diverged", test_report_analyze},
     {"report_write: tables and PNG/SVG figures", test_report_write_figures},
