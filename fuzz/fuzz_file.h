@@ -8,14 +8,22 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-/* The path of a file holding exactly data[0..size) (one per process, rewritten each call), or
- * NULL when it cannot be written (the input is then skipped). */
+static char fuzz_file_path[64];
+
+static void fuzz_file_remove(void) {
+    unlink(fuzz_file_path);
+}
+
+/* The path of a file holding exactly data[0..size) (one per process, rewritten each call and
+ * removed at exit), or NULL when it cannot be written (the input is then skipped). */
 static inline const char *fuzz_file_write(const uint8_t *data, size_t size) {
-    static char path[64];
+    char *path = fuzz_file_path;
     /* tmpfs when there is one: a disk-backed /tmp costs milliseconds per input */
-    if (!path[0])
-        snprintf(path, sizeof path, "%s/syncsim-fuzz-%ld",
+    if (!path[0]) {
+        snprintf(path, sizeof fuzz_file_path, "%s/syncsim-fuzz-%ld",
                  access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (long)getpid());
+        atexit(fuzz_file_remove);
+    }
     FILE *f = fopen(path, "wb");
     if (!f) return NULL;
     size_t w = size ? fwrite(data, 1, size, f) : 0;
