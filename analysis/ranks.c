@@ -24,10 +24,25 @@ typedef struct mpi_api {
 static mpi_api mpi;
 static int mpi_started;
 
+/* AddressSanitizer refuses RTLD_DEEPBIND (it would bypass its interceptors): the sanitizer build
+ * opens libmpi without it and still takes every entry point from libmpi's own handle (dlsym),
+ * so only libmpi's calls into itself may reach SMPI's copies, which OpenMPI routes through its
+ * internal ompi_* functions instead. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SS_MPI_DEEPBIND 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SS_MPI_DEEPBIND 0
+#endif
+#endif
+#ifndef SS_MPI_DEEPBIND
+#define SS_MPI_DEEPBIND RTLD_DEEPBIND
+#endif
+
 static int mpi_load(void) {
     static const char *const names[] = {SS_MPI_LIBRARY, "libmpi.so.40", "libmpi.so", NULL};
     for (int i = 0; names[i] && !mpi.lib; i++)
-        mpi.lib = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL | RTLD_DEEPBIND);
+        mpi.lib = dlopen(names[i], RTLD_NOW | RTLD_GLOBAL | SS_MPI_DEEPBIND);
     if (!mpi.lib)
         return ss_error_set(SS_EIO,
                             "mpirun: cannot open OpenMPI's libmpi (%s): install "

@@ -150,7 +150,8 @@ int run_dirs_find(const char *dir, char ***dirs, int *n) {
             if (is_run_dir(path)) push_dir(dirs, n, path), found++;
         }
         closedir(d);
-        qsort(*dirs + first, (size_t)(*n - first), sizeof(char *), compare_names);
+        /* an empty subdirectory leaves *dirs NULL, which qsort must not be given */
+        if (*n > first) qsort(*dirs + first, (size_t)(*n - first), sizeof(char *), compare_names);
     }
     if (!found)
         return ss_error_set(SS_EINPUT,

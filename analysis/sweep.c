@@ -107,13 +107,15 @@ static int load_handler(void *user, const char *section, const char *name, const
         if (!check_option_key(c, section, name)) return 0;
         if (p->n_axes == SWEEP_MAX_AXES)
             return problem(c, "[grid] at most %d axes", SWEEP_MAX_AXES);
-        int a = p->n_axes;
+        int a = p->n_axes++;
         snprintf(p->axis_key[a], sizeof p->axis_key[a], "%s", name);
-        /* Values that hold commas (mlp:128,64) are separated by ';'. */
+        /* Values that hold commas (mlp:128,64) are separated by ';'. Each is counted as soon as
+         * it is kept, so that sweep_plan_free releases them when a later one is refused. */
         const char *sep = strchr(value, ';') ? ";" : ",";
         char *text = strdup(value);
         char *save = NULL;
         int nv = 0;
+        p->n_values[a] = 0;
         for (char *tok = strtok_r(text, sep, &save); tok; tok = strtok_r(NULL, sep, &save)) {
             trim(tok);
             if (!tok[0]) continue;
@@ -126,10 +128,9 @@ static int load_handler(void *user, const char *section, const char *name, const
                 return problem(c, "[grid] %s", ss_error_message());
             }
             p->values[a][nv++] = strdup(tok);
+            p->n_values[a] = nv;
         }
         free(text);
-        p->n_values[a] = nv;
-        p->n_axes++;
         if (!nv) return problem(c, "[grid] %s: no value", name);
         return 1;
     }

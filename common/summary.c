@@ -229,9 +229,10 @@ int summary_read(const char *path, run_summary *s) {
     }
     const cJSON *schema = cJSON_GetObjectItemCaseSensitive(j, "schema");
     if (cJSON_IsNumber(schema) && schema->valuedouble > SUMMARY_SCHEMA) {
+        double version = schema->valuedouble; /* read before the tree is freed */
         cJSON_Delete(j);
         return ss_error_set(SS_EINPUT, "%s: summary schema %g, this syncsim reads up to %d", path,
-                            schema->valuedouble, SUMMARY_SCHEMA);
+                            version, SUMMARY_SCHEMA);
     }
     for (int i = 0; i < FIELD_COUNT; i++)
         read_field(j, &fields[i], s);

@@ -16,6 +16,7 @@ packages=(
   libopenmpi-dev openmpi-bin # sweeps spread over mpirun ranks (optional at build time)
   dataset-fashion-mnist # the default real data set (/usr/share/datasets/fashion-mnist)
   libxml2-dev          # platform files checked (well-formedness, line numbers) before SimGrid reads them
+  clang libclang-rt-14-dev # libFuzzer targets (scripts/fuzz.sh; CI runs a short smoke of each)
 )
 
 missing=()

@@ -702,6 +702,10 @@ int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out) {
     int argc = 2;
     if (o->model == SIM_NETWORK_CM02) argv[argc++] = "--cfg=network/crosstraffic:0";
     if (!o->verbose) argv[argc++] = "--log=root.thresh:warning";
+    /* one extra SimGrid option from the environment: the sanitizer build's tests set
+     * --cfg=contexts/factory:thread (ASan cannot follow SimGrid's own stack switching) */
+    char *extra = getenv("SYNCSIM_SIMGRID_CFG");
+    if (extra && *extra) argv[argc++] = extra;
     simgrid_init(&argc, argv);
     sim_model_latency_factor = o->model == SIM_NETWORK_CM02 ? 1.0 : 13.01;
     simgrid_load_platform(path);

@@ -318,13 +318,16 @@ double coll_ring_alpha_max_s(sim_comm *c) {
 void coll_ring_coarse(call *k, double bytes) {
     int n = k->c->size, i = k->member, next = (i + 1) % n, prev = (i + n - 1) % n;
     double part = bytes * (n - 1) / n;
-    /* Per phase, the message-level ring pays N-1 step latencies of its slowest hop; the single
-     * flow paid its own route's once, the rest is charged as a wait, so that every member ends
-     * the phase together as in the message-level ring. */
+    /* Per phase, the message-level ring pays N-1 step latencies of its slowest hop; the
+     * exchange (send to next and receive from prev together) paid the larger of its two routes'
+     * latencies once, the rest is charged as a wait, so that every member ends the phase
+     * together as in the message-level ring. */
     double alpha_max = sim_model_latency_factor * coll_ring_alpha_max_s(k->c);
     double alpha_in =
         sim_model_latency_factor * sg_host_get_route_latency(k->c->hosts[prev], k->c->hosts[i]);
-    double extra_s = (n - 1) * alpha_max - alpha_in;
+    double alpha_out =
+        sim_model_latency_factor * sg_host_get_route_latency(k->c->hosts[i], k->c->hosts[next]);
+    double extra_s = (n - 1) * alpha_max - fmax(alpha_in, alpha_out);
     for (int phase = 0; phase < 2; phase++) {
         coll_exchange(k, next, part, prev, part);
         if (extra_s > 0) sg_actor_sleep_for(extra_s);
@@ -601,6 +604,7 @@ struct sim_request {
     sg_sem_t done_sem; /* released once when the operation completes */
     int done;          /* 1 once completed */
     int status;
+    char error[512]; /* the message of a failed status, kept from the helper actor */
     sim_coll_result res;
     /* what to run */
     sim_comm *c;
@@ -618,6 +622,7 @@ static void allreduce_helper(int argc, char **argv) {
     sim_request *rq = sg_actor_self_get_data();
     SS_ASSERT(rq != NULL && rq->c != NULL);
     rq->status = allreduce_seq(rq->c, rq->member, rq->seq, rq->bytes, &rq->opts, &rq->res);
+    if (rq->status) snprintf(rq->error, sizeof rq->error, "%s", ss_error_message());
     rq->done = 1;
     if (rq->fn) rq->fn(rq->ctx, rq->member, &rq->res);
     sg_sem_release(rq->done_sem);
@@ -629,6 +634,7 @@ sim_request *sim_allreduce_async(sim_comm *c, int member, double bytes, const si
     rq->done_sem = sg_sem_init(0);
     rq->status = check_call(c, member, bytes, "all-reduce");
     if (rq->status) {
+        snprintf(rq->error, sizeof rq->error, "%s", ss_error_message());
         rq->done = 1;
         sg_sem_release(rq->done_sem);
         return rq;
@@ -657,7 +663,9 @@ int sim_request_wait(sim_request *rq, sim_coll_result *r) {
     SS_ASSERT(rq != NULL);
     sg_sem_acquire(rq->done_sem);
     int st = rq->status;
-    if (st) ss_error_set(st, "%s", ss_error_message());
+    /* from the request, not ss_error_message() itself: formatting the message into its own
+     * buffer overlaps, and the helper actor may run on another thread (thread contexts) */
+    if (st) ss_error_set(st, "%s", rq->error);
     if (r) *r = rq->res;
     sg_sem_destroy(rq->done_sem);
     free(rq);
@@ -673,6 +681,7 @@ sim_request *sim_request_new_internal(void) {
 void sim_request_complete_internal(sim_request *rq, int status, const sim_coll_result *r,
                                    sim_done_fn fn, void *ctx, int member) {
     rq->status = status;
+    if (status) snprintf(rq->error, sizeof rq->error, "%s", ss_error_message());
     if (r) rq->res = *r;
     rq->done = 1;
     if (fn) fn(ctx, member, &rq->res);

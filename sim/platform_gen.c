@@ -189,27 +189,42 @@ int platform_generate(const platform_gen_spec *s, FILE *out) {
             s->n_ps ? ", plus parameter servers" : "");
     if (!fat) {
         platform_format_latency(2 * s->latency_s, lat2, sizeof lat2);
+        /* every host once: the first two, then "..." and the last only when hosts are left out */
+        fprintf(out, "       gpu-0 ==[l0]==+%s\n",
+                n == 1 ? "== switch (non-blocking: no shared backbone link)" : "");
+        if (n >= 2)
+            fprintf(out,
+                    "       gpu-1 ==[l1]==+== switch (non-blocking: no shared backbone link)\n");
+        if (n == 3) fprintf(out, "       gpu-2 ==[l2]==+\n");
+        if (n > 3) fprintf(out, "         ...         |\n       gpu-%d ==[l%d]=+\n", n - 1, n - 1);
         fprintf(out,
-                "       gpu-0 ==[l0]==+\n"
-                "       gpu-1 ==[l1]==+== switch (non-blocking: no shared backbone link)\n"
-                "         ...         |\n"
-                "       gpu-%d ==[l%d]=+\n\n"
-                "       Route gpu-i -> gpu-j: li.UP, lj.DOWN (SPLITDUPLEX: each direction has\n"
+                "\n       Route gpu-i -> gpu-j: li.UP, lj.DOWN (SPLITDUPLEX: each direction has\n"
                 "       its own bandwidth): latency %s, bandwidth %s per direction.\n",
-                n - 1, n - 1, lat2, bw);
+                lat2, bw);
     } else {
         platform_format_latency(4 * s->latency_s, lat2, sizeof lat2);
         fprintf(out,
                 "       Two-level fat tree, non-blocking: %d leaf switches of %d hosts, %d spine\n"
                 "       switches, each leaf linked once to every spine.\n\n"
                 "           spine-0 ... spine-%d\n"
-                "             |  \\     /  |\n"
-                "           leaf-0  ...  leaf-%d\n"
-                "           / | \\         / | \\\n"
-                "        gpu-0 .. gpu-%d   ...  gpu-%d\n\n"
+                "             |  \\     /  |\n",
+                leaves, leaf, leaf, leaf - 1);
+        /* one leaf: its hosts once, no second group */
+        if (leaves > 1)
+            fprintf(out,
+                    "           leaf-0  ...  leaf-%d\n"
+                    "           / | \\         / | \\\n"
+                    "        gpu-0 .. gpu-%d   ...  gpu-%d\n\n",
+                    leaves - 1, leaf - 1, n - 1);
+        else if (n > 1)
+            fprintf(out, "              leaf-0\n              / | \\\n        gpu-0 .. gpu-%d\n\n",
+                    n - 1);
+        else
+            fprintf(out, "              leaf-0\n                |\n              gpu-0\n\n");
+        fprintf(out,
                 "       Route across leaves: host link, leaf->spine, spine->leaf, host link:\n"
                 "       latency %s, bandwidth %s; inside one leaf: 2 links.\n",
-                leaves, leaf, leaf, leaf - 1, leaves - 1, leaf - 1, n - 1, lat2, bw);
+                lat2, bw);
     }
     if (s->n_ps && fat)
         fprintf(out,

@@ -1,6 +1,7 @@
 /* CUnit suite of the platforms: every file of platforms/ and every generator shape loads in
  * SimGrid with the hosts the checker lists; bad platforms and bad options give SS_EUSAGE or
  * SS_EINPUT with a message naming the file and the problem, never a SimGrid abort. */
+#include <ctype.h>
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +184,50 @@ static void test_parse_units(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "--hosts"));
 }
 
+/* The sketch in the generated file's comment names every host once (2 hosts: no "..." and no
+ * gpu-1 twice), in a star and in a fat tree of one leaf. */
+static int count_in(const char *text, const char *word) {
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, word)); p += strlen(word))
+        n++;
+    return n;
+}
+
+/* Occurrences of host gpu-i (not the prefix of gpu-i0). */
+static int count_host(const char *text, int i) {
+    char name[32];
+    int n = snprintf(name, sizeof name, "gpu-%d", i), count = 0;
+    for (const char *p = text; (p = strstr(p, name)); p += n)
+        count += !isdigit((unsigned char)p[n]);
+    return count;
+}
+
+static void test_generator_sketch(void) {
+    static const platform_topology topos[] = {PLATFORM_TOPOLOGY_STAR, PLATFORM_TOPOLOGY_FAT_TREE};
+    for (int n = 1; n <= 5; n++) {
+        for (int k = 0; k < 2; k++) {
+            char *text = NULL;
+            size_t len = 0;
+            FILE *f = open_memstream(&text, &len);
+            platform_gen_spec sp = platform_gen_default();
+            sp.n_hosts = n;
+            sp.topology = topos[k];
+            CU_ASSERT_EQUAL_FATAL(platform_generate(&sp, f), SS_OK);
+            fclose(f);
+            char *end = strstr(text, "-->");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+            *end = '\0'; /* the comment only */
+            int ok = count_host(text, 0) == 1 && count_host(text, n - 1) == 1;
+            for (int i = 1; i < n - 1; i++)
+                ok &= count_host(text, i) <= 1;
+            if (n <= 3 && k == 0) ok &= count_in(text, "...") == 0;
+            if (!ok) fprintf(stderr, "\n  %d hosts, %s:\n%s\n", n, k ? "fat tree" : "star", text);
+            CU_ASSERT(ok);
+            free(text);
+        }
+    }
+}
+
 /* A bad platform: the status, and the message names the file and the problem. */
 static void expect_bad(const char *text, int n_workers, int want_status, const char *want_msg) {
     char path[512];
@@ -291,6 +336,7 @@ static CU_TestInfo platform_tests[] = {
     {"route latency and bandwidth of star, fat tree, PS layouts", test_routes},
     {"platform_generate outputs load in SimGrid", test_generator_loads},
     {"platform_parse_* units and errors", test_parse_units},
+    {"platform_generate sketch names each host once", test_generator_sketch},
     {"sim_cluster_open bad platforms: SS_EINPUT/SS_EUSAGE, no abort", test_bad_platforms},
     {"sim_cluster_open twice in one process", test_engine_once},
     {"sim_run_isolated child abort", test_isolate_abort},

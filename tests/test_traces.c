@@ -176,6 +176,14 @@ static void test_trace_bad_input(void) {
     expect_error(e, "not a syncsim trace");
     free(e);
     expect_error("", "empty");
+    /* a header asking for too many cells: the reason follows the file and line intact */
+    int steps_line = 1;
+    for (const char *q = text; strncmp(q, "# policy steps = ", 17); q = strchr(q, '\n') + 1)
+        steps_line++;
+    e = edit_line(text, steps_line, "# policy steps = 100000000", 0);
+    expect_error(e, "mem.trace:");
+    expect_error(e, "a trace of 2 workers x 100000000 steps is outside what fits in memory");
+    free(e);
     /* a missing policy line */
     e = edit_line(text, 8, "# policy nonsense = 3", 0);
     expect_error(e, "mem.trace:8:");
@@ -251,6 +259,8 @@ static void test_profile_bad_input(void) {
     expect_profile_error("syncsim-profile 1\nname t\nlayer a -1 100\ntotal 11 100\n",
                          "mem.profile:3:");
     expect_profile_error("syncsim-profile 1\nname t\nbogus 3\n", "unknown key");
+    expect_profile_error("syncsim-profile 1\nname t\nlayer a 0 100\ntotal 0 100\n",
+                         "no parameters");
 }
 
 /* ---- real logs ---- */
@@ -422,6 +432,20 @@ static double run_double(sim_isolated_fn fn, void *arg, double *second) {
 
 static char out_root[256];
 
+/* Emulates a small run of `policy_args` into out_root/name; returns its simulated time and
+ * writes the path of its steps.trace. */
+static double emulate(const char *name, const char *policy_args, char *trace_path, size_t n) {
+    char args[1024], path[400];
+    snprintf(path, sizeof path, "%s/%s", out_root, name);
+    snprintf(args, sizeof args,
+             "--dataset synthetic --model logreg --workers 4 --epochs 1 --batch 16 "
+             "--device cpu --latency 5us --network-model CM02 --progress no --out %s %s",
+             path, policy_args);
+    double emu_s = run_double(train_child, args, NULL);
+    snprintf(trace_path, n, "%s/steps.trace", path);
+    return emu_s;
+}
+
 static void test_replay_reproduces_emulation(void) {
     static const emu_case cases[] = {
         {"bsp", "--policy bsp", 0},
@@ -455,14 +479,8 @@ static void test_replay_reproduces_emulation(void) {
         {"background", "--policy bsp --background 0.3", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char args[1024], path[512];
-        snprintf(path, sizeof path, "%s/%s", out_root, cases[i].name);
-        snprintf(args, sizeof args,
-                 "--dataset synthetic --model logreg --workers 4 --epochs 1 --batch 16 "
-                 "--device cpu --latency 5us --network-model CM02 --progress no --out %s %s",
-                 path, cases[i].args);
-        double emu_s = run_double(train_child, args, NULL);
-        snprintf(path, sizeof path, "%s/%s/steps.trace", out_root, cases[i].name);
+        char path[512];
+        double emu_s = emulate(cases[i].name, cases[i].args, path, sizeof path);
         replay_case rc = {path, 0, REPLAY_SCALE_ROUND_ROBIN, 1};
         double recorded = -1;
         double rep_s = run_double(replay_child, &rc, &recorded);
@@ -474,10 +492,11 @@ static void test_replay_reproduces_emulation(void) {
     }
 }
 
-/* Scale-out: round-robin doubles the workers with the recorded costs; sampling is seeded. */
+/* Scale-out: round-robin doubles the workers with the recorded costs; sampling is seeded. The
+ * trace is its own (the test runs alone or in any order). */
 static void test_replay_scale_out(void) {
     char path[512];
-    snprintf(path, sizeof path, "%s/selsync/steps.trace", out_root);
+    emulate("scale-out", "--policy selsync --delta 0.02 --ewma-window 4", path, sizeof path);
     replay_case same = {path, 0, REPLAY_SCALE_ROUND_ROBIN, 1};
     replay_case rr = {path, 8, REPLAY_SCALE_ROUND_ROBIN, 1};
     replay_case s1 = {path, 8, REPLAY_SCALE_SAMPLE, 5};
@@ -491,11 +510,19 @@ static void test_replay_scale_out(void) {
     CU_ASSERT(a == b);  /* same seed, same run */
 }
 
-/* A synthesized BSP run on CM02 against the closed form: S (F/speed + ring all-reduce). */
+/* A synthesized BSP run on CM02 against the closed form: S (F/speed + ring all-reduce). `arg`:
+ * the text of a profile, or NULL for the shipped alexnet. */
 static int profile_child(void *arg, sim_blob *out) {
-    (void)arg;
     model_profile p;
-    int rc = profile_find("alexnet", &p);
+    int rc;
+    if (arg) {
+        FILE *fp = fmemopen(arg, strlen(arg), "r");
+        SS_ASSERT(fp);
+        rc = profile_read(fp, "mem.profile", &p);
+        fclose(fp);
+    } else {
+        rc = profile_find("alexnet", &p);
+    }
     if (rc != SS_OK) return rc;
     policy_config pc;
     policy_config_default(&pc);
@@ -531,6 +558,16 @@ static void test_profile_replay_closed_form(void) {
     fprintf(stderr, "\n  alexnet BSP 8 workers x 5 steps: replay %.9g s, closed form %.9g s", got,
             expect);
     SS_CHECK_CLOSE(got, expect, 0, 1e-3);
+}
+
+/* A profile of parameters only (0 FLOPs) times the collective alone: pure communication, 5 ring
+ * all-reduces of 4 x 1e6 bytes (CM02 is deterministic). */
+static void test_profile_zero_flops(void) {
+    char text[] = "syncsim-profile 1\nname comm-only\nlayer w 1000000 0\ntotal 1000000 0\n";
+    double expect = 0;
+    double got = run_double(profile_child, text, &expect);
+    SS_CHECK_CLOSE(got, expect, 0, 1e-9);
+    CU_ASSERT(got > 0);
 }
 
 /* ---- the command line ---- */
@@ -607,6 +644,13 @@ static void test_cli_replay(void) {
              "%s/cli-import",
              SS_SOURCE_DIR, out_root);
     expect_cli(args, 0, "import trace of resnet101, selsync, 8 workers");
+    /* --gpu-efficiency scales a --gpu's peak: with a platform file and no --gpu it is refused,
+     * not ignored */
+    snprintf(args, sizeof args,
+             "replay --trace %s/traces/samples/bsp_logreg_4.trace --platform "
+             "%s/platforms/cluster_10gbps_16.xml --gpu-efficiency 0.5 --out %s/cli-eff",
+             SS_SOURCE_DIR, SS_SOURCE_DIR, out_root);
+    expect_cli(args, 2, "--gpu-efficiency with --platform FILE needs --gpu");
 }
 
 static int suite_init(void) {
@@ -635,6 +679,7 @@ static CU_TestInfo format_tests[] = {
 
 static CU_TestInfo replay_tests[] = {
     {"replay_run reproduces the emulation's simulated time", test_replay_reproduces_emulation},
+    {"profile with 0 FLOPs: a pure-communication run", test_profile_zero_flops},
     {"replay_run scale-out (round-robin, seeded sampling)", test_replay_scale_out},
     {"replay_run of a profile: BSP closed form", test_profile_replay_closed_form},
     {"syncsim replay and trace: exactness, errors, exit codes", test_cli_replay},

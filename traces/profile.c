@@ -171,8 +171,11 @@ static int check_complete(const profile_reader *r, model_profile *out) {
                             r->line);
     if (!out->name[0])
         return ss_error_set(SS_EINPUT, "%s: the profile has no 'name' line", r->name);
-    if (!(out->params > 0) || !(out->forward_flops_per_sample > 0))
-        return ss_error_set(SS_EINPUT, "%s: the profile has no parameters or no FLOPs", r->name);
+    /* 0 FLOPs is a pure-communication profile (timing a collective alone): only the
+     * parameters, which size the exchange, must be there */
+    if (!(out->params > 0))
+        return ss_error_set(SS_EINPUT, "%s: the profile has no parameters (the exchange's size)",
+                            r->name);
     out->backward_flops_per_sample = r->explicit_bwd + out->backward_factor * r->implicit_fwd;
     out->version = r->version;
     for (int i = 0; out->layer_costs && i < out->layers; i++)

@@ -65,6 +65,11 @@ static int resolve_platform(const run_request *rq, const trace *t, replay_opts *
     if (cfg->platform[0] && network_given)
         return ss_error_set(SS_EUSAGE, "--platform FILE contradicts --bandwidth, --latency and "
                                        "--topology, which describe a generated platform");
+    if (cfg->platform[0] && options_given(rq, "gpu-efficiency") && !options_given(rq, "gpu"))
+        return ss_error_set(SS_EUSAGE,
+                            "--gpu-efficiency with --platform FILE needs --gpu: it is a fraction "
+                            "of that GPU's peak FLOP/s (without --gpu the file's host speeds "
+                            "are used as they are)");
     if (cfg->platform[0] && options_given(rq, "gpu")) {
         /* the platform gives the network, --gpu the compute speed of every worker */
         platform_gpu g;

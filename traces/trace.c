@@ -295,8 +295,12 @@ static int start_records(reader *r) {
     if (hc != SS_OK) return hc;
     r->pc.slowdown = NULL;
     int rc = trace_alloc(&r->pc, r->pc.workers, r->pc.steps, &r->t);
-    if (rc != SS_OK)
-        return ss_error_set(SS_EINPUT, "%s:%ld: %s", r->name, r->line, ss_error_message());
+    if (rc != SS_OK) {
+        /* the message is both an argument and the destination: copy it first */
+        char why[512];
+        snprintf(why, sizeof why, "%s", ss_error_message());
+        return ss_error_set(SS_EINPUT, "%s:%ld: %s", r->name, r->line, why);
+    }
     if (r->slowdown_text && strcmp(r->slowdown_text, "none")) {
         double *f = ss_malloc(sizeof(double) * (size_t)r->pc.workers);
         r->t->slowdown = f;
