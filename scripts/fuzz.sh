@@ -16,7 +16,7 @@ if ! command -v clang >/dev/null; then
   exit 0
 fi
 targets=(trace profile csv platform config sweep)
-cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSYNCSIM_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
 if [ "$mode" = smoke ]; then limit=(-runs=20000); else limit=(-max_total_time="$mode"); fi

@@ -226,6 +226,7 @@ static void test_profiles_published_counts(void) {
         CU_ASSERT(p.backward_flops_per_sample > 1.9 * p.forward_flops_per_sample);
         CU_ASSERT(p.backward_flops_per_sample <= 2.0 * p.forward_flops_per_sample);
         CU_ASSERT(p.sample_bytes > 0);
+        profile_free(&p);
     }
 }
 
