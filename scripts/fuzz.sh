@@ -4,7 +4,7 @@
 #     scripts/fuzz.sh 3600 [NAME]    an hour each (or only fuzz_NAME), in the background if you
 #                                    like: a crash stops the target and leaves crash-* in its
 #                                    directory build-fuzz/runs/NAME/, which the log names
-# Targets: trace, profile, csv (traces/fuzz/), platform, config, sweep (fuzz/). Each starts
+# Targets: trace, profile, csv (traces/fuzz/), platform, config, sweep (tests/fuzz/). Each starts
 # from its seed corpus in the repository and keeps what it finds in build-fuzz/runs/NAME/corpus.
 # Without clang it says so and exits 0.
 set -euo pipefail
@@ -25,7 +25,7 @@ for t in "${targets[@]}"; do
   [ -n "$only" ] && [ "$only" != "$t" ] && continue
   case "$t" in
     trace | profile | csv) bin="$root/build-fuzz/traces/fuzz_$t" seeds="$root/traces/fuzz/corpus_$t" ;;
-    *) bin="$root/build-fuzz/fuzz/fuzz_$t" seeds="$root/fuzz/corpus_$t" ;;
+    *) bin="$root/build-fuzz/tests/fuzz/fuzz_$t" seeds="$root/tests/fuzz/corpus_$t" ;;
   esac
   dir="$root/build-fuzz/runs/$t"
   mkdir -p "$dir/corpus"

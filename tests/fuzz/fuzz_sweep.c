@@ -5,7 +5,7 @@
 #include "analysis/sweep.h"
 #include "cli/commands.h"
 #include "common/status.h"
-#include "fuzz/fuzz_file.h"
+#include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *path = fuzz_file_write(data, size);

@@ -3,7 +3,7 @@
  * never crash, leak or read out of bounds. Run:
  *     fuzz_platform -max_total_time=60 fuzz/corpus_platform */
 #include "common/status.h"
-#include "fuzz/fuzz_file.h"
+#include "tests/fuzz/fuzz_file.h"
 #include "sim/cluster.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

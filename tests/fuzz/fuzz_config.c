@@ -3,7 +3,7 @@
  * every input, never a crash or a leak. Run: fuzz_config -max_total_time=60 fuzz/corpus_config */
 #include "cli/options.h"
 #include "common/status.h"
-#include "fuzz/fuzz_file.h"
+#include "tests/fuzz/fuzz_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *path = fuzz_file_write(data, size);
