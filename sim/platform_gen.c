@@ -164,11 +164,91 @@ static int fat_tree_leaf_hosts(int n) {
     return d;
 }
 
+/* The comment's sketch of a star: every host once (the first two, then "..." and the last only
+ * when hosts are left out), and its route. */
+static void sketch_star(const platform_gen_spec *s, int n, const char *bw, FILE *out) {
+    char lat2[64];
+    platform_format_latency(2 * s->latency_s, lat2, sizeof lat2);
+    fprintf(out, "       gpu-0 ==[l0]==+%s\n",
+            n == 1 ? "== switch (non-blocking: no shared backbone link)" : "");
+    if (n >= 2)
+        fprintf(out, "       gpu-1 ==[l1]==+== switch (non-blocking: no shared backbone link)\n");
+    if (n == 3) fprintf(out, "       gpu-2 ==[l2]==+\n");
+    if (n > 3) fprintf(out, "         ...         |\n       gpu-%d ==[l%d]=+\n", n - 1, n - 1);
+    fprintf(out,
+            "\n       Route gpu-i -> gpu-j: li.UP, lj.DOWN (SPLITDUPLEX: each direction has\n"
+            "       its own bandwidth): latency %s, bandwidth %s per direction.\n",
+            lat2, bw);
+}
+
+/* The comment's sketch of the two-level fat tree and its routes. */
+static void sketch_fat_tree(const platform_gen_spec *s, int n, int leaf, int leaves, const char *bw,
+                            FILE *out) {
+    char lat2[64];
+    platform_format_latency(4 * s->latency_s, lat2, sizeof lat2);
+    fprintf(out,
+            "       Two-level fat tree, non-blocking: %d leaf switches of %d hosts, %d spine\n"
+            "       switches, each leaf linked once to every spine.\n\n"
+            "           spine-0 ... spine-%d\n"
+            "             |  \\     /  |\n",
+            leaves, leaf, leaf, leaf - 1);
+    /* one leaf: its hosts once, no second group */
+    if (leaves > 1)
+        fprintf(out,
+                "           leaf-0  ...  leaf-%d\n"
+                "           / | \\         / | \\\n"
+                "        gpu-0 .. gpu-%d   ...  gpu-%d\n\n",
+                leaves - 1, leaf - 1, n - 1);
+    else if (n > 1)
+        fprintf(out, "              leaf-0\n              / | \\\n        gpu-0 .. gpu-%d\n\n",
+                n - 1);
+    else
+        fprintf(out, "              leaf-0\n                |\n              gpu-0\n\n");
+    fprintf(out,
+            "       Route across leaves: host link, leaf->spine, spine->leaf, host link:\n"
+            "       latency %s, bandwidth %s; inside one leaf: 2 links.\n",
+            lat2, bw);
+}
+
+/* The comment's lines on the parameter servers. */
+static void sketch_servers(const platform_gen_spec *s, int n, int fat, const char *bw, FILE *out) {
+    if (s->n_ps && fat)
+        fprintf(out,
+                "\n       Parameter servers: the last %d hosts, gpu-%d .. gpu-%d (prop ps_last).\n",
+                s->n_ps, s->n_hosts, n - 1);
+    else if (s->n_ps)
+        fprintf(out,
+                "\n       Parameter servers ps-0 .. ps-%d (prop role=ps) hang off the workers'\n"
+                "       switch through a FATPIPE link of 0 latency, each with its own %s link:\n"
+                "       a push gpu-i -> ps-k crosses gpu-i's link and ps-k's link (the incast\n"
+                "       bottleneck).\n",
+                s->n_ps - 1, bw);
+}
+
+/* The star's separate cluster of parameter servers, joined to the workers' switch. */
+static void write_server_cluster(const platform_gen_spec *s, const char *speed, const char *bw,
+                                 const char *lat, const char *gpu, FILE *out) {
+    fprintf(out,
+            "    <cluster id=\"servers\" prefix=\"ps-\" suffix=\"\" radical=\"0-%d\" "
+            "speed=\"%s\"\n"
+            "             bw=\"%s\" lat=\"%s\" sharing_policy=\"SPLITDUPLEX\">\n"
+            "      <prop id=\"gpu\" value=\"%s\"/>\n"
+            "      <prop id=\"role\" value=\"ps\"/>\n"
+            "    </cluster>\n"
+            "    <link id=\"ps-uplink\" bandwidth=\"%s\" latency=\"0us\" "
+            "sharing_policy=\"FATPIPE\"/>\n"
+            "    <zoneRoute src=\"workers\" dst=\"servers\" gw_src=\"gpu-workers_router\" "
+            "gw_dst=\"ps-servers_router\">\n"
+            "      <link_ctn id=\"ps-uplink\"/>\n"
+            "    </zoneRoute>\n",
+            s->n_ps - 1, speed, bw, lat, gpu, bw);
+}
+
 int platform_generate(const platform_gen_spec *s, FILE *out) {
     int st = platform_spec_validate(s);
     if (st) return st;
     if (s->n_nodes > 0) return platform_generate_nodes(s, out);
-    char bw[64], lat[64], lat2[64], speed[64];
+    char bw[64], lat[64], speed[64];
     platform_format_bandwidth(s->bandwidth_bps, bw, sizeof bw);
     platform_format_latency(s->latency_s, lat, sizeof lat);
     double flops = platform_gpu_peak_flops(s->gpu) * s->efficiency;
@@ -187,91 +267,25 @@ int platform_generate(const platform_gen_spec *s, FILE *out) {
             "       %s topology, every link %s with %s latency%s.\n\n",
             n, gpu, speed, s->efficiency, platform_topology_name(s->topology), bw, lat,
             s->n_ps ? ", plus parameter servers" : "");
-    if (!fat) {
-        platform_format_latency(2 * s->latency_s, lat2, sizeof lat2);
-        /* every host once: the first two, then "..." and the last only when hosts are left out */
-        fprintf(out, "       gpu-0 ==[l0]==+%s\n",
-                n == 1 ? "== switch (non-blocking: no shared backbone link)" : "");
-        if (n >= 2)
-            fprintf(out,
-                    "       gpu-1 ==[l1]==+== switch (non-blocking: no shared backbone link)\n");
-        if (n == 3) fprintf(out, "       gpu-2 ==[l2]==+\n");
-        if (n > 3) fprintf(out, "         ...         |\n       gpu-%d ==[l%d]=+\n", n - 1, n - 1);
-        fprintf(out,
-                "\n       Route gpu-i -> gpu-j: li.UP, lj.DOWN (SPLITDUPLEX: each direction has\n"
-                "       its own bandwidth): latency %s, bandwidth %s per direction.\n",
-                lat2, bw);
-    } else {
-        platform_format_latency(4 * s->latency_s, lat2, sizeof lat2);
-        fprintf(out,
-                "       Two-level fat tree, non-blocking: %d leaf switches of %d hosts, %d spine\n"
-                "       switches, each leaf linked once to every spine.\n\n"
-                "           spine-0 ... spine-%d\n"
-                "             |  \\     /  |\n",
-                leaves, leaf, leaf, leaf - 1);
-        /* one leaf: its hosts once, no second group */
-        if (leaves > 1)
-            fprintf(out,
-                    "           leaf-0  ...  leaf-%d\n"
-                    "           / | \\         / | \\\n"
-                    "        gpu-0 .. gpu-%d   ...  gpu-%d\n\n",
-                    leaves - 1, leaf - 1, n - 1);
-        else if (n > 1)
-            fprintf(out, "              leaf-0\n              / | \\\n        gpu-0 .. gpu-%d\n\n",
-                    n - 1);
-        else
-            fprintf(out, "              leaf-0\n                |\n              gpu-0\n\n");
-        fprintf(out,
-                "       Route across leaves: host link, leaf->spine, spine->leaf, host link:\n"
-                "       latency %s, bandwidth %s; inside one leaf: 2 links.\n",
-                lat2, bw);
-    }
-    if (s->n_ps && fat)
-        fprintf(out,
-                "\n       Parameter servers: the last %d hosts, gpu-%d .. gpu-%d (prop ps_last).\n",
-                s->n_ps, s->n_hosts, n - 1);
-    else if (s->n_ps)
-        fprintf(out,
-                "\n       Parameter servers ps-0 .. ps-%d (prop role=ps) hang off the workers'\n"
-                "       switch through a FATPIPE link of 0 latency, each with its own %s link:\n"
-                "       a push gpu-i -> ps-k crosses gpu-i's link and ps-k's link (the incast\n"
-                "       bottleneck).\n",
-                s->n_ps - 1, bw);
+    if (!fat)
+        sketch_star(s, n, bw, out);
+    else
+        sketch_fat_tree(s, n, leaf, leaves, bw, out);
+    sketch_servers(s, n, fat, bw, out);
     fprintf(out, "  -->\n");
     fprintf(out, "  <zone id=\"world\" routing=\"Full\">\n");
-    if (!fat) {
-        fprintf(out,
-                "    <cluster id=\"workers\" prefix=\"gpu-\" suffix=\"\" radical=\"0-%d\" "
-                "speed=\"%s\"\n"
-                "             bw=\"%s\" lat=\"%s\" sharing_policy=\"SPLITDUPLEX\">\n",
-                n - 1, speed, bw, lat);
-    } else {
-        fprintf(out,
-                "    <cluster id=\"workers\" prefix=\"gpu-\" suffix=\"\" radical=\"0-%d\" "
-                "speed=\"%s\"\n"
-                "             bw=\"%s\" lat=\"%s\" sharing_policy=\"SPLITDUPLEX\"\n"
-                "             topology=\"FAT_TREE\" topo_parameters=\"2;%d,%d;1,%d;1,1\">\n",
-                n - 1, speed, bw, lat, leaf, leaves, leaf);
-    }
+    fprintf(out,
+            "    <cluster id=\"workers\" prefix=\"gpu-\" suffix=\"\" radical=\"0-%d\" "
+            "speed=\"%s\"\n"
+            "             bw=\"%s\" lat=\"%s\" sharing_policy=\"SPLITDUPLEX\"%s",
+            n - 1, speed, bw, lat, fat ? "\n" : ">\n");
+    if (fat)
+        fprintf(out, "             topology=\"FAT_TREE\" topo_parameters=\"2;%d,%d;1,%d;1,1\">\n",
+                leaf, leaves, leaf);
     fprintf(out, "      <prop id=\"gpu\" value=\"%s\"/>\n", gpu);
     if (s->n_ps && fat) fprintf(out, "      <prop id=\"ps_last\" value=\"%d\"/>\n", s->n_ps);
     fprintf(out, "    </cluster>\n");
-    if (s->n_ps && !fat) {
-        fprintf(out,
-                "    <cluster id=\"servers\" prefix=\"ps-\" suffix=\"\" radical=\"0-%d\" "
-                "speed=\"%s\"\n"
-                "             bw=\"%s\" lat=\"%s\" sharing_policy=\"SPLITDUPLEX\">\n"
-                "      <prop id=\"gpu\" value=\"%s\"/>\n"
-                "      <prop id=\"role\" value=\"ps\"/>\n"
-                "    </cluster>\n"
-                "    <link id=\"ps-uplink\" bandwidth=\"%s\" latency=\"0us\" "
-                "sharing_policy=\"FATPIPE\"/>\n"
-                "    <zoneRoute src=\"workers\" dst=\"servers\" gw_src=\"gpu-workers_router\" "
-                "gw_dst=\"ps-servers_router\">\n"
-                "      <link_ctn id=\"ps-uplink\"/>\n"
-                "    </zoneRoute>\n",
-                s->n_ps - 1, speed, bw, lat, gpu, bw);
-    }
+    if (s->n_ps && !fat) write_server_cluster(s, speed, bw, lat, gpu, out);
     fprintf(out, "  </zone>\n</platform>\n");
     if (fflush(out) != 0 || ferror(out))
         return ss_error_set(SS_EIO, "platform: writing the platform failed");
