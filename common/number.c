@@ -52,3 +52,10 @@ int number_parse_llong(const char *text, long long *out) {
     *out = v;
     return 0;
 }
+
+int number_parse_long(const char *text, long lo, long hi, long *out) {
+    long long v;
+    if (number_parse_llong(text, &v) || v < lo || v > hi) return -1;
+    *out = (long)v;
+    return 0;
+}

@@ -15,5 +15,7 @@ int number_is_decimal(const char *text, int integer_only);
  * overflow). */
 int number_parse_double(const char *text, double *out);
 int number_parse_llong(const char *text, long long *out);
+/* A decimal integer in [lo, hi]: 0 on success, -1 otherwise (syntax, overflow, range). */
+int number_parse_long(const char *text, long lo, long hi, long *out);
 
 #endif

@@ -1,5 +1,6 @@
 /* The policy configuration's key/value codec (policy_codec.h). */
 #include "sim/policy_codec.h"
+#include "common/number.h"
 #include "common/status.h"
 #include "sim/policy_registry.h"
 
@@ -178,25 +179,6 @@ void policy_codec_write(const policy_config *pc, const char *prefix, FILE *fp) {
     }
 }
 
-/* Strict numbers: the whole text, finite, in range. */
-static int parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_double(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno == ERANGE || !isfinite(v)) return -1;
-    *out = v;
-    return 0;
-}
-
 static int parse_u64(const char *s, uint64_t *out) {
     char *end;
     errno = 0;
@@ -213,15 +195,15 @@ static int parse_value(const codec_key *k, const char *v, policy_config *pc) {
     long l;
     switch (k->type) {
     case CODEC_INT:
-        if (parse_long(v, -1000000000L, 1000000000L, &l)) return -1;
+        if (number_parse_long(v, -1000000000L, 1000000000L, &l)) return -1;
         *(int *)p = (int)l;
         return 0;
     case CODEC_LONG:
-        return parse_long(v, -4000000000000000000L, 4000000000000000000L, (long *)p);
+        return number_parse_long(v, -4000000000000000000L, 4000000000000000000L, (long *)p);
     case CODEC_U64:
         return parse_u64(v, (uint64_t *)p);
     case CODEC_DOUBLE:
-        return parse_double(v, (double *)p);
+        return number_parse_double(v, (double *)p);
     case CODEC_ENUM:
         return policy_enum_parse(k->names, v, (int *)p);
     case CODEC_KIND:

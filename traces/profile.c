@@ -1,5 +1,6 @@
 /* Model profiles (profile.h). */
 #include "traces/profile.h"
+#include "common/number.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -11,13 +12,9 @@
 #define SS_PROFILE_DIR "traces/profiles"
 #endif
 
+/* A count of the profile: a decimal number >= 0. */
 static int number(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno == ERANGE || !isfinite(v) || v < 0) return -1;
-    *out = v;
-    return 0;
+    return number_parse_double(s, out) || *out < 0 ? -1 : 0;
 }
 
 static int bad(const char *name, long line, const char *what, const char *detail) {

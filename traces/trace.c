@@ -1,6 +1,7 @@
 /* The step-trace format (trace.h, FORMAT.md): writer, reader, CSV import. */
 #include "traces/trace.h"
 #include "common/csv.h"
+#include "common/number.h"
 #include "common/status.h"
 #include "sim/policy_codec.h"
 
@@ -15,25 +16,6 @@
     "bytes_sent loss"
 #define TRACE_MAX_LINE    65536 /* bytes of one line */
 #define TRACE_MAX_WORKERS (1 << 20)
-
-/* Strict number parsing: the whole text, finite. */
-static int parse_double(const char *s, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno == ERANGE || !isfinite(v)) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || errno || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
 
 /* ---- writer ---- */
 
@@ -215,7 +197,7 @@ static int header_line(reader *r, char *text) {
             snprintf(r->meta.model, sizeof r->meta.model, "%s", value);
         else if (!strcmp(key, "param_count") || !strcmp(key, "param_bytes") ||
                  !strcmp(key, "sample_bytes")) {
-            if (parse_double(value, &d) || d < 0)
+            if (number_parse_double(value, &d) || d < 0)
                 return bad(r, "meta value must be a number >= 0: ", key);
             if (!strcmp(key, "param_count")) r->meta.param_count = d;
             if (!strcmp(key, "param_bytes")) r->meta.param_bytes = d;
@@ -263,13 +245,13 @@ static int header_line(reader *r, char *text) {
     }
     if (!strncmp(text, "result ", 7)) {
         if (split_kv(text + 7, &key, &value) || strcmp(key, "sim_time_s") ||
-            parse_double(value, &r->sim_time_s) || r->sim_time_s < 0)
+            number_parse_double(value, &r->sim_time_s) || r->sim_time_s < 0)
             return bad(r, "malformed result line (expected 'result sim_time_s = T')", NULL);
         return SS_OK;
     }
     if (!strncmp(text, "end ", 4)) {
         if (split_kv(text + 4, &key, &value) || strcmp(key, "records") ||
-            parse_long(value, 0, 4000000000000000000L, &r->end_records))
+            number_parse_long(value, 0, 4000000000000000000L, &r->end_records))
             return bad(r, "malformed end line (expected 'end records = K')", NULL);
         r->end_seen = 1;
         return SS_OK;
@@ -331,18 +313,19 @@ static int parse_record(const reader *r, char *text, step_record *rec) {
     if (n != 13) return bad(r, "a record has 13 fields (truncated line?)", NULL);
     long step, worker, decision, samples;
     double v[9]; /* start comm wait ... parsed below */
-    if (parse_long(f[0], 1, r->pc.steps, &step))
+    if (number_parse_long(f[0], 1, r->pc.steps, &step))
         return bad(r, "step out of range (1..policy steps): ", f[0]);
-    if (parse_long(f[1], 0, r->pc.workers - 1, &worker))
+    if (number_parse_long(f[1], 0, r->pc.workers - 1, &worker))
         return bad(r, "worker out of range (0..policy workers - 1): ", f[1]);
     const int dcol[9] = {2, 3, 4, 5, 6, 7, 8, 11, 12};
     for (int i = 0; i < 9; i++)
-        if (parse_double(f[dcol[i]], &v[i])) return bad(r, "not a finite number: ", f[dcol[i]]);
+        if (number_parse_double(f[dcol[i]], &v[i]))
+            return bad(r, "not a finite number: ", f[dcol[i]]);
     /* start_s compute_s comm_s wait_s flops : non-negative */
     for (int i = 0; i < 5; i++)
         if (v[i] < 0) return bad(r, "times and FLOPs must be >= 0: ", f[dcol[i]]);
-    if (parse_long(f[9], 0, 1, &decision)) return bad(r, "decision must be 0 or 1: ", f[9]);
-    if (parse_long(f[10], 0, 1L << 30, &samples)) return bad(r, "bad samples: ", f[10]);
+    if (number_parse_long(f[9], 0, 1, &decision)) return bad(r, "decision must be 0 or 1: ", f[9]);
+    if (number_parse_long(f[10], 0, 1L << 30, &samples)) return bad(r, "bad samples: ", f[10]);
     *rec = (step_record){.step = step,
                          .worker = (int)worker,
                          .start_s = v[0],
@@ -572,7 +555,7 @@ static int stream_record_v1(trace_stream *s, char *text, step_record *rec) {
     for (int c = 0; c < s->n_cols; c++, tok = strtok_r(NULL, " \t", &save)) {
         double v;
         if (!tok) return bad(&s->r, "a record has fewer fields than columns (truncated?)", NULL);
-        if (parse_double(tok, &v)) return bad(&s->r, "not a finite number: ", tok);
+        if (number_parse_double(tok, &v)) return bad(&s->r, "not a finite number: ", tok);
         record_set(rec, s->col[c], v);
     }
     if (tok) return bad(&s->r, "a record has more fields than columns", NULL);
@@ -783,7 +766,7 @@ static int import_value(const csv_import *im, int c, const char *s, double *v) {
                                 im->name, im->r.line, s);
         return SS_OK;
     }
-    if (parse_double(s, v) || *v < 0 ||
+    if (number_parse_double(s, v) || *v < 0 ||
         (c == CSV_SAMPLES && (*v > (double)(1 << 30) || *v != floor(*v))))
         return ss_error_set(SS_EINPUT,
                             "%s:%ld: %s must be a finite number >= 0 (samples: an integer up to "
@@ -803,10 +786,10 @@ static int import_row(csv_import *im) {
     memset(&row, 0, sizeof row);
     row.v[CSV_SAMPLES] = -1; /* absent: the batch */
     long l;
-    if (parse_long(f[im->col[CSV_STEP]], 1, 1000000000L, &row.step))
+    if (number_parse_long(f[im->col[CSV_STEP]], 1, 1000000000L, &row.step))
         return ss_error_set(SS_EINPUT, "%s:%ld: step must be an integer >= 1, not '%.32s'",
                             im->name, r->line, f[im->col[CSV_STEP]]);
-    if (parse_long(f[im->col[CSV_WORKER]], 0, TRACE_MAX_WORKERS - 1, &l))
+    if (number_parse_long(f[im->col[CSV_WORKER]], 0, TRACE_MAX_WORKERS - 1, &l))
         return ss_error_set(SS_EINPUT, "%s:%ld: worker must be an integer in [0, %d), not '%.32s'",
                             im->name, r->line, TRACE_MAX_WORKERS, f[im->col[CSV_WORKER]]);
     row.worker = (int)l;
