@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 /* Checks |a - b| <= tol + rel * |b| and prints both values when it fails. */
 #define SS_CHECK_CLOSE(a, b, tol, rel)                                                             \
@@ -35,6 +36,28 @@
         CU_PASS(reason);                                                                           \
         return;                                                                                    \
     } while (0)
+
+/* Runs the shell command `cmd` (its stderr joined to stdout: add 2>&1) and returns its exit code
+ * (-1 if it did not exit); the output text in *output (malloc'ed: the caller frees), or dropped
+ * when output is NULL. The CLI tests run the built syncsim through it. */
+static inline int ss_test_shell(const char *cmd, char **output) {
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t cap = 1 << 16, len = 0, n;
+    char *buf = malloc(cap);
+    while (buf && (n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += n;
+        if (cap - len < 4096) buf = realloc(buf, cap *= 2);
+    }
+    if (!buf) abort();
+    buf[len] = '\0';
+    int status = pclose(p);
+    if (output)
+        *output = buf;
+    else
+        free(buf);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
 
 /* 1 when `name` is selected by SS_TEST ("=name" exact, else substring; unset: all). */
 static inline int ss_test_selected(const char *name) {

@@ -15,22 +15,7 @@ static char tmp_dir[256];
 static int run_syncsim(const char *args, char **output) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s/syncsim %s 2>&1", SS_BINARY_DIR, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    size_t n;
-    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += n;
-        if (cap - len < 1024) buf = realloc(buf, cap *= 2);
-    }
-    buf[len] = '\0';
-    int status = pclose(p);
-    if (output)
-        *output = buf;
-    else
-        free(buf);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return ss_test_shell(cmd, output);
 }
 
 /* Checks the exit code and that the output contains each of the given fragments. */

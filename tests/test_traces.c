@@ -577,21 +577,7 @@ static void test_profile_zero_flops(void) {
 static int run_syncsim(const char *args, char **out) {
     char cmd[2048];
     snprintf(cmd, sizeof cmd, "%s/syncsim %s 2>&1", SS_BINARY_DIR, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t cap = 4096, len = 0, n;
-    char *buf = ss_malloc(cap);
-    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += n;
-        if (cap - len < 1024) {
-            buf = realloc(buf, cap *= 2);
-            SS_ASSERT(buf);
-        }
-    }
-    buf[len] = '\0';
-    int status = pclose(p);
-    *out = buf;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return ss_test_shell(cmd, out);
 }
 
 static void expect_cli(const char *args, int code, const char *frag) {

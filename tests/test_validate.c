@@ -13,19 +13,7 @@
 static int run_syncsim(const char *args, char **output) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "%s/syncsim %s 2>&1", SS_BINARY_DIR, args);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    size_t got;
-    while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
-        len += got;
-        if (cap - len < 4096) buf = realloc(buf, cap *= 2);
-    }
-    buf[len] = '\0';
-    int rc = pclose(p);
-    *output = buf;
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    return ss_test_shell(cmd, output);
 }
 
 static void expect(const char *args, int code, const char *frag1, const char *frag2) {
