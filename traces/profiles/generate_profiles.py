@@ -38,6 +38,14 @@ class Profile:
     def meta(self, key, value):
         self.head.append((key, value))
 
+    def describe(self, description, input, classes, batch, sample_bytes, published_params):
+        """The header every profile has, in the order the reader documents; backward 2x forward."""
+        for key, value in (("name", self.name), ("description", description), ("input", input),
+                           ("classes", classes), ("batch", batch),
+                           ("sample_bytes", sample_bytes), ("backward_factor", 2),
+                           ("published_params", published_params)):
+            self.meta(key, str(value))
+
     def layer(self, name, params, fwd, bwd=None, in_el=0, out_el=0, fb=None, bb=None, k=1):
         """in_el/out_el: activation elements per sample read/written (bytes derived), or
         fb/bb explicit bytes per sample."""
@@ -238,14 +246,12 @@ def transformer(vocab=267735, d=200, heads=2, d_ff=200, layers=2, T=35):
 def main():
     out = []
     r = resnet_cifar((3, 4, 23, 3), 10, "resnet101")
-    r.meta("name", "resnet101")
-    r.meta("description", "ResNet101, CIFAR-10 form (3x3 stem, no max pool), 10 classes")
-    r.meta("input", "3x32x32")
-    r.meta("classes", "10")
-    r.meta("batch", "32")
-    r.meta("sample_bytes", str(3 * 32 * 32 * 4 + 1))
-    r.meta("backward_factor", "2")
-    r.meta("published_params", "42700000")
+    r.describe("ResNet101, CIFAR-10 form (3x3 stem, no max pool), 10 classes",
+                "3x32x32",
+                "10",
+                "32",
+                str(3 * 32 * 32 * 4 + 1),
+                "42700000")
     r100 = resnet_cifar((3, 4, 23, 3), 100, "resnet101-100")
     out.append((r, ["He, Zhang, Ren, Sun: Deep Residual Learning for Image Recognition, CVPR 2016 "
                     "(bottleneck blocks [3, 4, 23, 3])",
@@ -257,82 +263,70 @@ def main():
                     "the SelSync public code ran torchvision's ImageNet form (7x7 stem, 1000 "
                     "classes, 44549160 parameters) on CIFAR-10"]))
     v = vgg11_torchvision()
-    v.meta("name", "vgg11")
-    v.meta("description", "VGG11 as torchvision defines it (1000 classes, 7x7 adaptive pool), "
-           "on CIFAR-100 images 3x32x32 as the SelSync public code feeds it")
-    v.meta("input", "3x32x32")
-    v.meta("classes", "1000")
-    v.meta("batch", "32")
-    v.meta("sample_bytes", str(3 * 32 * 32 * 4 + 1))
-    v.meta("backward_factor", "2")
-    v.meta("published_params", "132863336")
+    v.describe("VGG11 as torchvision defines it (1000 classes, 7x7 adaptive pool), "
+           "on CIFAR-100 images 3x32x32 as the SelSync public code feeds it",
+                "3x32x32",
+                "1000",
+                "32",
+                str(3 * 32 * 32 * 4 + 1),
+                "132863336")
     out.append((v, ["Simonyan, Zisserman: Very Deep Convolutional Networks, ICLR 2015 "
                     "(configuration A = VGG11)",
                     "torchvision.models.vgg11, whose documentation publishes 132863336 "
                     "parameters; the SelSync public code builds it unchanged and feeds 32x32 "
                     "CIFAR-100 images (the adaptive pool replicates the 1x1 map to 7x7)"]))
     r50 = resnet_cifar((3, 4, 6, 3), 1000, "resnet50", imagenet=True)
-    r50.meta("name", "resnet50")
-    r50.meta("description", "ResNet-50 v1.5 (torchvision form), ImageNet 3x224x224, 1000 classes")
-    r50.meta("input", "3x224x224")
-    r50.meta("classes", "1000")
-    r50.meta("batch", "256")
-    r50.meta("sample_bytes", str(3 * 224 * 224 * 4 + 8))
-    r50.meta("backward_factor", "2")
-    r50.meta("published_params", "25557032")
+    r50.describe("ResNet-50 v1.5 (torchvision form), ImageNet 3x224x224, 1000 classes",
+                "3x224x224",
+                "1000",
+                "256",
+                str(3 * 224 * 224 * 4 + 8),
+                "25557032")
     out.append((r50, ["He, Zhang, Ren, Sun: Deep Residual Learning for Image Recognition, CVPR "
                       "2016; torchvision.models.resnet50, whose documentation publishes 25557032 "
                       "parameters (the reference of most published throughputs)"]))
     r101 = resnet_cifar((3, 4, 23, 3), 1000, "resnet101-imagenet", imagenet=True)
-    r101.meta("name", "resnet101-imagenet")
-    r101.meta("description", "ResNet-101 (torchvision form), ImageNet 3x224x224, 1000 classes")
-    r101.meta("input", "3x224x224")
-    r101.meta("classes", "1000")
-    r101.meta("batch", "64")
-    r101.meta("sample_bytes", str(3 * 224 * 224 * 4 + 8))
-    r101.meta("backward_factor", "2")
-    r101.meta("published_params", "44549160")
+    r101.describe("ResNet-101 (torchvision form), ImageNet 3x224x224, 1000 classes",
+                "3x224x224",
+                "1000",
+                "64",
+                str(3 * 224 * 224 * 4 + 8),
+                "44549160")
     out.append((r101, ["He, Zhang, Ren, Sun: Deep Residual Learning for Image Recognition, CVPR "
                        "2016 (bottleneck blocks [3, 4, 23, 3]); torchvision.models.resnet101, "
                        "whose documentation publishes 44549160 parameters",
                        "batch 64: the per-GPU batch of Horovod's published scaling benchmark "
                        "(tf_cnn_benchmarks --batch_size 64)"]))
     v16 = vgg11_torchvision(224, 1000, VGG_D, "vgg16")
-    v16.meta("name", "vgg16")
-    v16.meta("description", "VGG-16 (torchvision form, configuration D, no batch norm), "
-             "ImageNet 3x224x224, 1000 classes")
-    v16.meta("input", "3x224x224")
-    v16.meta("classes", "1000")
-    v16.meta("batch", "64")
-    v16.meta("sample_bytes", str(3 * 224 * 224 * 4 + 8))
-    v16.meta("backward_factor", "2")
-    v16.meta("published_params", "138357544")
+    v16.describe("VGG-16 (torchvision form, configuration D, no batch norm), "
+             "ImageNet 3x224x224, 1000 classes",
+                "3x224x224",
+                "1000",
+                "64",
+                str(3 * 224 * 224 * 4 + 8),
+                "138357544")
     out.append((v16, ["Simonyan, Zisserman: Very Deep Convolutional Networks, ICLR 2015 "
                       "(configuration D = VGG16); torchvision.models.vgg16, whose documentation "
                       "publishes 138357544 parameters",
                       "batch 64: the per-GPU batch of Horovod's published scaling benchmark"]))
     a = alexnet()
-    a.meta("name", "alexnet")
-    a.meta("description", "AlexNet (torchvision form), ImageNet, 1000 classes")
-    a.meta("input", "3x224x224")
-    a.meta("classes", "1000")
-    a.meta("batch", "128")
-    a.meta("sample_bytes", str(3 * 224 * 224 * 4 + 8))
-    a.meta("backward_factor", "2")
-    a.meta("published_params", "61100840")
+    a.describe("AlexNet (torchvision form), ImageNet, 1000 classes",
+                "3x224x224",
+                "1000",
+                "128",
+                str(3 * 224 * 224 * 4 + 8),
+                "61100840")
     out.append((a, ["Krizhevsky: One weird trick for parallelizing convolutional neural "
                     "networks, 2014; torchvision.models.alexnet",
                     "torchvision documents 61100840 parameters"]))
     t = transformer()
-    t.meta("name", "transformer")
-    t.meta("description", "2-layer Transformer LM, d 200, 2 heads, d_ff 200, bptt 35, "
-           "WikiText-103 vocabulary (267735 tokens)")
-    t.meta("input", "35 tokens")
-    t.meta("classes", "267735")
-    t.meta("batch", "20")
-    t.meta("sample_bytes", str(2 * 35 * 8))
-    t.meta("backward_factor", "2")
-    t.meta("published_params", str(t.params()))
+    t.describe("2-layer Transformer LM, d 200, 2 heads, d_ff 200, bptt 35, "
+           "WikiText-103 vocabulary (267735 tokens)",
+                "35 tokens",
+                "267735",
+                "20",
+                str(2 * 35 * 8),
+                str(t.params()))
     out.append((t, ["Vaswani et al.: Attention Is All You Need, 2017; the PyTorch tutorial "
                     "'Language Modeling with nn.Transformer' (TransformerModel) as the SelSync "
                     "public code builds it",
