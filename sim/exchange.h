@@ -77,6 +77,15 @@ typedef struct exchange_ps_hooks {
     void (*on_push)(void *ctx, int server, int worker, int64_t round, const void *payload);
     /* Server `server` sends worker `worker` its shard for a pull of `round`. May be NULL. */
     void (*on_pull)(void *ctx, int server, int worker, int64_t round);
+    /* Real buffers, for a backend that moves data (MPI; the simulation never calls them; may be
+     * NULL). push_buffer: the full-length vector into which server `server` receives worker
+     * `worker`'s push (its shard lands at the shard's slice) before on_push runs; pull_buffer:
+     * the full-length vector whose shard slice a pull reply of server `server` carries, read
+     * after on_pull ran. Shard s of a P-vector over K servers: elements [s b + min(s, r),
+     * + b + (s < r)) with b = P / K, r = P % K. NULL under a synchronous PS: the server sums
+     * the round's pushes into scratch of its own and every pull of the round gets that sum. */
+    float *(*push_buffer)(void *ctx, int server, int worker);
+    float *(*pull_buffer)(void *ctx, int server);
 } exchange_ps_hooks;
 
 typedef struct exchange_ps_opts {
@@ -88,6 +97,9 @@ typedef struct exchange_ps_opts {
 
 typedef struct exchange_ops {
     const char *name; /* "simgrid", "mpi" */
+    /* 1: now() is simulated time, and a worker's compute must be charged to it (the step
+     * source's cost through the compute model); 0: real time, which the compute itself took. */
+    int simulated;
 
     /* The clock every time of a run is read on: seconds since the run started (simulated seconds
      * in the simulation). */

@@ -356,6 +356,7 @@ static void sg_clock_advance(void *self, int worker, long clock, long *rounds) {
 }
 
 static const exchange_ops sg_ops = {.name = "simgrid",
+                                    .simulated = 1,
                                     .now = sg_now,
                                     .group = sg_group,
                                     .allreduce = sg_allreduce,
