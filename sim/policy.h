@@ -22,6 +22,7 @@
 #include "sim/cluster.h"
 #include "sim/collective.h"
 #include "sim/compute.h"
+#include "sim/exchange.h"
 #include "sim/step_source.h"
 
 #include <stdint.h>
@@ -197,5 +198,16 @@ typedef struct policy_result {
  * (may be NULL) receives every step record in simulated-time order of completion. */
 int policy_run(const policy_config *pc, sim_cluster *cluster, step_source *src,
                policy_record_fn record, void *record_ctx, policy_result *res);
+
+/* Real mode: this process is ONE rank of a run whose messages a data-moving exchange carries
+ * (sim/exchange_mpi.h): worker `rank` (0..N-1) runs its protocol here, on its own replica; a
+ * server rank (rank >= N, with `serve` its server loop) answers the parameter-server traffic.
+ * `done` (may be NULL) is called by a worker when its protocol ended (the servers' loop ends
+ * when every worker's has). *res holds THIS rank's part: its totals (compute_s and the others
+ * are its own, not a mean), its bytes, and the clock when it finished; the caller combines the
+ * ranks. Refused (SS_EUSAGE) for what real mode cannot run: DLCP's partial exchanges, overlap. */
+int policy_run_real(const policy_config *pc, exchange *ex, int rank, step_source *src,
+                    int (*serve)(exchange *ex), int (*done)(exchange *ex, int worker),
+                    policy_record_fn record, void *record_ctx, policy_result *res);
 
 #endif

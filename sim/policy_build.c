@@ -159,7 +159,7 @@ static int schedule(const run_config *cfg, policy_build_env *env, policy_config 
 }
 
 /* The exchange of the synchronous steps: an all-reduce algorithm or parameter servers. */
-static int exchange(const run_config *cfg, policy_config *pc) {
+static int build_exchange(const run_config *cfg, policy_config *pc) {
     if (!strcmp(cfg->collective, "ps")) {
         pc->use_ps = 1;
     } else {
@@ -213,7 +213,7 @@ int policy_config_build(const run_config *cfg, policy_build_env *env, policy_con
     if (run) pc->workers = cfg->workers;
     pc->batch = cfg->batch;
     pc->seed = cfg->seed;
-    if ((rc = exchange(cfg, pc)) != SS_OK) return rc;
+    if ((rc = build_exchange(cfg, pc)) != SS_OK) return rc;
     if (run) {
         if ((rc = sim_compute_parse("--compute", cfg->compute, &pc->compute)) != SS_OK) return rc;
         if (pc->compute.mode == SIM_COMPUTE_TRACE)

@@ -40,7 +40,8 @@ static void broadcast_model(policy_state *st, int w, int root, step_acc *a) {
     const exchange *ex = st->ex;
     exchange_result cr;
     double entry = policy_now(st);
-    int rc = ex->ops->broadcast(ex->self, st->world, w, root, NULL, st->src->param_count,
+    float *buf = policy_buffer(st, w, AGGREGATE_PARAMS); /* real mode: the clients' sum */
+    int rc = ex->ops->broadcast(ex->self, st->world, w, root, buf, st->src->param_count,
                                 st->src->param_bytes, &cr);
     SS_ASSERT(rc == SS_OK);
     a->rec.comm_s += policy_now(st) - entry;

@@ -70,7 +70,11 @@ static inline long policy_sync_id(long step, int which) {
 /* The exchange's clock (simulated seconds). */
 double policy_now(const policy_state *st);
 void policy_begin_step(policy_state *st, int w, long step, step_acc *a);
-/* Computes the step through the source and charges its time. */
+/* Real mode: the vector worker w exchanges (step_source_ops.buffer; what: aggregate_what or
+ * STEP_BUFFER_PS); NULL in the simulation, where the step source aggregates the replicas itself. */
+float *policy_buffer(const policy_state *st, int w, int what);
+/* Computes the step through the source and charges its time (simulated: the compute model's;
+ * real: the time it took). */
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats);
 /* The compute-time multiplier of worker w's step under --compute-jitter cv: lognormal, mean 1,
  * drawn from a stream of its own per (seed, w, step). 1 when cv is 0. */

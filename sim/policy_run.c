@@ -1,6 +1,7 @@
 /* The policy runner: checks the configuration, sets up the state the worker actors share and the
  * exchange they talk through (the SimGrid backend, over the cluster), starts one actor per worker
- * on its protocol, runs the simulation and sums up the results. */
+ * on its protocol, runs the simulation and sums up the results. In real mode (policy_run_real)
+ * the same protocol runs once, for this process's rank, over a given exchange. */
 #include "common/status.h"
 #include "sim/exchange_simgrid.h"
 #include "sim/policy_internal.h"
@@ -10,18 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int check_config(const policy_config *pc, const sim_cluster *c) {
+static int check_policy(const policy_config *pc) {
     if (pc->workers < 1 || pc->steps < 1 || pc->batch < 1)
         return ss_error_set(SS_EUSAGE, "policy: workers, steps and batch must be positive");
-    if (sim_cluster_n_workers(c) != pc->workers)
-        return ss_error_set(SS_EUSAGE, "policy: the cluster maps %d workers, the policy wants %d",
-                            sim_cluster_n_workers(c), pc->workers);
-    int needs_ps = pc->use_ps || policy_is_async(pc);
-    if (needs_ps && sim_cluster_n_ps(c) < pc->ps_servers)
-        return ss_error_set(SS_EUSAGE,
-                            "policy %s needs %d parameter server host(s); the cluster "
-                            "maps %d",
-                            policy_kind_name(pc->kind), pc->ps_servers, sim_cluster_n_ps(c));
     if (pc->use_ps &&
         ((pc->kind == POLICY_FEDAVG && pc->client_fraction < 1) || pc->kind == POLICY_DSSYNC))
         return ss_error_set(SS_EUSAGE, "--collective ps serves all workers at once: it does not "
@@ -34,6 +26,21 @@ static int check_config(const policy_config *pc, const sim_cluster *c) {
         (pc->local_steps < 1 || pc->client_fraction <= 0 || pc->client_fraction > 1))
         return ss_error_set(SS_EUSAGE, "fedavg: local steps must be >= 1 and the client fraction "
                                        "in (0, 1]");
+    return SS_OK;
+}
+
+static int check_config(const policy_config *pc, const sim_cluster *c) {
+    int rc = check_policy(pc);
+    if (rc != SS_OK) return rc;
+    if (sim_cluster_n_workers(c) != pc->workers)
+        return ss_error_set(SS_EUSAGE, "policy: the cluster maps %d workers, the policy wants %d",
+                            sim_cluster_n_workers(c), pc->workers);
+    int needs_ps = pc->use_ps || policy_is_async(pc);
+    if (needs_ps && sim_cluster_n_ps(c) < pc->ps_servers)
+        return ss_error_set(SS_EUSAGE,
+                            "policy %s needs %d parameter server host(s); the cluster "
+                            "maps %d",
+                            policy_kind_name(pc->kind), pc->ps_servers, sim_cluster_n_ps(c));
     return SS_OK;
 }
 
@@ -70,13 +77,9 @@ static void state_free(policy_state *st) {
     free(st->pulled_version);
 }
 
-/* The exchange over the cluster, with the parameter servers when the policy uses them. */
-static int open_exchange(policy_state *st, sim_cluster *cluster) {
+/* The world group, and the parameter servers when the policy uses them. */
+static int start_exchange(policy_state *st) {
     const policy_config *pc = st->pc;
-    exchange_simgrid_opts xo = {
-        .coll = pc->coll, .background_load = pc->background_load, .seed = pc->seed};
-    int rc = exchange_simgrid_open(cluster, &xo, &st->ex);
-    if (rc != SS_OK) return rc;
     st->world = st->ex->ops->group(st->ex->self, NULL, pc->workers);
     const int async = policy_is_async(pc);
     if (!async && !pc->use_ps) return SS_OK;
@@ -84,6 +87,15 @@ static int open_exchange(policy_state *st, sim_cluster *cluster) {
     if (async) policy_ssp_hooks(&po.hooks, st);
     st->has_ps = 1;
     return st->ex->ops->ps_start(st->ex->self, &po);
+}
+
+/* The exchange over the cluster (the simulation). */
+static int open_exchange(policy_state *st, sim_cluster *cluster) {
+    const policy_config *pc = st->pc;
+    exchange_simgrid_opts xo = {
+        .coll = pc->coll, .background_load = pc->background_load, .seed = pc->seed};
+    int rc = exchange_simgrid_open(cluster, &xo, &st->ex);
+    return rc == SS_OK ? start_exchange(st) : rc;
 }
 
 static void collect(const policy_state *st, double end_s, policy_result *res) {
@@ -125,6 +137,63 @@ int policy_run(const policy_config *pc, sim_cluster *cluster, step_source *src,
         if (rc == SS_OK) collect(&st, end_s, res);
     }
     exchange_simgrid_close(st.ex);
+    state_free(&st);
+    src->counters = NULL;
+    return rc;
+}
+
+static int check_real(const policy_config *pc, const step_source *src) {
+    int rc = check_policy(pc);
+    if (rc != SS_OK) return rc;
+    if (pc->loss_tolerance > 0)
+        return ss_error_set(SS_EUSAGE, "real mode: DLCP's bounded-loss exchanges (--loss-tolerance "
+                                       "above 0) drop chunks inside one collective, which MPI "
+                                       "cannot; use 0");
+    if (pc->overlap == POLICY_OVERLAP_ON)
+        return ss_error_set(SS_EUSAGE, "real mode: --overlap on needs the backward pass to start "
+                                       "each bucket's all-reduce, which the kernels do not; use "
+                                       "--overlap off");
+    if (!src->ops->buffer)
+        return ss_error_set(SS_EUSAGE,
+                            "real mode needs a step source with real tensors (%s has "
+                            "none)",
+                            src->ops->name);
+    return SS_OK;
+}
+
+int policy_run_real(const policy_config *pc, exchange *ex, int rank, step_source *src,
+                    int (*serve)(exchange *ex), int (*done)(exchange *ex, int worker),
+                    policy_record_fn record, void *record_ctx, policy_result *res) {
+    int rc = check_real(pc, src);
+    if (rc != SS_OK) return rc;
+    memset(res, 0, sizeof *res);
+    policy_state st;
+    state_init(&st, pc, src, record, record_ctx, res);
+    src->counters = &st.counters;
+    st.ex = ex;
+    rc = start_exchange(&st);
+    if (rc == SS_OK && rank >= pc->workers) {
+        rc = serve ? serve(ex)
+                   : ss_error_set(SS_EUSAGE,
+                                  "real mode: rank %d is not a worker and "
+                                  "the exchange has no server loop",
+                                  rank);
+    } else if (rc == SS_OK) {
+        worker_arg arg = {.st = &st, .rank = rank};
+        policy_registry_of_kind(pc->kind)->worker(&arg);
+        if (done) rc = done(ex, rank);
+    }
+    if (rc == SS_OK) {
+        res->sim_time_s = ex->ops->now(ex->self);
+        res->steps = pc->steps;
+        res->sync_steps = st.counters.sync_steps;
+        res->bytes_sent = st.counters.bytes_sent;
+        if (rank < pc->workers) {
+            res->compute_s = st.compute_s[rank];
+            res->comm_s = st.comm_s[rank];
+            res->wait_s = st.wait_s[rank];
+        }
+    }
     state_free(&st);
     src->counters = NULL;
     return rc;

@@ -39,10 +39,28 @@ static void on_pull(void *ctx, int server, int worker, int64_t round) {
     st->src->ops->ps_pull(st->src->self, worker, server, st->pc->ps_servers);
 }
 
+/* Real mode, on a server rank: a push lands in the pushing worker's gradient there (ps_apply
+ * reads it), a pull reply carries the server's parameters. */
+static float *push_buffer(void *ctx, int server, int worker) {
+    (void)server;
+    const policy_state *st = ctx;
+    return st->src->ops->buffer(st->src->self, worker, AGGREGATE_GRADS);
+}
+
+static float *pull_buffer(void *ctx, int server) {
+    (void)server;
+    const policy_state *st = ctx;
+    return st->src->ops->buffer(st->src->self, 0, STEP_BUFFER_PS);
+}
+
 void policy_ssp_hooks(exchange_ps_hooks *hooks, struct policy_state *st) {
     hooks->ctx = st;
     hooks->on_push = on_push;
     hooks->on_pull = on_pull;
+    if (!st->ex->ops->simulated && st->src->ops->buffer) {
+        hooks->push_buffer = push_buffer;
+        hooks->pull_buffer = pull_buffer;
+    }
 }
 
 /* Steps 2 to 4 of a step: gradient, push, pull. */
@@ -53,10 +71,13 @@ static void ssp_compute_push_pull(policy_state *st, int w, long step, step_acc *
     policy_compute(st, w, step, st->pc->batch, a, &stats);
     exchange_result r;
     double t1 = policy_now(st);
-    int rc = ex->ops->ps_push(ex->self, w, NULL, src->param_count, src->param_bytes, step, &r);
+    /* real mode: the gradient goes out, the servers' parameters come back into the replica */
+    int rc = ex->ops->ps_push(ex->self, w, policy_buffer(st, w, AGGREGATE_GRADS), src->param_count,
+                              src->param_bytes, step, &r);
     SS_ASSERT(rc == SS_OK);
     a->rec.bytes_sent += r.bytes_sent;
-    rc = ex->ops->ps_pull(ex->self, w, NULL, src->param_count, src->param_bytes, step, &r);
+    rc = ex->ops->ps_pull(ex->self, w, policy_buffer(st, w, AGGREGATE_PARAMS), src->param_count,
+                          src->param_bytes, step, &r);
     SS_ASSERT(rc == SS_OK);
     /* request bytes from the worker, and the servers' replies */
     a->rec.bytes_sent += r.bytes_sent + r.bytes_recv;

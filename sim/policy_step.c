@@ -17,9 +17,11 @@
 #include "common/status.h"
 #include "sim/policy_internal.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 double policy_now(const policy_state *st) {
     return st->ex->ops->now(st->ex->self);
@@ -68,7 +70,34 @@ static double compute_source(policy_state *st, int w, long step, int batch, step
     return step_slowdown(st, w, step);
 }
 
+/* Sleeps s seconds of real time (a straggler in real mode), resuming after signals. */
+static void sleep_real_s(double s) {
+    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Real mode: the step takes the time it really takes, measured on the exchange's clock; a
+ * slowed worker (--slowdown, --straggler-*) really waits the extra time. */
+static void compute_real(policy_state *st, int w, long step, int batch, step_acc *a,
+                         step_stats *stats) {
+    step_cost cost;
+    const double t0 = policy_now(st);
+    double slowdown = compute_source(st, w, step, batch, &cost, a, stats);
+    if (slowdown > 1) sleep_real_s((slowdown - 1) * (policy_now(st) - t0));
+    a->rec.compute_s += policy_now(st) - t0;
+}
+
+float *policy_buffer(const policy_state *st, int w, int what) {
+    if (st->ex->ops->simulated || !st->src->ops->buffer) return NULL;
+    return st->src->ops->buffer(st->src->self, w, what);
+}
+
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats) {
+    if (!st->ex->ops->simulated) {
+        compute_real(st, w, step, batch, a, stats);
+        return;
+    }
     step_cost cost;
     double slowdown = compute_source(st, w, step, batch, &cost, a, stats);
     sim_step_cost sc = {.flops = cost.flops,
@@ -331,11 +360,14 @@ static void dlcp_finish(policy_state *st, dlcp_slot *s, int sent) {
 }
 
 /* Moves `bytes` among the group: all-reduce, or push (and pull of the full parameters) via PS.
- * The data stay with the step source (aggregate): no buffer is passed. */
-static double move(policy_state *st, int w, long step, exchange_group *g, int me, double bytes,
-                   int pull_full) {
+ * In the simulation the data stay with the step source (aggregate): no buffer is passed; in
+ * real mode the worker's own vector is (the whole of it: DLCP's partial exchanges are not
+ * available there), and holds the sum over the members when this returns. */
+static double move(policy_state *st, int w, long step, aggregate_what what, exchange_group *g,
+                   int me, double bytes, int pull_full) {
     const exchange *ex = st->ex;
-    const size_t count = (size_t)(bytes / sizeof(float));
+    float *buf = policy_buffer(st, w, what);
+    const size_t count = buf ? st->src->param_count : (size_t)(bytes / sizeof(float));
     exchange_result r;
     int rc;
     double sent;
@@ -347,14 +379,14 @@ static double move(policy_state *st, int w, long step, exchange_group *g, int me
             rc = ex->ops->ps_pull(ex->self, w, NULL, st->src->param_count, st->src->param_bytes,
                                   step, &r);
         } else {
-            rc = ex->ops->ps_push_pull(ex->self, w, NULL, count, bytes, step, &r);
+            rc = ex->ops->ps_push_pull(ex->self, w, buf, count, bytes, step, &r);
             sent = 0;
         }
         SS_ASSERT(rc == SS_OK);
         /* the servers' replies are bytes on the network too: counted once, at the receiver */
         return sent + r.bytes_sent + r.bytes_recv;
     }
-    rc = ex->ops->allreduce(ex->self, g, me, NULL, count, bytes, &r);
+    rc = ex->ops->allreduce(ex->self, g, me, buf, count, bytes, &r);
     SS_ASSERT(rc == SS_OK);
     return r.bytes_sent;
 }
@@ -367,20 +399,21 @@ void policy_exchange(policy_state *st, int w, long id, long step, aggregate_what
     const int key = group_key(members);
     double entry = policy_sync_enter(st, id, key);
     if (pc->loss_tolerance <= 0) {
-        policy_sync_leave(st, id, key, entry, move(st, w, step, g, me, st->src->param_bytes, 0), a);
+        policy_sync_leave(st, id, key, entry,
+                          move(st, w, step, what, g, me, st->src->param_bytes, 0), a);
         return;
     }
     dlcp_slot *s = dlcp_get(st, id, members, m, callers, what);
     double must = 0;
     for (int i = 0; i < s->need; i++)
         must += chunk_bytes_of(st, s->order[i]);
-    double bytes = move(st, w, step, g, me, must, 1);
+    double bytes = move(st, w, step, what, g, me, must, 1);
     int sent = s->need;
     if (pc->deadline_s > 0 && !st->has_ps) {
         while (sent < s->n_chunks) {
             if (s->go[sent] < 0) s->go[sent] = policy_now(st) < s->start_s + pc->deadline_s;
             if (!s->go[sent]) break;
-            bytes += move(st, w, step, g, me, chunk_bytes_of(st, s->order[sent]), 0);
+            bytes += move(st, w, step, what, g, me, chunk_bytes_of(st, s->order[sent]), 0);
             sent++;
         }
     }

@@ -21,8 +21,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sim/compute.h"
-
 /* What one worker step costs, as the compute-time model needs it. */
 typedef struct step_cost {
     double flops;      /* forward + backward + update FLOPs of the step (counted by the kernels) */
@@ -46,6 +44,9 @@ typedef enum aggregate_what {
     AGGREGATE_PARAMS = 0, /* parameter aggregation (PA): replicas' parameters are averaged */
     AGGREGATE_GRADS = 1   /* gradient aggregation (GA): the gradients are averaged */
 } aggregate_what;
+
+/* step_source_ops.buffer's third kind of vector: the parameter server's parameters. */
+#define STEP_BUFFER_PS 2
 
 typedef struct step_source_ops {
     const char *name; /* "emulation", "replay" */
@@ -81,6 +82,10 @@ typedef struct step_source_ops {
      * chunk indices, largest mean |value| of the exchanged vectors of `group` first. */
     void (*chunk_order)(void *self, aggregate_what what, const int *group, int n,
                         size_t chunk_floats, int n_chunks, int *order);
+    /* Real mode (may be NULL): the vector worker `worker` exchanges, for a backend that moves
+     * data (sim/exchange.h): what = AGGREGATE_GRADS its gradient, AGGREGATE_PARAMS its
+     * parameters, STEP_BUFFER_PS the parameter server's parameters (worker ignored). P floats. */
+    float *(*buffer)(void *self, int worker, int what);
     /* Replay only: the recorded global decision for `step` (1 sync, 0 local), or -1 when the
      * policy decides itself (emulation). */
     int (*forced_decision)(void *self, long step);
