@@ -25,6 +25,11 @@ static int run_train(const run_config *cfg, const char *target) {
     return cmd_train(cfg);
 }
 
+static int run_real(const run_config *cfg, const char *target) {
+    (void)target;
+    return cmd_real(cfg);
+}
+
 static int run_compare(const run_config *cfg, const char *target) {
     (void)target;
     return cmd_compare(cfg);
@@ -48,6 +53,7 @@ static int run_bench(const run_config *cfg, const char *target) {
 static int run_validate(const run_config *cfg, const char *target) {
     if (!strcmp(target, "compute")) return cmd_validate_compute(cfg);
     if (!strcmp(target, "scaling")) return cmd_validate_scaling(cfg);
+    if (!strcmp(target, "real")) return cmd_validate_real(cfg);
     return cmd_validate(cfg);
 }
 
@@ -65,16 +71,18 @@ static const subcommand subcommands[] = {
     {"train", CMD_TRAIN, "syncsim train [options]",
      "train for real: one worker, or N emulated workers under a policy on a simulated cluster",
      run_train, NULL},
+    {"real", CMD_TRAIN, "mpirun -np N[+K] syncsim real [train options]",
+     "the same training on real MPI processes over a real network, times measured", run_real, NULL},
     {"compare", CMD_COMPARE, "syncsim compare [options]",
      "the same training under several policies and networks: table, compare.csv, plot", run_compare,
      NULL},
     {"platform", CMD_PLATFORM, "syncsim platform [options] > FILE.xml",
      "print a SimGrid platform of GPU hosts (star or fat-tree, optional PS hosts)", run_platform,
      NULL},
-    {"validate", CMD_VALIDATE, "syncsim validate network|compute|scaling [options]",
-     "predictions against public measurements: all-reduce times of real nccl-tests logs, "
-     "single-GPU training throughputs, multi-GPU scaling efficiencies",
-     run_validate, "network|compute|scaling"},
+    {"validate", CMD_VALIDATE, "syncsim validate network|compute|scaling|real [options]",
+     "predictions against public measurements (nccl-tests logs, single-GPU throughputs, "
+     "multi-GPU scaling) and against real runs on a local network testbed",
+     run_validate, "network|compute|scaling|real"},
     {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling|replay [options]",
      "benchmarks: training vs SGEMM; all-reduce vs SMPI; SimGrid coupling overhead; replay at "
      "scale",

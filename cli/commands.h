@@ -10,6 +10,7 @@
 
 int cmd_train_single(const run_config *cfg); /* syncsim train (one worker, no simulation) */
 int cmd_train(const run_config *cfg);        /* syncsim train: single, or emulated with a policy */
+int cmd_real(const run_config *cfg);         /* syncsim real: one MPI rank of a real run */
 int cmd_compare(const run_config *cfg);      /* syncsim compare */
 int cmd_bench_coupling(const run_config *cfg);   /* syncsim bench coupling */
 int cmd_replay(const run_config *cfg);           /* syncsim replay */
@@ -18,6 +19,7 @@ int cmd_bench_replay(const run_config *cfg);     /* syncsim bench replay */
 int cmd_validate(const run_config *cfg);         /* syncsim validate network */
 int cmd_validate_compute(const run_config *cfg); /* syncsim validate compute */
 int cmd_validate_scaling(const run_config *cfg); /* syncsim validate scaling */
+int cmd_validate_real(const run_config *cfg);    /* syncsim validate real: the local testbed */
 /* syncsim sweep FILE.ini [options] and syncsim report DIR... [options]: argv after the
  * subcommand word, positional words included; they return an exit code. */
 int cmd_sweep_main(int argc, char **argv);

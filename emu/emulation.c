@@ -58,6 +58,10 @@ struct emulation {
     long loss_count;
     double samples; /* samples computed so far */
     emulation_eval last;
+    /* real mode: the snapshots kept at evaluation steps */
+    emulation_snapshot *snaps;
+    float *snap_params; /* (n_snaps, P) host */
+    size_t n_snaps, cap_snaps;
     int diverged;
     long diverged_step;
 };
@@ -96,9 +100,16 @@ static void fill_layers(emulation *e, int w, int samples, step_cost *cost) {
 
 static void em_compute(void *self, int w, long step, int batch, step_cost *cost, step_stats *st) {
     emulation *e = self;
-    if (e->cfg.interrupted && e->cfg.interrupted() && !e->src.stop_after) e->src.stop_after = step;
+    if (!e->cfg.real && e->cfg.interrupted && e->cfg.interrupted() && !e->src.stop_after)
+        e->src.stop_after = step;
     SS_ASSERT(batch >= 1 && batch <= e->cfg.max_batch);
     int own = draw_batch(e, w, batch);
+    if (e->cfg.real && e->cfg.max_batch > e->cfg.batch) /* injection: every stream in step */
+        for (int j = 0; j < e->cfg.workers; j++)
+            if (j != w) {
+                draw_batch(e, j, e->cfg.batch);
+                e->next_batch_size[j] = 0;
+            }
     int extra = e->injected_count[w];
     if (own + extra > e->cfg.max_batch) extra = e->cfg.max_batch - own;
     memcpy(e->idx, e->next_batch[w], sizeof(size_t) * (size_t)own);
@@ -134,7 +145,7 @@ static void em_compute(void *self, int w, long step, int batch, step_cost *cost,
     if (!isfinite(loss)) {
         if (!e->diverged) e->diverged_step = step;
         e->diverged = 1;
-        if (!e->src.stop_after) e->src.stop_after = step;
+        if (!e->src.stop_after && !e->cfg.real) e->src.stop_after = step;
     } else {
         e->loss_sum += loss;
         e->loss_count++;
@@ -184,6 +195,11 @@ static float *member_vector(emulation *e, int w, aggregate_what what) {
 static void em_aggregate(void *self, int w, long seq, const int *group, int n, int callers,
                          aggregate_what what, const uint8_t *mask, int keep_local) {
     emulation *e = self;
+    if (e->cfg.real) { /* the exchange left the members' sum in this worker's vector */
+        (void)seq, (void)callers, (void)mask, (void)keep_local;
+        device_scale(e->cfg.dev, e->params, 1.0f / (float)n, member_vector(e, w, what));
+        return;
+    }
     const int key = group ? group[0] : -1;
     agg_slot *s = find_slot(e, seq, key);
     if (!s) {
@@ -244,17 +260,8 @@ static void em_inject(void *self, int from, int to, int count) {
 
 /* ---- evaluation ---- */
 
-/* `counters`: the policy's, as they are now (the run's final ones after the simulation). */
-static void evaluate(emulation *e, long step, double now_s, const step_counters *counters) {
-    const int n = e->cfg.workers;
-    float *dst = model_params(e->eval_model);
-    if (e->cfg.evaluate_ps && e->ps_params) {
-        device_copy(e->cfg.dev, dst, e->ps_params, e->params);
-    } else {
-        for (int j = 0; j < n; j++)
-            e->gather[j] = model_params(e->replicas[j]);
-        device_mean(e->cfg.dev, e->params, n, e->gather, dst);
-    }
+/* The evaluation of the model in eval_model. */
+static void evaluate_model(emulation *e, long step, double now_s, const step_counters *counters) {
     emulation_eval ev;
     size_t correct = 0;
     model_evaluate(e->eval_model, e->cfg.test->x, e->cfg.test->y, e->cfg.test->n, &ev.test_loss,
@@ -272,18 +279,68 @@ static void evaluate(emulation *e, long step, double now_s, const step_counters 
     if (e->cfg.on_eval) e->cfg.on_eval(e->cfg.eval_ctx, &ev);
 }
 
+/* eval_model takes the mean of the replicas' parameters. */
+static void consensus_of_replicas(emulation *e) {
+    for (int j = 0; j < e->cfg.workers; j++)
+        e->gather[j] = model_params(e->replicas[j]);
+    device_mean(e->cfg.dev, e->params, e->cfg.workers, e->gather, model_params(e->eval_model));
+}
+
+/* `counters`: the policy's, as they are now (the run's final ones after the simulation). */
+static void evaluate(emulation *e, long step, double now_s, const step_counters *counters) {
+    if (e->cfg.evaluate_ps && e->ps_params)
+        device_copy(e->cfg.dev, model_params(e->eval_model), e->ps_params, e->params);
+    else
+        consensus_of_replicas(e);
+    evaluate_model(e, step, now_s, counters);
+}
+
+static long next_eval_after(const emulation *e, long eval) {
+    long next = eval + e->cfg.eval_every;
+    if (eval < e->cfg.last_step && next > e->cfg.last_step) next = e->cfg.last_step;
+    return next;
+}
+
+/* Real mode: worker w keeps its parameters and its counters at the evaluation step. */
+static void snapshot(emulation *e, int w, long step, double now_s) {
+    if (e->n_snaps == e->cap_snaps) {
+        e->cap_snaps = e->cap_snaps ? 2 * e->cap_snaps : 16;
+        e->snaps = realloc(e->snaps, e->cap_snaps * sizeof *e->snaps);
+        e->snap_params = realloc(e->snap_params, e->cap_snaps * e->params * sizeof(float));
+        SS_ASSERT(e->snaps && e->snap_params);
+    }
+    const step_counters *c = e->src.counters;
+    e->snaps[e->n_snaps] = (emulation_snapshot){.step = step,
+                                                .now_s = now_s,
+                                                .sync_steps = c ? c->sync_steps : 0,
+                                                .bytes_sent = c ? c->bytes_sent : 0,
+                                                .loss_sum = e->loss_sum,
+                                                .loss_count = (double)e->loss_count,
+                                                .samples = e->samples};
+    device_download(e->cfg.dev, e->snap_params + e->n_snaps * e->params,
+                    model_params(e->replicas[w]), e->params);
+    e->n_snaps++;
+    e->loss_sum = 0;
+    e->loss_count = 0;
+}
+
 static void em_step_done(void *self, int w, long step, double now_s) {
     emulation *e = self;
     e->done_step[w] = step;
+    if (e->cfg.real) {
+        if (e->next_eval > e->cfg.last_step || step < e->next_eval) return;
+        snapshot(e, w, e->next_eval, now_s);
+        while (e->next_eval <= e->cfg.last_step && e->next_eval <= step)
+            e->next_eval = next_eval_after(e, e->next_eval);
+        return;
+    }
     for (;;) {
         long min = e->done_step[0];
         for (int j = 1; j < e->cfg.workers; j++)
             if (e->done_step[j] < min) min = e->done_step[j];
         if (e->next_eval > e->cfg.last_step || min < e->next_eval) break;
         evaluate(e, e->next_eval, now_s, e->src.counters);
-        long next = e->next_eval + e->cfg.eval_every;
-        if (e->next_eval < e->cfg.last_step && next > e->cfg.last_step) next = e->cfg.last_step;
-        e->next_eval = next;
+        e->next_eval = next_eval_after(e, e->next_eval);
     }
 }
 
@@ -322,7 +379,14 @@ static int em_forced_decision(void *self, long step) {
     return -1;
 }
 
+static float *em_buffer(void *self, int w, int what) {
+    emulation *e = self;
+    if (what == STEP_BUFFER_PS) return e->ps_params;
+    return member_vector(e, w, (aggregate_what)what);
+}
+
 static const step_source_ops emulation_ops = {
+    .buffer = em_buffer,
     .name = "emulation",
     .compute = em_compute,
     .apply_local = em_apply_local,
@@ -446,6 +510,8 @@ void emulation_destroy(emulation *e) {
     free(e->x);
     free(e->y);
     free(e->idx);
+    free(e->snaps);
+    free(e->snap_params);
     free(e);
 }
 
@@ -491,4 +557,38 @@ model *emulation_replica(emulation *e, int w) {
 
 double emulation_samples(const emulation *e) {
     return e->samples;
+}
+
+size_t emulation_snapshots(const emulation *e, const emulation_snapshot **snaps,
+                           const float **params) {
+    *snaps = e->snaps;
+    *params = e->snap_params;
+    return e->n_snaps;
+}
+
+void emulation_evaluate_given(emulation *e, const float *const *params, const float *ps, long step,
+                              double now_s, const step_counters *counters, double train_loss,
+                              double samples) {
+    for (int w = 0; w < e->cfg.workers; w++) {
+        device_upload(e->cfg.dev, model_params(e->replicas[w]), params[w], e->params);
+        e->done_step[w] = step;
+    }
+    if (ps)
+        device_upload(e->cfg.dev, model_params(e->eval_model), ps, e->params);
+    else
+        consensus_of_replicas(e);
+    e->samples = samples;
+    e->loss_sum = isfinite(train_loss) ? train_loss : 0;
+    e->loss_count = isfinite(train_loss) ? 1 : 0;
+    evaluate_model(e, step, now_s, counters);
+}
+
+void emulation_params_download(emulation *e, int w, float *host) {
+    device_download(e->cfg.dev, host, model_params(e->replicas[w]), e->params);
+}
+
+int emulation_ps_download(emulation *e, float *host) {
+    if (!e->ps_params) return 0;
+    device_download(e->cfg.dev, host, e->ps_params, e->params);
+    return 1;
 }

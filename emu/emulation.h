@@ -60,6 +60,15 @@ typedef struct emulation_config {
     void *eval_ctx;
     /* Polled before each step's computation (may be NULL): nonzero ends the run (interruption). */
     int (*interrupted)(void);
+    /* Real mode (syncsim real): this process runs one rank of the run, and the exchange moves
+     * the data. Aggregations find the SUM over the members in the worker's own vector (an
+     * all-reduce's result, or a broadcast of one) and divide it; at each evaluation step the
+     * worker's parameters are kept (a snapshot) instead of evaluated, and rank 0 evaluates the
+     * snapshots of every rank at the end (emulation_evaluate_given); with data injection, every
+     * worker's batch stream is drawn in step on every rank, so that a receiver takes the same
+     * samples from its own copy of the data set as the sender computes. A diverged loss does
+     * not stop a real run early (the ranks could not agree on when). */
+    int real;
     /* --dump-gradients: steps whose gradient samples go to out_dir/gradients/ ("" or NULL: none) */
     const char *dump_gradients;
     const char *out_dir;
@@ -87,5 +96,31 @@ const emulation_eval *emulation_last_eval(const emulation *e);
 model *emulation_replica(emulation *e, int w);
 /* Samples computed by all workers so far. */
 double emulation_samples(const emulation *e);
+
+/* Real mode: what one worker's rank kept at an evaluation step. */
+typedef struct emulation_snapshot {
+    long step;
+    double now_s;      /* the exchange's clock when the worker finished the step */
+    long sync_steps;   /* the rank's policy counters then */
+    double bytes_sent; /* the rank's bytes so far */
+    double loss_sum;   /* its training losses since its previous snapshot */
+    double loss_count;
+    double samples; /* samples it computed so far */
+} emulation_snapshot;
+
+/* Real mode: the snapshots this rank kept, in step order; *params: P floats per snapshot. */
+size_t emulation_snapshots(const emulation *e, const emulation_snapshot **snaps,
+                           const float **params);
+/* Real mode, rank 0: evaluates, as the evaluation of `step` at clock now_s, the consensus of
+ * the replicas whose parameters are given (params[w]: P floats of worker w, host memory; they
+ * become the replicas here), or the parameter server's parameters `ps` (P floats) when not NULL;
+ * with the run's counters and training loss then, and the samples computed so far. */
+void emulation_evaluate_given(emulation *e, const float *const *params, const float *ps, long step,
+                              double now_s, const step_counters *counters, double train_loss,
+                              double samples);
+/* Copies worker w's parameters into host memory (P floats). */
+void emulation_params_download(emulation *e, int w, float *host);
+/* The parameter server's parameters into host memory (P floats); 0 when the run has none. */
+int emulation_ps_download(emulation *e, float *host);
 
 #endif

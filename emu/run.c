@@ -11,6 +11,9 @@
 #include "traces/trace.h"
 #include "analysis/gradient_dump.h"
 #include "emu/memory.h"
+#include "emu/real.h"
+#include "common/mpi_api.h"
+#include "sim/exchange_mpi.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -54,6 +57,10 @@ typedef struct emu_run {
     emulation *em;
     run_context ctx;
     double worker_accuracy; /* mean of the replicas' own final accuracies */
+    /* real mode (syncsim real): this process's rank; rank 0 writes the outputs */
+    int real, rank, ranks;
+    exchange *ex;
+    real_records recs;
 } emu_run;
 
 static void on_eval(void *ctx, const emulation_eval *ev) {
@@ -97,11 +104,11 @@ static void on_record(void *ctx, const step_record *r) {
  * resolved policy, the run's configuration and the column names, each line behind '#', so that
  * gnuplot and awk read the records directly and replay can rebuild the run. */
 static void write_trace_header(const run_request *rq, const policy_config *pc,
-                               const step_source *src, trace_writer *tw, FILE *fp) {
+                               const step_source *src, int real, trace_writer *tw, FILE *fp) {
     trace_meta meta = {.param_count = (double)src->param_count,
                        .param_bytes = src->param_bytes,
                        .sample_bytes = src->sample_bytes};
-    snprintf(meta.source, sizeof meta.source, "emulation");
+    snprintf(meta.source, sizeof meta.source, "%s", real ? "real" : "emulation");
     snprintf(meta.model, sizeof meta.model, "%.63s", rq->cfg->model);
     trace_writer_begin(tw, fp, &meta, pc, rq->config_ini ? rq->config_ini : "");
 }
@@ -179,10 +186,11 @@ static int clear_outputs(const run_config *cfg) {
 
 /* OUT/ with config.ini and platform.xml, and the simulated cluster on that platform. */
 static int open_cluster(emu_run *r) {
+    if (r->real && r->rank != 0) return SS_OK; /* rank 0 writes OUT/; there is no cluster */
     int rc = ss_mkdir_p(r->cfg->out_dir);
     if (rc == SS_OK) rc = clear_outputs(r->cfg);
     if (rc == SS_OK) rc = outputs_open_dir(r->cfg, r->rq->config_ini);
-    if (rc != SS_OK) return rc;
+    if (rc != SS_OK || r->real) return rc;
     const int async = policy_is_async(&r->pc);
     const int n_ps = (async || r->pc.use_ps) ? r->pc.ps_servers : 0;
     if ((rc = prepare_platform(r->cfg, n_ps, r->platform, sizeof r->platform)) != SS_OK) return rc;
@@ -220,7 +228,7 @@ static int create_emulation(emu_run *r) {
         .weight_decay = cfg->weight_decay,
         .eval_every = pc->eval_every,
         .last_step = pc->steps,
-        .measure_time = pc->compute.mode == SIM_COMPUTE_MEASURED,
+        .measure_time = pc->compute.mode == SIM_COMPUTE_MEASURED || r->real,
         .layer_norms = pc->kind == POLICY_SELSYNC && pc->variant == SELSYNC_VARIANT_CODE,
         .use_ps = async,
         .ps_servers = pc->ps_servers,
@@ -228,7 +236,8 @@ static int create_emulation(emu_run *r) {
         .evaluate_ps = async,
         .on_eval = on_eval,
         .eval_ctx = &r->ctx,
-        .interrupted = outputs_interrupted,
+        .interrupted = r->real ? NULL : outputs_interrupted,
+        .real = r->real,
         .dump_gradients = cfg->dump_gradients,
         .out_dir = cfg->out_dir};
     return emulation_create(&ec, &r->em);
@@ -236,6 +245,7 @@ static int create_emulation(emu_run *r) {
 
 /* OUT/metrics.csv with its header, and OUT/steps.trace with its header when tracing. */
 static int open_outputs(emu_run *r) {
+    if (r->real && r->rank != 0) return SS_OK;
     char path[1024];
     outputs_path(r->cfg, "metrics.csv", path, sizeof path);
     int rc = afile_open(&r->ctx.metrics, path);
@@ -246,7 +256,8 @@ static int open_outputs(emu_run *r) {
     if (!r->ctx.tracing) return SS_OK;
     outputs_path(r->cfg, "steps.trace", path, sizeof path);
     if ((rc = afile_open(&r->ctx.trace, path)) != SS_OK) return rc;
-    write_trace_header(r->rq, &r->pc, emulation_source(r->em), &r->ctx.tw, r->ctx.trace.fp);
+    write_trace_header(r->rq, &r->pc, emulation_source(r->em), r->real, &r->ctx.tw,
+                       r->ctx.trace.fp);
     return SS_OK;
 }
 
@@ -287,7 +298,7 @@ static int check_options(emu_run *r, double *hosts) {
     if (p && p->check && r->rq->was_set && (rc = p->check(r->cfg, r->rq->was_set)) != SS_OK)
         return rc;
     if ((rc = parse_run_options(r)) != SS_OK) return rc;
-    if ((rc = check_platform(r, hosts)) != SS_OK) return rc;
+    if (!r->real && (rc = check_platform(r, hosts)) != SS_OK) return rc;
     model_spec spec; /* the text alone; the data set's shape is checked again once loaded */
     if ((rc = model_spec_parse(&spec, r->cfg->model, 1, 28, 28, 10)) != SS_OK) return rc;
     gradient_dump *gd = NULL;
@@ -307,6 +318,10 @@ static int run_open(emu_run *r) {
     openblas_set_num_threads(1);
     if ((rc = run_open_data(r->cfg, &r->dev, &r->train, &r->test, &r->spec)) != SS_OK) return rc;
     if ((rc = make_policy(r->cfg, r->train.n, &r->pc, &r->steps_per_epoch)) != SS_OK) return rc;
+    if (r->real) { /* real steps vary by themselves; the kernels cannot overlap */
+        r->pc.compute_jitter = 0;
+        if (r->pc.overlap == POLICY_OVERLAP_AUTO) r->pc.overlap = POLICY_OVERLAP_OFF;
+    }
     r->ctx.warmup_steps = r->pc.kind == POLICY_SELSYNC ? policy_selsync_warmup_steps(&r->pc) : -1;
     r->ctx.calibrated_from = r->ctx.warmup_steps + policy_selsync_calibration_steps(&r->pc) + 1;
     if ((rc = memory_check_run(r->dev, &r->spec, r->cfg->workers, policy_max_batch(&r->pc),
@@ -319,8 +334,14 @@ static int run_open(emu_run *r) {
 
 static void print_banner(const emu_run *r) {
     const model *m = emulation_replica(r->em, 0);
-    printf("syncsim train: %s, %d workers, seed %llu, platform %s\n", policy_kind_name(r->pc.kind),
-           r->cfg->workers, (unsigned long long)r->cfg->seed, r->platform);
+    if (r->real)
+        printf("syncsim real: %s, %d workers on %d MPI ranks, seed %llu\n",
+               policy_kind_name(r->pc.kind), r->cfg->workers, r->ranks,
+               (unsigned long long)r->cfg->seed);
+    else
+        printf("syncsim train: %s, %d workers, seed %llu, platform %s\n",
+               policy_kind_name(r->pc.kind), r->cfg->workers, (unsigned long long)r->cfg->seed,
+               r->platform);
     printf("device %s | model %s: %zu parameters (%.2f MB per exchange) | %ld steps, "
            "evaluation every %ld\n",
            device_name(r->dev), r->cfg->model, model_param_count(m), model_param_bytes(m) / 1e6,
@@ -398,7 +419,9 @@ static void summarize_setup(const emu_run *r, run_summary *s) {
     s->flops_per_sample = model_forward_flops_per_sample(m) + model_backward_flops_per_sample(m);
     /* The platform as the user named it, or the generated one relative to the run directory, so
      * that identical runs in different directories write identical summaries. */
-    if (cfg->platform[0])
+    if (r->real)
+        snprintf(s->platform, sizeof s->platform, "real: %d MPI ranks", r->ranks);
+    else if (cfg->platform[0])
         snprintf(s->platform, sizeof s->platform, "%s", cfg->platform);
     else
         snprintf(s->platform, sizeof s->platform, "platform.xml (generated: %s, %s, %s)",
@@ -413,7 +436,7 @@ static void summarize(emu_run *r, run_summary *s, long *div_step) {
              emulation_diverged(r->em, div_step) ? "diverged"
              : outputs_interrupted()             ? "interrupted"
                                                  : "ok");
-    snprintf(s->mode, sizeof s->mode, "emulation");
+    snprintf(s->mode, sizeof s->mode, "%s", r->real ? "real" : "emulation");
     snprintf(s->policy, sizeof s->policy, "%s", policy_kind_name(r->pc.kind));
     s->workers = r->cfg->workers;
     s->test_accuracy = last->test_accuracy;
@@ -457,12 +480,13 @@ static int finish(emu_run *r, run_summary *sum, double wall0) {
     } else if (!strcmp(sum->status, "interrupted")) {
         rc = SS_EINTERRUPT;
     }
-    printf("%s: test accuracy %.4f, simulated time %.3f s (compute %.3f, comm %.3f, wait %.3f "
+    printf("%s: test accuracy %.4f, %s time %.3f s (compute %.3f, comm %.3f, wait %.3f "
            "per worker), LSSR %.3f, %.3f GB sent, tta %s; wall %.1f s\n"
            "outputs: %s/{config.ini,%smetrics.csv,%ssummary.json}\n",
-           sum->status, sum->test_accuracy, sum->sim_time_s, sum->compute_s, sum->comm_s,
-           sum->wait_s, sum->lssr, sum->bytes_sent / 1e9, sum->tta_s >= 0 ? "reached" : "-",
-           sum->wall_s, r->cfg->out_dir, r->cfg->platform[0] ? "" : "platform.xml,",
+           sum->status, sum->test_accuracy, r->real ? "measured" : "simulated", sum->sim_time_s,
+           sum->compute_s, sum->comm_s, sum->wait_s, sum->lssr, sum->bytes_sent / 1e9,
+           sum->tta_s >= 0 ? "reached" : "-", sum->wall_s, r->cfg->out_dir,
+           r->cfg->platform[0] || r->real ? "" : "platform.xml,",
            r->ctx.tracing ? "steps.trace," : "");
     printf("mean of the workers' own test accuracies %.4f\n", sum->worker_test_accuracy_mean);
     if (isfinite(sum->delta_p50))
@@ -476,6 +500,8 @@ static int finish(emu_run *r, run_summary *sum, double wall0) {
 }
 
 static void run_close(emu_run *r) {
+    real_records_free(&r->recs);
+    if (r->ex) exchange_mpi_close(r->ex);
     free(r->ctx.deltas);
     free((void *)r->pc.slowdown);
     if (r->ctx.metrics.fp) afile_abort(&r->ctx.metrics);
@@ -514,5 +540,91 @@ int run_train_emulated(const run_request *rq, run_summary *sum, sim_blob *curve)
     }
     if (rc == SS_OK) rc = finish(&r, sum, wall0);
     run_close(&r);
+    return rc;
+}
+
+/* ---- real mode (syncsim real) ---- */
+
+/* MPI, as mpirun started this process: one rank per worker, then one per parameter server. */
+static int real_start(emu_run *r) {
+    if (!mpi_api_under_launcher())
+        return ss_error_set(SS_EUSAGE, "syncsim real runs one MPI rank per worker, plus one per "
+                                       "parameter server: start it under mpirun (mpirun -np N "
+                                       "syncsim real ...; on the testbed: scripts/testbed.sh run "
+                                       "-- syncsim real ...)");
+    const mpi_api *m;
+    int rc = mpi_api_init(&m);
+    if (rc != SS_OK) return rc;
+    m->comm_rank(m->comm_world, &r->rank);
+    m->comm_size(m->comm_world, &r->ranks);
+    return SS_OK;
+}
+
+/* The ranks mpirun started against the workers and servers the options ask for, before any
+ * data is loaded. */
+static int real_check_ranks(const emu_run *r) {
+    policy_config pc;
+    policy_build_env env = {.mode = POLICY_BUILD_RUN, .train_samples = 0};
+    int rc = policy_config_build(r->cfg, &env, &pc);
+    free((void *)pc.slowdown);
+    if (rc != SS_OK) return rc;
+    const int servers = (policy_is_async(&pc) || pc.use_ps) ? pc.ps_servers : 0;
+    if (r->ranks != r->cfg->workers + servers)
+        return ss_error_set(SS_EUSAGE,
+                            "syncsim real: mpirun started %d ranks; --workers %d with %d parameter "
+                            "server(s) needs %d (mpirun -np %d)",
+                            r->ranks, r->cfg->workers, servers, r->cfg->workers + servers,
+                            r->cfg->workers + servers);
+    if (!strcmp(r->cfg->device, "cuda"))
+        return ss_error_set(SS_EUSAGE, "syncsim real: --device cuda is not available: the ranks "
+                                       "exchange host memory; use --device cpu");
+    return SS_OK;
+}
+
+/* The run on this rank, then its parts combined on rank 0. The clock starts when every rank is
+ * ready (the exchange opens with a barrier), after the data are loaded. */
+static int simulate_real(emu_run *r) {
+    const policy_config *pc = &r->pc;
+    const int servers = r->ranks - r->cfg->workers;
+    exchange_mpi_opts xo = {.n_workers = r->cfg->workers, .n_servers = servers};
+    int rc = exchange_mpi_open(&xo, &r->ex);
+    if (rc != SS_OK) return rc;
+    rc = policy_run_real(pc, r->ex, r->rank, emulation_source(r->em), exchange_mpi_serve,
+                         exchange_mpi_worker_done, real_records_add, &r->recs, &r->pr);
+    if (rc == SS_OK) rc = real_combine_results(r->ex, pc, &r->pr);
+    if (rc == SS_OK) rc = real_evaluate(r->ex, r->em, pc, &r->pr);
+    if (rc == SS_OK) rc = real_gather_records(r->ex, &r->recs);
+    if (rc != SS_OK || r->rank != 0) return rc;
+    for (size_t i = 0; i < r->recs.n; i++)
+        on_record(&r->ctx, &r->recs.v[i]);
+    r->worker_accuracy = emulation_worker_accuracy_mean(r->em);
+    return SS_OK;
+}
+
+int run_train_real(const run_request *rq, run_summary *sum) {
+    run_summary_init(sum);
+    run_config cfg = *rq->cfg;
+    if (!strcmp(cfg.device, "auto")) snprintf(cfg.device, sizeof cfg.device, "cpu");
+    run_request req = *rq;
+    req.cfg = &cfg;
+    emu_run r;
+    memset(&r, 0, sizeof r);
+    r.rq = &req;
+    r.cfg = &cfg;
+    r.ctx.cfg = &cfg;
+    r.ctx.tta_s = -1;
+    r.real = 1;
+    policy_config_default(&r.pc);
+    const double wall0 = outputs_wall_s();
+    int rc = real_start(&r);
+    if (rc == SS_OK) rc = real_check_ranks(&r);
+    if (rc == SS_OK) rc = run_open(&r);
+    if (rc == SS_OK) {
+        if (r.rank == 0) print_banner(&r);
+        rc = simulate_real(&r);
+    }
+    if (rc == SS_OK && r.rank == 0) rc = finish(&r, sum, wall0);
+    run_close(&r);
+    if (mpi_api_started()) mpi_api_finalize();
     return rc;
 }

@@ -41,6 +41,13 @@ int run_train_emulated(const run_request *rq, run_summary *sum, sim_blob *curve)
  * run_train_emulated does it first; compare does it for every run before starting any. */
 int run_check_emulated(const run_request *rq);
 
+/* syncsim real: this process is one MPI rank (mpirun -np N + servers) of a run of the same
+ * policy code over a real network (emu/real.h): worker ranks train their own replica, server
+ * ranks serve the parameter-server traffic, times are measured (monotonic clock, from when every
+ * rank is ready). Rank 0 writes the outputs, with mode "real"; the others write nothing. Refused
+ * outside mpirun, with a rank count that does not match, for DLCP and overlap. */
+int run_train_real(const run_request *rq, run_summary *sum);
+
 /* One worker, no policy, no simulation (emu/train_single.c): the numerical reference the
  * emulator builds on. SS_EDIVERGED / SS_EINTERRUPT with complete outputs. */
 int run_train_single(const run_request *rq, run_summary *sum);

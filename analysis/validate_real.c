@@ -1,0 +1,389 @@
+#include "analysis/validate_real.h"
+#include "analysis/runs.h"
+#include "common/status.h"
+#include "common/summary.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define MAX_ARGS 48
+
+/* One command line under construction. */
+typedef struct argv_buf {
+    char *v[MAX_ARGS + 1];
+    int n;
+    char text[MAX_ARGS][256];
+} argv_buf;
+
+static void arg(argv_buf *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void arg(argv_buf *a, const char *fmt, ...) {
+    SS_ASSERT(a->n < MAX_ARGS);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->text[a->n], sizeof a->text[a->n], fmt, ap);
+    va_end(ap);
+    a->v[a->n] = a->text[a->n];
+    a->v[++a->n] = NULL;
+}
+
+static double wall_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static volatile sig_atomic_t interrupted;
+static void on_signal(int sig) {
+    (void)sig;
+    interrupted = 1;
+}
+
+/* Runs the command with its output appended to `log` (or to ours when NULL); its exit status,
+ * 128 + the signal that ended it, or -1 when it could not start. Echoes the command on `out`. */
+static int run_command(const argv_buf *a, const char *log, FILE *out, double *took_s) {
+    fprintf(out, "  $");
+    for (int i = 0; i < a->n; i++)
+        fprintf(out, " %s", a->v[i]);
+    fprintf(out, "%s%s\n", log ? "  > " : "", log ? log : "");
+    fflush(out);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (log) {
+        posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    }
+    const double t0 = wall_s();
+    pid_t pid;
+    int rc = posix_spawn(&pid, a->v[0], &fa, NULL, a->v, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return -1;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (took_s) *took_s = wall_s() - t0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void testbed_cmd(const validate_real_opts *o, argv_buf *a, const char *verb) {
+    memset(a, 0, sizeof *a);
+    arg(a, "/bin/bash");
+    arg(a, "%s", o->testbed);
+    arg(a, "%s", verb);
+}
+
+/* The options every run of the case shares: the training configuration. */
+static void training_args(const validate_real_opts *o, const char *policy, argv_buf *a) {
+    arg(a, "--policy");
+    arg(a, "%s", policy);
+    arg(a, "--workers");
+    arg(a, "%d", o->workers);
+    arg(a, "--model");
+    arg(a, "%s", o->model);
+    arg(a, "--dataset");
+    arg(a, "%s", o->dataset);
+    if (o->data_dir && o->data_dir[0]) {
+        arg(a, "--data-dir");
+        arg(a, "%s", o->data_dir);
+    }
+    arg(a, "--epochs");
+    arg(a, "%.17g", o->epochs);
+    arg(a, "--batch");
+    arg(a, "%d", o->batch);
+    arg(a, "--seed");
+    arg(a, "%llu", (unsigned long long)o->seed);
+    arg(a, "--progress");
+    arg(a, "off");
+}
+
+static int is_async(const char *policy) {
+    return !strcmp(policy, "ssp") || !strcmp(policy, "asp");
+}
+
+/* What a run gave: its total time, its mean communication (comm + wait) per synchronized step
+ * and worker, its final accuracy. */
+typedef struct run_figures {
+    double total_s, comm_s, accuracy, wall_s;
+} run_figures;
+
+static int read_figures(const char *dir, run_figures *f) {
+    char path[1200];
+    run_summary s;
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    int rc = summary_read(path, &s);
+    if (rc != SS_OK) return rc;
+    f->total_s = s.sim_time_s;
+    f->accuracy = s.test_accuracy;
+    trace_table t;
+    snprintf(path, sizeof path, "%s/steps.trace", dir);
+    if ((rc = trace_table_read(path, 0, &t)) != SS_OK) return rc;
+    const int d = trace_table_column(&t, "decision"), c = trace_table_column(&t, "comm_s"),
+              w = trace_table_column(&t, "wait_s");
+    double sum = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < t.n_rows && d >= 0 && c >= 0 && w >= 0; i++) {
+        const double *row = t.cells + i * (size_t)t.n_cols;
+        if (row[d] != 1) continue;
+        sum += row[c] + row[w];
+        n++;
+    }
+    f->comm_s = n ? sum / (double)n : 0;
+    trace_table_free(&t);
+    return SS_OK;
+}
+
+/* ---- one case: a policy on the testbed ---- */
+
+typedef struct case_dirs {
+    char base[1024], real[1100], emu[1100], log[1100];
+} case_dirs;
+
+static int run_real(const validate_real_opts *o, const char *policy, const case_dirs *d,
+                    FILE *out) {
+    argv_buf a;
+    testbed_cmd(o, &a, "run");
+    arg(&a, "-np");
+    arg(&a, "%d", o->workers + is_async(policy));
+    arg(&a, "--");
+    arg(&a, "%s", o->exe);
+    arg(&a, "real");
+    training_args(o, policy, &a);
+    arg(&a, "--out");
+    arg(&a, "%s", d->real);
+    double took;
+    int st = run_command(&a, d->log, out, &took);
+    return st == 0
+               ? SS_OK
+               : ss_error_set(SS_EIO, "validate real: the real %s run failed (status %d): see %s",
+                              policy, st, d->log);
+}
+
+static int run_emulation(const validate_real_opts *o, const char *policy, const case_dirs *d,
+                         FILE *out) {
+    argv_buf a = {0};
+    arg(&a, "%s", o->exe);
+    arg(&a, "train");
+    training_args(o, policy, &a);
+    arg(&a, "--out");
+    arg(&a, "%s", d->emu);
+    int st = run_command(&a, d->log, out, NULL);
+    return st == 0 ? SS_OK
+                   : ss_error_set(SS_EIO,
+                                  "validate real: the emulation of %s failed (status %d): "
+                                  "see %s",
+                                  policy, st, d->log);
+}
+
+/* The real run's trace replayed with its measured compute on the testbed's platform. */
+static int predict(const validate_real_opts *o, const char *platform, const char *model,
+                   const case_dirs *d, FILE *out, run_figures *f) {
+    char dir[1200], trace[1200];
+    snprintf(dir, sizeof dir, "%s/%s", d->base, model);
+    snprintf(trace, sizeof trace, "%s/steps.trace", d->real);
+    argv_buf a = {0};
+    arg(&a, "%s", o->exe);
+    arg(&a, "replay");
+    arg(&a, "--trace");
+    arg(&a, "%s", trace);
+    arg(&a, "--compute");
+    arg(&a, "trace");
+    arg(&a, "--platform");
+    arg(&a, "%s", platform);
+    arg(&a, "--network-model");
+    arg(&a, "%s", model);
+    arg(&a, "--out");
+    arg(&a, "%s", dir);
+    double took = 0;
+    int st = run_command(&a, d->log, out, &took);
+    if (st != 0)
+        return ss_error_set(SS_EIO, "validate real: the %s prediction failed (status %d): see %s",
+                            model, st, d->log);
+    int rc = read_figures(dir, f);
+    f->wall_s = took;
+    return rc;
+}
+
+static double rel_error(double predicted, double measured) {
+    return measured > 0 ? (predicted - measured) / measured : NAN;
+}
+
+typedef struct case_result {
+    run_figures real, emu, pred[2];
+    const char *model[2];
+    int n_models;
+} case_result;
+
+static int run_case(const validate_real_opts *o, const char *policy, const char *platform,
+                    FILE *out, case_result *cr) {
+    case_dirs d;
+    snprintf(d.base, sizeof d.base, "%s/%s", o->out_dir, policy);
+    snprintf(d.real, sizeof d.real, "%s/real", d.base);
+    snprintf(d.emu, sizeof d.emu, "%s/emulation", d.base);
+    snprintf(d.log, sizeof d.log, "%s/commands.log", d.base);
+    int rc = ss_mkdir_p(d.base);
+    if (rc == SS_OK) unlink(d.log);
+    if (rc == SS_OK) rc = run_real(o, policy, &d, out);
+    if (rc == SS_OK) rc = read_figures(d.real, &cr->real);
+    if (rc == SS_OK) rc = run_emulation(o, policy, &d, out);
+    if (rc == SS_OK) rc = read_figures(d.emu, &cr->emu);
+    cr->model[0] = "LV08";
+    cr->model[1] = "ns-3";
+    cr->n_models = o->ns3 ? 2 : 1;
+    for (int m = 0; m < cr->n_models && rc == SS_OK && !interrupted; m++)
+        rc = predict(o, platform, cr->model[m], &d, out, &cr->pred[m]);
+    if (rc == SS_OK && interrupted) rc = ss_error_set(SS_EINTERRUPT, "validate real: interrupted");
+    return rc;
+}
+
+/* ---- the testbed and its platform ---- */
+
+static int testbed(const validate_real_opts *o, const char *verb, int hosts, FILE *out,
+                   const char *log) {
+    argv_buf a;
+    testbed_cmd(o, &a, verb);
+    if (!strcmp(verb, "up")) {
+        arg(&a, "%d", hosts);
+        arg(&a, "%.0fkbit", o->rate_bps / 1e3);
+        arg(&a, "%.6gms", o->delay_s * 1e3);
+    }
+    return run_command(&a, log, out, NULL);
+}
+
+/* A star of the testbed's hosts: every link at the rate, split-duplex, with the delay (a route
+ * crosses two links, as a packet crosses two shaped veth ends); one server host for SSP. */
+static int write_platform(const validate_real_opts *o, const char *path, FILE *out) {
+    argv_buf a = {0};
+    arg(&a, "%s", o->exe);
+    arg(&a, "platform");
+    arg(&a, "--hosts");
+    arg(&a, "%d", o->workers);
+    arg(&a, "--ps");
+    arg(&a, "1");
+    arg(&a, "--bandwidth");
+    arg(&a, "%.0fbps", o->rate_bps);
+    arg(&a, "--latency");
+    arg(&a, "%.9gs", o->delay_s > 0 ? o->delay_s : 1e-6);
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    fprintf(out, "  (platform of the testbed)\n");
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return ss_error_set(SS_EIO, "%s: %s", tmp, strerror(errno));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd, 1);
+    pid_t pid;
+    int st = posix_spawn(&pid, a.v[0], &fa, NULL, a.v, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd);
+    int status = 1;
+    if (st == 0)
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    if (st != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || rename(tmp, path) != 0)
+        return ss_error_set(SS_EIO, "validate real: could not write the platform %s", path);
+    return SS_OK;
+}
+
+/* ---- report ---- */
+
+static int report_case(const validate_real_opts *o, const char *policy, const case_result *cr,
+                       FILE *out, FILE *csv) {
+    const double acc_pp = 100.0 * (cr->real.accuracy - cr->emu.accuracy);
+    double best_time = INFINITY, best_comm = INFINITY;
+    for (int m = 0; m < cr->n_models; m++) {
+        const run_figures *p = &cr->pred[m];
+        double et = rel_error(p->total_s, cr->real.total_s);
+        double ec = rel_error(p->comm_s, cr->real.comm_s);
+        fprintf(out,
+                "  %-8s %-5s measured %8.3f s, predicted %8.3f s (%+6.1f%%) | comm/sync step "
+                "%8.4f s vs %8.4f s (%+6.1f%%) | prediction wall %.1f s\n",
+                policy, cr->model[m], cr->real.total_s, p->total_s, 100 * et, cr->real.comm_s,
+                p->comm_s, 100 * ec, p->wall_s);
+        fprintf(csv, "%s,%s,%d,%.0f,%.9g,%.9g,%.9g,%.6f,%.9g,%.9g,%.6f,%.3f,%.6f,%.6f,%.4f\n",
+                policy, cr->model[m], o->workers, o->rate_bps, o->delay_s, cr->real.total_s,
+                p->total_s, et, cr->real.comm_s, p->comm_s, ec, p->wall_s, cr->real.accuracy,
+                cr->emu.accuracy, acc_pp);
+        if (fabs(et) < best_time) best_time = fabs(et);
+        if (fabs(ec) < best_comm) best_comm = fabs(ec);
+    }
+    fprintf(out, "  %-8s accuracy: real %.4f, emulation %.4f (%+.2f pp)\n", policy,
+            cr->real.accuracy, cr->emu.accuracy, acc_pp);
+    return best_time <= o->max_error && best_comm <= o->max_error && fabs(acc_pp) <= o->max_acc_pp;
+}
+
+static int run_cases(const validate_real_opts *o, const char *platform, FILE *out, FILE *csv,
+                     validate_real_result *res) {
+    char list[256];
+    snprintf(list, sizeof list, "%s", o->policies);
+    int rc = SS_OK;
+    for (char *save = NULL, *p = strtok_r(list, ",", &save); p && rc == SS_OK;
+         p = strtok_r(NULL, ",", &save)) {
+        fprintf(out, "%s on %d workers:\n", p, o->workers);
+        case_result cr;
+        memset(&cr, 0, sizeof cr);
+        rc = run_case(o, p, platform, out, &cr);
+        if (rc != SS_OK) break;
+        res->cases++;
+        if (!report_case(o, p, &cr, out, csv)) res->within = 0;
+    }
+    return rc;
+}
+
+int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *res) {
+    memset(res, 0, sizeof *res);
+    res->within = 1;
+    int rc = ss_mkdir_p(o->out_dir);
+    if (rc != SS_OK) return rc;
+    char platform[1100], csv_path[1100], csv_tmp[1200], log[1100];
+    snprintf(platform, sizeof platform, "%s/testbed.xml", o->out_dir);
+    snprintf(csv_path, sizeof csv_path, "%s/validate_real.csv", o->out_dir);
+    snprintf(csv_tmp, sizeof csv_tmp, "%s.tmp", csv_path);
+    snprintf(log, sizeof log, "%s/testbed.log", o->out_dir);
+    if ((rc = write_platform(o, platform, out)) != SS_OK) return rc;
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    fprintf(out, "testbed: %d hosts at %.4g Mbit/s, %.4g ms per link direction\n", o->workers + 1,
+            o->rate_bps / 1e6, o->delay_s * 1e3);
+    int st = testbed(o, "up", o->workers + 1, out, log);
+    if (st != 0) {
+        rc =
+            ss_error_set(st == 2 ? SS_EUSAGE : SS_EIO,
+                         "validate real: the testbed did not come up (status %d): see %s", st, log);
+    } else {
+        FILE *csv = fopen(csv_tmp, "w");
+        if (!csv) {
+            rc = ss_error_set(SS_EIO, "%s: %s", csv_tmp, strerror(errno));
+        } else {
+            fprintf(csv, "policy,network_model,workers,rate_bps,delay_s,measured_s,predicted_s,"
+                         "time_error,measured_comm_s,predicted_comm_s,comm_error,"
+                         "prediction_wall_s,accuracy_real,accuracy_emulation,accuracy_diff_pp\n");
+            rc = run_cases(o, platform, out, csv, res);
+            if (fclose(csv) != 0 && rc == SS_OK) rc = ss_error_set(SS_EIO, "%s", csv_tmp);
+            if (rc == SS_OK && rename(csv_tmp, csv_path) != 0)
+                rc = ss_error_set(SS_EIO, "%s: %s", csv_path, strerror(errno));
+            if (rc != SS_OK) unlink(csv_tmp);
+        }
+    }
+    testbed(o, "down", 0, out, log); /* always, whatever happened */
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (rc == SS_OK)
+        fprintf(out,
+                "%d case(s): %s (bounds: %.0f%% on time and comm with the better model, "
+                "%.2f pp on accuracy); %s\n",
+                res->cases, res->within ? "within the bounds" : "OUTSIDE the bounds",
+                100 * o->max_error, o->max_acc_pp, csv_path);
+    return rc;
+}

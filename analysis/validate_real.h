@@ -1,0 +1,50 @@
+/* syncsim validate real: syncsim's predictions against runs on a real network.
+ *
+ * For each policy it brings up the local testbed (scripts/testbed.sh: network namespaces on a
+ * bridge, every link shaped with tc to `rate` and `delay`), runs the configuration for real
+ * (mpirun ... syncsim real, one rank per worker and per parameter server), then predicts the
+ * same run: the real run's trace replayed with its measured compute times (--compute trace) on
+ * a star platform that describes the testbed (each host's link at the rate, split-duplex, with
+ * the delay), under the flow model (LV08) and the packet-level model (ns-3). It prints measured
+ * vs predicted total time and mean communication time per synchronized step with their relative
+ * errors, the wall time each prediction cost, and the final accuracy of the real run against
+ * the emulation of the same configuration (`syncsim train`). The testbed is always brought down,
+ * also after a failure or an interruption.
+ *
+ * OUT/validate_real.csv: one row per (policy, network model). OUT/<policy>/{real,emulation,
+ * LV08,ns-3}/: the runs; OUT/<policy>/*.log: what each command printed. */
+#ifndef SS_ANALYSIS_VALIDATE_REAL_H
+#define SS_ANALYSIS_VALIDATE_REAL_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct validate_real_opts {
+    const char *exe;      /* the syncsim binary the runs use */
+    const char *testbed;  /* scripts/testbed.sh */
+    const char *out_dir;  /* OUT */
+    const char *policies; /* comma-separated, e.g. "bsp,selsync,ssp" */
+    int workers;          /* N (SSP adds one parameter-server rank) */
+    double rate_bps;      /* testbed link rate, bits/s */
+    double delay_s;       /* testbed delay added on each link direction */
+    const char *model;
+    const char *dataset;
+    const char *data_dir; /* "" : the default */
+    double epochs;
+    int batch;
+    uint64_t seed;
+    int ns3;           /* also predict with ns-3 */
+    double max_error;  /* bound on the better model's relative errors (time and comm) */
+    double max_acc_pp; /* bound on |accuracy real - emulation|, percentage points */
+} validate_real_opts;
+
+typedef struct validate_real_result {
+    int cases;
+    int within; /* 1: every case within the bounds */
+} validate_real_result;
+
+/* SS_EUSAGE when the testbed cannot be brought up (not root, no tc, no namespaces), with the
+ * script's message; SS_EIO when a run fails (its log named). */
+int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *res);
+
+#endif

@@ -1,0 +1,195 @@
+#include "emu/real.h"
+#include "common/status.h"
+#include "sim/exchange_mpi.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void real_records_add(void *ctx, const step_record *r) {
+    real_records *recs = ctx;
+    if (recs->n == recs->cap) {
+        recs->cap = recs->cap ? 2 * recs->cap : 1024;
+        recs->v = realloc(recs->v, recs->cap * sizeof *recs->v);
+        SS_ASSERT(recs->v != NULL);
+    }
+    recs->v[recs->n++] = *r;
+}
+
+void real_records_free(real_records *recs) {
+    free(recs->v);
+    memset(recs, 0, sizeof *recs);
+}
+
+/* ---- results ---- */
+
+/* Sums (op 0) or maxima (op 1) of n doubles over the ranks, in place on every rank. */
+static int reduce(exchange *ex, double *v, int n, int op_max) {
+    return exchange_mpi_allreduce_doubles(ex, v, n, op_max);
+}
+
+int real_combine_results(exchange *ex, const policy_config *pc, policy_result *res) {
+    enum { SUMS = 5 + 2 * POLICY_STALENESS_BINS };
+    double sums[SUMS], maxima[3] = {res->sim_time_s, (double)res->max_clock_gap,
+                                    (double)res->max_update_staleness};
+    sums[0] = res->compute_s, sums[1] = res->comm_s, sums[2] = res->wait_s;
+    sums[3] = res->bytes_sent, sums[4] = (double)res->sync_steps;
+    for (int i = 0; i < POLICY_STALENESS_BINS; i++) {
+        sums[5 + i] = (double)res->clock_gap_hist[i];
+        sums[5 + POLICY_STALENESS_BINS + i] = (double)res->update_staleness_hist[i];
+    }
+    int rc = reduce(ex, sums, SUMS, 0);
+    if (rc == SS_OK) rc = reduce(ex, maxima, 3, 1);
+    if (rc != SS_OK) return rc;
+    const int n = pc->workers;
+    res->compute_s = sums[0] / n, res->comm_s = sums[1] / n, res->wait_s = sums[2] / n;
+    res->bytes_sent = sums[3];
+    /* every step of SSP/ASP goes through the servers; the others count the steps that did */
+    res->sync_steps = policy_is_async(pc) ? pc->steps : (long)sums[4];
+    res->lssr = 1.0 - (double)res->sync_steps / (double)pc->steps;
+    for (int i = 0; i < POLICY_STALENESS_BINS; i++) {
+        res->clock_gap_hist[i] = (long)sums[5 + i];
+        res->update_staleness_hist[i] = (long)sums[5 + POLICY_STALENESS_BINS + i];
+    }
+    res->sim_time_s = maxima[0];
+    res->max_clock_gap = (long)maxima[1];
+    res->max_update_staleness = (long)maxima[2];
+    return SS_OK;
+}
+
+/* ---- evaluation ---- */
+
+/* The server's parameters, shard k from server rank N + k (exchange.h's shard rule). */
+static void assemble_ps(const char *all, const size_t *counts, int workers, int servers, size_t p,
+                        float *ps) {
+    size_t off = 0;
+    for (int r = 0; r < workers; r++)
+        off += counts[r];
+    const size_t b = p / (size_t)servers, rem = p % (size_t)servers;
+    for (int k = 0; k < servers; k++) {
+        const float *mine = (const float *)(all + off);
+        size_t lo = (size_t)k * b + ((size_t)k < rem ? (size_t)k : rem);
+        size_t count = b + ((size_t)k < rem);
+        if (counts[workers + k] == p * sizeof(float))
+            memcpy(ps + lo, mine + lo, count * sizeof(float));
+        off += counts[workers + k];
+    }
+}
+
+/* A rank's part: its snapshots' headers then their parameters. */
+static int gather_snapshots(exchange *ex, emulation *em, char **all, size_t *counts) {
+    const emulation_snapshot *snaps;
+    const float *params;
+    size_t n = emulation_snapshots(em, &snaps, &params);
+    const size_t p = emulation_source(em)->param_count;
+    size_t bytes = n * (sizeof *snaps + p * sizeof(float));
+    char *mine = ss_malloc(bytes ? bytes : 1);
+    memcpy(mine, snaps, n * sizeof *snaps);
+    memcpy(mine + n * sizeof *snaps, params, n * p * sizeof(float));
+    int rc = exchange_mpi_gather_bytes(ex, mine, bytes, (void **)all, counts);
+    free(mine);
+    return rc;
+}
+
+/* Rank 0: evaluation i from worker w's snapshot i of every worker. */
+static void evaluate_snapshot(emulation *em, const policy_config *pc, char *const *part,
+                              size_t n_snaps, size_t i, const float *ps) {
+    const int n = pc->workers;
+    const size_t p = emulation_source(em)->param_count;
+    const float **params = ss_malloc(sizeof(float *) * (size_t)n);
+    step_counters c = {0};
+    double now = 0, loss = 0, count = 0, samples = 0;
+    long step = 0;
+    for (int w = 0; w < n; w++) {
+        const emulation_snapshot *s = (const emulation_snapshot *)part[w] + i;
+        params[w] = (const float *)(part[w] + n_snaps * sizeof *s) + i * p;
+        step = s->step;
+        now = s->now_s > now ? s->now_s : now;
+        c.sync_steps += s->sync_steps;
+        c.bytes_sent += s->bytes_sent;
+        loss += s->loss_sum, count += s->loss_count, samples += s->samples;
+    }
+    if (policy_is_async(pc)) c.sync_steps = step;
+    emulation_evaluate_given(em, params, ps, step, now, &c, count > 0 ? loss / count : NAN,
+                             samples);
+    free(params);
+}
+
+int real_evaluate(exchange *ex, emulation *em, const policy_config *pc, const policy_result *res) {
+    (void)res;
+    char *all = NULL;
+    const int ranks = exchange_mpi_size(ex), n = pc->workers;
+    size_t *counts = ss_calloc((size_t)ranks, sizeof(size_t));
+    int rc = gather_snapshots(ex, em, &all, counts);
+    const size_t p = emulation_source(em)->param_count;
+    float *ps = ss_malloc(p * sizeof(float));
+    const int async = policy_is_async(pc);
+    /* the servers' parameters: one more gather, of every server's vector */
+    if (rc == SS_OK && async) {
+        char *ps_all = NULL;
+        size_t *ps_counts = ss_calloc((size_t)ranks, sizeof(size_t));
+        int have = exchange_mpi_rank(ex) >= n && emulation_ps_download(em, ps);
+        rc = exchange_mpi_gather_bytes(ex, ps, have ? p * sizeof(float) : 0, (void **)&ps_all,
+                                       ps_counts);
+        if (rc == SS_OK && exchange_mpi_rank(ex) == 0)
+            assemble_ps(ps_all, ps_counts, n, ranks - n, p, ps);
+        free(ps_all);
+        free(ps_counts);
+    }
+    if (rc == SS_OK && exchange_mpi_rank(ex) == 0) {
+        const size_t per = sizeof(emulation_snapshot) + p * sizeof(float);
+        const size_t n_snaps = counts[0] / per;
+        char **part = ss_malloc(sizeof(char *) * (size_t)n);
+        size_t off = 0;
+        for (int w = 0; w < n; w++) {
+            part[w] = all + off;
+            off += counts[w];
+            if (counts[w] != counts[0])
+                rc = ss_error_set(SS_EINPUT,
+                                  "real mode: worker %d kept %zu evaluation "
+                                  "snapshots, worker 0 %zu",
+                                  w, counts[w] / per, n_snaps);
+        }
+        for (size_t i = 0; i < n_snaps && rc == SS_OK; i++)
+            evaluate_snapshot(em, pc, part, n_snaps, i, async && i + 1 == n_snaps ? ps : NULL);
+        free(part);
+    }
+    free(ps);
+    free(all);
+    free(counts);
+    return rc;
+}
+
+/* ---- records ---- */
+
+static double record_end(const step_record *r) {
+    return r->start_s + r->compute_s + r->comm_s + r->wait_s;
+}
+
+static int compare_records(const void *a, const void *b) {
+    const step_record *x = a, *y = b;
+    double ex = record_end(x), ey = record_end(y);
+    if (ex != ey) return (ex > ey) - (ex < ey);
+    if (x->worker != y->worker) return (x->worker > y->worker) - (x->worker < y->worker);
+    return (x->step > y->step) - (x->step < y->step);
+}
+
+int real_gather_records(exchange *ex, real_records *recs) {
+    const int ranks = exchange_mpi_size(ex);
+    size_t *counts = ss_calloc((size_t)ranks, sizeof(size_t));
+    void *all = NULL;
+    int rc = exchange_mpi_gather_bytes(ex, recs->v, recs->n * sizeof(step_record), &all, counts);
+    if (rc == SS_OK && exchange_mpi_rank(ex) == 0) {
+        size_t total = 0;
+        for (int r = 0; r < ranks; r++)
+            total += counts[r];
+        free(recs->v);
+        recs->v = all;
+        recs->n = recs->cap = total / sizeof(step_record);
+        all = NULL;
+        qsort(recs->v, recs->n, sizeof(step_record), compare_records);
+    }
+    free(all);
+    free(counts);
+    return rc;
+}
