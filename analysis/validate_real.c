@@ -1,5 +1,6 @@
 #include "analysis/validate_real.h"
 #include "analysis/runs.h"
+#include "common/afile.h"
 #include "common/status.h"
 #include "common/summary.h"
 
@@ -7,7 +8,6 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +15,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 #define MAX_ARGS 48
 
@@ -50,6 +48,21 @@ static void on_signal(int sig) {
     interrupted = 1;
 }
 
+/* Starts the command with stdout on fd (>= 0; closed here), and stderr too when `both`; else on
+ * ours. fork and
+ * execv, not posix_spawn with `environ`: a reference to environ from the executable would copy
+ * it there, and OpenMPI (opened with RTLD_DEEPBIND by real mode) would then see a stale one. */
+static pid_t spawn(const argv_buf *a, int fd, int both) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (fd >= 0 && (dup2(fd, 1) < 0 || (both && dup2(fd, 2) < 0))) _exit(127);
+        execv(a->v[0], a->v);
+        _exit(127);
+    }
+    if (fd >= 0) close(fd);
+    return pid;
+}
+
 /* Runs the command with its output appended to `log` (or to ours when NULL); its exit status,
  * 128 + the signal that ended it, or -1 when it could not start. Echoes the command on `out`. */
 static int run_command(const argv_buf *a, const char *log, FILE *out, double *took_s) {
@@ -58,17 +71,9 @@ static int run_command(const argv_buf *a, const char *log, FILE *out, double *to
         fprintf(out, " %s", a->v[i]);
     fprintf(out, "%s%s\n", log ? "  > " : "", log ? log : "");
     fflush(out);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    if (log) {
-        posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    }
     const double t0 = wall_s();
-    pid_t pid;
-    int rc = posix_spawn(&pid, a->v[0], &fa, NULL, a->v, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) return -1;
+    pid_t pid = spawn(a, log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1, 1);
+    if (pid < 0) return -1;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -104,7 +109,7 @@ static void training_args(const validate_real_opts *o, const char *policy, argv_
     arg(a, "--seed");
     arg(a, "%llu", (unsigned long long)o->seed);
     arg(a, "--progress");
-    arg(a, "off");
+    arg(a, "no");
 }
 
 static int is_async(const char *policy) {
@@ -274,20 +279,14 @@ static int write_platform(const validate_real_opts *o, const char *path, FILE *o
     arg(&a, "%.0fbps", o->rate_bps);
     arg(&a, "--latency");
     arg(&a, "%.9gs", o->delay_s > 0 ? o->delay_s : 1e-6);
-    char tmp[1100];
+    char tmp[1200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     fprintf(out, "  (platform of the testbed)\n");
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) return ss_error_set(SS_EIO, "%s: %s", tmp, strerror(errno));
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd, 1);
-    pid_t pid;
-    int st = posix_spawn(&pid, a.v[0], &fa, NULL, a.v, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd);
-    int status = 1;
-    if (st == 0)
+    pid_t pid = spawn(&a, fd, 0);
+    int status = 1, st = pid < 0;
+    if (pid > 0)
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
         }
     if (st != 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || rename(tmp, path) != 0)

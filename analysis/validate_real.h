@@ -12,7 +12,7 @@
  * also after a failure or an interruption.
  *
  * OUT/validate_real.csv: one row per (policy, network model). OUT/<policy>/{real,emulation,
- * LV08,ns-3}/: the runs; OUT/<policy>/*.log: what each command printed. */
+ * LV08,ns-3}/: the runs; OUT/<policy>/commands.log: what each command printed. */
 #ifndef SS_ANALYSIS_VALIDATE_REAL_H
 #define SS_ANALYSIS_VALIDATE_REAL_H
 

@@ -11,6 +11,7 @@
 #include "traces/validate_scaling.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 int cmd_validate(const run_config *cfg) {

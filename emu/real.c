@@ -1,4 +1,5 @@
 #include "emu/real.h"
+#include "common/mpi_api.h"
 #include "common/status.h"
 #include "sim/exchange_mpi.h"
 
@@ -19,6 +20,14 @@ void real_records_add(void *ctx, const step_record *r) {
 void real_records_free(real_records *recs) {
     free(recs->v);
     memset(recs, 0, sizeof *recs);
+}
+
+/* The ranks of the run (MPI_COMM_WORLD: workers, then servers). */
+static int world_size(void) {
+    const mpi_api *m;
+    int n = 0;
+    if (mpi_api_load(&m) == SS_OK) m->comm_size(m->comm_world, &n);
+    return n;
 }
 
 /* ---- results ---- */
@@ -118,7 +127,7 @@ static void evaluate_snapshot(emulation *em, const policy_config *pc, char *cons
 int real_evaluate(exchange *ex, emulation *em, const policy_config *pc, const policy_result *res) {
     (void)res;
     char *all = NULL;
-    const int ranks = exchange_mpi_size(ex), n = pc->workers;
+    const int ranks = world_size(), n = pc->workers;
     size_t *counts = ss_calloc((size_t)ranks, sizeof(size_t));
     int rc = gather_snapshots(ex, em, &all, counts);
     const size_t p = emulation_source(em)->param_count;
@@ -175,7 +184,7 @@ static int compare_records(const void *a, const void *b) {
 }
 
 int real_gather_records(exchange *ex, real_records *recs) {
-    const int ranks = exchange_mpi_size(ex);
+    const int ranks = world_size();
     size_t *counts = ss_calloc((size_t)ranks, sizeof(size_t));
     void *all = NULL;
     int rc = exchange_mpi_gather_bytes(ex, recs->v, recs->n * sizeof(step_record), &all, counts);
