@@ -1,0 +1,176 @@
+/* syncsim real: the policies on real MPI processes (loopback TCP) against their emulation. The
+ * two differ only by the order of floating-point sums (MPI's all-reduce against the emulation's
+ * mean), so the same seed and configuration must give the same decisions, the same injected
+ * samples, the same bytes and accuracies within 0.3 percentage points; SSP's staleness follows
+ * real timing, so only its bytes and its completion are compared. Bad input: outside mpirun, a
+ * rank count that does not match, DLCP. */
+#include "ss_test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SYNCSIM SS_BINARY_DIR "/syncsim"
+#define MPIRUN  "mpirun --allow-run-as-root --oversubscribe --mca btl self,tcp "
+#define COMMON  " --workers 4 --epochs 0.05 --progress no --device cpu "
+
+static char tmp_dir[256];
+
+static int have_mpirun(void) {
+    return ss_test_shell("command -v mpirun >/dev/null 2>&1", NULL) == 0;
+}
+
+/* A number after `key` in summary.json (key given with its quotes and colon). */
+static double summary_number(const char *dir, const char *key) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return NAN;
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    const char *p = strstr(text, key);
+    return p ? strtod(p + strlen(key), NULL) : NAN;
+}
+
+/* Runs `policy_args` for real on `ranks` ranks and emulated; both must succeed. */
+static void run_pair(const char *name, int ranks, const char *policy_args, char *real_dir,
+                     char *emu_dir, size_t n) {
+    snprintf(real_dir, n, "%s/%s-real", tmp_dir, name);
+    snprintf(emu_dir, n, "%s/%s-emu", tmp_dir, name);
+    char cmd[2048];
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd, MPIRUN "-np %d " SYNCSIM " real %s" COMMON "--out %s 2>&1", ranks,
+             policy_args, real_dir);
+    int rc = ss_test_shell(cmd, &out);
+    if (rc != 0) fprintf(stderr, "\n%s\n%s\n", cmd, out);
+    CU_ASSERT_EQUAL(rc, 0);
+    free(out);
+    snprintf(cmd, sizeof cmd, SYNCSIM " train %s" COMMON "--out %s 2>&1", policy_args, emu_dir);
+    rc = ss_test_shell(cmd, &out);
+    if (rc != 0) fprintf(stderr, "\n%s\n%s\n", cmd, out);
+    CU_ASSERT_EQUAL(rc, 0);
+    free(out);
+}
+
+static void check_same_run(const char *name, int ranks, const char *policy_args) {
+    if (!have_mpirun()) SS_SKIP("mpirun not found");
+    char real[512], emu[512];
+    run_pair(name, ranks, policy_args, real, emu, sizeof real);
+    double acc_r = summary_number(real, "\"test_accuracy\":");
+    double acc_e = summary_number(emu, "\"test_accuracy\":");
+    CU_ASSERT_TRUE(acc_r > 0.3);
+    CU_ASSERT_TRUE(fabs(acc_r - acc_e) <= 0.003);
+    CU_ASSERT_EQUAL(summary_number(real, "\"sync_steps\":"),
+                    summary_number(emu, "\"sync_steps\":"));
+    SS_CHECK_CLOSE(summary_number(real, "\"bytes_sent\":"), summary_number(emu, "\"bytes_sent\":"),
+                   1e-9, 1);
+    CU_ASSERT_TRUE(summary_number(real, "\"sim_time_s\":") > 0);
+    /* the trace says where it came from, and holds every worker's steps */
+    char cmd[2600];
+    char *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "grep -c '^# meta source = real' %s/steps.trace; grep -vc '^#' %s/steps.trace; "
+             "grep -vc '^#' %s/steps.trace; grep -c '\"mode\":.*\"real\"' %s/summary.json",
+             real, real, emu, real);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, &out), 0);
+    int src = 0, rec_r = -1, rec_e = -2, mode = 0;
+    CU_ASSERT_EQUAL(sscanf(out, "%d %d %d %d", &src, &rec_r, &rec_e, &mode), 4);
+    CU_ASSERT_EQUAL(src, 1);
+    CU_ASSERT_EQUAL(rec_r, rec_e);
+    CU_ASSERT_EQUAL(mode, 1);
+    free(out);
+}
+
+static void test_bsp_equals_emulation(void) {
+    check_same_run("bsp", 4, "--policy bsp");
+}
+
+/* Injection: every rank draws every worker's batches in step, so a receiver takes the samples
+ * the sender computes; decisions, sample counts and accuracy match the emulation. */
+static void test_selsync_injection_equals_emulation(void) {
+    check_same_run("selsync", 4,
+                   "--policy selsync --partition noniid:3 --inject-alpha 0.5 --inject-beta 0.25");
+}
+
+/* Sampled clients, their own group, and the broadcast of the sum to the others. */
+static void test_fedavg_clients_equals_emulation(void) {
+    check_same_run("fedavg", 4, "--policy fedavg --local-steps 4 --client-fraction 0.5");
+}
+
+/* DS-Sync's pairs make their groups alone, concurrently. */
+static void test_dssync_equals_emulation(void) {
+    check_same_run("dssync", 4, "--policy dssync");
+}
+
+/* SSP on 4 workers and a server rank: it completes, the server's model learns, the bytes are
+ * those of the emulation (every step pushes and pulls the whole model). */
+static void test_ssp_with_server(void) {
+    if (!have_mpirun()) SS_SKIP("mpirun not found");
+    char real[512], emu[512];
+    run_pair("ssp", 5, "--policy ssp --staleness 2", real, emu, sizeof real);
+    CU_ASSERT_TRUE(summary_number(real, "\"test_accuracy\":") > 0.3);
+    SS_CHECK_CLOSE(summary_number(real, "\"bytes_sent\":"), summary_number(emu, "\"bytes_sent\":"),
+                   1e-9, 1);
+    CU_ASSERT_TRUE(summary_number(real, "\"staleness_max_clock_gap\":") <= 2);
+}
+
+static void expect_usage(const char *cmd, const char *needle) {
+    char *out = NULL;
+    int rc = ss_test_shell(cmd, &out);
+    if (rc != 2 || !strstr(out, needle)) fprintf(stderr, "\n%s\n%s\n", cmd, out);
+    CU_ASSERT_EQUAL(rc, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, needle));
+    free(out);
+}
+
+static void test_bad_input(void) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, SYNCSIM " real --policy bsp" COMMON "--out %s/bad 2>&1", tmp_dir);
+    expect_usage(cmd, "mpirun");
+    if (!have_mpirun()) SS_SKIP("mpirun not found");
+    snprintf(cmd, sizeof cmd,
+             MPIRUN "-np 3 " SYNCSIM " real --policy bsp" COMMON "--out %s/bad 2>&1", tmp_dir);
+    expect_usage(cmd, "needs 4");
+    snprintf(cmd, sizeof cmd,
+             MPIRUN "-np 4 " SYNCSIM " real --policy bsp --loss-tolerance 0.1" COMMON
+                    "--out %s/bad 2>&1",
+             tmp_dir);
+    expect_usage(cmd, "DLCP");
+    snprintf(cmd, sizeof cmd, "test ! -e %s/bad/summary.json", tmp_dir);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+}
+
+static int suite_init(void) {
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ss_test_real_XXXXXX");
+    return mkdtemp(tmp_dir) ? 0 : 1;
+}
+
+static int suite_clean(void) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
+    return ss_test_shell(cmd, NULL) == 0 ? 0 : 1;
+}
+
+static CU_TestInfo real_tests[] = {
+    {"syncsim real: outside mpirun, wrong rank count, DLCP: exit 2", test_bad_input},
+    {"syncsim real: bsp equals its emulation", test_bsp_equals_emulation},
+    {"syncsim real: selsync with data injection equals its emulation",
+     test_selsync_injection_equals_emulation},
+    {"syncsim real: fedavg with sampled clients equals its emulation",
+     test_fedavg_clients_equals_emulation},
+    {"syncsim real: dssync equals its emulation", test_dssync_equals_emulation},
+    {"syncsim real: ssp with a server rank", test_ssp_with_server},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"syncsim real over loopback MPI", suite_init, suite_clean, NULL, NULL, real_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void) {
+    return ss_test_main(suites);
+}
