@@ -2,6 +2,7 @@
 #include "analysis/runs.h"
 #include "common/afile.h"
 #include "common/status.h"
+#include "sim/units.h"
 #include "common/summary.h"
 
 #include <errno.h>
@@ -385,4 +386,32 @@ int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *
                 res->cases, res->within ? "within the bounds" : "OUTSIDE the bounds",
                 100 * o->max_error, o->max_acc_pp, csv_path);
     return rc;
+}
+
+int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *res) {
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return ss_error_set(SS_EIO, "validate real: cannot find the syncsim binary");
+    exe[n] = 0;
+    const char *testbed = getenv("SYNCSIM_TESTBED");
+    validate_real_opts o = {.exe = exe,
+                            .testbed = testbed ? testbed : SS_SOURCE_DIR "/scripts/testbed.sh",
+                            .out_dir = cfg->out_dir,
+                            .policies = cfg->policy[0] ? cfg->policy : "bsp,selsync,ssp",
+                            .workers = cfg->workers,
+                            .model = cfg->model,
+                            .dataset = cfg->dataset,
+                            .data_dir = cfg->data_dir,
+                            .epochs = cfg->epochs,
+                            .batch = cfg->batch,
+                            .seed = cfg->seed,
+                            .ns3 = 1,
+                            .max_error = 0.10,
+                            .max_acc_pp = 0.3};
+    double bytes_per_s;
+    int rc = units_parse_bandwidth(cfg->bandwidth, &bytes_per_s);
+    if (rc == SS_OK) rc = units_parse_time(cfg->latency, &o.delay_s);
+    if (rc != SS_OK) return rc;
+    o.rate_bps = 8 * bytes_per_s;
+    return validate_real(&o, out, res);
 }

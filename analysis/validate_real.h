@@ -16,6 +16,8 @@
 #ifndef SS_ANALYSIS_VALIDATE_REAL_H
 #define SS_ANALYSIS_VALIDATE_REAL_H
 
+#include "common/run_config.h"
+
 #include <stdint.h>
 #include <stdio.h>
 
@@ -46,5 +48,10 @@ typedef struct validate_real_result {
 /* SS_EUSAGE when the testbed cannot be brought up (not root, no tc, no namespaces), with the
  * script's message; SS_EIO when a run fails (its log named). */
 int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *res);
+/* The same from the options of `syncsim validate real`: --policy (default bsp,selsync,ssp),
+ * --workers, --bandwidth and --latency (the testbed's links), --model, --dataset, --epochs,
+ * --batch, --seed; the bounds are 10 % and 0.3 pp; the binary is this process's, the testbed
+ * script the source tree's scripts/testbed.sh unless SYNCSIM_TESTBED names another. */
+int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *res);
 
 #endif

@@ -20,20 +20,17 @@ typedef struct subcommand {
     const char *targets; /* "a|b|c": the target word that must follow the name; NULL: none */
 } subcommand;
 
-static int run_train(const run_config *cfg, const char *target) {
-    (void)target;
-    return cmd_train(cfg);
-}
-
-static int run_real(const run_config *cfg, const char *target) {
-    (void)target;
-    return cmd_real(cfg);
-}
-
-static int run_compare(const run_config *cfg, const char *target) {
-    (void)target;
-    return cmd_compare(cfg);
-}
+/* The subcommands without a target word. */
+#define RUN_PLAIN(name)                                                                            \
+    static int run_##name(const run_config *cfg, const char *target) {                             \
+        (void)target;                                                                              \
+        return cmd_##name(cfg);                                                                    \
+    }
+RUN_PLAIN(train)
+RUN_PLAIN(real)
+RUN_PLAIN(compare)
+RUN_PLAIN(replay)
+RUN_PLAIN(trace)
 
 static int run_platform(const run_config *cfg, const char *target) {
     (void)target;
@@ -55,16 +52,6 @@ static int run_validate(const run_config *cfg, const char *target) {
     if (!strcmp(target, "scaling")) return cmd_validate_scaling(cfg);
     if (!strcmp(target, "real")) return cmd_validate_real(cfg);
     return cmd_validate(cfg);
-}
-
-static int run_replay(const run_config *cfg, const char *target) {
-    (void)target;
-    return cmd_replay(cfg);
-}
-
-static int run_trace(const run_config *cfg, const char *target) {
-    (void)target;
-    return cmd_trace(cfg);
 }
 
 static const subcommand subcommands[] = {

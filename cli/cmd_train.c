@@ -5,35 +5,28 @@
 #include "cli/outputs.h"
 #include "emu/run.h"
 
-int cmd_train_single(const run_config *cfg) {
+/* The runner of `kind` (0 single, 1 emulated, 2 real) on the resolved options. */
+static int run_kind(const run_config *cfg, int kind, run_summary *sum, sim_blob *curve) {
     run_request rq;
-    outputs_request(CMD_TRAIN, cfg, 1, &rq);
-    run_summary sum;
-    int rc = run_train_single(&rq, &sum);
+    outputs_request(CMD_TRAIN, cfg, kind == 0, &rq);
+    int rc = kind == 0   ? run_train_single(&rq, sum)
+             : kind == 1 ? run_train_emulated(&rq, sum, curve)
+                         : run_train_real(&rq, sum);
     outputs_request_free(&rq);
     return rc;
 }
 
 int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
-    run_request rq;
-    outputs_request(CMD_TRAIN, cfg, 0, &rq);
-    int rc = run_train_emulated(&rq, sum, curve);
-    outputs_request_free(&rq);
-    return rc;
+    return run_kind(cfg, 1, sum, curve);
 }
 
 int cmd_train(const run_config *cfg) {
     /* One worker and no policy: real training without simulation. Anything else is emulated. */
-    if (!cfg->policy[0] && cfg->workers == 1) return cmd_train_single(cfg);
     run_summary sum;
-    return run_emulation(cfg, &sum, NULL);
+    return run_kind(cfg, !cfg->policy[0] && cfg->workers == 1 ? 0 : 1, &sum, NULL);
 }
 
 int cmd_real(const run_config *cfg) {
-    run_request rq;
-    outputs_request(CMD_TRAIN, cfg, 0, &rq);
     run_summary sum;
-    int rc = run_train_real(&rq, &sum);
-    outputs_request_free(&rq);
-    return rc;
+    return run_kind(cfg, 2, &sum, NULL);
 }

@@ -8,10 +8,9 @@
 #include "common/summary.h"
 #include "sim/isolate.h"
 
-int cmd_train_single(const run_config *cfg); /* syncsim train (one worker, no simulation) */
-int cmd_train(const run_config *cfg);        /* syncsim train: single, or emulated with a policy */
-int cmd_real(const run_config *cfg);         /* syncsim real: one MPI rank of a real run */
-int cmd_compare(const run_config *cfg);      /* syncsim compare */
+int cmd_train(const run_config *cfg);   /* syncsim train: single, or emulated with a policy */
+int cmd_real(const run_config *cfg);    /* syncsim real: one MPI rank of a real run */
+int cmd_compare(const run_config *cfg); /* syncsim compare */
 int cmd_bench_coupling(const run_config *cfg);   /* syncsim bench coupling */
 int cmd_replay(const run_config *cfg);           /* syncsim replay */
 int cmd_trace(const run_config *cfg);            /* syncsim trace: check a trace, import a log */
