@@ -93,8 +93,10 @@ static int gather_snapshots(exchange *ex, emulation *em, char **all, size_t *cou
     const size_t p = emulation_source(em)->param_count;
     size_t bytes = n * (sizeof *snaps + p * sizeof(float));
     char *mine = ss_malloc(bytes ? bytes : 1);
-    memcpy(mine, snaps, n * sizeof *snaps);
-    memcpy(mine + n * sizeof *snaps, params, n * p * sizeof(float));
+    if (n) { /* a server rank keeps none */
+        memcpy(mine, snaps, n * sizeof *snaps);
+        memcpy(mine + n * sizeof *snaps, params, n * p * sizeof(float));
+    }
     int rc = exchange_mpi_gather_bytes(ex, mine, bytes, (void **)all, counts);
     free(mine);
     return rc;

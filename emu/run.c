@@ -575,10 +575,31 @@ static int real_check_ranks(const emu_run *r) {
                             "server(s) needs %d (mpirun -np %d)",
                             r->ranks, r->cfg->workers, servers, r->cfg->workers + servers,
                             r->cfg->workers + servers);
+    if (pc.loss_tolerance > 0 || pc.overlap == POLICY_OVERLAP_ON)
+        return ss_error_set(SS_EUSAGE,
+                            "syncsim real: %s cannot run on real processes: MPI "
+                            "cannot end a collective with part of its data missing, "
+                            "and the kernels cannot start an all-reduce inside the "
+                            "backward pass; use --loss-tolerance 0 and --overlap off",
+                            pc.loss_tolerance > 0 ? "DLCP (--loss-tolerance above 0)"
+                                                  : "--overlap on");
     if (!strcmp(r->cfg->device, "cuda"))
         return ss_error_set(SS_EUSAGE, "syncsim real: --device cuda is not available: the ranks "
                                        "exchange host memory; use --device cpu");
     return SS_OK;
+}
+
+/* Every rank's status of the set-up, agreed before the ranks wait for each other: a rank that
+ * failed (its message printed) makes all of them stop, with the worst status. */
+static int real_agree(int rc) {
+    const mpi_api *m;
+    if (!mpi_api_started() || mpi_api_load(&m) != SS_OK) return rc;
+    int mine = rc, worst = rc;
+    if (m->allreduce(&mine, &worst, 1, m->type_int, m->op_max, m->comm_world) != 0) return rc;
+    if (rc == SS_OK && worst != SS_OK)
+        return ss_error_set(worst, "syncsim real: another rank could not start (its message "
+                                   "above)");
+    return rc;
 }
 
 /* The run on this rank, then its parts combined on rank 0. The clock starts when every rank is
@@ -619,6 +640,7 @@ int run_train_real(const run_request *rq, run_summary *sum) {
     int rc = real_start(&r);
     if (rc == SS_OK) rc = real_check_ranks(&r);
     if (rc == SS_OK) rc = run_open(&r);
+    rc = real_agree(rc);
     if (rc == SS_OK) {
         if (r.rank == 0) print_banner(&r);
         rc = simulate_real(&r);
