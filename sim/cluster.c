@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -42,6 +43,16 @@ struct sim_cluster {
 };
 
 static int engine_created;
+
+/* SimGrid 3.32's engine destructor, run at exit, tears ns-3's node list down and crashes
+ * (SIGSEGV in ns3::Simulator::Destroy) after a complete ns-3 run. This handler, registered after
+ * the engine, runs before that destructor: it flushes the outputs and ends the process with the
+ * status exit() was given, skipping the destructor (the process is ending anyway). */
+static void ns3_exit_before_engine(int status, void *arg) {
+    (void)arg;
+    fflush(NULL);
+    _exit(status);
+}
 
 /* ---------------------------------------------------------------- model names */
 
@@ -722,6 +733,7 @@ int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out) {
     char *extra = getenv("SYNCSIM_SIMGRID_CFG");
     if (extra && *extra) argv[argc++] = extra;
     simgrid_init(&argc, argv);
+    if (o->model == SIM_NETWORK_NS3) on_exit(ns3_exit_before_engine, NULL);
     /* ns-3 pays its latencies packet by packet: no calibration factor on top */
     sim_model_latency_factor = o->model == SIM_NETWORK_LV08 ? 13.01 : 1.0;
     simgrid_load_platform(path);
