@@ -18,6 +18,9 @@
 #include "sim/isolate.h"
 #include "sim/platform_gen.h"
 
+#include <simgrid/comm.h>
+#include <simgrid/mailbox.h>
+
 #ifndef SS_SMPI_ALLREDUCE
 #define SS_SMPI_ALLREDUCE ""
 #endif
@@ -49,6 +52,7 @@ typedef struct bench_run {
     sim_network_model model;
     sim_allreduce_algo algo;
     sim_comm *world;
+    int incast; /* 1: every worker pushes `bytes` to server 0 at once (BENCH_INCAST) */
 } bench_run;
 
 typedef struct bench_worker {
@@ -63,9 +67,35 @@ static void bench_worker_main(void *data) {
     SS_ASSERT(st == SS_OK);
 }
 
+static int incast_token;
+
+/* Incast: worker i puts its push on mailbox "push.i"; the server posts every receive before
+ * waiting, so all pushes start at time 0 and share the server's link. */
+static void incast_worker_main(void *data) {
+    bench_worker *w = data;
+    char name[32];
+    snprintf(name, sizeof name, "push.%d", w->rank);
+    sg_mailbox_put(sg_mailbox_by_name(name), &incast_token, (long)w->run->bytes);
+}
+
+static void incast_server_main(void *data) {
+    bench_run *r = data;
+    sg_comm_t *comms = ss_malloc((size_t)r->n * sizeof *comms);
+    void **got = ss_malloc((size_t)r->n * sizeof *got);
+    for (int i = 0; i < r->n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "push.%d", i);
+        comms[i] = sg_mailbox_get_async(sg_mailbox_by_name(name), &got[i]);
+    }
+    sg_comm_wait_all(comms, (size_t)r->n);
+    free(comms);
+    free(got);
+}
+
 static int bench_one(void *arg, sim_blob *result) {
     bench_run *r = arg;
-    sim_cluster_opts o = {.platform_path = r->platform, .n_workers = r->n, .model = r->model};
+    sim_cluster_opts o = {
+        .platform_path = r->platform, .n_workers = r->n, .n_ps = r->incast, .model = r->model};
     sim_cluster *c;
     int st = sim_cluster_open(&o, &c);
     if (st) return st;
@@ -73,8 +103,10 @@ static int bench_one(void *arg, sim_blob *result) {
     bench_worker *ws = ss_malloc((size_t)r->n * sizeof *ws);
     for (int i = 0; i < r->n; i++) {
         ws[i] = (bench_worker){r, i};
-        sim_actor_spawn("bench", i, sim_cluster_worker_host(c, i), bench_worker_main, &ws[i]);
+        sim_actor_spawn("bench", i, sim_cluster_worker_host(c, i),
+                        r->incast ? incast_worker_main : bench_worker_main, &ws[i]);
     }
+    if (r->incast) sim_actor_spawn("server", 0, sim_cluster_ps_host(c, 0), incast_server_main, r);
     double end_s = 0;
     st = sim_cluster_run(c, &end_s);
     sim_blob_append(result, &end_s, sizeof end_s);
@@ -225,7 +257,7 @@ int bench_network(const bench_network_opts *o, FILE *out) {
         char platform[1024], hostfile[1024];
         int st = write_inputs(o, dir, n, platform, hostfile, sizeof platform);
         if (st) return st;
-        bench_run r = {platform, n, o->bytes, o->model, SIM_ALLREDUCE_RING, NULL};
+        bench_run r = {platform, n, o->bytes, o->model, SIM_ALLREDUCE_RING, NULL, 0};
         double ring_s = 0, ring_w = 0, coarse_s = 0, coarse_w = 0;
         if ((st = bench_sim(&r, &ring_s, &ring_w))) return st;
         r.algo = SIM_ALLREDUCE_RING_COARSE;
@@ -258,7 +290,10 @@ int bench_network(const bench_network_opts *o, FILE *out) {
 
 int bench_network_allreduce(const char *platform, int n, double bytes, sim_network_model model,
                             int algo, double *sim_s, double *wall_s) {
-    bench_run r = {platform, n, bytes, model, (sim_allreduce_algo)algo, NULL};
+    int incast = algo == BENCH_INCAST;
+    bench_run r = {
+        platform, n,     bytes, model, incast ? SIM_ALLREDUCE_RING : (sim_allreduce_algo)algo,
+        NULL,     incast};
     *sim_s = NAN;
     return bench_sim(&r, sim_s, wall_s);
 }
@@ -355,18 +390,31 @@ int bench_network_sizes(const bench_sizes_opts *o, bench_sizes_row *rows) {
                                          o->algo, &sim_s, &wall_s);
         if (st) return st;
         double algbw = o->sizes_bytes[i] / sim_s / 1e9;
-        rows[i] = (bench_sizes_row){o->sizes_bytes[i], 1e6 * sim_s, algbw,
-                                    algbw * 2.0 * (n - 1) / n, wall_s};
+        /* incast: the rate into the server, n pushes of size bytes over time */
+        double busbw = o->algo == BENCH_INCAST ? n * algbw : algbw * 2.0 * (n - 1) / n;
+        rows[i] = (bench_sizes_row){o->sizes_bytes[i], 1e6 * sim_s, algbw, busbw, wall_s};
     }
     return SS_OK;
 }
 
+static const char *algo_label(int algo) {
+    return algo == BENCH_INCAST ? "ps" : sim_allreduce_algo_name((sim_allreduce_algo)algo);
+}
+
 void bench_sizes_print(const bench_sizes_opts *o, const bench_sizes_row *rows, FILE *out) {
-    fprintf(out,
-            "# bench network: all-reduce (%s) of %d workers on %s, network model %s\n"
-            "# algbw = size/time, busbw = algbw x 2(n-1)/n (nccl-tests doc/PERFORMANCE.md)\n",
-            sim_allreduce_algo_name((sim_allreduce_algo)o->algo), o->n_workers, o->platform,
-            sim_network_model_name(o->model));
+    if (o->algo == BENCH_INCAST)
+        fprintf(out,
+                "# bench network: incast, %d workers each push size bytes to one parameter "
+                "server at once, on %s, network model %s\n"
+                "# time = last push received; algbw = size/time, busbw = workers x size/time "
+                "(the server's receive rate)\n",
+                o->n_workers, o->platform, sim_network_model_name(o->model));
+    else
+        fprintf(out,
+                "# bench network: all-reduce (%s) of %d workers on %s, network model %s\n"
+                "# algbw = size/time, busbw = algbw x 2(n-1)/n (nccl-tests doc/PERFORMANCE.md)\n",
+                sim_allreduce_algo_name((sim_allreduce_algo)o->algo), o->n_workers, o->platform,
+                sim_network_model_name(o->model));
     fprintf(out, "#%14s %14s %6s %12s %10s %10s %10s\n", "size (B)", "count", "type", "time (us)",
             "algbw", "busbw", "wall (s)");
     for (int i = 0; i < o->n_sizes; i++)
@@ -381,7 +429,7 @@ int bench_sizes_write_csv(const bench_sizes_opts *o, const bench_sizes_row *rows
     int st = afile_open(&f, path);
     if (st) return st;
     fprintf(f.fp, "size_bytes,collective,time_us,algbw_GBps,busbw_GBps\n");
-    const char *name = sim_allreduce_algo_name((sim_allreduce_algo)o->algo);
+    const char *name = algo_label(o->algo);
     for (int i = 0; i < o->n_sizes; i++) {
         fprintf(f.fp, "%.0f,", rows[i].size_bytes);
         csv_write_field(f.fp, name);
@@ -395,8 +443,8 @@ int bench_sizes_write_csv(const bench_sizes_opts *o, const bench_sizes_row *rows
 
 /* The platform of the table: --platform, or a generated one written to a temporary file (*tmp
  * set, for the caller to remove). */
-static int resolve_platform(const run_request *rq, int *n_workers, char *path, size_t path_bytes,
-                            int *tmp) {
+static int resolve_platform(const run_request *rq, int n_ps, int *n_workers, char *path,
+                            size_t path_bytes, int *tmp) {
     const run_config *cfg = rq->cfg;
     const int workers_set = rq->was_set && rq->was_set(cfg, "workers");
     *tmp = 0;
@@ -404,7 +452,8 @@ static int resolve_platform(const run_request *rq, int *n_workers, char *path, s
         sim_platform_info info;
         int st = sim_platform_check(cfg->platform, &info);
         if (st) return st;
-        int hosts = info.n_hosts - info.n_ps_hosts;
+        /* without role=ps hosts, the server is the host after the workers (cluster.h) */
+        int hosts = info.n_hosts - (info.n_ps_hosts ? info.n_ps_hosts : n_ps);
         sim_platform_info_free(&info);
         *n_workers = workers_set ? cfg->workers : hosts;
         snprintf(path, path_bytes, "%s", cfg->platform);
@@ -412,7 +461,7 @@ static int resolve_platform(const run_request *rq, int *n_workers, char *path, s
     }
     *n_workers = workers_set ? cfg->workers : 16;
     platform_gen_spec spec;
-    int st = platform_spec_from_config(cfg, *n_workers, 0, &spec);
+    int st = platform_spec_from_config(cfg, *n_workers, n_ps, &spec);
     if (st) return st;
     snprintf(path, path_bytes, "/tmp/syncsim-bench-XXXXXX");
     int fd = mkstemp(path);
@@ -465,8 +514,12 @@ static int table_options(const run_request *rq, bench_sizes_opts *o) {
     if (st) return st;
     if ((st = sim_network_model_parse("--network-model", cfg->network_model, &o->model))) return st;
     sim_allreduce_algo algo;
-    if ((st = sim_allreduce_algo_parse("--collective", cfg->collective, &algo))) return st;
-    o->algo = (int)algo;
+    if (!strcmp(cfg->collective, "ps"))
+        o->algo = BENCH_INCAST;
+    else if ((st = sim_allreduce_algo_parse("--collective", cfg->collective, &algo)))
+        return st;
+    else
+        o->algo = (int)algo;
     return check_platform_options(rq);
 }
 
@@ -477,7 +530,8 @@ int bench_network_run(const run_request *rq, FILE *out) {
     int st = table_options(rq, &o), tmp = 0;
     if (st) return st;
     char path[1024];
-    if ((st = resolve_platform(rq, &o.n_workers, path, sizeof path, &tmp))) return st;
+    if ((st = resolve_platform(rq, o.algo == BENCH_INCAST, &o.n_workers, path, sizeof path, &tmp)))
+        return st;
     o.platform = cfg->platform[0] ? cfg->platform : "a generated platform";
     bench_sizes_row *rows = ss_malloc(sizeof *rows * (size_t)o.n_sizes);
     const char *shown = o.platform;

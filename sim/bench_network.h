@@ -49,6 +49,11 @@ int bench_network(const bench_network_opts *o, FILE *out);
  * (nccl-tests doc/PERFORMANCE.md, "Bus bandwidth": the factor makes busbw comparable with the
  * hardware's peak whatever the number of ranks). */
 #define BENCH_SIZES_MAX 64
+/* bench_sizes_opts.algo for `--collective ps`: instead of an all-reduce, every worker pushes
+ * size bytes to parameter server 0 at once (incast); time = the last push received, algbw =
+ * size / time, busbw = workers x size / time (the server's receive rate). The platform needs a
+ * PS host (role=ps, or the host after the workers); the generated one gets one. */
+#define BENCH_INCAST (-1)
 
 typedef struct bench_sizes_opts {
     const char *platform; /* SimGrid platform file */
@@ -56,7 +61,7 @@ typedef struct bench_sizes_opts {
     int n_sizes;
     double sizes_bytes[BENCH_SIZES_MAX];
     sim_network_model model;
-    int algo; /* sim_allreduce_algo (collective.h) */
+    int algo; /* sim_allreduce_algo (collective.h), or BENCH_INCAST */
 } bench_sizes_opts;
 
 typedef struct bench_sizes_row {
@@ -79,7 +84,8 @@ void bench_sizes_print(const bench_sizes_opts *o, const bench_sizes_row *rows, F
 /* The table as CSV (size_bytes,collective,time_us,algbw_GBps,busbw_GBps), written atomically to
  * `path`. */
 int bench_sizes_write_csv(const bench_sizes_opts *o, const bench_sizes_row *rows, const char *path);
-/* One all-reduce of `bytes` by n workers on `platform`, in its own process: simulated time. */
+/* One all-reduce of `bytes` by n workers on `platform` (algo BENCH_INCAST: n pushes of `bytes` to
+ * server 0), in its own process: simulated time. */
 int bench_network_allreduce(const char *platform, int n, double bytes, sim_network_model model,
                             int algo, double *sim_s, double *wall_s);
 

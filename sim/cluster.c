@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <libxml/parser.h>
 #include <libxml/tree.h>
@@ -43,23 +44,34 @@ struct sim_cluster {
 
 static int engine_created;
 
+/* SimGrid 3.32's engine destructor, run at exit, tears ns-3's node list down and crashes
+ * (SIGSEGV in ns3::Simulator::Destroy) after a complete ns-3 run. This handler, registered after
+ * the engine, runs before that destructor: it flushes the outputs and ends the process with the
+ * status exit() was given, skipping the destructor (the process is ending anyway). */
+static void ns3_exit_before_engine(int status, void *arg) {
+    (void)arg;
+    fflush(NULL);
+    _exit(status);
+}
+
 /* ---------------------------------------------------------------- model names */
 
-static const char *const model_names[] = {"LV08", "CM02"};
+static const char *const model_names[] = {"LV08", "CM02", "ns-3"};
+#define N_MODELS ((int)(sizeof model_names / sizeof model_names[0]))
 
 int sim_network_model_parse(const char *option, const char *text, sim_network_model *out) {
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < N_MODELS; i++) {
         if (text && strcasecmp(text, model_names[i]) == 0) {
             *out = (sim_network_model)i;
             return SS_OK;
         }
     }
-    return ss_error_set(SS_EUSAGE, "%s: unknown network model '%s' (valid: LV08, CM02)", option,
-                        text ? text : "");
+    return ss_error_set(SS_EUSAGE, "%s: unknown network model '%s' (valid: LV08, CM02, ns-3)",
+                        option, text ? text : "");
 }
 
 const char *sim_network_model_name(sim_network_model m) {
-    return (unsigned)m < 2 ? model_names[m] : "?";
+    return (unsigned)m < (unsigned)N_MODELS ? model_names[m] : "?";
 }
 
 /* ---------------------------------------------------------------- platform check */
@@ -646,14 +658,18 @@ int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out) {
     if (o->n_workers <= 0)
         return ss_error_set(SS_EUSAGE, "workers: %d requested, need at least 1", o->n_workers);
     if (o->n_ps < 0) return ss_error_set(SS_EUSAGE, "ps: %d requested, need 0 or more", o->n_ps);
-    if ((unsigned)o->model > SIM_NETWORK_CM02)
-        return ss_error_set(SS_EUSAGE, "network model %d is not LV08 or CM02", (int)o->model);
+    if ((unsigned)o->model >= (unsigned)N_MODELS)
+        return ss_error_set(SS_EUSAGE, "network model %d is not LV08, CM02 or ns-3", (int)o->model);
     if (engine_created)
         return ss_error_set(SS_EUSAGE, "SimGrid's engine can be created once per process; run "
                                        "each simulation with sim_run_isolated()");
     sim_platform_info info;
     int st = sim_platform_check(o->platform_path, &info);
     if (st) return st;
+    if (o->model == SIM_NETWORK_NS3 && (st = sim_platform_check_ns3(o->platform_path))) {
+        sim_platform_info_free(&info);
+        return st;
+    }
     const char *path = o->platform_path;
     /* Which host indices serve as workers and servers (cluster.h, "Host order and mapping"). */
     int *worker_idx = ss_malloc((size_t)o->n_workers * sizeof(int));
@@ -698,16 +714,28 @@ int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out) {
     engine_created = 1;
     char model[64];
     snprintf(model, sizeof model, "--cfg=network/model:%s", sim_network_model_name(o->model));
-    char *argv[8] = {"syncsim", model, NULL, NULL, NULL};
+    char *argv[10] = {"syncsim", model, NULL};
     int argc = 2;
     if (o->model == SIM_NETWORK_CM02) argv[argc++] = "--cfg=network/crosstraffic:0";
+    if (o->model == SIM_NETWORK_NS3) {
+        /* NewReno (ns-3's own default TCP and RFC 6582's loss recovery), and a fixed seed so
+         * ns-3's random streams (none drawn by point-to-point links today, but any later model)
+         * give the same run every time. */
+        argv[argc++] = "--cfg=ns3/TcpModel:" SIM_NS3_TCP_MODEL;
+        argv[argc++] = "--cfg=ns3/seed:" SIM_NS3_SEED;
+        /* the routed star's two-link routes are for LV08 and CM02; ns-3 dropping them is
+         * expected (platform_gen.h), not worth a warning per run */
+        argv[argc++] = "--log=res_ns3.thresh:error";
+    }
     if (!o->verbose) argv[argc++] = "--log=root.thresh:warning";
     /* one extra SimGrid option from the environment: the sanitizer build's tests set
      * --cfg=contexts/factory:thread (ASan cannot follow SimGrid's own stack switching) */
     char *extra = getenv("SYNCSIM_SIMGRID_CFG");
     if (extra && *extra) argv[argc++] = extra;
     simgrid_init(&argc, argv);
-    sim_model_latency_factor = o->model == SIM_NETWORK_CM02 ? 1.0 : 13.01;
+    if (o->model == SIM_NETWORK_NS3) on_exit(ns3_exit_before_engine, NULL);
+    /* ns-3 pays its latencies packet by packet: no calibration factor on top */
+    sim_model_latency_factor = o->model == SIM_NETWORK_LV08 ? 13.01 : 1.0;
     simgrid_load_platform(path);
     sim_fabric_install(o->model == SIM_NETWORK_LV08);
 

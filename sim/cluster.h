@@ -43,13 +43,21 @@
 
 /* SimGrid network models. LV08 (SimGrid's default) is calibrated on TCP: 0.97 x bandwidth and
  * 13.01 x latency. CM02 is the plain max-min flow model (time = latency + size / bandwidth, no
- * factors, no cross-traffic): use it for closed-form checks. */
+ * factors, no cross-traffic): use it for closed-form checks. NS3 is SimGrid's binding to the ns-3
+ * packet-level simulator: every flow is a real TCP connection (NewReno, fixed seed 1) over
+ * point-to-point links with drop-tail queues, so slow start, incast losses and retransmissions
+ * appear; it is slower and accepts fewer platform forms (sim_platform_check_ns3()). */
 typedef enum sim_network_model {
     SIM_NETWORK_LV08 = 0, /* default */
-    SIM_NETWORK_CM02 = 1
+    SIM_NETWORK_CM02 = 1,
+    SIM_NETWORK_NS3 = 2 /* "ns-3" */
 } sim_network_model;
 
-/* "LV08" or "CM02" (case-insensitive); SS_EUSAGE naming `option` and the valid values. */
+/* The ns-3 settings every ns-3 run uses (SimGrid's ns3/TcpModel and ns3/seed). */
+#define SIM_NS3_TCP_MODEL "NewReno"
+#define SIM_NS3_SEED      "1"
+
+/* "LV08", "CM02" or "ns-3" (case-insensitive); SS_EUSAGE naming `option` and the valid values. */
 int sim_network_model_parse(const char *option, const char *text, sim_network_model *out);
 const char *sim_network_model_name(sim_network_model m);
 
@@ -68,6 +76,13 @@ typedef struct sim_platform_info {
  * on any problem. Safe to call in any process, any number of times. */
 int sim_platform_check(const char *path, sim_platform_info *info);
 void sim_platform_info_free(sim_platform_info *info);
+
+/* Whether SimGrid's ns-3 binding can run `path` (already valid for sim_platform_check()): one
+ * zone (Full, Floyd or Dijkstra) of hosts, routers, links and routes, no <cluster>, no nested
+ * zone or zoneRoute, no FATPIPE link, every host an end of a one-link route (ns-3 builds its
+ * point-to-point links from those and routes packets itself). SS_EUSAGE naming the file, line,
+ * why, and what ns-3 accepts. sim_cluster_open() calls it under SIM_NETWORK_NS3. */
+int sim_platform_check_ns3(const char *path);
 
 typedef struct sim_cluster_opts {
     const char *platform_path; /* SimGrid platform XML */

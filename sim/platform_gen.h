@@ -20,7 +20,13 @@
  *   gpu-N..gpu-(N+K-1) are the PS hosts (<prop id="ps_last" value="K"/>, see cluster.h);
  * - host speed = peak FP32 FLOP/s of the GPU class x efficiency, <prop id="gpu" value="v100"/>;
  * - n_nodes > 0: a node platform (multi-GPU servers, NICs, rails): see platform_gen_nodes.c and
- *   platforms/README.md.
+ *   platforms/README.md;
+ * - routed (star only, the form the ns-3 network model accepts): the same star written without
+ *   a <cluster>: hosts gpu-i (and ps-k), one router "switch", one SPLITDUPLEX link per host, a
+ *   one-link route from each host to the switch and an explicit two-link route between every
+ *   pair of hosts (li.UP, lj.DOWN). LV08 and CM02 give the same times on it as on the cluster
+ *   form; ns-3 builds one full-duplex point-to-point link per host from the one-link routes. At
+ *   most PLATFORM_ROUTED_MAX_HOSTS hosts (the routes grow as the square of the hosts).
  */
 #ifndef SS_SIM_PLATFORM_GEN_H
 #define SS_SIM_PLATFORM_GEN_H
@@ -60,7 +66,12 @@ typedef struct platform_gen_spec {
     double intra_latency_s;     /* per intra-node link (>= 0); a GPU-to-GPU route has two */
     sim_fabric intra_fabric;    /* SIM_FABRIC_NVLINK or SIM_FABRIC_PCIE */
     sim_fabric nic_fabric;      /* SIM_FABRIC_ETHERNET, _INFINIBAND or _ROCE */
+
+    int routed; /* 1: the star as explicit routes (see above; the ns-3 form); 0: a <cluster> */
 } platform_gen_spec;
+
+/* Largest star (workers + PS hosts) the routed form is written for. */
+#define PLATFORM_ROUTED_MAX_HOSTS 256
 
 /* Named intra-node fabrics (--intra): per-GPU, per-direction bandwidth and per-link latency,
  * sources in platform_gen_nodes.c and platforms/README.md. */
@@ -78,6 +89,8 @@ int platform_apply_intra(const char *option, const char *text, platform_gen_spec
 int platform_parse_nic_fabric(const char *option, const char *text, sim_fabric *out);
 /* G of a node spec: gpus_per_node, or n_hosts / n_nodes (SS_EUSAGE when it does not divide). */
 int platform_spec_gpus_per_node(const platform_gen_spec *spec, int *g);
+/* Writes the routed star (routed = 1) to `out`: called by platform_generate(). */
+int platform_generate_routed(const platform_gen_spec *spec, FILE *out);
 /* Writes a node platform (n_nodes > 0) to `out`: called by platform_generate(). */
 int platform_generate_nodes(const platform_gen_spec *spec, FILE *out);
 
@@ -118,7 +131,9 @@ double platform_tier_latency_s(double bandwidth_bps);
 /* The generated platform of a run (train, replay, compare, `syncsim platform`) from its options
  * --bandwidth, --latency, --topology, --gpu and --gpu-efficiency, for n_hosts workers and n_ps
  * servers, and with --nodes N > 0 a node platform from --gpus-per-node, --nics-per-node, --intra,
- * --intra-bandwidth, --intra-latency and --fabric; SS_EUSAGE naming a bad option. */
+ * --intra-bandwidth, --intra-latency and --fabric; SS_EUSAGE naming a bad option. Under
+ * --network-model ns-3 the star is written routed, and a fat tree or --nodes is SS_EUSAGE (ns-3
+ * accepts neither form, platforms/README.md). */
 int platform_spec_from_config(const run_config *cfg, int n_hosts, int n_ps,
                               platform_gen_spec *spec);
 

@@ -95,7 +95,7 @@ static void test_references(void) {
 static void test_bench_cli(void) {
     expect("bench network --sizes 1XB", 2, "--sizes: '1XB'", "KiB");
     expect("bench network --platform x.xml --bandwidth 5Gbps", 2, "contradicts --bandwidth", NULL);
-    expect("bench network --collective ps --sizes 1KiB", 2, "--collective", NULL);
+    expect("bench network --collective ps --sizes 1KiB --workers 2", 0, "incast", NULL);
     expect("bench network --hosts-list 1 --smpi", 2, "--hosts-list: '1'", NULL);
     expect("bench network --sizes 1MiB,4MiB --workers 4 --network-model CM02 --bandwidth 100Gbps "
            "--latency 1us",
