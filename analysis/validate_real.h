@@ -4,7 +4,7 @@
  * bridge, every link shaped with tc to `rate` and `delay`), runs the configuration for real
  * (mpirun ... syncsim real, one rank per worker and per parameter server), then predicts the
  * same run: the real run's trace replayed with its measured compute times (--compute trace) on
- * a star platform that describes the testbed (each host's link at the rate, split-duplex, with
+ * a star platform that describes the testbed (OUT/testbed-LV08.xml, OUT/testbed-ns-3.xml) (each host's link at the rate, split-duplex, with
  * the delay), under the flow model (LV08) and the packet-level model (ns-3). It prints measured
  * vs predicted total time and mean communication time per synchronized step with their relative
  * errors, the wall time each prediction cost, and the final accuracy of the real run against

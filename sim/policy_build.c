@@ -230,6 +230,10 @@ int policy_config_build(const run_config *cfg, policy_build_env *env, policy_con
             return rc;
     if (!run) return SS_OK;
     if ((rc = resolve_overlap(pc)) != SS_OK) return rc;
+    if (pc->overlap == POLICY_OVERLAP_ON && !strcmp(cfg->network_model, "ns-3"))
+        return ss_error_set(SS_EUSAGE, "--overlap on cannot run under --network-model ns-3 "
+                                       "(SimGrid's ns-3 binding aborts when the buckets' flows "
+                                       "congest a link); use --overlap off or LV08");
     pc->straggler_prob = cfg->straggler_prob;
     pc->straggler_factor = cfg->straggler_factor;
     pc->background_load = cfg->background_load;

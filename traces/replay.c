@@ -199,14 +199,21 @@ replay_opts replay_opts_default(void) {
 }
 
 /* --overlap: auto is on where the trace has per-layer costs (a profile) and the policy's exchange
- * is a plain all-reduce (BSP, FedAvg's post-local BSP steps); on needs the per-layer costs. */
-static int resolve_overlap(const trace *t, policy_config *pc) {
+ * is a plain all-reduce (BSP, FedAvg's post-local BSP steps); on needs the per-layer costs.
+ * Under ns-3, auto is off and on is refused: SimGrid 3.32's ns-3 binding aborts when the
+ * overlapped buckets' flows congest a link ("total_bytes ... is not sent_bytes"). */
+static int resolve_overlap(const trace *t, sim_network_model model, policy_config *pc) {
     const policy_info *p = policy_registry_of_kind(pc->kind);
     const int family = p && policy_option_applies(policy_option_find("overlap"), p);
     const int allreduce = !pc->use_ps && pc->loss_tolerance <= 0;
+    const int ns3 = model == SIM_NETWORK_NS3;
+    if (pc->overlap == POLICY_OVERLAP_ON && ns3)
+        return ss_error_set(SS_EUSAGE, "--overlap on cannot run under --network-model ns-3 "
+                                       "(SimGrid's ns-3 binding aborts when the buckets' flows "
+                                       "congest a link); use --overlap off or LV08");
     if (pc->overlap == POLICY_OVERLAP_AUTO)
         pc->overlap =
-            family && allreduce && t->n_layers > 0 ? POLICY_OVERLAP_ON : POLICY_OVERLAP_OFF;
+            family && allreduce && t->n_layers > 0 && !ns3 ? POLICY_OVERLAP_ON : POLICY_OVERLAP_OFF;
     if (pc->overlap == POLICY_OVERLAP_ON && t->n_layers < 1)
         return ss_error_set(SS_EUSAGE,
                             "--overlap on: the %s trace of %s has no per-layer data, so overlap "
@@ -235,7 +242,7 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
             pc->coll = *o->coll;
             pc->use_ps = 0;
         }
-        return resolve_overlap(t, pc);
+        return resolve_overlap(t, o->model, pc);
     }
     /* flops mode re-executes FLOPs; any other recorded mode replays the recorded seconds */
     const int as_sleep = replay_flops_as_sleep(t) ||
@@ -249,7 +256,7 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
     }
     /* recorded seconds already include the stragglers' slowdown: do not apply it twice */
     if (pc->compute.mode == SIM_COMPUTE_TRACE && !as_sleep) pc->straggler_prob = 0;
-    return resolve_overlap(t, pc);
+    return resolve_overlap(t, o->model, pc);
 }
 
 /* 1 when every worker is a node of its own (sim/topology.h): there ring-coarse is the ring. */
