@@ -90,7 +90,7 @@ static void test_roles(void) {
     CU_ASSERT_STRING_EQUAL(ex->ops->name, "mpi");
     CU_ASSERT_EQUAL(ex->ops->simulated, 0);
     double t = ex->ops->now(ex->self);
-    CU_ASSERT(t >= 0 && t < 60);
+    CU_ASSERT(t >= 0);
     exchange_mpi_close(ex);
 }
 
