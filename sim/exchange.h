@@ -23,25 +23,26 @@
  * arithmetic in aggregate() (emulation) or none at all (replay), so the policies pass NULL and the
  * simulation backend moves `bytes` without touching any buffer. Vectors are of float.
  *
- * The MPI backend (one rank per worker, the parameter servers on ranks of their own):
- * - now: MPI_Wtime() - the run's start (seconds of real time);
- * - group: MPI_Comm_create_group() of MPI_COMM_WORLD's group restricted to the list (collective
- *   over the members only, so the groups of DS-Sync's shuffled pairs can be made by the pairs
- *   alone), cached by list; NULL: MPI_COMM_WORLD;
+ * The MPI backend (sim/exchange_mpi.h: one rank per worker, the parameter servers on ranks of
+ * their own, after the workers):
+ * - now: CLOCK_MONOTONIC seconds since a barrier of every rank when the exchange opened;
+ * - group: MPI_Comm_create_group() of the workers' communicator restricted to the list
+ *   (collective over the members only, so the groups of DS-Sync's shuffled pairs can be made by
+ *   the pairs alone), cached by list; NULL: the workers' communicator (MPI_Comm_split of
+ *   MPI_COMM_WORLD, servers apart);
  * - allreduce: MPI_Allreduce(MPI_IN_PLACE, buf, count, MPI_FLOAT, MPI_SUM); the _start/_test/_wait
  *   form: MPI_Iallreduce, MPI_Test, MPI_Wait;
  * - allgather: MPI_Allgather(mine, count, MPI_BYTE, all, count, MPI_BYTE);
  * - broadcast: MPI_Bcast(buf, count, MPI_FLOAT, root);
- * - send / recv: MPI_Send / MPI_Recv of count floats (or of `bytes` bytes when buf is NULL: the
- *   injected samples are then read by the receiver's source from its own data set);
- *   send_start / recv_start: MPI_Isend / MPI_Irecv, completed by MPI_Test / MPI_Wait;
+ * - send / recv: MPI_Send / MPI_Recv of count floats (of scratch when buf is NULL: injected
+ *   samples are read by the receiver's source from its own data set); send_start / recv_start:
+ *   MPI_Isend / MPI_Irecv, completed by MPI_Test / MPI_Wait;
  * - PS push / pull: point-to-point with the server ranks, shard s the s-th contiguous slice; the
  *   server rank runs the hooks on arrival, as the simulated servers do;
- * - clock_wait / clock_advance: the workers' clocks in an MPI window (MPI_Put of one's own clock,
- *   MPI_Get of the others', polled until the bound allows), or kept by server 0, which sees every
- *   push;
- * - bytes on the wire: what MPI moved (bytes_sent counts this rank's part of the algorithm, as far
- *   as the library tells; else the algorithm's nominal volume).
+ * - clock_wait / clock_advance: the workers' clocks kept by server 0, which answers a wait when
+ *   the bound allows (`rounds` is not counted: a worker cannot know the slowest clock);
+ * - bytes on the wire: the nominal volume of the algorithm the simulation charges for the same
+ *   call (ring all-reduce, Bruck all-gather, binomial broadcast), not what OpenMPI's choice moved.
  * With real buffers, the step source's aggregate() no longer reads other replicas: the buffer
  * holds the SUM over the members when allreduce returns, and aggregate() divides it by the member
  * count into the worker's own replica (the entries its DLCP mask marks missing keep the local
