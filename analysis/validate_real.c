@@ -1,5 +1,4 @@
 #include "analysis/validate_real.h"
-#include "analysis/runs.h"
 #include "common/afile.h"
 #include "common/status.h"
 #include "sim/units.h"
@@ -118,7 +117,7 @@ static int is_async(const char *policy) {
 }
 
 /* What a run gave: its total time, its mean communication (comm + wait) per synchronized step
- * and worker, its final accuracy. */
+ * and worker, its final accuracy (summary.json: a replay writes no trace of its own). */
 typedef struct run_figures {
     double total_s, comm_s, accuracy, wall_s;
 } run_figures;
@@ -131,21 +130,7 @@ static int read_figures(const char *dir, run_figures *f) {
     if (rc != SS_OK) return rc;
     f->total_s = s.sim_time_s;
     f->accuracy = s.test_accuracy;
-    trace_table t;
-    snprintf(path, sizeof path, "%s/steps.trace", dir);
-    if ((rc = trace_table_read(path, 0, &t)) != SS_OK) return rc;
-    const int d = trace_table_column(&t, "decision"), c = trace_table_column(&t, "comm_s"),
-              w = trace_table_column(&t, "wait_s");
-    double sum = 0;
-    size_t n = 0;
-    for (size_t i = 0; i < t.n_rows && d >= 0 && c >= 0 && w >= 0; i++) {
-        const double *row = t.cells + i * (size_t)t.n_cols;
-        if (row[d] != 1) continue;
-        sum += row[c] + row[w];
-        n++;
-    }
-    f->comm_s = n ? sum / (double)n : 0;
-    trace_table_free(&t);
+    f->comm_s = s.sync_steps > 0 ? (s.comm_s + s.wait_s) / (double)s.sync_steps : 0;
     return SS_OK;
 }
 
@@ -203,8 +188,6 @@ static int predict(const validate_real_opts *o, const char *model, const case_di
     arg(&a, "replay");
     arg(&a, "--trace");
     arg(&a, "%s", trace);
-    arg(&a, "--compute");
-    arg(&a, "trace");
     arg(&a, "--platform");
     arg(&a, "%s", platform);
     arg(&a, "--network-model");
