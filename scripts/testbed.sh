@@ -187,6 +187,14 @@ choose_id() {
 # not drop; a real switch port would drop earlier, but a bulk transfer then still runs at RATE.
 # netem: the delay, root qdisc with tbf as its child (the order the tc-netem manual gives); its
 # packet limit holds the bandwidth-delay product in MTU-size packets, twice, plus 1000.
+# A kernel built without CONFIG_NET_SCH_NETEM cannot delay: say so before shaping any link.
+check_netem() {
+  if ! tc qdisc add dev "$BR" root handle 1: netem delay 1us 2>/dev/null; then
+    die "this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM, module sch_netem), which DELAY needs: use DELAY 0 here or load sch_netem"
+  fi
+  tc qdisc del dev "$BR" root
+}
+
 shape_link() { # NETNS-or-"" DEV
   local nsopt=() burst limit nlimit
   [ -n "$1" ] && nsopt=(-n "$1")
@@ -221,10 +229,10 @@ teardown() {
   return "$left"
 }
 
-up_rollback() { # STATUS
-  local rc=$1
-  trap - ERR INT TERM
-  [ "$BASHPID" = "$$" ] || exit "$rc" # a failing $(...) subshell: the main shell rolls back
+# EXIT trap of `up` until it has finished: an error (set -e), a die, Ctrl-C or TERM lands here.
+up_rollback() {
+  local rc=$?
+  trap - EXIT INT TERM
   set +e
   [ "$rc" = 0 ] && rc=1
   echo "testbed: up failed or was interrupted; removing what it had created" >&2
@@ -331,19 +339,20 @@ cmd_up() {
   choose_id
   choose_subnet
   BR=${TB_PREFIX}${ID}br
-  trap 'up_rollback $?' ERR
-  trap 'up_rollback 130' INT
-  trap 'up_rollback 143' TERM
+  trap up_rollback EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   write_state_header
   state_add bridge "$BR"
   "$IP" link add "$BR" type bridge forward_delay 0
   "$IP" addr add "$SUBNET_BASE.1/24" dev "$BR"
   "$IP" link set "$BR" up
+  [ "$DELAY_US" -eq 0 ] || check_netem
   local i
   for i in $(seq 1 "$N"); do create_node "$i"; done
   write_mpi_files
   state_set_status up
-  trap - ERR INT TERM
+  trap - EXIT INT TERM
   say "up: $N namespaces $TB_PREFIX$ID-1..$N on bridge $BR ($SUBNET_BASE.1), subnet $SUBNET_BASE.0/24, rate $RATE and delay $DELAY per link direction"
 }
 
