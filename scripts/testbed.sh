@@ -396,13 +396,19 @@ cmd_status() {
 # MPIRUN_ARGS: each namespace is a host reached through the agent; out-of-band and MPI traffic
 # stay on the testbed's subnet (TCP BTL over the shaped links; ob1, not UCX, which would pick its
 # own transports); no tree spawn (each launch goes through the agent from the root namespace).
+# rtc ^hwloc: OpenMPI 4.1's daemons otherwise map the hwloc topology into shared memory at an
+# address they guess is free; here about 1 daemon in 10 crashed there (SIGSEGV in
+# hwloc_shmem_topology_write) and mpirun then waited forever. That component only serves
+# binding, which the testbed turns off (--bind-to none: ranks share the machine's cores).
+# --leave-session-attached: a daemon that fails is reported and ends mpirun, instead of dying
+# unseen after it detached.
 mpirun_args() {
   local subnet
   subnet=$(state_get subnet)
   MPIRUN_ARGS=(--hostfile "$TB_DIR/hostfile" --mca plm_rsh_agent "$TB_DIR/agent"
     --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include "$subnet"
-    --mca btl_tcp_if_include "$subnet" --mca btl "tcp,self" --mca pml ob1
-    --allow-run-as-root --oversubscribe --bind-to none)
+    --mca btl_tcp_if_include "$subnet" --mca btl "tcp,self" --mca pml ob1 --mca rtc ^hwloc
+    --leave-session-attached --allow-run-as-root --oversubscribe --bind-to none)
 }
 
 # run [-np K] [MPIRUN_OPTION...] -- CMD [ARG...]: CMD by absolute path; the ranks start in the
