@@ -17,6 +17,7 @@ packages=(
   dataset-fashion-mnist # the default real data set (/usr/share/datasets/fashion-mnist)
   libxml2-dev          # platform files checked (well-formedness, line numbers) before SimGrid reads them
   clang libclang-rt-14-dev # libFuzzer targets (scripts/fuzz.sh; CI runs a short smoke of each)
+  iproute2             # ip and tc: the network testbed (scripts/testbed.sh)
 )
 
 missing=()
