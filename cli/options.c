@@ -61,7 +61,7 @@ static const opt_def head_rows[] = {
     {"seed", OPT_TYPE_U64, F(seed), "1", 0, 0, CMD_RUN | CMD_REPLAY | CMD_VALIDATE, NULL, "S",
      "seed of every random choice; the same seed gives the same run bit for bit", 0},
     {"out", OPT_TYPE_STRING, F(out_dir), "out", 0, 0,
-     CMD_RUN | CMD_SWEEP | CMD_REPORT | CMD_REPLAY | CMD_BENCH, NULL, "DIR",
+     CMD_RUN | CMD_SWEEP | CMD_REPORT | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL, "DIR",
      "output directory (created if needed; bench network: only when given)", 0},
     {"device", OPT_TYPE_CHOICE, F(device), "auto", 0, 0, CMD_RUN | CMD_BENCH, "auto|cpu|cuda", "D",
      "compute device; auto takes a usable GPU, else the CPU", 0},
@@ -287,7 +287,7 @@ static const struct {
 } command_defaults[] = {{"workers", CMD_COMPARE, "8"},
                         {"workers", CMD_VALIDATE, "4"},
                         {"bandwidth", CMD_VALIDATE, "1Gbps"},
-                        {"latency", CMD_VALIDATE, "0.1ms"},
+                        {"latency", CMD_VALIDATE, "0s"},
                         {"epochs", CMD_VALIDATE, "0.2"}};
 #define COMMAND_DEFAULTS ((int)(sizeof command_defaults / sizeof command_defaults[0]))
 
