@@ -1,8 +1,8 @@
 /* The exchange: every message a policy's worker sends or waits for, behind one interface, the way
  * the step source (sim/step_source.h) hides compute. The policies (sim/policy_*.c) call only this;
- * the backend decides what a message is. Today's backend is the simulation
- * (sim/exchange_simgrid.h: SimGrid actors, mailboxes and flows); an MPI backend, one process per
- * worker, can run the same policy code on real processes.
+ * the backend decides what a message is: the simulation (sim/exchange_simgrid.h: SimGrid actors,
+ * mailboxes and flows), or MPI (sim/exchange_mpi.h: one process per worker, real data on a real
+ * network; `syncsim real`).
  *
  *     exchange *ex = ...;                                        // made by the runner
  *     exchange_group *world = ex->ops->group(ex->self, NULL, n);
