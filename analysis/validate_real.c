@@ -323,9 +323,13 @@ static int report_case(const validate_real_opts *o, const char *policy, const ca
         if (fabs(et) < best_time) best_time = fabs(et);
         if (fabs(ec) < best_comm) best_comm = fabs(ec);
     }
-    fprintf(out, "  %-8s accuracy: real %.4f, emulation %.4f (%+.2f pp)\n", policy,
-            cr->real.accuracy, cr->emu.accuracy, acc_pp);
-    return best_time <= o->max_error && best_comm <= o->max_error && fabs(acc_pp) <= o->max_acc_pp;
+    /* SSP/ASP follow real timing: their staleness, and so their model, is the run's own */
+    const int acc_bound = !is_async(policy);
+    fprintf(out, "  %-8s accuracy: real %.4f, emulation %.4f (%+.2f pp%s)\n", policy,
+            cr->real.accuracy, cr->emu.accuracy, acc_pp,
+            acc_bound ? "" : "; not bounded: the staleness follows each run's timing");
+    return best_time <= o->max_error && best_comm <= o->max_error &&
+           (!acc_bound || fabs(acc_pp) <= o->max_acc_pp);
 }
 
 static int run_cases(const validate_real_opts *o, FILE *out, FILE *csv, validate_real_result *res) {

@@ -115,6 +115,7 @@ static const struct {
                SYM(test, "MPI_Test"),
                SYM(wait, "MPI_Wait"),
                SYM(waitall, "MPI_Waitall"),
+               SYM(waitany, "MPI_Waitany"),
                SYM(wtime, "MPI_Wtime"),
                SYM(comm_world, "ompi_mpi_comm_world"),
                SYM(comm_null, "ompi_mpi_comm_null"),

@@ -79,6 +79,7 @@ typedef struct mpi_api {
     int (*test)(void **request, int *flag, mpi_status *st);
     int (*wait)(void **request, mpi_status *st);
     int (*waitall)(int n, void **requests, mpi_status *st);
+    int (*waitany)(int n, void **requests, int *index, mpi_status *st);
     double (*wtime)(void);
     /* predefined objects */
     void *comm_world, *comm_null, *request_null, *errors_return;

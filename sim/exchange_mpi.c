@@ -56,6 +56,16 @@ typedef struct srv_round {
     struct srv_round *next;
 } srv_round;
 
+/* A server's transfer in flight: a push's data being received, or a reply being sent. */
+typedef struct srv_op {
+    void *rq;
+    int is_push;
+    ps_header h; /* push: its header */
+    float *base; /* push: the push_buffer given to on_push (NULL: none) */
+    float *data; /* push (sync): the received shard; reply: a copy of what leaves (owned) */
+    size_t len;
+} srv_op;
+
 typedef struct mx_exchange {
     exchange ex;
     const mpi_api *mpi;
@@ -71,8 +81,10 @@ typedef struct mx_exchange {
     srv_round *rounds;
     long *clock;          /* (n_workers) server 0: the workers' clocks */
     long *clock_waiting;  /* (n_workers) staleness of a waiting clock_wait, or -1 */
-    float *shard_scratch; /* pushes without a push_buffer, replies without a pull_buffer */
+    float *shard_scratch; /* async pushes without a push_buffer */
     size_t shard_scratch_n;
+    srv_op *ops; /* transfers in flight */
+    int n_ops, cap_ops;
 } mx_exchange;
 
 static double mono_s(void) {
@@ -651,21 +663,36 @@ int exchange_mpi_worker_done(exchange *ex, int worker) {
 
 #define NOT_WAITING LONG_MIN
 
+/* Every transfer of a server is in flight at once, as the simulated servers keep a receive
+ * posted per worker (sim/ps.h): concurrent pushes share the server's link instead of arriving
+ * one after the other. A reply leaves from a copy, taken when the pull is answered. */
+static srv_op *srv_op_add(mx_exchange *x) {
+    if (x->n_ops == x->cap_ops) {
+        x->cap_ops = x->cap_ops ? 2 * x->cap_ops : 16;
+        x->ops = realloc(x->ops, (size_t)x->cap_ops * sizeof *x->ops);
+        SS_ASSERT(x->ops != NULL);
+    }
+    srv_op *op = &x->ops[x->n_ops++];
+    memset(op, 0, sizeof *op);
+    return op;
+}
+
 static int srv_reply(mx_exchange *x, const float *src, size_t len, int worker) {
-    return check_mpi(
-        x->mpi->send(src, (int)len, x->mpi->type_float, worker, TAG_PULL_DATA, x->ps_data),
-        "MPI_Send");
+    srv_op *op = srv_op_add(x);
+    op->data = ss_malloc((len ? len : 1) * sizeof(float));
+    if (src)
+        memcpy(op->data, src, len * sizeof(float));
+    else
+        memset(op->data, 0, len * sizeof(float));
+    op->len = len;
+    return check_mpi(x->mpi->isend(op->data, (int)len, x->mpi->type_float, worker, TAG_PULL_DATA,
+                                   x->ps_data, &op->rq),
+                     "MPI_Isend");
 }
 
 static int srv_ack(mx_exchange *x, const ps_header *h) {
     return check_mpi(x->mpi->send(h, sizeof *h, x->mpi->type_byte, h->worker, TAG_ACK, x->ps_ctl),
                      "MPI_Send");
-}
-
-static int srv_recv_shard(mx_exchange *x, float *dst, size_t len, int worker) {
-    return check_mpi(x->mpi->recv(dst, (int)len, x->mpi->type_float, worker, TAG_PUSH_DATA,
-                                  x->ps_data, MPI_API_STATUS_IGNORE),
-                     "MPI_Recv");
 }
 
 static srv_round *srv_round_of(mx_exchange *x, int64_t round, size_t off, size_t len) {
@@ -701,30 +728,45 @@ static int srv_sync_answer(mx_exchange *x, int s, srv_round *q, int worker) {
     return rc;
 }
 
+/* A push's header: its data's receive is posted, and completes in the server loop. */
 static int srv_push(mx_exchange *x, int s, const ps_header *h, size_t off, size_t len) {
     const exchange_ps_hooks *hk = &x->ps.hooks;
-    int rc;
+    srv_op *op = srv_op_add(x);
+    op->is_push = 1;
+    op->h = *h;
+    op->len = len;
+    float *dst;
     if (x->ps.async) {
-        float *base = hk->push_buffer ? hk->push_buffer(hk->ctx, s, h->worker) : NULL;
-        float *dst = base ? base + off : grow(&x->shard_scratch, &x->shard_scratch_n, len);
-        rc = srv_recv_shard(x, dst, len, h->worker);
-        if (rc == SS_OK && hk->on_push) hk->on_push(hk->ctx, s, h->worker, h->round, base);
-        return rc == SS_OK ? srv_ack(x, h) : rc;
+        op->base = hk->push_buffer ? hk->push_buffer(hk->ctx, s, h->worker) : NULL;
+        dst = op->base ? op->base + off : grow(&x->shard_scratch, &x->shard_scratch_n, len);
+    } else {
+        srv_round *q = srv_round_of(x, h->round, off, len);
+        if (q->len != len)
+            return ss_error_set(SS_EUSAGE, "server %d: round %lld pushed with %zu and %zu elements",
+                                s, (long long)h->round, q->len, len);
+        dst = op->data = ss_malloc((len ? len : 1) * sizeof(float));
     }
-    srv_round *q = srv_round_of(x, h->round, off, len);
-    if (q->len != len)
-        return ss_error_set(SS_EUSAGE, "server %d: round %lld pushed with %zu and %zu elements", s,
-                            (long long)h->round, q->len, len);
-    float *dst = q->pushes ? grow(&x->shard_scratch, &x->shard_scratch_n, len) : q->sum;
-    rc = srv_recv_shard(x, dst, len, h->worker);
-    if (rc != SS_OK) return rc;
-    if (q->pushes++)
-        for (size_t i = 0; i < len; i++)
-            q->sum[i] += dst[i];
+    return check_mpi(x->mpi->irecv(dst, (int)len, x->mpi->type_float, h->worker, TAG_PUSH_DATA,
+                                   x->ps_data, &op->rq),
+                     "MPI_Irecv");
+}
+
+/* A push's data arrived: the hooks run now, the worker is acknowledged, and a synchronous round
+ * that is complete answers the pulls that came early. */
+static int srv_push_done(mx_exchange *x, int s, srv_op *op) {
+    const exchange_ps_hooks *hk = &x->ps.hooks;
+    const ps_header *h = &op->h;
+    if (x->ps.async) {
+        if (hk->on_push) hk->on_push(hk->ctx, s, h->worker, h->round, op->base);
+        return srv_ack(x, h);
+    }
+    srv_round *q = srv_round_of(x, h->round, 0, op->len);
+    for (size_t i = 0; i < op->len; i++)
+        q->sum[i] += op->data[i];
+    q->pushes++;
     if (hk->on_push) hk->on_push(hk->ctx, s, h->worker, h->round, NULL);
-    rc = srv_ack(x, h);
+    int rc = srv_ack(x, h);
     if (rc != SS_OK || q->pushes < x->n_workers) return rc;
-    /* the round is complete: answer the pulls that came early (q may be freed by the last) */
     int n = x->n_workers;
     for (int w = 0; w < n && rc == SS_OK; w++)
         if (q->waiting[w]) {
@@ -741,10 +783,7 @@ static int srv_pull(mx_exchange *x, int s, const ps_header *h, size_t off, size_
     if (x->ps.async) {
         if (hk->on_pull) hk->on_pull(hk->ctx, s, h->worker, h->round);
         float *base = hk->pull_buffer ? hk->pull_buffer(hk->ctx, s) : NULL;
-        if (base) return srv_reply(x, base + off, len, h->worker);
-        float *zero = grow(&x->shard_scratch, &x->shard_scratch_n, len);
-        memset(zero, 0, len * sizeof(float));
-        return srv_reply(x, zero, len, h->worker);
+        return srv_reply(x, base ? base + off : NULL, len, h->worker);
     }
     srv_round *q = srv_round_of(x, h->round, off, len);
     if (q->pushes < x->n_workers) {
@@ -817,14 +856,41 @@ int exchange_mpi_serve(exchange *ex) {
     for (int w = 0; w < n; w++)
         x->clock_waiting[w] = NOT_WAITING;
     int rc = SS_OK, done = 0;
-    while (rc == SS_OK && done < n) {
-        ps_header h;
+    ps_header h;
+    void *hdr_rq = x->mpi->request_null;
+    void **rqs = NULL;
+    /* one header receive posted at a time, beside every transfer in flight */
+    while (rc == SS_OK && (done < n || x->n_ops > 0)) {
+        if (done < n && hdr_rq == x->mpi->request_null)
+            rc = check_mpi(x->mpi->irecv(&h, sizeof h, x->mpi->type_byte, MPI_API_ANY_SOURCE,
+                                         TAG_HDR, x->ps_ctl, &hdr_rq),
+                           "MPI_Irecv");
+        rqs = realloc(rqs, sizeof(void *) * (size_t)(x->n_ops + 1));
+        SS_ASSERT(rqs != NULL);
+        rqs[0] = hdr_rq;
+        for (int i = 0; i < x->n_ops; i++)
+            rqs[i + 1] = x->ops[i].rq;
+        int idx = -1;
         mpi_status st;
-        rc = check_mpi(x->mpi->recv(&h, sizeof h, x->mpi->type_byte, MPI_API_ANY_SOURCE, TAG_HDR,
-                                    x->ps_ctl, &st),
-                       "MPI_Recv");
-        if (rc == SS_OK) rc = srv_dispatch(x, s, &h, &st, &done);
+        if (rc == SS_OK)
+            rc = check_mpi(x->mpi->waitany(x->n_ops + 1, rqs, &idx, &st), "MPI_Waitany");
+        if (rc != SS_OK || idx < 0) break;
+        if (idx == 0) {
+            hdr_rq = x->mpi->request_null;
+            rc = srv_dispatch(x, s, &h, &st, &done);
+            continue;
+        }
+        srv_op op = x->ops[idx - 1]; /* removed before it runs: it may add transfers */
+        x->ops[idx - 1] = x->ops[--x->n_ops];
+        if (op.is_push) rc = srv_push_done(x, s, &op);
+        free(op.data);
     }
+    free(rqs);
+    for (int i = 0; i < x->n_ops; i++)
+        free(x->ops[i].data);
+    free(x->ops);
+    x->ops = NULL;
+    x->n_ops = x->cap_ops = 0;
     while (x->rounds)
         srv_round_free(x, x->rounds);
     free(x->clock);

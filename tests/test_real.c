@@ -148,6 +148,39 @@ static void test_bad_input(void) {
     CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
 }
 
+/* Whether this process may build the testbed: root, ip and tc, a namespace it can create. */
+static int can_build_testbed(void) {
+    return ss_test_shell("[ \"$(id -u)\" = 0 ] && command -v tc >/dev/null && "
+                         "ip netns add sstbprobe$$ 2>/dev/null && ip netns del sstbprobe$$",
+                         NULL) == 0;
+}
+
+/* validate real, small (2 workers, BSP, 100 Mbit/s, a few dozen steps), on a testbed instance
+ * of its own: it runs, writes one row per network model, finds the real accuracy equal to the
+ * emulation's, and leaves no testbed behind. Its time bounds are not asserted: a loaded CI
+ * machine's CPUs, not its links, may set the real times. */
+static void test_validate_real_small(void) {
+    if (!have_mpirun()) SS_SKIP("mpirun not found");
+    if (!can_build_testbed()) SS_SKIP("validate real needs root, tc and network namespaces");
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "SYNCSIM_TESTBED_NAME=ssvalidatetest " SYNCSIM " validate real --policy bsp "
+             "--workers 2 --bandwidth 100Mbps --epochs 0.02 --out %s/vr 2>&1",
+             tmp_dir);
+    int rc = ss_test_shell(cmd, &out);
+    if (rc != 0 && rc != 1) fprintf(stderr, "\n%s\n%s\n", cmd, out);
+    CU_ASSERT_TRUE(rc == 0 || rc == 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "accuracy: real"));
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "f=%s/vr/validate_real.csv; test $(grep -c '^bsp,LV08,2,' $f) = 1 && "
+             "test $(grep -c '^bsp,ns-3,2,' $f) = 1 && "
+             "awk -F, 'NR > 1 { d = $15 < 0 ? -$15 : $15; if (d > 0.3) exit 1 }' $f && "
+             "test ! -e /run/syncsim-testbed/ssvalidatetest/state",
+             tmp_dir);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+}
+
 static int suite_init(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ss_test_real_XXXXXX");
     return mkdtemp(tmp_dir) ? 0 : 1;
@@ -168,6 +201,7 @@ static CU_TestInfo real_tests[] = {
      test_fedavg_clients_equals_emulation},
     {"syncsim real: dssync equals its emulation", test_dssync_equals_emulation},
     {"syncsim real: ssp with a server rank", test_ssp_with_server},
+    {"syncsim validate real: a small case on the testbed", test_validate_real_small},
     CU_TEST_INFO_NULL,
 };
 
