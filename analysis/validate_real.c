@@ -65,7 +65,22 @@ static pid_t spawn(const argv_buf *a, int fd, int both) {
 
 /* Runs the command with its output appended to `log` (or to ours when NULL); its exit status,
  * 128 + the signal that ended it, or -1 when it could not start. Echoes the command on `out`. */
+static int run_command_limit(const argv_buf *a, const char *log, FILE *out, double *took_s,
+                             double limit_s);
+
+/* A prediction that runs longer than this is stopped (ns-3 can take very long on a congested
+ * parameter server); a real run or an emulation, than the longer one. */
+#define PREDICT_LIMIT_S 300.0
+#define RUN_LIMIT_S     3600.0
+
 static int run_command(const argv_buf *a, const char *log, FILE *out, double *took_s) {
+    return run_command_limit(a, log, out, took_s, RUN_LIMIT_S);
+}
+
+/* The command's exit status, 128 + its signal, 124 when it ran past limit_s (it is then
+ * stopped), or -1 when it could not start. */
+static int run_command_limit(const argv_buf *a, const char *log, FILE *out, double *took_s,
+                             double limit_s) {
     fprintf(out, "  $");
     for (int i = 0; i < a->n; i++)
         fprintf(out, " %s", a->v[i]);
@@ -74,10 +89,20 @@ static int run_command(const argv_buf *a, const char *log, FILE *out, double *to
     const double t0 = wall_s();
     pid_t pid = spawn(a, log ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1, 1);
     if (pid < 0) return -1;
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    int status = 0, over = 0;
+    for (;;) {
+        pid_t got = waitpid(pid, &status, WNOHANG);
+        if (got == pid || (got < 0 && errno != EINTR)) break;
+        if (!over && wall_s() - t0 > limit_s) {
+            fprintf(out, "  (stopped after %.0f s)\n", limit_s);
+            kill(pid, SIGKILL);
+            over = 1;
+        }
+        struct timespec nap = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+        nanosleep(&nap, NULL);
     }
     if (took_s) *took_s = wall_s() - t0;
+    if (over) return 124;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -208,10 +233,10 @@ static int predict(const validate_real_opts *o, const char *model, const case_di
     arg(&a, "--out");
     arg(&a, "%s", dir);
     double took = 0;
-    int st = run_command(&a, d->log, out, &took);
+    int st = run_command_limit(&a, d->log, out, &took, PREDICT_LIMIT_S);
     if (st != 0)
-        return ss_error_set(SS_EIO, "validate real: the %s prediction failed (status %d): see %s",
-                            model, st, d->log);
+        return ss_error_set(SS_EIO, "validate real: the %s prediction %s (status %d): see %s",
+                            model, st == 124 ? "took too long" : "failed", st, d->log);
     int rc = read_figures(dir, f);
     f->wall_s = took;
     return rc;
@@ -351,6 +376,10 @@ static int run_cases(const validate_real_opts *o, FILE *out, FILE *csv, validate
 
 int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *res) {
     memset(res, 0, sizeof *res);
+    /* a testbed instance of this run's own, unless the caller named one */
+    char name[64];
+    snprintf(name, sizeof name, "validate-%ld", (long)getpid());
+    setenv("SYNCSIM_TESTBED_NAME", name, 0);
     res->within = 1;
     int rc = ss_mkdir_p(o->out_dir);
     if (rc != SS_OK) return rc;

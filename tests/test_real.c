@@ -18,7 +18,7 @@
 #define MPIRUN                                                                                     \
     "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 mpirun --allow-run-as-root --oversubscribe --mca "  \
     "btl self,tcp "
-#define COMMON " --workers 4 --epochs 0.05 --progress no --device cpu "
+#define COMMON " --epochs 0.05 --progress no --device cpu "
 
 static char tmp_dir[256];
 
@@ -90,24 +90,32 @@ static void check_same_run(const char *name, int ranks, const char *policy_args)
 }
 
 static void test_bsp_equals_emulation(void) {
-    check_same_run("bsp", 4, "--policy bsp");
+    check_same_run("bsp", 4, "--policy bsp --workers 4");
 }
 
 /* Injection: every rank draws every worker's batches in step, so a receiver takes the samples
  * the sender computes; decisions, sample counts and accuracy match the emulation. */
 static void test_selsync_injection_equals_emulation(void) {
-    check_same_run("selsync", 4,
-                   "--policy selsync --partition noniid:3 --inject-alpha 0.5 --inject-beta 0.25");
+    check_same_run(
+        "selsync", 4,
+        "--policy selsync --workers 4 --partition noniid:3 --inject-alpha 0.5 --inject-beta 0.25");
 }
 
 /* Sampled clients, their own group, and the broadcast of the sum to the others. */
 static void test_fedavg_clients_equals_emulation(void) {
-    check_same_run("fedavg", 4, "--policy fedavg --local-steps 4 --client-fraction 0.5");
+    check_same_run("fedavg", 4,
+                   "--policy fedavg --workers 4 --local-steps 4 --client-fraction 0.5");
 }
 
 /* DS-Sync's pairs make their groups alone, concurrently. */
 static void test_dssync_equals_emulation(void) {
-    check_same_run("dssync", 4, "--policy dssync");
+    check_same_run("dssync", 4, "--policy dssync --workers 4");
+}
+
+/* One worker and two server ranks: no race, so the sharded servers' updates and the pulls give
+ * exactly the emulation's model. */
+static void test_ssp_one_worker_equals_emulation(void) {
+    check_same_run("ssp1", 3, "--policy ssp --workers 1 --ps-servers 2");
 }
 
 /* SSP on 4 workers and a server rank: it completes, the server's model learns, the bytes are
@@ -115,7 +123,7 @@ static void test_dssync_equals_emulation(void) {
 static void test_ssp_with_server(void) {
     if (!have_mpirun()) SS_SKIP("mpirun not found");
     char real[512], emu[512];
-    run_pair("ssp", 5, "--policy ssp --staleness 2", real, emu, sizeof real);
+    run_pair("ssp", 5, "--policy ssp --workers 4 --staleness 2", real, emu, sizeof real);
     CU_ASSERT_TRUE(summary_number(real, "\"test_accuracy\":") > 0.3);
     SS_CHECK_CLOSE(summary_number(real, "\"bytes_sent\":"), summary_number(emu, "\"bytes_sent\":"),
                    1e-9, 1);
@@ -133,14 +141,16 @@ static void expect_usage(const char *cmd, const char *needle) {
 
 static void test_bad_input(void) {
     char cmd[1024];
-    snprintf(cmd, sizeof cmd, SYNCSIM " real --policy bsp" COMMON "--out %s/bad 2>&1", tmp_dir);
+    snprintf(cmd, sizeof cmd, SYNCSIM " real --policy bsp --workers 4" COMMON "--out %s/bad 2>&1",
+             tmp_dir);
     expect_usage(cmd, "mpirun");
     if (!have_mpirun()) SS_SKIP("mpirun not found");
     snprintf(cmd, sizeof cmd,
-             MPIRUN "-np 3 " SYNCSIM " real --policy bsp" COMMON "--out %s/bad 2>&1", tmp_dir);
+             MPIRUN "-np 3 " SYNCSIM " real --policy bsp --workers 4" COMMON "--out %s/bad 2>&1",
+             tmp_dir);
     expect_usage(cmd, "needs 4");
     snprintf(cmd, sizeof cmd,
-             MPIRUN "-np 4 " SYNCSIM " real --policy bsp --loss-tolerance 0.1" COMMON
+             MPIRUN "-np 4 " SYNCSIM " real --policy bsp --workers 4 --loss-tolerance 0.1" COMMON
                     "--out %s/bad 2>&1",
              tmp_dir);
     expect_usage(cmd, "DLCP");
@@ -163,10 +173,12 @@ static void test_validate_real_small(void) {
     if (!have_mpirun()) SS_SKIP("mpirun not found");
     if (!can_build_testbed()) SS_SKIP("validate real needs root, tc and network namespaces");
     char cmd[1024], *out = NULL;
-    snprintf(cmd, sizeof cmd,
-             "SYNCSIM_TESTBED_NAME=ssvalidatetest " SYNCSIM " validate real --policy bsp "
-             "--workers 2 --bandwidth 100Mbps --epochs 0.02 --out %s/vr 2>&1",
-             tmp_dir);
+    snprintf(
+        cmd, sizeof cmd,
+        "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 SYNCSIM_TESTBED_NAME=ssvalidatetest " SYNCSIM
+        " validate real --policy bsp "
+        "--workers 2 --bandwidth 100Mbps --epochs 0.02 --out %s/vr 2>&1",
+        tmp_dir);
     int rc = ss_test_shell(cmd, &out);
     if (rc != 0 && rc != 1) fprintf(stderr, "\n%s\n%s\n", cmd, out);
     CU_ASSERT_TRUE(rc == 0 || rc == 1);
@@ -200,6 +212,8 @@ static CU_TestInfo real_tests[] = {
     {"syncsim real: fedavg with sampled clients equals its emulation",
      test_fedavg_clients_equals_emulation},
     {"syncsim real: dssync equals its emulation", test_dssync_equals_emulation},
+    {"syncsim real: ssp, one worker and two server ranks, equals its emulation",
+     test_ssp_one_worker_equals_emulation},
     {"syncsim real: ssp with a server rank", test_ssp_with_server},
     {"syncsim validate real: a small case on the testbed", test_validate_real_small},
     CU_TEST_INFO_NULL,
