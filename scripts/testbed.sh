@@ -225,6 +225,7 @@ teardown() {
     "$IP" netns del "$x" || left=1
   done
   rm -f "$TB_DIR/hostfile" "$TB_DIR/agent" "$TB_DIR/hostfile.tmp" "$TB_DIR/agent.tmp" "$TB_STATE.tmp"
+  rm -rf "$TB_DIR/ompi"
   [ "$left" = 0 ] && rm -f "$TB_STATE" && rmdir "$TB_DIR" 2>/dev/null
   return "$left"
 }
@@ -319,7 +320,11 @@ write_mpi_files() {
     while read -r a ns; do echo "$a) ns=$ns ;;"; done < <(state_list addr)
     echo "*) echo \"testbed agent: no namespace of testbed '$TB_NAME' owns host '\$host'\" >&2; exit 255 ;;"
     echo 'esac'
-    echo "exec $IP netns exec \"\$ns\" /bin/sh -c \"\$*\""
+    # every namespace-host has its own OpenMPI session directory: the daemons all carry this
+    # machine's hostname, and in one /tmp their directories could collide (orte_init failed
+    # with "mkdir ... File exists" after an interrupted run)
+    echo "mkdir -p \"$TB_DIR/ompi/\$ns\" || exit 255"
+    echo "exec $IP netns exec \"\$ns\" env OMPI_MCA_orte_tmpdir_base=\"$TB_DIR/ompi/\$ns\" /bin/sh -c \"\$*\""
   } >"$TB_DIR/agent.tmp"
   chmod 755 "$TB_DIR/agent.tmp"
   mv -f "$TB_DIR/hostfile.tmp" "$TB_DIR/hostfile"
