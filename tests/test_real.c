@@ -112,6 +112,12 @@ static void test_dssync_equals_emulation(void) {
     check_same_run("dssync", 4, "--policy dssync --workers 4");
 }
 
+/* BSP through two synchronous server ranks: each server sums the round's pushes and every pull
+ * gets the sum. */
+static void test_bsp_ps_equals_emulation(void) {
+    check_same_run("bspps", 6, "--policy bsp --workers 4 --collective ps --ps-servers 2");
+}
+
 /* One worker and two server ranks: no race, so the sharded servers' updates and the pulls give
  * exactly the emulation's model. */
 static void test_ssp_one_worker_equals_emulation(void) {
@@ -212,6 +218,8 @@ static CU_TestInfo real_tests[] = {
     {"syncsim real: fedavg with sampled clients equals its emulation",
      test_fedavg_clients_equals_emulation},
     {"syncsim real: dssync equals its emulation", test_dssync_equals_emulation},
+    {"syncsim real: bsp through two server ranks equals its emulation",
+     test_bsp_ps_equals_emulation},
     {"syncsim real: ssp, one worker and two server ranks, equals its emulation",
      test_ssp_one_worker_equals_emulation},
     {"syncsim real: ssp with a server rank", test_ssp_with_server},
