@@ -325,6 +325,19 @@ static int write_platform(const validate_real_opts *o, const char *model, const 
     return SS_OK;
 }
 
+/* The last non-empty line of a file (the testbed's message), or "status unknown". */
+static void last_line(const char *path, char *line, size_t n) {
+    snprintf(line, n, "status unknown");
+    FILE *f = fopen(path, "r");
+    if (!f) return;
+    char buf[512];
+    while (fgets(buf, sizeof buf, f)) {
+        buf[strcspn(buf, "\n")] = 0;
+        if (buf[0]) snprintf(line, n, "%s", buf);
+    }
+    fclose(f);
+}
+
 /* ---- report ---- */
 
 static int report_case(const validate_real_opts *o, const char *policy, const case_result *cr,
@@ -400,9 +413,11 @@ int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *
             o->rate_bps / 1e6, o->delay_s * 1e3);
     int st = testbed(o, "up", o->workers + 1, out, log);
     if (st != 0) {
-        rc =
-            ss_error_set(st == 2 ? SS_EUSAGE : SS_EIO,
-                         "validate real: the testbed did not come up (status %d): see %s", st, log);
+        char why[512];
+        last_line(log, why, sizeof why);
+        rc = ss_error_set(st == 2 ? SS_EUSAGE : SS_EIO,
+                          "validate real: the testbed did not come up (%s; all of it in %s)", why,
+                          log);
     } else {
         FILE *csv = fopen(csv_tmp, "w");
         if (!csv) {
