@@ -4,12 +4,12 @@
  * bridge, every link shaped with tc to `rate` and `delay`), runs the configuration for real
  * (mpirun ... syncsim real, one rank per worker and per parameter server), then predicts the
  * same run: the real run's trace replayed with its measured compute times (--compute trace) on
- * a star platform that describes the testbed (OUT/testbed-LV08.xml, OUT/testbed-ns-3.xml) (each host's link at the rate, split-duplex, with
- * the delay), under the flow model (LV08) and the packet-level model (ns-3). It prints measured
- * vs predicted total time and mean communication time per synchronized step with their relative
- * errors, the wall time each prediction cost, and the final accuracy of the real run against
- * the emulation of the same configuration (`syncsim train`). The testbed is always brought down,
- * also after a failure or an interruption.
+ * a star platform that describes the testbed (OUT/testbed-LV08.xml, OUT/testbed-ns-3.xml) (each
+ * host's link at the rate, split-duplex, with the delay), under the flow model (LV08) and the
+ * packet-level model (ns-3). It prints measured vs predicted total time and mean communication time
+ * per synchronized step with their relative errors, the wall time each prediction cost, and the
+ * final accuracy of the real run against the emulation of the same configuration (`syncsim train`).
+ * The testbed is always brought down, also after a failure or an interruption.
  *
  * OUT/validate_real.csv: one row per (policy, network model). OUT/<policy>/{real,emulation,
  * LV08,ns-3}/: the runs; OUT/<policy>/commands.log: what each command printed. */
