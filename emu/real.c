@@ -32,11 +32,6 @@ static int world_size(void) {
 
 /* ---- results ---- */
 
-/* Sums (op 0) or maxima (op 1) of n doubles over the ranks, in place on every rank. */
-static int reduce(exchange *ex, double *v, int n, int op_max) {
-    return exchange_mpi_allreduce_doubles(ex, v, n, op_max);
-}
-
 int real_combine_results(exchange *ex, const policy_config *pc, policy_result *res) {
     enum { SUMS = 5 + 2 * POLICY_STALENESS_BINS };
     double sums[SUMS], maxima[3] = {res->sim_time_s, (double)res->max_clock_gap,
@@ -47,8 +42,8 @@ int real_combine_results(exchange *ex, const policy_config *pc, policy_result *r
         sums[5 + i] = (double)res->clock_gap_hist[i];
         sums[5 + POLICY_STALENESS_BINS + i] = (double)res->update_staleness_hist[i];
     }
-    int rc = reduce(ex, sums, SUMS, 0);
-    if (rc == SS_OK) rc = reduce(ex, maxima, 3, 1);
+    int rc = exchange_mpi_allreduce_doubles(ex, sums, SUMS, 0);             /* sums */
+    if (rc == SS_OK) rc = exchange_mpi_allreduce_doubles(ex, maxima, 3, 1); /* maxima */
     if (rc != SS_OK) return rc;
     const int n = pc->workers;
     res->compute_s = sums[0] / n, res->comm_s = sums[1] / n, res->wait_s = sums[2] / n;
@@ -126,8 +121,7 @@ static void evaluate_snapshot(emulation *em, const policy_config *pc, char *cons
     free(params);
 }
 
-int real_evaluate(exchange *ex, emulation *em, const policy_config *pc, const policy_result *res) {
-    (void)res;
+int real_evaluate(exchange *ex, emulation *em, const policy_config *pc) {
     char *all = NULL;
     const int ranks = world_size(), n = pc->workers;
     size_t *counts = ss_calloc((size_t)ranks, sizeof(size_t));

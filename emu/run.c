@@ -184,6 +184,21 @@ static int clear_outputs(const run_config *cfg) {
     return outputs_clear(cfg, generated);
 }
 
+/* The parameter-server hosts a policy uses: its servers under SSP/ASP or --collective ps. */
+static int servers_of(const policy_config *pc) {
+    return (policy_is_async(pc) || pc->use_ps) ? pc->ps_servers : 0;
+}
+
+/* The servers the options ask for, before the training set is loaded (options only). */
+static int options_servers(const run_config *cfg, int *servers) {
+    policy_config pc;
+    policy_build_env env = {.mode = POLICY_BUILD_RUN, .train_samples = 0};
+    int rc = policy_config_build(cfg, &env, &pc);
+    free((void *)pc.slowdown);
+    *servers = rc == SS_OK ? servers_of(&pc) : 0;
+    return rc;
+}
+
 /* OUT/ with config.ini and platform.xml, and the simulated cluster on that platform. */
 static int open_cluster(emu_run *r) {
     if (r->real && r->rank != 0) return SS_OK; /* rank 0 writes OUT/; there is no cluster */
@@ -191,8 +206,7 @@ static int open_cluster(emu_run *r) {
     if (rc == SS_OK) rc = clear_outputs(r->cfg);
     if (rc == SS_OK) rc = outputs_open_dir(r->cfg, r->rq->config_ini);
     if (rc != SS_OK || r->real) return rc;
-    const int async = policy_is_async(&r->pc);
-    const int n_ps = (async || r->pc.use_ps) ? r->pc.ps_servers : 0;
+    const int n_ps = servers_of(&r->pc);
     if ((rc = prepare_platform(r->cfg, n_ps, r->platform, sizeof r->platform)) != SS_OK) return rc;
     sim_cluster_opts co = {.platform_path = r->platform,
                            .n_workers = r->cfg->workers,
@@ -265,12 +279,9 @@ static int open_outputs(emu_run *r) {
  * syntax and its host count); the hosts it has go into the memory estimate. */
 static int check_platform(emu_run *r, double *hosts) {
     const run_config *cfg = r->cfg;
-    policy_config pc;
-    policy_build_env env = {.mode = POLICY_BUILD_RUN, .train_samples = 0};
-    int rc = policy_config_build(cfg, &env, &pc); /* no training set yet: options only */
-    free((void *)pc.slowdown);
+    int n_ps;
+    int rc = options_servers(cfg, &n_ps);
     if (rc != SS_OK) return rc;
-    const int n_ps = (policy_is_async(&pc) || pc.use_ps) ? pc.ps_servers : 0;
     if (!cfg->platform[0]) {
         platform_gen_spec spec;
         *hosts = (double)cfg->workers + n_ps;
@@ -568,7 +579,7 @@ static int real_check_ranks(const emu_run *r) {
     int rc = policy_config_build(r->cfg, &env, &pc);
     free((void *)pc.slowdown);
     if (rc != SS_OK) return rc;
-    const int servers = (policy_is_async(&pc) || pc.use_ps) ? pc.ps_servers : 0;
+    const int servers = servers_of(&pc);
     if (r->ranks != r->cfg->workers + servers)
         return ss_error_set(SS_EUSAGE,
                             "syncsim real: mpirun started %d ranks; --workers %d with %d parameter "
@@ -613,7 +624,7 @@ static int simulate_real(emu_run *r) {
     rc = policy_run_real(pc, r->ex, r->rank, emulation_source(r->em), exchange_mpi_serve,
                          exchange_mpi_worker_done, real_records_add, &r->recs, &r->pr);
     if (rc == SS_OK) rc = real_combine_results(r->ex, pc, &r->pr);
-    if (rc == SS_OK) rc = real_evaluate(r->ex, r->em, pc, &r->pr);
+    if (rc == SS_OK) rc = real_evaluate(r->ex, r->em, pc);
     if (rc == SS_OK) rc = real_gather_records(r->ex, &r->recs);
     if (rc != SS_OK || r->rank != 0) return rc;
     for (size_t i = 0; i < r->recs.n; i++)
