@@ -77,9 +77,7 @@ static const opt_def head_rows[] = {
     {"batch", OPT_TYPE_INT, F(batch), "64", 1, 65536,
      CMD_RUN | CMD_BENCH | CMD_REPLAY | CMD_VALIDATE, NULL, "B", "mini-batch size per worker", 0},
     {"lr", OPT_TYPE_DOUBLE, F(lr), "0", 0, 100, CMD_RUN | CMD_BENCH, NULL, "X",
-     "learning rate (0: by model and mode: one worker 0.01 logreg, 0.02 mlp and cnn; several "
-     "workers 0.05)",
-     0},
+     "learning rate (0: one worker 0.01 logreg, else 0.02; several workers 0.05, cnn 0.02)", 0},
     {"momentum", OPT_TYPE_DOUBLE, F(momentum), "0.9", 0, 0.9999, CMD_RUN | CMD_BENCH, NULL, "X",
      "SGD momentum (0 = plain SGD)", 0},
     {"weight-decay", OPT_TYPE_DOUBLE, F(weight_decay), "0", 0, 1, CMD_RUN, NULL, "X",
@@ -761,7 +759,7 @@ int options_validate(unsigned command, const run_config *cfg) {
 
 double options_learning_rate(const run_config *cfg) {
     if (cfg->lr > 0) return cfg->lr;
-    if (cfg->policy[0] || cfg->workers > 1) return 0.05;
+    if (cfg->policy[0] || cfg->workers > 1) return strncmp(cfg->model, "cnn", 3) ? 0.05 : 0.02;
     return strncmp(cfg->model, "logreg", 6) == 0 ? 0.01 : 0.02;
 }
 

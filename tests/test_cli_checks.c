@@ -146,7 +146,7 @@ static void test_memory_estimate(void) {
                2, "SYNCSIM_MEMORY_LIMIT", NULL, "o6");
 }
 
-#define TINY "--dataset synthetic --model mlp:16 --epochs 0.05 --seed 3 "
+#define TINY "--device cpu --dataset synthetic --model mlp:16 --epochs 0.05 --seed 3 "
 
 /* One BLAS thread in every emulated run, whatever OPENBLAS_NUM_THREADS and --jobs say. */
 static void test_blas_threads(void) {
