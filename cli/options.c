@@ -136,7 +136,7 @@ static const opt_def head_rows[] = {
     {"precision", OPT_TYPE_CHOICE, F(precision), "fp32", 0, 0, CMD_RUN | CMD_REPLAY,
      "fp32|tf32|fp16|bf16", "P",
      "--compute model: arithmetic precision (fp16/bf16: mixed precision on tensor cores)", SIM},
-    {"compute-jitter", OPT_TYPE_DOUBLE, F(compute_jitter), "0.02", 0, 1, CMD_RUN, NULL, "CV",
+    {"compute-jitter", OPT_TYPE_DOUBLE, F(compute_jitter), "0.002", 0, 1, CMD_RUN, NULL, "CV",
      "coefficient of variation of each step's compute time (seeded per worker and step; 0: none)",
      SIM},
     {"partition", OPT_TYPE_STRING, F(partition), "", 0, 0, CMD_RUN, NULL, "P",

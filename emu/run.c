@@ -330,7 +330,7 @@ static int run_open(emu_run *r) {
     if ((rc = run_open_data(r->cfg, &r->dev, &r->train, &r->test, &r->spec)) != SS_OK) return rc;
     if ((rc = make_policy(r->cfg, r->train.n, &r->pc, &r->steps_per_epoch)) != SS_OK) return rc;
     if (r->real) { /* real steps vary by themselves; the kernels cannot overlap */
-        r->pc.compute_jitter = 0;
+        r->pc.compute_jitter = r->pc.comm_jitter = 0;
         if (r->pc.overlap == POLICY_OVERLAP_AUTO) r->pc.overlap = POLICY_OVERLAP_OFF;
     }
     r->ctx.warmup_steps = r->pc.kind == POLICY_SELSYNC ? policy_selsync_warmup_steps(&r->pc) : -1;

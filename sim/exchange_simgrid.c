@@ -38,6 +38,8 @@ typedef struct sg_exchange {
     exchange_ps_hooks ps_hooks;
     sim_background *background;
     gather_board *boards;
+    double ps_wire_jitter; /* sim_ps_opts.wire_jitter, with seed */
+    uint64_t seed;
     /* SSP's clocks: (n_workers) steps completed; guarded by mutex, waited on with advanced */
     long *clock;
     sg_mutex_t mutex;
@@ -285,7 +287,9 @@ static int sg_ps_start(void *self, const exchange_ps_opts *o) {
                       .n_servers = o->n_servers,
                       .server_hosts = sim_cluster_ps_hosts(x->cluster),
                       .mode = o->async ? SIM_PS_ASYNC : SIM_PS_SYNC,
-                      .request_bytes = 0};
+                      .request_bytes = 0,
+                      .wire_jitter = x->ps_wire_jitter,
+                      .seed = x->seed};
     po.hooks.ctx = x;
     po.hooks.on_push = o->hooks.on_push ? ps_on_push : NULL;
     po.hooks.on_pull = o->hooks.on_pull ? ps_on_pull : NULL;
@@ -397,6 +401,8 @@ int exchange_simgrid_open(sim_cluster *cluster, const exchange_simgrid_opts *o, 
     x->cluster = cluster;
     x->coll = o->coll;
     x->n_workers = sim_cluster_n_workers(cluster);
+    x->ps_wire_jitter = o->ps_wire_jitter;
+    x->seed = o->seed;
     x->clock = ss_calloc((size_t)x->n_workers, sizeof(long));
     int rc = sim_coll_check(sim_cluster_world(cluster), &o->coll, "--collective");
     if (rc != SS_OK) {

@@ -22,7 +22,8 @@
 typedef struct exchange_simgrid_opts {
     sim_coll_opts coll;     /* all-reduce algorithm and segmentation of every group */
     double background_load; /* > 0: cross traffic among the workers and servers (background.h) */
-    uint64_t seed;          /* of the cross traffic */
+    uint64_t seed;          /* of the cross traffic and of the message jitter */
+    double ps_wire_jitter;  /* > 0: CV of the parameter servers' messages (sim_ps_opts) */
 } exchange_simgrid_opts;
 
 /* An exchange among the cluster's workers (and its PS hosts, for ps_start). SS_EUSAGE if the

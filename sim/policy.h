@@ -86,6 +86,7 @@ typedef struct policy_config {
 
     /* SSP / ASP */
     long staleness;         /* s >= 0; < 0 = infinity (ASP) */
+    double comm_jitter;     /* CV of each server message's time on the wire (sim/jitter.h) */
     double server_lr_scale; /* the server applies a gradient with lr x this (0: 1/N) */
 
     /* FedAvg / local SGD */

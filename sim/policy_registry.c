@@ -56,9 +56,14 @@ static const policy_option ssp_option_rows[] = {
      "ssp/asp: the server applies each gradient with lr x X (0: 1/N, so that N pushes move the "
      "model as far as one BSP step)",
      0, NULL},
+    {"comm-jitter", POLICY_OPTION_DOUBLE, PO(comm_jitter), "0", 0, 1, NULL, "CV",
+     "ssp/asp: coefficient of variation of each push and pull reply's time on the wire (seeded "
+     "per message; 0: none)",
+     1, "comm_jitter"},
 };
-static const policy_option *const ssp_options[] = {&ssp_option_rows[0], &ssp_option_rows[1], NULL};
-static const policy_option *const asp_options[] = {&ssp_option_rows[1], NULL};
+static const policy_option *const ssp_options[] = {&ssp_option_rows[0], &ssp_option_rows[1],
+                                                   &ssp_option_rows[2], NULL};
+static const policy_option *const asp_options[] = {&ssp_option_rows[1], &ssp_option_rows[2], NULL};
 
 static const policy_option fedavg_option_rows[] = {
     {"local-steps", POLICY_OPTION_LONG, PO(local_steps), "8", 1, 1e9, NULL, "H",

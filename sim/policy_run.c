@@ -92,8 +92,10 @@ static int start_exchange(policy_state *st) {
 /* The exchange over the cluster (the simulation). */
 static int open_exchange(policy_state *st, sim_cluster *cluster) {
     const policy_config *pc = st->pc;
-    exchange_simgrid_opts xo = {
-        .coll = pc->coll, .background_load = pc->background_load, .seed = pc->seed};
+    exchange_simgrid_opts xo = {.coll = pc->coll,
+                                .background_load = pc->background_load,
+                                .seed = pc->seed,
+                                .ps_wire_jitter = pc->comm_jitter};
     int rc = exchange_simgrid_open(cluster, &xo, &st->ex);
     return rc == SS_OK ? start_exchange(st) : rc;
 }

@@ -15,6 +15,7 @@
  * The members agree on every decision because the first member to reach it records it for the
  * others (a shortcut of the simulation: in DLCP the receiver decides and tells the sender). */
 #include "common/status.h"
+#include "sim/jitter.h"
 #include "sim/policy_internal.h"
 
 #include <errno.h>
@@ -34,18 +35,11 @@ void policy_begin_step(policy_state *st, int w, long step, step_acc *a) {
     a->rec.start_s = policy_now(st);
 }
 
-/* The jitter stream of (worker, step): its own seed, so a draw does not depend on the order in
- * which the simulation schedules the workers. */
-#define POLICY_STREAM_JITTER ((uint64_t)6 << 56)
-
-/* Multiplier of a step's compute time: lognormal with mean 1 and coefficient of variation cv,
- * exp(sigma z - sigma^2 / 2) with sigma^2 = ln(1 + cv^2). */
+/* Multiplier of a step's compute time: lognormal with mean 1 and coefficient of variation cv, from
+ * the stream of (worker, step) (sim/jitter.h), so a draw does not depend on the order in which the
+ * simulation schedules the workers. */
 double policy_jitter(uint64_t seed, int w, long step, double cv) {
-    if (!(cv > 0)) return 1.0;
-    rng r;
-    rng_seed(&r, seed, POLICY_STREAM_JITTER | ((uint64_t)w << 32) | (uint64_t)(uint32_t)step);
-    const double s2 = log1p(cv * cv);
-    return exp(sqrt(s2) * rng_normal(&r) - 0.5 * s2);
+    return sim_jitter_lognormal(seed, sim_jitter_compute_stream(w, step), cv);
 }
 
 /* Stragglers (a fixed slowdown of some workers, and random slow steps: one draw a step) and the

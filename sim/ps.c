@@ -15,6 +15,7 @@
 
 #include "common/status.h"
 #include "sim/internal.h"
+#include "sim/jitter.h"
 
 typedef enum ps_msg_type { PS_MSG_PUSH = 1, PS_MSG_PULL = 2 } ps_msg_type;
 
@@ -75,6 +76,14 @@ static double shard_bytes(double bytes, int k, int n) {
     return base + (k < rem ? 1 : 0) + (k == n - 1 ? rem - floor(rem) : 0);
 }
 
+/* The simulated size of a message of `bytes` (wire_jitter, sim/jitter.h). */
+static long jittered(const sim_ps *ps, double bytes, int dir, int server, int worker,
+                     int64_t round) {
+    if (!(ps->o.wire_jitter > 0)) return wire(bytes);
+    const uint64_t stream = sim_jitter_ps_stream(dir, server, worker, round);
+    return wire(bytes * sim_jitter_lognormal(ps->o.seed, stream, ps->o.wire_jitter));
+}
+
 /* ---------------------------------------------------------------- server */
 
 static int pull_ready(const ps_server *s, int worker, int64_t round) {
@@ -91,7 +100,8 @@ static void reply(ps_server *s, int worker, int64_t round, double bytes) {
     /* Detached before it starts (SimGrid cannot detach a started comm): the server goes on
      * receiving while the reply flows. */
     sg_comm_t comm =
-        sg_mailbox_put_init(ps_mailbox(s->ps, worker, s->index, 0), &sim_token, wire(bytes));
+        sg_mailbox_put_init(ps_mailbox(s->ps, worker, s->index, 0), &sim_token,
+                            jittered(s->ps, bytes, SIM_JITTER_TO_WORKER, s->index, worker, round));
     sg_comm_detach(comm, NULL);
 }
 
@@ -181,6 +191,9 @@ int sim_ps_start(const sim_ps_opts *o, sim_ps **out) {
     if (!(o->request_bytes >= 0) || !isfinite(o->request_bytes))
         return ss_error_set(SS_EUSAGE, "parameter server: request size %g bytes, need >= 0",
                             o->request_bytes);
+    if (!(o->wire_jitter >= 0) || !isfinite(o->wire_jitter))
+        return ss_error_set(SS_EUSAGE, "parameter server: message jitter %g, need a CV >= 0",
+                            o->wire_jitter);
     if ((unsigned)o->mode > SIM_PS_ASYNC)
         return ss_error_set(SS_EUSAGE, "parameter server: unknown mode %d", (int)o->mode);
     sim_ps *ps = ss_calloc(1, sizeof *ps);
@@ -261,7 +274,10 @@ static double post_to_servers(sim_ps *ps, int worker, ps_msg_type type, double b
         m->payload = payload;
         m->reply_bytes = shard_bytes(bytes, k, K);
         double size = type == PS_MSG_PUSH ? m->reply_bytes : ps->o.request_bytes;
-        comms[k] = sg_mailbox_put_async(ps_mailbox(ps, worker, k, 1), m, wire(size));
+        long on_wire = type == PS_MSG_PUSH
+                           ? jittered(ps, size, SIM_JITTER_TO_SERVER, k, worker, round)
+                           : wire(size);
+        comms[k] = sg_mailbox_put_async(ps_mailbox(ps, worker, k, 1), m, on_wire);
         sent += (double)wire(size);
     }
     ps->bytes_sent[worker] += sent;

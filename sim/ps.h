@@ -62,6 +62,11 @@ typedef struct sim_ps_opts {
     sim_ps_mode mode;
     double request_bytes; /* size of a pull request (0: a latency-only control message) */
     sim_ps_hooks hooks;
+    /* > 0: each push shard and pull reply holds the network as if it were f times its size, f
+     * lognormal with mean 1 and this CV, drawn per message from `seed` (sim/jitter.h); the
+     * bytes counted stay the nominal ones */
+    double wire_jitter;
+    uint64_t seed;
 } sim_ps_opts;
 
 typedef struct sim_ps sim_ps; /* opaque */
