@@ -22,11 +22,16 @@
  *   [GEMM]  an FP16 tensor-core GEMM (cuBLAS, M = N = K = 8192) reaches about 101 TFLOP/s on a
  *           V100 whose tensor peak at its clock is 112 TFLOP/s: 0.9 of peak.
  *           https://forums.developer.nvidia.com/t/understanding-ipc-and-issue-slot-utilization-when-using-tensor-cores/79781
- *           No class-specific measurement is shipped for the others: 0.9 is applied to every
- *           class and precision (large GEMMs/convolutions of the model layers).
+ *           0.9 is applied to every class and precision (large GEMMs/convolutions of the model
+ *           layers) except the H100, whose own measured ceilings [H100-MEAS] are used.
  *   [MEM]   Jia, Maggioni, Staiger, Scarpazza: Dissecting the NVIDIA Volta GPU Architecture via
  *           Microbenchmarking, 2018, https://arxiv.org/abs/1804.06826 : V100 global memory
- *           reaches 750 GB/s of 900 (0.83); applied to every class.
+ *           reaches 750 GB/s of 900 (0.83); applied to every class but the H100.
+ *   [H100-MEAS] measured for the H100 itself with bench/torch_gpu.py (its "ceilings" table:
+ *           the median of 3 windows of cuBLAS 8192^3 products through PyTorch 2.11, and a 1 GiB
+ *           device copy counting bytes read plus written) on an H100 80GB HBM3 (SXM, driver
+ *           580.159.04), 2026-11-22: FP32 51.5, TF32 404.7, FP16 783.4, BF16 809.4 TFLOP/s, copy
+ *           3012 GB/s; traces/reference/compute/README.md gives the run.
  *   [LAUNCH] NVIDIA, Getting Started with CUDA Graphs,
  * https://developer.nvidia.com/blog/cuda-graphs/ : back-to-back launches of a short kernel cost
  * about 3.8 us each against 2.9 us of execution; syncsim charges 4 us per kernel launch. */
@@ -61,11 +66,11 @@ static const gpu_class gpu_classes[] = {
      MEM_FRACTION,
      LAUNCH_S},
     {"h100",
-     "H100 SXM5 [H100]",
+     "H100 SXM5 [H100] [H100-MEAS]",
      {67 * T, 494.7 * T, 989.4 * T, 989.4 * T},
      3.35e12,
-     FRACTIONS,
-     MEM_FRACTION,
+     {51.5 / 67, 404.7 / 494.7, 783.4 / 989.4, 809.4 / 989.4},
+     3012.0 / 3350.0,
      LAUNCH_S},
     {"rtx3090",
      "GeForce RTX 3090 [3090]",
