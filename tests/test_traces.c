@@ -591,6 +591,14 @@ static void expect_cli(const char *args, int code, const char *frag) {
     free(out);
 }
 
+/* Thousands of workers: SimGrid's stack guard pages (about 9 memory mappings a worker) passed
+ * vm.max_map_count at 4096 workers and the replay aborted; above 1024 it runs without them. */
+static void test_cli_replay_many_workers(void) {
+    expect_cli("replay --profile resnet101 --policy bsp --workers 4096 --steps 1 --batch 32 "
+               "--collective ring-coarse --network-model CM02 --out many",
+               0, "1 of 1 steps synchronized");
+}
+
 /* train records, replay reproduces it through the options a user gives (the generated platform
  * rebuilt from the recorded config, GPU efficiency included), bad input exits 1 naming the file
  * and line, usage errors exit 2. */
@@ -670,6 +678,8 @@ static CU_TestInfo replay_tests[] = {
     {"replay_run scale-out (round-robin, seeded sampling)", test_replay_scale_out},
     {"replay_run of a profile: BSP closed form", test_profile_replay_closed_form},
     {"syncsim replay and trace: exactness, errors, exit codes", test_cli_replay},
+    {"syncsim replay of 4096 workers (no stack guard pages above 1024)",
+     test_cli_replay_many_workers},
     CU_TEST_INFO_NULL,
 };
 

@@ -21,8 +21,9 @@
  * streams of common/rng.h (the policies' stragglers use RNG_STREAM_NETWORK + w). */
 #define REPLAY_STREAM_SCALE_OUT ((uint64_t)5 << 20)
 
-/* Above this many workers, actors run without stack guard pages, on stacks of this size. */
-#define REPLAY_MANY_ACTORS                  16384
+/* Above this many workers, actors run without stack guard pages, on stacks of this size: with
+ * the guards, about 9 memory mappings a worker reached vm.max_map_count (65530) at 4096 workers. */
+#define REPLAY_MANY_ACTORS                  1024
 #define REPLAY_MANY_ACTORS_STACK_KIB        64
 #define REPLAY_MANY_ACTORS_MAIN_STACK_BYTES ((rlim_t)112 << 20)
 
