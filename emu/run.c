@@ -357,6 +357,14 @@ static void print_banner(const emu_run *r) {
            "evaluation every %ld\n",
            device_name(r->dev), r->cfg->model, model_param_count(m), model_param_bytes(m) / 1e6,
            r->pc.steps, r->pc.eval_every);
+    const sim_allreduce_algo a = r->pc.coll.algo;
+    if (!r->real && r->cfg->workers >= SIM_COARSE_MIN_MEMBERS && !r->pc.use_ps &&
+        (a == SIM_ALLREDUCE_RING || a == SIM_ALLREDUCE_HIER))
+        printf("note: --collective %s simulates every message (2(N-1) per worker per all-reduce, "
+               "%.3g in all at %d workers); ring-coarse, hier-coarse or auto time it in closed "
+               "form, far faster at this scale\n",
+               sim_allreduce_algo_name(a), 2.0 * (r->cfg->workers - 1) * r->cfg->workers,
+               r->cfg->workers);
     fflush(stdout);
 }
 
