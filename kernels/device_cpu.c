@@ -1,8 +1,10 @@
-/* CPU backend: GEMM through cblas (OpenBLAS, multi-threaded); the other ops are plain loops
- * written so that the compiler vectorizes them. These are the reference implementations. */
+/* CPU backend: GEMM through cblas (OpenBLAS, multi-threaded); convolutions direct where the CPU
+ * has AVX-512 (conv_direct.h); the other ops are plain loops written so that the compiler
+ * vectorizes them. These are the reference implementations. */
 #include "kernels/device_impl.h"
 
 #include "common/status.h"
+#include "kernels/conv_direct.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -314,6 +316,29 @@ static SS_CPU_CLONES void cpu_maxpool_relu_bwd(device *dev, int batch, int h, in
     maxpool_bwd_with(maxpool_relu_bwd_window, batch, h, w, c, x, dy, dx);
 }
 
+static size_t cpu_conv_direct_floats(device *dev, const conv_geom *g, int oc, int need_dx) {
+    (void)dev;
+    return conv_direct_supports(g, oc, need_dx) ? conv_direct_workspace_floats(g, oc) : 0;
+}
+
+static void cpu_conv_fwd(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
+                         const float *bias, int relu, float *ws, float *y) {
+    (void)dev;
+    conv_direct_forward(g, oc, x, w, bias, relu, ws, y);
+}
+
+static void cpu_conv_bwd_filter(device *dev, const conv_geom *g, int oc, const float *x,
+                                const float *dy, float *ws, float *dw) {
+    (void)dev;
+    conv_direct_backward_filter(g, oc, x, dy, ws, dw);
+}
+
+static void cpu_conv_bwd_data(device *dev, const conv_geom *g, int oc, const float *dy,
+                              const float *w, float *ws, float *dx) {
+    (void)dev;
+    conv_direct_backward_data(g, oc, dy, w, ws, dx);
+}
+
 static double cpu_softmax_xent(device *dev, int batch, int classes, const float *logits,
                                const uint8_t *labels, float *dlogits, int *correct) {
     (void)dev;
@@ -431,6 +456,10 @@ static const device_ops cpu_ops = {
     .maxpool_fwd = cpu_maxpool_fwd,
     .maxpool_bwd = cpu_maxpool_bwd,
     .maxpool_relu_bwd = cpu_maxpool_relu_bwd,
+    .conv_direct_floats = cpu_conv_direct_floats,
+    .conv_fwd = cpu_conv_fwd,
+    .conv_bwd_filter = cpu_conv_bwd_filter,
+    .conv_bwd_data = cpu_conv_bwd_data,
     .softmax_xent = cpu_softmax_xent,
     .sgd = cpu_sgd,
     .axpy = cpu_axpy,

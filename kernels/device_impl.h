@@ -60,6 +60,20 @@ typedef struct device_ops {
     /* maxpool_bwd then relu_bwd with y = x (x is a ReLU's output), in one pass. Optional. */
     void (*maxpool_relu_bwd)(device *dev, int batch, int h, int w, int c, const float *x,
                              const float *dy, float *dx);
+    /* Direct convolution without im2col (CPU: kernels/conv_direct.h). Optional: NULL, or
+     * conv_direct_floats() returning 0 for a geometry it does not take, means im2col + gemm.
+     * conv_direct_floats: floats of the workspace `ws` the three passes need (oc output
+     * channels; need_dx: the data gradient is wanted too). */
+    size_t (*conv_direct_floats)(device *dev, const conv_geom *g, int oc, int need_dx);
+    /* y (B*out_h*out_w, oc) = conv(x, w) + bias, then ReLU when relu; w (oc, kh*kw*in_c) */
+    void (*conv_fwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
+                     const float *bias, int relu, float *ws, float *y);
+    /* dw (oc, kh*kw*in_c) = the batch's weight gradient (overwritten) */
+    void (*conv_bwd_filter)(device *dev, const conv_geom *g, int oc, const float *x,
+                            const float *dy, float *ws, float *dw);
+    /* dx (B, in_h, in_w, in_c) = the input gradient (overwritten) */
+    void (*conv_bwd_data)(device *dev, const conv_geom *g, int oc, const float *dy, const float *w,
+                          float *ws, float *dx);
     /* Softmax cross-entropy of logits (B, K) against host labels (B). Returns the summed loss
      * (double); *correct = samples whose first argmax is the label. When dlogits is not NULL it
      * receives d(mean loss)/d(logits) = (softmax - onehot) / B. */

@@ -122,6 +122,16 @@ int layer_conv_chunk_samples(const layer *l, device_kind kind) {
 
 void layer_alloc_scratch(device *dev, layer *l, int max_batch) {
     if (l->kind != LAYER_KIND_CONV2D) return;
+    conv_geom g = conv_geom_of(l, max_batch);
+    size_t ws = 0;
+    if (!l->conv_im2col_only && dev->ops->conv_direct_floats)
+        ws = dev->ops->conv_direct_floats(dev, &g, l->out_c, l->need_dx);
+    l->conv_direct = ws > 0;
+    if (l->conv_direct) {
+        l->col = device_alloc(dev, ws);
+        l->col_samples = 0;
+        return;
+    }
     int chunk = layer_conv_chunk_samples(l, device_get_kind(dev));
     l->col_samples = max_batch < chunk ? max_batch : chunk;
     size_t rows = (size_t)l->col_samples * l->out_h * l->out_w;
@@ -170,6 +180,11 @@ static double dense_backward_flops(const layer *l) {
 static void conv_forward(device *dev, layer *l, int batch, const float *x, float *y) {
     const int p = l->out_h * l->out_w, kkc = l->kh * l->kw * l->in_c, oc = l->out_c;
     const size_t in_size = layer_in_size(l), out_size = layer_out_size(l);
+    if (l->conv_direct) {
+        conv_geom g = conv_geom_of(l, batch);
+        dev->ops->conv_fwd(dev, &g, oc, x, l->w, l->b, l->relu_in_epilogue, l->col, y);
+        return;
+    }
     for (int s0 = 0; s0 < batch; s0 += l->col_samples) {
         int nb = batch - s0 < l->col_samples ? batch - s0 : l->col_samples;
         conv_geom g = conv_geom_of(l, nb);
@@ -198,6 +213,13 @@ static void conv_backward(device *dev, layer *l, int batch, const float *x, cons
     (void)y;
     const int p = l->out_h * l->out_w, kkc = l->kh * l->kw * l->in_c, oc = l->out_c;
     const size_t in_size = layer_in_size(l), out_size = layer_out_size(l);
+    if (l->conv_direct) {
+        conv_geom g = conv_geom_of(l, batch);
+        dev->ops->conv_bwd_filter(dev, &g, oc, x, dy, l->col, l->dw);
+        if (l->need_dx) dev->ops->conv_bwd_data(dev, &g, oc, dy, l->w, l->col, dx);
+        dev->ops->bias_grad(dev, batch * p, oc, dy, 0.0f, l->db);
+        return;
+    }
     const int last = (batch - 1) / l->col_samples * l->col_samples;
     for (int s0 = last; s0 >= 0; s0 -= l->col_samples) {
         int nb = batch - s0 < l->col_samples ? batch - s0 : l->col_samples;

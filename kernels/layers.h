@@ -54,10 +54,15 @@ typedef struct layer {
     size_t bias_count;       /* floats in the bias view */
     float *w, *b;            /* views into the model's parameters */
     float *dw, *db;          /* views into the model's gradients */
-    float *col;              /* conv: (min(max_batch, CHUNK) * out_h*out_w, kh*kw*in_c) */
-    int col_samples;         /* conv: samples the column buffer holds */
-    const float *col_src;    /* conv: input of the chunk whose columns col holds, or NULL */
-    int col_count;           /* conv: samples of that chunk */
+    /* conv: direct convolution (device op conv_fwd ...) when the device takes the geometry;
+     * col is then its workspace. conv_im2col_only, set before layer_alloc_scratch, keeps
+     * im2col + gemm (tests compare the two). */
+    int conv_direct;
+    int conv_im2col_only;
+    float *col;           /* conv: (min(max_batch, CHUNK) * out_h*out_w, kh*kw*in_c) */
+    int col_samples;      /* conv: samples the column buffer holds */
+    const float *col_src; /* conv: input of the chunk whose columns col holds, or NULL */
+    int col_count;        /* conv: samples of that chunk */
     /* Fusion of conv -> ReLU -> max-pool (layer_fuse_relu): the conv applies the ReLU in its
      * bias pass, the ReLU layer becomes a view (like flatten) and the pooling's backward pass
      * applies the ReLU's mask. Same values bit for bit, two passes over the activations fewer;

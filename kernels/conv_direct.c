@@ -1,0 +1,356 @@
+/* Direct convolution with AVX-512 register tiles (see conv_direct.h). */
+#include "kernels/conv_direct.h"
+
+#include "common/status.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CONV_HAVE_AVX512 1
+#include <immintrin.h>
+#else
+#define CONV_HAVE_AVX512 0
+#endif
+
+static size_t round16(size_t n) {
+    return (n + 15) / 16 * 16;
+}
+
+static size_t packed_weight_floats(const conv_geom *g, int oc) {
+    return round16((size_t)g->kh * g->kw * g->in_c * (size_t)oc);
+}
+
+size_t conv_direct_workspace_floats(const conv_geom *g, int oc) {
+    size_t x_pad = (size_t)(g->in_h + 2 * g->pad) * (g->in_w + 2 * g->pad) * g->in_c;
+    size_t dy_pad = (size_t)(g->in_h + g->kh - 1) * (g->in_w + g->kw - 1) * oc;
+    return 2 * packed_weight_floats(g, oc) + round16(x_pad > dy_pad ? x_pad : dy_pad);
+}
+
+int conv_direct_available(void) {
+#if CONV_HAVE_AVX512
+    return __builtin_cpu_supports("avx512f") ? 1 : 0;
+#else
+    return 0;
+#endif
+}
+
+int conv_direct_supports(const conv_geom *g, int oc, int need_dx) {
+    return conv_direct_available() && oc > 0 && oc % 16 == 0 && (!need_dx || g->in_c % 16 == 0);
+}
+
+/* dst ((h + 2 ph) x (w + 2 pw) x c) = src (h x w x c) inside a frame of zeros */
+static void pad_sample(const float *src, int h, int w, int c, int ph, int pw, float *dst) {
+    const size_t row = (size_t)(w + 2 * pw) * c, run = (size_t)w * c;
+    memset(dst, 0, (size_t)ph * row * sizeof(float));
+    for (int i = 0; i < h; i++) {
+        float *d = dst + (size_t)(i + ph) * row;
+        memset(d, 0, (size_t)pw * c * sizeof(float));
+        memcpy(d + (size_t)pw * c, src + (size_t)i * run, run * sizeof(float));
+        memset(d + (size_t)pw * c + run, 0, (size_t)pw * c * sizeof(float));
+    }
+    memset(dst + (size_t)(h + ph) * row, 0, (size_t)ph * row * sizeof(float));
+}
+
+#if CONV_HAVE_AVX512
+
+#define AVX512_FN   __attribute__((target("avx512f")))
+#define AVX512_TILE static inline __attribute__((always_inline, target("avx512f")))
+
+/* A window sliding over a padded NHWC image: output pixel r of a tile reads, for kernel row a,
+ * the `run` contiguous floats in + a * row + r * px (kw pixels of all channels), and multiplies
+ * float t of them by the weight vector w + (a * run + t) * ldw. */
+typedef struct slide {
+    const float *in;
+    size_t row;
+    int px, kh, run;
+    const float *w;
+    int ldw;
+} slide;
+
+/* out[r * ldo + 16 v ...] = relu?(sum + bias) for r < R pixels and v < NV vectors of outputs:
+ * R * NV accumulators, one fused multiply-add chain each, in (a, t) order. */
+AVX512_TILE void slide_tile(const slide *s, const int R, const int NV, float *out, int ldo,
+                            const float *bias, int relu) {
+    __m512 acc[14][4];
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    for (int a = 0; a < s->kh; a++) {
+        const float *in = s->in + a * s->row, *w = s->w + (size_t)a * s->run * s->ldw;
+        for (int t = 0; t < s->run; t++, w += s->ldw) {
+            __m512 wv[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                wv[v] = _mm512_loadu_ps(w + 16 * v);
+#pragma GCC unroll 14
+            for (int r = 0; r < R; r++) {
+                __m512 xb = _mm512_set1_ps(in[r * s->px + t]);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++)
+                    acc[r][v] = _mm512_fmadd_ps(xb, wv[v], acc[r][v]);
+            }
+        }
+    }
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            __m512 y = acc[r][v];
+            if (bias) y = _mm512_add_ps(y, _mm512_loadu_ps(bias + 16 * v));
+            if (relu) y = _mm512_max_ps(y, _mm512_setzero_ps()); /* y > 0 ? y : 0, as relu_fwd */
+            _mm512_storeu_ps(out + (size_t)r * ldo + 16 * v, y);
+        }
+}
+
+/* Tiles of up to 7 pixels x 64 channels, 14 x 32 or 14 x 16: at most 28 accumulators, which
+ * leaves registers for the weight vectors (the broadcasts fold into the multiply-adds). */
+static int slide_max_pixels(int nv) {
+    return nv == 4 ? 7 : 14;
+}
+
+#define SLIDE_CASE(NV, R)                                                                          \
+    case (NV)*16 + (R):                                                                            \
+        slide_tile(s, R, NV, out, ldo, bias, relu);                                                \
+        break;
+#define SLIDE_CASES_7(NV)                                                                          \
+    SLIDE_CASE(NV, 1)                                                                              \
+    SLIDE_CASE(NV, 2)                                                                              \
+    SLIDE_CASE(NV, 3)                                                                              \
+    SLIDE_CASE(NV, 4) SLIDE_CASE(NV, 5) SLIDE_CASE(NV, 6) SLIDE_CASE(NV, 7)
+#define SLIDE_CASES_14(NV)                                                                         \
+    SLIDE_CASES_7(NV)                                                                              \
+    SLIDE_CASE(NV, 8)                                                                              \
+    SLIDE_CASE(NV, 9)                                                                              \
+    SLIDE_CASE(NV, 10) SLIDE_CASE(NV, 11) SLIDE_CASE(NV, 12) SLIDE_CASE(NV, 13) SLIDE_CASE(NV, 14)
+
+static AVX512_FN void slide_tile_any(const slide *s, int r_n, int nv, float *out, int ldo,
+                                     const float *bias, int relu) {
+    switch (nv * 16 + r_n) {
+        SLIDE_CASES_7(4)
+        SLIDE_CASES_14(2)
+        SLIDE_CASES_14(1)
+    default:
+        SS_ASSERT(0 && "slide tile shape");
+    }
+}
+
+/* One padded image (rows of width_pad pixels of `px` floats) slid over by a kernel of kh rows
+ * and run = kw * px floats, into out (out_h, out_w, n_out) with weights (kh * run, n_out). */
+typedef struct slide_pass {
+    const float *in;
+    int width_pad, px, kh, run;
+    const float *w;
+    int n_out, out_h, out_w;
+    const float *bias;
+    int relu;
+} slide_pass;
+
+static AVX512_FN void slide_image(const slide_pass *p, float *out) {
+    for (int oh = 0; oh < p->out_h; oh++) {
+        for (int o0 = 0; o0 < p->n_out;) {
+            int left = (p->n_out - o0) / 16, nv = left >= 4 ? 4 : left >= 2 ? 2 : 1;
+            int r_max = slide_max_pixels(nv);
+            for (int ow0 = 0; ow0 < p->out_w; ow0 += r_max) {
+                int r_n = p->out_w - ow0 < r_max ? p->out_w - ow0 : r_max;
+                slide s = {p->in + ((size_t)oh * p->width_pad + ow0) * p->px,
+                           (size_t)p->width_pad * p->px,
+                           p->px,
+                           p->kh,
+                           p->run,
+                           p->w + o0,
+                           p->n_out};
+                slide_tile_any(&s, r_n, nv, out + ((size_t)oh * p->out_w + ow0) * p->n_out + o0,
+                               p->n_out, p->bias ? p->bias + o0 : NULL, p->relu);
+            }
+            o0 += 16 * nv;
+        }
+    }
+}
+
+/* Filter gradient tile: dwt rows t0 .. t0 + R - 1 (offsets within kernel row a), NV vectors of
+ * output channels, accumulated over the pixels of one sample onto what dwt holds (or from 0). */
+typedef struct filter_tile_args {
+    const float *in; /* padded sample at kernel row a and offset t0 */
+    size_t row;
+    int px, out_h, out_w;
+    const float *dy; /* the sample's output gradient at the tile's first channel */
+    int ldy;
+    float *dwt; /* (t, o) at the tile's corner, ldy floats a row */
+    int first;
+} filter_tile_args;
+
+AVX512_TILE void filter_tile(const filter_tile_args *f, const int R, const int NV) {
+    __m512 acc[14][4];
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = f->first ? _mm512_setzero_ps()
+                                 : _mm512_loadu_ps(f->dwt + (size_t)r * f->ldy + 16 * v);
+    for (int oh = 0; oh < f->out_h; oh++) {
+        const float *in = f->in + oh * f->row, *dy = f->dy + (size_t)oh * f->out_w * f->ldy;
+        for (int ow = 0; ow < f->out_w; ow++, in += f->px, dy += f->ldy) {
+            __m512 dv[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                dv[v] = _mm512_loadu_ps(dy + 16 * v);
+#pragma GCC unroll 14
+            for (int r = 0; r < R; r++) {
+                __m512 xb = _mm512_set1_ps(in[r]);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++)
+                    acc[r][v] = _mm512_fmadd_ps(xb, dv[v], acc[r][v]);
+            }
+        }
+    }
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            _mm512_storeu_ps(f->dwt + (size_t)r * f->ldy + 16 * v, acc[r][v]);
+}
+
+static int filter_max_rows(int nv) {
+    return nv == 4 ? 6 : nv == 2 ? 12 : 14;
+}
+
+#define FILTER_CASE(NV, R)                                                                         \
+    case (NV)*16 + (R):                                                                            \
+        filter_tile(f, R, NV);                                                                     \
+        break;
+#define FILTER_CASES_6(NV)                                                                         \
+    FILTER_CASE(NV, 1)                                                                             \
+    FILTER_CASE(NV, 2) FILTER_CASE(NV, 3) FILTER_CASE(NV, 4) FILTER_CASE(NV, 5) FILTER_CASE(NV, 6)
+#define FILTER_CASES_12(NV)                                                                        \
+    FILTER_CASES_6(NV)                                                                             \
+    FILTER_CASE(NV, 7)                                                                             \
+    FILTER_CASE(NV, 8)                                                                             \
+    FILTER_CASE(NV, 9) FILTER_CASE(NV, 10) FILTER_CASE(NV, 11) FILTER_CASE(NV, 12)
+
+static AVX512_FN void filter_tile_any(const filter_tile_args *f, int r_n, int nv) {
+    switch (nv * 16 + r_n) {
+        FILTER_CASES_6(4)
+        FILTER_CASES_12(2)
+        FILTER_CASES_12(1)
+        FILTER_CASE(1, 13)
+        FILTER_CASE(1, 14)
+    default:
+        SS_ASSERT(0 && "filter tile shape");
+    }
+}
+
+/* Adds one padded sample's terms to dwt (kh * run, oc). */
+static AVX512_FN void filter_sample(const conv_geom *g, int oc, const float *x_pad, const float *dy,
+                                    int first, float *dwt) {
+    const int width_pad = g->in_w + 2 * g->pad, run = g->kw * g->in_c;
+    const size_t row = (size_t)width_pad * g->in_c;
+    for (int a = 0; a < g->kh; a++) {
+        for (int o0 = 0; o0 < oc;) {
+            int left = (oc - o0) / 16, nv = left >= 4 ? 4 : left >= 2 ? 2 : 1;
+            int r_max = filter_max_rows(nv);
+            for (int t0 = 0; t0 < run; t0 += r_max) {
+                int r_n = run - t0 < r_max ? run - t0 : r_max;
+                filter_tile_args f = {x_pad + a * row + t0,
+                                      row,
+                                      g->in_c,
+                                      g->out_h,
+                                      g->out_w,
+                                      dy + o0,
+                                      oc,
+                                      dwt + ((size_t)a * run + t0) * oc + o0,
+                                      first};
+                filter_tile_any(&f, r_n, nv);
+            }
+            o0 += 16 * nv;
+        }
+    }
+}
+
+#endif /* CONV_HAVE_AVX512 */
+
+/* dst (cols, rows) = src (rows, cols) transposed */
+static void transpose(const float *src, size_t rows, size_t cols, float *dst) {
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            dst[j * rows + i] = src[i * cols + j];
+}
+
+void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
+                         const float *bias, int relu, float *ws, float *y) {
+#if CONV_HAVE_AVX512
+    const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
+    float *wt = ws, *x_pad = ws + 2 * packed_weight_floats(g, oc);
+    transpose(w, (size_t)oc, kkc, wt); /* (kkc, oc): a weight vector per kernel offset */
+    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
+    const size_t out_size = (size_t)g->out_h * g->out_w * oc;
+    slide_pass p = {x_pad,
+                    g->in_w + 2 * g->pad,
+                    g->in_c,
+                    g->kh,
+                    g->kw * g->in_c,
+                    wt,
+                    oc,
+                    g->out_h,
+                    g->out_w,
+                    bias,
+                    relu};
+    for (int b = 0; b < g->batch; b++) {
+        pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
+        slide_image(&p, y + b * out_size);
+    }
+#else
+    (void)g, (void)oc, (void)x, (void)w, (void)bias, (void)relu, (void)ws, (void)y;
+    SS_ASSERT(0 && "direct convolution not compiled in");
+#endif
+}
+
+void conv_direct_backward_filter(const conv_geom *g, int oc, const float *x, const float *dy,
+                                 float *ws, float *dw) {
+#if CONV_HAVE_AVX512
+    const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
+    float *dwt = ws + packed_weight_floats(g, oc), *x_pad = dwt + packed_weight_floats(g, oc);
+    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
+    const size_t out_size = (size_t)g->out_h * g->out_w * oc;
+    for (int b = 0; b < g->batch; b++) {
+        pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
+        filter_sample(g, oc, x_pad, dy + b * out_size, b == 0, dwt);
+    }
+    transpose(dwt, kkc, (size_t)oc, dw);
+#else
+    (void)g, (void)oc, (void)x, (void)dy, (void)ws, (void)dw;
+    SS_ASSERT(0 && "direct convolution not compiled in");
+#endif
+}
+
+/* w2 (kh, kw, oc, c) = w (oc, kh, kw, c) with the kernel rotated by 180 degrees */
+static void pack_rotated(const conv_geom *g, int oc, const float *w, float *w2) {
+    const int c = g->in_c;
+    for (int a = 0; a < g->kh; a++)
+        for (int b = 0; b < g->kw; b++)
+            for (int o = 0; o < oc; o++)
+                memcpy(w2 + (((size_t)a * g->kw + b) * oc + o) * c,
+                       w + (((size_t)o * g->kh + (g->kh - 1 - a)) * g->kw + (g->kw - 1 - b)) * c,
+                       (size_t)c * sizeof(float));
+}
+
+void conv_direct_backward_data(const conv_geom *g, int oc, const float *dy, const float *w,
+                               float *ws, float *dx) {
+#if CONV_HAVE_AVX512
+    float *w2 = ws, *dy_pad = ws + 2 * packed_weight_floats(g, oc);
+    pack_rotated(g, oc, w, w2);
+    const int qh = g->kh - 1 - g->pad, qw = g->kw - 1 - g->pad;
+    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
+    const size_t out_size = (size_t)g->out_h * g->out_w * oc;
+    slide_pass p = {dy_pad,  g->out_w + 2 * qw, oc,      g->kh, g->kw * oc, w2,
+                    g->in_c, g->in_h,           g->in_w, NULL,  0};
+    for (int b = 0; b < g->batch; b++) {
+        pad_sample(dy + b * out_size, g->out_h, g->out_w, oc, qh, qw, dy_pad);
+        slide_image(&p, dx + b * in_size);
+    }
+#else
+    (void)g, (void)oc, (void)dy, (void)w, (void)ws, (void)dx;
+    SS_ASSERT(0 && "direct convolution not compiled in");
+#endif
+}

@@ -1,0 +1,52 @@
+/* Internal: direct 2-D convolution on the CPU (stride 1, zero padding, NHWC), without im2col.
+ *
+ *     if (conv_direct_supports(&g, oc, need_dx)) {
+ *         float *ws = device_alloc(dev, conv_direct_workspace_floats(&g, oc));
+ *         conv_direct_forward(&g, oc, x, w, bias, relu, ws, y);
+ *         conv_direct_backward_filter(&g, oc, x, dy, ws, dw);
+ *         conv_direct_backward_data(&g, oc, dy, w, ws, dx);   // when need_dx
+ *     }
+ *
+ * The im2col + SGEMM path materializes a column matrix kh*kw times the size of the input (627 KB
+ * a sample for the cnn's conv2) that im2col writes and the BLAS then packs again: with 64 output
+ * channels a column entry is used for only 128 FLOPs, so that traffic costs a quarter of the
+ * convolution's time. Here register tiles of outputs (up to 7 pixels x 64 channels in 28 AVX-512
+ * accumulators) read the zero-padded input directly: each input value is broadcast from L1 and
+ * each weight vector is loaded once per tile.
+ *
+ * Every output is one chain of fused multiply-adds in a fixed order, written out so that a scalar
+ * fmaf loop gives the same bits (tests/test_kernels.c checks it):
+ *   forward:  y(p, o) = relu?(sum over (ki, kj, c) ascending of x * w + bias(o))
+ *   filter:   dw(o, ki, kj, c) = sum over (sample, oh, ow) ascending of x * dy
+ *   data:     dx(p, c) = sum over (a, b, o) ascending of dy_pad(ih + a, iw + b, o) *
+ *             w(o, kh-1-a, kw-1-b, c), dy_pad being dy with kh-1-pad zero rows and kw-1-pad zero
+ *             columns on each side (the transposed convolution)
+ * It needs AVX-512F (checked at run time; the code is compiled for it whatever the build flags),
+ * oc a multiple of 16 and, for the data gradient, in_c a multiple of 16. Elsewhere the layers use
+ * im2col + SGEMM; the two paths round differently (a few float ulps). */
+#ifndef SS_KERNELS_CONV_DIRECT_H
+#define SS_KERNELS_CONV_DIRECT_H
+
+#include "kernels/device_impl.h"
+
+#include <stddef.h>
+
+/* 1 when this CPU and compiler run the direct convolution */
+int conv_direct_available(void);
+/* 1 when the geometry suits it: available, oc % 16 == 0, and in_c % 16 == 0 if need_dx */
+int conv_direct_supports(const conv_geom *g, int oc, int need_dx);
+/* floats of workspace the three passes need (packed weights, a transposed filter gradient, one
+ * padded sample) */
+size_t conv_direct_workspace_floats(const conv_geom *g, int oc);
+
+/* y (B, out_h, out_w, oc) = conv(x, w) + bias, then max(., 0) when relu; w (oc, kh, kw, in_c) */
+void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
+                         const float *bias, int relu, float *ws, float *y);
+/* dw (oc, kh, kw, in_c) = the weight gradient of the whole batch (overwritten) */
+void conv_direct_backward_filter(const conv_geom *g, int oc, const float *x, const float *dy,
+                                 float *ws, float *dw);
+/* dx (B, in_h, in_w, in_c) = the input gradient (overwritten) */
+void conv_direct_backward_data(const conv_geom *g, int oc, const float *dy, const float *w,
+                               float *ws, float *dx);
+
+#endif
