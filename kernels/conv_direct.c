@@ -38,6 +38,11 @@ int conv_direct_supports(const conv_geom *g, int oc, int need_dx) {
     return conv_direct_available() && oc > 0 && oc % 16 == 0 && (!need_dx || g->in_c % 16 == 0);
 }
 
+#if CONV_HAVE_AVX512
+
+#define AVX512_FN   __attribute__((target("avx512f")))
+#define AVX512_TILE static inline __attribute__((always_inline, target("avx512f")))
+
 /* dst ((h + 2 ph) x (w + 2 pw) x c) = src (h x w x c) inside a frame of zeros */
 static void pad_sample(const float *src, int h, int w, int c, int ph, int pw, float *dst) {
     const size_t row = (size_t)(w + 2 * pw) * c, run = (size_t)w * c;
@@ -50,11 +55,6 @@ static void pad_sample(const float *src, int h, int w, int c, int ph, int pw, fl
     }
     memset(dst + (size_t)(h + ph) * row, 0, (size_t)ph * row * sizeof(float));
 }
-
-#if CONV_HAVE_AVX512
-
-#define AVX512_FN   __attribute__((target("avx512f")))
-#define AVX512_TILE static inline __attribute__((always_inline, target("avx512f")))
 
 /* A window sliding over a padded NHWC image: output pixel r of a tile reads, for kernel row a,
  * the `run` contiguous floats in + a * row + r * px (kw pixels of all channels), and multiplies
@@ -268,8 +268,6 @@ static AVX512_FN void filter_sample(const conv_geom *g, int oc, const float *x_p
     }
 }
 
-#endif /* CONV_HAVE_AVX512 */
-
 /* dst (cols, rows) = src (rows, cols) transposed */
 static void transpose(const float *src, size_t rows, size_t cols, float *dst) {
     for (size_t i = 0; i < rows; i++)
@@ -279,7 +277,6 @@ static void transpose(const float *src, size_t rows, size_t cols, float *dst) {
 
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
                          const float *bias, int relu, float *ws, float *y) {
-#if CONV_HAVE_AVX512
     const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
     float *wt = ws, *x_pad = ws + 2 * packed_weight_floats(g, oc);
     transpose(w, (size_t)oc, kkc, wt); /* (kkc, oc): a weight vector per kernel offset */
@@ -300,15 +297,10 @@ void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float
         pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
         slide_image(&p, y + b * out_size);
     }
-#else
-    (void)g, (void)oc, (void)x, (void)w, (void)bias, (void)relu, (void)ws, (void)y;
-    SS_ASSERT(0 && "direct convolution not compiled in");
-#endif
 }
 
 void conv_direct_backward_filter(const conv_geom *g, int oc, const float *x, const float *dy,
                                  float *ws, float *dw) {
-#if CONV_HAVE_AVX512
     const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
     float *dwt = ws + packed_weight_floats(g, oc), *x_pad = dwt + packed_weight_floats(g, oc);
     const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
@@ -318,10 +310,6 @@ void conv_direct_backward_filter(const conv_geom *g, int oc, const float *x, con
         filter_sample(g, oc, x_pad, dy + b * out_size, b == 0, dwt);
     }
     transpose(dwt, kkc, (size_t)oc, dw);
-#else
-    (void)g, (void)oc, (void)x, (void)dy, (void)ws, (void)dw;
-    SS_ASSERT(0 && "direct convolution not compiled in");
-#endif
 }
 
 /* w2 (kh, kw, oc, c) = w (oc, kh, kw, c) with the kernel rotated by 180 degrees */
@@ -337,7 +325,6 @@ static void pack_rotated(const conv_geom *g, int oc, const float *w, float *w2) 
 
 void conv_direct_backward_data(const conv_geom *g, int oc, const float *dy, const float *w,
                                float *ws, float *dx) {
-#if CONV_HAVE_AVX512
     float *w2 = ws, *dy_pad = ws + 2 * packed_weight_floats(g, oc);
     pack_rotated(g, oc, w, w2);
     const int qh = g->kh - 1 - g->pad, qw = g->kw - 1 - g->pad;
@@ -349,8 +336,26 @@ void conv_direct_backward_data(const conv_geom *g, int oc, const float *dy, cons
         pad_sample(dy + b * out_size, g->out_h, g->out_w, oc, qh, qw, dy_pad);
         slide_image(&p, dx + b * in_size);
     }
-#else
+}
+
+#else /* !CONV_HAVE_AVX512: conv_direct_supports() is 0, so the layers never call these */
+
+void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
+                         const float *bias, int relu, float *ws, float *y) {
+    (void)g, (void)oc, (void)x, (void)w, (void)bias, (void)relu, (void)ws, (void)y;
+    SS_ASSERT(0 && "direct convolution not compiled in");
+}
+
+void conv_direct_backward_filter(const conv_geom *g, int oc, const float *x, const float *dy,
+                                 float *ws, float *dw) {
+    (void)g, (void)oc, (void)x, (void)dy, (void)ws, (void)dw;
+    SS_ASSERT(0 && "direct convolution not compiled in");
+}
+
+void conv_direct_backward_data(const conv_geom *g, int oc, const float *dy, const float *w,
+                               float *ws, float *dx) {
     (void)g, (void)oc, (void)dy, (void)w, (void)ws, (void)dx;
     SS_ASSERT(0 && "direct convolution not compiled in");
-#endif
 }
+
+#endif
