@@ -6,10 +6,10 @@
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define CONV_HAVE_AVX512 1
+#define CONV_HAVE_X86 1
 #include <immintrin.h>
 #else
-#define CONV_HAVE_AVX512 0
+#define CONV_HAVE_X86 0
 #endif
 
 static size_t round16(size_t n) {
@@ -26,22 +26,40 @@ size_t conv_direct_workspace_floats(const conv_geom *g, int oc) {
     return 2 * packed_weight_floats(g, oc) + round16(x_pad > dy_pad ? x_pad : dy_pad);
 }
 
-int conv_direct_available(void) {
-#if CONV_HAVE_AVX512
-    return __builtin_cpu_supports("avx512f") ? 1 : 0;
-#else
-    return 0;
+conv_direct_isa conv_direct_best_isa(void) {
+#if CONV_HAVE_X86
+    if (__builtin_cpu_supports("avx512f")) return CONV_DIRECT_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CONV_DIRECT_AVX2;
 #endif
+    return CONV_DIRECT_NONE;
+}
+
+/* what the passes use: the best instruction set, at most the cap (tests lower it) */
+static conv_direct_isa isa_cap = CONV_DIRECT_AVX512;
+
+void conv_direct_cap_isa(conv_direct_isa cap) {
+    isa_cap = cap;
+}
+
+static conv_direct_isa isa_in_use(void) {
+    conv_direct_isa best = conv_direct_best_isa();
+    return best < isa_cap ? best : isa_cap;
+}
+
+int conv_direct_available(void) {
+    return isa_in_use() != CONV_DIRECT_NONE;
 }
 
 int conv_direct_supports(const conv_geom *g, int oc, int need_dx) {
     return conv_direct_available() && oc > 0 && oc % 16 == 0 && (!need_dx || g->in_c % 16 == 0);
 }
 
-#if CONV_HAVE_AVX512
+#if CONV_HAVE_X86
 
 #define AVX512_FN   __attribute__((target("avx512f")))
 #define AVX512_TILE static inline __attribute__((always_inline, target("avx512f")))
+#define AVX2_FN     __attribute__((target("avx2,fma")))
+#define AVX2_TILE   static inline __attribute__((always_inline, target("avx2,fma")))
 
 /* dst ((h + 2 ph) x (w + 2 pw) x c) = src (h x w x c) inside a frame of zeros */
 static void pad_sample(const float *src, int h, int w, int c, int ph, int pw, float *dst) {
@@ -67,10 +85,41 @@ typedef struct slide {
     int ldw;
 } slide;
 
+/* Filter gradient tile: dwt rows t0 .. t0 + R - 1 (offsets within kernel row a), NV vectors of
+ * output channels, accumulated over the pixels of one sample onto what dwt holds (or from 0). */
+typedef struct filter_tile_args {
+    const float *in; /* padded sample at kernel row a and offset t0 */
+    size_t row;
+    int px, out_h, out_w;
+    const float *dy; /* the sample's output gradient at the tile's first channel */
+    int ldy;
+    float *dwt; /* (t, o) at the tile's corner, ldy floats a row */
+    int first;
+} filter_tile_args;
+
+/* The register tiles of one instruction set. The drivers below split channels into blocks of
+ * nv vectors (the largest of nv_max, 2, 1 that fits) and pixels or filter rows into runs of at
+ * most slide_pixels(nv) / filter_rows(nv). */
+typedef struct tile_set {
+    conv_direct_isa isa;
+    int lanes, nv_max;
+    int (*slide_pixels)(int nv);
+    int (*filter_rows)(int nv);
+    void (*slide)(const slide *s, int r_n, int nv, float *out, int ldo, const float *bias,
+                  int relu);
+    void (*filter)(const filter_tile_args *f, int r_n, int nv);
+} tile_set;
+
+static int tile_vectors(const tile_set *ts, int left) {
+    return left >= ts->nv_max ? ts->nv_max : left >= 2 ? 2 : 1;
+}
+
+/* ---- AVX-512: 32 registers of 16 floats ---- */
+
 /* out[r * ldo + 16 v ...] = relu?(sum + bias) for r < R pixels and v < NV vectors of outputs:
  * R * NV accumulators, one fused multiply-add chain each, in (a, t) order. */
-AVX512_TILE void slide_tile(const slide *s, const int R, const int NV, float *out, int ldo,
-                            const float *bias, int relu) {
+AVX512_TILE void slide_tile_512(const slide *s, const int R, const int NV, float *out, int ldo,
+                                const float *bias, int relu) {
     __m512 acc[14][4];
 #pragma GCC unroll 14
     for (int r = 0; r < R; r++)
@@ -106,13 +155,13 @@ AVX512_TILE void slide_tile(const slide *s, const int R, const int NV, float *ou
 
 /* Tiles of up to 7 pixels x 64 channels, 14 x 32 or 14 x 16: at most 28 accumulators, which
  * leaves registers for the weight vectors (the broadcasts fold into the multiply-adds). */
-static int slide_max_pixels(int nv) {
+static int slide_pixels_512(int nv) {
     return nv == 4 ? 7 : 14;
 }
 
 #define SLIDE_CASE(NV, R)                                                                          \
     case (NV)*16 + (R):                                                                            \
-        slide_tile(s, R, NV, out, ldo, bias, relu);                                                \
+        slide_tile_512(s, R, NV, out, ldo, bias, relu);                                            \
         break;
 #define SLIDE_CASES_7(NV)                                                                          \
     SLIDE_CASE(NV, 1)                                                                              \
@@ -125,8 +174,8 @@ static int slide_max_pixels(int nv) {
     SLIDE_CASE(NV, 9)                                                                              \
     SLIDE_CASE(NV, 10) SLIDE_CASE(NV, 11) SLIDE_CASE(NV, 12) SLIDE_CASE(NV, 13) SLIDE_CASE(NV, 14)
 
-static AVX512_FN void slide_tile_any(const slide *s, int r_n, int nv, float *out, int ldo,
-                                     const float *bias, int relu) {
+static AVX512_FN void slide_any_512(const slide *s, int r_n, int nv, float *out, int ldo,
+                                    const float *bias, int relu) {
     switch (nv * 16 + r_n) {
         SLIDE_CASES_7(4)
         SLIDE_CASES_14(2)
@@ -136,52 +185,7 @@ static AVX512_FN void slide_tile_any(const slide *s, int r_n, int nv, float *out
     }
 }
 
-/* One padded image (rows of width_pad pixels of `px` floats) slid over by a kernel of kh rows
- * and run = kw * px floats, into out (out_h, out_w, n_out) with weights (kh * run, n_out). */
-typedef struct slide_pass {
-    const float *in;
-    int width_pad, px, kh, run;
-    const float *w;
-    int n_out, out_h, out_w;
-    const float *bias;
-    int relu;
-} slide_pass;
-
-static AVX512_FN void slide_image(const slide_pass *p, float *out) {
-    for (int oh = 0; oh < p->out_h; oh++) {
-        for (int o0 = 0; o0 < p->n_out;) {
-            int left = (p->n_out - o0) / 16, nv = left >= 4 ? 4 : left >= 2 ? 2 : 1;
-            int r_max = slide_max_pixels(nv);
-            for (int ow0 = 0; ow0 < p->out_w; ow0 += r_max) {
-                int r_n = p->out_w - ow0 < r_max ? p->out_w - ow0 : r_max;
-                slide s = {p->in + ((size_t)oh * p->width_pad + ow0) * p->px,
-                           (size_t)p->width_pad * p->px,
-                           p->px,
-                           p->kh,
-                           p->run,
-                           p->w + o0,
-                           p->n_out};
-                slide_tile_any(&s, r_n, nv, out + ((size_t)oh * p->out_w + ow0) * p->n_out + o0,
-                               p->n_out, p->bias ? p->bias + o0 : NULL, p->relu);
-            }
-            o0 += 16 * nv;
-        }
-    }
-}
-
-/* Filter gradient tile: dwt rows t0 .. t0 + R - 1 (offsets within kernel row a), NV vectors of
- * output channels, accumulated over the pixels of one sample onto what dwt holds (or from 0). */
-typedef struct filter_tile_args {
-    const float *in; /* padded sample at kernel row a and offset t0 */
-    size_t row;
-    int px, out_h, out_w;
-    const float *dy; /* the sample's output gradient at the tile's first channel */
-    int ldy;
-    float *dwt; /* (t, o) at the tile's corner, ldy floats a row */
-    int first;
-} filter_tile_args;
-
-AVX512_TILE void filter_tile(const filter_tile_args *f, const int R, const int NV) {
+AVX512_TILE void filter_tile_512(const filter_tile_args *f, const int R, const int NV) {
     __m512 acc[14][4];
 #pragma GCC unroll 14
     for (int r = 0; r < R; r++)
@@ -212,13 +216,14 @@ AVX512_TILE void filter_tile(const filter_tile_args *f, const int R, const int N
             _mm512_storeu_ps(f->dwt + (size_t)r * f->ldy + 16 * v, acc[r][v]);
 }
 
-static int filter_max_rows(int nv) {
+/* 6 rows x 64 channels, 12 x 32, 14 x 16 */
+static int filter_rows_512(int nv) {
     return nv == 4 ? 6 : nv == 2 ? 12 : 14;
 }
 
 #define FILTER_CASE(NV, R)                                                                         \
     case (NV)*16 + (R):                                                                            \
-        filter_tile(f, R, NV);                                                                     \
+        filter_tile_512(f, R, NV);                                                                 \
         break;
 #define FILTER_CASES_6(NV)                                                                         \
     FILTER_CASE(NV, 1)                                                                             \
@@ -229,7 +234,7 @@ static int filter_max_rows(int nv) {
     FILTER_CASE(NV, 8)                                                                             \
     FILTER_CASE(NV, 9) FILTER_CASE(NV, 10) FILTER_CASE(NV, 11) FILTER_CASE(NV, 12)
 
-static AVX512_FN void filter_tile_any(const filter_tile_args *f, int r_n, int nv) {
+static AVX512_FN void filter_any_512(const filter_tile_args *f, int r_n, int nv) {
     switch (nv * 16 + r_n) {
         FILTER_CASES_6(4)
         FILTER_CASES_12(2)
@@ -241,15 +246,177 @@ static AVX512_FN void filter_tile_any(const filter_tile_args *f, int r_n, int nv
     }
 }
 
+static const tile_set tiles_512 = {
+    CONV_DIRECT_AVX512, 16, 4, slide_pixels_512, filter_rows_512, slide_any_512, filter_any_512};
+
+/* ---- AVX2 with FMA: 16 registers of 8 floats. Channels come in multiples of 16, so every
+ * tile is 2 vectors wide: up to 6 pixels or filter rows, 12 accumulators, 2 weight (or dy)
+ * vectors and a broadcast. The same chains as AVX-512 in the same order: the same bits. ---- */
+
+AVX2_TILE void slide_tile_256(const slide *s, const int R, float *out, int ldo, const float *bias,
+                              int relu) {
+    __m256 acc[6][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int a = 0; a < s->kh; a++) {
+        const float *in = s->in + a * s->row, *w = s->w + (size_t)a * s->run * s->ldw;
+        for (int t = 0; t < s->run; t++, w += s->ldw) {
+            __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8);
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++) {
+                __m256 xb = _mm256_broadcast_ss(in + r * s->px + t);
+                acc[r][0] = _mm256_fmadd_ps(xb, w0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(xb, w1, acc[r][1]);
+            }
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < 2; v++) {
+            __m256 y = acc[r][v];
+            if (bias) y = _mm256_add_ps(y, _mm256_loadu_ps(bias + 8 * v));
+            if (relu) y = _mm256_max_ps(y, _mm256_setzero_ps()); /* y > 0 ? y : 0 */
+            _mm256_storeu_ps(out + (size_t)r * ldo + 8 * v, y);
+        }
+}
+
+static int six_256(int nv) {
+    (void)nv;
+    return 6;
+}
+
+static AVX2_FN void slide_any_256(const slide *s, int r_n, int nv, float *out, int ldo,
+                                  const float *bias, int relu) {
+    SS_ASSERT(nv == 2);
+    switch (r_n) {
+    case 1:
+        slide_tile_256(s, 1, out, ldo, bias, relu);
+        break;
+    case 2:
+        slide_tile_256(s, 2, out, ldo, bias, relu);
+        break;
+    case 3:
+        slide_tile_256(s, 3, out, ldo, bias, relu);
+        break;
+    case 4:
+        slide_tile_256(s, 4, out, ldo, bias, relu);
+        break;
+    case 5:
+        slide_tile_256(s, 5, out, ldo, bias, relu);
+        break;
+    case 6:
+        slide_tile_256(s, 6, out, ldo, bias, relu);
+        break;
+    default:
+        SS_ASSERT(0 && "slide tile shape");
+    }
+}
+
+AVX2_TILE void filter_tile_256(const filter_tile_args *f, const int R) {
+    __m256 acc[6][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < 2; v++)
+            acc[r][v] = f->first ? _mm256_setzero_ps()
+                                 : _mm256_loadu_ps(f->dwt + (size_t)r * f->ldy + 8 * v);
+    for (int oh = 0; oh < f->out_h; oh++) {
+        const float *in = f->in + oh * f->row, *dy = f->dy + (size_t)oh * f->out_w * f->ldy;
+        for (int ow = 0; ow < f->out_w; ow++, in += f->px, dy += f->ldy) {
+            __m256 d0 = _mm256_loadu_ps(dy), d1 = _mm256_loadu_ps(dy + 8);
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++) {
+                __m256 xb = _mm256_broadcast_ss(in + r);
+                acc[r][0] = _mm256_fmadd_ps(xb, d0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(xb, d1, acc[r][1]);
+            }
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < 2; v++)
+            _mm256_storeu_ps(f->dwt + (size_t)r * f->ldy + 8 * v, acc[r][v]);
+}
+
+static AVX2_FN void filter_any_256(const filter_tile_args *f, int r_n, int nv) {
+    SS_ASSERT(nv == 2);
+    switch (r_n) {
+    case 1:
+        filter_tile_256(f, 1);
+        break;
+    case 2:
+        filter_tile_256(f, 2);
+        break;
+    case 3:
+        filter_tile_256(f, 3);
+        break;
+    case 4:
+        filter_tile_256(f, 4);
+        break;
+    case 5:
+        filter_tile_256(f, 5);
+        break;
+    case 6:
+        filter_tile_256(f, 6);
+        break;
+    default:
+        SS_ASSERT(0 && "filter tile shape");
+    }
+}
+
+static const tile_set tiles_256 = {CONV_DIRECT_AVX2, 8, 2, six_256, six_256, slide_any_256,
+                                   filter_any_256};
+
+/* ---- drivers: the same for every instruction set ---- */
+
+/* One padded image (rows of width_pad pixels of `px` floats) slid over by a kernel of kh rows
+ * and run = kw * px floats, into out (out_h, out_w, n_out) with weights (kh * run, n_out). */
+typedef struct slide_pass {
+    const float *in;
+    int width_pad, px, kh, run;
+    const float *w;
+    int n_out, out_h, out_w;
+    const float *bias;
+    int relu;
+} slide_pass;
+
+static const tile_set *tiles_in_use(void) {
+    conv_direct_isa isa = isa_in_use();
+    SS_ASSERT(isa != CONV_DIRECT_NONE);
+    return isa == CONV_DIRECT_AVX512 ? &tiles_512 : &tiles_256;
+}
+
+static void slide_image(const tile_set *ts, const slide_pass *p, float *out) {
+    for (int oh = 0; oh < p->out_h; oh++) {
+        for (int o0 = 0; o0 < p->n_out;) {
+            int nv = tile_vectors(ts, (p->n_out - o0) / ts->lanes);
+            int r_max = ts->slide_pixels(nv);
+            for (int ow0 = 0; ow0 < p->out_w; ow0 += r_max) {
+                int r_n = p->out_w - ow0 < r_max ? p->out_w - ow0 : r_max;
+                slide s = {p->in + ((size_t)oh * p->width_pad + ow0) * p->px,
+                           (size_t)p->width_pad * p->px,
+                           p->px,
+                           p->kh,
+                           p->run,
+                           p->w + o0,
+                           p->n_out};
+                ts->slide(&s, r_n, nv, out + ((size_t)oh * p->out_w + ow0) * p->n_out + o0,
+                          p->n_out, p->bias ? p->bias + o0 : NULL, p->relu);
+            }
+            o0 += ts->lanes * nv;
+        }
+    }
+}
+
 /* Adds one padded sample's terms to dwt (kh * run, oc). */
-static AVX512_FN void filter_sample(const conv_geom *g, int oc, const float *x_pad, const float *dy,
-                                    int first, float *dwt) {
+static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const float *x_pad,
+                          const float *dy, int first, float *dwt) {
     const int width_pad = g->in_w + 2 * g->pad, run = g->kw * g->in_c;
     const size_t row = (size_t)width_pad * g->in_c;
     for (int a = 0; a < g->kh; a++) {
         for (int o0 = 0; o0 < oc;) {
-            int left = (oc - o0) / 16, nv = left >= 4 ? 4 : left >= 2 ? 2 : 1;
-            int r_max = filter_max_rows(nv);
+            int nv = tile_vectors(ts, (oc - o0) / ts->lanes);
+            int r_max = ts->filter_rows(nv);
             for (int t0 = 0; t0 < run; t0 += r_max) {
                 int r_n = run - t0 < r_max ? run - t0 : r_max;
                 filter_tile_args f = {x_pad + a * row + t0,
@@ -261,9 +428,9 @@ static AVX512_FN void filter_sample(const conv_geom *g, int oc, const float *x_p
                                       oc,
                                       dwt + ((size_t)a * run + t0) * oc + o0,
                                       first};
-                filter_tile_any(&f, r_n, nv);
+                ts->filter(&f, r_n, nv);
             }
-            o0 += 16 * nv;
+            o0 += ts->lanes * nv;
         }
     }
 }
@@ -277,6 +444,7 @@ static void transpose(const float *src, size_t rows, size_t cols, float *dst) {
 
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
                          const float *bias, int relu, float *ws, float *y) {
+    const tile_set *ts = tiles_in_use();
     const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
     float *wt = ws, *x_pad = ws + 2 * packed_weight_floats(g, oc);
     transpose(w, (size_t)oc, kkc, wt); /* (kkc, oc): a weight vector per kernel offset */
@@ -295,19 +463,20 @@ void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float
                     relu};
     for (int b = 0; b < g->batch; b++) {
         pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
-        slide_image(&p, y + b * out_size);
+        slide_image(ts, &p, y + b * out_size);
     }
 }
 
 void conv_direct_backward_filter(const conv_geom *g, int oc, const float *x, const float *dy,
                                  float *ws, float *dw) {
+    const tile_set *ts = tiles_in_use();
     const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
     float *dwt = ws + packed_weight_floats(g, oc), *x_pad = dwt + packed_weight_floats(g, oc);
     const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
     const size_t out_size = (size_t)g->out_h * g->out_w * oc;
     for (int b = 0; b < g->batch; b++) {
         pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
-        filter_sample(g, oc, x_pad, dy + b * out_size, b == 0, dwt);
+        filter_sample(ts, g, oc, x_pad, dy + b * out_size, b == 0, dwt);
     }
     transpose(dwt, kkc, (size_t)oc, dw);
 }
@@ -325,6 +494,7 @@ static void pack_rotated(const conv_geom *g, int oc, const float *w, float *w2) 
 
 void conv_direct_backward_data(const conv_geom *g, int oc, const float *dy, const float *w,
                                float *ws, float *dx) {
+    const tile_set *ts = tiles_in_use();
     float *w2 = ws, *dy_pad = ws + 2 * packed_weight_floats(g, oc);
     pack_rotated(g, oc, w, w2);
     const int qh = g->kh - 1 - g->pad, qw = g->kw - 1 - g->pad;
@@ -334,11 +504,11 @@ void conv_direct_backward_data(const conv_geom *g, int oc, const float *dy, cons
                     g->in_c, g->in_h,           g->in_w, NULL,  0};
     for (int b = 0; b < g->batch; b++) {
         pad_sample(dy + b * out_size, g->out_h, g->out_w, oc, qh, qw, dy_pad);
-        slide_image(&p, dx + b * in_size);
+        slide_image(ts, &p, dx + b * in_size);
     }
 }
 
-#else /* !CONV_HAVE_AVX512: conv_direct_supports() is 0, so the layers never call these */
+#else /* no x86 SIMD: conv_direct_supports() is 0, so the layers never call these */
 
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
                          const float *bias, int relu, float *ws, float *y) {

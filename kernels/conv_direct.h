@@ -21,9 +21,10 @@
  *   data:     dx(p, c) = sum over (a, b, o) ascending of dy_pad(ih + a, iw + b, o) *
  *             w(o, kh-1-a, kw-1-b, c), dy_pad being dy with kh-1-pad zero rows and kw-1-pad zero
  *             columns on each side (the transposed convolution)
- * It needs AVX-512F (checked at run time; the code is compiled for it whatever the build flags),
- * oc a multiple of 16 and, for the data gradient, in_c a multiple of 16. Elsewhere the layers use
- * im2col + SGEMM; the two paths round differently (a few float ulps). */
+ * Each chain is the same whatever the tiles, so the AVX-512 and the AVX2 variants give the same
+ * bits. It needs AVX-512F, or AVX2 with FMA (checked at run time; the code is compiled for them
+ * whatever the build flags), oc a multiple of 16 and, for the data gradient, in_c a multiple of
+ * 16. Elsewhere the layers use im2col + SGEMM; the two paths round differently (float ulps). */
 #ifndef SS_KERNELS_CONV_DIRECT_H
 #define SS_KERNELS_CONV_DIRECT_H
 
@@ -31,7 +32,18 @@
 
 #include <stddef.h>
 
-/* 1 when this CPU and compiler run the direct convolution */
+typedef enum conv_direct_isa {
+    CONV_DIRECT_NONE = 0,
+    CONV_DIRECT_AVX2 = 1,  /* AVX2 and FMA: tiles 2 vectors of 8 floats wide */
+    CONV_DIRECT_AVX512 = 2 /* AVX-512F: tiles up to 4 vectors of 16 floats wide */
+} conv_direct_isa;
+
+/* the widest instruction set this CPU (and compiler) runs the passes with */
+conv_direct_isa conv_direct_best_isa(void);
+/* Caps the instruction set the passes use (default CONV_DIRECT_AVX512, i.e. the best); tests
+ * lower it to check that every variant gives the same bits. Not thread-safe: set it first. */
+void conv_direct_cap_isa(conv_direct_isa cap);
+/* 1 when the passes run here (within the cap) */
 int conv_direct_available(void);
 /* 1 when the geometry suits it: available, oc % 16 == 0, and in_c % 16 == 0 if need_dx */
 int conv_direct_supports(const conv_geom *g, int oc, int need_dx);

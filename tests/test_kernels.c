@@ -916,7 +916,9 @@ static int direct_mismatches(const direct_case *d, const float *y, int relu, con
     return bad;
 }
 
-static void check_direct_case(int batch, int h, int w, int c, int oc, int k, int pad) {
+static void check_direct_case(conv_direct_isa isa, int batch, int h, int w, int c, int oc, int k,
+                              int pad) {
+    conv_direct_cap_isa(isa);
     conv_geom g = {batch, h, w, c, h + 2 * pad - k + 1, w + 2 * pad - k + 1, k, k, pad};
     const int need_dx = c % 16 == 0;
     CU_ASSERT_FATAL(conv_direct_supports(&g, oc, need_dx));
@@ -942,20 +944,25 @@ static void check_direct_case(int batch, int h, int w, int c, int oc, int k, int
         bad += direct_mismatches(&d, y, relu, dw, need_dx ? dx : NULL);
     }
     if (bad)
-        fprintf(stderr, "\n  direct conv B%d %dx%dx%d -> %d k %d pad %d: %d mismatches", batch, h,
-                w, c, oc, k, pad, bad);
+        fprintf(stderr, "\n  direct conv (isa %d) B%d %dx%dx%d -> %d k %d pad %d: %d mismatches",
+                (int)isa, batch, h, w, c, oc, k, pad, bad);
     CU_ASSERT_EQUAL(bad, 0);
     free(x), free(dx), free(wt), free(dw), free(bias), free(y), free(dy), free(ws);
 }
 
+/* every instruction set this CPU has, each against the same references */
 static void test_conv_direct_exact(void) {
-    if (!conv_direct_available()) SS_SKIP("this CPU has no AVX-512F: direct convolution unused");
-    check_direct_case(2, 14, 14, 32, 64, 5, 2); /* the cnn's conv2 */
-    check_direct_case(2, 28, 28, 1, 32, 5, 2);  /* the cnn's conv1 (no data gradient) */
-    check_direct_case(3, 7, 9, 16, 48, 3, 1);
-    check_direct_case(2, 6, 5, 32, 16, 3, 0);
-    check_direct_case(1, 5, 11, 16, 80, 5, 4);
-    check_direct_case(2, 4, 17, 3, 16, 1, 0); /* 1x1, 17 = 14 + 3 pixels a row */
+    const conv_direct_isa best = conv_direct_best_isa();
+    if (best == CONV_DIRECT_NONE) SS_SKIP("no AVX2 or AVX-512F: direct convolution unused");
+    for (conv_direct_isa isa = CONV_DIRECT_AVX2; isa <= best; isa++) {
+        check_direct_case(isa, 2, 14, 14, 32, 64, 5, 2); /* the cnn's conv2 */
+        check_direct_case(isa, 2, 28, 28, 1, 32, 5, 2);  /* the cnn's conv1 (no data gradient) */
+        check_direct_case(isa, 3, 7, 9, 16, 48, 3, 1);
+        check_direct_case(isa, 2, 6, 5, 32, 16, 3, 0);
+        check_direct_case(isa, 1, 5, 11, 16, 80, 5, 4);
+        check_direct_case(isa, 2, 4, 17, 3, 16, 1, 0); /* 1x1, 17 = 14 + 3 pixels a row */
+    }
+    conv_direct_cap_isa(CONV_DIRECT_AVX512);
 }
 
 /* The layers choose the direct path where the CPU has it and the channels suit it; otherwise,
