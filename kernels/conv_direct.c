@@ -467,20 +467,6 @@ void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float
     }
 }
 
-void conv_direct_backward_filter(const conv_geom *g, int oc, const float *x, const float *dy,
-                                 float *ws, float *dw) {
-    const tile_set *ts = tiles_in_use();
-    const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
-    float *dwt = ws + packed_weight_floats(g, oc), *x_pad = dwt + packed_weight_floats(g, oc);
-    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
-    const size_t out_size = (size_t)g->out_h * g->out_w * oc;
-    for (int b = 0; b < g->batch; b++) {
-        pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
-        filter_sample(ts, g, oc, x_pad, dy + b * out_size, b == 0, dwt);
-    }
-    transpose(dwt, kkc, (size_t)oc, dw);
-}
-
 /* w2 (kh, kw, oc, c) = w (oc, kh, kw, c) with the kernel rotated by 180 degrees */
 static void pack_rotated(const conv_geom *g, int oc, const float *w, float *w2) {
     const int c = g->in_c;
@@ -492,20 +478,37 @@ static void pack_rotated(const conv_geom *g, int oc, const float *w, float *w2) 
                        (size_t)c * sizeof(float));
 }
 
-void conv_direct_backward_data(const conv_geom *g, int oc, const float *dy, const float *w,
-                               float *ws, float *dx) {
+/* db (oc) += the rows of one sample's dy (rows, oc), in order: bias_grad's sums */
+static void bias_rows(const float *dy, size_t rows, int oc, int first, float *db) {
+    if (first) memset(db, 0, (size_t)oc * sizeof(float));
+    for (size_t r = 0; r < rows; r++)
+        for (int o = 0; o < oc; o++)
+            db[o] += dy[r * oc + o];
+}
+
+/* Sample by sample, so that its dy is read from memory once and then from the cache by the three
+ * passes; the padded buffer serves x, then dy. */
+void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
+                          const float *w, float *ws, float *dw, float *db, float *dx) {
     const tile_set *ts = tiles_in_use();
-    float *w2 = ws, *dy_pad = ws + 2 * packed_weight_floats(g, oc);
-    pack_rotated(g, oc, w, w2);
+    const size_t kkc = (size_t)g->kh * g->kw * g->in_c, rows = (size_t)g->out_h * g->out_w;
+    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c, out_size = rows * oc;
+    float *w2 = ws, *dwt = ws + packed_weight_floats(g, oc),
+          *pad = dwt + packed_weight_floats(g, oc);
     const int qh = g->kh - 1 - g->pad, qw = g->kw - 1 - g->pad;
-    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
-    const size_t out_size = (size_t)g->out_h * g->out_w * oc;
-    slide_pass p = {dy_pad,  g->out_w + 2 * qw, oc,      g->kh, g->kw * oc, w2,
+    slide_pass p = {pad,     g->out_w + 2 * qw, oc,      g->kh, g->kw * oc, w2,
                     g->in_c, g->in_h,           g->in_w, NULL,  0};
+    if (dx) pack_rotated(g, oc, w, w2);
     for (int b = 0; b < g->batch; b++) {
-        pad_sample(dy + b * out_size, g->out_h, g->out_w, oc, qh, qw, dy_pad);
+        const float *dyb = dy + b * out_size;
+        pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, pad);
+        filter_sample(ts, g, oc, pad, dyb, b == 0, dwt);
+        bias_rows(dyb, rows, oc, b == 0, db);
+        if (!dx) continue;
+        pad_sample(dyb, g->out_h, g->out_w, oc, qh, qw, pad);
         slide_image(ts, &p, dx + b * in_size);
     }
+    transpose(dwt, kkc, (size_t)oc, dw);
 }
 
 #else /* no x86 SIMD: conv_direct_supports() is 0, so the layers never call these */
@@ -516,15 +519,9 @@ void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float
     SS_ASSERT(0 && "direct convolution not compiled in");
 }
 
-void conv_direct_backward_filter(const conv_geom *g, int oc, const float *x, const float *dy,
-                                 float *ws, float *dw) {
-    (void)g, (void)oc, (void)x, (void)dy, (void)ws, (void)dw;
-    SS_ASSERT(0 && "direct convolution not compiled in");
-}
-
-void conv_direct_backward_data(const conv_geom *g, int oc, const float *dy, const float *w,
-                               float *ws, float *dx) {
-    (void)g, (void)oc, (void)dy, (void)w, (void)ws, (void)dx;
+void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
+                          const float *w, float *ws, float *dw, float *db, float *dx) {
+    (void)g, (void)oc, (void)x, (void)dy, (void)w, (void)ws, (void)dw, (void)db, (void)dx;
     SS_ASSERT(0 && "direct convolution not compiled in");
 }
 

@@ -3,8 +3,7 @@
  *     if (conv_direct_supports(&g, oc, need_dx)) {
  *         float *ws = device_alloc(dev, conv_direct_workspace_floats(&g, oc));
  *         conv_direct_forward(&g, oc, x, w, bias, relu, ws, y);
- *         conv_direct_backward_filter(&g, oc, x, dy, ws, dw);
- *         conv_direct_backward_data(&g, oc, dy, w, ws, dx);   // when need_dx
+ *         conv_direct_backward(&g, oc, x, dy, w, ws, dw, db, need_dx ? dx : NULL);
  *     }
  *
  * The im2col + SGEMM path materializes a column matrix kh*kw times the size of the input (627 KB
@@ -18,6 +17,7 @@
  * fmaf loop gives the same bits (tests/test_kernels.c checks it):
  *   forward:  y(p, o) = relu?(sum over (ki, kj, c) ascending of x * w + bias(o))
  *   filter:   dw(o, ki, kj, c) = sum over (sample, oh, ow) ascending of x * dy
+ *   bias:     db(o) = sum over (sample, oh, ow) ascending of dy (additions)
  *   data:     dx(p, c) = sum over (a, b, o) ascending of dy_pad(ih + a, iw + b, o) *
  *             w(o, kh-1-a, kw-1-b, c), dy_pad being dy with kh-1-pad zero rows and kw-1-pad zero
  *             columns on each side (the transposed convolution)
@@ -54,11 +54,10 @@ size_t conv_direct_workspace_floats(const conv_geom *g, int oc);
 /* y (B, out_h, out_w, oc) = conv(x, w) + bias, then max(., 0) when relu; w (oc, kh, kw, in_c) */
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
                          const float *bias, int relu, float *ws, float *y);
-/* dw (oc, kh, kw, in_c) = the weight gradient of the whole batch (overwritten) */
-void conv_direct_backward_filter(const conv_geom *g, int oc, const float *x, const float *dy,
-                                 float *ws, float *dw);
-/* dx (B, in_h, in_w, in_c) = the input gradient (overwritten) */
-void conv_direct_backward_data(const conv_geom *g, int oc, const float *dy, const float *w,
-                               float *ws, float *dx);
+/* From dy (B, out_h, out_w, oc), all overwritten: dw (oc, kh, kw, in_c) the weight gradient,
+ * db (oc) the bias gradient (rows of dy added in order, as the bias_grad op does) and, unless dx
+ * is NULL, dx (B, in_h, in_w, in_c) the input gradient. */
+void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
+                          const float *w, float *ws, float *dw, float *db, float *dx);
 
 #endif

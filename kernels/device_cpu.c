@@ -327,16 +327,10 @@ static void cpu_conv_fwd(device *dev, const conv_geom *g, int oc, const float *x
     conv_direct_forward(g, oc, x, w, bias, relu, ws, y);
 }
 
-static void cpu_conv_bwd_filter(device *dev, const conv_geom *g, int oc, const float *x,
-                                const float *dy, float *ws, float *dw) {
+static void cpu_conv_bwd(device *dev, const conv_geom *g, int oc, const float *x, const float *dy,
+                         const float *w, float *ws, float *dw, float *db, float *dx) {
     (void)dev;
-    conv_direct_backward_filter(g, oc, x, dy, ws, dw);
-}
-
-static void cpu_conv_bwd_data(device *dev, const conv_geom *g, int oc, const float *dy,
-                              const float *w, float *ws, float *dx) {
-    (void)dev;
-    conv_direct_backward_data(g, oc, dy, w, ws, dx);
+    conv_direct_backward(g, oc, x, dy, w, ws, dw, db, dx);
 }
 
 static double cpu_softmax_xent(device *dev, int batch, int classes, const float *logits,
@@ -458,8 +452,7 @@ static const device_ops cpu_ops = {
     .maxpool_relu_bwd = cpu_maxpool_relu_bwd,
     .conv_direct_floats = cpu_conv_direct_floats,
     .conv_fwd = cpu_conv_fwd,
-    .conv_bwd_filter = cpu_conv_bwd_filter,
-    .conv_bwd_data = cpu_conv_bwd_data,
+    .conv_bwd = cpu_conv_bwd,
     .softmax_xent = cpu_softmax_xent,
     .sgd = cpu_sgd,
     .axpy = cpu_axpy,

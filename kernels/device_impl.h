@@ -68,12 +68,10 @@ typedef struct device_ops {
     /* y (B*out_h*out_w, oc) = conv(x, w) + bias, then ReLU when relu; w (oc, kh*kw*in_c) */
     void (*conv_fwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
                      const float *bias, int relu, float *ws, float *y);
-    /* dw (oc, kh*kw*in_c) = the batch's weight gradient (overwritten) */
-    void (*conv_bwd_filter)(device *dev, const conv_geom *g, int oc, const float *x,
-                            const float *dy, float *ws, float *dw);
-    /* dx (B, in_h, in_w, in_c) = the input gradient (overwritten) */
-    void (*conv_bwd_data)(device *dev, const conv_geom *g, int oc, const float *dy, const float *w,
-                          float *ws, float *dx);
+    /* dw (oc, kh*kw*in_c), db (oc) and, unless dx is NULL, dx (B, in_h, in_w, in_c): the
+     * gradients of the batch (overwritten); db as bias_grad computes it */
+    void (*conv_bwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *dy,
+                     const float *w, float *ws, float *dw, float *db, float *dx);
     /* Softmax cross-entropy of logits (B, K) against host labels (B). Returns the summed loss
      * (double); *correct = samples whose first argmax is the label. When dlogits is not NULL it
      * receives d(mean loss)/d(logits) = (softmax - onehot) / B. */

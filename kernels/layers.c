@@ -215,9 +215,7 @@ static void conv_backward(device *dev, layer *l, int batch, const float *x, cons
     const size_t in_size = layer_in_size(l), out_size = layer_out_size(l);
     if (l->conv_direct) {
         conv_geom g = conv_geom_of(l, batch);
-        dev->ops->conv_bwd_filter(dev, &g, oc, x, dy, l->col, l->dw);
-        if (l->need_dx) dev->ops->conv_bwd_data(dev, &g, oc, dy, l->w, l->col, dx);
-        dev->ops->bias_grad(dev, batch * p, oc, dy, 0.0f, l->db);
+        dev->ops->conv_bwd(dev, &g, oc, x, dy, l->w, l->col, l->dw, l->db, l->need_dx ? dx : NULL);
         return;
     }
     const int last = (batch - 1) / l->col_samples * l->col_samples;

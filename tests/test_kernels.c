@@ -916,6 +916,19 @@ static int direct_mismatches(const direct_case *d, const float *y, int relu, con
     return bad;
 }
 
+/* db(o): the rows of dy added in order from 0, as bias_grad does */
+static int bias_mismatches(const direct_case *d, const float *db) {
+    const size_t rows = (size_t)d->g.batch * d->g.out_h * d->g.out_w;
+    int bad = 0;
+    for (int o = 0; o < d->oc; o++) {
+        float a = 0.0f;
+        for (size_t r = 0; r < rows; r++)
+            a += d->dy[r * d->oc + o];
+        bad += db[o] != a;
+    }
+    return bad;
+}
+
 static void check_direct_case(conv_direct_isa isa, int batch, int h, int w, int c, int oc, int k,
                               int pad) {
     conv_direct_cap_isa(isa);
@@ -927,7 +940,7 @@ static void check_direct_case(conv_direct_isa isa, int batch, int h, int w, int 
     float *x = ss_malloc(nx * sizeof(float)), *dx = ss_malloc(nx * sizeof(float));
     float *wt = ss_malloc(nw * sizeof(float)), *dw = ss_malloc(nw * sizeof(float));
     float *bias = ss_malloc((size_t)oc * sizeof(float)), *y = ss_malloc(ny * sizeof(float));
-    float *dy = ss_malloc(ny * sizeof(float));
+    float *dy = ss_malloc(ny * sizeof(float)), *db = ss_malloc((size_t)oc * sizeof(float));
     float *ws = ss_malloc(conv_direct_workspace_floats(&g, oc) * sizeof(float));
     rng r;
     rng_seed(&r, (uint64_t)(h * 1000 + oc * 10 + pad), RNG_STREAM_DATA);
@@ -939,15 +952,15 @@ static void check_direct_case(conv_direct_isa isa, int batch, int h, int w, int 
     int bad = 0;
     for (int relu = 0; relu < 2; relu++) {
         conv_direct_forward(&g, oc, x, wt, bias, relu, ws, y);
-        conv_direct_backward_filter(&g, oc, x, dy, ws, dw);
-        if (need_dx) conv_direct_backward_data(&g, oc, dy, wt, ws, dx);
+        conv_direct_backward(&g, oc, x, dy, wt, ws, dw, db, need_dx ? dx : NULL);
         bad += direct_mismatches(&d, y, relu, dw, need_dx ? dx : NULL);
+        bad += bias_mismatches(&d, db);
     }
     if (bad)
         fprintf(stderr, "\n  direct conv (isa %d) B%d %dx%dx%d -> %d k %d pad %d: %d mismatches",
                 (int)isa, batch, h, w, c, oc, k, pad, bad);
     CU_ASSERT_EQUAL(bad, 0);
-    free(x), free(dx), free(wt), free(dw), free(bias), free(y), free(dy), free(ws);
+    free(x), free(dx), free(wt), free(dw), free(bias), free(y), free(dy), free(db), free(ws);
 }
 
 /* every instruction set this CPU has, each against the same references */
