@@ -98,11 +98,11 @@ typedef struct filter_tile_args {
 } filter_tile_args;
 
 /* The register tiles of one instruction set. The drivers below split channels into blocks of
- * nv vectors (the largest of nv_max, 2, 1 that fits) and pixels or filter rows into runs of at
- * most slide_pixels(nv) / filter_rows(nv). */
+ * nv vectors (the largest of slide_nv_max or filter_nv_max, 2, 1 that fits) and pixels or filter
+ * rows into runs of at most slide_pixels(nv) or filter_rows(nv). */
 typedef struct tile_set {
     conv_direct_isa isa;
-    int lanes, nv_max;
+    int lanes, slide_nv_max, filter_nv_max;
     int (*slide_pixels)(int nv);
     int (*filter_rows)(int nv);
     void (*slide)(const slide *s, int r_n, int nv, float *out, int ldo, const float *bias,
@@ -110,8 +110,8 @@ typedef struct tile_set {
     void (*filter)(const filter_tile_args *f, int r_n, int nv);
 } tile_set;
 
-static int tile_vectors(const tile_set *ts, int left) {
-    return left >= ts->nv_max ? ts->nv_max : left >= 2 ? 2 : 1;
+static int tile_vectors(int nv_max, int left) {
+    return left >= nv_max ? nv_max : left >= 2 ? 2 : 1;
 }
 
 /* ---- AVX-512: 32 registers of 16 floats ---- */
@@ -153,10 +153,11 @@ AVX512_TILE void slide_tile_512(const slide *s, const int R, const int NV, float
         }
 }
 
-/* Tiles of up to 7 pixels x 64 channels, 14 x 32 or 14 x 16: at most 28 accumulators, which
- * leaves registers for the weight vectors (the broadcasts fold into the multiply-adds). */
+/* Tiles of up to 14 pixels x 32 channels (or 16): 28 accumulators, 2 weight vectors and the
+ * broadcast. 7 x 64 needs a 33rd register and spills (11 % slower, measured on Zen 5). */
 static int slide_pixels_512(int nv) {
-    return nv == 4 ? 7 : 14;
+    (void)nv;
+    return 14;
 }
 
 #define SLIDE_CASE(NV, R)                                                                          \
@@ -177,7 +178,6 @@ static int slide_pixels_512(int nv) {
 static AVX512_FN void slide_any_512(const slide *s, int r_n, int nv, float *out, int ldo,
                                     const float *bias, int relu) {
     switch (nv * 16 + r_n) {
-        SLIDE_CASES_7(4)
         SLIDE_CASES_14(2)
         SLIDE_CASES_14(1)
     default:
@@ -247,7 +247,7 @@ static AVX512_FN void filter_any_512(const filter_tile_args *f, int r_n, int nv)
 }
 
 static const tile_set tiles_512 = {
-    CONV_DIRECT_AVX512, 16, 4, slide_pixels_512, filter_rows_512, slide_any_512, filter_any_512};
+    CONV_DIRECT_AVX512, 16, 2, 4, slide_pixels_512, filter_rows_512, slide_any_512, filter_any_512};
 
 /* ---- AVX2 with FMA: 16 registers of 8 floats. Channels come in multiples of 16, so every
  * tile is 2 vectors wide: up to 6 pixels or filter rows, 12 accumulators, 2 weight (or dy)
@@ -364,7 +364,7 @@ static AVX2_FN void filter_any_256(const filter_tile_args *f, int r_n, int nv) {
     }
 }
 
-static const tile_set tiles_256 = {CONV_DIRECT_AVX2, 8, 2, six_256, six_256, slide_any_256,
+static const tile_set tiles_256 = {CONV_DIRECT_AVX2, 8, 2, 2, six_256, six_256, slide_any_256,
                                    filter_any_256};
 
 /* ---- drivers: the same for every instruction set ---- */
@@ -389,7 +389,7 @@ static const tile_set *tiles_in_use(void) {
 static void slide_image(const tile_set *ts, const slide_pass *p, float *out) {
     for (int oh = 0; oh < p->out_h; oh++) {
         for (int o0 = 0; o0 < p->n_out;) {
-            int nv = tile_vectors(ts, (p->n_out - o0) / ts->lanes);
+            int nv = tile_vectors(ts->slide_nv_max, (p->n_out - o0) / ts->lanes);
             int r_max = ts->slide_pixels(nv);
             for (int ow0 = 0; ow0 < p->out_w; ow0 += r_max) {
                 int r_n = p->out_w - ow0 < r_max ? p->out_w - ow0 : r_max;
@@ -415,7 +415,7 @@ static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const 
     const size_t row = (size_t)width_pad * g->in_c;
     for (int a = 0; a < g->kh; a++) {
         for (int o0 = 0; o0 < oc;) {
-            int nv = tile_vectors(ts, (oc - o0) / ts->lanes);
+            int nv = tile_vectors(ts->filter_nv_max, (oc - o0) / ts->lanes);
             int r_max = ts->filter_rows(nv);
             for (int t0 = 0; t0 < run; t0 += r_max) {
                 int r_n = run - t0 < r_max ? run - t0 : r_max;
