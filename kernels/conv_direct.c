@@ -20,10 +20,17 @@ static size_t packed_weight_floats(const conv_geom *g, int oc) {
     return round16((size_t)g->kh * g->kw * g->in_c * (size_t)oc);
 }
 
-size_t conv_direct_workspace_floats(const conv_geom *g, int oc) {
+/* floats of the padded buffer: one sample of x or of dy, with their frames */
+static size_t padded_floats(const conv_geom *g, int oc) {
     size_t x_pad = (size_t)(g->in_h + 2 * g->pad) * (g->in_w + 2 * g->pad) * g->in_c;
     size_t dy_pad = (size_t)(g->in_h + g->kh - 1) * (g->in_w + g->kw - 1) * oc;
-    return 2 * packed_weight_floats(g, oc) + round16(x_pad > dy_pad ? x_pad : dy_pad);
+    return round16(x_pad > dy_pad ? x_pad : dy_pad);
+}
+
+/* workspace: packed weights, transposed filter gradient, padded sample, one sample's dy */
+size_t conv_direct_workspace_floats(const conv_geom *g, int oc) {
+    return 2 * packed_weight_floats(g, oc) + padded_floats(g, oc) +
+           round16((size_t)g->out_h * g->out_w * oc);
 }
 
 conv_direct_isa conv_direct_best_isa(void) {
@@ -443,7 +450,8 @@ static void transpose(const float *src, size_t rows, size_t cols, float *dst) {
 }
 
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
-                         const float *bias, int relu, float *ws, float *y) {
+                         const float *bias, int relu, float *ws, float *y,
+                         const conv_direct_hooks *hooks) {
     const tile_set *ts = tiles_in_use();
     const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
     float *wt = ws, *x_pad = ws + 2 * packed_weight_floats(g, oc);
@@ -464,6 +472,7 @@ void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float
     for (int b = 0; b < g->batch; b++) {
         pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
         slide_image(ts, &p, y + b * out_size);
+        if (hooks && hooks->output_done) hooks->output_done(hooks->ctx, b, y + b * out_size);
     }
 }
 
@@ -489,18 +498,24 @@ static void bias_rows(const float *dy, size_t rows, int oc, int first, float *db
 /* Sample by sample, so that its dy is read from memory once and then from the cache by the three
  * passes; the padded buffer serves x, then dy. */
 void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
-                          const float *w, float *ws, float *dw, float *db, float *dx) {
+                          const float *w, float *ws, float *dw, float *db, float *dx,
+                          const conv_direct_hooks *hooks) {
     const tile_set *ts = tiles_in_use();
     const size_t kkc = (size_t)g->kh * g->kw * g->in_c, rows = (size_t)g->out_h * g->out_w;
     const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c, out_size = rows * oc;
     float *w2 = ws, *dwt = ws + packed_weight_floats(g, oc),
           *pad = dwt + packed_weight_floats(g, oc);
+    float *dy_sample = pad + padded_floats(g, oc);
     const int qh = g->kh - 1 - g->pad, qw = g->kw - 1 - g->pad;
     slide_pass p = {pad,     g->out_w + 2 * qw, oc,      g->kh, g->kw * oc, w2,
                     g->in_c, g->in_h,           g->in_w, NULL,  0};
     if (dx) pack_rotated(g, oc, w, w2);
     for (int b = 0; b < g->batch; b++) {
         const float *dyb = dy + b * out_size;
+        if (hooks && hooks->output_grad) {
+            hooks->output_grad(hooks->ctx, b, dy_sample);
+            dyb = dy_sample;
+        }
         pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, pad);
         filter_sample(ts, g, oc, pad, dyb, b == 0, dwt);
         bias_rows(dyb, rows, oc, b == 0, db);
@@ -514,14 +529,17 @@ void conv_direct_backward(const conv_geom *g, int oc, const float *x, const floa
 #else /* no x86 SIMD: conv_direct_supports() is 0, so the layers never call these */
 
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
-                         const float *bias, int relu, float *ws, float *y) {
-    (void)g, (void)oc, (void)x, (void)w, (void)bias, (void)relu, (void)ws, (void)y;
+                         const float *bias, int relu, float *ws, float *y,
+                         const conv_direct_hooks *hooks) {
+    (void)g, (void)oc, (void)x, (void)w, (void)bias, (void)relu, (void)ws, (void)y, (void)hooks;
     SS_ASSERT(0 && "direct convolution not compiled in");
 }
 
 void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
-                          const float *w, float *ws, float *dw, float *db, float *dx) {
+                          const float *w, float *ws, float *dw, float *db, float *dx,
+                          const conv_direct_hooks *hooks) {
     (void)g, (void)oc, (void)x, (void)dy, (void)w, (void)ws, (void)dw, (void)db, (void)dx;
+    (void)hooks;
     SS_ASSERT(0 && "direct convolution not compiled in");
 }
 

@@ -2,8 +2,8 @@
  *
  *     if (conv_direct_supports(&g, oc, need_dx)) {
  *         float *ws = device_alloc(dev, conv_direct_workspace_floats(&g, oc));
- *         conv_direct_forward(&g, oc, x, w, bias, relu, ws, y);
- *         conv_direct_backward(&g, oc, x, dy, w, ws, dw, db, need_dx ? dx : NULL);
+ *         conv_direct_forward(&g, oc, x, w, bias, relu, ws, y, NULL);
+ *         conv_direct_backward(&g, oc, x, dy, w, ws, dw, db, need_dx ? dx : NULL, NULL);
  *     }
  *
  * The im2col + SGEMM path materializes a column matrix kh*kw times the size of the input (627 KB
@@ -48,17 +48,29 @@ void conv_direct_cap_isa(conv_direct_isa cap);
 int conv_direct_available(void);
 /* 1 when the geometry suits it: available, oc % 16 == 0, and in_c % 16 == 0 if need_dx */
 int conv_direct_supports(const conv_geom *g, int oc, int need_dx);
-/* floats of workspace the three passes need (packed weights, a transposed filter gradient, one
- * padded sample) */
+/* floats of workspace the passes need (packed weights, a transposed filter gradient, one padded
+ * sample, one sample's output gradient) */
 size_t conv_direct_workspace_floats(const conv_geom *g, int oc);
+
+/* Per-sample hooks, so that what follows the convolution (the cnn's max-pool) runs on a sample
+ * while it is in cache. NULL members (or a NULL hooks pointer): none. */
+typedef struct conv_direct_hooks {
+    void *ctx;
+    /* forward: sample b's output y_b (out_h, out_w, oc) is complete */
+    void (*output_done)(void *ctx, int b, const float *y_b);
+    /* backward: writes sample b's output gradient (out_h, out_w, oc) into dy_b; dy is not read */
+    void (*output_grad)(void *ctx, int b, float *dy_b);
+} conv_direct_hooks;
 
 /* y (B, out_h, out_w, oc) = conv(x, w) + bias, then max(., 0) when relu; w (oc, kh, kw, in_c) */
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
-                         const float *bias, int relu, float *ws, float *y);
+                         const float *bias, int relu, float *ws, float *y,
+                         const conv_direct_hooks *hooks);
 /* From dy (B, out_h, out_w, oc), all overwritten: dw (oc, kh, kw, in_c) the weight gradient,
  * db (oc) the bias gradient (rows of dy added in order, as the bias_grad op does) and, unless dx
  * is NULL, dx (B, in_h, in_w, in_c) the input gradient. */
 void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
-                          const float *w, float *ws, float *dw, float *db, float *dx);
+                          const float *w, float *ws, float *dw, float *db, float *dx,
+                          const conv_direct_hooks *hooks);
 
 #endif

@@ -321,16 +321,47 @@ static size_t cpu_conv_direct_floats(device *dev, const conv_geom *g, int oc, in
     return conv_direct_supports(g, oc, need_dx) ? conv_direct_workspace_floats(g, oc) : 0;
 }
 
-static void cpu_conv_fwd(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
-                         const float *bias, int relu, float *ws, float *y) {
-    (void)dev;
-    conv_direct_forward(g, oc, x, w, bias, relu, ws, y);
+/* The per-sample hooks that pool a conv's output (forward) and form its output gradient from
+ * the pooling's (backward) while the sample is in cache: the ops of the separate layers on one
+ * sample, so the same bits. */
+typedef struct pool_hook {
+    device *dev;
+    const conv_geom *g;
+    int oc;
+    const float *y, *pool_dy;
+    float *pool_y;
+} pool_hook;
+
+static size_t pooled_size(const pool_hook *h) {
+    return (size_t)(h->g->out_h / 2) * (h->g->out_w / 2) * h->oc;
 }
 
-static void cpu_conv_bwd(device *dev, const conv_geom *g, int oc, const float *x, const float *dy,
-                         const float *w, float *ws, float *dw, float *db, float *dx) {
-    (void)dev;
-    conv_direct_backward(g, oc, x, dy, w, ws, dw, db, dx);
+static void pool_output_done(void *ctx, int b, const float *y_b) {
+    pool_hook *h = ctx;
+    cpu_maxpool_fwd(h->dev, 1, h->g->out_h, h->g->out_w, h->oc, y_b,
+                    h->pool_y + b * pooled_size(h));
+}
+
+static void pool_output_grad(void *ctx, int b, float *dy_b) {
+    pool_hook *h = ctx;
+    const size_t out_size = (size_t)h->g->out_h * h->g->out_w * h->oc;
+    cpu_maxpool_relu_bwd(h->dev, 1, h->g->out_h, h->g->out_w, h->oc, h->y + b * out_size,
+                         h->pool_dy + b * pooled_size(h), dy_b);
+}
+
+static void cpu_conv_fwd(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
+                         const float *bias, int relu, float *ws, float *y, float *pool_y) {
+    pool_hook h = {dev, g, oc, y, NULL, pool_y};
+    conv_direct_hooks hooks = {&h, pool_output_done, NULL};
+    conv_direct_forward(g, oc, x, w, bias, relu, ws, y, pool_y ? &hooks : NULL);
+}
+
+static void cpu_conv_bwd(device *dev, const conv_geom *g, int oc, const float *x, const float *y,
+                         const float *dy, const float *pool_dy, const float *w, float *ws,
+                         float *dw, float *db, float *dx) {
+    pool_hook h = {dev, g, oc, y, pool_dy, NULL};
+    conv_direct_hooks hooks = {&h, NULL, pool_output_grad};
+    conv_direct_backward(g, oc, x, dy, w, ws, dw, db, dx, pool_dy ? &hooks : NULL);
 }
 
 static double cpu_softmax_xent(device *dev, int batch, int classes, const float *logits,

@@ -65,13 +65,17 @@ typedef struct device_ops {
      * conv_direct_floats: floats of the workspace `ws` the three passes need (oc output
      * channels; need_dx: the data gradient is wanted too). */
     size_t (*conv_direct_floats)(device *dev, const conv_geom *g, int oc, int need_dx);
-    /* y (B*out_h*out_w, oc) = conv(x, w) + bias, then ReLU when relu; w (oc, kh*kw*in_c) */
+    /* y (B*out_h*out_w, oc) = conv(x, w) + bias, then ReLU when relu; w (oc, kh*kw*in_c).
+     * Unless pool_y is NULL, also pool_y = maxpool_fwd of y, sample by sample. */
     void (*conv_fwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
-                     const float *bias, int relu, float *ws, float *y);
+                     const float *bias, int relu, float *ws, float *y, float *pool_y);
     /* dw (oc, kh*kw*in_c), db (oc) and, unless dx is NULL, dx (B, in_h, in_w, in_c): the
-     * gradients of the batch (overwritten); db as bias_grad computes it */
-    void (*conv_bwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *dy,
-                     const float *w, float *ws, float *dw, float *db, float *dx);
+     * gradients of the batch (overwritten); db as bias_grad computes it. The output gradient is
+     * dy or, when pool_dy is not NULL, maxpool_relu_bwd of y and pool_dy, sample by sample
+     * (y: the forward output, a ReLU's; dy is then not read). */
+    void (*conv_bwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *y,
+                     const float *dy, const float *pool_dy, const float *w, float *ws, float *dw,
+                     float *db, float *dx);
     /* Softmax cross-entropy of logits (B, K) against host labels (B). Returns the summed loss
      * (double); *correct = samples whose first argmax is the label. When dlogits is not NULL it
      * receives d(mean loss)/d(logits) = (softmax - onehot) / B. */

@@ -59,6 +59,9 @@ typedef struct layer {
      * im2col + gemm (tests compare the two). */
     int conv_direct;
     int conv_im2col_only;
+    /* conv, direct, fused with a ReLU: the max-pool after it runs inside its passes, through
+     * layer_conv_pool_forward/backward (the model calls them for the three layers) */
+    int pool_fused;
     float *col;           /* conv: (min(max_batch, CHUNK) * out_h*out_w, kh*kw*in_c) */
     int col_samples;      /* conv: samples the column buffer holds */
     const float *col_src; /* conv: input of the chunk whose columns col holds, or NULL */
@@ -95,6 +98,14 @@ void layer_alloc_scratch(device *dev, layer *l, int max_batch);
 /* conv: samples per im2col chunk under LAYER_CONV_COL_BYTES_<kind> (at least 1) */
 int layer_conv_chunk_samples(const layer *l, device_kind kind);
 void layer_free_scratch(device *dev, layer *l);
+
+/* A pool_fused conv with its ReLU and max-pool: y the conv's (and ReLU's) output, pool_y the
+ * pooling's; backward from pool_dy, the pooling's output gradient. Same bits as the three layers
+ * one after the other. */
+void layer_conv_pool_forward(device *dev, layer *conv, int batch, const float *x, float *y,
+                             float *pool_y);
+void layer_conv_pool_backward(device *dev, layer *conv, int batch, const float *x, const float *y,
+                              const float *pool_dy, float *dx);
 
 /* y (B, out) from x (B, in) */
 void layer_forward(device *dev, layer *l, int batch, const float *x, float *y);

@@ -951,8 +951,8 @@ static void check_direct_case(conv_direct_isa isa, int batch, int h, int w, int 
     direct_case d = {g, oc, x, wt, bias, dy};
     int bad = 0;
     for (int relu = 0; relu < 2; relu++) {
-        conv_direct_forward(&g, oc, x, wt, bias, relu, ws, y);
-        conv_direct_backward(&g, oc, x, dy, wt, ws, dw, db, need_dx ? dx : NULL);
+        conv_direct_forward(&g, oc, x, wt, bias, relu, ws, y, NULL);
+        conv_direct_backward(&g, oc, x, dy, wt, ws, dw, db, need_dx ? dx : NULL, NULL);
         bad += direct_mismatches(&d, y, relu, dw, need_dx ? dx : NULL);
         bad += bias_mismatches(&d, db);
     }
@@ -1041,6 +1041,77 @@ static void test_conv_direct_vs_im2col(void) {
     device_close(dev);
 }
 
+/* The direct conv -> ReLU -> max-pool block (layer_conv_pool_*) against the same layers one after
+ * the other (mode 0: ReLU and pooling separate; 1: ReLU fused, layers called one by one; 2: the
+ * block): the same bits. 7 rows: the pooling drops the last one, whose gradient is 0. */
+enum { BLK_B = 3, BLK_H = 7, BLK_W = 6, BLK_C = 16, BLK_OC = 32 };
+
+static void run_conv_block(device *dev, int mode, const float *x, const float *dy3,
+                           const float *params, size_t np, float *y3, float *dx, float *grads) {
+    layer l[3];
+    layer_init_conv2d(&l[0], "conv", BLK_H, BLK_W, BLK_C, BLK_OC, 3, 1);
+    layer_init_relu(&l[1], "relu", BLK_H, BLK_W, BLK_OC);
+    layer_init_maxpool2(&l[2], "pool", BLK_H, BLK_W, BLK_OC);
+    if (mode > 0) layer_fuse_relu(l, 3);
+    float *p = device_alloc(dev, np), *g = device_alloc(dev, np);
+    memcpy(p, params, np * sizeof(float));
+    layer_bind(&l[0], p, g, 0);
+    layer_alloc_scratch(dev, &l[0], BLK_B);
+    CU_ASSERT(l[0].conv_direct && l[0].pool_fused == (mode > 0));
+    const size_t n1 = (size_t)BLK_B * BLK_H * BLK_W * BLK_OC;
+    float *a1 = device_alloc(dev, n1), *a2 = mode ? a1 : device_alloc(dev, n1);
+    float *d1 = device_alloc(dev, n1), *d2 = mode ? d1 : device_alloc(dev, n1);
+    if (mode == 2) {
+        layer_conv_pool_forward(dev, &l[0], BLK_B, x, a1, y3);
+        layer_conv_pool_backward(dev, &l[0], BLK_B, x, a1, dy3, dx);
+    } else {
+        layer_forward(dev, &l[0], BLK_B, x, a1);
+        layer_forward(dev, &l[1], BLK_B, a1, a2);
+        layer_forward(dev, &l[2], BLK_B, a2, y3);
+        layer_backward(dev, &l[2], BLK_B, a2, y3, dy3, d2);
+        layer_backward(dev, &l[1], BLK_B, a1, a2, d2, d1);
+        layer_backward(dev, &l[0], BLK_B, x, a1, d1, dx);
+    }
+    memcpy(grads, g, np * sizeof(float));
+    layer_free_scratch(dev, &l[0]);
+    if (!mode) device_free(dev, a2), device_free(dev, d2);
+    device_free(dev, a1), device_free(dev, d1), device_free(dev, p), device_free(dev, g);
+}
+
+static void test_conv_block(void) {
+    if (!conv_direct_available()) SS_SKIP("no AVX2 or AVX-512F: no direct convolution block");
+    device *dev = open_cpu();
+    const size_t nx = (size_t)BLK_B * BLK_H * BLK_W * BLK_C;
+    const size_t ny = (size_t)BLK_B * (BLK_H / 2) * (BLK_W / 2) * BLK_OC;
+    const size_t np = (size_t)BLK_OC * 9 * BLK_C + BLK_OC;
+    float *x = ss_malloc(nx * sizeof(float)), *dy = ss_malloc(ny * sizeof(float));
+    float *params = ss_malloc(np * sizeof(float)), *y[3], *dx[3], *grads[3];
+    rng r;
+    rng_seed(&r, 13, RNG_STREAM_DATA);
+    fill_uniform(&r, x, nx, -1, 1);
+    fill_uniform(&r, dy, ny, -1, 1);
+    fill_uniform(&r, params, np, -0.3f, 0.3f);
+    for (int mode = 0; mode < 3; mode++) {
+        y[mode] = ss_malloc(ny * sizeof(float));
+        dx[mode] = ss_malloc(nx * sizeof(float));
+        grads[mode] = ss_malloc(np * sizeof(float));
+        run_conv_block(dev, mode, x, dy, params, np, y[mode], dx[mode], grads[mode]);
+    }
+    int zeros = 0;
+    for (size_t i = 0; i < ny; i++)
+        zeros += y[0][i] == 0.0f;
+    CU_ASSERT(zeros > 0); /* some windows are all 0: the ReLU's mask matters */
+    for (int mode = 1; mode < 3; mode++) {
+        CU_ASSERT(memcmp(y[0], y[mode], ny * sizeof(float)) == 0);
+        CU_ASSERT(memcmp(dx[0], dx[mode], nx * sizeof(float)) == 0);
+        CU_ASSERT(memcmp(grads[0], grads[mode], np * sizeof(float)) == 0);
+    }
+    for (int mode = 0; mode < 3; mode++)
+        free(y[mode]), free(dx[mode]), free(grads[mode]);
+    free(x), free(dy), free(params);
+    device_close(dev);
+}
+
 static CU_TestInfo layer_tests[] = {
     {"layer_backward dense vs finite differences", test_grad_dense},
     {"layer_backward conv2d vs finite differences", test_grad_conv2d},
@@ -1052,6 +1123,7 @@ static CU_TestInfo layer_tests[] = {
     {"im2col and col2im = direct definitions, bit for bit", test_im2col_col2im},
     {"direct convolution = fmaf chains, bit for bit", test_conv_direct_exact},
     {"direct convolution = im2col + sgemm within rounding", test_conv_direct_vs_im2col},
+    {"direct conv -> ReLU -> max-pool block = separate layers, bit for bit", test_conv_block},
     {"conv -> ReLU -> max-pool fused = separate layers, bit for bit", test_fused_relu},
     CU_TEST_INFO_NULL,
 };
