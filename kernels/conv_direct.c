@@ -27,7 +27,7 @@ static size_t padded_floats(const conv_geom *g, int oc) {
     return round16(x_pad > dy_pad ? x_pad : dy_pad);
 }
 
-/* workspace: packed weights, transposed filter gradient, padded sample, one sample's dy */
+/* workspace: packed weights, transposed filter gradient, padded sample, one sample's y or dy */
 size_t conv_direct_workspace_floats(const conv_geom *g, int oc) {
     return 2 * packed_weight_floats(g, oc) + padded_floats(g, oc) +
            round16((size_t)g->out_h * g->out_w * oc);
@@ -455,6 +455,7 @@ void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float
     const tile_set *ts = tiles_in_use();
     const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
     float *wt = ws, *x_pad = ws + 2 * packed_weight_floats(g, oc);
+    float *y_sample = x_pad + padded_floats(g, oc);
     transpose(w, (size_t)oc, kkc, wt); /* (kkc, oc): a weight vector per kernel offset */
     const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
     const size_t out_size = (size_t)g->out_h * g->out_w * oc;
@@ -471,8 +472,9 @@ void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float
                     relu};
     for (int b = 0; b < g->batch; b++) {
         pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
-        slide_image(ts, &p, y + b * out_size);
-        if (hooks && hooks->output_done) hooks->output_done(hooks->ctx, b, y + b * out_size);
+        float *y_b = hooks && hooks->output_in_workspace ? y_sample : y + b * out_size;
+        slide_image(ts, &p, y_b);
+        if (hooks && hooks->output_done) hooks->output_done(hooks->ctx, b, y_b);
     }
 }
 

@@ -56,6 +56,9 @@ size_t conv_direct_workspace_floats(const conv_geom *g, int oc);
  * while it is in cache. NULL members (or a NULL hooks pointer): none. */
 typedef struct conv_direct_hooks {
     void *ctx;
+    /* forward: 1 to leave y alone and compute each sample's output in the workspace, for
+     * output_done to consume */
+    int output_in_workspace;
     /* forward: sample b's output y_b (out_h, out_w, oc) is complete */
     void (*output_done)(void *ctx, int b, const float *y_b);
     /* backward: writes sample b's output gradient (out_h, out_w, oc) into dy_b; dy is not read */

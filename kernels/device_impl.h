@@ -66,13 +66,14 @@ typedef struct device_ops {
      * channels; need_dx: the data gradient is wanted too). */
     size_t (*conv_direct_floats)(device *dev, const conv_geom *g, int oc, int need_dx);
     /* y (B*out_h*out_w, oc) = conv(x, w) + bias, then ReLU when relu; w (oc, kh*kw*in_c).
-     * Unless pool_y is NULL, also pool_y = maxpool_fwd of y, sample by sample. */
+     * With pool_y (a conv -> ReLU -> max-pool block): pool_y = maxpool_fwd of that output,
+     * sample by sample, and y is not written; ws keeps what the block's backward pass needs. */
     void (*conv_fwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
                      const float *bias, int relu, float *ws, float *y, float *pool_y);
     /* dw (oc, kh*kw*in_c), db (oc) and, unless dx is NULL, dx (B, in_h, in_w, in_c): the
      * gradients of the batch (overwritten); db as bias_grad computes it. The output gradient is
-     * dy or, when pool_dy is not NULL, maxpool_relu_bwd of y and pool_dy, sample by sample
-     * (y: the forward output, a ReLU's; dy is then not read). */
+     * dy or, with pool_dy (the block's pooling's output gradient, after a conv_fwd with pool_y on
+     * the same ws), what maxpool_relu_bwd would give, sample by sample; y is not read. */
     void (*conv_bwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *y,
                      const float *dy, const float *pool_dy, const float *w, float *ws, float *dw,
                      float *db, float *dx);

@@ -252,7 +252,7 @@ static double conv_backward_flops(const layer *l) {
 
 /* conv -> ReLU -> max-pool as one block (pool_fused): sample by sample, the pooling reads the
  * conv's output, and the conv's backward pass forms its output gradient, while the sample is in
- * cache; pool_y and pool_dy are the pooling's output and output gradient. */
+ * cache; pool_y and pool_dy are the pooling's output and output gradient (layers.h). */
 void layer_conv_pool_forward(device *dev, layer *conv, int batch, const float *x, float *y,
                              float *pool_y) {
     SS_ASSERT(conv->pool_fused);

@@ -99,9 +99,11 @@ void layer_alloc_scratch(device *dev, layer *l, int max_batch);
 int layer_conv_chunk_samples(const layer *l, device_kind kind);
 void layer_free_scratch(device *dev, layer *l);
 
-/* A pool_fused conv with its ReLU and max-pool: y the conv's (and ReLU's) output, pool_y the
- * pooling's; backward from pool_dy, the pooling's output gradient. Same bits as the three layers
- * one after the other. */
+/* A pool_fused conv with its ReLU and max-pool, sample by sample: pool_y the pooling's output
+ * (y, the conv's, is not written: the sample's output stays in cache, and the pooling keeps a
+ * byte per pooled value for the backward pass in the conv's scratch); backward from pool_dy, the
+ * pooling's output gradient, right after the forward pass. Same bits as the three layers one after
+ * the other. */
 void layer_conv_pool_forward(device *dev, layer *conv, int batch, const float *x, float *y,
                              float *pool_y);
 void layer_conv_pool_backward(device *dev, layer *conv, int batch, const float *x, const float *y,
