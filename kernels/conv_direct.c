@@ -1,4 +1,4 @@
-/* Direct convolution with AVX-512 register tiles (see conv_direct.h). */
+/* Direct convolution with AVX-512 or AVX2 register tiles (see conv_direct.h). */
 #include "kernels/conv_direct.h"
 
 #include "common/status.h"
@@ -108,7 +108,6 @@ typedef struct filter_tile_args {
  * nv vectors (the largest of slide_nv_max or filter_nv_max, 2, 1 that fits) and pixels or filter
  * rows into runs of at most slide_pixels(nv) or filter_rows(nv). */
 typedef struct tile_set {
-    conv_direct_isa isa;
     int lanes, slide_nv_max, filter_nv_max;
     int (*slide_pixels)(int nv);
     int (*filter_rows)(int nv);
@@ -127,23 +126,23 @@ static int tile_vectors(int nv_max, int left) {
  * R * NV accumulators, one fused multiply-add chain each, in (a, t) order. */
 AVX512_TILE void slide_tile_512(const slide *s, const int R, const int NV, float *out, int ldo,
                                 const float *bias, int relu) {
-    __m512 acc[14][4];
+    __m512 acc[14][2];
 #pragma GCC unroll 14
     for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
+#pragma GCC unroll 2
         for (int v = 0; v < NV; v++)
             acc[r][v] = _mm512_setzero_ps();
     for (int a = 0; a < s->kh; a++) {
         const float *in = s->in + a * s->row, *w = s->w + (size_t)a * s->run * s->ldw;
         for (int t = 0; t < s->run; t++, w += s->ldw) {
-            __m512 wv[4];
-#pragma GCC unroll 4
+            __m512 wv[2];
+#pragma GCC unroll 2
             for (int v = 0; v < NV; v++)
                 wv[v] = _mm512_loadu_ps(w + 16 * v);
 #pragma GCC unroll 14
             for (int r = 0; r < R; r++) {
                 __m512 xb = _mm512_set1_ps(in[r * s->px + t]);
-#pragma GCC unroll 4
+#pragma GCC unroll 2
                 for (int v = 0; v < NV; v++)
                     acc[r][v] = _mm512_fmadd_ps(xb, wv[v], acc[r][v]);
             }
@@ -151,7 +150,7 @@ AVX512_TILE void slide_tile_512(const slide *s, const int R, const int NV, float
     }
 #pragma GCC unroll 14
     for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
+#pragma GCC unroll 2
         for (int v = 0; v < NV; v++) {
             __m512 y = acc[r][v];
             if (bias) y = _mm512_add_ps(y, _mm512_loadu_ps(bias + 16 * v));
@@ -254,7 +253,7 @@ static AVX512_FN void filter_any_512(const filter_tile_args *f, int r_n, int nv)
 }
 
 static const tile_set tiles_512 = {
-    CONV_DIRECT_AVX512, 16, 2, 4, slide_pixels_512, filter_rows_512, slide_any_512, filter_any_512};
+    16, 2, 4, slide_pixels_512, filter_rows_512, slide_any_512, filter_any_512};
 
 /* ---- AVX2 with FMA: 16 registers of 8 floats. Channels come in multiples of 16, so every
  * tile is 2 vectors wide: up to 6 pixels or filter rows, 12 accumulators, 2 weight (or dy)
@@ -371,8 +370,7 @@ static AVX2_FN void filter_any_256(const filter_tile_args *f, int r_n, int nv) {
     }
 }
 
-static const tile_set tiles_256 = {CONV_DIRECT_AVX2, 8, 2, 2, six_256, six_256, slide_any_256,
-                                   filter_any_256};
+static const tile_set tiles_256 = {8, 2, 2, six_256, six_256, slide_any_256, filter_any_256};
 
 /* ---- drivers: the same for every instruction set ---- */
 
