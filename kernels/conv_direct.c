@@ -3,6 +3,8 @@
 
 #include "common/status.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -27,10 +29,16 @@ static size_t padded_floats(const conv_geom *g, int oc) {
     return round16(x_pad > dy_pad ? x_pad : dy_pad);
 }
 
-/* workspace: packed weights, transposed filter gradient, padded sample, one sample's y or dy */
+/* a thread's block: filter gradient (transposed), padded sample, one sample's y or dy, bias
+ * gradient */
+static size_t block_floats(const conv_geom *g, int oc) {
+    return packed_weight_floats(g, oc) + padded_floats(g, oc) +
+           round16((size_t)g->out_h * g->out_w * oc) + round16((size_t)oc);
+}
+
+/* workspace: packed weights, then the first thread's block (below) */
 size_t conv_direct_workspace_floats(const conv_geom *g, int oc) {
-    return 2 * packed_weight_floats(g, oc) + padded_floats(g, oc) +
-           round16((size_t)g->out_h * g->out_w * oc);
+    return packed_weight_floats(g, oc) + block_floats(g, oc);
 }
 
 conv_direct_isa conv_direct_best_isa(void) {
@@ -447,33 +455,121 @@ static void transpose(const float *src, size_t rows, size_t cols, float *dst) {
             dst[j * rows + i] = src[i * cols + j];
 }
 
+/* ---- samples in parallel: contiguous ranges, one per thread, each with its block of scratch
+ * (the first in the workspace, the others allocated per call). A range's samples go in order, so
+ * the forward and data passes give the same bits for any thread count; the filter and bias
+ * gradients are each range's sums, added in range order (one range: no addition). ---- */
+
+enum { CONV_MAX_THREADS = 64 };
+
+static float *block_pad(const conv_geom *g, int oc, float *block) {
+    return block + packed_weight_floats(g, oc);
+}
+
+static float *block_sample(const conv_geom *g, int oc, float *block) {
+    return block_pad(g, oc, block) + padded_floats(g, oc);
+}
+
+static float *block_db(const conv_geom *g, int oc, float *block) {
+    return block_sample(g, oc, block) + round16((size_t)g->out_h * g->out_w * oc);
+}
+
+typedef void (*range_fn)(const void *job, int b0, int b1, float *block);
+
+typedef struct ranges {
+    int n;
+    float *block[CONV_MAX_THREADS];
+} ranges;
+
+static void ranges_open(ranges *r, int threads, const conv_geom *g, int oc, float *ws) {
+    int n = threads < g->batch ? threads : g->batch;
+    r->n = n < 1 ? 1 : n > CONV_MAX_THREADS ? CONV_MAX_THREADS : n;
+    r->block[0] = ws + packed_weight_floats(g, oc);
+    const size_t bytes = block_floats(g, oc) * sizeof(float);
+    for (int t = 1; t < r->n; t++) {
+        r->block[t] = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        SS_ASSERT(r->block[t] != NULL);
+    }
+}
+
+static void ranges_close(ranges *r) {
+    for (int t = 1; t < r->n; t++)
+        free(r->block[t]);
+}
+
+typedef struct range_task {
+    range_fn fn;
+    const void *job;
+    int b0, b1;
+    float *block;
+} range_task;
+
+static void *range_main(void *arg) {
+    const range_task *t = arg;
+    t->fn(t->job, t->b0, t->b1, t->block);
+    return NULL;
+}
+
+/* Range t = [batch t / n, batch (t+1) / n) with block t; a thread that cannot start runs here. */
+static void ranges_run(const ranges *r, int batch, range_fn fn, const void *job) {
+    range_task task[CONV_MAX_THREADS];
+    pthread_t tid[CONV_MAX_THREADS];
+    int started[CONV_MAX_THREADS] = {0};
+    for (int t = 0; t < r->n; t++) {
+        range_task k = {fn, job, batch * t / r->n, batch * (t + 1) / r->n, r->block[t]};
+        task[t] = k;
+    }
+    for (int t = 1; t < r->n; t++)
+        started[t] = pthread_create(&tid[t], NULL, range_main, &task[t]) == 0;
+    range_main(&task[0]);
+    for (int t = 1; t < r->n; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            range_main(&task[t]);
+    }
+}
+
+typedef struct fwd_job {
+    const tile_set *ts;
+    const conv_geom *g;
+    int oc;
+    const float *x, *wt, *bias;
+    int relu;
+    float *y;
+    const conv_direct_hooks *hooks;
+} fwd_job;
+
+static void forward_range(const void *arg, int b0, int b1, float *block) {
+    const fwd_job *j = arg;
+    const conv_geom *g = j->g;
+    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
+    const size_t out_size = (size_t)g->out_h * g->out_w * j->oc;
+    float *x_pad = block_pad(g, j->oc, block), *y_sample = block_sample(g, j->oc, block);
+    slide_pass p = {x_pad,           g->in_w + 2 * g->pad,
+                    g->in_c,         g->kh,
+                    g->kw * g->in_c, j->wt,
+                    j->oc,           g->out_h,
+                    g->out_w,        j->bias,
+                    j->relu};
+    for (int b = b0; b < b1; b++) {
+        pad_sample(j->x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
+        float *y_b = j->hooks && j->hooks->output_in_workspace ? y_sample : j->y + b * out_size;
+        slide_image(j->ts, &p, y_b);
+        if (j->hooks && j->hooks->output_done) j->hooks->output_done(j->hooks->ctx, b, y_b);
+    }
+}
+
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
                          const float *bias, int relu, float *ws, float *y,
-                         const conv_direct_hooks *hooks) {
-    const tile_set *ts = tiles_in_use();
-    const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
-    float *wt = ws, *x_pad = ws + 2 * packed_weight_floats(g, oc);
-    float *y_sample = x_pad + padded_floats(g, oc);
-    transpose(w, (size_t)oc, kkc, wt); /* (kkc, oc): a weight vector per kernel offset */
-    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
-    const size_t out_size = (size_t)g->out_h * g->out_w * oc;
-    slide_pass p = {x_pad,
-                    g->in_w + 2 * g->pad,
-                    g->in_c,
-                    g->kh,
-                    g->kw * g->in_c,
-                    wt,
-                    oc,
-                    g->out_h,
-                    g->out_w,
-                    bias,
-                    relu};
-    for (int b = 0; b < g->batch; b++) {
-        pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
-        float *y_b = hooks && hooks->output_in_workspace ? y_sample : y + b * out_size;
-        slide_image(ts, &p, y_b);
-        if (hooks && hooks->output_done) hooks->output_done(hooks->ctx, b, y_b);
-    }
+                         const conv_direct_hooks *hooks, int threads) {
+    float *wt = ws; /* (kkc, oc): a weight vector per kernel offset */
+    transpose(w, (size_t)oc, (size_t)g->kh * g->kw * g->in_c, wt);
+    fwd_job job = {tiles_in_use(), g, oc, x, wt, bias, relu, y, hooks};
+    ranges r;
+    ranges_open(&r, threads, g, oc, ws);
+    ranges_run(&r, g->batch, forward_range, &job);
+    ranges_close(&r);
 }
 
 /* w2 (kh, kw, oc, c) = w (oc, kh, kw, c) with the kernel rotated by 180 degrees */
@@ -495,51 +591,78 @@ static void bias_rows(const float *dy, size_t rows, int oc, int first, float *db
             db[o] += dy[r * oc + o];
 }
 
+typedef struct bwd_job {
+    const tile_set *ts;
+    const conv_geom *g;
+    int oc;
+    const float *x, *dy, *w2;
+    float *db, *dx; /* db: the first range's (the others use their blocks') */
+    const conv_direct_hooks *hooks;
+} bwd_job;
+
 /* Sample by sample, so that its dy is read from memory once and then from the cache by the three
  * passes; the padded buffer serves x, then dy. */
-void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
-                          const float *w, float *ws, float *dw, float *db, float *dx,
-                          const conv_direct_hooks *hooks) {
-    const tile_set *ts = tiles_in_use();
-    const size_t kkc = (size_t)g->kh * g->kw * g->in_c, rows = (size_t)g->out_h * g->out_w;
-    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c, out_size = rows * oc;
-    float *w2 = ws, *dwt = ws + packed_weight_floats(g, oc),
-          *pad = dwt + packed_weight_floats(g, oc);
-    float *dy_sample = pad + padded_floats(g, oc);
-    const int qh = g->kh - 1 - g->pad, qw = g->kw - 1 - g->pad;
-    slide_pass p = {pad,     g->out_w + 2 * qw, oc,      g->kh, g->kw * oc, w2,
+static void backward_range(const void *arg, int b0, int b1, float *block) {
+    const bwd_job *j = arg;
+    const conv_geom *g = j->g;
+    const int oc = j->oc, qh = g->kh - 1 - g->pad, qw = g->kw - 1 - g->pad;
+    const size_t rows = (size_t)g->out_h * g->out_w, out_size = rows * oc;
+    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
+    float *pad = block_pad(g, oc, block), *dy_sample = block_sample(g, oc, block);
+    float *db = b0 == 0 ? j->db : block_db(g, oc, block);
+    slide_pass p = {pad,     g->out_w + 2 * qw, oc,      g->kh, g->kw * oc, j->w2,
                     g->in_c, g->in_h,           g->in_w, NULL,  0};
-    if (dx) pack_rotated(g, oc, w, w2);
-    for (int b = 0; b < g->batch; b++) {
-        const float *dyb = dy + b * out_size;
-        if (hooks && hooks->output_grad) {
-            hooks->output_grad(hooks->ctx, b, dy_sample);
+    for (int b = b0; b < b1; b++) {
+        const float *dyb = j->dy + b * out_size;
+        if (j->hooks && j->hooks->output_grad) {
+            j->hooks->output_grad(j->hooks->ctx, b, dy_sample);
             dyb = dy_sample;
         }
-        pad_sample(x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, pad);
-        filter_sample(ts, g, oc, pad, dyb, b == 0, dwt);
-        bias_rows(dyb, rows, oc, b == 0, db);
-        if (!dx) continue;
+        pad_sample(j->x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, pad);
+        filter_sample(j->ts, g, oc, pad, dyb, b == b0, block);
+        bias_rows(dyb, rows, oc, b == b0, db);
+        if (!j->dx) continue;
         pad_sample(dyb, g->out_h, g->out_w, oc, qh, qw, pad);
-        slide_image(ts, &p, dx + b * in_size);
+        slide_image(j->ts, &p, j->dx + b * in_size);
     }
-    transpose(dwt, kkc, (size_t)oc, dw);
+}
+
+void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
+                          const float *w, float *ws, float *dw, float *db, float *dx,
+                          const conv_direct_hooks *hooks, int threads) {
+    const size_t kkc = (size_t)g->kh * g->kw * g->in_c, n = kkc * oc;
+    float *w2 = ws;
+    if (dx) pack_rotated(g, oc, w, w2);
+    bwd_job job = {tiles_in_use(), g, oc, x, dy, w2, db, dx, hooks};
+    ranges r;
+    ranges_open(&r, threads, g, oc, ws);
+    ranges_run(&r, g->batch, backward_range, &job);
+    for (int t = 1; t < r.n; t++) { /* the ranges' sums, in range order */
+        const float *dwt = r.block[t], *db_t = block_db(g, oc, r.block[t]);
+        for (size_t i = 0; i < n; i++)
+            r.block[0][i] += dwt[i];
+        for (int o = 0; o < oc; o++)
+            db[o] += db_t[o];
+    }
+    transpose(r.block[0], kkc, (size_t)oc, dw);
+    ranges_close(&r);
 }
 
 #else /* no x86 SIMD: conv_direct_supports() is 0, so the layers never call these */
 
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
                          const float *bias, int relu, float *ws, float *y,
-                         const conv_direct_hooks *hooks) {
+                         const conv_direct_hooks *hooks, int threads) {
     (void)g, (void)oc, (void)x, (void)w, (void)bias, (void)relu, (void)ws, (void)y, (void)hooks;
+    (void)threads;
     SS_ASSERT(0 && "direct convolution not compiled in");
 }
 
 void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
                           const float *w, float *ws, float *dw, float *db, float *dx,
-                          const conv_direct_hooks *hooks) {
+                          const conv_direct_hooks *hooks, int threads) {
     (void)g, (void)oc, (void)x, (void)dy, (void)w, (void)ws, (void)dw, (void)db, (void)dx;
-    (void)hooks;
+    (void)hooks, (void)threads;
     SS_ASSERT(0 && "direct convolution not compiled in");
 }
 

@@ -2,8 +2,8 @@
  *
  *     if (conv_direct_supports(&g, oc, need_dx)) {
  *         float *ws = device_alloc(dev, conv_direct_workspace_floats(&g, oc));
- *         conv_direct_forward(&g, oc, x, w, bias, relu, ws, y, NULL);
- *         conv_direct_backward(&g, oc, x, dy, w, ws, dw, db, need_dx ? dx : NULL, NULL);
+ *         conv_direct_forward(&g, oc, x, w, bias, relu, ws, y, NULL, threads);
+ *         conv_direct_backward(&g, oc, x, dy, w, ws, dw, db, need_dx ? dx : NULL, NULL, threads);
  *     }
  *
  * The im2col + SGEMM path materializes a column matrix kh*kw times the size of the input (627 KB
@@ -52,6 +52,12 @@ int conv_direct_supports(const conv_geom *g, int oc, int need_dx);
  * sample, one sample's output gradient) */
 size_t conv_direct_workspace_floats(const conv_geom *g, int oc);
 
+/* threads: the samples are split into that many contiguous ranges, one a thread (pthreads; the
+ * hooks are then called from several threads, for distinct samples). The outputs and the data
+ * gradient are the same bits for any count; the filter and bias gradients are each range's sum
+ * (in sample order) added in range order, so with one thread they are the chains stated above and
+ * with n they depend on n (deterministically), as OpenBLAS's results depend on its thread count. */
+
 /* Per-sample hooks, so that what follows the convolution (the cnn's max-pool) runs on a sample
  * while it is in cache. NULL members (or a NULL hooks pointer): none. */
 typedef struct conv_direct_hooks {
@@ -68,12 +74,12 @@ typedef struct conv_direct_hooks {
 /* y (B, out_h, out_w, oc) = conv(x, w) + bias, then max(., 0) when relu; w (oc, kh, kw, in_c) */
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
                          const float *bias, int relu, float *ws, float *y,
-                         const conv_direct_hooks *hooks);
+                         const conv_direct_hooks *hooks, int threads);
 /* From dy (B, out_h, out_w, oc), all overwritten: dw (oc, kh, kw, in_c) the weight gradient,
  * db (oc) the bias gradient (rows of dy added in order, as the bias_grad op does) and, unless dx
  * is NULL, dx (B, in_h, in_w, in_c) the input gradient. */
 void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
                           const float *w, float *ws, float *dw, float *db, float *dx,
-                          const conv_direct_hooks *hooks);
+                          const conv_direct_hooks *hooks, int threads);
 
 #endif

@@ -416,7 +416,8 @@ static void cpu_conv_fwd(device *dev, const conv_geom *g, int oc, const float *x
     (void)dev;
     pool_hook h = {g, oc, pool_codes_of(g, oc, ws), NULL, pool_y};
     conv_direct_hooks hooks = {&h, 1, pool_output_done, NULL};
-    conv_direct_forward(g, oc, x, w, bias, relu, ws, y, pool_y ? &hooks : NULL);
+    conv_direct_forward(g, oc, x, w, bias, relu, ws, y, pool_y ? &hooks : NULL,
+                        openblas_get_num_threads());
 }
 
 static void cpu_conv_bwd(device *dev, const conv_geom *g, int oc, const float *x, const float *y,
@@ -425,7 +426,8 @@ static void cpu_conv_bwd(device *dev, const conv_geom *g, int oc, const float *x
     (void)dev, (void)y;
     pool_hook h = {g, oc, pool_codes_of(g, oc, ws), pool_dy, NULL};
     conv_direct_hooks hooks = {&h, 0, NULL, pool_output_grad};
-    conv_direct_backward(g, oc, x, dy, w, ws, dw, db, dx, pool_dy ? &hooks : NULL);
+    conv_direct_backward(g, oc, x, dy, w, ws, dw, db, dx, pool_dy ? &hooks : NULL,
+                         openblas_get_num_threads());
 }
 
 static double cpu_softmax_xent(device *dev, int batch, int classes, const float *logits,

@@ -951,8 +951,8 @@ static void check_direct_case(conv_direct_isa isa, int batch, int h, int w, int 
     direct_case d = {g, oc, x, wt, bias, dy};
     int bad = 0;
     for (int relu = 0; relu < 2; relu++) {
-        conv_direct_forward(&g, oc, x, wt, bias, relu, ws, y, NULL);
-        conv_direct_backward(&g, oc, x, dy, wt, ws, dw, db, need_dx ? dx : NULL, NULL);
+        conv_direct_forward(&g, oc, x, wt, bias, relu, ws, y, NULL, 1);
+        conv_direct_backward(&g, oc, x, dy, wt, ws, dw, db, need_dx ? dx : NULL, NULL, 1);
         bad += direct_mismatches(&d, y, relu, dw, need_dx ? dx : NULL);
         bad += bias_mismatches(&d, db);
     }
@@ -978,6 +978,52 @@ static void test_conv_direct_exact(void) {
     conv_direct_cap_isa(CONV_DIRECT_AVX512);
 }
 
+static double worst_relative(const float *a, const float *ref, size_t n) {
+    const double scale = rms(ref, n);
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++)
+        worst = fmax(worst, fabs(a[i] - ref[i]) / (1e-5 * (fabs(ref[i]) + scale)));
+    return worst;
+}
+
+/* Threads split the batch into ranges: outputs and data gradients the same bits as one thread;
+ * filter and bias gradients the ranges' sums (float rounding of a reordered sum: 1e-5 relative),
+ * and the same bits from one run to the next. 5 samples: ranges of 1 and 2, or 2 and 3. */
+static void test_conv_direct_threads(void) {
+    if (!conv_direct_available()) SS_SKIP("no AVX2 or AVX-512F: direct convolution unused");
+    conv_geom g = {5, 7, 9, 16, 7, 9, 3, 3, 1};
+    const int oc = 48;
+    const size_t nx = 5 * 7 * 9 * 16, ny = 5 * 7 * 9 * oc, nw = (size_t)oc * 9 * 16;
+    float *x = ss_malloc(nx * sizeof(float)), *dy = ss_malloc(ny * sizeof(float));
+    float *wt = ss_malloc(nw * sizeof(float)), *bias = ss_malloc(oc * sizeof(float));
+    float *ws = ss_malloc(conv_direct_workspace_floats(&g, oc) * sizeof(float));
+    float *y[4], *dx[4], *dw[4], *db[4];
+    rng r;
+    rng_seed(&r, 21, RNG_STREAM_DATA);
+    fill_uniform(&r, x, nx, -1, 1);
+    fill_uniform(&r, dy, ny, -1, 1);
+    fill_uniform(&r, wt, nw, -0.5f, 0.5f);
+    fill_uniform(&r, bias, oc, -0.2f, 0.2f);
+    static const int threads[4] = {1, 2, 3, 3};
+    for (int i = 0; i < 4; i++) {
+        y[i] = ss_malloc(ny * sizeof(float)), dx[i] = ss_malloc(nx * sizeof(float));
+        dw[i] = ss_malloc(nw * sizeof(float)), db[i] = ss_malloc(oc * sizeof(float));
+        conv_direct_forward(&g, oc, x, wt, bias, 1, ws, y[i], NULL, threads[i]);
+        conv_direct_backward(&g, oc, x, dy, wt, ws, dw[i], db[i], dx[i], NULL, threads[i]);
+    }
+    for (int i = 1; i < 4; i++) {
+        CU_ASSERT(memcmp(y[0], y[i], ny * sizeof(float)) == 0);
+        CU_ASSERT(memcmp(dx[0], dx[i], nx * sizeof(float)) == 0);
+        CU_ASSERT(worst_relative(dw[i], dw[0], nw) <= 1);
+        CU_ASSERT(worst_relative(db[i], db[0], (size_t)oc) <= 1);
+    }
+    CU_ASSERT(memcmp(dw[2], dw[3], nw * sizeof(float)) == 0); /* 3 threads, twice */
+    CU_ASSERT(memcmp(db[2], db[3], oc * sizeof(float)) == 0);
+    for (int i = 0; i < 4; i++)
+        free(y[i]), free(dx[i]), free(dw[i]), free(db[i]);
+    free(x), free(dy), free(wt), free(bias), free(ws);
+}
+
 /* The layers choose the direct path where the CPU has it and the channels suit it; otherwise,
  * and when asked to, im2col + SGEMM. Both compute the same convolution: outputs and gradients
  * agree within float rounding of 800-term sums (bound as in test_conv_chunks). */
@@ -996,14 +1042,6 @@ static void run_conv_layer(device *dev, layer *l, int im2col_only, int batch, co
     layer_free_scratch(dev, l);
     device_free(dev, p);
     device_free(dev, g);
-}
-
-static double worst_relative(const float *a, const float *ref, size_t n) {
-    const double scale = rms(ref, n);
-    double worst = 0.0;
-    for (size_t i = 0; i < n; i++)
-        worst = fmax(worst, fabs(a[i] - ref[i]) / (1e-5 * (fabs(ref[i]) + scale)));
-    return worst;
 }
 
 static void test_conv_direct_vs_im2col(void) {
@@ -1122,6 +1160,7 @@ static CU_TestInfo layer_tests[] = {
     {"conv2d batch in chunks = per-sample passes", test_conv_chunks},
     {"im2col and col2im = direct definitions, bit for bit", test_im2col_col2im},
     {"direct convolution = fmaf chains, bit for bit", test_conv_direct_exact},
+    {"direct convolution on threads = one thread", test_conv_direct_threads},
     {"direct convolution = im2col + sgemm within rounding", test_conv_direct_vs_im2col},
     {"direct conv -> ReLU -> max-pool block = separate layers, bit for bit", test_conv_block},
     {"conv -> ReLU -> max-pool fused = separate layers, bit for bit", test_fused_relu},
