@@ -1,8 +1,10 @@
-/* CPU backend: GEMM through cblas (OpenBLAS, multi-threaded); the other ops are plain loops
- * written so that the compiler vectorizes them. These are the reference implementations. */
+/* CPU backend: GEMM through cblas (OpenBLAS, multi-threaded); convolutions direct where the CPU
+ * has AVX-512 (conv_direct.h); the other ops are plain loops written so that the compiler
+ * vectorizes them. These are the reference implementations. */
 #include "kernels/device_impl.h"
 
 #include "common/status.h"
+#include "kernels/conv_direct.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -314,6 +316,120 @@ static SS_CPU_CLONES void cpu_maxpool_relu_bwd(device *dev, int batch, int h, in
     maxpool_bwd_with(maxpool_relu_bwd_window, batch, h, w, c, x, dy, dx);
 }
 
+/* The conv -> ReLU -> max-pool block, sample by sample, through the direct convolution's hooks:
+ * the forward pass pools a sample's conv output while it is in cache (the output itself stays in
+ * the workspace) and keeps, per pooled value, a code: which input of the window took the maximum
+ * (the first in the order 00, 01, 10, 11, as maxpool_bwd does) or 4 where that maximum is not
+ * positive (the ReLU's mask). The backward pass turns the pooling's output gradient into the
+ * conv's from the codes: 1 byte read per pooled value instead of 4 floats of conv output, the
+ * same values as maxpool_relu_bwd. */
+enum { POOL_CODE_NONE = 4 };
+
+SS_INLINE void pool_codes_fwd_window(int c, const float *restrict p00, const float *restrict p01,
+                                     const float *restrict p10, const float *restrict p11,
+                                     float *restrict out, uint8_t *restrict codes) {
+    for (int k = 0; k < c; k++) {
+        float a = p00[k], q = p01[k], e = p10[k], f = p11[k];
+        float m0 = a > q ? a : q, m1 = e > f ? e : f;
+        float m = m0 > m1 ? m0 : m1;
+        uint8_t code = a == m ? 0 : q == m ? 1 : e == m ? 2 : 3;
+        out[k] = m;
+        codes[k] = m > 0.0f ? code : (uint8_t)POOL_CODE_NONE;
+    }
+}
+
+static SS_CPU_CLONES void pool_codes_fwd(int h, int w, int c, const float *y, float *pooled,
+                                         uint8_t *codes) {
+    const size_t row = (size_t)w * c;
+    for (int oh = 0; oh < h / 2; oh++)
+        for (int ow = 0; ow < w / 2; ow++) {
+            const float *p00 = y + 2 * oh * row + (size_t)2 * ow * c, *p10 = p00 + row;
+            const size_t o = ((size_t)oh * (w / 2) + ow) * c;
+            pool_codes_fwd_window(c, p00, p00 + c, p10, p10 + c, pooled + o, codes + o);
+        }
+}
+
+SS_INLINE void pool_codes_bwd_window(int c, const uint8_t *restrict codes, const float *restrict g,
+                                     float *restrict d00, float *restrict d01, float *restrict d10,
+                                     float *restrict d11) {
+    for (int k = 0; k < c; k++) {
+        uint8_t code = codes[k];
+        float r = g[k];
+        d00[k] = code == 0 ? r : 0.0f;
+        d01[k] = code == 1 ? r : 0.0f;
+        d10[k] = code == 2 ? r : 0.0f;
+        d11[k] = code == 3 ? r : 0.0f;
+    }
+}
+
+static SS_CPU_CLONES void pool_codes_bwd(int h, int w, int c, const uint8_t *codes,
+                                         const float *dpooled, float *dy) {
+    const size_t row = (size_t)w * c;
+    if ((h & 1) || (w & 1)) memset(dy, 0, (size_t)h * row * sizeof(float));
+    for (int oh = 0; oh < h / 2; oh++)
+        for (int ow = 0; ow < w / 2; ow++) {
+            float *d00 = dy + 2 * oh * row + (size_t)2 * ow * c, *d10 = d00 + row;
+            const size_t o = ((size_t)oh * (w / 2) + ow) * c;
+            pool_codes_bwd_window(c, codes + o, dpooled + o, d00, d00 + c, d10, d10 + c);
+        }
+}
+
+typedef struct pool_hook {
+    const conv_geom *g;
+    int oc;
+    uint8_t *codes; /* (B, out_h/2, out_w/2, oc) */
+    const float *pool_dy;
+    float *pool_y;
+} pool_hook;
+
+static size_t pooled_size(const conv_geom *g, int oc) {
+    return (size_t)(g->out_h / 2) * (g->out_w / 2) * oc;
+}
+
+static void pool_output_done(void *ctx, int b, const float *y_b) {
+    pool_hook *h = ctx;
+    const size_t n = pooled_size(h->g, h->oc);
+    pool_codes_fwd(h->g->out_h, h->g->out_w, h->oc, y_b, h->pool_y + b * n, h->codes + b * n);
+}
+
+static void pool_output_grad(void *ctx, int b, float *dy_b) {
+    pool_hook *h = ctx;
+    const size_t n = pooled_size(h->g, h->oc);
+    pool_codes_bwd(h->g->out_h, h->g->out_w, h->oc, h->codes + b * n, h->pool_dy + b * n, dy_b);
+}
+
+/* the codes of the block follow the direct convolution's workspace */
+static uint8_t *pool_codes_of(const conv_geom *g, int oc, float *ws) {
+    return (uint8_t *)(ws + conv_direct_workspace_floats(g, oc));
+}
+
+static size_t cpu_conv_direct_floats(device *dev, const conv_geom *g, int oc, int need_dx) {
+    (void)dev;
+    if (!conv_direct_supports(g, oc, need_dx)) return 0;
+    /* and the codes of a conv -> ReLU -> max-pool block (below), one byte a pooled value */
+    const size_t code_bytes = (size_t)g->batch * pooled_size(g, oc);
+    return conv_direct_workspace_floats(g, oc) + (code_bytes + sizeof(float) - 1) / sizeof(float);
+}
+
+static void cpu_conv_fwd(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
+                         const float *bias, int relu, float *ws, float *y, float *pool_y) {
+    (void)dev;
+    pool_hook h = {g, oc, pool_codes_of(g, oc, ws), NULL, pool_y};
+    conv_direct_hooks hooks = {&h, 1, pool_output_done, NULL};
+    conv_direct_forward(g, oc, x, w, bias, relu, ws, y, pool_y ? &hooks : NULL,
+                        openblas_get_num_threads());
+}
+
+static void cpu_conv_bwd(device *dev, const conv_geom *g, int oc, const float *x, const float *y,
+                         const float *dy, const float *pool_dy, const float *w, float *ws,
+                         float *dw, float *db, float *dx) {
+    (void)dev, (void)y;
+    pool_hook h = {g, oc, pool_codes_of(g, oc, ws), pool_dy, NULL};
+    conv_direct_hooks hooks = {&h, 0, NULL, pool_output_grad};
+    conv_direct_backward(g, oc, x, dy, w, ws, dw, db, dx, pool_dy ? &hooks : NULL,
+                         openblas_get_num_threads());
+}
+
 static double cpu_softmax_xent(device *dev, int batch, int classes, const float *logits,
                                const uint8_t *labels, float *dlogits, int *correct) {
     (void)dev;
@@ -431,6 +547,9 @@ static const device_ops cpu_ops = {
     .maxpool_fwd = cpu_maxpool_fwd,
     .maxpool_bwd = cpu_maxpool_bwd,
     .maxpool_relu_bwd = cpu_maxpool_relu_bwd,
+    .conv_direct_floats = cpu_conv_direct_floats,
+    .conv_fwd = cpu_conv_fwd,
+    .conv_bwd = cpu_conv_bwd,
     .softmax_xent = cpu_softmax_xent,
     .sgd = cpu_sgd,
     .axpy = cpu_axpy,

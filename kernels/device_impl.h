@@ -60,6 +60,23 @@ typedef struct device_ops {
     /* maxpool_bwd then relu_bwd with y = x (x is a ReLU's output), in one pass. Optional. */
     void (*maxpool_relu_bwd)(device *dev, int batch, int h, int w, int c, const float *x,
                              const float *dy, float *dx);
+    /* Direct convolution without im2col (CPU: kernels/conv_direct.h). Optional: NULL, or
+     * conv_direct_floats() returning 0 for a geometry it does not take, means im2col + gemm.
+     * conv_direct_floats: floats of the workspace `ws` the three passes need (oc output
+     * channels; need_dx: the data gradient is wanted too). */
+    size_t (*conv_direct_floats)(device *dev, const conv_geom *g, int oc, int need_dx);
+    /* y (B*out_h*out_w, oc) = conv(x, w) + bias, then ReLU when relu; w (oc, kh*kw*in_c).
+     * With pool_y (a conv -> ReLU -> max-pool block): pool_y = maxpool_fwd of that output,
+     * sample by sample, and y is not written; ws keeps what the block's backward pass needs. */
+    void (*conv_fwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
+                     const float *bias, int relu, float *ws, float *y, float *pool_y);
+    /* dw (oc, kh*kw*in_c), db (oc) and, unless dx is NULL, dx (B, in_h, in_w, in_c): the
+     * gradients of the batch (overwritten); db as bias_grad computes it. The output gradient is
+     * dy or, with pool_dy (the block's pooling's output gradient, after a conv_fwd with pool_y on
+     * the same ws), what maxpool_relu_bwd would give, sample by sample; y is not read. */
+    void (*conv_bwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *y,
+                     const float *dy, const float *pool_dy, const float *w, float *ws, float *dw,
+                     float *db, float *dx);
     /* Softmax cross-entropy of logits (B, K) against host labels (B). Returns the summed loss
      * (double); *correct = samples whose first argmax is the label. When dlogits is not NULL it
      * receives d(mean loss)/d(logits) = (softmax - onehot) / B. */

@@ -122,6 +122,17 @@ int layer_conv_chunk_samples(const layer *l, device_kind kind) {
 
 void layer_alloc_scratch(device *dev, layer *l, int max_batch) {
     if (l->kind != LAYER_KIND_CONV2D) return;
+    conv_geom g = conv_geom_of(l, max_batch);
+    size_t ws = 0;
+    if (!l->conv_im2col_only && dev->ops->conv_direct_floats)
+        ws = dev->ops->conv_direct_floats(dev, &g, l->out_c, l->need_dx);
+    l->conv_direct = ws > 0;
+    l->pool_fused = l->conv_direct && l->relu_in_epilogue; /* a fused ReLU has a max-pool after */
+    if (l->conv_direct) {
+        l->col = device_alloc(dev, ws);
+        l->col_samples = 0;
+        return;
+    }
     int chunk = layer_conv_chunk_samples(l, device_get_kind(dev));
     l->col_samples = max_batch < chunk ? max_batch : chunk;
     size_t rows = (size_t)l->col_samples * l->out_h * l->out_w;
@@ -170,6 +181,11 @@ static double dense_backward_flops(const layer *l) {
 static void conv_forward(device *dev, layer *l, int batch, const float *x, float *y) {
     const int p = l->out_h * l->out_w, kkc = l->kh * l->kw * l->in_c, oc = l->out_c;
     const size_t in_size = layer_in_size(l), out_size = layer_out_size(l);
+    if (l->conv_direct) {
+        conv_geom g = conv_geom_of(l, batch);
+        dev->ops->conv_fwd(dev, &g, oc, x, l->w, l->b, l->relu_in_epilogue, l->col, y, NULL);
+        return;
+    }
     for (int s0 = 0; s0 < batch; s0 += l->col_samples) {
         int nb = batch - s0 < l->col_samples ? batch - s0 : l->col_samples;
         conv_geom g = conv_geom_of(l, nb);
@@ -198,6 +214,12 @@ static void conv_backward(device *dev, layer *l, int batch, const float *x, cons
     (void)y;
     const int p = l->out_h * l->out_w, kkc = l->kh * l->kw * l->in_c, oc = l->out_c;
     const size_t in_size = layer_in_size(l), out_size = layer_out_size(l);
+    if (l->conv_direct) {
+        conv_geom g = conv_geom_of(l, batch);
+        dev->ops->conv_bwd(dev, &g, oc, x, y, dy, NULL, l->w, l->col, l->dw, l->db,
+                           l->need_dx ? dx : NULL);
+        return;
+    }
     const int last = (batch - 1) / l->col_samples * l->col_samples;
     for (int s0 = last; s0 >= 0; s0 -= l->col_samples) {
         int nb = batch - s0 < l->col_samples ? batch - s0 : l->col_samples;
@@ -226,6 +248,24 @@ static double conv_backward_flops(const layer *l) {
     double p = (double)l->out_h * l->out_w, kkc = (double)l->kh * l->kw * l->in_c;
     double gemm = 2.0 * p * kkc * l->out_c;
     return gemm + p * l->out_c + (l->need_dx ? gemm + p * kkc : 0.0);
+}
+
+/* conv -> ReLU -> max-pool as one block (pool_fused): sample by sample, the pooling reads the
+ * conv's output, and the conv's backward pass forms its output gradient, while the sample is in
+ * cache; pool_y and pool_dy are the pooling's output and output gradient (layers.h). */
+void layer_conv_pool_forward(device *dev, layer *conv, int batch, const float *x, float *y,
+                             float *pool_y) {
+    SS_ASSERT(conv->pool_fused);
+    conv_geom g = conv_geom_of(conv, batch);
+    dev->ops->conv_fwd(dev, &g, conv->out_c, x, conv->w, conv->b, 1, conv->col, y, pool_y);
+}
+
+void layer_conv_pool_backward(device *dev, layer *conv, int batch, const float *x, const float *y,
+                              const float *pool_dy, float *dx) {
+    SS_ASSERT(conv->pool_fused);
+    conv_geom g = conv_geom_of(conv, batch);
+    dev->ops->conv_bwd(dev, &g, conv->out_c, x, y, NULL, pool_dy, conv->w, conv->col, conv->dw,
+                       conv->db, conv->need_dx ? dx : NULL);
 }
 
 /* ---- 2x2 max pooling ---- */

@@ -54,10 +54,18 @@ typedef struct layer {
     size_t bias_count;       /* floats in the bias view */
     float *w, *b;            /* views into the model's parameters */
     float *dw, *db;          /* views into the model's gradients */
-    float *col;              /* conv: (min(max_batch, CHUNK) * out_h*out_w, kh*kw*in_c) */
-    int col_samples;         /* conv: samples the column buffer holds */
-    const float *col_src;    /* conv: input of the chunk whose columns col holds, or NULL */
-    int col_count;           /* conv: samples of that chunk */
+    /* conv: direct convolution (device op conv_fwd ...) when the device takes the geometry;
+     * col is then its workspace. conv_im2col_only, set before layer_alloc_scratch, keeps
+     * im2col + gemm (tests compare the two). */
+    int conv_direct;
+    int conv_im2col_only;
+    /* conv, direct, fused with a ReLU: the max-pool after it runs inside its passes, through
+     * layer_conv_pool_forward/backward (the model calls them for the three layers) */
+    int pool_fused;
+    float *col;           /* conv: (min(max_batch, CHUNK) * out_h*out_w, kh*kw*in_c) */
+    int col_samples;      /* conv: samples the column buffer holds */
+    const float *col_src; /* conv: input of the chunk whose columns col holds, or NULL */
+    int col_count;        /* conv: samples of that chunk */
     /* Fusion of conv -> ReLU -> max-pool (layer_fuse_relu): the conv applies the ReLU in its
      * bias pass, the ReLU layer becomes a view (like flatten) and the pooling's backward pass
      * applies the ReLU's mask. Same values bit for bit, two passes over the activations fewer;
@@ -90,6 +98,16 @@ void layer_alloc_scratch(device *dev, layer *l, int max_batch);
 /* conv: samples per im2col chunk under LAYER_CONV_COL_BYTES_<kind> (at least 1) */
 int layer_conv_chunk_samples(const layer *l, device_kind kind);
 void layer_free_scratch(device *dev, layer *l);
+
+/* A pool_fused conv with its ReLU and max-pool, sample by sample: pool_y the pooling's output
+ * (y, the conv's, is not written: the sample's output stays in cache, and the pooling keeps a
+ * byte per pooled value for the backward pass in the conv's scratch); backward from pool_dy, the
+ * pooling's output gradient, right after the forward pass. Same bits as the three layers one after
+ * the other. */
+void layer_conv_pool_forward(device *dev, layer *conv, int batch, const float *x, float *y,
+                             float *pool_y);
+void layer_conv_pool_backward(device *dev, layer *conv, int batch, const float *x, const float *y,
+                              const float *pool_dy, float *dx);
 
 /* y (B, out) from x (B, in) */
 void layer_forward(device *dev, layer *l, int batch, const float *x, float *y);

@@ -328,9 +328,17 @@ static void upload_input(model *m, const float *x, int batch) {
     device_upload(m->dev, m->act[0], m->host_nhwc, (size_t)batch * d);
 }
 
+/* A pool_fused conv runs with its ReLU (a view) and max-pool as one block: layers i..i+2. */
 static void forward(model *m, int batch) {
-    for (int i = 0; i < m->n_layers; i++)
+    for (int i = 0; i < m->n_layers; i++) {
+        if (m->layers[i].pool_fused) {
+            layer_conv_pool_forward(m->dev, &m->layers[i], batch, m->act[i], m->act[i + 1],
+                                    m->act[i + 3]);
+            i += 2;
+            continue;
+        }
         layer_forward(m->dev, &m->layers[i], batch, m->act[i], m->act[i + 1]);
+    }
 }
 
 double model_forward_backward(model *m, const float *x, const uint8_t *y, int batch) {
@@ -340,9 +348,16 @@ double model_forward_backward(model *m, const float *x, const uint8_t *y, int ba
     const int last = m->n_layers;
     double loss_sum = m->dev->ops->softmax_xent(m->dev, batch, m->spec.classes, m->act[last], y,
                                                 m->dact[last], NULL);
-    for (int i = last - 1; i >= 0; i--)
+    for (int i = last - 1; i >= 0; i--) {
+        if (i >= 2 && m->layers[i - 2].pool_fused) { /* layer i is the block's max-pool */
+            layer_conv_pool_backward(m->dev, &m->layers[i - 2], batch, m->act[i - 2], m->act[i - 1],
+                                     m->dact[i + 1], m->dact[i - 2]);
+            i -= 2;
+            continue;
+        }
         layer_backward(m->dev, &m->layers[i], batch, m->act[i], m->act[i + 1], m->dact[i + 1],
                        m->dact[i]);
+    }
     return loss_sum / batch;
 }
 

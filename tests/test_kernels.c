@@ -4,6 +4,7 @@
 
 #include "common/rng.h"
 #include "common/status.h"
+#include "kernels/conv_direct.h"
 #include "kernels/device.h"
 #include "kernels/device_impl.h"
 #include "kernels/layers.h"
@@ -139,6 +140,14 @@ static void test_grad_conv2d(void) {
     grad_case g5 = {.batch = 2};
     layer_init_conv2d(&g5.l, "conv_5x5p2", 6, 6, 1, 2, 5, 2); /* the cnn's shape */
     run_layer_grad_check(&g5, 0);
+    /* channels in multiples of 16: the direct convolution where the CPU has AVX-512 */
+    grad_case gd = {.batch = 2};
+    layer_init_conv2d(&gd.l, "conv_direct", 5, 4, 16, 32, 3, 1);
+    run_layer_grad_check(&gd, 0);
+    CU_ASSERT_EQUAL(gd.l.conv_direct, conv_direct_available());
+    grad_case gd5 = {.batch = 2};
+    layer_init_conv2d(&gd5.l, "conv_direct_5x5", 4, 5, 16, 16, 5, 2);
+    run_layer_grad_check(&gd5, 0);
 }
 
 static void test_grad_maxpool(void) {
@@ -281,6 +290,11 @@ static void test_grad_cnn(void) {
     s.conv_channels[1] = 4;
     s.cnn_dense = 8;
     model_grad_check(&s, 3);
+    /* 16 channels each: both convolutions direct where the CPU has AVX-512 */
+    model_spec_default(&s, MODEL_ARCH_CNN, 1, 8, 8, 3);
+    s.conv_channels[0] = s.conv_channels[1] = 16;
+    s.cnn_dense = 8;
+    model_grad_check(&s, 2);
 }
 
 static double rms(const float *v, size_t n) {
@@ -827,6 +841,315 @@ static void test_im2col_col2im(void) {
     device_close(dev);
 }
 
+/* ---- direct convolution against scalar fused multiply-add chains ----
+ * Each output of conv_direct_* is one fmaf chain in the order conv_direct.h states, so these
+ * references must match bit for bit: every tile shape (pixel and channel remainders, 16, 48 = 32
+ * + 16 and 80 = 64 + 16 output channels), one input channel, padding 0 to kernel - 1. */
+
+typedef struct direct_case {
+    conv_geom g;
+    int oc;
+    const float *x, *w, *bias, *dy;
+} direct_case;
+
+static float dc_x(const direct_case *d, int b, int ih, int iw, int c) {
+    const conv_geom *g = &d->g;
+    if (ih < 0 || ih >= g->in_h || iw < 0 || iw >= g->in_w) return 0.0f;
+    return d->x[(((size_t)b * g->in_h + ih) * g->in_w + iw) * g->in_c + c];
+}
+
+static float dc_dy(const direct_case *d, int b, int oh, int ow, int o) {
+    const conv_geom *g = &d->g;
+    if (oh < 0 || oh >= g->out_h || ow < 0 || ow >= g->out_w) return 0.0f;
+    return d->dy[(((size_t)b * g->out_h + oh) * g->out_w + ow) * d->oc + o];
+}
+
+static float dc_w(const direct_case *d, int o, int ki, int kj, int c) {
+    const conv_geom *g = &d->g;
+    return d->w[(((size_t)o * g->kh + ki) * g->kw + kj) * g->in_c + c];
+}
+
+/* the number of outputs of y (relu or not), dw and dx that differ from the references */
+static int direct_mismatches(const direct_case *d, const float *y, int relu, const float *dw,
+                             const float *dx) {
+    const conv_geom *g = &d->g;
+    int bad = 0;
+    for (int b = 0; b < g->batch; b++)
+        for (int oh = 0; oh < g->out_h; oh++)
+            for (int ow = 0; ow < g->out_w; ow++)
+                for (int o = 0; o < d->oc; o++, y++) {
+                    float a = 0.0f;
+                    for (int ki = 0; ki < g->kh; ki++)
+                        for (int kj = 0; kj < g->kw; kj++)
+                            for (int c = 0; c < g->in_c; c++)
+                                a = fmaf(dc_x(d, b, oh - g->pad + ki, ow - g->pad + kj, c),
+                                         dc_w(d, o, ki, kj, c), a);
+                    a = a + d->bias[o];
+                    bad += *y != (relu ? (a > 0.0f ? a : 0.0f) : a);
+                }
+    for (int o = 0; o < d->oc; o++)
+        for (int ki = 0; ki < g->kh; ki++)
+            for (int kj = 0; kj < g->kw; kj++)
+                for (int c = 0; c < g->in_c; c++, dw++) {
+                    float a = 0.0f;
+                    for (int b = 0; b < g->batch; b++)
+                        for (int oh = 0; oh < g->out_h; oh++)
+                            for (int ow = 0; ow < g->out_w; ow++)
+                                a = fmaf(dc_x(d, b, oh - g->pad + ki, ow - g->pad + kj, c),
+                                         dc_dy(d, b, oh, ow, o), a);
+                    bad += *dw != a;
+                }
+    if (!dx) return bad;
+    const int qh = g->kh - 1 - g->pad, qw = g->kw - 1 - g->pad;
+    for (int b = 0; b < g->batch; b++)
+        for (int ih = 0; ih < g->in_h; ih++)
+            for (int iw = 0; iw < g->in_w; iw++)
+                for (int c = 0; c < g->in_c; c++, dx++) {
+                    float a = 0.0f;
+                    for (int p = 0; p < g->kh; p++)
+                        for (int q = 0; q < g->kw; q++)
+                            for (int o = 0; o < d->oc; o++)
+                                a = fmaf(dc_dy(d, b, ih + p - qh, iw + q - qw, o),
+                                         dc_w(d, o, g->kh - 1 - p, g->kw - 1 - q, c), a);
+                    bad += *dx != a;
+                }
+    return bad;
+}
+
+/* db(o): the rows of dy added in order from 0, as bias_grad does */
+static int bias_mismatches(const direct_case *d, const float *db) {
+    const size_t rows = (size_t)d->g.batch * d->g.out_h * d->g.out_w;
+    int bad = 0;
+    for (int o = 0; o < d->oc; o++) {
+        float a = 0.0f;
+        for (size_t r = 0; r < rows; r++)
+            a += d->dy[r * d->oc + o];
+        bad += db[o] != a;
+    }
+    return bad;
+}
+
+static void check_direct_case(conv_direct_isa isa, int batch, int h, int w, int c, int oc, int k,
+                              int pad) {
+    conv_direct_cap_isa(isa);
+    conv_geom g = {batch, h, w, c, h + 2 * pad - k + 1, w + 2 * pad - k + 1, k, k, pad};
+    const int need_dx = c % 16 == 0;
+    CU_ASSERT_FATAL(conv_direct_supports(&g, oc, need_dx));
+    const size_t nx = (size_t)batch * h * w * c, ny = (size_t)batch * g.out_h * g.out_w * oc;
+    const size_t nw = (size_t)oc * k * k * c;
+    float *x = ss_malloc(nx * sizeof(float)), *dx = ss_malloc(nx * sizeof(float));
+    float *wt = ss_malloc(nw * sizeof(float)), *dw = ss_malloc(nw * sizeof(float));
+    float *bias = ss_malloc((size_t)oc * sizeof(float)), *y = ss_malloc(ny * sizeof(float));
+    float *dy = ss_malloc(ny * sizeof(float)), *db = ss_malloc((size_t)oc * sizeof(float));
+    float *ws = ss_malloc(conv_direct_workspace_floats(&g, oc) * sizeof(float));
+    rng r;
+    rng_seed(&r, (uint64_t)(h * 1000 + oc * 10 + pad), RNG_STREAM_DATA);
+    fill_uniform(&r, x, nx, -1, 1);
+    fill_uniform(&r, wt, nw, -0.5f, 0.5f);
+    fill_uniform(&r, bias, (size_t)oc, -0.2f, 0.2f);
+    fill_uniform(&r, dy, ny, -1, 1);
+    direct_case d = {g, oc, x, wt, bias, dy};
+    int bad = 0;
+    for (int relu = 0; relu < 2; relu++) {
+        conv_direct_forward(&g, oc, x, wt, bias, relu, ws, y, NULL, 1);
+        conv_direct_backward(&g, oc, x, dy, wt, ws, dw, db, need_dx ? dx : NULL, NULL, 1);
+        bad += direct_mismatches(&d, y, relu, dw, need_dx ? dx : NULL);
+        bad += bias_mismatches(&d, db);
+    }
+    if (bad)
+        fprintf(stderr, "\n  direct conv (isa %d) B%d %dx%dx%d -> %d k %d pad %d: %d mismatches",
+                (int)isa, batch, h, w, c, oc, k, pad, bad);
+    CU_ASSERT_EQUAL(bad, 0);
+    free(x), free(dx), free(wt), free(dw), free(bias), free(y), free(dy), free(db), free(ws);
+}
+
+/* every instruction set this CPU has, each against the same references */
+static void test_conv_direct_exact(void) {
+    const conv_direct_isa best = conv_direct_best_isa();
+    if (best == CONV_DIRECT_NONE) SS_SKIP("no AVX2 or AVX-512F: direct convolution unused");
+    for (conv_direct_isa isa = CONV_DIRECT_AVX2; isa <= best; isa++) {
+        check_direct_case(isa, 2, 14, 14, 32, 64, 5, 2); /* the cnn's conv2 */
+        check_direct_case(isa, 2, 28, 28, 1, 32, 5, 2);  /* the cnn's conv1 (no data gradient) */
+        check_direct_case(isa, 3, 7, 9, 16, 48, 3, 1);
+        check_direct_case(isa, 2, 6, 5, 32, 16, 3, 0);
+        check_direct_case(isa, 1, 5, 11, 16, 80, 5, 4);
+        check_direct_case(isa, 2, 4, 17, 3, 16, 1, 0); /* 1x1, 17 = 14 + 3 pixels a row */
+    }
+    conv_direct_cap_isa(CONV_DIRECT_AVX512);
+}
+
+static double worst_relative(const float *a, const float *ref, size_t n) {
+    const double scale = rms(ref, n);
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++)
+        worst = fmax(worst, fabs(a[i] - ref[i]) / (1e-5 * (fabs(ref[i]) + scale)));
+    return worst;
+}
+
+/* Threads split the batch into ranges: outputs and data gradients the same bits as one thread;
+ * filter and bias gradients the ranges' sums (float rounding of a reordered sum: 1e-5 relative),
+ * and the same bits from one run to the next. 5 samples: ranges of 1 and 2, or 2 and 3. */
+static void test_conv_direct_threads(void) {
+    if (!conv_direct_available()) SS_SKIP("no AVX2 or AVX-512F: direct convolution unused");
+    conv_geom g = {5, 7, 9, 16, 7, 9, 3, 3, 1};
+    const int oc = 48;
+    const size_t nx = 5 * 7 * 9 * 16, ny = 5 * 7 * 9 * oc, nw = (size_t)oc * 9 * 16;
+    float *x = ss_malloc(nx * sizeof(float)), *dy = ss_malloc(ny * sizeof(float));
+    float *wt = ss_malloc(nw * sizeof(float)), *bias = ss_malloc(oc * sizeof(float));
+    float *ws = ss_malloc(conv_direct_workspace_floats(&g, oc) * sizeof(float));
+    float *y[4], *dx[4], *dw[4], *db[4];
+    rng r;
+    rng_seed(&r, 21, RNG_STREAM_DATA);
+    fill_uniform(&r, x, nx, -1, 1);
+    fill_uniform(&r, dy, ny, -1, 1);
+    fill_uniform(&r, wt, nw, -0.5f, 0.5f);
+    fill_uniform(&r, bias, oc, -0.2f, 0.2f);
+    static const int threads[4] = {1, 2, 3, 3};
+    for (int i = 0; i < 4; i++) {
+        y[i] = ss_malloc(ny * sizeof(float)), dx[i] = ss_malloc(nx * sizeof(float));
+        dw[i] = ss_malloc(nw * sizeof(float)), db[i] = ss_malloc(oc * sizeof(float));
+        conv_direct_forward(&g, oc, x, wt, bias, 1, ws, y[i], NULL, threads[i]);
+        conv_direct_backward(&g, oc, x, dy, wt, ws, dw[i], db[i], dx[i], NULL, threads[i]);
+    }
+    for (int i = 1; i < 4; i++) {
+        CU_ASSERT(memcmp(y[0], y[i], ny * sizeof(float)) == 0);
+        CU_ASSERT(memcmp(dx[0], dx[i], nx * sizeof(float)) == 0);
+        CU_ASSERT(worst_relative(dw[i], dw[0], nw) <= 1);
+        CU_ASSERT(worst_relative(db[i], db[0], (size_t)oc) <= 1);
+    }
+    CU_ASSERT(memcmp(dw[2], dw[3], nw * sizeof(float)) == 0); /* 3 threads, twice */
+    CU_ASSERT(memcmp(db[2], db[3], oc * sizeof(float)) == 0);
+    for (int i = 0; i < 4; i++)
+        free(y[i]), free(dx[i]), free(dw[i]), free(db[i]);
+    free(x), free(dy), free(wt), free(bias), free(ws);
+}
+
+/* The layers choose the direct path where the CPU has it and the channels suit it; otherwise,
+ * and when asked to, im2col + SGEMM. Both compute the same convolution: outputs and gradients
+ * agree within float rounding of 800-term sums (bound as in test_conv_chunks). */
+static void run_conv_layer(device *dev, layer *l, int im2col_only, int batch, const float *x,
+                           const float *dy, const float *params, float *y, float *dx,
+                           float *grads) {
+    size_t np = l->weight_count + l->bias_count;
+    float *p = device_alloc(dev, np), *g = device_alloc(dev, np);
+    memcpy(p, params, np * sizeof(float));
+    layer_bind(l, p, g, 0);
+    l->conv_im2col_only = im2col_only;
+    layer_alloc_scratch(dev, l, batch);
+    layer_forward(dev, l, batch, x, y);
+    layer_backward(dev, l, batch, x, y, dy, dx);
+    memcpy(grads, g, np * sizeof(float));
+    layer_free_scratch(dev, l);
+    device_free(dev, p);
+    device_free(dev, g);
+}
+
+static void test_conv_direct_vs_im2col(void) {
+    device *dev = open_cpu();
+    layer l[2];
+    const int batch = 3;
+    for (int i = 0; i < 2; i++) {
+        layer_init_conv2d(&l[i], "conv", 14, 14, 32, 64, 5, 2);
+        l[i].relu_in_epilogue = 1; /* as fused before a ReLU and a max-pool */
+    }
+    const size_t nx = batch * layer_in_size(&l[0]), ny = batch * layer_out_size(&l[0]);
+    const size_t np = l[0].weight_count + l[0].bias_count;
+    float *x = ss_malloc(nx * sizeof(float)), *dy = ss_malloc(ny * sizeof(float));
+    float *params = ss_malloc(np * sizeof(float)), *y[2], *dx[2], *grads[2];
+    rng r;
+    rng_seed(&r, 5, RNG_STREAM_DATA);
+    fill_uniform(&r, x, nx, -1, 1);
+    fill_uniform(&r, dy, ny, -1, 1);
+    fill_uniform(&r, params, np, -0.1f, 0.1f);
+    for (int i = 0; i < 2; i++) {
+        y[i] = ss_malloc(ny * sizeof(float));
+        dx[i] = ss_malloc(nx * sizeof(float));
+        grads[i] = ss_malloc(np * sizeof(float));
+        run_conv_layer(dev, &l[i], i, batch, x, dy, params, y[i], dx[i], grads[i]);
+    }
+    CU_ASSERT_EQUAL(l[0].conv_direct, conv_direct_available());
+    CU_ASSERT_EQUAL(l[1].conv_direct, 0);
+    double worst = fmax(worst_relative(y[0], y[1], ny), worst_relative(dx[0], dx[1], nx));
+    worst = fmax(worst, worst_relative(grads[0], grads[1], np));
+    fprintf(stderr, "\n  direct vs im2col: largest difference %.3g x the bound", worst);
+    CU_ASSERT(worst <= 1);
+    for (int i = 0; i < 2; i++)
+        free(y[i]), free(dx[i]), free(grads[i]);
+    free(x), free(dy), free(params);
+    device_close(dev);
+}
+
+/* The direct conv -> ReLU -> max-pool block (layer_conv_pool_*) against the same layers one after
+ * the other (mode 0: ReLU and pooling separate; 1: ReLU fused, layers called one by one; 2: the
+ * block): the same bits. 7 rows: the pooling drops the last one, whose gradient is 0. */
+enum { BLK_B = 3, BLK_H = 7, BLK_W = 6, BLK_C = 16, BLK_OC = 32 };
+
+static void run_conv_block(device *dev, int mode, const float *x, const float *dy3,
+                           const float *params, size_t np, float *y3, float *dx, float *grads) {
+    layer l[3];
+    layer_init_conv2d(&l[0], "conv", BLK_H, BLK_W, BLK_C, BLK_OC, 3, 1);
+    layer_init_relu(&l[1], "relu", BLK_H, BLK_W, BLK_OC);
+    layer_init_maxpool2(&l[2], "pool", BLK_H, BLK_W, BLK_OC);
+    if (mode > 0) layer_fuse_relu(l, 3);
+    float *p = device_alloc(dev, np), *g = device_alloc(dev, np);
+    memcpy(p, params, np * sizeof(float));
+    layer_bind(&l[0], p, g, 0);
+    layer_alloc_scratch(dev, &l[0], BLK_B);
+    CU_ASSERT(l[0].conv_direct && l[0].pool_fused == (mode > 0));
+    const size_t n1 = (size_t)BLK_B * BLK_H * BLK_W * BLK_OC;
+    float *a1 = device_alloc(dev, n1), *a2 = mode ? a1 : device_alloc(dev, n1);
+    float *d1 = device_alloc(dev, n1), *d2 = mode ? d1 : device_alloc(dev, n1);
+    if (mode == 2) {
+        layer_conv_pool_forward(dev, &l[0], BLK_B, x, a1, y3);
+        layer_conv_pool_backward(dev, &l[0], BLK_B, x, a1, dy3, dx);
+    } else {
+        layer_forward(dev, &l[0], BLK_B, x, a1);
+        layer_forward(dev, &l[1], BLK_B, a1, a2);
+        layer_forward(dev, &l[2], BLK_B, a2, y3);
+        layer_backward(dev, &l[2], BLK_B, a2, y3, dy3, d2);
+        layer_backward(dev, &l[1], BLK_B, a1, a2, d2, d1);
+        layer_backward(dev, &l[0], BLK_B, x, a1, d1, dx);
+    }
+    memcpy(grads, g, np * sizeof(float));
+    layer_free_scratch(dev, &l[0]);
+    if (!mode) device_free(dev, a2), device_free(dev, d2);
+    device_free(dev, a1), device_free(dev, d1), device_free(dev, p), device_free(dev, g);
+}
+
+static void test_conv_block(void) {
+    if (!conv_direct_available()) SS_SKIP("no AVX2 or AVX-512F: no direct convolution block");
+    device *dev = open_cpu();
+    const size_t nx = (size_t)BLK_B * BLK_H * BLK_W * BLK_C;
+    const size_t ny = (size_t)BLK_B * (BLK_H / 2) * (BLK_W / 2) * BLK_OC;
+    const size_t np = (size_t)BLK_OC * 9 * BLK_C + BLK_OC;
+    float *x = ss_malloc(nx * sizeof(float)), *dy = ss_malloc(ny * sizeof(float));
+    float *params = ss_malloc(np * sizeof(float)), *y[3], *dx[3], *grads[3];
+    rng r;
+    rng_seed(&r, 13, RNG_STREAM_DATA);
+    fill_uniform(&r, x, nx, -1, 1);
+    fill_uniform(&r, dy, ny, -1, 1);
+    fill_uniform(&r, params, np, -0.3f, 0.3f);
+    for (int mode = 0; mode < 3; mode++) {
+        y[mode] = ss_malloc(ny * sizeof(float));
+        dx[mode] = ss_malloc(nx * sizeof(float));
+        grads[mode] = ss_malloc(np * sizeof(float));
+        run_conv_block(dev, mode, x, dy, params, np, y[mode], dx[mode], grads[mode]);
+    }
+    int zeros = 0;
+    for (size_t i = 0; i < ny; i++)
+        zeros += y[0][i] == 0.0f;
+    CU_ASSERT(zeros > 0); /* some windows are all 0: the ReLU's mask matters */
+    for (int mode = 1; mode < 3; mode++) {
+        CU_ASSERT(memcmp(y[0], y[mode], ny * sizeof(float)) == 0);
+        CU_ASSERT(memcmp(dx[0], dx[mode], nx * sizeof(float)) == 0);
+        CU_ASSERT(memcmp(grads[0], grads[mode], np * sizeof(float)) == 0);
+    }
+    for (int mode = 0; mode < 3; mode++)
+        free(y[mode]), free(dx[mode]), free(grads[mode]);
+    free(x), free(dy), free(params);
+    device_close(dev);
+}
+
 static CU_TestInfo layer_tests[] = {
     {"layer_backward dense vs finite differences", test_grad_dense},
     {"layer_backward conv2d vs finite differences", test_grad_conv2d},
@@ -836,6 +1159,10 @@ static CU_TestInfo layer_tests[] = {
     {"softmax_xent loss and gradient", test_grad_softmax_xent},
     {"conv2d batch in chunks = per-sample passes", test_conv_chunks},
     {"im2col and col2im = direct definitions, bit for bit", test_im2col_col2im},
+    {"direct convolution = fmaf chains, bit for bit", test_conv_direct_exact},
+    {"direct convolution on threads = one thread", test_conv_direct_threads},
+    {"direct convolution = im2col + sgemm within rounding", test_conv_direct_vs_im2col},
+    {"direct conv -> ReLU -> max-pool block = separate layers, bit for bit", test_conv_block},
     {"conv -> ReLU -> max-pool fused = separate layers, bit for bit", test_fused_relu},
     CU_TEST_INFO_NULL,
 };

@@ -1,0 +1,669 @@
+/* Direct convolution with AVX-512 or AVX2 register tiles (see conv_direct.h). */
+#include "kernels/conv_direct.h"
+
+#include "common/status.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define CONV_HAVE_X86 1
+#include <immintrin.h>
+#else
+#define CONV_HAVE_X86 0
+#endif
+
+static size_t round16(size_t n) {
+    return (n + 15) / 16 * 16;
+}
+
+static size_t packed_weight_floats(const conv_geom *g, int oc) {
+    return round16((size_t)g->kh * g->kw * g->in_c * (size_t)oc);
+}
+
+/* floats of the padded buffer: one sample of x or of dy, with their frames */
+static size_t padded_floats(const conv_geom *g, int oc) {
+    size_t x_pad = (size_t)(g->in_h + 2 * g->pad) * (g->in_w + 2 * g->pad) * g->in_c;
+    size_t dy_pad = (size_t)(g->in_h + g->kh - 1) * (g->in_w + g->kw - 1) * oc;
+    return round16(x_pad > dy_pad ? x_pad : dy_pad);
+}
+
+/* a thread's block: filter gradient (transposed), padded sample, one sample's y or dy, bias
+ * gradient */
+static size_t block_floats(const conv_geom *g, int oc) {
+    return packed_weight_floats(g, oc) + padded_floats(g, oc) +
+           round16((size_t)g->out_h * g->out_w * oc) + round16((size_t)oc);
+}
+
+/* workspace: packed weights, then the first thread's block (below) */
+size_t conv_direct_workspace_floats(const conv_geom *g, int oc) {
+    return packed_weight_floats(g, oc) + block_floats(g, oc);
+}
+
+conv_direct_isa conv_direct_best_isa(void) {
+#if CONV_HAVE_X86
+    if (__builtin_cpu_supports("avx512f")) return CONV_DIRECT_AVX512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return CONV_DIRECT_AVX2;
+#endif
+    return CONV_DIRECT_NONE;
+}
+
+/* what the passes use: the best instruction set, at most the cap (tests lower it) */
+static conv_direct_isa isa_cap = CONV_DIRECT_AVX512;
+
+void conv_direct_cap_isa(conv_direct_isa cap) {
+    isa_cap = cap;
+}
+
+static conv_direct_isa isa_in_use(void) {
+    conv_direct_isa best = conv_direct_best_isa();
+    return best < isa_cap ? best : isa_cap;
+}
+
+int conv_direct_available(void) {
+    return isa_in_use() != CONV_DIRECT_NONE;
+}
+
+int conv_direct_supports(const conv_geom *g, int oc, int need_dx) {
+    return conv_direct_available() && oc > 0 && oc % 16 == 0 && (!need_dx || g->in_c % 16 == 0);
+}
+
+#if CONV_HAVE_X86
+
+#define AVX512_FN   __attribute__((target("avx512f")))
+#define AVX512_TILE static inline __attribute__((always_inline, target("avx512f")))
+#define AVX2_FN     __attribute__((target("avx2,fma")))
+#define AVX2_TILE   static inline __attribute__((always_inline, target("avx2,fma")))
+
+/* dst ((h + 2 ph) x (w + 2 pw) x c) = src (h x w x c) inside a frame of zeros */
+static void pad_sample(const float *src, int h, int w, int c, int ph, int pw, float *dst) {
+    const size_t row = (size_t)(w + 2 * pw) * c, run = (size_t)w * c;
+    memset(dst, 0, (size_t)ph * row * sizeof(float));
+    for (int i = 0; i < h; i++) {
+        float *d = dst + (size_t)(i + ph) * row;
+        memset(d, 0, (size_t)pw * c * sizeof(float));
+        memcpy(d + (size_t)pw * c, src + (size_t)i * run, run * sizeof(float));
+        memset(d + (size_t)pw * c + run, 0, (size_t)pw * c * sizeof(float));
+    }
+    memset(dst + (size_t)(h + ph) * row, 0, (size_t)ph * row * sizeof(float));
+}
+
+/* A window sliding over a padded NHWC image: output pixel r of a tile reads, for kernel row a,
+ * the `run` contiguous floats in + a * row + r * px (kw pixels of all channels), and multiplies
+ * float t of them by the weight vector w + (a * run + t) * ldw. */
+typedef struct slide {
+    const float *in;
+    size_t row;
+    int px, kh, run;
+    const float *w;
+    int ldw;
+} slide;
+
+/* Filter gradient tile: dwt rows t0 .. t0 + R - 1 (offsets within kernel row a), NV vectors of
+ * output channels, accumulated over the pixels of one sample onto what dwt holds (or from 0). */
+typedef struct filter_tile_args {
+    const float *in; /* padded sample at kernel row a and offset t0 */
+    size_t row;
+    int px, out_h, out_w;
+    const float *dy; /* the sample's output gradient at the tile's first channel */
+    int ldy;
+    float *dwt; /* (t, o) at the tile's corner, ldy floats a row */
+    int first;
+} filter_tile_args;
+
+/* The register tiles of one instruction set. The drivers below split channels into blocks of
+ * nv vectors (the largest of slide_nv_max or filter_nv_max, 2, 1 that fits) and pixels or filter
+ * rows into runs of at most slide_pixels(nv) or filter_rows(nv). */
+typedef struct tile_set {
+    int lanes, slide_nv_max, filter_nv_max;
+    int (*slide_pixels)(int nv);
+    int (*filter_rows)(int nv);
+    void (*slide)(const slide *s, int r_n, int nv, float *out, int ldo, const float *bias,
+                  int relu);
+    void (*filter)(const filter_tile_args *f, int r_n, int nv);
+} tile_set;
+
+static int tile_vectors(int nv_max, int left) {
+    return left >= nv_max ? nv_max : left >= 2 ? 2 : 1;
+}
+
+/* ---- AVX-512: 32 registers of 16 floats ---- */
+
+/* out[r * ldo + 16 v ...] = relu?(sum + bias) for r < R pixels and v < NV vectors of outputs:
+ * R * NV accumulators, one fused multiply-add chain each, in (a, t) order. */
+AVX512_TILE void slide_tile_512(const slide *s, const int R, const int NV, float *out, int ldo,
+                                const float *bias, int relu) {
+    __m512 acc[14][2];
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    for (int a = 0; a < s->kh; a++) {
+        const float *in = s->in + a * s->row, *w = s->w + (size_t)a * s->run * s->ldw;
+        for (int t = 0; t < s->run; t++, w += s->ldw) {
+            __m512 wv[2];
+#pragma GCC unroll 2
+            for (int v = 0; v < NV; v++)
+                wv[v] = _mm512_loadu_ps(w + 16 * v);
+#pragma GCC unroll 14
+            for (int r = 0; r < R; r++) {
+                __m512 xb = _mm512_set1_ps(in[r * s->px + t]);
+#pragma GCC unroll 2
+                for (int v = 0; v < NV; v++)
+                    acc[r][v] = _mm512_fmadd_ps(xb, wv[v], acc[r][v]);
+            }
+        }
+    }
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++) {
+            __m512 y = acc[r][v];
+            if (bias) y = _mm512_add_ps(y, _mm512_loadu_ps(bias + 16 * v));
+            if (relu) y = _mm512_max_ps(y, _mm512_setzero_ps()); /* y > 0 ? y : 0, as relu_fwd */
+            _mm512_storeu_ps(out + (size_t)r * ldo + 16 * v, y);
+        }
+}
+
+/* Tiles of up to 14 pixels x 32 channels (or 16): 28 accumulators, 2 weight vectors and the
+ * broadcast. 7 x 64 needs a 33rd register and spills (11 % slower, measured on Zen 5). */
+static int slide_pixels_512(int nv) {
+    (void)nv;
+    return 14;
+}
+
+#define SLIDE_CASE(NV, R)                                                                          \
+    case (NV)*16 + (R):                                                                            \
+        slide_tile_512(s, R, NV, out, ldo, bias, relu);                                            \
+        break;
+#define SLIDE_CASES_7(NV)                                                                          \
+    SLIDE_CASE(NV, 1)                                                                              \
+    SLIDE_CASE(NV, 2)                                                                              \
+    SLIDE_CASE(NV, 3)                                                                              \
+    SLIDE_CASE(NV, 4) SLIDE_CASE(NV, 5) SLIDE_CASE(NV, 6) SLIDE_CASE(NV, 7)
+#define SLIDE_CASES_14(NV)                                                                         \
+    SLIDE_CASES_7(NV)                                                                              \
+    SLIDE_CASE(NV, 8)                                                                              \
+    SLIDE_CASE(NV, 9)                                                                              \
+    SLIDE_CASE(NV, 10) SLIDE_CASE(NV, 11) SLIDE_CASE(NV, 12) SLIDE_CASE(NV, 13) SLIDE_CASE(NV, 14)
+
+static AVX512_FN void slide_any_512(const slide *s, int r_n, int nv, float *out, int ldo,
+                                    const float *bias, int relu) {
+    switch (nv * 16 + r_n) {
+        SLIDE_CASES_14(2)
+        SLIDE_CASES_14(1)
+    default:
+        SS_ASSERT(0 && "slide tile shape");
+    }
+}
+
+AVX512_TILE void filter_tile_512(const filter_tile_args *f, const int R, const int NV) {
+    __m512 acc[14][4];
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = f->first ? _mm512_setzero_ps()
+                                 : _mm512_loadu_ps(f->dwt + (size_t)r * f->ldy + 16 * v);
+    for (int oh = 0; oh < f->out_h; oh++) {
+        const float *in = f->in + oh * f->row, *dy = f->dy + (size_t)oh * f->out_w * f->ldy;
+        for (int ow = 0; ow < f->out_w; ow++, in += f->px, dy += f->ldy) {
+            __m512 dv[4];
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++)
+                dv[v] = _mm512_loadu_ps(dy + 16 * v);
+#pragma GCC unroll 14
+            for (int r = 0; r < R; r++) {
+                __m512 xb = _mm512_set1_ps(in[r]);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++)
+                    acc[r][v] = _mm512_fmadd_ps(xb, dv[v], acc[r][v]);
+            }
+        }
+    }
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++)
+            _mm512_storeu_ps(f->dwt + (size_t)r * f->ldy + 16 * v, acc[r][v]);
+}
+
+/* 6 rows x 64 channels, 12 x 32, 14 x 16 */
+static int filter_rows_512(int nv) {
+    return nv == 4 ? 6 : nv == 2 ? 12 : 14;
+}
+
+#define FILTER_CASE(NV, R)                                                                         \
+    case (NV)*16 + (R):                                                                            \
+        filter_tile_512(f, R, NV);                                                                 \
+        break;
+#define FILTER_CASES_6(NV)                                                                         \
+    FILTER_CASE(NV, 1)                                                                             \
+    FILTER_CASE(NV, 2) FILTER_CASE(NV, 3) FILTER_CASE(NV, 4) FILTER_CASE(NV, 5) FILTER_CASE(NV, 6)
+#define FILTER_CASES_12(NV)                                                                        \
+    FILTER_CASES_6(NV)                                                                             \
+    FILTER_CASE(NV, 7)                                                                             \
+    FILTER_CASE(NV, 8)                                                                             \
+    FILTER_CASE(NV, 9) FILTER_CASE(NV, 10) FILTER_CASE(NV, 11) FILTER_CASE(NV, 12)
+
+static AVX512_FN void filter_any_512(const filter_tile_args *f, int r_n, int nv) {
+    switch (nv * 16 + r_n) {
+        FILTER_CASES_6(4)
+        FILTER_CASES_12(2)
+        FILTER_CASES_12(1)
+        FILTER_CASE(1, 13)
+        FILTER_CASE(1, 14)
+    default:
+        SS_ASSERT(0 && "filter tile shape");
+    }
+}
+
+static const tile_set tiles_512 = {
+    16, 2, 4, slide_pixels_512, filter_rows_512, slide_any_512, filter_any_512};
+
+/* ---- AVX2 with FMA: 16 registers of 8 floats. Channels come in multiples of 16, so every
+ * tile is 2 vectors wide: up to 6 pixels or filter rows, 12 accumulators, 2 weight (or dy)
+ * vectors and a broadcast. The same chains as AVX-512 in the same order: the same bits. ---- */
+
+AVX2_TILE void slide_tile_256(const slide *s, const int R, float *out, int ldo, const float *bias,
+                              int relu) {
+    __m256 acc[6][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int a = 0; a < s->kh; a++) {
+        const float *in = s->in + a * s->row, *w = s->w + (size_t)a * s->run * s->ldw;
+        for (int t = 0; t < s->run; t++, w += s->ldw) {
+            __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8);
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++) {
+                __m256 xb = _mm256_broadcast_ss(in + r * s->px + t);
+                acc[r][0] = _mm256_fmadd_ps(xb, w0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(xb, w1, acc[r][1]);
+            }
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < 2; v++) {
+            __m256 y = acc[r][v];
+            if (bias) y = _mm256_add_ps(y, _mm256_loadu_ps(bias + 8 * v));
+            if (relu) y = _mm256_max_ps(y, _mm256_setzero_ps()); /* y > 0 ? y : 0 */
+            _mm256_storeu_ps(out + (size_t)r * ldo + 8 * v, y);
+        }
+}
+
+static int six_256(int nv) {
+    (void)nv;
+    return 6;
+}
+
+static AVX2_FN void slide_any_256(const slide *s, int r_n, int nv, float *out, int ldo,
+                                  const float *bias, int relu) {
+    SS_ASSERT(nv == 2);
+    switch (r_n) {
+    case 1:
+        slide_tile_256(s, 1, out, ldo, bias, relu);
+        break;
+    case 2:
+        slide_tile_256(s, 2, out, ldo, bias, relu);
+        break;
+    case 3:
+        slide_tile_256(s, 3, out, ldo, bias, relu);
+        break;
+    case 4:
+        slide_tile_256(s, 4, out, ldo, bias, relu);
+        break;
+    case 5:
+        slide_tile_256(s, 5, out, ldo, bias, relu);
+        break;
+    case 6:
+        slide_tile_256(s, 6, out, ldo, bias, relu);
+        break;
+    default:
+        SS_ASSERT(0 && "slide tile shape");
+    }
+}
+
+AVX2_TILE void filter_tile_256(const filter_tile_args *f, const int R) {
+    __m256 acc[6][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < 2; v++)
+            acc[r][v] = f->first ? _mm256_setzero_ps()
+                                 : _mm256_loadu_ps(f->dwt + (size_t)r * f->ldy + 8 * v);
+    for (int oh = 0; oh < f->out_h; oh++) {
+        const float *in = f->in + oh * f->row, *dy = f->dy + (size_t)oh * f->out_w * f->ldy;
+        for (int ow = 0; ow < f->out_w; ow++, in += f->px, dy += f->ldy) {
+            __m256 d0 = _mm256_loadu_ps(dy), d1 = _mm256_loadu_ps(dy + 8);
+#pragma GCC unroll 6
+            for (int r = 0; r < R; r++) {
+                __m256 xb = _mm256_broadcast_ss(in + r);
+                acc[r][0] = _mm256_fmadd_ps(xb, d0, acc[r][0]);
+                acc[r][1] = _mm256_fmadd_ps(xb, d1, acc[r][1]);
+            }
+        }
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        for (int v = 0; v < 2; v++)
+            _mm256_storeu_ps(f->dwt + (size_t)r * f->ldy + 8 * v, acc[r][v]);
+}
+
+static AVX2_FN void filter_any_256(const filter_tile_args *f, int r_n, int nv) {
+    SS_ASSERT(nv == 2);
+    switch (r_n) {
+    case 1:
+        filter_tile_256(f, 1);
+        break;
+    case 2:
+        filter_tile_256(f, 2);
+        break;
+    case 3:
+        filter_tile_256(f, 3);
+        break;
+    case 4:
+        filter_tile_256(f, 4);
+        break;
+    case 5:
+        filter_tile_256(f, 5);
+        break;
+    case 6:
+        filter_tile_256(f, 6);
+        break;
+    default:
+        SS_ASSERT(0 && "filter tile shape");
+    }
+}
+
+static const tile_set tiles_256 = {8, 2, 2, six_256, six_256, slide_any_256, filter_any_256};
+
+/* ---- drivers: the same for every instruction set ---- */
+
+/* One padded image (rows of width_pad pixels of `px` floats) slid over by a kernel of kh rows
+ * and run = kw * px floats, into out (out_h, out_w, n_out) with weights (kh * run, n_out). */
+typedef struct slide_pass {
+    const float *in;
+    int width_pad, px, kh, run;
+    const float *w;
+    int n_out, out_h, out_w;
+    const float *bias;
+    int relu;
+} slide_pass;
+
+static const tile_set *tiles_in_use(void) {
+    conv_direct_isa isa = isa_in_use();
+    SS_ASSERT(isa != CONV_DIRECT_NONE);
+    return isa == CONV_DIRECT_AVX512 ? &tiles_512 : &tiles_256;
+}
+
+static void slide_image(const tile_set *ts, const slide_pass *p, float *out) {
+    for (int oh = 0; oh < p->out_h; oh++) {
+        for (int o0 = 0; o0 < p->n_out;) {
+            int nv = tile_vectors(ts->slide_nv_max, (p->n_out - o0) / ts->lanes);
+            int r_max = ts->slide_pixels(nv);
+            for (int ow0 = 0; ow0 < p->out_w; ow0 += r_max) {
+                int r_n = p->out_w - ow0 < r_max ? p->out_w - ow0 : r_max;
+                slide s = {p->in + ((size_t)oh * p->width_pad + ow0) * p->px,
+                           (size_t)p->width_pad * p->px,
+                           p->px,
+                           p->kh,
+                           p->run,
+                           p->w + o0,
+                           p->n_out};
+                ts->slide(&s, r_n, nv, out + ((size_t)oh * p->out_w + ow0) * p->n_out + o0,
+                          p->n_out, p->bias ? p->bias + o0 : NULL, p->relu);
+            }
+            o0 += ts->lanes * nv;
+        }
+    }
+}
+
+/* Adds one padded sample's terms to dwt (kh * run, oc). */
+static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const float *x_pad,
+                          const float *dy, int first, float *dwt) {
+    const int width_pad = g->in_w + 2 * g->pad, run = g->kw * g->in_c;
+    const size_t row = (size_t)width_pad * g->in_c;
+    for (int a = 0; a < g->kh; a++) {
+        for (int o0 = 0; o0 < oc;) {
+            int nv = tile_vectors(ts->filter_nv_max, (oc - o0) / ts->lanes);
+            int r_max = ts->filter_rows(nv);
+            for (int t0 = 0; t0 < run; t0 += r_max) {
+                int r_n = run - t0 < r_max ? run - t0 : r_max;
+                filter_tile_args f = {x_pad + a * row + t0,
+                                      row,
+                                      g->in_c,
+                                      g->out_h,
+                                      g->out_w,
+                                      dy + o0,
+                                      oc,
+                                      dwt + ((size_t)a * run + t0) * oc + o0,
+                                      first};
+                ts->filter(&f, r_n, nv);
+            }
+            o0 += ts->lanes * nv;
+        }
+    }
+}
+
+/* dst (cols, rows) = src (rows, cols) transposed */
+static void transpose(const float *src, size_t rows, size_t cols, float *dst) {
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            dst[j * rows + i] = src[i * cols + j];
+}
+
+/* ---- samples in parallel: contiguous ranges, one per thread, each with its block of scratch
+ * (the first in the workspace, the others allocated per call). A range's samples go in order, so
+ * the forward and data passes give the same bits for any thread count; the filter and bias
+ * gradients are each range's sums, added in range order (one range: no addition). ---- */
+
+enum { CONV_MAX_THREADS = 64 };
+
+static float *block_pad(const conv_geom *g, int oc, float *block) {
+    return block + packed_weight_floats(g, oc);
+}
+
+static float *block_sample(const conv_geom *g, int oc, float *block) {
+    return block_pad(g, oc, block) + padded_floats(g, oc);
+}
+
+static float *block_db(const conv_geom *g, int oc, float *block) {
+    return block_sample(g, oc, block) + round16((size_t)g->out_h * g->out_w * oc);
+}
+
+typedef void (*range_fn)(const void *job, int b0, int b1, float *block);
+
+typedef struct ranges {
+    int n;
+    float *block[CONV_MAX_THREADS];
+} ranges;
+
+static void ranges_open(ranges *r, int threads, const conv_geom *g, int oc, float *ws) {
+    int n = threads < g->batch ? threads : g->batch;
+    r->n = n < 1 ? 1 : n > CONV_MAX_THREADS ? CONV_MAX_THREADS : n;
+    r->block[0] = ws + packed_weight_floats(g, oc);
+    const size_t bytes = block_floats(g, oc) * sizeof(float);
+    for (int t = 1; t < r->n; t++) {
+        r->block[t] = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        SS_ASSERT(r->block[t] != NULL);
+    }
+}
+
+static void ranges_close(ranges *r) {
+    for (int t = 1; t < r->n; t++)
+        free(r->block[t]);
+}
+
+typedef struct range_task {
+    range_fn fn;
+    const void *job;
+    int b0, b1;
+    float *block;
+} range_task;
+
+static void *range_main(void *arg) {
+    const range_task *t = arg;
+    t->fn(t->job, t->b0, t->b1, t->block);
+    return NULL;
+}
+
+/* Range t = [batch t / n, batch (t+1) / n) with block t; a thread that cannot start runs here. */
+static void ranges_run(const ranges *r, int batch, range_fn fn, const void *job) {
+    range_task task[CONV_MAX_THREADS];
+    pthread_t tid[CONV_MAX_THREADS];
+    int started[CONV_MAX_THREADS] = {0};
+    for (int t = 0; t < r->n; t++) {
+        range_task k = {fn, job, batch * t / r->n, batch * (t + 1) / r->n, r->block[t]};
+        task[t] = k;
+    }
+    for (int t = 1; t < r->n; t++)
+        started[t] = pthread_create(&tid[t], NULL, range_main, &task[t]) == 0;
+    range_main(&task[0]);
+    for (int t = 1; t < r->n; t++) {
+        if (started[t])
+            pthread_join(tid[t], NULL);
+        else
+            range_main(&task[t]);
+    }
+}
+
+typedef struct fwd_job {
+    const tile_set *ts;
+    const conv_geom *g;
+    int oc;
+    const float *x, *wt, *bias;
+    int relu;
+    float *y;
+    const conv_direct_hooks *hooks;
+} fwd_job;
+
+static void forward_range(const void *arg, int b0, int b1, float *block) {
+    const fwd_job *j = arg;
+    const conv_geom *g = j->g;
+    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
+    const size_t out_size = (size_t)g->out_h * g->out_w * j->oc;
+    float *x_pad = block_pad(g, j->oc, block), *y_sample = block_sample(g, j->oc, block);
+    slide_pass p = {x_pad,           g->in_w + 2 * g->pad,
+                    g->in_c,         g->kh,
+                    g->kw * g->in_c, j->wt,
+                    j->oc,           g->out_h,
+                    g->out_w,        j->bias,
+                    j->relu};
+    for (int b = b0; b < b1; b++) {
+        pad_sample(j->x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
+        float *y_b = j->hooks && j->hooks->output_in_workspace ? y_sample : j->y + b * out_size;
+        slide_image(j->ts, &p, y_b);
+        if (j->hooks && j->hooks->output_done) j->hooks->output_done(j->hooks->ctx, b, y_b);
+    }
+}
+
+void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
+                         const float *bias, int relu, float *ws, float *y,
+                         const conv_direct_hooks *hooks, int threads) {
+    float *wt = ws; /* (kkc, oc): a weight vector per kernel offset */
+    transpose(w, (size_t)oc, (size_t)g->kh * g->kw * g->in_c, wt);
+    fwd_job job = {tiles_in_use(), g, oc, x, wt, bias, relu, y, hooks};
+    ranges r;
+    ranges_open(&r, threads, g, oc, ws);
+    ranges_run(&r, g->batch, forward_range, &job);
+    ranges_close(&r);
+}
+
+/* w2 (kh, kw, oc, c) = w (oc, kh, kw, c) with the kernel rotated by 180 degrees */
+static void pack_rotated(const conv_geom *g, int oc, const float *w, float *w2) {
+    const int c = g->in_c;
+    for (int a = 0; a < g->kh; a++)
+        for (int b = 0; b < g->kw; b++)
+            for (int o = 0; o < oc; o++)
+                memcpy(w2 + (((size_t)a * g->kw + b) * oc + o) * c,
+                       w + (((size_t)o * g->kh + (g->kh - 1 - a)) * g->kw + (g->kw - 1 - b)) * c,
+                       (size_t)c * sizeof(float));
+}
+
+/* db (oc) += the rows of one sample's dy (rows, oc), in order: bias_grad's sums */
+static void bias_rows(const float *dy, size_t rows, int oc, int first, float *db) {
+    if (first) memset(db, 0, (size_t)oc * sizeof(float));
+    for (size_t r = 0; r < rows; r++)
+        for (int o = 0; o < oc; o++)
+            db[o] += dy[r * oc + o];
+}
+
+typedef struct bwd_job {
+    const tile_set *ts;
+    const conv_geom *g;
+    int oc;
+    const float *x, *dy, *w2;
+    float *db, *dx; /* db: the first range's (the others use their blocks') */
+    const conv_direct_hooks *hooks;
+} bwd_job;
+
+/* Sample by sample, so that its dy is read from memory once and then from the cache by the three
+ * passes; the padded buffer serves x, then dy. */
+static void backward_range(const void *arg, int b0, int b1, float *block) {
+    const bwd_job *j = arg;
+    const conv_geom *g = j->g;
+    const int oc = j->oc, qh = g->kh - 1 - g->pad, qw = g->kw - 1 - g->pad;
+    const size_t rows = (size_t)g->out_h * g->out_w, out_size = rows * oc;
+    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
+    float *pad = block_pad(g, oc, block), *dy_sample = block_sample(g, oc, block);
+    float *db = b0 == 0 ? j->db : block_db(g, oc, block);
+    slide_pass p = {pad,     g->out_w + 2 * qw, oc,      g->kh, g->kw * oc, j->w2,
+                    g->in_c, g->in_h,           g->in_w, NULL,  0};
+    for (int b = b0; b < b1; b++) {
+        const float *dyb = j->dy + b * out_size;
+        if (j->hooks && j->hooks->output_grad) {
+            j->hooks->output_grad(j->hooks->ctx, b, dy_sample);
+            dyb = dy_sample;
+        }
+        pad_sample(j->x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, pad);
+        filter_sample(j->ts, g, oc, pad, dyb, b == b0, block);
+        bias_rows(dyb, rows, oc, b == b0, db);
+        if (!j->dx) continue;
+        pad_sample(dyb, g->out_h, g->out_w, oc, qh, qw, pad);
+        slide_image(j->ts, &p, j->dx + b * in_size);
+    }
+}
+
+void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
+                          const float *w, float *ws, float *dw, float *db, float *dx,
+                          const conv_direct_hooks *hooks, int threads) {
+    const size_t kkc = (size_t)g->kh * g->kw * g->in_c, n = kkc * oc;
+    float *w2 = ws;
+    if (dx) pack_rotated(g, oc, w, w2);
+    bwd_job job = {tiles_in_use(), g, oc, x, dy, w2, db, dx, hooks};
+    ranges r;
+    ranges_open(&r, threads, g, oc, ws);
+    ranges_run(&r, g->batch, backward_range, &job);
+    for (int t = 1; t < r.n; t++) { /* the ranges' sums, in range order */
+        const float *dwt = r.block[t], *db_t = block_db(g, oc, r.block[t]);
+        for (size_t i = 0; i < n; i++)
+            r.block[0][i] += dwt[i];
+        for (int o = 0; o < oc; o++)
+            db[o] += db_t[o];
+    }
+    transpose(r.block[0], kkc, (size_t)oc, dw);
+    ranges_close(&r);
+}
+
+#else /* no x86 SIMD: conv_direct_supports() is 0, so the layers never call these */
+
+void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
+                         const float *bias, int relu, float *ws, float *y,
+                         const conv_direct_hooks *hooks, int threads) {
+    (void)g, (void)oc, (void)x, (void)w, (void)bias, (void)relu, (void)ws, (void)y, (void)hooks;
+    (void)threads;
+    SS_ASSERT(0 && "direct convolution not compiled in");
+}
+
+void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
+                          const float *w, float *ws, float *dw, float *db, float *dx,
+                          const conv_direct_hooks *hooks, int threads) {
+    (void)g, (void)oc, (void)x, (void)dy, (void)w, (void)ws, (void)dw, (void)db, (void)dx;
+    (void)hooks, (void)threads;
+    SS_ASSERT(0 && "direct convolution not compiled in");
+}
+
+#endif
