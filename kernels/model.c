@@ -139,9 +139,8 @@ static int build_layers(model *m) {
     return SS_OK;
 }
 
-int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_batch, model **out) {
-    SS_ASSERT(dev && spec && out);
-    *out = NULL;
+/* The spec's shapes: SS_OK, or SS_EUSAGE naming what is wrong. */
+static int spec_check(const model_spec *spec, int max_batch) {
     if (spec->in_c < 1 || spec->in_h < 1 || spec->in_w < 1 || spec->classes < 2 ||
         spec->classes > 256 || max_batch < 1)
         return ss_error_set(SS_EUSAGE,
@@ -160,11 +159,19 @@ int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_bat
         (spec->conv_channels[0] < 1 || spec->conv_channels[1] < 1 || spec->cnn_dense < 1))
         return ss_error_set(SS_EUSAGE, "cnn: channels %d, %d and dense width %d must be positive",
                             spec->conv_channels[0], spec->conv_channels[1], spec->cnn_dense);
+    return SS_OK;
+}
+
+int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_batch, model **out) {
+    SS_ASSERT(dev && spec && out);
+    *out = NULL;
+    int status = spec_check(spec, max_batch);
+    if (status != SS_OK) return status;
     model *m = ss_calloc(1, sizeof *m);
     m->dev = dev;
     m->spec = *spec;
     m->max_batch = max_batch;
-    int status = build_layers(m);
+    status = build_layers(m);
     if (status != SS_OK) {
         free(m);
         return status;
