@@ -241,14 +241,15 @@ static int *name_index_find(const name_index *x, const sweep_plan *p, const char
         if (!x->slot[i] || !strcmp(p->points[x->slot[i] - 1].name, name)) return &x->slot[i];
 }
 
-/* A combination whose applicable options equal an earlier point's is that point: 1 if pt is one
- * (then freed and counted as merged), 0 if new (then indexed), or an error when only the names
- * coincide. */
-static int merge_point(sweep_plan *p, const name_index *x, sweep_point *pt) {
+/* A combination whose applicable options equal an earlier point's is that point: then *merged
+ * is 1 and pt is freed and counted as merged; a new one is indexed (*merged 0). Two points whose
+ * names coincide but whose options differ are an error (SS_EUSAGE). */
+static int merge_point(sweep_plan *p, const name_index *x, sweep_point *pt, int *merged) {
     int *slot = name_index_find(x, p, pt->name);
+    *merged = 0;
     if (!*slot) {
         *slot = p->n_points + 1; /* pt is p->points[p->n_points] */
-        return 0;
+        return SS_OK;
     }
     const sweep_point *q = &p->points[*slot - 1];
     int same = q->argc == pt->argc + 2; /* q also has --out and --progress */
@@ -261,7 +262,8 @@ static int merge_point(sweep_plan *p, const name_index *x, sweep_point *pt) {
                             "(platform files with the same base name?)",
                             p->path, q->name);
     p->merged++;
-    return 1;
+    *merged = 1;
+    return SS_OK;
 }
 
 /* Point `c` of the grid (combination idx): named, given its options, merged with an earlier
@@ -279,8 +281,8 @@ static int expand_one(sweep_plan *p, const sweep_options *o, const name_index *x
             push_arg(pt, p->fixed_key[f], p->fixed_value[f]);
     for (int a = 0; a < p->n_axes; a++)
         if (pt->value_of[a] >= 0) push_arg(pt, p->axis_key[a], p->values[a][idx[a]]);
-    if ((rc = merge_point(p, x, pt)) < 0) return rc;
-    if (rc) return SS_OK;
+    int merged;
+    if ((rc = merge_point(p, x, pt, &merged)) != SS_OK || merged) return rc;
     char out_arg[1024]; /* the option table refuses it if longer than --out allows */
     snprintf(out_arg, sizeof out_arg, "%s/points/%s", p->out_dir, pt->name);
     push_arg(pt, "out", out_arg);

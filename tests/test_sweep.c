@@ -217,6 +217,14 @@ static void test_sweep_largest_grid(void) {
     check_contains(ss_error_message(), "big.ini: the grid has more than 4096 points");
 }
 
+static void test_sweep_same_directory_name(void) {
+    /* two platforms with the same base name would share a point directory: refused with a
+     * message, not one of them dropped */
+    const char *m = load_error("[grid]\nplatform = x/p.xml,y/p.xml\nseed = 1,2\n[fixed]\n"
+                               "policy = bsp\nworkers = 2\n");
+    check_contains(m, "bad.ini: two different points get the directory name 'platform=p,seed=1'");
+}
+
 /* ---- end to end ---- */
 
 static const char *tiny_sweep = "[sweep]\nname = tiny\n[grid]\npolicy = bsp,selsync\n"
@@ -512,6 +520,7 @@ static CU_TestInfo file_tests[] = {
     {"sweep_plan_load: contradictory point is invalid", test_sweep_contradictory_point},
     {"sweep_plan_load_mem: same plan or message as from the file", test_sweep_mem_equals_file},
     {"sweep_plan_load: 4096 combinations, bsp ones merged", test_sweep_largest_grid},
+    {"sweep_plan_load: points sharing a directory name refused", test_sweep_same_directory_name},
     CU_TEST_INFO_NULL};
 
 static CU_TestInfo run_tests[] = {
