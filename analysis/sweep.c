@@ -217,14 +217,41 @@ static int name_point(const sweep_plan *p, const sweep_options *o, const int *id
     return SS_OK;
 }
 
-/* A combination whose applicable options equal an earlier point's is that point: 1 if pt is one
- * (then freed and counted as merged), 0 if new, or an error when only the names coincide. */
-static int merge_point(sweep_plan *p, sweep_point *pt) {
-    int dup = -1;
-    for (int i = 0; i < p->n_points && dup < 0; i++)
-        if (!strcmp(p->points[i].name, pt->name)) dup = i;
-    if (dup < 0) return 0;
-    const sweep_point *q = &p->points[dup];
+/* The kept points by name: an open-addressing table of point index + 1 (0: empty slot), sized
+ * at least twice the grid, so that a grid of 4096 points is merged in linear time. */
+typedef struct name_index {
+    int *slot;
+    size_t mask;
+} name_index;
+
+static void name_index_init(name_index *x, long points) {
+    size_t n = 64;
+    while (n < 2 * (size_t)points)
+        n *= 2;
+    x->slot = ss_calloc(n, sizeof *x->slot);
+    x->mask = n - 1;
+}
+
+/* The slot of `name`: the one holding the point of that name, or the empty one where it goes. */
+static int *name_index_find(const name_index *x, const sweep_plan *p, const char *name) {
+    size_t h = 14695981039346656037u; /* FNV-1a, 64 bits */
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = (h ^ *c) * 1099511628211u;
+    for (size_t i = h & x->mask;; i = (i + 1) & x->mask)
+        if (!x->slot[i] || !strcmp(p->points[x->slot[i] - 1].name, name)) return &x->slot[i];
+}
+
+/* A combination whose applicable options equal an earlier point's is that point: then *merged
+ * is 1 and pt is freed and counted as merged; a new one is indexed (*merged 0). Two points whose
+ * names coincide but whose options differ are an error (SS_EUSAGE). */
+static int merge_point(sweep_plan *p, const name_index *x, sweep_point *pt, int *merged) {
+    int *slot = name_index_find(x, p, pt->name);
+    *merged = 0;
+    if (!*slot) {
+        *slot = p->n_points + 1; /* pt is p->points[p->n_points] */
+        return SS_OK;
+    }
+    const sweep_point *q = &p->points[*slot - 1];
     int same = q->argc == pt->argc + 2; /* q also has --out and --progress */
     for (int k = 0; same && k < pt->argc; k++)
         same = !strcmp(q->argv[k], pt->argv[k]);
@@ -235,7 +262,35 @@ static int merge_point(sweep_plan *p, sweep_point *pt) {
                             "(platform files with the same base name?)",
                             p->path, q->name);
     p->merged++;
-    return 1;
+    *merged = 1;
+    return SS_OK;
+}
+
+/* Point `c` of the grid (combination idx): named, given its options, merged with an earlier
+ * point with the same options or kept and checked. */
+static int expand_one(sweep_plan *p, const sweep_options *o, const name_index *x, const int *idx) {
+    const char *policy = combo_value(p, idx, "policy");
+    const char *workers = combo_value(p, idx, "workers");
+    const unsigned pol = o->policy_bit(policy ? policy : "", workers ? atoi(workers) : 1);
+    sweep_point *pt = &p->points[p->n_points];
+    memset(pt, 0, sizeof *pt);
+    int rc = name_point(p, o, idx, pol, pt);
+    if (rc != SS_OK) return rc;
+    for (int f = 0; f < p->n_fixed; f++)
+        if (key_applies_to(o, p->command, p->fixed_key[f], pol))
+            push_arg(pt, p->fixed_key[f], p->fixed_value[f]);
+    for (int a = 0; a < p->n_axes; a++)
+        if (pt->value_of[a] >= 0) push_arg(pt, p->axis_key[a], p->values[a][idx[a]]);
+    int merged;
+    if ((rc = merge_point(p, x, pt, &merged)) != SS_OK || merged) return rc;
+    char out_arg[1024]; /* the option table refuses it if longer than --out allows */
+    snprintf(out_arg, sizeof out_arg, "%s/points/%s", p->out_dir, pt->name);
+    push_arg(pt, "out", out_arg);
+    push_arg(pt, "progress", "no");
+    pt->valid = o->check_point(p->command, pt->argc, pt->argv) == SS_OK;
+    if (!pt->valid) snprintf(pt->error, sizeof pt->error, "%s", ss_error_message());
+    p->n_points++;
+    return SS_OK;
 }
 
 static int expand(sweep_plan *p, const sweep_options *o) {
@@ -247,51 +302,32 @@ static int expand(sweep_plan *p, const sweep_options *o) {
                                 SWEEP_MAX_POINTS);
     }
     p->points = ss_calloc((size_t)total, sizeof(sweep_point));
-    int idx[SWEEP_MAX_AXES] = {0};
-    for (long c = 0; c < total; c++) {
+    name_index x;
+    name_index_init(&x, total);
+    int idx[SWEEP_MAX_AXES] = {0}, rc = SS_OK;
+    for (long c = 0; c < total && rc == SS_OK; c++) {
         /* idx: the odometer of combination c, last axis fastest */
         long rest = c;
         for (int a = p->n_axes - 1; a >= 0; a--) {
             idx[a] = (int)(rest % p->n_values[a]);
             rest /= p->n_values[a];
         }
-        const char *policy = combo_value(p, idx, "policy");
-        const char *workers = combo_value(p, idx, "workers");
-        const unsigned pol = o->policy_bit(policy ? policy : "", workers ? atoi(workers) : 1);
-        sweep_point *pt = &p->points[p->n_points];
-        memset(pt, 0, sizeof *pt);
-        int rc = name_point(p, o, idx, pol, pt);
-        if (rc != SS_OK) return rc;
-        for (int f = 0; f < p->n_fixed; f++)
-            if (key_applies_to(o, p->command, p->fixed_key[f], pol))
-                push_arg(pt, p->fixed_key[f], p->fixed_value[f]);
-        for (int a = 0; a < p->n_axes; a++)
-            if (pt->value_of[a] >= 0) push_arg(pt, p->axis_key[a], p->values[a][idx[a]]);
-        if ((rc = merge_point(p, pt)) < 0) return rc;
-        if (rc) continue;
-        char out_arg[1024]; /* the option table refuses it if longer than --out allows */
-        snprintf(out_arg, sizeof out_arg, "%s/points/%s", p->out_dir, pt->name);
-        push_arg(pt, "out", out_arg);
-        push_arg(pt, "progress", "no");
-        pt->valid = o->check_point(p->command, pt->argc, pt->argv) == SS_OK;
-        if (!pt->valid) snprintf(pt->error, sizeof pt->error, "%s", ss_error_message());
-        p->n_points++;
+        rc = expand_one(p, o, &x, idx);
     }
-    return SS_OK;
+    free(x.slot);
+    return rc;
 }
 
-int sweep_plan_load(const char *path, const char *out_dir, const sweep_options *opts,
-                    sweep_plan **out) {
-    *out = NULL;
-    FILE *fp = fopen(path, "r");
-    if (!fp) return ss_error_set(SS_EUSAGE, "sweep: cannot open %s: %s", path, strerror(errno));
+/* Reads the sweep file, one line at a time through `reader` (fgets on a file, mem_gets on
+ * bytes in memory), checks it and expands its points. `path` names it in messages. */
+static int plan_read(const char *path, ini_reader reader, void *stream, const char *out_dir,
+                     const sweep_options *opts, sweep_plan **out) {
     sweep_plan *p = ss_calloc(1, sizeof *p);
     snprintf(p->path, sizeof p->path, "%s", path);
     p->command = opts->train;
     if (out_dir) snprintf(p->out_dir, sizeof p->out_dir, "%s", out_dir);
     load_context c = {p, opts, SS_OK, "", 0};
-    int line = ini_parse_file(fp, load_handler, &c);
-    fclose(fp);
+    int line = ini_parse_stream(reader, stream, load_handler, &c);
     int rc = SS_OK;
     if (c.status != SS_OK)
         rc = ss_error_set(c.status, "%s:%d: %s", path, line, c.problem);
@@ -311,6 +347,51 @@ int sweep_plan_load(const char *path, const char *out_dir, const sweep_options *
     }
     *out = p;
     return SS_OK;
+}
+
+int sweep_plan_load(const char *path, const char *out_dir, const sweep_options *opts,
+                    sweep_plan **out) {
+    *out = NULL;
+    FILE *fp = fopen(path, "r");
+    if (!fp) return ss_error_set(SS_EUSAGE, "sweep: cannot open %s: %s", path, strerror(errno));
+    int rc = plan_read(path, (ini_reader)fgets, fp, out_dir, opts, out);
+    fclose(fp);
+    return rc;
+}
+
+/* The bytes of a sweep file held in memory, read as fgets reads a file. */
+typedef struct mem_stream {
+    const char *at;
+    size_t left;
+} mem_stream;
+
+/* fgets on a mem_stream: up to num - 1 bytes through the first newline (NUL bytes included, as
+ * fgets copies them), NUL-terminated; NULL at the end. */
+static char *mem_gets(char *str, int num, void *stream) {
+    mem_stream *m = stream;
+    if (num <= 0) return NULL;
+    if (num == 1) { /* as glibc's fgets: room for the terminator only */
+        str[0] = '\0';
+        return str;
+    }
+    if (m->left == 0) return NULL;
+    size_t k = 0;
+    while (k + 1 < (size_t)num && k < m->left) {
+        const char ch = m->at[k];
+        str[k++] = ch;
+        if (ch == '\n') break;
+    }
+    str[k] = '\0';
+    m->at += k;
+    m->left -= k;
+    return str;
+}
+
+int sweep_plan_load_mem(const char *path, const char *text, size_t size, const char *out_dir,
+                        const sweep_options *opts, sweep_plan **out) {
+    *out = NULL;
+    mem_stream m = {text, text ? size : 0};
+    return plan_read(path, mem_gets, &m, out_dir, opts, out);
 }
 
 void sweep_plan_free(sweep_plan *p) {

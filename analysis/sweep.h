@@ -88,6 +88,11 @@ typedef struct sweep_plan {
  * when not NULL. */
 int sweep_plan_load(const char *path, const char *out_dir, const sweep_options *opts,
                     sweep_plan **out);
+/* The same from the bytes text[0..size) of a sweep file already in memory (NUL bytes read as a
+ * file's would be): `path` only names it in messages and gives the plan's default name. The
+ * fuzz target (tests/fuzz/fuzz_sweep.c) reads its inputs through it. */
+int sweep_plan_load_mem(const char *path, const char *text, size_t size, const char *out_dir,
+                        const sweep_options *opts, sweep_plan **out);
 void sweep_plan_free(sweep_plan *p);
 /* The directory of point i: OUT/points/NAME. */
 void sweep_point_dir(const sweep_plan *p, int i, char *buf, size_t n);

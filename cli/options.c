@@ -558,15 +558,25 @@ bad:
     return ss_error_set(SS_EUSAGE, "%s: invalid value '%s' (expected %s)", where, text, range);
 }
 
-void options_defaults(run_config *cfg) {
-    table_init();
-    memset(cfg, 0, sizeof *cfg);
+/* The table's defaults, parsed once on first use: every options_parse() starts from them, and a
+ * sweep parses the options of each of its (up to 4096) points. */
+static run_config table_defaults;
+static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
+
+static void defaults_build(void) {
+    memset(&table_defaults, 0, sizeof table_defaults);
     for (int i = 0; i < OPTIONS_COUNT; i++) {
         const opt_def *o = &options_table[i];
         if (!o->def) continue;
-        int rc = set_value(o, o->def, cfg, "default");
+        int rc = set_value(o, o->def, &table_defaults, "default");
         SS_ASSERT(rc == SS_OK); /* the table's own defaults must be valid */
     }
+}
+
+void options_defaults(run_config *cfg) {
+    table_init();
+    pthread_once(&defaults_once, defaults_build);
+    memcpy(cfg, &table_defaults, sizeof *cfg);
 }
 
 typedef struct ini_context {

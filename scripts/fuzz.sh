@@ -3,7 +3,8 @@
 #     scripts/fuzz.sh smoke          20,000 inputs each (what CI runs)
 #     scripts/fuzz.sh 3600 [NAME]    an hour each (or only fuzz_NAME), in the background if you
 #                                    like: a crash stops the target and leaves crash-* in its
-#                                    directory build-fuzz/runs/NAME/, which the log names
+#                                    directory build-fuzz/runs/NAME/, which the log names; on a
+#                                    shared machine run it as `nice -n 19 scripts/fuzz.sh ...`
 # Targets: trace, profile, csv (traces/fuzz/), platform, config, sweep (tests/fuzz/). Each starts
 # from its seed corpus in the repository and keeps what it finds in build-fuzz/runs/NAME/corpus.
 # Without clang it says so and exits 0.
@@ -36,5 +37,6 @@ for t in "${targets[@]}"; do
     exit 1
   fi
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$dir/log")
-  echo "fuzz: fuzz_$t ${runs:-?} inputs in $(($(date +%s) - start)) s, no crash"
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$dir/log")
+  echo "fuzz: fuzz_$t ${runs:-?} inputs in $(($(date +%s) - start)) s (${rate:-?}/s), no crash"
 done

@@ -567,25 +567,29 @@ static void xml_collect(void *ctx, const xmlError *e) {
         f->msg[--l] = '\0';
 }
 
-int sim_platform_check(const char *path, sim_platform_info *info) {
-    SS_ASSERT(info != NULL);
-    memset(info, 0, sizeof *info);
-    if (!path || !*path) return ss_error_set(SS_EUSAGE, "no platform file given");
-    FILE *f = fopen(path, "rb");
-    if (!f) return ss_error_set(SS_EINPUT, "platform %s: cannot open: %s", path, strerror(errno));
-    fclose(f);
-    xml_first_error first = {0};
+/* The document of the platform: read from the file `path`, or parsed from data[0..size) when
+ * data is not NULL (path then names it). *first gets libxml2's first error. */
+static xmlDoc *platform_parse(const char *path, const char *data, size_t size,
+                              xml_first_error *first) {
+    const int flags = XML_PARSE_NONET | XML_PARSE_RECOVER | XML_PARSE_NOWARNING;
     xmlParserCtxt *pc = xmlNewParserCtxt();
     SS_ASSERT(pc != NULL);
-    xmlSetStructuredErrorFunc(&first, (xmlStructuredErrorFunc)xml_collect);
-    xmlDoc *doc =
-        xmlCtxtReadFile(pc, path, NULL, XML_PARSE_NONET | XML_PARSE_RECOVER | XML_PARSE_NOWARNING);
+    xmlSetStructuredErrorFunc(first, (xmlStructuredErrorFunc)xml_collect);
+    xmlDoc *doc = data ? xmlCtxtReadMemory(pc, data, (int)size, path, NULL, flags)
+                       : xmlCtxtReadFile(pc, path, NULL, flags);
     xmlSetStructuredErrorFunc(NULL, NULL);
     xmlFreeParserCtxt(pc);
-    if (!doc || first.seen) {
+    return doc;
+}
+
+/* Checks the parsed platform (freeing doc) and lists its hosts: all of sim_platform_check()
+ * after the reading, shared with sim_platform_check_mem(). */
+static int platform_check_doc(const char *path, xmlDoc *doc, const xml_first_error *first,
+                              sim_platform_info *info) {
+    if (!doc || first->seen) {
         if (doc) xmlFreeDoc(doc);
-        return ss_error_set(SS_EINPUT, "platform %s:%d: malformed XML: %s", path, first.line,
-                            first.seen ? first.msg : "cannot parse");
+        return ss_error_set(SS_EINPUT, "platform %s:%d: malformed XML: %s", path, first->line,
+                            first->seen ? first->msg : "cannot parse");
     }
     if (!doc->intSubset || !doc->intSubset->name ||
         strcmp((const char *)doc->intSubset->name, "platform") != 0) {
@@ -639,6 +643,29 @@ int sim_platform_check(const char *path, sim_platform_info *info) {
     for (int i = 0; i < c.hosts.n; i++)
         info->n_ps_hosts += c.hosts.is_ps[i];
     return SS_OK;
+}
+
+int sim_platform_check(const char *path, sim_platform_info *info) {
+    SS_ASSERT(info != NULL);
+    memset(info, 0, sizeof *info);
+    if (!path || !*path) return ss_error_set(SS_EUSAGE, "no platform file given");
+    FILE *f = fopen(path, "rb");
+    if (!f) return ss_error_set(SS_EINPUT, "platform %s: cannot open: %s", path, strerror(errno));
+    fclose(f);
+    xml_first_error first = {0};
+    xmlDoc *doc = platform_parse(path, NULL, 0, &first);
+    return platform_check_doc(path, doc, &first, info);
+}
+
+int sim_platform_check_mem(const char *name, const char *data, size_t size,
+                           sim_platform_info *info) {
+    SS_ASSERT(info != NULL && name != NULL && (data != NULL || size == 0));
+    memset(info, 0, sizeof *info);
+    if (size > INT_MAX) /* libxml2 takes an int */
+        return ss_error_set(SS_EINPUT, "platform %s: %zu bytes, more than %d", name, size, INT_MAX);
+    xml_first_error first = {0};
+    xmlDoc *doc = platform_parse(name, data ? data : "", size, &first);
+    return platform_check_doc(name, doc, &first, info);
 }
 
 void sim_platform_info_free(sim_platform_info *info) {

@@ -40,6 +40,7 @@
 #define SS_SIM_CLUSTER_H
 
 #include <simgrid/forward.h>
+#include <stddef.h>
 
 /* SimGrid network models. LV08 (SimGrid's default) is calibrated on TCP: 0.97 x bandwidth and
  * 13.01 x latency. CM02 is the plain max-min flow model (time = latency + size / bandwidth, no
@@ -75,6 +76,12 @@ typedef struct sim_platform_info {
 /* Validates `path` as described above and lists its hosts. SS_EINPUT naming the file (and line)
  * on any problem. Safe to call in any process, any number of times. */
 int sim_platform_check(const char *path, sim_platform_info *info);
+/* The same on the bytes data[0..size) of a platform file already in memory; `name` names them in
+ * messages (as a path would). Only the reading differs from sim_platform_check(): libxml2 parses
+ * the bytes as they are (a gzip-compressed file is read by the file variant only). The fuzz
+ * target (tests/fuzz/fuzz_platform.c) reads its inputs through it. */
+int sim_platform_check_mem(const char *name, const char *data, size_t size,
+                           sim_platform_info *info);
 void sim_platform_info_free(sim_platform_info *info);
 
 /* Whether SimGrid's ns-3 binding can run `path` (already valid for sim_platform_check()): one

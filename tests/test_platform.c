@@ -294,6 +294,81 @@ static void test_bad_platforms(void) {
     expect_bad(HEAD "<notaplatform/>\n", 1, SS_EINPUT, "expected <platform>");
 }
 
+/* sim_platform_check on the file `path` and sim_platform_check_mem on its first `size` bytes (all
+ * when size < 0), named by the same path: the same status and message, or the same hosts. */
+static void check_mem_equals_file(const char *path, long size) {
+    FILE *f = fopen(path, "rb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char *bytes = malloc(1 << 20);
+    size_t n = fread(bytes, 1, 1 << 20, f);
+    fclose(f);
+    if (size >= 0 && (size_t)size < n) {
+        n = (size_t)size;
+        f = fopen(path, "wb"); /* the cut file, for the file variant */
+        CU_ASSERT_EQUAL_FATAL(fwrite(bytes, 1, n, f), n);
+        fclose(f);
+    }
+    sim_platform_info a, b;
+    const int sa = sim_platform_check(path, &a);
+    char message[1024];
+    snprintf(message, sizeof message, "%s", ss_error_message());
+    const int sb = sim_platform_check_mem(path, bytes, n, &b);
+    CU_ASSERT_EQUAL(sa, sb);
+    if (sa != SS_OK) CU_ASSERT_STRING_EQUAL(message, ss_error_message());
+    if (sa == SS_OK && sb == SS_OK) {
+        CU_ASSERT_EQUAL_FATAL(a.n_hosts, b.n_hosts);
+        CU_ASSERT_EQUAL(a.n_ps_hosts, b.n_ps_hosts);
+        CU_ASSERT_EQUAL(a.n_nodes, b.n_nodes);
+        CU_ASSERT_EQUAL(a.gpus_per_node, b.gpus_per_node);
+        CU_ASSERT_EQUAL(a.nics_per_node, b.nics_per_node);
+        for (int i = 0; i < a.n_hosts; i++) {
+            CU_ASSERT_STRING_EQUAL(a.host_names[i], b.host_names[i]);
+            CU_ASSERT_EQUAL(a.host_is_ps[i], b.host_is_ps[i]);
+        }
+    }
+    sim_platform_info_free(&a);
+    sim_platform_info_free(&b);
+    free(bytes);
+}
+
+/* The bytes of a platform in memory check as the file does: every shipped platform, whole and
+ * cut in the middle, and bad ones (a NUL byte, an empty file, errors of the checker). */
+static void test_check_mem_equals_file(void) {
+    char dir[512], path[1024];
+    snprintf(dir, sizeof dir, "%s/platforms", SS_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    for (struct dirent *e; (e = readdir(d));) {
+        size_t l = strlen(e->d_name);
+        if (l < 5 || strcmp(e->d_name + l - 4, ".xml") != 0) continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        check_mem_equals_file(path, -1);
+    }
+    closedir(d);
+    snprintf(path, sizeof path, "%s/tests/mem_platform.xml", SS_BINARY_DIR);
+    static const char nul[] = HEAD "<platform version=\"4.1\">\n<host id=\"a\0\" speed=\"1Gf\"/>\n"
+                                   "</platform>\n";
+    const char *texts[] = {
+        CLUSTER("radical=\"0-7,9\" speed=\"15.7Tf\" bw=\"25Gbps\" lat=\"5us\""),
+        CLUSTER("radical=\"0-x\" speed=\"1Gf\" bw=\"25Gbps\" lat=\"5us\""),
+        HEAD "<platform version=\"4.1\">\n<host id=\"a\" speed=\"1Gf\"/>\n<host id=\"a\" "
+             "speed=\"1Gf\"/>\n</platform>\n",
+        HEAD "<notaplatform/>\n",
+        nul,
+        ""};
+    const size_t sizes[] = {strlen(texts[0]), strlen(texts[1]), strlen(texts[2]),
+                            strlen(texts[3]), sizeof nul - 1,   0};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        FILE *f = fopen(path, "wb");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        CU_ASSERT_EQUAL(fwrite(texts[i], 1, sizes[i], f), sizes[i]);
+        fclose(f);
+        check_mem_equals_file(path, -1);
+        check_mem_equals_file(path, (long)sizes[i] / 2);
+    }
+    remove(path);
+}
+
 /* A second engine in one process is refused with a clear message (not a SimGrid abort). */
 static int twice_run(void *arg, sim_blob *result) {
     (void)result;
@@ -338,6 +413,7 @@ static CU_TestInfo platform_tests[] = {
     {"platform_parse_* units and errors", test_parse_units},
     {"platform_generate sketch names each host once", test_generator_sketch},
     {"sim_cluster_open bad platforms: SS_EINPUT/SS_EUSAGE, no abort", test_bad_platforms},
+    {"sim_platform_check_mem: same hosts or message as the file", test_check_mem_equals_file},
     {"sim_cluster_open twice in one process", test_engine_once},
     {"sim_run_isolated child abort", test_isolate_abort},
     CU_TEST_INFO_NULL};

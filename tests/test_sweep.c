@@ -136,6 +136,95 @@ static void test_sweep_contradictory_point(void) {
     sweep_plan_free(p);
 }
 
+/* Loads text[0..size) from a file and from memory under the same name: the same status and
+ * message, or the same points with the same options. */
+static void check_mem_equals_file(const char *text, size_t size) {
+    char path[300];
+    snprintf(path, sizeof path, "%s/mem.ini", root);
+    FILE *fp = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    CU_ASSERT_EQUAL_FATAL(fwrite(text, 1, size, fp), size);
+    fclose(fp);
+    sweep_plan *a = NULL, *b = NULL;
+    const int ra = sweep_plan_load(path, "o", cmd_sweep_options(), &a);
+    char message[1024];
+    snprintf(message, sizeof message, "%s", ss_error_message());
+    const int rb = sweep_plan_load_mem(path, text, size, "o", cmd_sweep_options(), &b);
+    CU_ASSERT_EQUAL(ra, rb);
+    if (ra != SS_OK) CU_ASSERT_STRING_EQUAL(message, ss_error_message());
+    if (ra == SS_OK && rb == SS_OK) {
+        CU_ASSERT_STRING_EQUAL(a->name, b->name);
+        CU_ASSERT_EQUAL(a->merged, b->merged);
+        CU_ASSERT_EQUAL_FATAL(a->n_points, b->n_points);
+        for (int i = 0; i < a->n_points; i++) {
+            CU_ASSERT_STRING_EQUAL(a->points[i].name, b->points[i].name);
+            CU_ASSERT_EQUAL_FATAL(a->points[i].argc, b->points[i].argc);
+            for (int k = 0; k < a->points[i].argc; k++)
+                CU_ASSERT_STRING_EQUAL(a->points[i].argv[k], b->points[i].argv[k]);
+        }
+    }
+    sweep_plan_free(a);
+    sweep_plan_free(b);
+}
+
+static void test_sweep_mem_equals_file(void) {
+    /* sweep_plan_load_mem reads bytes as sweep_plan_load reads the file: NUL bytes, lines longer
+     * than inih's 200-byte buffer, CR LF, no final newline, an empty file */
+    static const char nul[] = "[sweep]\nout = o\n[grid]\nseed = 1,\0002\nlr = 0.1\n";
+    static const char good[] = "[sweep]\nname = n\n[grid]\npolicy = bsp,selsync\ndelta = 0.1,0.2"
+                               "\n[fixed]\nworkers = 2\n";
+    char longline[700];
+    snprintf(longline, sizeof longline, "[grid]\nseed = 1\n; %0500d\nlr = 0.1,0.2\n", 0);
+    const char *texts[] = {good,    "[grid]\r\nseed = 1,2\r\n", "[grid]\nseed = 1,2",
+                           "",      "[grid]\nseed 1\n",         "[grids]\nseed = 1\n",
+                           longline};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        check_mem_equals_file(texts[i], strlen(texts[i]));
+    check_mem_equals_file(nul, sizeof nul - 1);
+    check_mem_equals_file(good, 20); /* cut inside a line */
+}
+
+static void test_sweep_largest_grid(void) {
+    /* 2 policies x 32 deltas x 64 seeds = 4096 combinations, the most a grid may have (each line
+     * within inih's 200 bytes): the bsp ones omit delta, so each seed's 32 coincide (one point,
+     * 31 merged); selsync keeps all */
+    char text[1024], deltas[256] = "", seeds[256] = "";
+    for (int d = 1; d <= 32; d++)
+        snprintf(deltas + strlen(deltas), sizeof deltas - strlen(deltas), "%s0.%02d",
+                 d > 1 ? "," : "", d);
+    for (int s = 1; s <= 64; s++)
+        snprintf(seeds + strlen(seeds), sizeof seeds - strlen(seeds), "%s%d", s > 1 ? "," : "", s);
+    snprintf(text, sizeof text, "[grid]\npolicy = bsp,selsync\ndelta = %s\nseed = %s\n", deltas,
+             seeds);
+    sweep_plan *p;
+    CU_ASSERT_EQUAL_FATAL(
+        sweep_plan_load_mem("big.ini", text, strlen(text), "o", cmd_sweep_options(), &p), SS_OK);
+    CU_ASSERT_EQUAL(p->n_points, 64 + 32 * 64);
+    CU_ASSERT_EQUAL(p->merged, 31 * 64);
+    CU_ASSERT_STRING_EQUAL(p->name, "big.ini");
+    CU_ASSERT_STRING_EQUAL(p->points[63].name, "policy=bsp,seed=64");
+    CU_ASSERT_STRING_EQUAL(p->points[64].name, "policy=selsync,delta=0.01,seed=1");
+    CU_ASSERT_STRING_EQUAL(p->points[64 + 32 * 64 - 1].name, "policy=selsync,delta=0.32,seed=64");
+    for (int i = 0; i < p->n_points; i++)
+        CU_ASSERT(p->points[i].valid);
+    sweep_plan_free(p);
+    /* one more axis is too many combinations */
+    snprintf(text, sizeof text, "[grid]\npolicy = bsp,selsync\ndelta = %s\nseed = %s\nlr = 1,2\n",
+             deltas, seeds);
+    CU_ASSERT_EQUAL(
+        sweep_plan_load_mem("big.ini", text, strlen(text), "o", cmd_sweep_options(), &p),
+        SS_EUSAGE);
+    check_contains(ss_error_message(), "big.ini: the grid has more than 4096 points");
+}
+
+static void test_sweep_same_directory_name(void) {
+    /* two platforms with the same base name would share a point directory: refused with a
+     * message, not one of them dropped */
+    const char *m = load_error("[grid]\nplatform = x/p.xml,y/p.xml\nseed = 1,2\n[fixed]\n"
+                               "policy = bsp\nworkers = 2\n");
+    check_contains(m, "bad.ini: two different points get the directory name 'platform=p,seed=1'");
+}
+
 /* ---- end to end ---- */
 
 static const char *tiny_sweep = "[sweep]\nname = tiny\n[grid]\npolicy = bsp,selsync\n"
@@ -429,6 +518,9 @@ static CU_TestInfo file_tests[] = {
     {"sweep_plan_load: errors name file, line, closest key", test_sweep_file_errors},
     {"sweep_plan_load: policy-limited axes, merged points", test_sweep_expand_policy_rule},
     {"sweep_plan_load: contradictory point is invalid", test_sweep_contradictory_point},
+    {"sweep_plan_load_mem: same plan or message as from the file", test_sweep_mem_equals_file},
+    {"sweep_plan_load: 4096 combinations, bsp ones merged", test_sweep_largest_grid},
+    {"sweep_plan_load: points sharing a directory name refused", test_sweep_same_directory_name},
     CU_TEST_INFO_NULL};
 
 static CU_TestInfo run_tests[] = {

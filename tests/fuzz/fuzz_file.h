@@ -1,5 +1,7 @@
-/* Helper of the libFuzzer targets whose reader takes a path: writes the input to a private
- * temporary file once per input. Usage: const char *p = fuzz_file_write(data, size); */
+/* Helper of the libFuzzer targets whose reader takes a path (fuzz_config: options_parse reads
+ * --config FILE): writes the input to a private temporary file once per input. The platform and
+ * sweep targets call their readers' memory variants instead (no file written and opened per input).
+ * Usage: const char *p = fuzz_file_write(data, size); */
 #ifndef SS_FUZZ_FUZZ_FILE_H
 #define SS_FUZZ_FUZZ_FILE_H
 

@@ -1,16 +1,15 @@
-/* libFuzzer target: the platform checker (sim_platform_check) on arbitrary bytes. It must return
- * a status for every input (SS_OK with a consistent host list, or an error with a message),
- * never crash, leak or read out of bounds. Run:
- *     fuzz_platform -max_total_time=60 fuzz/corpus_platform */
+/* libFuzzer target: the platform checker on arbitrary bytes, through sim_platform_check_mem (all
+ * of sim_platform_check but the reading of the file). It must return a status for every input
+ * (SS_OK with a consistent host list, or an error with a message), never crash, leak or read out
+ * of bounds. Run: fuzz_platform -max_total_time=60 fuzz/corpus_platform */
 #include "common/status.h"
-#include "tests/fuzz/fuzz_file.h"
 #include "sim/cluster.h"
 
+#include <stdint.h>
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    const char *path = fuzz_file_write(data, size);
-    if (!path) return 0;
     sim_platform_info info;
-    int rc = sim_platform_check(path, &info);
+    int rc = sim_platform_check_mem("fuzz.xml", (const char *)data, size, &info);
     if (rc == SS_OK) {
         if (info.n_hosts < 1 || info.n_ps_hosts < 0 || info.n_ps_hosts > info.n_hosts)
             __builtin_trap();
