@@ -296,6 +296,8 @@ static opt_def options_table[RUN_CONFIG_MAX_OPTIONS];
 static int options_count;
 #define OPTIONS_COUNT options_count
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+static run_config table_defaults; /* every options_parse() starts from them */
+static int set_value(const opt_def *o, const char *text, run_config *cfg, const char *where);
 static char policy_choices[256];                          /* "|bsp|ssp|..." */
 static char compare_policies[RUN_CONFIG_TEXT];            /* compare's default --policies */
 static char enum_choices[RUN_CONFIG_POLICY_OPTIONS][256]; /* "a|b|c" of an ENUM option */
@@ -356,6 +358,10 @@ static void table_build(void) {
             options_table[i].choices = collective_choices;
     }
     options_count = n;
+    for (int i = 0; i < n; i++) /* the defaults, parsed once: a sweep parses up to 4096 points */
+        if (options_table[i].def)
+            SS_ASSERT(set_value(&options_table[i], options_table[i].def, &table_defaults,
+                                "default") == SS_OK);
 }
 
 static void table_init(void) {
@@ -558,24 +564,8 @@ bad:
     return ss_error_set(SS_EUSAGE, "%s: invalid value '%s' (expected %s)", where, text, range);
 }
 
-/* The table's defaults, parsed once on first use: every options_parse() starts from them, and a
- * sweep parses the options of each of its (up to 4096) points. */
-static run_config table_defaults;
-static pthread_once_t defaults_once = PTHREAD_ONCE_INIT;
-
-static void defaults_build(void) {
-    memset(&table_defaults, 0, sizeof table_defaults);
-    for (int i = 0; i < OPTIONS_COUNT; i++) {
-        const opt_def *o = &options_table[i];
-        if (!o->def) continue;
-        int rc = set_value(o, o->def, &table_defaults, "default");
-        SS_ASSERT(rc == SS_OK); /* the table's own defaults must be valid */
-    }
-}
-
 void options_defaults(run_config *cfg) {
     table_init();
-    pthread_once(&defaults_once, defaults_build);
     memcpy(cfg, &table_defaults, sizeof *cfg);
 }
 
