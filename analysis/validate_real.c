@@ -246,9 +246,11 @@ static double rel_error(double predicted, double measured) {
     return measured > 0 ? (predicted - measured) / measured : NAN;
 }
 
+static const char *const validate_real_models[3] = {"LV08", "SMPI", "ns-3"};
+
 typedef struct case_result {
-    run_figures real, emu, pred[2];
-    const char *model[2];
+    run_figures real, emu, pred[3];
+    const char *model[3];
     int n_models;
 } case_result;
 
@@ -264,12 +266,13 @@ static int run_case(const validate_real_opts *o, const char *policy, FILE *out, 
     if (rc == SS_OK) rc = read_figures(d.real, &cr->real);
     if (rc == SS_OK) rc = run_emulation(o, policy, &d, out);
     if (rc == SS_OK) rc = read_figures(d.emu, &cr->emu);
-    cr->model[0] = "LV08";
-    cr->model[1] = "ns-3";
-    cr->n_models = o->ns3 ? 2 : 1;
+    /* the flow models, LV08 and SMPI (LV08 with size-dependent TCP factors), then ns-3 */
+    cr->n_models = 0;
+    for (int m = 0; m < 3; m++)
+        if (m < 2 || o->ns3) cr->model[cr->n_models++] = validate_real_models[m];
     for (int m = 0; m < cr->n_models && rc == SS_OK && !interrupted; m++) {
         rc = predict(o, cr->model[m], &d, out, &cr->pred[m]);
-        if (rc != SS_OK && m > 0) { /* ns-3 has limits of its own: the flow model still counts */
+        if (rc != SS_OK && m > 1) { /* ns-3 has limits of its own: the flow models still count */
             fprintf(out, "  %s: %s\n", cr->model[m], ss_error_message());
             cr->pred[m].total_s = NAN;
             rc = SS_OK;
@@ -400,8 +403,8 @@ int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *
     snprintf(csv_path, sizeof csv_path, "%s/validate_real.csv", o->out_dir);
     snprintf(csv_tmp, sizeof csv_tmp, "%s.tmp", csv_path);
     snprintf(log, sizeof log, "%s/testbed.log", o->out_dir);
-    for (int m = 0; m < (o->ns3 ? 2 : 1) && rc == SS_OK; m++) {
-        const char *model = m ? "ns-3" : "LV08";
+    for (int m = 0; m < (o->ns3 ? 3 : 2) && rc == SS_OK; m++) {
+        const char *model = validate_real_models[m];
         snprintf(platform, sizeof platform, "%s/testbed-%s.xml", o->out_dir, model);
         rc = write_platform(o, model, platform, out);
     }

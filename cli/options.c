@@ -113,9 +113,10 @@ static const opt_def head_rows[] = {
     {"gpu", OPT_TYPE_CHOICE, F(gpu), "v100", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY,
      "v100|a100|h100", "G", "generated platform: GPU class (host speed = its FP32 FLOP/s)", SIM},
     {"network-model", OPT_TYPE_CHOICE, F(network_model), "LV08", 0, 0,
-     CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_PLATFORM, "LV08|CM02|ns-3", "M",
+     CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_PLATFORM, "LV08|CM02|ns-3|SMPI", "M",
      "SimGrid network model (CM02: plain flows, for closed forms; ns-3: packet-level TCP, "
-     "slower, star platforms only)",
+     "slower, star platforms only; SMPI: LV08 with size-dependent TCP factors, for small "
+     "messages)",
      SIM},
     {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0, CMD_RUN | CMD_REPLAY | CMD_BENCH,
      NULL /* the algorithms of sim/collective.h, and ps: table_build */, "C",

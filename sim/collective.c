@@ -18,10 +18,9 @@
 
 #include "common/status.h"
 #include "sim/collective_internal.h"
+#include "sim/fabric.h"
 #include "sim/internal.h"
 
-/* Shared with the cluster set-up, which sets the factor of its network model (internal.h). */
-double sim_model_latency_factor = 13.01;
 char sim_token = 'x';
 
 static int comm_next_id;
@@ -35,9 +34,6 @@ sim_comm *sim_comm_create(int size, const sg_host_t *hosts) {
     memcpy(c->hosts, hosts, (size_t)size * sizeof(sg_host_t));
     c->next_seq = ss_calloc((size_t)size, sizeof(uint64_t));
     c->bytes_sent = ss_calloc((size_t)size, sizeof(double));
-    c->ring_alpha_max_s = -1;
-    c->intra_alpha_max_s = -1;
-    c->rail_alpha_max_s = -1;
     c->gather_coarse_s = -1;
     return c;
 }
@@ -300,36 +296,126 @@ void coll_ring(call *k, double bytes) {
                       chunk_bytes(bytes, ((i - s) % n + n) % n, n));
 }
 
-/* Largest route latency between ring neighbours of the group (computed once per group): a
- * message-level ring step lasts as long as its slowest hop, since everyone waits for its
- * predecessor. */
-double coll_ring_alpha_max_s(sim_comm *c) {
-    if (c->ring_alpha_max_s < 0) {
-        double a = 0;
-        for (int i = 0; i < c->size; i++) {
-            double l = sg_host_get_route_latency(c->hosts[i], c->hosts[(i + 1) % c->size]);
-            if (l > a) a = l;
-        }
-        c->ring_alpha_max_s = a;
+/* ---------------------------------------------------------------- hop sets */
+
+double coll_hop_latency_s(sg_host_t src, sg_host_t dst, double bytes) {
+    return sim_fabric_latency_factor(src, dst, bytes) * sg_host_get_route_latency(src, dst);
+}
+
+double coll_hop_bandwidth_Bps(sg_host_t src, sg_host_t dst, double bytes) {
+    return sim_fabric_bandwidth_factor(src, dst, bytes) * sg_host_get_route_bandwidth(src, dst);
+}
+
+void hop_set_clear(hop_set *h) {
+    h->ready = 0;
+    h->tcp_lat_s = h->other_lat_s = 0;
+    h->tcp_bw_Bps = h->other_bw_Bps = INFINITY;
+}
+
+void hop_set_add(hop_set *h, sg_host_t src, sg_host_t dst) {
+    if (sim_fabric_route_is_tcp(src, dst)) {
+        h->tcp_lat_s = fmax(h->tcp_lat_s, sg_host_get_route_latency(src, dst));
+        h->tcp_bw_Bps = fmin(h->tcp_bw_Bps, sg_host_get_route_bandwidth(src, dst));
+    } else {
+        /* the factors of other fabrics do not depend on the size */
+        h->other_lat_s = fmax(h->other_lat_s, coll_hop_latency_s(src, dst, 1));
+        h->other_bw_Bps = fmin(h->other_bw_Bps, coll_hop_bandwidth_Bps(src, dst, 1));
     }
-    return c->ring_alpha_max_s;
+}
+
+double hop_set_latency_s(const hop_set *h, double bytes) {
+    return fmax(h->tcp_lat_s * sim_fabric_tcp_latency_factor(bytes), h->other_lat_s);
+}
+
+double hop_set_bandwidth_Bps(const hop_set *h, double bytes) {
+    return fmin(h->tcp_bw_Bps * sim_fabric_tcp_bandwidth_factor(bytes), h->other_bw_Bps);
+}
+
+/* The hops between ring neighbours (read once per group): a message-level ring step lasts as
+ * long as its slowest hop, since everyone waits for its predecessor. */
+double coll_ring_alpha_max_s(sim_comm *c, double bytes) {
+    if (!c->ring_hops.ready) {
+        hop_set_clear(&c->ring_hops);
+        for (int i = 0; i < c->size; i++)
+            hop_set_add(&c->ring_hops, c->hosts[i], c->hosts[(i + 1) % c->size]);
+        c->ring_hops.ready = 1;
+    }
+    return hop_set_latency_s(&c->ring_hops, bytes);
+}
+
+/* How a merged flow of `bytes` from member `from` to `to` goes (coll_exchange_merged). On a TCP
+ * route under size-dependent factors the flow's own bandwidth factor is that of its size, not
+ * that of the `unit_bytes` messages it stands for: it is sent with the size w whose time
+ * w / (B f(w)) equals theirs, bytes / (B f(unit)), where one exists (the one nearest `bytes`);
+ * otherwise whole, followed by a wait for the time it is short of at `share` of the route's
+ * bandwidth (the closed form's count of flows on its narrowest link). */
+static void merged_plan(sim_comm *c, int from, int to, double bytes, double unit_bytes,
+                        double share, double *wire, double *wait_s) {
+    *wire = bytes;
+    *wait_s = 0;
+    sg_host_t a = c->hosts[from], b = c->hosts[to];
+    if (!sim_fabric_route_is_tcp(a, b)) return;
+    const double want = sim_fabric_tcp_bandwidth_factor(unit_bytes);
+    if (sim_fabric_tcp_bandwidth_factor(bytes) == want) return;
+    const double *th;
+    const int steps = sim_fabric_tcp_size_steps(&th);
+    double best = -1;
+    for (int i = 0; i < steps; i++) {
+        const double w = bytes * sim_fabric_tcp_bandwidth_factor(th[i]) / want;
+        const int inside = w >= th[i] && (i == 0 || w < th[i - 1]);
+        if (inside && (best < 0 || fabs(w - bytes) < fabs(best - bytes))) best = w;
+    }
+    if (best >= 0) {
+        *wire = best;
+        return;
+    }
+    const double raw_bw = share * sg_host_get_route_bandwidth(a, b);
+    *wait_s = fmax(0, bytes / raw_bw * (1 / want - 1 / sim_fabric_tcp_bandwidth_factor(bytes)));
+}
+
+double coll_exchange_merged(call *k, int dst, int src, double bytes, double unit_bytes,
+                            double share) {
+    sim_comm *c = k->c;
+    double lat_s = 0, wait_s = 0, wire, w;
+    step st;
+    st.n = 0;
+    if (dst >= 0) {
+        merged_plan(c, k->member, dst, bytes, unit_bytes, share, &wire, &w);
+        wait_s = w;
+        lat_s = coll_hop_latency_s(c->hosts[k->member], c->hosts[dst], wire);
+        coll_post_send(k, &st, dst, wire);
+        k->res.bytes_sent += (double)coll_wire_bytes(bytes) - (double)coll_wire_bytes(wire);
+    }
+    if (src >= 0) {
+        merged_plan(c, src, k->member, bytes, unit_bytes, share, &wire, &w);
+        wait_s = fmax(wait_s, w);
+        coll_post_recv(k, &st, src, bytes);
+    }
+    coll_step_wait(&st);
+    if (wait_s > 0) sg_actor_sleep_for(wait_s);
+    return lat_s;
+}
+
+/* The latency the merged flow from `from` to `to` pays (coll_exchange_merged). */
+double coll_merged_latency_s(sim_comm *c, int from, int to, double bytes, double unit_bytes) {
+    double wire, wait_s;
+    merged_plan(c, from, to, bytes, unit_bytes, 1, &wire, &wait_s);
+    return coll_hop_latency_s(c->hosts[from], c->hosts[to], wire);
 }
 
 void coll_ring_coarse(call *k, double bytes) {
     int n = k->c->size, i = k->member, next = (i + 1) % n, prev = (i + n - 1) % n;
-    double part = bytes * (n - 1) / n;
+    const double part = bytes * (n - 1) / n, chunk = bytes / n;
     /* Per phase, the message-level ring pays N-1 step latencies of its slowest hop; the
      * exchange (send to next and receive from prev together) paid the larger of its two routes'
      * latencies once, the rest is charged as a wait, so that every member ends the phase
      * together as in the message-level ring. */
-    double alpha_max = sim_model_latency_factor * coll_ring_alpha_max_s(k->c);
-    double alpha_in =
-        sim_model_latency_factor * sg_host_get_route_latency(k->c->hosts[prev], k->c->hosts[i]);
-    double alpha_out =
-        sim_model_latency_factor * sg_host_get_route_latency(k->c->hosts[i], k->c->hosts[next]);
-    double extra_s = (n - 1) * alpha_max - fmax(alpha_in, alpha_out);
+    const double alpha_max = coll_ring_alpha_max_s(k->c, chunk);
     for (int phase = 0; phase < 2; phase++) {
-        coll_exchange(k, next, part, prev, part);
+        double sent_lat = coll_exchange_merged(k, next, prev, part, chunk, 1);
+        /* what prev's flow paid: the same computation on its side */
+        double recv_lat = coll_merged_latency_s(k->c, prev, i, part, chunk);
+        double extra_s = (n - 1) * alpha_max - fmax(sent_lat, recv_lat);
         if (extra_s > 0) sg_actor_sleep_for(extra_s);
     }
 }

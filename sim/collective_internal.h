@@ -10,6 +10,23 @@
 #include "sim/collective.h"
 #include "sim/topology.h"
 
+/* The slowest of a set of hops as the network model charges a message of a given size: the
+ * TCP routes' raw latency and bandwidth (their factors depend on the size under SMPI), the
+ * others' with their fixed factors applied. */
+typedef struct hop_set {
+    int ready;
+    double tcp_lat_s, tcp_bw_Bps;     /* largest raw latency, smallest raw bandwidth (TCP) */
+    double other_lat_s, other_bw_Bps; /* the same, factors applied (other fabrics) */
+} hop_set;
+
+void hop_set_clear(hop_set *h);
+void hop_set_add(hop_set *h, sg_host_t src, sg_host_t dst);
+double hop_set_latency_s(const hop_set *h, double bytes);
+double hop_set_bandwidth_Bps(const hop_set *h, double bytes);
+/* One route's latency and bandwidth as charged for a message of `bytes`. */
+double coll_hop_latency_s(sg_host_t src, sg_host_t dst, double bytes);
+double coll_hop_bandwidth_Bps(sg_host_t src, sg_host_t dst, double bytes);
+
 /* Mailboxes already looked up, by (channel, instance slot, src, dst): an open-addressing table,
  * since SimGrid finds a mailbox by its name (a string built and hashed for every message). */
 typedef struct mailbox_cache {
@@ -19,25 +36,24 @@ typedef struct mailbox_cache {
 } mailbox_cache;
 
 struct sim_comm {
-    int id;                  /* unique in the process: names the group's mailboxes */
-    int size;                /* members */
-    sg_host_t *hosts;        /* (size) */
-    uint64_t *next_seq;      /* (size) per member: number of its next collective call */
-    double *bytes_sent;      /* (size) per member, all calls */
-    double ring_alpha_max_s; /* largest route latency between ring neighbours; < 0: not yet */
+    int id;             /* unique in the process: names the group's mailboxes */
+    int size;           /* members */
+    sg_host_t *hosts;   /* (size) */
+    uint64_t *next_seq; /* (size) per member: number of its next collective call */
+    double *bytes_sent; /* (size) per member, all calls */
+    hop_set ring_hops;  /* the hops between ring neighbours (ready: read) */
     mailbox_cache boxes;
     /* read on first use by the node-aware algorithms (collective_nccl.c) */
     sim_topology *topo;
     int channel_count;                /* channels of the orders below (0: none yet) */
     int *channel_next, *channel_prev; /* (channel_count * size) ring neighbours per channel */
     int *tree_next[2];                /* dbtree: per tree (size * 3): parent, child, child (-1) */
-    double intra_alpha_max_s;         /* hier-coarse: largest intra-node ring hop latency (< 0) */
-    double rail_alpha_max_s;          /* hier-coarse: largest rail ring hop latency (< 0) */
+    hop_set intra_hops, rail_hops;    /* hier-coarse: hops of the intra-node and rail rings */
     double gather_coarse_s;           /* all-gather closed form for 1 byte per member (< 0) */
     double gather_coarse_bytes;       /* the bytes per member gather_coarse_s is for */
     sg_bar_t barrier;                 /* coarse all-gather: every member arrived */
-    int est_ready;                    /* auto: the alpha-beta figures below are read */
-    double est_alpha_s[3], est_bw_Bps[3]; /* auto: ring hops, intra-node hops, rail hops */
+    int est_ready;                    /* auto: the hop sets below are read */
+    hop_set est_hops[3];              /* auto: ring hops, intra-node hops, rail hops */
 };
 
 /* The state of one member in one collective instance. */
@@ -75,7 +91,16 @@ void coll_ring_coarse(call *k, double bytes); /* collective.c */
 void coll_ring_channels(call *k, double bytes, int channels);
 void coll_hier(call *k, double bytes, int coarse);
 void coll_dbtree(call *k, double bytes);
-double coll_ring_alpha_max_s(sim_comm *c);
+/* The largest latency of a ring step for chunks of `bytes` (the group's ring hops). */
+double coll_ring_alpha_max_s(sim_comm *c, double bytes);
+/* Sends a closed form's merged flow of `bytes` to dst and receives one from src (-1: none),
+ * sized so that a TCP route gives it the bandwidth factor of the `unit_bytes` messages it stands
+ * for (they differ under SMPI; `share`: the part of the route's bandwidth each flow of the closed
+ * form gets); counts `bytes` sent and received. Returns the latency the sent flow paid. */
+double coll_exchange_merged(call *k, int dst, int src, double bytes, double unit_bytes,
+                            double share);
+/* The latency the merged flow from member `from` to `to` pays in coll_exchange_merged. */
+double coll_merged_latency_s(sim_comm *c, int from, int to, double bytes, double unit_bytes);
 /* The fixed cost every member pays at the start of an all-reduce call (collective.h,
  * SIM_NCCL_*_BASE_LATENCY_S) for the algorithm `run` resolved from the requested one. */
 double coll_nccl_call_latency_s(sim_allreduce_algo requested, sim_allreduce_algo run);

@@ -18,21 +18,11 @@
 #include "sim/fabric.h"
 #include "sim/internal.h"
 
-/* The latency a message from src to dst pays (the route's, times the network model's factor)
- * and the bandwidth it gets alone (the route's, times the model's factor): the one place the
- * closed forms and auto read the model. SimGrid's LV08 multiplies latencies by 13.01 and
- * bandwidths by 0.97 (network/latency-factor and network/bandwidth-factor, from Velho and
- * Legrand's TCP calibration, SimGrid's "Configuring SimGrid" manual); CM02 by 1. */
-/* A route's latency and bandwidth as the network model charges them: with the factors of the
- * route's fabric (sim/fabric.h: LV08's TCP factors on Ethernet routes, 1 on RDMA and NVLink/PCIe
- * routes and under CM02). */
-static double hop_latency_s(sg_host_t src, sg_host_t dst) {
-    return sim_fabric_latency_factor(src, dst) * sg_host_get_route_latency(src, dst);
-}
-
-static double hop_bandwidth_Bps(sg_host_t src, sg_host_t dst) {
-    return sim_fabric_bandwidth_factor(src, dst) * sg_host_get_route_bandwidth(src, dst);
-}
+/* Latencies and bandwidths are read as the network model charges them (sim/fabric.h): LV08's
+ * TCP factors (13.01 and 0.97, Velho and Legrand's calibration, SimGrid's "Configuring SimGrid"
+ * manual), SMPI's size-dependent ones, 1 on RDMA and NVLink/PCIe routes and under CM02. The
+ * hop sets of collective_internal.h keep the slowest hops of a kind; the size of the messages
+ * gives the factors. */
 
 int coll_topology(sim_comm *c) {
     if (c->topo) return SS_OK;
@@ -103,36 +93,33 @@ static void ring_phase(call *k, const int *list, int n, int pos, double bytes) {
 }
 
 /* The same phase in closed form: one flow of (n-1)/n of the bytes, then the wait for the step
- * latencies it stands for ((n-1) x alpha_max_s in all, as ring-coarse). */
+ * latencies it stands for ((n-1) x the slowest hop's latency for chunks of bytes/n in all, as
+ * ring-coarse). */
 static void ring_phase_coarse(call *k, const int *list, int n, int pos, double bytes,
-                              double alpha_max_s) {
+                              const hop_set *hops, double share) {
     const int next = list[(pos + 1) % n], prev = list[(pos + n - 1) % n];
-    const double part = bytes * (n - 1) / n;
-    coll_exchange(k, next, part, prev, part);
-    const double alpha_in = hop_latency_s(k->c->hosts[prev], k->c->hosts[k->member]);
-    const double extra_s = (n - 1) * alpha_max_s - alpha_in;
+    const double part = bytes * (n - 1) / n, chunk = bytes / n;
+    coll_exchange_merged(k, next, prev, part, chunk, share);
+    const double alpha_in = coll_merged_latency_s(k->c, prev, k->member, part, chunk);
+    const double extra_s = (n - 1) * hop_set_latency_s(hops, chunk) - alpha_in;
     if (extra_s > 0) sg_actor_sleep_for(extra_s);
 }
 
-/* Largest latency (model factor included) of a hop of the intra-node rings and of the rail
- * rings (once). */
-static void hier_alphas(sim_comm *c, const sim_topology *t) {
-    if (c->intra_alpha_max_s >= 0) return;
+/* The hops of the intra-node rings and of the rail rings (once). */
+static void hier_hops(sim_comm *c, const sim_topology *t) {
+    if (c->intra_hops.ready) return;
     const int g = t->per_node, nodes = t->n_nodes;
-    double intra = 0, rail = 0;
+    hop_set_clear(&c->intra_hops);
+    hop_set_clear(&c->rail_hops);
     for (int m = 0; m < c->size; m++) {
         const int node = t->node[m], l = t->local[m];
-        if (g > 1) {
-            int next = t->members[node * g + (l + 1) % g];
-            intra = fmax(intra, hop_latency_s(c->hosts[m], c->hosts[next]));
-        }
-        if (nodes > 1) {
-            int next = t->rails[l * nodes + (node + 1) % nodes];
-            rail = fmax(rail, hop_latency_s(c->hosts[m], c->hosts[next]));
-        }
+        if (g > 1)
+            hop_set_add(&c->intra_hops, c->hosts[m], c->hosts[t->members[node * g + (l + 1) % g]]);
+        if (nodes > 1)
+            hop_set_add(&c->rail_hops, c->hosts[m],
+                        c->hosts[t->rails[l * nodes + (node + 1) % nodes]]);
     }
-    c->intra_alpha_max_s = intra;
-    c->rail_alpha_max_s = rail;
+    c->intra_hops.ready = c->rail_hops.ready = 1;
 }
 
 void coll_hier(call *k, double bytes, int coarse) {
@@ -149,24 +136,26 @@ void coll_hier(call *k, double bytes, int coarse) {
     const int g = t->per_node, nodes = t->n_nodes, m = k->member;
     const int node = t->node[m], l = t->local[m];
     const int *intra = t->members + node * g, *rail = t->rails + l * nodes;
-    if (coarse) hier_alphas(c, t);
+    if (coarse) hier_hops(c, t);
+    /* the G rail rings of a node share its R NICs */
+    const double rail_share = t->n_nics < g ? (double)t->n_nics / g : 1.0;
     if (g > 1) {
         if (coarse)
-            ring_phase_coarse(k, intra, g, l, bytes, c->intra_alpha_max_s);
+            ring_phase_coarse(k, intra, g, l, bytes, &c->intra_hops, 1);
         else
             ring_phase(k, intra, g, l, bytes);
     }
     if (nodes > 1) {
         for (int phase = 0; phase < 2; phase++) {
             if (coarse)
-                ring_phase_coarse(k, rail, nodes, node, bytes / g, c->rail_alpha_max_s);
+                ring_phase_coarse(k, rail, nodes, node, bytes / g, &c->rail_hops, rail_share);
             else
                 ring_phase(k, rail, nodes, node, bytes / g);
         }
     }
     if (g > 1) {
         if (coarse)
-            ring_phase_coarse(k, intra, g, l, bytes, c->intra_alpha_max_s);
+            ring_phase_coarse(k, intra, g, l, bytes, &c->intra_hops, 1);
         else
             ring_phase(k, intra, g, l, bytes);
     }
@@ -300,13 +289,14 @@ static double gather_closed_form_s(sim_comm *c, double bytes_per_member) {
     double total = 0;
     for (int dist = 1; dist < n; dist *= 2) {
         const int blocks = dist < n - dist ? dist : n - dist;
+        const double msg = (double)coll_wire_bytes(blocks * bytes_per_member);
         double alpha = 0, bw = INFINITY;
         for (int m = 0; m < n; m++) {
             sg_host_t src = c->hosts[m], dst = c->hosts[(m - dist + n) % n];
-            alpha = fmax(alpha, hop_latency_s(src, dst));
-            bw = fmin(bw, hop_bandwidth_Bps(src, dst));
+            alpha = fmax(alpha, coll_hop_latency_s(src, dst, msg));
+            bw = fmin(bw, coll_hop_bandwidth_Bps(src, dst, msg));
         }
-        total += alpha + (double)coll_wire_bytes(blocks * bytes_per_member) / bw;
+        total += alpha + msg / bw;
     }
     c->gather_coarse_s = total;
     c->gather_coarse_bytes = bytes_per_member;
@@ -351,14 +341,12 @@ double coll_nccl_call_latency_s(sim_allreduce_algo requested, sim_allreduce_algo
 
 enum { HOPS_RING, HOPS_INTRA, HOPS_RAIL };
 
-/* Latency (x the model's factor) and bandwidth of the slowest hop of each kind (once). */
+/* The hops of each kind (once). */
 static void auto_figures(sim_comm *c, const sim_topology *t) {
     if (c->est_ready) return;
     const int n = c->size;
-    for (int h = 0; h < 3; h++) {
-        c->est_alpha_s[h] = 0;
-        c->est_bw_Bps[h] = INFINITY;
-    }
+    for (int h = 0; h < 3; h++)
+        hop_set_clear(&c->est_hops[h]);
     const int g = t && t->per_node > 1 ? t->per_node : 0;
     for (int m = 0; m < n; m++) {
         int next[3] = {(m + 1) % n, -1, -1};
@@ -370,33 +358,44 @@ static void auto_figures(sim_comm *c, const sim_topology *t) {
         }
         for (int h = 0; h < 3; h++) {
             if (next[h] < 0 || next[h] == m) continue;
-            sg_host_t a = c->hosts[m], b = c->hosts[next[h]];
-            c->est_alpha_s[h] = fmax(c->est_alpha_s[h], hop_latency_s(a, b));
-            c->est_bw_Bps[h] = fmin(c->est_bw_Bps[h], hop_bandwidth_Bps(a, b));
+            hop_set_add(&c->est_hops[h], c->hosts[m], c->hosts[next[h]]);
         }
     }
     c->est_ready = 1;
 }
 
-/* The alpha-beta estimates auto compares (collective.h; README "Collectives"). */
+/* Latency and bandwidth of the slowest hop of kind h for messages of `bytes`. */
+static double est_alpha(const sim_comm *c, int h, double bytes) {
+    return hop_set_latency_s(&c->est_hops[h], bytes);
+}
+
+static double est_bw(const sim_comm *c, int h, double bytes) {
+    return hop_set_bandwidth_Bps(&c->est_hops[h], bytes);
+}
+
+/* The alpha-beta estimates auto compares (collective.h; README "Collectives"), each with the
+ * factors of the messages it sends. */
 static double estimate_ring_s(const sim_comm *c, double bytes, double bw_scale) {
     const int n = c->size;
-    const double a = c->est_alpha_s[HOPS_RING], b = c->est_bw_Bps[HOPS_RING] * bw_scale;
+    const double chunk = bytes / n;
+    const double a = est_alpha(c, HOPS_RING, chunk), b = est_bw(c, HOPS_RING, chunk) * bw_scale;
     return 2.0 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b;
 }
 
 static double estimate_dbtree_s(const sim_comm *c, double bytes) {
     const double depth = floor(log2((double)c->size));
-    return 2.0 * depth * (c->est_alpha_s[HOPS_RING] + bytes / c->est_bw_Bps[HOPS_RING]);
+    return 2.0 * depth * (est_alpha(c, HOPS_RING, bytes) + bytes / est_bw(c, HOPS_RING, bytes));
 }
 
 static double estimate_hier_s(const sim_comm *c, const sim_topology *t, double bytes) {
     const int g = t->per_node, nodes = t->n_nodes;
     /* G / R GPUs send through one NIC: each rail gets R / G of it */
     const double share = t->n_nics < g ? (double)t->n_nics / g : 1.0;
-    return 2.0 * (g - 1) * (c->est_alpha_s[HOPS_INTRA] + bytes / g / c->est_bw_Bps[HOPS_INTRA]) +
+    const double intra = bytes / g, rail = bytes / g / nodes;
+    return 2.0 * (g - 1) *
+               (est_alpha(c, HOPS_INTRA, intra) + intra / est_bw(c, HOPS_INTRA, intra)) +
            2.0 * (nodes - 1) *
-               (c->est_alpha_s[HOPS_RAIL] + bytes / g / nodes / (c->est_bw_Bps[HOPS_RAIL] * share));
+               (est_alpha(c, HOPS_RAIL, rail) + rail / (est_bw(c, HOPS_RAIL, rail) * share));
 }
 
 int sim_allreduce_auto_channels(sim_comm *c, const sim_coll_opts *o) {

@@ -35,8 +35,49 @@ const char *const fabric_names[SIM_FABRIC_COUNT] = {"ethernet", "infiniband", "r
 const double lat_factor[SIM_FABRIC_COUNT] = {13.01, 1.0, 1.0, 1.0, 1.0};
 const double bw_factor[SIM_FABRIC_COUNT] = {0.97, 1.0, 1.0, 1.0, 1.0};
 
-bool installed = false; /* the callbacks are in place (LV08 on a platform with fabrics) */
-bool lv08 = true;       /* the model of the run */
+/* SimGrid's SMPI network model: LV08 with factors that depend on the message size, fitted by
+ * SimGrid's developers to MPI ping-pong times over TCP on a Gigabit Ethernet cluster (SimGrid
+ * 3.32's defaults of smpi/lat-factor and smpi/bw-factor; contrib/network_model/
+ * smpi_calibration.c in SimGrid's sources). A factor applies from its threshold (bytes) up to
+ * the next one. Small messages pay about twice the route latency, not LV08's 13: the 13 stands
+ * for the window opening of large flows, which 64 KiB and more still see (11.6). */
+const double smpi_threshold[] = {65472, 15424, 9376, 5776, 3484, 1426, 732, 257, 0};
+const double smpi_lat[] = {11.6436, 3.48845, 2.59299, 2.18796, 1.88101,
+                           1.61075, 1.9503,  1.95341, 2.01467};
+const double smpi_bw[] = {0.940694, 0.697866, 0.58729,  1.08739, 0.77493,
+                          0.608902, 0.341987, 0.338112, 0.812084};
+const int smpi_steps = sizeof smpi_threshold / sizeof smpi_threshold[0];
+
+int smpi_index(double bytes) {
+    for (int i = 0; i < smpi_steps; i++)
+        if (bytes >= smpi_threshold[i]) return i;
+    return smpi_steps - 1;
+}
+
+bool installed = false;                    /* the callbacks are in place */
+sim_factor_set factors = SIM_FACTORS_LV08; /* the factors of the run */
+
+double tcp_lat(double bytes) {
+    switch (factors) {
+    case SIM_FACTORS_LV08:
+        return lat_factor[SIM_FABRIC_ETHERNET];
+    case SIM_FACTORS_SMPI:
+        return smpi_lat[smpi_index(bytes)];
+    default:
+        return 1.0;
+    }
+}
+
+double tcp_bw(double bytes) {
+    switch (factors) {
+    case SIM_FACTORS_LV08:
+        return bw_factor[SIM_FABRIC_ETHERNET];
+    case SIM_FACTORS_SMPI:
+        return smpi_bw[smpi_index(bytes)];
+    default:
+        return 1.0;
+    }
+}
 
 /* Fabric of each link seen so far; SimGrid links live as long as the engine. */
 std::unordered_map<const simgrid::s4u::Link *, int> fabric_cache;
@@ -90,16 +131,18 @@ int route_fabric(const std::vector<simgrid::s4u::Link *> &links) {
     return worst;
 }
 
-double route_lat_cb(double, const simgrid::s4u::Host *, const simgrid::s4u::Host *,
+double route_lat_cb(double bytes, const simgrid::s4u::Host *, const simgrid::s4u::Host *,
                     const std::vector<simgrid::s4u::Link *> &links,
                     const std::unordered_set<simgrid::s4u::NetZone *> &) {
-    return lat_factor[route_fabric(links)];
+    const int f = route_fabric(links);
+    return f == SIM_FABRIC_ETHERNET ? tcp_lat(bytes) : lat_factor[f];
 }
 
-double route_bw_cb(double, const simgrid::s4u::Host *, const simgrid::s4u::Host *,
+double route_bw_cb(double bytes, const simgrid::s4u::Host *, const simgrid::s4u::Host *,
                    const std::vector<simgrid::s4u::Link *> &links,
                    const std::unordered_set<simgrid::s4u::NetZone *> &) {
-    return bw_factor[route_fabric(links)];
+    const int f = route_fabric(links);
+    return f == SIM_FABRIC_ETHERNET ? tcp_bw(bytes) : bw_factor[f];
 }
 
 int host_route_fabric(sg_host_t src, sg_host_t dst) {
@@ -139,29 +182,54 @@ double sim_fabric_lv08_bandwidth_factor(sim_fabric f) {
     return static_cast<unsigned>(f) < SIM_FABRIC_COUNT ? bw_factor[f] : bw_factor[0];
 }
 
-void sim_fabric_install(int use_lv08) {
-    lv08 = use_lv08 != 0;
+void sim_fabric_install(sim_factor_set set) {
+    factors = set;
     installed = false;
-    if (!lv08) return; /* CM02: plain flows, factor 1 everywhere, as configured */
+    if (set == SIM_FACTORS_NONE) return; /* CM02 and ns-3: plain flows, as configured */
     auto *engine = simgrid::s4u::Engine::get_instance();
     bool any = false;
     for (const auto *l : engine->get_all_links())
         any = any || link_fabric(l) != SIM_FABRIC_ETHERNET;
-    if (!any) return; /* a TCP-only platform: SimGrid's own LV08, bit for bit */
+    /* a TCP-only platform under LV08: SimGrid's own LV08, bit for bit */
+    if (!any && set == SIM_FACTORS_LV08) return;
     auto *model = engine->get_netzone_root()->get_network_model();
     model->set_lat_factor_cb(route_lat_cb);
     model->set_bw_factor_cb(route_bw_cb);
     installed = true;
 }
 
-double sim_fabric_latency_factor(sg_host_t src, sg_host_t dst) {
-    if (!lv08) return 1.0;
-    return installed ? lat_factor[host_route_fabric(src, dst)] : lat_factor[SIM_FABRIC_ETHERNET];
+double sim_fabric_tcp_latency_factor(double bytes) {
+    return tcp_lat(bytes);
 }
 
-double sim_fabric_bandwidth_factor(sg_host_t src, sg_host_t dst) {
-    if (!lv08) return 1.0;
-    return installed ? bw_factor[host_route_fabric(src, dst)] : bw_factor[SIM_FABRIC_ETHERNET];
+double sim_fabric_tcp_bandwidth_factor(double bytes) {
+    return tcp_bw(bytes);
+}
+
+int sim_fabric_tcp_size_steps(const double **thresholds) {
+    if (factors != SIM_FACTORS_SMPI) {
+        static const double zero = 0;
+        *thresholds = &zero;
+        return 1;
+    }
+    *thresholds = smpi_threshold;
+    return smpi_steps;
+}
+
+int sim_fabric_route_is_tcp(sg_host_t src, sg_host_t dst) {
+    return !installed || host_route_fabric(src, dst) == SIM_FABRIC_ETHERNET;
+}
+
+double sim_fabric_latency_factor(sg_host_t src, sg_host_t dst, double bytes) {
+    if (factors == SIM_FACTORS_NONE) return 1.0;
+    const int f = installed ? host_route_fabric(src, dst) : SIM_FABRIC_ETHERNET;
+    return f == SIM_FABRIC_ETHERNET ? tcp_lat(bytes) : lat_factor[f];
+}
+
+double sim_fabric_bandwidth_factor(sg_host_t src, sg_host_t dst, double bytes) {
+    if (factors == SIM_FACTORS_NONE) return 1.0;
+    const int f = installed ? host_route_fabric(src, dst) : SIM_FABRIC_ETHERNET;
+    return f == SIM_FABRIC_ETHERNET ? tcp_bw(bytes) : bw_factor[f];
 }
 
 } // extern "C"

@@ -2,8 +2,8 @@
  * latency and bandwidth factors SimGrid applies to a route that crosses it.
  *
  *     simgrid_load_platform(path);
- *     sim_fabric_install(model == SIM_NETWORK_LV08);         // once, after the platform is loaded
- *     double f = sim_fabric_latency_factor(src_host, dst_host); // 13.01 on a TCP route under LV08
+ *     sim_fabric_install(SIM_FACTORS_LV08);           // once, after the platform is loaded
+ *     double f = sim_fabric_latency_factor(src_host, dst_host, bytes); // 13.01 on a TCP route
  *
  * The rule (platforms/README.md, "Network model per fabric"):
  * - under CM02 every factor is 1 (plain flows: time = latency + size / bandwidth);
@@ -13,7 +13,10 @@
  *   links gets the factors of its slowest fabric in the table of fabric.cpp (1 and 1: no TCP
  *   slow start or window effects; the link bandwidths are the achievable rates);
  * - a platform none of whose links names a non-TCP fabric runs exactly as SimGrid's LV08 does
- *   (no callback is installed), so flat platforms keep their times to the bit. */
+ *   (no callback is installed), so flat platforms keep their times to the bit;
+ * - under SMPI the TCP routes take SimGrid's SMPI factors instead, which depend on the message
+ *   size (about 2 x the latency below 64 KiB, 11.6 x from 64 KiB; fabric.cpp); other routes as
+ *   under LV08. */
 #ifndef SS_SIM_FABRIC_H
 #define SS_SIM_FABRIC_H
 
@@ -42,15 +45,31 @@ const char *sim_fabric_valid_names(void);
 double sim_fabric_lv08_latency_factor(sim_fabric f);
 double sim_fabric_lv08_bandwidth_factor(sim_fabric f);
 
-/* Installs the per-route factor callbacks on SimGrid's network model when `lv08` is 1 and some
- * link of the loaded platform names a non-TCP fabric; otherwise leaves the model as configured.
- * Call once, after simgrid_load_platform(). */
-void sim_fabric_install(int lv08);
+/* The factors a run applies: none (CM02, ns-3), LV08's, or SMPI's size-dependent ones. */
+typedef enum sim_factor_set {
+    SIM_FACTORS_NONE = 0,
+    SIM_FACTORS_LV08 = 1,
+    SIM_FACTORS_SMPI = 2
+} sim_factor_set;
 
-/* The factor SimGrid applies to the latency (bandwidth) of the route src -> dst, as installed by
- * sim_fabric_install(): 1 under CM02. */
-double sim_fabric_latency_factor(sg_host_t src, sg_host_t dst);
-double sim_fabric_bandwidth_factor(sg_host_t src, sg_host_t dst);
+/* Installs the per-route factor callbacks on SimGrid's network model where the set needs them
+ * (LV08 on a platform with a non-TCP fabric; SMPI always); otherwise leaves the model as
+ * configured. Call once, after simgrid_load_platform(). */
+void sim_fabric_install(sim_factor_set set);
+
+/* The factors of a TCP route for a message of `bytes` under the installed set (1 under none). */
+double sim_fabric_tcp_latency_factor(double bytes);
+double sim_fabric_tcp_bandwidth_factor(double bytes);
+/* The sizes (bytes, decreasing, the last 0) from which the TCP factors of the installed set
+ * apply, each up to the one before: their count. */
+int sim_fabric_tcp_size_steps(const double **thresholds);
+/* 1 if the route src -> dst takes the TCP factors. */
+int sim_fabric_route_is_tcp(sg_host_t src, sg_host_t dst);
+
+/* The factor SimGrid applies to the latency (bandwidth) of a message of `bytes` on the route
+ * src -> dst, as installed by sim_fabric_install(): 1 under CM02. */
+double sim_fabric_latency_factor(sg_host_t src, sg_host_t dst, double bytes);
+double sim_fabric_bandwidth_factor(sg_host_t src, sg_host_t dst, double bytes);
 
 #ifdef __cplusplus
 }

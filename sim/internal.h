@@ -2,10 +2,6 @@
 #ifndef SS_SIM_INTERNAL_H
 #define SS_SIM_INTERNAL_H
 
-/* Multiplier of route latencies in the active network model (LV08 13.01, CM02 1): the coarse
- * ring charges the latencies of the steps it folds with it. Set by sim_cluster_open(). */
-extern double sim_model_latency_factor;
-
 /* A non-NULL payload for SimGrid messages (SimGrid refuses to send NULL). */
 extern char sim_token;
 

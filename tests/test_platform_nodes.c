@@ -89,8 +89,8 @@ static int route_run(void *arg, sim_blob *result) {
     }
     xbt_dynar_free(&links);
     out.latency_s = sg_host_get_route_latency(a, b);
-    out.lat_factor = sim_fabric_latency_factor(a, b);
-    out.bw_factor = sim_fabric_bandwidth_factor(a, b);
+    out.lat_factor = sim_fabric_latency_factor(a, b, 1e6);
+    out.bw_factor = sim_fabric_bandwidth_factor(a, b, 1e6);
     static char payload = 1;
     sim_actor_spawn("tx", 0, a, sender, &payload);
     sim_actor_spawn("rx", 0, b, receiver, NULL);

@@ -192,7 +192,7 @@ static void test_validate_real_small(void) {
     free(out);
     snprintf(cmd, sizeof cmd,
              "f=%s/vr/validate_real.csv; test $(grep -c '^bsp,LV08,2,' $f) = 1 && "
-             "test $(grep -c '^bsp,ns-3,2,' $f) = 1 && "
+             "test $(grep -c '^bsp,SMPI,2,' $f) = 1 && test $(grep -c '^bsp,ns-3,2,' $f) = 1 && "
              "awk -F, 'NR > 1 { d = $15 < 0 ? -$15 : $15; if (d > 0.3) exit 1 }' $f && "
              "test ! -e /run/syncsim-testbed/ssvalidatetest/state",
              tmp_dir);
