@@ -62,8 +62,7 @@ typedef struct sweep_counts {
     int ran, skipped, invalid, failed;
 } sweep_counts;
 
-/* This process's share of the points, run through the job pool: job k is point first + k
- * stride. */
+/* This process's share of the points, in the job pool: job k is point first + k stride. */
 typedef struct sweep_jobs {
     const sweep_plan *p;
     const run_config *cfg;

@@ -114,9 +114,8 @@ static const opt_def head_rows[] = {
      "v100|a100|h100", "G", "generated platform: GPU class (host speed = its FP32 FLOP/s)", SIM},
     {"network-model", OPT_TYPE_CHOICE, F(network_model), "LV08", 0, 0,
      CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_PLATFORM, "LV08|CM02|ns-3|SMPI", "M",
-     "SimGrid network model (CM02: plain flows, for closed forms; ns-3: packet-level TCP, "
-     "slower, star platforms only; SMPI: LV08 with size-dependent TCP factors, for small "
-     "messages)",
+     "SimGrid network model (CM02: plain flows; ns-3: packet-level TCP, star platforms only; "
+     "SMPI: LV08 with size-dependent TCP factors)",
      SIM},
     {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0, CMD_RUN | CMD_REPLAY | CMD_BENCH,
      NULL /* the algorithms of sim/collective.h, and ps: table_build */, "C",
@@ -127,6 +126,8 @@ static const opt_def head_rows[] = {
      "ring all-reduce: split the vector over C rings run at once (on nodes, through different "
      "GPUs and NICs, as NCCL's channels)",
      SIM},
+    {"protocol", OPT_TYPE_CHOICE, F(protocol), "auto", 0, 0, CMD_RUN | CMD_REPLAY | CMD_BENCH,
+     "auto|LL|LL128|Simple", "P", "NCCL protocol of auto, hier, hier-coarse, dbtree", SIM},
     {"ps-servers", OPT_TYPE_INT, F(ps_servers), "1", 1, 1024, CMD_RUN | CMD_REPLAY, NULL, "K",
      "parameter servers (shards) for ssp, asp or --collective ps", SIM},
     {"compute", OPT_TYPE_STRING, F(compute), "model", 0, 0, CMD_RUN | CMD_REPLAY, NULL, "MODE",

@@ -50,6 +50,7 @@ typedef struct run_config {
     char collective[16];            /* an algorithm of sim/collective.h | ps */
     double segment_bytes;           /* collective segmentation (0 = none) */
     int channels;                   /* rings at once of the ring all-reduce */
+    char protocol[8];               /* NCCL-style algorithms: auto | LL | LL128 | Simple */
     int ps_servers;                 /* parameter servers (ssp/asp, or --collective ps) */
     char compute[32];               /* model | flops | measured[:SCALE] */
     char precision[8];              /* model mode: fp32 | tf32 | fp16 | bf16 */

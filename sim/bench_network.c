@@ -53,6 +53,7 @@ typedef struct bench_run {
     sim_allreduce_algo algo;
     sim_comm *world;
     int incast; /* 1: every worker pushes `bytes` to server 0 at once (BENCH_INCAST) */
+    sim_nccl_protocol protocol;
 } bench_run;
 
 typedef struct bench_worker {
@@ -62,7 +63,7 @@ typedef struct bench_worker {
 
 static void bench_worker_main(void *data) {
     bench_worker *w = data;
-    sim_coll_opts co = {.algo = w->run->algo};
+    sim_coll_opts co = {.algo = w->run->algo, .protocol = w->run->protocol};
     int st = sim_allreduce(w->run->world, w->rank, w->run->bytes, &co, NULL);
     SS_ASSERT(st == SS_OK);
 }
@@ -257,7 +258,8 @@ int bench_network(const bench_network_opts *o, FILE *out) {
         char platform[1024], hostfile[1024];
         int st = write_inputs(o, dir, n, platform, hostfile, sizeof platform);
         if (st) return st;
-        bench_run r = {platform, n, o->bytes, o->model, SIM_ALLREDUCE_RING, NULL, 0};
+        bench_run r = {platform,           n,    o->bytes, o->model,
+                       SIM_ALLREDUCE_RING, NULL, 0,        SIM_PROTOCOL_AUTO};
         double ring_s = 0, ring_w = 0, coarse_s = 0, coarse_w = 0;
         if ((st = bench_sim(&r, &ring_s, &ring_w))) return st;
         r.algo = SIM_ALLREDUCE_RING_COARSE;
@@ -288,14 +290,21 @@ int bench_network(const bench_network_opts *o, FILE *out) {
 
 /* ---- nccl-tests-like table over message sizes (bench_network.h) ---- */
 
-int bench_network_allreduce(const char *platform, int n, double bytes, sim_network_model model,
-                            int algo, double *sim_s, double *wall_s) {
+int bench_network_allreduce_protocol(const char *platform, int n, double bytes,
+                                     sim_network_model model, int algo, sim_nccl_protocol protocol,
+                                     double *sim_s, double *wall_s) {
     int incast = algo == BENCH_INCAST;
     bench_run r = {
-        platform, n,     bytes, model, incast ? SIM_ALLREDUCE_RING : (sim_allreduce_algo)algo,
-        NULL,     incast};
+        platform, n,      bytes,   model, incast ? SIM_ALLREDUCE_RING : (sim_allreduce_algo)algo,
+        NULL,     incast, protocol};
     *sim_s = NAN;
     return bench_sim(&r, sim_s, wall_s);
+}
+
+int bench_network_allreduce(const char *platform, int n, double bytes, sim_network_model model,
+                            int algo, double *sim_s, double *wall_s) {
+    return bench_network_allreduce_protocol(platform, n, bytes, model, algo, SIM_PROTOCOL_AUTO,
+                                            sim_s, wall_s);
 }
 
 /* One byte size with its unit ("8", "1KiB", "1GB"); -1 if not one. */
@@ -386,8 +395,8 @@ int bench_network_sizes(const bench_sizes_opts *o, bench_sizes_row *rows) {
     const double n = o->n_workers;
     for (int i = 0; i < o->n_sizes; i++) {
         double sim_s, wall_s;
-        int st = bench_network_allreduce(o->platform, o->n_workers, o->sizes_bytes[i], o->model,
-                                         o->algo, &sim_s, &wall_s);
+        int st = bench_network_allreduce_protocol(o->platform, o->n_workers, o->sizes_bytes[i],
+                                                  o->model, o->algo, o->protocol, &sim_s, &wall_s);
         if (st) return st;
         double algbw = o->sizes_bytes[i] / sim_s / 1e9;
         /* incast: the rate into the server, n pushes of size bytes over time */
@@ -520,6 +529,12 @@ static int table_options(const run_request *rq, bench_sizes_opts *o) {
         return st;
     else
         o->algo = (int)algo;
+    if ((st = sim_nccl_protocol_parse("--protocol", cfg->protocol, &o->protocol))) return st;
+    if (o->protocol != SIM_PROTOCOL_AUTO && (o->algo == BENCH_INCAST || !coll_is_nccl_algo(algo)))
+        return ss_error_set(SS_EUSAGE,
+                            "--protocol %s applies to --collective auto, hier, "
+                            "hier-coarse or dbtree (NCCL's algorithms), not %s",
+                            cfg->protocol, cfg->collective);
     return check_platform_options(rq);
 }
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "sim/cluster.h"
+#include "sim/collective.h"
 
 #define BENCH_NETWORK_MAX_SIZES 16
 
@@ -61,7 +62,8 @@ typedef struct bench_sizes_opts {
     int n_sizes;
     double sizes_bytes[BENCH_SIZES_MAX];
     sim_network_model model;
-    int algo; /* sim_allreduce_algo (collective.h), or BENCH_INCAST */
+    int algo;                   /* sim_allreduce_algo (collective.h), or BENCH_INCAST */
+    sim_nccl_protocol protocol; /* the NCCL-style algorithms' protocol (0: auto) */
 } bench_sizes_opts;
 
 typedef struct bench_sizes_row {
@@ -88,6 +90,10 @@ int bench_sizes_write_csv(const bench_sizes_opts *o, const bench_sizes_row *rows
  * server 0), in its own process: simulated time. */
 int bench_network_allreduce(const char *platform, int n, double bytes, sim_network_model model,
                             int algo, double *sim_s, double *wall_s);
+/* The same with the protocol of the NCCL-style algorithms (collective.h). */
+int bench_network_allreduce_protocol(const char *platform, int n, double bytes,
+                                     sim_network_model model, int algo, sim_nccl_protocol protocol,
+                                     double *sim_s, double *wall_s);
 
 /* `syncsim bench network` from its options: --smpi runs bench_network() over --hosts-list at
  * --bytes; otherwise the table over --sizes on --platform FILE or the generated platform of

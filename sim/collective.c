@@ -223,16 +223,32 @@ double coll_part_bytes(double bytes, int i, int n) {
 
 /* Sends are waited for with the step's receives. (Detached sends were tried: SimGrid 3.32 keeps
  * detached comms in a list it searches linearly, which made 1024-host rings slower.) */
-void coll_post_send(call *k, step *s, int dst, double bytes) {
+/* Sends `bytes` to dst, each message's rate capped at rate_Bps (0: no cap). */
+static void post_send_rate(call *k, step *s, int dst, double bytes, double rate_Bps) {
     int n = n_segments(k, bytes);
     sg_mailbox_t mb = coll_mailbox(k, k->member, dst);
     for (int i = 0; i < n; i++) {
         SS_ASSERT(s->n < STEP_MAX);
         long b = coll_wire_bytes(n == 1 ? bytes : coll_part_bytes(bytes, i, n));
         s->slots[s->n] = NULL;
-        s->comms[s->n++] = sg_mailbox_put_async(mb, &sim_token, b);
+        s->comms[s->n++] = rate_Bps > 0 ? sim_put_async_rate(mb, &sim_token, b, rate_Bps)
+                                        : sg_mailbox_put_async(mb, &sim_token, b);
         k->res.bytes_sent += (double)b;
     }
+}
+
+/* The rate cap of a protocol's message of `unit_bytes` to dst: its fraction of the route's
+ * bandwidth as the model charges that size; 0 (none) without a protocol or under Simple. */
+static double proto_rate_Bps(const call *k, int dst, double unit_bytes) {
+    if (!(k->proto_frac > 0 && k->proto_frac < 1)) return 0;
+    return k->proto_frac *
+           coll_hop_bandwidth_Bps(k->c->hosts[k->member], k->c->hosts[dst], unit_bytes);
+}
+
+void coll_post_send(call *k, step *s, int dst, double bytes) {
+    const int n = n_segments(k, bytes);
+    post_send_rate(k, s, dst, bytes,
+                   proto_rate_Bps(k, dst, n == 1 ? bytes : coll_part_bytes(bytes, 0, n)));
 }
 
 void coll_post_recv(call *k, step *s, int src, double bytes) {
@@ -265,6 +281,7 @@ void coll_send_wait(call *k, int dst, double bytes) {
 }
 
 void coll_exchange(call *k, int dst, double send_bytes, int src, double recv_bytes) {
+    coll_proto_pause(k, dst);
     step s;
     s.n = 0;
     if (dst >= 0) coll_post_send(k, &s, dst, send_bytes);
@@ -308,11 +325,14 @@ double coll_hop_bandwidth_Bps(sg_host_t src, sg_host_t dst, double bytes) {
 
 void hop_set_clear(hop_set *h) {
     h->ready = 0;
+    h->hw_max = SIM_HW_NVLINK;
     h->tcp_lat_s = h->other_lat_s = 0;
     h->tcp_bw_Bps = h->other_bw_Bps = INFINITY;
 }
 
 void hop_set_add(hop_set *h, sg_host_t src, sg_host_t dst) {
+    const int hw = (int)sim_fabric_route_hw(src, dst);
+    if (hw > h->hw_max) h->hw_max = hw;
     if (sim_fabric_route_is_tcp(src, dst)) {
         h->tcp_lat_s = fmax(h->tcp_lat_s, sg_host_get_route_latency(src, dst));
         h->tcp_bw_Bps = fmin(h->tcp_bw_Bps, sg_host_get_route_bandwidth(src, dst));
@@ -345,23 +365,29 @@ double coll_ring_alpha_max_s(sim_comm *c, double bytes) {
 
 /* How a merged flow of `bytes` from member `from` to `to` goes (coll_exchange_merged). On a TCP
  * route under size-dependent factors the flow's own bandwidth factor is that of its size, not
- * that of the `unit_bytes` messages it stands for: it is sent with the size w whose time
- * w / (B f(w)) equals theirs, bytes / (B f(unit)), where one exists (the one nearest `bytes`);
- * otherwise whole, followed by a wait for the time it is short of at `share` of the route's
- * bandwidth (the closed form's count of flows on its narrowest link). */
+ * that of the `unit_bytes` messages it stands for. Its rate is R(x) = min(cap, share B f(x)) for
+ * a flow of x bytes (B the route's bandwidth, f the factor, share the part of it each flow of
+ * the closed form gets, cap a protocol's rate cap, `frac` of the unit messages' bandwidth, or
+ * none): it is sent with the size w whose time w / R(w) equals theirs, bytes / R(unit), where
+ * one exists (the one nearest `bytes`); otherwise whole, followed by a wait for the time it is
+ * short of. */
 static void merged_plan(sim_comm *c, int from, int to, double bytes, double unit_bytes,
-                        double share, double *wire, double *wait_s) {
+                        double share, double frac, double *wire, double *wait_s) {
     *wire = bytes;
     *wait_s = 0;
     sg_host_t a = c->hosts[from], b = c->hosts[to];
-    if (!sim_fabric_route_is_tcp(a, b)) return;
-    const double want = sim_fabric_tcp_bandwidth_factor(unit_bytes);
-    if (sim_fabric_tcp_bandwidth_factor(bytes) == want) return;
+    if (!sim_fabric_route_is_tcp(a, b)) return; /* factors that do not depend on the size */
+    const double raw = sg_host_get_route_bandwidth(a, b);
+    const double cap =
+        frac > 0 && frac < 1 ? frac * raw * sim_fabric_tcp_bandwidth_factor(unit_bytes) : INFINITY;
+#define RATE(x) fmin(cap, share *raw *sim_fabric_tcp_bandwidth_factor(x))
+    const double want = RATE(unit_bytes);
+    if (RATE(bytes) == want) return;
     const double *th;
     const int steps = sim_fabric_tcp_size_steps(&th);
     double best = -1;
     for (int i = 0; i < steps; i++) {
-        const double w = bytes * sim_fabric_tcp_bandwidth_factor(th[i]) / want;
+        const double w = bytes * RATE(th[i]) / want;
         const int inside = w >= th[i] && (i == 0 || w < th[i - 1]);
         if (inside && (best < 0 || fabs(w - bytes) < fabs(best - bytes))) best = w;
     }
@@ -369,8 +395,8 @@ static void merged_plan(sim_comm *c, int from, int to, double bytes, double unit
         *wire = best;
         return;
     }
-    const double raw_bw = share * sg_host_get_route_bandwidth(a, b);
-    *wait_s = fmax(0, bytes / raw_bw * (1 / want - 1 / sim_fabric_tcp_bandwidth_factor(bytes)));
+    *wait_s = fmax(0, bytes / want - bytes / RATE(bytes));
+#undef RATE
 }
 
 double coll_exchange_merged(call *k, int dst, int src, double bytes, double unit_bytes,
@@ -380,14 +406,14 @@ double coll_exchange_merged(call *k, int dst, int src, double bytes, double unit
     step st;
     st.n = 0;
     if (dst >= 0) {
-        merged_plan(c, k->member, dst, bytes, unit_bytes, share, &wire, &w);
+        merged_plan(c, k->member, dst, bytes, unit_bytes, share, k->proto_frac, &wire, &w);
         wait_s = w;
         lat_s = coll_hop_latency_s(c->hosts[k->member], c->hosts[dst], wire);
-        coll_post_send(k, &st, dst, wire);
+        post_send_rate(k, &st, dst, wire, proto_rate_Bps(k, dst, unit_bytes));
         k->res.bytes_sent += (double)coll_wire_bytes(bytes) - (double)coll_wire_bytes(wire);
     }
     if (src >= 0) {
-        merged_plan(c, src, k->member, bytes, unit_bytes, share, &wire, &w);
+        merged_plan(c, src, k->member, bytes, unit_bytes, share, k->proto_frac, &wire, &w);
         wait_s = fmax(wait_s, w);
         coll_post_recv(k, &st, src, bytes);
     }
@@ -397,10 +423,11 @@ double coll_exchange_merged(call *k, int dst, int src, double bytes, double unit
 }
 
 /* The latency the merged flow from `from` to `to` pays (coll_exchange_merged). */
-double coll_merged_latency_s(sim_comm *c, int from, int to, double bytes, double unit_bytes) {
+double coll_merged_latency_s(const call *k, int from, int to, double bytes, double unit_bytes,
+                             double share) {
     double wire, wait_s;
-    merged_plan(c, from, to, bytes, unit_bytes, 1, &wire, &wait_s);
-    return coll_hop_latency_s(c->hosts[from], c->hosts[to], wire);
+    merged_plan(k->c, from, to, bytes, unit_bytes, share, k->proto_frac, &wire, &wait_s);
+    return coll_hop_latency_s(k->c->hosts[from], k->c->hosts[to], wire);
 }
 
 void coll_ring_coarse(call *k, double bytes) {
@@ -411,11 +438,13 @@ void coll_ring_coarse(call *k, double bytes) {
      * latencies once, the rest is charged as a wait, so that every member ends the phase
      * together as in the message-level ring. */
     const double alpha_max = coll_ring_alpha_max_s(k->c, chunk);
+    /* and a protocol's step latencies (auto's ring-coarse) */
+    const double proto_s = (n - 1) * coll_proto_set_step_s(k, &k->c->ring_hops);
     for (int phase = 0; phase < 2; phase++) {
         double sent_lat = coll_exchange_merged(k, next, prev, part, chunk, 1);
         /* what prev's flow paid: the same computation on its side */
-        double recv_lat = coll_merged_latency_s(k->c, prev, i, part, chunk);
-        double extra_s = (n - 1) * alpha_max - fmax(sent_lat, recv_lat);
+        double recv_lat = coll_merged_latency_s(k, prev, i, part, chunk, 1);
+        double extra_s = (n - 1) * alpha_max - fmax(sent_lat, recv_lat) + proto_s;
         if (extra_s > 0) sg_actor_sleep_for(extra_s);
     }
 }
@@ -514,6 +543,7 @@ static void call_begin(call *k, sim_comm *c, int member, uint64_t seq, double se
     k->member = member;
     k->seq = seq;
     k->seg_bytes = seg_bytes;
+    k->hw_dst = -1;
     k->res.start_s = simgrid_get_clock();
 }
 
@@ -555,7 +585,7 @@ static void allreduce_run(call *k, sim_allreduce_algo algo, double bytes, int ch
 
 static int allreduce_seq(sim_comm *c, int member, uint64_t seq, double bytes,
                          const sim_coll_opts *o, sim_coll_result *r) {
-    static const sim_coll_opts defaults = {SIM_ALLREDUCE_RING, 0, 1};
+    static const sim_coll_opts defaults = {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO};
     if (!o) o = &defaults;
     if (o->segment_bytes < 0 || !isfinite(o->segment_bytes))
         return ss_error_set(SS_EUSAGE, "all-reduce: segment size %g bytes, need >= 0",
@@ -574,8 +604,18 @@ static int allreduce_seq(sim_comm *c, int member, uint64_t seq, double bytes,
             algo = sim_allreduce_auto_pick(c, bytes, o);
             channels = sim_allreduce_auto_channels(c, o);
         }
-        const double base_s = coll_nccl_call_latency_s(o->algo, algo);
-        if (base_s > 0) sg_actor_sleep_for(base_s);
+        if (coll_is_nccl(o->algo)) {
+            const int fam = coll_family(algo);
+            const sim_nccl_protocol p = sim_allreduce_protocol(c, o->algo, algo, bytes, o);
+            int g = 1, nodes = c->size;
+            if (coll_topology(c) == SS_OK && c->topo->per_node > 1) {
+                g = c->topo->per_node;
+                nodes = c->topo->n_nodes;
+            }
+            coll_proto_set(&k, p, fam, g, nodes);
+            const double base_s = coll_proto_base_s(p, fam);
+            if (base_s > 0) sg_actor_sleep_for(base_s);
+        }
         allreduce_run(&k, algo, bytes, channels);
     }
     call_end(&k, r);
@@ -729,7 +769,7 @@ sim_request *sim_allreduce_async(sim_comm *c, int member, double bytes, const si
     rq->member = member;
     rq->seq = c->next_seq[member]++;
     rq->bytes = bytes;
-    rq->opts = o ? *o : (sim_coll_opts){SIM_ALLREDUCE_RING, 0, 1};
+    rq->opts = o ? *o : (sim_coll_opts){SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO};
     rq->fn = done;
     rq->ctx = ctx;
     char name[64];

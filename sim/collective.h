@@ -89,28 +89,59 @@ const char *sim_allreduce_algo_name(sim_allreduce_algo a);
  * choices and messages, so that a new algorithm needs only its row in collective.c. */
 const char *sim_allreduce_algo_names(const char *sep, char *buf, size_t n);
 
+/* NCCL's protocols, as its cost model (NVIDIA/nccl 2.7.5, src/graph/tuning.cc) prices them; they
+ * apply to the NCCL-style all-reduces (auto, hier, hier-coarse, dbtree), not to ring, ring-coarse,
+ * tree or hd, whose messages stay plain. Per call a base latency (baseLat), per step a hardware
+ * latency by the hop's class, NVLink, PCI or network (hwLat), and every message's rate capped at
+ * a fraction of its route's bandwidth:
+ *   LL      8-byte stores of 4 data bytes and a flag: ring 1/4 of the bandwidth, tree 1/3.8;
+ *           base 3.6 us (ring), 4.4 us (tree); per step 0.47 / 1.0 / 2.7 us (ring), 0.52 / 1.0 /
+ *           5.0 us (tree)
+ *   LL128   128-byte lines with 8 flag bytes: ring 0.92 (0.7 with one GPU per node), tree 7/9
+ *           (one node) or 0.915; base 10.0 us (ring), 4.4 us (tree); per step 1.9 / 2.5 / 4.0 us
+ *           (ring), 1.2 / 1.9 / 8.5 us (tree)
+ *   Simple  whole buffers and one flag per step: full bandwidth; base 8.4 us (ring), 0 (tree); per
+ *           step 3.4 / 5.7 / 9.6 us (ring); the tree's figure (the latency of a 256 KB chunk,
+ *           transfer included) is not added, since its messages pay their own transfer.
+ * AUTO picks, with the algorithm, the protocol of least estimate among LL and Simple (NCCL 2.7.5
+ * enables LL128 by default on NVLink Volta and Ampere only; name it to use it). The links'
+ * latencies are charged as well: they are the wire's, the step latencies the protocol's. */
+typedef enum sim_nccl_protocol {
+    SIM_PROTOCOL_AUTO = 0,
+    SIM_PROTOCOL_LL = 1,
+    SIM_PROTOCOL_LL128 = 2,
+    SIM_PROTOCOL_SIMPLE = 3
+} sim_nccl_protocol;
+
+/* "auto", "LL", "LL128", "Simple" (case-insensitive); SS_EUSAGE naming `option`. */
+int sim_nccl_protocol_parse(const char *option, const char *text, sim_nccl_protocol *out);
+/* 1 for the NCCL-style algorithms, which take a protocol: auto, hier, hier-coarse, dbtree. */
+int coll_is_nccl_algo(sim_allreduce_algo a);
+const char *sim_nccl_protocol_name(sim_nccl_protocol p);
+
 typedef struct sim_coll_opts {
     sim_allreduce_algo algo;
-    double segment_bytes; /* > 0: messages are cut into segments of at most this size: the
-                             tree pipelines them; the other algorithms post the segments of a
-                             step together as separate messages (at most 32 per transfer).
-                             0: whole messages */
-    int channels;         /* ring: the vector split over this many rings run at once (0 or 1:
-                             one ring, member order). On nodes, channel c's ring visits the
-                             nodes in order and, inside each, starts at local index c G / C:
-                             consecutive channels enter and leave the nodes through different
-                             GPUs and NICs, as NCCL's rings do. Messages are whole per channel */
+    double segment_bytes;       /* > 0: messages are cut into segments of at most this size: the
+                                   tree pipelines them; the other algorithms post the segments of a
+                                   step together as separate messages (at most 32 per transfer).
+                                   0: whole messages */
+    int channels;               /* ring: the vector split over this many rings run at once (0 or 1:
+                                   one ring, member order). On nodes, channel c's ring visits the
+                                   nodes in order and, inside each, starts at local index c G / C:
+                                   consecutive channels enter and leave the nodes through different
+                                   GPUs and NICs, as NCCL's rings do. Messages are whole per channel */
+    sim_nccl_protocol protocol; /* the NCCL-style algorithms (auto, hier, hier-coarse, dbtree):
+                                   SIM_PROTOCOL_AUTO (0) picks LL or Simple per call by estimate */
 } sim_coll_opts;
 
-/* Per-call cost of the NCCL-style all-reduces (auto, hier, hier-coarse, dbtree; not ring, tree,
- * hd, ring-coarse): every member sleeps this long at the start of the call, the same on all
- * members. NCCL's own cost model (NVIDIA/nccl 2.7.5, src/graph/tuning.cc, baseLat in us)
- * charges each call a base latency per algorithm and protocol; the Simple protocol's is used
- * (the messages here get the links' full bandwidth, as Simple does): Ring 8.4 us (ring, ring
- * channels, hier and their closed forms), Tree 0 us (dbtree). The per-step hardware latencies
- * of that model are the links' latencies here. */
-#define SIM_NCCL_RING_BASE_LATENCY_S 8.4e-6
-#define SIM_NCCL_TREE_BASE_LATENCY_S 0.0
+/* Per-call cost of the NCCL-style all-reduces under the Simple protocol (see sim_nccl_protocol):
+ * Ring 8.4 us (ring, ring channels, hier and their closed forms), Tree 0 us (dbtree); and the
+ * per-step latency of a Simple ring step by hop class. */
+#define SIM_NCCL_RING_BASE_LATENCY_S  8.4e-6
+#define SIM_NCCL_TREE_BASE_LATENCY_S  0.0
+#define SIM_NCCL_SIMPLE_NVLINK_STEP_S 3.4e-6
+#define SIM_NCCL_SIMPLE_PCI_STEP_S    5.7e-6
+#define SIM_NCCL_SIMPLE_NET_STEP_S    9.6e-6
 
 /* Most channels of a multi-channel ring. */
 #define SIM_MAX_CHANNELS 16
@@ -121,6 +152,12 @@ typedef struct sim_coll_opts {
 /* The algorithm auto would run for an all-reduce of `bytes` on group c with options o (o->algo
  * may be anything: it is ignored). Call after the platform is loaded. */
 sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_coll_opts *o);
+/* The protocol an NCCL-style algorithm `algo` (resolved: not auto) runs an all-reduce of `bytes`
+ * with: o->protocol if named, else the one auto's estimates prefer; SIM_PROTOCOL_AUTO (none) for
+ * the plain algorithms. */
+sim_nccl_protocol sim_allreduce_protocol(sim_comm *c, sim_allreduce_algo requested,
+                                         sim_allreduce_algo algo, double bytes,
+                                         const sim_coll_opts *o);
 /* The channels auto's ring runs with: o->channels when above 1, else, on groups spanning
  * several multi-GPU nodes, one per NIC of a node (as NCCL opens at least one channel per NIC),
  * else 1. */

@@ -17,6 +17,7 @@ typedef struct hop_set {
     int ready;
     double tcp_lat_s, tcp_bw_Bps;     /* largest raw latency, smallest raw bandwidth (TCP) */
     double other_lat_s, other_bw_Bps; /* the same, factors applied (other fabrics) */
+    int hw_max;                       /* the slowest hop class (sim_hw_class) */
 } hop_set;
 
 void hop_set_clear(hop_set *h);
@@ -60,11 +61,19 @@ struct sim_comm {
 typedef struct call {
     sim_comm *c;
     int member;
-    uint64_t seq;        /* instance number (same on every member) */
-    double seg_bytes;    /* 0 = whole messages */
-    int channel;         /* separates concurrent rings or trees of one instance (0..255) */
-    sim_coll_result res; /* accumulated for the caller */
+    uint64_t seq;     /* instance number (same on every member) */
+    double seg_bytes; /* 0 = whole messages */
+    int channel;      /* separates concurrent rings or trees of one instance (0..255) */
+    /* the NCCL protocol of the call (sim_nccl_protocol; SIM_PROTOCOL_AUTO: plain messages) and
+     * what it costs: a rate cap of proto_frac x the route's bandwidth, a latency per step */
+    int proto;
+    int family; /* NCCL_FAMILY_TREE or NCCL_FAMILY_RING */
+    double proto_frac;
+    int hw_dst, hw_class; /* the hop class of the last destination looked up (-1: none) */
+    sim_coll_result res;  /* accumulated for the caller */
 } call;
+
+enum { NCCL_FAMILY_TREE = 0, NCCL_FAMILY_RING = 1 };
 
 /* Pending transfers of one step, waited together. */
 #define STEP_MAX 64
@@ -84,6 +93,17 @@ void coll_send_wait(call *k, int dst, double bytes);
 /* One exchange: send to dst and receive from src at the same time (-1: none), wait for both. */
 void coll_exchange(call *k, int dst, double send_bytes, int src, double recv_bytes);
 
+/* The protocol's latency of one step to member dst (0 without a protocol), and a pause for it. */
+double coll_proto_step_s(call *k, int dst);
+void coll_proto_pause(call *k, int dst);
+/* The protocol's latency of one step over the slowest hop of a set; its rate cap fraction. */
+double coll_proto_set_step_s(const call *k, const hop_set *h);
+/* Sets the call's protocol (sim_nccl_protocol, SIM_PROTOCOL_AUTO: none) for algorithm family
+ * fam on a group of `per_node` members per node. */
+void coll_proto_set(call *k, int proto, int fam, int per_node, int n_nodes);
+/* The base latency of a call of protocol proto in family fam. */
+double coll_proto_base_s(int proto, int fam);
+
 /* Algorithms of collective_nccl.c (collective.h describes them). */
 int coll_topology(sim_comm *c);               /* reads c->topo once; status */
 void coll_ring(call *k, double bytes);        /* collective.c */
@@ -100,10 +120,12 @@ double coll_ring_alpha_max_s(sim_comm *c, double bytes);
 double coll_exchange_merged(call *k, int dst, int src, double bytes, double unit_bytes,
                             double share);
 /* The latency the merged flow from member `from` to `to` pays in coll_exchange_merged. */
-double coll_merged_latency_s(sim_comm *c, int from, int to, double bytes, double unit_bytes);
-/* The fixed cost every member pays at the start of an all-reduce call (collective.h,
- * SIM_NCCL_*_BASE_LATENCY_S) for the algorithm `run` resolved from the requested one. */
-double coll_nccl_call_latency_s(sim_allreduce_algo requested, sim_allreduce_algo run);
+double coll_merged_latency_s(const call *k, int from, int to, double bytes, double unit_bytes,
+                             double share);
+/* Whether the requested algorithm is NCCL-style (auto, hier, hier-coarse, dbtree): its calls
+ * take a protocol; and the family (tree or ring) of the algorithm run. */
+int coll_is_nccl(sim_allreduce_algo requested);
+int coll_family(sim_allreduce_algo run);
 void coll_allgather_coarse(call *k, double bytes_per_member);
 
 #endif

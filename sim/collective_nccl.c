@@ -70,6 +70,7 @@ void coll_ring_channels(call *k, double bytes, int channels) {
     const double chunk = bytes / channels / n;
     k->seg_bytes = 0; /* the channels are the split */
     for (int s = 0; s < 2 * (n - 1); s++) {
+        coll_proto_pause(k, c->channel_next[i]);
         step st;
         st.n = 0;
         for (int ch = 0; ch < channels; ch++) {
@@ -100,8 +101,9 @@ static void ring_phase_coarse(call *k, const int *list, int n, int pos, double b
     const int next = list[(pos + 1) % n], prev = list[(pos + n - 1) % n];
     const double part = bytes * (n - 1) / n, chunk = bytes / n;
     coll_exchange_merged(k, next, prev, part, chunk, share);
-    const double alpha_in = coll_merged_latency_s(k->c, prev, k->member, part, chunk);
-    const double extra_s = (n - 1) * hop_set_latency_s(hops, chunk) - alpha_in;
+    const double alpha_in = coll_merged_latency_s(k, prev, k->member, part, chunk, share);
+    const double extra_s =
+        (n - 1) * (hop_set_latency_s(hops, chunk) + coll_proto_set_step_s(k, hops)) - alpha_in;
     if (extra_s > 0) sg_actor_sleep_for(extra_s);
 }
 
@@ -225,15 +227,18 @@ static void tree_half(call *k, const int *nx, double bytes) {
         coll_step_wait(&st);
         if (parent >= 0) {
             if (up) sg_comm_wait(up);
-            up = sg_mailbox_put_async(coll_mailbox(k, k->member, parent), &sim_token,
-                                      coll_wire_bytes(b));
-            k->res.bytes_sent += (double)coll_wire_bytes(b);
+            coll_proto_pause(k, parent);
+            step one;
+            one.n = 0;
+            coll_post_send(k, &one, parent, b);
+            up = one.comms[0];
         }
     }
     if (up) sg_comm_wait(up);
     for (int s = 0; s < nseg; s++) {
         const double b = coll_part_bytes(bytes, s, nseg);
         if (parent >= 0) coll_exchange(k, -1, 0, parent, b);
+        if (nx[1] >= 0) coll_proto_pause(k, nx[1]);
         step st;
         st.n = 0;
         for (int j = 1; j <= 2; j++)
@@ -317,24 +322,100 @@ void coll_allgather_coarse(call *k, double bytes_per_member) {
     }
 }
 
-/* ---------------------------------------------------------------- per-call cost */
+/* ---------------------------------------------------------------- protocols */
 
-double coll_nccl_call_latency_s(sim_allreduce_algo requested, sim_allreduce_algo run) {
-    /* NCCL 2.7.5 (src/graph/tuning.cc, baseLat, us): Ring/Simple 8.4, Tree/Simple 0. The
-     * messages here get the links' full bandwidth, as NCCL's Simple protocol does (LL runs at a
-     * quarter of it), so Simple's figure applies. Plain ring and ring-coarse keep no cost. */
-    const int nccl = requested == SIM_ALLREDUCE_AUTO || requested == SIM_ALLREDUCE_HIER ||
-                     requested == SIM_ALLREDUCE_HIER_COARSE || requested == SIM_ALLREDUCE_DBTREE;
-    if (!nccl) return 0;
-    switch (run) {
-    case SIM_ALLREDUCE_RING:
-    case SIM_ALLREDUCE_RING_COARSE:
-    case SIM_ALLREDUCE_HIER:
-    case SIM_ALLREDUCE_HIER_COARSE:
-        return SIM_NCCL_RING_BASE_LATENCY_S;
+/* NCCL 2.7.5, src/graph/tuning.cc (collective.h, sim_nccl_protocol): baseLat and hwLat in us, by
+ * family (tree, ring) and protocol (LL, LL128, Simple); hwLat also by hop class (NVLink, PCI,
+ * network). Tree/Simple's hwLat is, as tuning.cc says, the latency of a 256 KB chunk, "~ base
+ * lat + 256k/12GB/s (+ 256k/12GB/s for the network)": 28 us on NVLink and PCI, 50 us on the
+ * network. The messages here pay their own transfer, so what is charged per hop is that figure
+ * less the chunk's transfer at 12 GB/s (21.8 us, twice on the network): 6.2 us and 6.3 us. */
+static const double base_us[2][3] = {{4.4, 4.4, 0}, {3.6, 10.0, 8.4}};
+#define TREE_SIMPLE_CHUNK_US (262144.0 / 12e9 * 1e6)
+static const double step_us[3][2][3] = {
+    {{0.52, 1.2, 28 - TREE_SIMPLE_CHUNK_US}, {0.47, 1.9, 3.4}},
+    {{1.0, 1.9, 28 - TREE_SIMPLE_CHUNK_US}, {1.0, 2.5, 5.7}},
+    {{5.0, 8.5, 50 - 2 * TREE_SIMPLE_CHUNK_US}, {2.7, 4.0, 9.6}},
+};
+
+static const char *const protocol_names[] = {"auto", "LL", "LL128", "Simple"};
+
+int sim_nccl_protocol_parse(const char *option, const char *text, sim_nccl_protocol *out) {
+    for (int i = 0; i < 4; i++)
+        if (text && !strcasecmp(text, protocol_names[i])) {
+            *out = (sim_nccl_protocol)i;
+            return SS_OK;
+        }
+    return ss_error_set(SS_EUSAGE, "%s: unknown protocol '%s' (valid: auto, LL, LL128, Simple)",
+                        option, text ? text : "");
+}
+
+const char *sim_nccl_protocol_name(sim_nccl_protocol p) {
+    return (unsigned)p < 4 ? protocol_names[p] : "?";
+}
+
+int coll_is_nccl_algo(sim_allreduce_algo a) {
+    return coll_is_nccl(a);
+}
+
+int coll_is_nccl(sim_allreduce_algo requested) {
+    return requested == SIM_ALLREDUCE_AUTO || requested == SIM_ALLREDUCE_HIER ||
+           requested == SIM_ALLREDUCE_HIER_COARSE || requested == SIM_ALLREDUCE_DBTREE;
+}
+
+int coll_family(sim_allreduce_algo run) {
+    return run == SIM_ALLREDUCE_DBTREE ? NCCL_FAMILY_TREE : NCCL_FAMILY_RING;
+}
+
+/* The fraction of a route's bandwidth a message of protocol proto gets (tuning.cc's "model
+ * refinements" of busBw for the all-reduce). */
+static double proto_fraction(int proto, int fam, int per_node, int n_nodes) {
+    switch (proto) {
+    case SIM_PROTOCOL_LL:
+        return fam == NCCL_FAMILY_RING ? 1.0 / 4.0 : 1.0 / 3.8;
+    case SIM_PROTOCOL_LL128:
+        if (fam == NCCL_FAMILY_RING) return per_node < 2 ? 0.7 : 0.92;
+        return n_nodes <= 1 ? 7.0 / 9.0 : 0.915;
     default:
-        return SIM_NCCL_TREE_BASE_LATENCY_S;
+        return 1.0;
     }
+}
+
+double coll_proto_base_s(int proto, int fam) {
+    return proto >= SIM_PROTOCOL_LL && proto <= SIM_PROTOCOL_SIMPLE
+               ? 1e-6 * base_us[fam][proto - SIM_PROTOCOL_LL]
+               : 0;
+}
+
+static double step_s(int proto, int fam, int hw) {
+    return proto >= SIM_PROTOCOL_LL && proto <= SIM_PROTOCOL_SIMPLE
+               ? 1e-6 * step_us[hw][fam][proto - SIM_PROTOCOL_LL]
+               : 0;
+}
+
+void coll_proto_set(call *k, int proto, int fam, int per_node, int n_nodes) {
+    k->proto = proto;
+    k->family = fam;
+    k->proto_frac = proto_fraction(proto, fam, per_node, n_nodes);
+    k->hw_dst = -1;
+}
+
+double coll_proto_step_s(call *k, int dst) {
+    if (k->proto == SIM_PROTOCOL_AUTO || dst < 0) return 0;
+    if (k->hw_dst != dst) {
+        k->hw_class = (int)sim_fabric_route_hw(k->c->hosts[k->member], k->c->hosts[dst]);
+        k->hw_dst = dst;
+    }
+    return step_s(k->proto, k->family, k->hw_class);
+}
+
+void coll_proto_pause(call *k, int dst) {
+    const double s = coll_proto_step_s(k, dst);
+    if (s > 0) sg_actor_sleep_for(s);
+}
+
+double coll_proto_set_step_s(const call *k, const hop_set *h) {
+    return step_s(k->proto, k->family, h->hw_max);
 }
 
 /* ---------------------------------------------------------------- auto */
@@ -374,28 +455,53 @@ static double est_bw(const sim_comm *c, int h, double bytes) {
 }
 
 /* The alpha-beta estimates auto compares (collective.h; README "Collectives"), each with the
- * factors of the messages it sends. */
-static double estimate_ring_s(const sim_comm *c, double bytes, double bw_scale) {
-    const int n = c->size;
-    const double chunk = bytes / n;
-    const double a = est_alpha(c, HOPS_RING, chunk), b = est_bw(c, HOPS_RING, chunk) * bw_scale;
-    return 2.0 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b;
+ * factors of the messages it sends and the costs of protocol p: its base latency, its latency per
+ * step over the slowest hop class of the kind, its fraction of the bandwidth. */
+typedef struct est_ctx {
+    const sim_comm *c;
+    const sim_topology *t;
+    int per_node, nodes; /* 1 and the group size on flat groups */
+} est_ctx;
+
+static double est_step(const est_ctx *e, int h, int p, int fam) {
+    return step_s(p, fam, e->c->est_hops[h].hw_max);
 }
 
-static double estimate_dbtree_s(const sim_comm *c, double bytes) {
+static double estimate_ring_s(const est_ctx *e, double bytes, double bw_scale, int p) {
+    const sim_comm *c = e->c;
+    const int n = c->size, fam = NCCL_FAMILY_RING;
+    const double chunk = bytes / n, f = proto_fraction(p, fam, e->per_node, e->nodes);
+    const double a = est_alpha(c, HOPS_RING, chunk) + est_step(e, HOPS_RING, p, fam);
+    const double b = est_bw(c, HOPS_RING, chunk) * bw_scale * f;
+    return coll_proto_base_s(p, fam) + 2.0 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b;
+}
+
+static double estimate_dbtree_s(const est_ctx *e, double bytes, int p) {
+    const sim_comm *c = e->c;
+    const int fam = NCCL_FAMILY_TREE;
     const double depth = floor(log2((double)c->size));
-    return 2.0 * depth * (est_alpha(c, HOPS_RING, bytes) + bytes / est_bw(c, HOPS_RING, bytes));
+    const double f = proto_fraction(p, fam, e->per_node, e->nodes);
+    return coll_proto_base_s(p, fam) +
+           2.0 * depth *
+               (est_alpha(c, HOPS_RING, bytes) + est_step(e, HOPS_RING, p, fam) +
+                bytes / (est_bw(c, HOPS_RING, bytes) * f));
 }
 
-static double estimate_hier_s(const sim_comm *c, const sim_topology *t, double bytes) {
-    const int g = t->per_node, nodes = t->n_nodes;
-    /* G / R GPUs send through one NIC: each rail gets R / G of it */
+static double estimate_hier_s(const est_ctx *e, double bytes, int p) {
+    const sim_comm *c = e->c;
+    const sim_topology *t = e->t;
+    const int g = t->per_node, nodes = t->n_nodes, fam = NCCL_FAMILY_RING;
+    const double f = proto_fraction(p, fam, g, nodes);
+    /* G / R GPUs send through one NIC: each rail gets R / G of it, or the protocol's cap */
     const double share = t->n_nics < g ? (double)t->n_nics / g : 1.0;
     const double intra = bytes / g, rail = bytes / g / nodes;
-    return 2.0 * (g - 1) *
-               (est_alpha(c, HOPS_INTRA, intra) + intra / est_bw(c, HOPS_INTRA, intra)) +
+    return coll_proto_base_s(p, fam) +
+           2.0 * (g - 1) *
+               (est_alpha(c, HOPS_INTRA, intra) + est_step(e, HOPS_INTRA, p, fam) +
+                intra / (est_bw(c, HOPS_INTRA, intra) * f)) +
            2.0 * (nodes - 1) *
-               (est_alpha(c, HOPS_RAIL, rail) + rail / (est_bw(c, HOPS_RAIL, rail) * share));
+               (est_alpha(c, HOPS_RAIL, rail) + est_step(e, HOPS_RAIL, p, fam) +
+                rail / (est_bw(c, HOPS_RAIL, rail) * fmin(share, f)));
 }
 
 int sim_allreduce_auto_channels(sim_comm *c, const sim_coll_opts *o) {
@@ -405,26 +511,70 @@ int sim_allreduce_auto_channels(sim_comm *c, const sim_coll_opts *o) {
     return t->n_nics < SIM_MAX_CHANNELS ? t->n_nics : SIM_MAX_CHANNELS;
 }
 
-sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_coll_opts *o) {
-    if (c->size < 2) return SIM_ALLREDUCE_RING;
+/* The (algorithm, protocol) of least estimate for an all-reduce of `bytes`: among `only` (or
+ * ring, hier on nodes, dbtree when only is AUTO), with o->protocol if named, else LL or Simple. */
+static void choose(sim_comm *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo only,
+                   sim_allreduce_algo *algo, sim_nccl_protocol *proto) {
     const sim_topology *t = topology_of(c);
     auto_figures(c, t);
     const int nodes_apply = t && t->per_node > 1 && t->n_nodes > 1;
+    est_ctx e = {c, t, 1, c->size};
+    if (t && t->per_node > 1) {
+        e.per_node = t->per_node;
+        e.nodes = t->n_nodes;
+    }
     /* channels beyond one multiply the ring's inter-node bandwidth up to the NICs per node */
     const double scale = nodes_apply ? fmin(sim_allreduce_auto_channels(c, o), t->n_nics) : 1.0;
-    sim_allreduce_algo best = SIM_ALLREDUCE_RING;
-    double best_s = estimate_ring_s(c, bytes, scale);
-    if (nodes_apply) {
-        double s = estimate_hier_s(c, t, bytes);
-        if (s < best_s) best = SIM_ALLREDUCE_HIER, best_s = s;
+    const sim_nccl_protocol named = o ? o->protocol : SIM_PROTOCOL_AUTO;
+    const sim_nccl_protocol protos[2] = {SIM_PROTOCOL_LL, SIM_PROTOCOL_SIMPLE};
+    double best_s = INFINITY;
+    *algo = only == SIM_ALLREDUCE_AUTO ? SIM_ALLREDUCE_RING : only;
+    *proto = named != SIM_PROTOCOL_AUTO ? named : SIM_PROTOCOL_SIMPLE;
+    for (int i = 0; i < (named != SIM_PROTOCOL_AUTO ? 1 : 2); i++) {
+        const sim_nccl_protocol p = named != SIM_PROTOCOL_AUTO ? named : protos[i];
+        const int any = only == SIM_ALLREDUCE_AUTO;
+        double s;
+        if (any || only == SIM_ALLREDUCE_RING || only == SIM_ALLREDUCE_RING_COARSE) {
+            s = estimate_ring_s(&e, bytes, scale, p);
+            if (s < best_s) best_s = s, *algo = any ? SIM_ALLREDUCE_RING : only, *proto = p;
+        }
+        if (nodes_apply &&
+            (any || only == SIM_ALLREDUCE_HIER || only == SIM_ALLREDUCE_HIER_COARSE)) {
+            s = estimate_hier_s(&e, bytes, p);
+            if (s < best_s) best_s = s, *algo = any ? SIM_ALLREDUCE_HIER : only, *proto = p;
+        }
+        if (any || only == SIM_ALLREDUCE_DBTREE) {
+            s = estimate_dbtree_s(&e, bytes, p);
+            if (s < best_s) best_s = s, *algo = SIM_ALLREDUCE_DBTREE, *proto = p;
+        }
     }
-    if (estimate_dbtree_s(c, bytes) < best_s) best = SIM_ALLREDUCE_DBTREE;
+}
+
+sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_coll_opts *o) {
+    if (c->size < 2) return SIM_ALLREDUCE_RING;
+    sim_allreduce_algo best;
+    sim_nccl_protocol p;
+    choose(c, bytes, o, SIM_ALLREDUCE_AUTO, &best, &p);
     if (c->size >= SIM_COARSE_MIN_MEMBERS && best != SIM_ALLREDUCE_DBTREE) {
         /* ring-coarse stands for the ring only where the hops are alike (flat platforms); on
          * nodes, whose NVLink and NIC hops differ, the closed form that holds is hier's */
+        const sim_topology *t = topology_of(c);
+        const int nodes_apply = t && t->per_node > 1 && t->n_nodes > 1;
         best = nodes_apply ? SIM_ALLREDUCE_HIER_COARSE : SIM_ALLREDUCE_RING_COARSE;
     }
     return best;
+}
+
+sim_nccl_protocol sim_allreduce_protocol(sim_comm *c, sim_allreduce_algo requested,
+                                         sim_allreduce_algo algo, double bytes,
+                                         const sim_coll_opts *o) {
+    if (!coll_is_nccl(requested) || c->size < 2) return SIM_PROTOCOL_AUTO;
+    if (o && o->protocol != SIM_PROTOCOL_AUTO) return o->protocol;
+    sim_allreduce_algo a;
+    sim_nccl_protocol p;
+    /* auto's choice was made together with its protocol: the same search gives it back */
+    choose(c, bytes, o, requested == SIM_ALLREDUCE_AUTO ? SIM_ALLREDUCE_AUTO : algo, &a, &p);
+    return p;
 }
 
 int sim_coll_check(sim_comm *c, const sim_coll_opts *o, const char *option) {

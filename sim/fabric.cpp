@@ -4,7 +4,9 @@
 #include <simgrid/kernel/resource/NetworkModelIntf.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Link.hpp>
+#include <simgrid/s4u/Mailbox.hpp>
 #include <simgrid/s4u/NetZone.hpp>
 
 #include <strings.h>
@@ -214,6 +216,27 @@ int sim_fabric_tcp_size_steps(const double **thresholds) {
     }
     *thresholds = smpi_threshold;
     return smpi_steps;
+}
+
+sim_hw_class sim_fabric_route_hw(sg_host_t src, sg_host_t dst) {
+    std::vector<simgrid::s4u::Link *> links;
+    double latency = 0;
+    src->route_to(dst, links, &latency);
+    bool pcie = false;
+    for (const auto *l : links) {
+        const int f = link_fabric(l);
+        if (f != SIM_FABRIC_NVLINK && f != SIM_FABRIC_PCIE) return SIM_HW_NET;
+        pcie = pcie || f == SIM_FABRIC_PCIE;
+    }
+    return pcie || links.empty() ? SIM_HW_PCI : SIM_HW_NVLINK;
+}
+
+sg_comm_t sim_put_async_rate(sg_mailbox_t mailbox, void *payload, long bytes, double rate_Bps) {
+    auto comm = mailbox->put_init(payload, static_cast<uint64_t>(bytes));
+    comm->set_rate(rate_Bps);
+    comm->start();
+    comm->add_ref(); /* released by sg_comm_wait(), as for sg_mailbox_put_async() */
+    return comm.get();
 }
 
 int sim_fabric_route_is_tcp(sg_host_t src, sg_host_t dst) {

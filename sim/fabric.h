@@ -63,6 +63,14 @@ double sim_fabric_tcp_bandwidth_factor(double bytes);
 /* The sizes (bytes, decreasing, the last 0) from which the TCP factors of the installed set
  * apply, each up to the one before: their count. */
 int sim_fabric_tcp_size_steps(const double **thresholds);
+/* The hardware class of a route in NCCL's cost model: NVLink when all its links are nvlink, PCI
+ * when they are nvlink or pcie with some pcie (or the route is empty: one host), else network. */
+typedef enum sim_hw_class { SIM_HW_NVLINK = 0, SIM_HW_PCI = 1, SIM_HW_NET = 2 } sim_hw_class;
+sim_hw_class sim_fabric_route_hw(sg_host_t src, sg_host_t dst);
+
+/* sg_mailbox_put_async() with the transfer's rate capped at rate_Bps (bytes/s). */
+sg_comm_t sim_put_async_rate(sg_mailbox_t mailbox, void *payload, long bytes, double rate_Bps);
+
 /* 1 if the route src -> dst takes the TCP factors. */
 int sim_fabric_route_is_tcp(sg_host_t src, sg_host_t dst);
 

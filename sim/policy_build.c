@@ -168,6 +168,14 @@ static int build_exchange(const run_config *cfg, policy_config *pc) {
     }
     pc->coll.segment_bytes = cfg->segment_bytes;
     pc->coll.channels = cfg->channels > 0 ? cfg->channels : 1;
+    int rc = sim_nccl_protocol_parse("--protocol", cfg->protocol[0] ? cfg->protocol : "auto",
+                                     &pc->coll.protocol);
+    if (rc != SS_OK) return rc;
+    if (pc->coll.protocol != SIM_PROTOCOL_AUTO && (pc->use_ps || !coll_is_nccl_algo(pc->coll.algo)))
+        return ss_error_set(SS_EUSAGE,
+                            "--protocol %s applies to --collective auto, hier, hier-coarse or "
+                            "dbtree (NCCL's algorithms), not %s",
+                            cfg->protocol, cfg->collective);
     if (pc->coll.channels > 1 && (pc->use_ps || pc->coll.algo != SIM_ALLREDUCE_RING) &&
         pc->coll.algo != SIM_ALLREDUCE_AUTO)
         return ss_error_set(SS_EUSAGE, "--channels %d applies to --collective ring or auto, not %s",

@@ -101,14 +101,26 @@ static void test_coarse_matches(void) {
     }
     remove(p);
     const char *nodes = SS_SOURCE_DIR "/traces/reference/nccl/tcp-8x4-rtx2080ti-10gbe/platform.xml";
-    static const double hier_sizes[] = {4, 16384, 65536, 262144, 4194304};
+    /* with each protocol: under LL (rates capped at a quarter) the closed form drifts up to
+     * 3.3 % from 384 KiB to 1 MiB on this platform (README, "Collectives"): bound 4 % there */
+    static const double hier_sizes[] = {4, 16384, 65536, 262144, 393216, 1048576, 4194304};
     for (size_t i = 0; i < sizeof hier_sizes / sizeof hier_sizes[0]; i++) {
-        double hier = run_s(nodes, 32, hier_sizes[i], SIM_NETWORK_SMPI, SIM_ALLREDUCE_HIER);
-        double coarse =
-            run_s(nodes, 32, hier_sizes[i], SIM_NETWORK_SMPI, SIM_ALLREDUCE_HIER_COARSE);
-        if (fabs(coarse / hier - 1) > 0.01)
-            fprintf(stderr, "\n  hier %g B: %.6g s, coarse %.6g s", hier_sizes[i], hier, coarse);
-        SS_CHECK_CLOSE(coarse, hier, 0, 0.01);
+        for (int q = SIM_PROTOCOL_LL; q <= SIM_PROTOCOL_SIMPLE; q += 2) {
+            double hier, coarse, wall;
+            CU_ASSERT_EQUAL(bench_network_allreduce_protocol(nodes, 32, hier_sizes[i],
+                                                             SIM_NETWORK_SMPI, SIM_ALLREDUCE_HIER,
+                                                             (sim_nccl_protocol)q, &hier, &wall),
+                            SS_OK);
+            CU_ASSERT_EQUAL(bench_network_allreduce_protocol(
+                                nodes, 32, hier_sizes[i], SIM_NETWORK_SMPI,
+                                SIM_ALLREDUCE_HIER_COARSE, (sim_nccl_protocol)q, &coarse, &wall),
+                            SS_OK);
+            const double bound = q == SIM_PROTOCOL_LL ? 0.04 : 0.01;
+            if (fabs(coarse / hier - 1) > bound)
+                fprintf(stderr, "\n  hier %g B (%s): %.6g s, coarse %.6g s", hier_sizes[i],
+                        sim_nccl_protocol_name((sim_nccl_protocol)q), hier, coarse);
+            SS_CHECK_CLOSE(coarse, hier, 0, bound);
+        }
     }
 }
 
@@ -128,7 +140,7 @@ static CU_TestInfo smpi_tests[] = {
     {"sim_network_model_parse SMPI", test_parse},
     {"SMPI single flow vs latency x lat(B) + B / (bw x bw(B)) at every threshold",
      test_single_flow},
-    {"SMPI: ring-coarse = ring and hier-coarse = hier within 1 %", test_coarse_matches},
+    {"SMPI: ring-coarse = ring, hier-coarse = hier within 1 % (LL: 4 %)", test_coarse_matches},
     {"SMPI = LV08 on InfiniBand and NVLink routes", test_non_tcp_untouched},
     CU_TEST_INFO_NULL};
 

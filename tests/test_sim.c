@@ -258,7 +258,7 @@ static void test_ring_closed_form(void) {
                       0,
                       SIM_NETWORK_CM02,
                       SCEN_ALLREDUCE,
-                      {SIM_ALLREDUCE_RING, 0, 1},
+                      {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO},
                       m,
                       0,
                       0};
@@ -295,7 +295,7 @@ static void test_hd_closed_form(void) {
                       0,
                       SIM_NETWORK_CM02,
                       SCEN_ALLREDUCE,
-                      {SIM_ALLREDUCE_HALVING_DOUBLING, 0, 1},
+                      {SIM_ALLREDUCE_HALVING_DOUBLING, 0, 1, SIM_PROTOCOL_AUTO},
                       m,
                       0,
                       0};
@@ -334,7 +334,7 @@ static void test_tree_closed_form(void) {
                       0,
                       SIM_NETWORK_CM02,
                       SCEN_ALLREDUCE,
-                      {SIM_ALLREDUCE_TREE, 0, 1},
+                      {SIM_ALLREDUCE_TREE, 0, 1, SIM_PROTOCOL_AUTO},
                       m,
                       0,
                       0};
@@ -353,7 +353,7 @@ static void test_tree_segmented(void) {
               0,
               SIM_NETWORK_CM02,
               SCEN_ALLREDUCE,
-              {SIM_ALLREDUCE_TREE, 0, 1},
+              {SIM_ALLREDUCE_TREE, 0, 1, SIM_PROTOCOL_AUTO},
               1e8,
               0,
               0};
@@ -375,7 +375,7 @@ static void test_allgather_flags(void) {
                   0,
                   SIM_NETWORK_CM02,
                   SCEN_ALLGATHER,
-                  {0, 0, 1},
+                  {0, 0, 1, SIM_PROTOCOL_AUTO},
                   8,
                   0,
                   0};
@@ -391,7 +391,7 @@ static void test_broadcast(void) {
               0,
               SIM_NETWORK_CM02,
               SCEN_BROADCAST,
-              {0, 0, 1},
+              {0, 0, 1, SIM_PROTOCOL_AUTO},
               1e6,
               0,
               0};
@@ -415,7 +415,7 @@ static void test_coarse_vs_message(void) {
                           0,
                           models[mi],
                           SCEN_ALLREDUCE,
-                          {SIM_ALLREDUCE_RING, 0, 1},
+                          {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO},
                           ms[j],
                           0,
                           0};
@@ -438,7 +438,7 @@ static void test_coarse_fat_tree(void) {
                   0,
                   SIM_NETWORK_CM02,
                   SCEN_ALLREDUCE,
-                  {SIM_ALLREDUCE_RING, 0, 1},
+                  {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO},
                   ms[j],
                   0,
                   0};
@@ -463,7 +463,7 @@ static void test_ps_incast(void) {
                   1,
                   SIM_NETWORK_CM02,
                   SCEN_PS_INCAST,
-                  {0, 0, 1},
+                  {0, 0, 1, SIM_PROTOCOL_AUTO},
                   1e7,
                   0,
                   0};
@@ -481,7 +481,7 @@ static void test_ps_bsp_sharded(void) {
               2,
               SIM_NETWORK_CM02,
               SCEN_PS_BSP,
-              {0, 0, 1},
+              {0, 0, 1, SIM_PROTOCOL_AUTO},
               1e7,
               0,
               0};
@@ -502,7 +502,7 @@ static void test_ps_async(void) {
               1,
               SIM_NETWORK_CM02,
               SCEN_PS_SSP,
-              {0, 0, 1},
+              {0, 0, 1, SIM_PROTOCOL_AUTO},
               1e6,
               0,
               0};
@@ -545,7 +545,7 @@ static void test_groups_nonblocking(void) {
               0,
               SIM_NETWORK_CM02,
               SCEN_GROUPS,
-              {SIM_ALLREDUCE_RING, 0, 1},
+              {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO},
               1e7,
               4,
               0};
@@ -569,7 +569,7 @@ static void test_groups_bottleneck(void) {
                "           bb_bw=\"25Gbps\" bb_lat=\"0us\" bb_sharing_policy=\"SHARED\"/>\n"
                "</platform>\n");
     fclose(f);
-    scen s = {path, 16, 0, SIM_NETWORK_CM02, SCEN_GROUPS, {SIM_ALLREDUCE_RING, 0, 1}, 1e7, 4, 0};
+    scen s = {path, 16, 0, SIM_NETWORK_CM02, SCEN_GROUPS, {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO}, 1e7, 4, 0};
     scen_out four = run_scen(&s);
     s.n_workers = 4;
     scen_out one = run_scen(&s);
@@ -582,7 +582,7 @@ static void test_async_callback(void) {
               0,
               SIM_NETWORK_CM02,
               SCEN_ASYNC,
-              {SIM_ALLREDUCE_RING, 0, 1},
+              {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO},
               1e6,
               0,
               0};
@@ -639,19 +639,19 @@ static void test_golden(void) {
         scen s;
         double want_s;
     } g[] = {
-        {{NULL, 16, 0, SIM_NETWORK_CM02, SCEN_ALLREDUCE, {SIM_ALLREDUCE_RING, 0, 1}, 1e8, 0, 0}, 0},
-        {{NULL, 16, 0, SIM_NETWORK_LV08, SCEN_ALLREDUCE, {SIM_ALLREDUCE_RING, 0, 1}, 1e8, 0, 0}, 0},
+        {{NULL, 16, 0, SIM_NETWORK_CM02, SCEN_ALLREDUCE, {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO}, 1e8, 0, 0}, 0},
+        {{NULL, 16, 0, SIM_NETWORK_LV08, SCEN_ALLREDUCE, {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO}, 1e8, 0, 0}, 0},
         {{NULL,
           16,
           0,
           SIM_NETWORK_LV08,
           SCEN_ALLREDUCE,
-          {SIM_ALLREDUCE_HALVING_DOUBLING, 0, 1},
+          {SIM_ALLREDUCE_HALVING_DOUBLING, 0, 1, SIM_PROTOCOL_AUTO},
           1e6,
           0,
           0},
          0},
-        {{NULL, 16, 0, SIM_NETWORK_LV08, SCEN_COMPUTE, {SIM_ALLREDUCE_TREE, 0, 1}, 1e6, 0, 3.14e12},
+        {{NULL, 16, 0, SIM_NETWORK_LV08, SCEN_COMPUTE, {SIM_ALLREDUCE_TREE, 0, 1, SIM_PROTOCOL_AUTO}, 1e6, 0, 3.14e12},
          0},
     };
     static const double golden[] = {0.060300000000000048, 0.068851453608247432,

@@ -135,6 +135,7 @@ typedef struct job_out {
     int status;
     char message[256];
     int picks[MAX_PICKS];
+    int protocols[MAX_PICKS]; /* the protocol of each pick */
     int n_nodes, per_node, n_nics, flat, node_of_last, local_of_last, rail_1_0;
 } job_out;
 
@@ -163,8 +164,12 @@ static void member_main(void *p) {
 static void job_inspect(const job *j, sim_cluster *c, job_out *out) {
     sim_comm *world = sim_cluster_world(c);
     if (j->kind == JOB_PICK) {
-        for (int i = 0; i < j->n_picks; i++)
-            out->picks[i] = (int)sim_allreduce_auto_pick(world, j->pick_bytes[i], &j->co);
+        for (int i = 0; i < j->n_picks; i++) {
+            sim_allreduce_algo a = sim_allreduce_auto_pick(world, j->pick_bytes[i], &j->co);
+            out->picks[i] = (int)a;
+            out->protocols[i] =
+                (int)sim_allreduce_protocol(world, j->co.algo, a, j->pick_bytes[i], &j->co);
+        }
     } else if (j->kind == JOB_CHECK) {
         out->status = sim_coll_check(world, &j->co, "--collective");
         if (out->status) snprintf(out->message, sizeof out->message, "%s", ss_error_message());
@@ -235,7 +240,7 @@ static job allreduce_job(const char *platform, int n, sim_network_model model,
     j.n = n;
     j.model = model;
     j.kind = JOB_ALLREDUCE;
-    j.co = (sim_coll_opts){algo, 0, channels};
+    j.co = (sim_coll_opts){algo, 0, channels, SIM_PROTOCOL_AUTO};
     j.bytes = bytes;
     return j;
 }
@@ -298,33 +303,49 @@ static void test_topology_bad_property(void) {
 
 /* ---------------------------------------------------------------- closed forms (CM02) */
 
-/* hier: NCCL's per-call Ring base latency (collective.h) + 2(G-1)(a_intra + M/G/B_intra) +
- * 2(K-1)(a_inter + M/(G K)/(B_nic R/G)) when G/R GPUs share a NIC, B_nic otherwise. */
-static double hier_closed_form(const node_spec *s, double m, double a_intra, double a_inter) {
+/* hier under protocol p: NCCL's per-call Ring base latency of p + 2(G-1)(a_intra + h_intra +
+ * M/G/(f B_intra)) + 2(K-1)(a_inter + h_net + M/(G K)/min(f B_nic, B_nic R/G)) when G/R GPUs
+ * share a NIC, f B_nic otherwise; h the protocol's step latency (NVLink inside, network between the
+ * nodes), f its fraction of the bandwidth (collective.h: Simple 8.4 us, 3.4 us, 9.6 us, 1; LL 3.6
+ * us, 0.47 us, 2.7 us, 1/4). */
+static double hier_closed_form(const node_spec *s, double m, double a_intra, double a_inter,
+                               sim_nccl_protocol p) {
     const int g = s->gpus, k = s->nodes;
     const double b_intra = s->intra_gbps * 1e9 / 8, b_nic = s->nic_gbps * 1e9 / 8;
     const double share = s->nics < g ? (double)s->nics / g : 1.0;
-    return SIM_NCCL_RING_BASE_LATENCY_S + 2.0 * (g - 1) * (a_intra + m / g / b_intra) +
-           2.0 * (k - 1) * (a_inter + m / g / k / (b_nic * share));
+    const int ll = p == SIM_PROTOCOL_LL;
+    const double base = ll ? 3.6e-6 : SIM_NCCL_RING_BASE_LATENCY_S;
+    const double h_intra = ll ? 0.47e-6 : SIM_NCCL_SIMPLE_NVLINK_STEP_S;
+    const double h_net = ll ? 2.7e-6 : SIM_NCCL_SIMPLE_NET_STEP_S;
+    const double f = ll ? 0.25 : 1.0;
+    /* LL caps each flow at f of its route's bandwidth; the G/R flows on a NIC share it */
+    return base + 2.0 * (g - 1) * (a_intra + h_intra + m / g / (f * b_intra)) +
+           2.0 * (k - 1) * (a_inter + h_net + m / g / k / fmin(f * b_nic, b_nic * share));
 }
 
 static void test_hier_closed_form(void) {
     static const node_spec specs[] = {
         {2, 4, 4, 2400, 1, 25, 5}, {4, 4, 4, 2400, 1, 25, 5}, {2, 8, 2, 400, 2, 100, 2}};
     static const double sizes[] = {1e5, 1e7, 1e9};
+    static const sim_nccl_protocol protos[] = {SIM_PROTOCOL_SIMPLE, SIM_PROTOCOL_LL};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
         for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
-            const node_spec *s = &specs[i];
-            const int n = s->nodes * s->gpus;
-            job j = allreduce_job(node_platform(s), n, SIM_NETWORK_CM02, SIM_ALLREDUCE_HIER, 1,
-                                  sizes[k]);
-            job_out o = run_job(&j);
-            double want = hier_closed_form(s, sizes[k], o.alpha_intra_s, o.alpha_inter_s);
-            SS_CHECK_CLOSE(o.max_end_s, want, 0, 0.01);
-            /* every member sends 2(G-1) M/G inside and 2(K-1) M/(G K) on its rail */
-            double sent = 2.0 * (s->gpus - 1) * sizes[k] / s->gpus +
-                          2.0 * (s->nodes - 1) * sizes[k] / s->gpus / s->nodes;
-            SS_CHECK_CLOSE(o.bytes_sent0, sent, 2.0 * n, 0);
+            for (int q = 0; q < 2; q++) {
+                const node_spec *s = &specs[i];
+                const int n = s->nodes * s->gpus;
+                job j = allreduce_job(node_platform(s), n, SIM_NETWORK_CM02, SIM_ALLREDUCE_HIER, 1,
+                                      sizes[k]);
+                j.co.protocol = protos[q];
+                job_out o = run_job(&j);
+                double want =
+                    hier_closed_form(s, sizes[k], o.alpha_intra_s, o.alpha_inter_s, protos[q]);
+                SS_CHECK_CLOSE(o.max_end_s, want, 0, 0.01);
+                /* every member sends 2(G-1) M/G inside and 2(K-1) M/(G K) on its rail, whatever
+                 * the protocol (its flags are not counted) */
+                double sent = 2.0 * (s->gpus - 1) * sizes[k] / s->gpus +
+                              2.0 * (s->nodes - 1) * sizes[k] / s->gpus / s->nodes;
+                SS_CHECK_CLOSE(o.bytes_sent0, sent, 2.0 * n, 0);
+            }
         }
     }
 }
@@ -352,16 +373,28 @@ static void test_channels_closed_form(void) {
     SS_CHECK_CLOSE(bw_term[1] / bw_term[2], 2.0, 0, 0.01);
 }
 
-/* Double binary tree, tiny message: the latency term 2 floor(log2 N) alpha (both trees have that
- * depth; each hop costs one route latency). */
+/* Double binary tree, tiny message: the protocol's base latency + 2 floor(log2 N) (alpha + h)
+ * (both trees have that depth; each hop costs one route latency and the protocol's step latency
+ * on the network, since the star's links name no fabric): LL 4.4 us and 5.0 us, Simple 0 and
+ * 50 us less a 256 KB chunk's transfer at 12 GB/s twice (collective.h). */
 static void test_dbtree_latency(void) {
     static const int ns[] = {2, 3, 4, 5, 8, 13, 16, 33};
+    const double simple_h = 50e-6 - 2 * 262144 / 12e9;
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
         const int n = ns[i];
+        const double d = floor(log2((double)n));
         job j = allreduce_job(star_platform(n), n, SIM_NETWORK_CM02, SIM_ALLREDUCE_DBTREE, 1, 8);
+        j.co.protocol = SIM_PROTOCOL_SIMPLE;
         job_out o = run_job(&j);
-        SS_CHECK_CLOSE(o.max_end_s, 2.0 * floor(log2((double)n)) * o.alpha_intra_s, 0, 0.01);
+        SS_CHECK_CLOSE(o.max_end_s, 2.0 * d * (o.alpha_intra_s + simple_h), 0, 0.01);
         SS_CHECK_CLOSE(o.bytes_sent0, n > 1 ? 8 : 0, 8, 0); /* half up and down each tree */
+        j.co.protocol = SIM_PROTOCOL_LL;
+        o = run_job(&j);
+        SS_CHECK_CLOSE(o.max_end_s, 4.4e-6 + 2.0 * d * (o.alpha_intra_s + 5.0e-6), 0, 0.01);
+        /* auto: the cheaper of the two (Simple up to depth 1, LL from depth 2) */
+        const double ll_s = o.max_end_s, simple_s = 2.0 * d * (o.alpha_intra_s + simple_h);
+        j.co.protocol = SIM_PROTOCOL_AUTO;
+        SS_CHECK_CLOSE(run_job(&j).max_end_s, fmin(ll_s, simple_s), 0, 0.01);
     }
 }
 
@@ -383,14 +416,20 @@ static void test_hier_coarse(void) {
     static const node_spec specs[] = {{4, 4, 4, 2400, 1, 25, 5}, {2, 8, 2, 400, 2, 100, 2}};
     for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
         for (int model = 0; model < 2; model++) {
-            for (double m = 1e6; m <= 1e9; m *= 1000) {
-                const int n = specs[i].nodes * specs[i].gpus;
-                const char *p = node_platform(&specs[i]);
-                sim_network_model nm = model ? SIM_NETWORK_CM02 : SIM_NETWORK_LV08;
-                job msg = allreduce_job(p, n, nm, SIM_ALLREDUCE_HIER, 1, m);
-                job crs = allreduce_job(p, n, nm, SIM_ALLREDUCE_HIER_COARSE, 1, m);
-                double t_msg = run_job(&msg).max_end_s, t_crs = run_job(&crs).max_end_s;
-                SS_CHECK_CLOSE(t_crs, t_msg, 0, 0.01);
+            for (double m = 1e3; m <= 1e9; m *= 1000) {
+                for (int q = SIM_PROTOCOL_LL; q <= SIM_PROTOCOL_SIMPLE; q++) {
+                    const int n = specs[i].nodes * specs[i].gpus;
+                    const char *p = node_platform(&specs[i]);
+                    sim_network_model nm = model ? SIM_NETWORK_CM02 : SIM_NETWORK_LV08;
+                    job msg = allreduce_job(p, n, nm, SIM_ALLREDUCE_HIER, 1, m);
+                    job crs = allreduce_job(p, n, nm, SIM_ALLREDUCE_HIER_COARSE, 1, m);
+                    msg.co.protocol = crs.co.protocol = (sim_nccl_protocol)q;
+                    double t_msg = run_job(&msg).max_end_s, t_crs = run_job(&crs).max_end_s;
+                    if (fabs(t_crs / t_msg - 1) > 0.01)
+                        fprintf(stderr, "\n  %s, %g B, protocol %s: hier %.6g s, coarse %.6g s", p,
+                                m, sim_nccl_protocol_name((sim_nccl_protocol)q), t_msg, t_crs);
+                    SS_CHECK_CLOSE(t_crs, t_msg, 0, 0.01);
+                }
             }
         }
     }
@@ -426,7 +465,7 @@ static job pick_job(const char *platform, int n) {
     j.platform = platform;
     j.n = n;
     j.kind = JOB_PICK;
-    j.co = (sim_coll_opts){SIM_ALLREDUCE_AUTO, 0, 1};
+    j.co = (sim_coll_opts){SIM_ALLREDUCE_AUTO, 0, 1, SIM_PROTOCOL_AUTO};
     j.n_picks = 0;
     for (double b = 1024; b <= 1.1e9 && j.n_picks < MAX_PICKS; b *= 2)
         j.pick_bytes[j.n_picks++] = b;
@@ -456,13 +495,24 @@ static void test_auto_choices(void) {
     node_spec s = {4, 8, 8, 2400, 1, 200, 2};
     job nodes = pick_job(node_platform(&s), 32);
     job_out on = run_job(&nodes);
-    CU_ASSERT_EQUAL(on.picks[0], SIM_ALLREDUCE_DBTREE);
     CU_ASSERT_EQUAL(on.picks[nodes.n_picks - 1], SIM_ALLREDUCE_RING);
     node_spec shared = {4, 8, 2, 2400, 1, 100, 2};
     job nodes2 = pick_job(node_platform(&shared), 32);
     job_out on2 = run_job(&nodes2);
-    CU_ASSERT_EQUAL(on2.picks[0], SIM_ALLREDUCE_DBTREE);
     CU_ASSERT_EQUAL(on2.picks[nodes2.n_picks - 1], SIM_ALLREDUCE_HIER);
+    /* on nodes, small messages go by the fewest network steps: hier's 2(K-1) rail steps beat
+     * the flat tree's 2 floor(log2 N) network hops here */
+    CU_ASSERT(on.picks[0] == SIM_ALLREDUCE_HIER || on.picks[0] == SIM_ALLREDUCE_DBTREE);
+    CU_ASSERT(on2.picks[0] == SIM_ALLREDUCE_HIER || on2.picks[0] == SIM_ALLREDUCE_DBTREE);
+    /* Simple for large messages everywhere; LL for small ones on nodes, whose rings take many
+     * steps (on the flat stars the tree's few hops leave LL's base latency of 4.4 us ahead of
+     * what it saves per hop: 6.3 - 5.0 us) */
+    const job *jobs[] = {&small, &big, &nodes, &nodes2};
+    const job_out *outs[] = {&os, &ob, &on, &on2};
+    for (int q = 0; q < 4; q++) {
+        if (q >= 2) CU_ASSERT_EQUAL(outs[q]->protocols[0], SIM_PROTOCOL_LL);
+        CU_ASSERT_EQUAL(outs[q]->protocols[jobs[q]->n_picks - 1], SIM_PROTOCOL_SIMPLE);
+    }
     /* at scale, the closed forms */
     job scale = pick_job(star_platform(SIM_COARSE_MIN_MEMBERS), SIM_COARSE_MIN_MEMBERS);
     job_out oc = run_job(&scale);
@@ -475,7 +525,7 @@ static void test_hier_refused_on_flat(void) {
     j.platform = star_platform(8);
     j.n = 8;
     j.kind = JOB_CHECK;
-    j.co = (sim_coll_opts){SIM_ALLREDUCE_HIER, 0, 1};
+    j.co = (sim_coll_opts){SIM_ALLREDUCE_HIER, 0, 1, SIM_PROTOCOL_AUTO};
     job_out o = run_job(&j);
     CU_ASSERT_EQUAL(o.status, SS_EUSAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(o.message, "--collective hier"));
@@ -506,7 +556,7 @@ static CU_TestInfo node_tests[] = {
     {"multi-channel ring: C NICs carry C rings (CM02)", test_channels_closed_form},
     {"dbtree latency term 2 floor(log2 N) alpha (CM02)", test_dbtree_latency},
     {"dbtree pipelined by segments", test_dbtree_segmented},
-    {"hier-coarse vs hier within 1% (CM02, LV08)", test_hier_coarse},
+    {"hier-coarse vs hier within 1% (CM02, LV08; LL, LL128, Simple)", test_hier_coarse},
     {"coarse all-gather vs Bruck within 1% (CM02, LV08)", test_gather_coarse},
     {"auto: dbtree / ring / hier by size and topology, coarse at scale", test_auto_choices},
     {"hier refused on a flat platform", test_hier_refused_on_flat},

@@ -297,8 +297,12 @@ static void replay_choose_collective(const trace *t, sim_cluster *cluster, polic
         char channels[32] = "";
         if (a == SIM_ALLREDUCE_RING && ch > 1)
             snprintf(channels, sizeof channels, " (%d channels)", ch);
-        fprintf(stderr, "replay: --collective auto: %s%s for %.0f bytes at %d workers%s\n",
-                sim_allreduce_algo_name(a), channels, t->meta.param_bytes, pc->workers,
+        const sim_nccl_protocol p =
+            sim_allreduce_protocol(world, pc->coll.algo, a, t->meta.param_bytes, &pc->coll);
+        fprintf(stderr,
+                "replay: --collective auto: %s%s, protocol %s, for %.0f bytes at %d workers%s\n",
+                sim_allreduce_algo_name(a), channels, sim_nccl_protocol_name(p),
+                t->meta.param_bytes, pc->workers,
                 a == SIM_ALLREDUCE_RING_COARSE || a == SIM_ALLREDUCE_HIER_COARSE
                     ? " (closed form, at scale)"
                     : "");
