@@ -376,6 +376,11 @@ static void merged_plan(sim_comm *c, int from, int to, double bytes, double unit
     *wire = bytes;
     *wait_s = 0;
     sg_host_t a = c->hosts[from], b = c->hosts[to];
+    const int capped = frac > 0 && frac < 1;
+    /* the same factor for both sizes (LV08, CM02, large messages under SMPI) and no cap: as is */
+    if (!capped &&
+        sim_fabric_tcp_bandwidth_factor(bytes) == sim_fabric_tcp_bandwidth_factor(unit_bytes))
+        return;
     if (!sim_fabric_route_is_tcp(a, b)) return; /* factors that do not depend on the size */
     const double raw = sg_host_get_route_bandwidth(a, b);
     const double cap =
