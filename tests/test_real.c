@@ -12,12 +12,14 @@
 #include <string.h>
 
 #define SYNCSIM SS_BINARY_DIR "/syncsim"
-/* OpenMPI keeps much of its state until exit, some of it in modules it has unloaded by then,
+/* Loopback only: a testbed bridge that comes and goes beside the run (this suite's validate real,
+ * or another one on the machine) must not be taken for one of the ranks' interfaces.
+ * OpenMPI keeps much of its state until exit, some of it in modules it has unloaded by then,
  * which no LeakSanitizer suppression can name: the ranks of the sanitizer build check memory
  * errors but not leaks (the emulated runs beside them check both). */
 #define MPIRUN                                                                                     \
     "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 mpirun --allow-run-as-root --oversubscribe --mca "  \
-    "btl self,tcp "
+    "btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
 #define COMMON " --epochs 0.05 --progress no --device cpu "
 
 static char tmp_dir[256];
