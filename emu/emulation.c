@@ -302,14 +302,13 @@ static long next_eval_after(const emulation *e, long eval) {
 }
 
 /* Real mode: worker w keeps its parameters and its counters at the evaluation step. */
-static void snapshot(emulation *e, int w, long step, double now_s) {
+static void snapshot(emulation *e, int w, long step, double now_s, const step_counters *c) {
     if (e->n_snaps == e->cap_snaps) {
         e->cap_snaps = e->cap_snaps ? 2 * e->cap_snaps : 16;
         e->snaps = realloc(e->snaps, e->cap_snaps * sizeof *e->snaps);
         e->snap_params = realloc(e->snap_params, e->cap_snaps * e->params * sizeof(float));
         SS_ASSERT(e->snaps && e->snap_params);
     }
-    const step_counters *c = e->src.counters;
     e->snaps[e->n_snaps] = (emulation_snapshot){.step = step,
                                                 .now_s = now_s,
                                                 .sync_steps = c ? c->sync_steps : 0,
@@ -329,7 +328,7 @@ static void em_step_done(void *self, int w, long step, double now_s) {
     e->done_step[w] = step;
     if (e->cfg.real) {
         if (e->next_eval > e->cfg.last_step || step < e->next_eval) return;
-        snapshot(e, w, e->next_eval, now_s);
+        snapshot(e, w, e->next_eval, now_s, e->src.counters);
         while (e->next_eval <= e->cfg.last_step && e->next_eval <= step)
             e->next_eval = next_eval_after(e, e->next_eval);
         return;
@@ -557,6 +556,11 @@ model *emulation_replica(emulation *e, int w) {
 
 double emulation_samples(const emulation *e) {
     return e->samples;
+}
+
+void emulation_snapshot_stop(emulation *e, int w, long step, double now_s, const step_counters *c) {
+    if (e->n_snaps > 0 && e->snaps[e->n_snaps - 1].step == step) return;
+    snapshot(e, w, step, now_s, c);
 }
 
 size_t emulation_snapshots(const emulation *e, const emulation_snapshot **snaps,

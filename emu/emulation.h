@@ -109,6 +109,9 @@ typedef struct emulation_snapshot {
 } emulation_snapshot;
 
 /* Real mode: the snapshots this rank kept, in step order; *params: P floats per snapshot. */
+/* Real mode, after a run stopped early at `step` by an interruption: worker w's snapshot of
+ * that step with the counters c, unless its last snapshot is of it already. */
+void emulation_snapshot_stop(emulation *e, int w, long step, double now_s, const step_counters *c);
 size_t emulation_snapshots(const emulation *e, const emulation_snapshot **snaps,
                            const float **params);
 /* Real mode, rank 0: evaluates, as the evaluation of `step` at clock now_s, the consensus of

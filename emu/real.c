@@ -4,6 +4,7 @@
 #include "sim/exchange_mpi.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,8 +35,10 @@ static int world_size(void) {
 
 int real_combine_results(exchange *ex, const policy_config *pc, policy_result *res) {
     enum { SUMS = 5 + 2 * POLICY_STALENESS_BINS };
-    double sums[SUMS], maxima[3] = {res->sim_time_s, (double)res->max_clock_gap,
-                                    (double)res->max_update_staleness};
+    /* servers report no steps: a worker's count (fewer than pc->steps when interrupted) */
+    const double steps = exchange_mpi_is_server(ex) ? 0 : (double)res->steps;
+    double sums[SUMS], maxima[4] = {res->sim_time_s, (double)res->max_clock_gap,
+                                    (double)res->max_update_staleness, steps};
     sums[0] = res->compute_s, sums[1] = res->comm_s, sums[2] = res->wait_s;
     sums[3] = res->bytes_sent, sums[4] = (double)res->sync_steps;
     for (int i = 0; i < POLICY_STALENESS_BINS; i++) {
@@ -43,14 +46,15 @@ int real_combine_results(exchange *ex, const policy_config *pc, policy_result *r
         sums[5 + POLICY_STALENESS_BINS + i] = (double)res->update_staleness_hist[i];
     }
     int rc = exchange_mpi_allreduce_doubles(ex, sums, SUMS, 0);             /* sums */
-    if (rc == SS_OK) rc = exchange_mpi_allreduce_doubles(ex, maxima, 3, 1); /* maxima */
+    if (rc == SS_OK) rc = exchange_mpi_allreduce_doubles(ex, maxima, 4, 1); /* maxima */
     if (rc != SS_OK) return rc;
     const int n = pc->workers;
     res->compute_s = sums[0] / n, res->comm_s = sums[1] / n, res->wait_s = sums[2] / n;
     res->bytes_sent = sums[3];
+    res->steps = (long)maxima[3];
     /* every step of SSP/ASP goes through the servers; the others count the steps that did */
-    res->sync_steps = policy_is_async(pc) ? pc->steps : (long)sums[4];
-    res->lssr = 1.0 - (double)res->sync_steps / (double)pc->steps;
+    res->sync_steps = policy_is_async(pc) ? res->steps : (long)sums[4];
+    res->lssr = 1.0 - (double)res->sync_steps / (double)res->steps;
     for (int i = 0; i < POLICY_STALENESS_BINS; i++) {
         res->clock_gap_hist[i] = (long)sums[5 + i];
         res->update_staleness_hist[i] = (long)sums[5 + POLICY_STALENESS_BINS + i];
@@ -97,9 +101,9 @@ static int gather_snapshots(exchange *ex, emulation *em, char **all, size_t *cou
     return rc;
 }
 
-/* Rank 0: evaluation i from worker w's snapshot i of every worker. */
+/* Rank 0: one evaluation from snapshot idx[w] of every worker w, whose part holds n_of[w]. */
 static void evaluate_snapshot(emulation *em, const policy_config *pc, char *const *part,
-                              size_t n_snaps, size_t i, const float *ps) {
+                              const size_t *n_of, const size_t *idx, const float *ps) {
     const int n = pc->workers;
     const size_t p = emulation_source(em)->param_count;
     const float **params = ss_malloc(sizeof(float *) * (size_t)n);
@@ -107,9 +111,9 @@ static void evaluate_snapshot(emulation *em, const policy_config *pc, char *cons
     double now = 0, loss = 0, count = 0, samples = 0;
     long step = 0;
     for (int w = 0; w < n; w++) {
-        const emulation_snapshot *s = (const emulation_snapshot *)part[w] + i;
-        params[w] = (const float *)(part[w] + n_snaps * sizeof *s) + i * p;
-        step = s->step;
+        const emulation_snapshot *s = (const emulation_snapshot *)part[w] + idx[w];
+        params[w] = (const float *)(part[w] + n_of[w] * sizeof *s) + idx[w] * p;
+        if (s->step > step) step = s->step; /* interrupted asynchronous workers: the latest */
         now = s->now_s > now ? s->now_s : now;
         c.sync_steps += s->sync_steps;
         c.bytes_sent += s->bytes_sent;
@@ -121,7 +125,7 @@ static void evaluate_snapshot(emulation *em, const policy_config *pc, char *cons
     free(params);
 }
 
-int real_evaluate(exchange *ex, emulation *em, const policy_config *pc) {
+int real_evaluate(exchange *ex, emulation *em, const policy_config *pc, int stopped) {
     char *all = NULL;
     const int ranks = world_size(), n = pc->workers;
     size_t *counts = ss_calloc((size_t)ranks, sizeof(size_t));
@@ -143,20 +147,32 @@ int real_evaluate(exchange *ex, emulation *em, const policy_config *pc) {
     }
     if (rc == SS_OK && exchange_mpi_rank(ex) == 0) {
         const size_t per = sizeof(emulation_snapshot) + p * sizeof(float);
-        const size_t n_snaps = counts[0] / per;
         char **part = ss_malloc(sizeof(char *) * (size_t)n);
-        size_t off = 0;
+        size_t *n_of = ss_malloc(sizeof(size_t) * (size_t)n);
+        size_t *idx = ss_malloc(sizeof(size_t) * (size_t)n);
+        size_t off = 0, n_min = SIZE_MAX, n_max = 0;
         for (int w = 0; w < n; w++) {
             part[w] = all + off;
             off += counts[w];
-            if (counts[w] != counts[0])
-                rc = ss_error_set(SS_EINPUT,
-                                  "real mode: worker %d kept %zu evaluation "
-                                  "snapshots, worker 0 %zu",
-                                  w, counts[w] / per, n_snaps);
+            n_of[w] = counts[w] / per;
+            if (n_of[w] < n_min) n_min = n_of[w];
+            if (n_of[w] > n_max) n_max = n_of[w];
         }
-        for (size_t i = 0; i < n_snaps && rc == SS_OK; i++)
-            evaluate_snapshot(em, pc, part, n_snaps, i, async && i + 1 == n_snaps ? ps : NULL);
+        /* Equal counts, unless an interruption stopped asynchronous workers at different
+         * steps: then the evaluations they all passed, and a last one of each worker's last
+         * snapshot (the step it stopped at). */
+        if (n_min != n_max && !(stopped && policy_is_async(pc)))
+            rc = ss_error_set(SS_EINPUT,
+                              "real mode: the workers kept from %zu to %zu evaluation snapshots",
+                              n_min, n_max);
+        for (size_t i = 0; i < n_min && rc == SS_OK; i++) {
+            const int last = i + 1 == n_min;
+            for (int w = 0; w < n; w++)
+                idx[w] = last ? n_of[w] - 1 : i;
+            evaluate_snapshot(em, pc, part, n_of, idx, async && last ? ps : NULL);
+        }
+        free(idx);
+        free(n_of);
         free(part);
     }
     free(ps);

@@ -6,7 +6,7 @@
  *     policy_run_real(&pc, ex, rank, src, exchange_mpi_serve, exchange_mpi_worker_done,
  *                     real_records_add, &recs, &res);
  *     real_combine_results(ex, &pc, &res);            // rank 0: the run's totals
- *     real_evaluate(ex, em, &pc);                     // rank 0: metrics.csv through on_eval
+ *     real_evaluate(ex, em, &pc, stopped);            // rank 0: metrics.csv through on_eval
  *     real_gather_records(ex, &recs);                 // rank 0: every step, by completion
  */
 #ifndef SS_EMU_REAL_H
@@ -34,8 +34,10 @@ void real_records_free(real_records *recs);
 int real_combine_results(exchange *ex, const policy_config *pc, policy_result *res);
 /* Collective over all ranks. Rank 0 evaluates, in step order, the consensus of the workers'
  * snapshots at each evaluation step (the parameter server's parameters at the last step of an
- * asynchronous run), reporting through the emulation's on_eval. */
-int real_evaluate(exchange *ex, emulation *em, const policy_config *pc);
+ * asynchronous run), reporting through the emulation's on_eval. `stopped`: an interruption
+ * ended the run early (asynchronous workers may then hold different snapshot counts: the
+ * evaluations all of them passed are kept, the last of each worker's own last snapshot). */
+int real_evaluate(exchange *ex, emulation *em, const policy_config *pc, int stopped);
 /* Collective over all ranks. On rank 0, *recs becomes every rank's records, ordered by the
  * moment each step ended (then by worker). */
 int real_gather_records(exchange *ex, real_records *recs);

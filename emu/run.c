@@ -57,8 +57,9 @@ typedef struct emu_run {
     emulation *em;
     run_context ctx;
     double worker_accuracy; /* mean of the replicas' own final accuracies */
-    /* real mode (syncsim real): this process's rank; rank 0 writes the outputs */
-    int real, rank, ranks;
+    /* real mode (syncsim real): this process's rank; rank 0 writes the outputs; stopped: an
+     * interruption ended the run early on some rank */
+    int real, rank, ranks, stopped;
     exchange *ex;
     real_records recs;
 } emu_run;
@@ -452,9 +453,9 @@ static void summarize(emu_run *r, run_summary *s, long *div_step) {
     const policy_result *pr = &r->pr;
     run_summary_init(s);
     snprintf(s->status, sizeof s->status, "%s",
-             emulation_diverged(r->em, div_step) ? "diverged"
-             : outputs_interrupted()             ? "interrupted"
-                                                 : "ok");
+             emulation_diverged(r->em, div_step)   ? "diverged"
+             : outputs_interrupted() || r->stopped ? "interrupted"
+                                                   : "ok");
     snprintf(s->mode, sizeof s->mode, "%s", r->real ? "real" : "emulation");
     snprintf(s->policy, sizeof s->policy, "%s", policy_kind_name(r->pc.kind));
     s->workers = r->cfg->workers;
@@ -621,6 +622,20 @@ static int real_agree(int rc) {
     return rc;
 }
 
+/* Real mode's answer to an interruption (step_source.stop_check): mpirun passes SIGINT and
+ * SIGTERM on to every rank as SIGTERM, which they may see at slightly different steps.
+ * Asynchronous workers stop on their own (the servers let a finished worker's clock go);
+ * synchronous ones stop together, at the step after some worker voted to (a vote per step,
+ * waited one step later: exchange_mpi_stop_vote). */
+static int real_stop_check(void *ctx, long step) {
+    (void)step;
+    emu_run *r = ctx;
+    if (policy_is_async(&r->pc)) return outputs_interrupted();
+    int any = 0;
+    if (exchange_mpi_stop_vote(r->ex, outputs_interrupted(), &any) != SS_OK) return 0;
+    return any;
+}
+
 /* The run on this rank, then its parts combined on rank 0. The clock starts when every rank is
  * ready (the exchange opens with a barrier), after the data are loaded. */
 static int simulate_real(emu_run *r) {
@@ -629,10 +644,25 @@ static int simulate_real(emu_run *r) {
     exchange_mpi_opts xo = {.n_workers = r->cfg->workers, .n_servers = servers};
     int rc = exchange_mpi_open(&xo, &r->ex);
     if (rc != SS_OK) return rc;
-    rc = policy_run_real(pc, r->ex, r->rank, emulation_source(r->em), exchange_mpi_serve,
-                         exchange_mpi_worker_done, real_records_add, &r->recs, &r->pr);
+    outputs_install_interrupt_handler();
+    step_source *src = emulation_source(r->em);
+    if (r->rank < r->cfg->workers) {
+        src->stop_check = real_stop_check;
+        src->stop_ctx = r;
+    }
+    rc = policy_run_real(pc, r->ex, r->rank, src, exchange_mpi_serve, exchange_mpi_worker_done,
+                         real_records_add, &r->recs, &r->pr);
+    /* stopped early: every worker's snapshot of its last step, for the last evaluation */
+    src->counters = NULL; /* the runner's, gone with it */
+    if (rc == SS_OK && src->stop_after > 0) {
+        const step_counters c = {r->pr.sync_steps, r->pr.bytes_sent};
+        emulation_snapshot_stop(r->em, r->rank, src->stop_after, r->ex->ops->now(r->ex->self), &c);
+    }
+    double stopped = src->stop_after > 0;
+    if (rc == SS_OK) rc = exchange_mpi_allreduce_doubles(r->ex, &stopped, 1, 1);
+    r->stopped = stopped > 0;
     if (rc == SS_OK) rc = real_combine_results(r->ex, pc, &r->pr);
-    if (rc == SS_OK) rc = real_evaluate(r->ex, r->em, pc);
+    if (rc == SS_OK) rc = real_evaluate(r->ex, r->em, pc, r->stopped);
     if (rc == SS_OK) rc = real_gather_records(r->ex, &r->recs);
     if (rc != SS_OK || r->rank != 0) return rc;
     for (size_t i = 0; i < r->recs.n; i++)

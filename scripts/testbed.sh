@@ -416,6 +416,29 @@ mpirun_args() {
     --leave-session-attached --allow-run-as-root --oversubscribe --bind-to none)
 }
 
+# Ctrl-C (SIGINT) or SIGTERM during `run`: the first one sends SIGTERM to the ranks themselves
+# (the processes of PROG in the testbed's namespaces), which syncsim real answers by stopping at
+# the next step and writing its outputs; mpirun, in a session of its own, does not see the
+# terminal's Ctrl-C (on one, it would SIGKILL the ranks a second after its SIGTERM). A second one
+# stops mpirun.
+RUN_STOPS=0
+stop_ranks() { # MPIRUN_PID PROG
+  local a ns pid
+  RUN_STOPS=$((RUN_STOPS + 1))
+  if [ "$RUN_STOPS" -gt 1 ]; then
+    echo "testbed: stopping mpirun" >&2
+    kill -TERM "$1" 2>/dev/null || true
+    return 0
+  fi
+  echo "testbed: asking the ranks to stop (SIGTERM to $2); again to stop mpirun" >&2
+  while read -r a ns; do
+    for pid in $("$IP" netns pids "$ns" 2>/dev/null); do
+      [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$2" ] && kill -TERM "$pid" 2>/dev/null
+    done
+  done < <(state_list addr)
+  return 0
+}
+
 # run [-np K] [MPIRUN_OPTION...] -- CMD [ARG...]: CMD by absolute path; the ranks start in the
 # caller's directory with its PATH and LD_LIBRARY_PATH.
 cmd_run() {
@@ -441,7 +464,16 @@ cmd_run() {
   mpirun_args
   local fwd=(-x PATH)
   [ -z "${LD_LIBRARY_PATH:-}" ] || fwd+=(-x LD_LIBRARY_PATH)
-  exec mpirun "${MPIRUN_ARGS[@]}" "${fwd[@]}" --wdir "$PWD" -np "$np" "${extra[@]}" "$prog" "$@"
+  setsid mpirun "${MPIRUN_ARGS[@]}" "${fwd[@]}" --wdir "$PWD" -np "$np" "${extra[@]}" "$prog" "$@" &
+  local mp=$! rc=0
+  prog=$(readlink -f -- "$prog")
+  trap 'stop_ranks "$mp" "$prog"' INT TERM
+  while :; do
+    rc=0
+    wait "$mp" || rc=$?
+    kill -0 "$mp" 2>/dev/null || break # wait returned for a signal, not for mpirun's end
+  done
+  exit "$rc"
 }
 
 main() {

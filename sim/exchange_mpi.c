@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -71,6 +72,9 @@ typedef struct mx_exchange {
     const mpi_api *mpi;
     int rank, n_workers, n_servers;
     void *world, *workers, *servers, *ps_ctl, *ps_data;
+    void *votes;   /* workers: a duplicate of `workers` for the stop votes */
+    void *vote_rq; /* the vote in flight (posted, not waited) or NULL */
+    int vote_mine, vote_any;
     mx_group *all, *groups;
     double t0_s;
     float *scratch; /* blocking calls' stand-in for a NULL buffer */
@@ -832,6 +836,15 @@ static int srv_dispatch(mx_exchange *x, int s, const ps_header *h, const mpi_sta
                             st->source);
     if (h->type == MSG_DONE) {
         (*done)++;
+        /* a worker that is done (at its last step, or stopped early by an interruption) holds
+         * no other back: its clock leaves SSP's minimum */
+        if (s == 0 && x->clock) {
+            x->clock[h->worker] = LONG_MAX;
+            int rc = SS_OK;
+            for (int w = 0; w < x->n_workers && rc == SS_OK; w++)
+                rc = srv_clock_release(x, w);
+            return rc;
+        }
         return SS_OK;
     }
     if (h->type == MSG_CLOCK_WAIT || h->type == MSG_CLOCK_ADVANCE) return srv_clock(x, s, h);
@@ -1019,7 +1032,26 @@ static int open_comms(mx_exchange *x) {
         x->servers = split;
     else
         x->workers = split;
+    if (rc == SS_OK && !server)
+        rc = check_mpi(mpi->comm_dup(x->workers, &x->votes), "MPI_Comm_dup");
     return rc;
+}
+
+int exchange_mpi_stop_vote(exchange *ex, int mine, int *any) {
+    mx_exchange *x = ex->self;
+    *any = 0;
+    if (!x->votes) return ss_error_set(SS_EUSAGE, "stop vote on a server rank");
+    int rc = SS_OK;
+    if (x->vote_rq) {
+        rc = check_mpi(x->mpi->wait(&x->vote_rq, NULL), "MPI_Wait");
+        x->vote_rq = NULL;
+        if (rc != SS_OK) return rc;
+        *any = x->vote_any;
+    }
+    x->vote_mine = mine != 0;
+    return check_mpi(x->mpi->iallreduce(&x->vote_mine, &x->vote_any, 1, x->mpi->type_int,
+                                        x->mpi->op_max, x->votes, &x->vote_rq),
+                     "MPI_Iallreduce");
 }
 
 int exchange_mpi_open(const exchange_mpi_opts *o, exchange **out) {
@@ -1064,6 +1096,8 @@ void exchange_mpi_close(exchange *ex) {
         free(g);
     }
     free(x->all);
+    if (x->vote_rq) x->mpi->wait(&x->vote_rq, NULL); /* every worker posted as many votes */
+    comm_free(x->mpi, &x->votes);
     comm_free(x->mpi, &x->workers);
     comm_free(x->mpi, &x->servers);
     comm_free(x->mpi, &x->ps_ctl);

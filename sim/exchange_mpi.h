@@ -62,6 +62,11 @@ int exchange_mpi_barrier(exchange *ex);
 int exchange_mpi_gather_bytes(exchange *ex, const void *mine, size_t n, void **all, size_t *counts);
 /* v[0..n-1] becomes the sum (op_max 0) or the maximum (op_max 1) over every rank. */
 int exchange_mpi_allreduce_doubles(exchange *ex, double *v, int n, int op_max);
+/* Workers only, called by every worker the same number of times: the stop vote of an
+ * interruption. Waits for the vote posted by the previous call (*any: whether some worker voted
+ * to stop then; 0 on the first call), then posts `mine` (MPI_Iallreduce, max) without waiting, so
+ * that a synchronous step pays no round trip for it. */
+int exchange_mpi_stop_vote(exchange *ex, int mine, int *any);
 /* Frees the exchange's communicators and state (MPI stays initialised). NULL: no-op. */
 void exchange_mpi_close(exchange *ex);
 

@@ -58,7 +58,10 @@ typedef struct step_acc {
 
 /* Whether a worker may start `step`: the run has steps left and was not stopped before it. */
 static inline int policy_go(const policy_state *st, long step) {
-    return step <= st->pc->steps && (st->src->stop_after == 0 || step <= st->src->stop_after);
+    step_source *src = st->src;
+    if (src->stop_check && src->stop_after == 0 && step > 1 && src->stop_check(src->stop_ctx, step))
+        src->stop_after = step - 1;
+    return step <= st->pc->steps && (src->stop_after == 0 || step <= src->stop_after);
 }
 
 /* Synchronization ids of a global step: two per step (0: SelSync's flags, 1: the exchange), so

@@ -187,7 +187,7 @@ int policy_run_real(const policy_config *pc, exchange *ex, int rank, step_source
     }
     if (rc == SS_OK) {
         res->sim_time_s = ex->ops->now(ex->self);
-        res->steps = pc->steps;
+        res->steps = src->stop_after > 0 ? src->stop_after : pc->steps; /* interrupted: fewer */
         res->sync_steps = st.counters.sync_steps;
         res->bytes_sent = st.counters.bytes_sent;
         if (rank < pc->workers) {

@@ -110,6 +110,11 @@ typedef struct step_source {
      * only start the next step after a collective that waited for the one that raised it. 0: the
      * run goes on. */
     long stop_after;
+    /* Real mode: asked at the start of every step after the first by every worker (policy_go);
+     * returns 1 when the run stops before `step` (an interruption that every worker learns at
+     * the same step: policy_go then sets stop_after to step - 1). NULL in the simulation. */
+    int (*stop_check)(void *ctx, long step);
+    void *stop_ctx;
 } step_source;
 
 #endif

@@ -212,9 +212,56 @@ static int suite_clean(void) {
     return ss_test_shell(cmd, NULL) == 0 ? 0 : 1;
 }
 
+/* An interruption: SIGTERM to the ranks (what mpirun sends them on Ctrl-C) a few seconds into
+ * a long run. Synchronous workers vote and stop at the same step, asynchronous ones on their own
+ * (the server lets a stopped worker's clock go); rank 0 still writes every output, with status
+ * "interrupted" and the last evaluation at the step they stopped at, and the run exits 130. */
+static void check_interrupted(const char *policy, int ranks) {
+    if (!have_mpirun()) SS_SKIP("mpirun not found");
+    char dir[512], cmd[2048];
+    snprintf(dir, sizeof dir, "%s/interrupted-%s", tmp_dir, policy);
+    snprintf(cmd, sizeof cmd,
+             "(sleep 3; pkill -TERM -f '^" SYNCSIM " real .*--out %s$') & " MPIRUN "-np %d " SYNCSIM
+             " real --policy %s --workers 4 --epochs 100 --progress no --device cpu --out %s "
+             ">%s.log 2>&1; rc=$?; wait; exit $rc",
+             dir, ranks, policy, dir, dir);
+    int rc = ss_test_shell(cmd, NULL);
+    if (rc != 130) {
+        char log[600];
+        snprintf(log, sizeof log, "cat %s.log >&2", dir);
+        ss_test_shell(log, NULL);
+    }
+    CU_ASSERT_EQUAL(rc, 130);
+    char status[64] = "";
+    snprintf(cmd, sizeof cmd, "grep -o '\"status\":[^,]*' %s/summary.json", dir);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, &out), 0);
+    if (out) snprintf(status, sizeof status, "%s", out);
+    free(out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(status, "interrupted"));
+    const double steps = summary_number(dir, "\"steps\":");
+    CU_ASSERT_TRUE(steps > 1 && steps < 100 * 60000 / 256); /* stopped, before the end */
+    /* metrics.csv ends with the evaluation of that step */
+    snprintf(cmd, sizeof cmd, "tail -1 %s/metrics.csv | cut -d, -f1", dir);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, &out), 0);
+    CU_ASSERT_EQUAL(out ? atof(out) : -1, steps);
+    free(out);
+    CU_ASSERT_TRUE(summary_number(dir, "\"lssr\":") >= 0);
+}
+
+static void test_interrupted_bsp(void) {
+    check_interrupted("bsp", 4);
+}
+
+static void test_interrupted_ssp(void) {
+    check_interrupted("ssp", 5);
+}
+
 static CU_TestInfo real_tests[] = {
     {"syncsim real: outside mpirun, wrong rank count, DLCP: exit 2", test_bad_input},
     {"syncsim real: bsp equals its emulation", test_bsp_equals_emulation},
+    {"syncsim real: bsp interrupted by SIGTERM writes its outputs, exit 130", test_interrupted_bsp},
+    {"syncsim real: ssp interrupted by SIGTERM writes its outputs, exit 130", test_interrupted_ssp},
     {"syncsim real: selsync with data injection equals its emulation",
      test_selsync_injection_equals_emulation},
     {"syncsim real: fedavg with sampled clients equals its emulation",
