@@ -28,6 +28,10 @@ double hop_set_bandwidth_Bps(const hop_set *h, double bytes);
 double coll_hop_latency_s(sg_host_t src, sg_host_t dst, double bytes);
 double coll_hop_bandwidth_Bps(sg_host_t src, sg_host_t dst, double bytes);
 
+/* A member of a double binary tree has a parent and up to three children: the next GPU of its
+ * node's chain and, at the chain's head, two nodes' heads. */
+#define TREE_LINKS 4
+
 /* Mailboxes already looked up, by (channel, instance slot, src, dst): an open-addressing table,
  * since SimGrid finds a mailbox by its name (a string built and hashed for every message). */
 typedef struct mailbox_cache {
@@ -48,13 +52,13 @@ struct sim_comm {
     sim_topology *topo;
     int channel_count;                /* channels of the orders below (0: none yet) */
     int *channel_next, *channel_prev; /* (channel_count * size) ring neighbours per channel */
-    int *tree_next[2];                /* dbtree: per tree (size * 3): parent, child, child (-1) */
-    hop_set intra_hops, rail_hops;    /* hier-coarse: hops of the intra-node and rail rings */
-    double gather_coarse_s;           /* all-gather closed form for 1 byte per member (< 0) */
-    double gather_coarse_bytes;       /* the bytes per member gather_coarse_s is for */
-    sg_bar_t barrier;                 /* coarse all-gather: every member arrived */
-    int est_ready;                    /* auto: the hop sets below are read */
-    hop_set est_hops[3];              /* auto: ring hops, intra-node hops, rail hops */
+    int *tree_next[2]; /* dbtree: per tree (size * TREE_LINKS): parent, then children (-1) */
+    hop_set intra_hops, rail_hops; /* hier-coarse: hops of the intra-node and rail rings */
+    double gather_coarse_s;        /* all-gather closed form for 1 byte per member (< 0) */
+    double gather_coarse_bytes;    /* the bytes per member gather_coarse_s is for */
+    sg_bar_t barrier;              /* coarse all-gather: every member arrived */
+    int est_ready;                 /* auto: the hop sets below are read */
+    hop_set est_hops[3];           /* auto: ring hops, intra-node hops, rail hops */
 };
 
 /* The state of one member in one collective instance. */

@@ -189,25 +189,43 @@ static int tree_member(int tree, int p, int n) {
     return n % 2 == 0 ? n - p : (p == 1 ? n - 1 : p - 2);
 }
 
-/* parent, left, right (members, -1 none) of every member in both trees (once). */
+/* The links of every member in both trees (once): TREE_LINKS ints each, parent then up to three
+ * children (-1: none). On groups of multi-GPU nodes (NCCL's trees since 2.4): the double binary
+ * tree runs over the nodes, and inside each node the GPUs form a chain whose head joins the
+ * node-level tree (tree 0: head local 0, chain 0 -> 1 -> ... -> G-1; tree 1: head local G-1,
+ * chain G-1 -> ... -> 0, so that the two trees leave the node through different GPUs and NICs).
+ * On flat groups every member is a node of its own: the double binary tree over the members. */
 static void dbtree_links(sim_comm *c) {
     if (c->tree_next[0]) return;
     const int n = c->size;
-    for (int t = 0; t < 2; t++) {
-        int *nx = ss_malloc(sizeof(int) * 3 * (size_t)n);
-        for (int i = 0; i < 3 * n; i++)
+    const sim_topology *t = topology_of(c);
+    const int g = t && t->per_node > 1 ? t->per_node : 1;
+    const int nodes = g > 1 ? t->n_nodes : n;
+    for (int tr = 0; tr < 2; tr++) {
+        int *nx = ss_malloc(sizeof(int) * TREE_LINKS * (size_t)n);
+        for (int i = 0; i < TREE_LINKS * n; i++)
             nx[i] = -1;
-        for (int p = 1; p <= n; p++) {
-            int kids[2], r = tree_member(t, p, n);
-            inorder_children(p, n, &kids[0], &kids[1]);
+            /* the member at position l of node k's chain (position 0: the head) */
+#define CHAIN(k, l) (g > 1 ? t->members[(k)*g + (tr == 0 ? (l) : g - 1 - (l))] : (k))
+        for (int k = 0; k < nodes; k++)
+            for (int l = 1; l < g; l++) {
+                const int m = CHAIN(k, l), up = CHAIN(k, l - 1);
+                nx[TREE_LINKS * m] = up;
+                nx[TREE_LINKS * up + 1] = m;
+            }
+        for (int p = 1; p <= nodes; p++) {
+            int kids[2];
+            const int node = tree_member(tr, p, nodes), head = CHAIN(node, 0);
+            inorder_children(p, nodes, &kids[0], &kids[1]);
             for (int j = 0; j < 2; j++) {
                 if (!kids[j]) continue;
-                int child = tree_member(t, kids[j], n);
-                nx[3 * r + 1 + j] = child;
-                nx[3 * child] = r;
+                const int child = CHAIN(tree_member(tr, kids[j], nodes), 0);
+                nx[TREE_LINKS * head + 2 + j] = child;
+                nx[TREE_LINKS * child] = head;
             }
         }
-        c->tree_next[t] = nx;
+#undef CHAIN
+        c->tree_next[tr] = nx;
     }
 }
 
@@ -222,7 +240,7 @@ static void tree_half(call *k, const int *nx, double bytes) {
         const double b = coll_part_bytes(bytes, s, nseg);
         step st;
         st.n = 0;
-        for (int j = 1; j <= 2; j++)
+        for (int j = 1; j < TREE_LINKS; j++)
             if (nx[j] >= 0) coll_post_recv(k, &st, nx[j], b);
         coll_step_wait(&st);
         if (parent >= 0) {
@@ -238,10 +256,13 @@ static void tree_half(call *k, const int *nx, double bytes) {
     for (int s = 0; s < nseg; s++) {
         const double b = coll_part_bytes(bytes, s, nseg);
         if (parent >= 0) coll_exchange(k, -1, 0, parent, b);
-        if (nx[1] >= 0) coll_proto_pause(k, nx[1]);
+        double pause_s = 0; /* the protocol's step to the slowest child */
+        for (int j = 1; j < TREE_LINKS; j++)
+            if (nx[j] >= 0) pause_s = fmax(pause_s, coll_proto_step_s(k, nx[j]));
+        if (pause_s > 0) sg_actor_sleep_for(pause_s);
         step st;
         st.n = 0;
-        for (int j = 1; j <= 2; j++)
+        for (int j = 1; j < TREE_LINKS; j++)
             if (nx[j] >= 0) coll_post_send(k, &st, nx[j], b);
         coll_step_wait(&st);
     }
@@ -270,13 +291,13 @@ void coll_dbtree(call *k, double bytes) {
     j.k = *k;
     memset(&j.k.res, 0, sizeof j.k.res);
     j.k.channel = 1;
-    j.nx = c->tree_next[1] + 3 * k->member;
+    j.nx = c->tree_next[1] + TREE_LINKS * k->member;
     j.bytes = coll_part_bytes(bytes, 1, 2);
     j.done = sg_sem_init(0);
     sg_actor_t a = sg_actor_init("dbtree", c->hosts[k->member]);
     sg_actor_set_data(a, &j);
     sg_actor_start(a, tree_helper, 0, NULL);
-    tree_half(k, c->tree_next[0] + 3 * k->member, coll_part_bytes(bytes, 0, 2));
+    tree_half(k, c->tree_next[0] + TREE_LINKS * k->member, coll_part_bytes(bytes, 0, 2));
     sg_sem_acquire(j.done);
     sg_sem_destroy(j.done);
     k->res.bytes_sent += j.k.res.bytes_sent;
@@ -476,15 +497,23 @@ static double estimate_ring_s(const est_ctx *e, double bytes, double bw_scale, i
     return coll_proto_base_s(p, fam) + 2.0 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b;
 }
 
+/* The tree: 2 floor(log2 K) hops between nodes and, on multi-GPU nodes, 2 (G-1) along the
+ * chains inside them (NCCL's own tree latency, tuning.cc: 2 ((nRanks/nNodes - 1) intraLat +
+ * log2(nNodes) interLat)). */
 static double estimate_dbtree_s(const est_ctx *e, double bytes, int p) {
     const sim_comm *c = e->c;
-    const int fam = NCCL_FAMILY_TREE;
-    const double depth = floor(log2((double)c->size));
+    const int fam = NCCL_FAMILY_TREE, nodes_apply = e->per_node > 1 && e->nodes > 1;
     const double f = proto_fraction(p, fam, e->per_node, e->nodes);
-    return coll_proto_base_s(p, fam) +
-           2.0 * depth *
-               (est_alpha(c, HOPS_RING, bytes) + est_step(e, HOPS_RING, p, fam) +
-                bytes / (est_bw(c, HOPS_RING, bytes) * f));
+    const int inter = nodes_apply ? HOPS_RAIL : HOPS_RING;
+    double s = coll_proto_base_s(p, fam) +
+               2.0 * floor(log2((double)(e->per_node > 1 ? e->nodes : c->size))) *
+                   (est_alpha(c, inter, bytes) + est_step(e, inter, p, fam) +
+                    bytes / (est_bw(c, inter, bytes) * f));
+    if (e->per_node > 1)
+        s += 2.0 * (e->per_node - 1) *
+             (est_alpha(c, HOPS_INTRA, bytes) + est_step(e, HOPS_INTRA, p, fam) +
+              bytes / (est_bw(c, HOPS_INTRA, bytes) * f));
+    return s;
 }
 
 static double estimate_hier_s(const est_ctx *e, double bytes, int p) {

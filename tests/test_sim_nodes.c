@@ -398,6 +398,35 @@ static void test_dbtree_latency(void) {
     }
 }
 
+/* On multi-GPU nodes the tree is NCCL's: a double binary tree over the nodes, a chain inside
+ * each (collective_nccl.c). A tiny message: base + 2 (G-1) (a_intra + h_intra) + 2 floor(log2 K)
+ * (a_inter + h_net), the same for both trees (heads local 0 and local G-1), with the protocol's
+ * tree latencies (NVLink inside, network between: LL 0.52 and 5.0 us, base 4.4 us; Simple 28 and
+ * 50 us less a 256 KB chunk's transfer at 12 GB/s, once and twice, base 0). */
+static void test_dbtree_nodes_latency(void) {
+    static const node_spec specs[] = {
+        {4, 4, 4, 2400, 1, 25, 5}, {8, 2, 1, 400, 2, 100, 2}, {3, 8, 8, 2400, 1, 200, 2}};
+    const double chunk = 262144 / 12e9;
+    for (size_t i = 0; i < sizeof specs / sizeof *specs; i++) {
+        const node_spec *s = &specs[i];
+        const int n = s->nodes * s->gpus;
+        const double d = floor(log2((double)s->nodes));
+        job j = allreduce_job(node_platform(s), n, SIM_NETWORK_CM02, SIM_ALLREDUCE_DBTREE, 1, 8);
+        j.co.protocol = SIM_PROTOCOL_SIMPLE;
+        job_out o = run_job(&j);
+        SS_CHECK_CLOSE(o.max_end_s,
+                       2.0 * (s->gpus - 1) * (o.alpha_intra_s + 28e-6 - chunk) +
+                           2.0 * d * (o.alpha_inter_s + 50e-6 - 2 * chunk),
+                       0, 0.01);
+        j.co.protocol = SIM_PROTOCOL_LL;
+        o = run_job(&j);
+        SS_CHECK_CLOSE(o.max_end_s,
+                       4.4e-6 + 2.0 * (s->gpus - 1) * (o.alpha_intra_s + 0.52e-6) +
+                           2.0 * d * (o.alpha_inter_s + 5.0e-6),
+                       0, 0.01);
+    }
+}
+
 /* Segments pipeline each tree: a large vector goes faster cut in segments, and both forms move
  * the same bytes. */
 static void test_dbtree_segmented(void) {
@@ -555,6 +584,8 @@ static CU_TestInfo node_tests[] = {
     {"hier vs intra RS + rail AR + intra AG closed form (CM02)", test_hier_closed_form},
     {"multi-channel ring: C NICs carry C rings (CM02)", test_channels_closed_form},
     {"dbtree latency term 2 floor(log2 N) alpha (CM02)", test_dbtree_latency},
+    {"dbtree on nodes: node-level tree and chains, latency closed form (CM02)",
+     test_dbtree_nodes_latency},
     {"dbtree pipelined by segments", test_dbtree_segmented},
     {"hier-coarse vs hier within 1% (CM02, LV08; LL, LL128, Simple)", test_hier_coarse},
     {"coarse all-gather vs Bruck within 1% (CM02, LV08)", test_gather_coarse},
