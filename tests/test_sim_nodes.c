@@ -427,6 +427,21 @@ static void test_dbtree_nodes_latency(void) {
     }
 }
 
+/* At scale auto's ring is ring-coarse, which charges the protocol too: under LL, base 3.6 us +
+ * 2(N-1) (alpha + 2.7 us) + 2(N-1)/N M / (B / 4) on a flat star (CM02), as the message-level
+ * ring would. */
+static void test_ring_coarse_protocol(void) {
+    const int n = SIM_COARSE_MIN_MEMBERS;
+    const double m = 64e6, b = platform_gen_default().bandwidth_bps / 8;
+    job j = allreduce_job(star_platform(n), n, SIM_NETWORK_CM02, SIM_ALLREDUCE_AUTO, 1, m);
+    j.co.protocol = SIM_PROTOCOL_LL;
+    job_out o = run_job(&j);
+    SS_CHECK_CLOSE(o.max_end_s,
+                   3.6e-6 + 2.0 * (n - 1) * (o.alpha_intra_s + 2.7e-6) +
+                       2.0 * (n - 1) / n * m / (b / 4),
+                   0, 0.01);
+}
+
 /* Segments pipeline each tree: a large vector goes faster cut in segments, and both forms move
  * the same bytes. */
 static void test_dbtree_segmented(void) {
@@ -587,6 +602,7 @@ static CU_TestInfo node_tests[] = {
     {"dbtree on nodes: node-level tree and chains, latency closed form (CM02)",
      test_dbtree_nodes_latency},
     {"dbtree pipelined by segments", test_dbtree_segmented},
+    {"auto at scale: ring-coarse under LL vs closed form (CM02)", test_ring_coarse_protocol},
     {"hier-coarse vs hier within 1% (CM02, LV08; LL, LL128, Simple)", test_hier_coarse},
     {"coarse all-gather vs Bruck within 1% (CM02, LV08)", test_gather_coarse},
     {"auto: dbtree / ring / hier by size and topology, coarse at scale", test_auto_choices},
