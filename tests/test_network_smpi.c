@@ -1,7 +1,7 @@
 /* The SMPI network model (--network-model SMPI): SimGrid's size-dependent TCP factors against
  * closed forms, the closed-form collectives against their message-level forms under it, and the
  * routes it leaves alone. Every simulation runs in its own process (bench_network_allreduce). */
-#include "ss_test.h"
+#include "net_star.h"
 
 #include <unistd.h>
 
@@ -30,29 +30,6 @@ static int row_of(double bytes) {
     return i;
 }
 
-/* A generated star of n workers and n_ps servers, written to a temporary file (path in buf). */
-static int write_star(int n, int n_ps, char *buf, size_t len) {
-    snprintf(buf, len, "/tmp/test_smpi_XXXXXX");
-    int fd = mkstemp(buf);
-    if (fd < 0) return SS_EIO;
-    close(fd);
-    platform_gen_spec s = platform_gen_default();
-    s.n_hosts = n;
-    s.n_ps = n_ps;
-    s.bandwidth_bps = BW_BPS;
-    s.latency_s = LAT_S;
-    s.routed = 1;
-    return platform_generate_file(&s, buf);
-}
-
-static double run_s(const char *platform, int n, double bytes, sim_network_model m, int algo) {
-    double sim_s = NAN, wall_s = 0;
-    int st = bench_network_allreduce(platform, n, bytes, m, algo, &sim_s, &wall_s);
-    if (st) fprintf(stderr, "\n  run failed: %s\n", ss_error_message());
-    CU_ASSERT_EQUAL(st, SS_OK);
-    return sim_s;
-}
-
 static void test_parse(void) {
     sim_network_model m = SIM_NETWORK_LV08;
     CU_ASSERT_EQUAL(sim_network_model_parse("--network-model", "smpi", &m), SS_OK);
@@ -66,22 +43,22 @@ static void test_parse(void) {
  * route latency x lat(B) + B / (bw x bw(B)). */
 static void test_single_flow(void) {
     char p[64];
-    CU_ASSERT_EQUAL_FATAL(write_star(1, 1, p, sizeof p), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(net_star_write("test_smpi", 1, 1, 1, BW_BPS, LAT_S, p, sizeof p), SS_OK);
     static const double sizes[] = {100,   256,   257,   1000,  2000,  4000,  6000, 9000,
                                    12000, 15423, 15424, 40000, 65471, 65472, 1e6};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         const int r = row_of(sizes[i]);
         const double closed =
             ROUTE_LAT_S * smpi_table[r].lat + sizes[i] * 8 / (BW_BPS * smpi_table[r].bw);
-        const double t = run_s(p, 1, sizes[i], SIM_NETWORK_SMPI, BENCH_INCAST);
+        const double t = net_star_run_s(p, 1, sizes[i], SIM_NETWORK_SMPI, BENCH_INCAST);
         if (fabs(t - closed) > 1e-9 * closed)
             fprintf(stderr, "\n  %g B: %.9g s, closed form %.9g s", sizes[i], t, closed);
         SS_CHECK_CLOSE(t, closed, 1e-12, 1e-9);
     }
     /* a small message pays about twice the route latency, not LV08's 13.01 times */
-    const double lv08 = run_s(p, 1, 100, SIM_NETWORK_LV08, BENCH_INCAST);
+    const double lv08 = net_star_run_s(p, 1, 100, SIM_NETWORK_LV08, BENCH_INCAST);
     SS_CHECK_CLOSE(lv08, ROUTE_LAT_S * 13.01 + 100 * 8 / (BW_BPS * 0.97), 1e-12, 1e-9);
-    CU_ASSERT(run_s(p, 1, 100, SIM_NETWORK_SMPI, BENCH_INCAST) < lv08 / 5);
+    CU_ASSERT(net_star_run_s(p, 1, 100, SIM_NETWORK_SMPI, BENCH_INCAST) < lv08 / 5);
     remove(p);
 }
 
@@ -90,11 +67,11 @@ static void test_single_flow(void) {
  * a few bytes per hop (latency-bound, factors of the small rows) to hundreds of kilobytes. */
 static void test_coarse_matches(void) {
     char p[64];
-    CU_ASSERT_EQUAL_FATAL(write_star(8, 0, p, sizeof p), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(net_star_write("test_smpi", 8, 0, 1, BW_BPS, LAT_S, p, sizeof p), SS_OK);
     static const double sizes[] = {64, 4096, 40000, 131072, 1048576, 16777216};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        double ring = run_s(p, 8, sizes[i], SIM_NETWORK_SMPI, SIM_ALLREDUCE_RING);
-        double coarse = run_s(p, 8, sizes[i], SIM_NETWORK_SMPI, SIM_ALLREDUCE_RING_COARSE);
+        double ring = net_star_run_s(p, 8, sizes[i], SIM_NETWORK_SMPI, SIM_ALLREDUCE_RING);
+        double coarse = net_star_run_s(p, 8, sizes[i], SIM_NETWORK_SMPI, SIM_ALLREDUCE_RING_COARSE);
         if (fabs(coarse / ring - 1) > 0.01)
             fprintf(stderr, "\n  ring %g B: %.6g s, coarse %.6g s", sizes[i], ring, coarse);
         SS_CHECK_CLOSE(coarse, ring, 0, 0.01);
@@ -130,10 +107,10 @@ static void test_coarse_matches(void) {
 static void test_non_tcp_untouched(void) {
     const char *ib = SS_SOURCE_DIR "/traces/reference/nccl/ib-8x4-rtx2080ti-edr/platform.xml";
     const char *nv = SS_SOURCE_DIR "/traces/reference/nccl/nvlink-2x-rtx2080ti/platform.xml";
-    CU_ASSERT(run_s(ib, 32, 1e6, SIM_NETWORK_SMPI, SIM_ALLREDUCE_RING) ==
-              run_s(ib, 32, 1e6, SIM_NETWORK_LV08, SIM_ALLREDUCE_RING));
-    CU_ASSERT(run_s(nv, 2, 4096, SIM_NETWORK_SMPI, SIM_ALLREDUCE_RING) ==
-              run_s(nv, 2, 4096, SIM_NETWORK_LV08, SIM_ALLREDUCE_RING));
+    CU_ASSERT(net_star_run_s(ib, 32, 1e6, SIM_NETWORK_SMPI, SIM_ALLREDUCE_RING) ==
+              net_star_run_s(ib, 32, 1e6, SIM_NETWORK_LV08, SIM_ALLREDUCE_RING));
+    CU_ASSERT(net_star_run_s(nv, 2, 4096, SIM_NETWORK_SMPI, SIM_ALLREDUCE_RING) ==
+              net_star_run_s(nv, 2, 4096, SIM_NETWORK_LV08, SIM_ALLREDUCE_RING));
 }
 
 static CU_TestInfo smpi_tests[] = {

@@ -1,7 +1,7 @@
 /* The ns-3 network model (--network-model ns-3): SimGrid's packet-level TCP against closed forms
  * and against LV08/CM02, the platforms it refuses, and determinism. Every simulation runs in its
  * own process (sim_run_isolated through bench_network_allreduce). */
-#include "ss_test.h"
+#include "net_star.h"
 
 #include <unistd.h>
 
@@ -14,31 +14,6 @@
 #define BW_BPS      1e9    /* 1 Gbps per link */
 #define LAT_S       100e-6 /* 0.1 ms per link: a host-to-host route has two */
 #define ROUTE_LAT_S (2 * LAT_S)
-
-/* A generated star of n workers and n_ps servers at 1 Gbps / 0.1 ms, routed (the ns-3 form) or
- * as the <cluster> form, written to a temporary file; the path in buf. */
-static int write_star(int n, int n_ps, int routed, char *buf, size_t len) {
-    snprintf(buf, len, "/tmp/test_ns3_XXXXXX");
-    int fd = mkstemp(buf);
-    if (fd < 0) return SS_EIO;
-    close(fd);
-    platform_gen_spec s = platform_gen_default();
-    s.n_hosts = n;
-    s.n_ps = n_ps;
-    s.bandwidth_bps = BW_BPS;
-    s.latency_s = LAT_S;
-    s.routed = routed;
-    return platform_generate_file(&s, buf);
-}
-
-/* Simulated time of one run (all-reduce, or BENCH_INCAST pushes) of `bytes` by n workers. */
-static double run_s(const char *platform, int n, double bytes, sim_network_model m, int algo) {
-    double sim_s = NAN, wall_s = 0;
-    int st = bench_network_allreduce(platform, n, bytes, m, algo, &sim_s, &wall_s);
-    if (st) fprintf(stderr, "\n  run failed: %s\n", ss_error_message());
-    CU_ASSERT_EQUAL(st, SS_OK);
-    return sim_s;
-}
 
 static void test_parse(void) {
     sim_network_model m = SIM_NETWORK_LV08;
@@ -57,13 +32,14 @@ static void test_parse(void) {
  * segment, plus a few round trips of slow start and the connection set-up). */
 static void test_single_flow(void) {
     char p[64];
-    CU_ASSERT_EQUAL_FATAL(write_star(1, 1, 1, p, sizeof p), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(net_star_write("test_ns3", 1, 1, 1, BW_BPS, LAT_S, p, sizeof p), SS_OK);
     static const double sizes[] = {1e4, 1e6, 25e6};
     double ratio[3];
     for (int i = 0; i < 3; i++) {
         double closed = sizes[i] * 8 / BW_BPS + ROUTE_LAT_S;
-        SS_CHECK_CLOSE(run_s(p, 1, sizes[i], SIM_NETWORK_CM02, BENCH_INCAST), closed, 1e-9, 1e-9);
-        double t = run_s(p, 1, sizes[i], SIM_NETWORK_NS3, BENCH_INCAST);
+        SS_CHECK_CLOSE(net_star_run_s(p, 1, sizes[i], SIM_NETWORK_CM02, BENCH_INCAST), closed, 1e-9,
+                       1e-9);
+        double t = net_star_run_s(p, 1, sizes[i], SIM_NETWORK_NS3, BENCH_INCAST);
         ratio[i] = t / closed;
         fprintf(stderr, "\n  ns-3 flow of %.0f B: %.6f s, closed form %.6f s (x%.3f)", sizes[i], t,
                 closed, ratio[i]);
@@ -83,12 +59,12 @@ static void test_single_flow(void) {
  * TCP/IP headers and the slow start of each of the 6 ring steps. */
 static void test_allreduce(void) {
     char p[64];
-    CU_ASSERT_EQUAL_FATAL(write_star(4, 0, 1, p, sizeof p), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(net_star_write("test_ns3", 4, 0, 1, BW_BPS, LAT_S, p, sizeof p), SS_OK);
     const double m = 4e6, n = 4;
     double closed = 2 * (n - 1) / n * m * 8 / BW_BPS + 2 * (n - 1) * ROUTE_LAT_S;
-    double cm02 = run_s(p, 4, m, SIM_NETWORK_CM02, SIM_ALLREDUCE_RING);
-    double lv08 = run_s(p, 4, m, SIM_NETWORK_LV08, SIM_ALLREDUCE_RING);
-    double ns3 = run_s(p, 4, m, SIM_NETWORK_NS3, SIM_ALLREDUCE_RING);
+    double cm02 = net_star_run_s(p, 4, m, SIM_NETWORK_CM02, SIM_ALLREDUCE_RING);
+    double lv08 = net_star_run_s(p, 4, m, SIM_NETWORK_LV08, SIM_ALLREDUCE_RING);
+    double ns3 = net_star_run_s(p, 4, m, SIM_NETWORK_NS3, SIM_ALLREDUCE_RING);
     fprintf(stderr, "\n  4 MB ring on 4 hosts: closed %.6f s, CM02 %.6f, LV08 %.6f, ns-3 %.6f",
             closed, cm02, lv08, ns3);
     SS_CHECK_CLOSE(cm02, closed, 1e-9, 1e-9);
@@ -100,14 +76,16 @@ static void test_allreduce(void) {
 /* The routed star is the same network as the <cluster> star for the flow models. */
 static void test_routed_equals_cluster(void) {
     char routed[64], cluster[64];
-    CU_ASSERT_EQUAL_FATAL(write_star(4, 1, 1, routed, sizeof routed), SS_OK);
-    CU_ASSERT_EQUAL_FATAL(write_star(4, 1, 0, cluster, sizeof cluster), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(net_star_write("test_ns3", 4, 1, 1, BW_BPS, LAT_S, routed, sizeof routed),
+                          SS_OK);
+    CU_ASSERT_EQUAL_FATAL(
+        net_star_write("test_ns3", 4, 1, 0, BW_BPS, LAT_S, cluster, sizeof cluster), SS_OK);
     static const sim_network_model models[] = {SIM_NETWORK_LV08, SIM_NETWORK_CM02};
     for (int i = 0; i < 2; i++) {
-        SS_CHECK_CLOSE(run_s(routed, 4, 1e6, models[i], SIM_ALLREDUCE_RING),
-                       run_s(cluster, 4, 1e6, models[i], SIM_ALLREDUCE_RING), 0, 1e-12);
-        SS_CHECK_CLOSE(run_s(routed, 4, 1e6, models[i], BENCH_INCAST),
-                       run_s(cluster, 4, 1e6, models[i], BENCH_INCAST), 0, 1e-12);
+        SS_CHECK_CLOSE(net_star_run_s(routed, 4, 1e6, models[i], SIM_ALLREDUCE_RING),
+                       net_star_run_s(cluster, 4, 1e6, models[i], SIM_ALLREDUCE_RING), 0, 1e-12);
+        SS_CHECK_CLOSE(net_star_run_s(routed, 4, 1e6, models[i], BENCH_INCAST),
+                       net_star_run_s(cluster, 4, 1e6, models[i], BENCH_INCAST), 0, 1e-12);
     }
     remove(routed);
     remove(cluster);
@@ -116,23 +94,23 @@ static void test_routed_equals_cluster(void) {
 /* Incast: 4 pushes of B into one server link take at least 4 B x 8 / bw under every model. */
 static void test_incast(void) {
     char p[64];
-    CU_ASSERT_EQUAL_FATAL(write_star(4, 1, 1, p, sizeof p), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(net_star_write("test_ns3", 4, 1, 1, BW_BPS, LAT_S, p, sizeof p), SS_OK);
     double floor_s = 4 * 4e6 * 8 / BW_BPS;
-    double ns3 = run_s(p, 4, 4e6, SIM_NETWORK_NS3, BENCH_INCAST);
-    SS_CHECK_CLOSE(run_s(p, 4, 4e6, SIM_NETWORK_CM02, BENCH_INCAST), floor_s + ROUTE_LAT_S, 1e-9,
-                   1e-9);
+    double ns3 = net_star_run_s(p, 4, 4e6, SIM_NETWORK_NS3, BENCH_INCAST);
+    SS_CHECK_CLOSE(net_star_run_s(p, 4, 4e6, SIM_NETWORK_CM02, BENCH_INCAST), floor_s + ROUTE_LAT_S,
+                   1e-9, 1e-9);
     CU_ASSERT(ns3 > floor_s && ns3 < 1.3 * floor_s);
     remove(p);
 }
 
 static void test_deterministic(void) {
     char p[64];
-    CU_ASSERT_EQUAL_FATAL(write_star(4, 1, 1, p, sizeof p), SS_OK);
-    double a = run_s(p, 4, 2e6, SIM_NETWORK_NS3, SIM_ALLREDUCE_RING);
-    double b = run_s(p, 4, 2e6, SIM_NETWORK_NS3, SIM_ALLREDUCE_RING);
+    CU_ASSERT_EQUAL_FATAL(net_star_write("test_ns3", 4, 1, 1, BW_BPS, LAT_S, p, sizeof p), SS_OK);
+    double a = net_star_run_s(p, 4, 2e6, SIM_NETWORK_NS3, SIM_ALLREDUCE_RING);
+    double b = net_star_run_s(p, 4, 2e6, SIM_NETWORK_NS3, SIM_ALLREDUCE_RING);
     CU_ASSERT(a == b);
-    a = run_s(p, 4, 2e6, SIM_NETWORK_NS3, BENCH_INCAST);
-    b = run_s(p, 4, 2e6, SIM_NETWORK_NS3, BENCH_INCAST);
+    a = net_star_run_s(p, 4, 2e6, SIM_NETWORK_NS3, BENCH_INCAST);
+    b = net_star_run_s(p, 4, 2e6, SIM_NETWORK_NS3, BENCH_INCAST);
     CU_ASSERT(a == b);
     remove(p);
 }
