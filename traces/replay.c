@@ -299,10 +299,11 @@ static void replay_choose_collective(const trace *t, sim_cluster *cluster, polic
             snprintf(channels, sizeof channels, " (%d channels)", ch);
         const sim_nccl_protocol p =
             sim_allreduce_protocol(world, pc->coll.algo, a, t->meta.param_bytes, &pc->coll);
-        fprintf(stderr,
-                "replay: --collective auto: %s%s, protocol %s, for %.0f bytes at %d workers%s\n",
-                sim_allreduce_algo_name(a), channels, sim_nccl_protocol_name(p),
-                t->meta.param_bytes, pc->workers,
+        char proto[32] = "";
+        if (p != SIM_PROTOCOL_AUTO) /* a single worker runs none */
+            snprintf(proto, sizeof proto, ", protocol %s", sim_nccl_protocol_name(p));
+        fprintf(stderr, "replay: --collective auto: %s%s%s, for %.0f bytes at %d workers%s\n",
+                sim_allreduce_algo_name(a), channels, proto, t->meta.param_bytes, pc->workers,
                 a == SIM_ALLREDUCE_RING_COARSE || a == SIM_ALLREDUCE_HIER_COARSE
                     ? " (closed form, at scale)"
                     : "");
