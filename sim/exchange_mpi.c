@@ -1043,7 +1043,7 @@ int exchange_mpi_stop_vote(exchange *ex, int mine, int *any) {
     if (!x->votes) return ss_error_set(SS_EUSAGE, "stop vote on a server rank");
     int rc = SS_OK;
     if (x->vote_rq) {
-        rc = check_mpi(x->mpi->wait(&x->vote_rq, NULL), "MPI_Wait");
+        rc = check_mpi(x->mpi->wait(&x->vote_rq, MPI_API_STATUS_IGNORE), "MPI_Wait");
         x->vote_rq = NULL;
         if (rc != SS_OK) return rc;
         *any = x->vote_any;
@@ -1096,7 +1096,8 @@ void exchange_mpi_close(exchange *ex) {
         free(g);
     }
     free(x->all);
-    if (x->vote_rq) x->mpi->wait(&x->vote_rq, NULL); /* every worker posted as many votes */
+    if (x->vote_rq)
+        x->mpi->wait(&x->vote_rq, MPI_API_STATUS_IGNORE); /* every worker posted as many votes */
     comm_free(x->mpi, &x->votes);
     comm_free(x->mpi, &x->workers);
     comm_free(x->mpi, &x->servers);
