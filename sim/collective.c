@@ -371,6 +371,10 @@ double coll_ring_alpha_max_s(sim_comm *c, double bytes) {
  * none): it is sent with the size w whose time w / R(w) equals theirs, bytes / R(unit), where
  * one exists (the one nearest `bytes`); otherwise whole, followed by a wait for the time it is
  * short of. */
+static double merged_rate(double x, double cap, double share, double raw) {
+    return fmin(cap, share * raw * sim_fabric_tcp_bandwidth_factor(x));
+}
+
 static void merged_plan(sim_comm *c, int from, int to, double bytes, double unit_bytes,
                         double share, double frac, double *wire, double *wait_s) {
     *wire = bytes;
@@ -383,16 +387,15 @@ static void merged_plan(sim_comm *c, int from, int to, double bytes, double unit
         return;
     if (!sim_fabric_route_is_tcp(a, b)) return; /* factors that do not depend on the size */
     const double raw = sg_host_get_route_bandwidth(a, b);
-    const double cap =
-        frac > 0 && frac < 1 ? frac * raw * sim_fabric_tcp_bandwidth_factor(unit_bytes) : INFINITY;
-#define RATE(x) fmin(cap, share *raw *sim_fabric_tcp_bandwidth_factor(x))
-    const double want = RATE(unit_bytes);
-    if (RATE(bytes) == want) return;
+    const double cap = capped ? frac * raw * sim_fabric_tcp_bandwidth_factor(unit_bytes) : INFINITY;
+    const double want = merged_rate(unit_bytes, cap, share, raw);
+    const double as_is = merged_rate(bytes, cap, share, raw);
+    if (as_is == want) return;
     const double *th;
     const int steps = sim_fabric_tcp_size_steps(&th);
     double best = -1;
     for (int i = 0; i < steps; i++) {
-        const double w = bytes * RATE(th[i]) / want;
+        const double w = bytes * merged_rate(th[i], cap, share, raw) / want;
         const int inside = w >= th[i] && (i == 0 || w < th[i - 1]);
         if (inside && (best < 0 || fabs(w - bytes) < fabs(best - bytes))) best = w;
     }
@@ -400,8 +403,7 @@ static void merged_plan(sim_comm *c, int from, int to, double bytes, double unit
         *wire = best;
         return;
     }
-    *wait_s = fmax(0, bytes / want - bytes / RATE(bytes));
-#undef RATE
+    *wait_s = fmax(0, bytes / want - bytes / as_is);
 }
 
 double coll_exchange_merged(call *k, int dst, int src, double bytes, double unit_bytes,
