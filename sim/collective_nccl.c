@@ -195,6 +195,12 @@ static int tree_member(int tree, int p, int n) {
  * node-level tree (tree 0: head local 0, chain 0 -> 1 -> ... -> G-1; tree 1: head local G-1,
  * chain G-1 -> ... -> 0, so that the two trees leave the node through different GPUs and NICs).
  * On flat groups every member is a node of its own: the double binary tree over the members. */
+/* The member at position l of node k's chain in tree tr (position 0: the head); on flat groups
+ * (g = 1) member k. */
+static int chain_member(const sim_topology *t, int g, int tr, int k, int l) {
+    return g > 1 ? t->members[k * g + (tr == 0 ? l : g - 1 - l)] : k;
+}
+
 static void dbtree_links(sim_comm *c) {
     if (c->tree_next[0]) return;
     const int n = c->size;
@@ -205,26 +211,23 @@ static void dbtree_links(sim_comm *c) {
         int *nx = ss_malloc(sizeof(int) * TREE_LINKS * (size_t)n);
         for (int i = 0; i < TREE_LINKS * n; i++)
             nx[i] = -1;
-            /* the member at position l of node k's chain (position 0: the head) */
-#define CHAIN(k, l) (g > 1 ? t->members[(k)*g + (tr == 0 ? (l) : g - 1 - (l))] : (k))
         for (int k = 0; k < nodes; k++)
             for (int l = 1; l < g; l++) {
-                const int m = CHAIN(k, l), up = CHAIN(k, l - 1);
+                const int m = chain_member(t, g, tr, k, l), up = chain_member(t, g, tr, k, l - 1);
                 nx[TREE_LINKS * m] = up;
                 nx[TREE_LINKS * up + 1] = m;
             }
         for (int p = 1; p <= nodes; p++) {
             int kids[2];
-            const int node = tree_member(tr, p, nodes), head = CHAIN(node, 0);
+            const int head = chain_member(t, g, tr, tree_member(tr, p, nodes), 0);
             inorder_children(p, nodes, &kids[0], &kids[1]);
             for (int j = 0; j < 2; j++) {
                 if (!kids[j]) continue;
-                const int child = CHAIN(tree_member(tr, kids[j], nodes), 0);
+                const int child = chain_member(t, g, tr, tree_member(tr, kids[j], nodes), 0);
                 nx[TREE_LINKS * head + 2 + j] = child;
                 nx[TREE_LINKS * child] = head;
             }
         }
-#undef CHAIN
         c->tree_next[tr] = nx;
     }
 }
