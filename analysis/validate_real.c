@@ -172,11 +172,16 @@ static int run_real(const validate_real_opts *o, const char *policy, const case_
     arg(&a, "-np");
     arg(&a, "%d", o->workers + is_async(policy));
     /* idle ranks yield the CPU (they would spin in MPI's progress loop, against the kernel's
-     * network processing on a machine with few cores), and OpenMPI's all-reduce is its ring
-     * (tuned algorithm 4), the algorithm the prediction simulates (--collective ring) */
-    static const char *const mca[][2] = {{"mpi_yield_when_idle", "1"},
-                                         {"coll_tuned_use_dynamic_rules", "1"},
-                                         {"coll_tuned_allreduce_algorithm", "4"}};
+     * network processing on a machine with few cores), and OpenMPI's all-reduce is the one the
+     * prediction simulates: its ring (tuned algorithm 4) for --collective ring, its
+     * Rabenseifner (recursive halving then doubling, algorithm 6) for hd, its recursive
+     * doubling (algorithm 3) for rd */
+    const char *algorithm = !strcmp(o->collective, "hd")   ? "6"
+                            : !strcmp(o->collective, "rd") ? "3"
+                                                           : "4";
+    const char *const mca[][2] = {{"mpi_yield_when_idle", "1"},
+                                  {"coll_tuned_use_dynamic_rules", "1"},
+                                  {"coll_tuned_allreduce_algorithm", algorithm}};
     for (size_t i = 0; i < sizeof mca / sizeof mca[0]; i++) {
         arg(&a, "--mca");
         arg(&a, "%s", mca[i][0]);
@@ -187,7 +192,7 @@ static int run_real(const validate_real_opts *o, const char *policy, const case_
     arg(&a, "real");
     training_args(o, policy, &a);
     arg(&a, "--collective");
-    arg(&a, "ring");
+    arg(&a, "%s", o->collective);
     arg(&a, "--out");
     arg(&a, "%s", d->real);
     double took;
@@ -204,6 +209,10 @@ static int run_emulation(const validate_real_opts *o, const char *policy, const 
     arg(&a, "%s", o->exe);
     arg(&a, "train");
     training_args(o, policy, &a);
+    if (!is_async(policy)) {
+        arg(&a, "--collective");
+        arg(&a, "%s", o->collective);
+    }
     arg(&a, "--out");
     arg(&a, "%s", d->emu);
     int st = run_command(&a, d->log, out, NULL);
@@ -458,6 +467,7 @@ int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *re
                             .testbed = testbed ? testbed : SS_SOURCE_DIR "/scripts/testbed.sh",
                             .out_dir = cfg->out_dir,
                             .policies = cfg->policy[0] ? cfg->policy : "bsp,selsync,ssp",
+                            .collective = cfg->collective,
                             .workers = cfg->workers,
                             .model = cfg->model,
                             .dataset = cfg->dataset,
@@ -480,6 +490,13 @@ int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *re
                             "delay added on each link direction; it needs the "
                             "kernel's netem)",
                             cfg->latency);
+    if (strcmp(cfg->collective, "ring") && strcmp(cfg->collective, "hd") &&
+        strcmp(cfg->collective, "rd"))
+        return ss_error_set(SS_EUSAGE,
+                            "validate real --collective %s: ring (OpenMPI's ring, tuned "
+                            "algorithm 4), hd (its Rabenseifner, 6) or rd (its recursive "
+                            "doubling, 3): the all-reduces both the real run and syncsim have",
+                            cfg->collective);
     o.rate_bps = 8 * bytes_per_s;
     return validate_real(&o, out, res);
 }

@@ -22,13 +22,14 @@
 #include <stdio.h>
 
 typedef struct validate_real_opts {
-    const char *exe;      /* the syncsim binary the runs use */
-    const char *testbed;  /* scripts/testbed.sh */
-    const char *out_dir;  /* OUT */
-    const char *policies; /* comma-separated, e.g. "bsp,selsync,ssp" */
-    int workers;          /* N (SSP adds one parameter-server rank) */
-    double rate_bps;      /* testbed link rate, bits/s */
-    double delay_s;       /* testbed delay added on each link direction */
+    const char *exe;        /* the syncsim binary the runs use */
+    const char *testbed;    /* scripts/testbed.sh */
+    const char *out_dir;    /* OUT */
+    const char *policies;   /* comma-separated, e.g. "bsp,selsync,ssp" */
+    const char *collective; /* the synchronous policies' all-reduce: "ring", "hd" or "rd" */
+    int workers;            /* N (SSP adds one parameter-server rank) */
+    double rate_bps;        /* testbed link rate, bits/s */
+    double delay_s;         /* testbed delay added on each link direction */
     const char *model;
     const char *dataset;
     const char *data_dir; /* "" : the default */
@@ -50,8 +51,9 @@ typedef struct validate_real_result {
 int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *res);
 /* The same from the options of `syncsim validate real`: --policy (default bsp,selsync,ssp),
  * --workers, --bandwidth and --latency (the testbed's links), --model, --dataset, --epochs,
- * --batch, --seed; the bounds are 10 % and 0.3 pp; the binary is this process's, the testbed
- * script the source tree's scripts/testbed.sh unless SYNCSIM_TESTBED names another. */
+ * --batch, --seed, --collective (ring, hd or rd); the bounds are 10 % and 0.3 pp; the binary is
+ * this process's, the testbed script the source tree's scripts/testbed.sh unless SYNCSIM_TESTBED
+ * names another. */
 int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *res);
 
 #endif

@@ -117,8 +117,8 @@ static const opt_def head_rows[] = {
      "SimGrid network model (CM02: plain flows; ns-3: packet-level TCP, star platforms only; "
      "SMPI: LV08 with size-dependent TCP factors)",
      SIM},
-    {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0, CMD_RUN | CMD_REPLAY | CMD_BENCH,
-     NULL /* the algorithms of sim/collective.h, and ps: table_build */, "C",
+    {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0,
+     CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL /* sim/collective.h's, ps */, "C",
      "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
     {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN | CMD_REPLAY, NULL,
      "BYTES", "cut collective messages into segments of this size (0: whole)", SIM},

@@ -73,6 +73,9 @@ typedef enum sim_allreduce_algo {
                                   reducing then broadcasting half of the vector, both at once; a
                                   member receives its children's parts together and sends to its
                                   children together; segment_bytes > 0 pipelines each tree */
+    SIM_ALLREDUCE_RECURSIVE_DOUBLING, /* "rd": log2 P steps of the whole vector with the partner
+                                         at distance 2^s (P the largest power of two <= N; the
+                                         others fold in and out as for hd) */
     SIM_ALLREDUCE_AUTO /* picks per call among dbtree, ring (sim_allreduce_auto_channels) and, on
                           groups of multi-GPU nodes, hier, the one of least alpha-beta estimate (the
                           tuning rule of NCCL: per algorithm a latency plus size / bandwidth,
@@ -82,7 +85,7 @@ typedef enum sim_allreduce_algo {
 } sim_allreduce_algo;
 
 /* "ring", "ring-coarse", "hd" (or "halving-doubling"), "tree", "hier", "hier-coarse", "dbtree",
- * "auto"; SS_EUSAGE naming `option`. */
+ * "rd", "auto"; SS_EUSAGE naming `option`. */
 int sim_allreduce_algo_parse(const char *option, const char *text, sim_allreduce_algo *out);
 const char *sim_allreduce_algo_name(sim_allreduce_algo a);
 /* The algorithms' names joined by `sep` into buf ("ring, ring-coarse, hd, tree"): for option

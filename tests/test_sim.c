@@ -305,6 +305,36 @@ static void test_hd_closed_form(void) {
     }
 }
 
+/* Recursive doubling: log2(p) (alpha + M/B), the whole vector each step, plus 2 (alpha + M/B)
+ * when N is not a power of two (the fold and the unfold); every member sends M per step. */
+static void test_rd_closed_form(void) {
+    static const int ns[] = {2, 4, 6, 8, 12, 16, 64};
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        for (size_t j = 0; j < sizeof sizes_m / sizeof *sizes_m; j++) {
+            const int n = ns[i];
+            const double m = sizes_m[j];
+            scen s = {star_platform(n, 0, PLATFORM_TOPOLOGY_STAR),
+                      n,
+                      0,
+                      SIM_NETWORK_CM02,
+                      SCEN_ALLREDUCE,
+                      {SIM_ALLREDUCE_RECURSIVE_DOUBLING, 0, 1, SIM_PROTOCOL_AUTO},
+                      m,
+                      0,
+                      0};
+            scen_out o = run_scen(&s);
+            int p = 1, steps = 0;
+            while (p * 2 <= n)
+                p *= 2, steps++;
+            const double step_s = o.alpha_s + wire(m) / o.bw_Bps;
+            SS_CHECK_CLOSE(o.max_member_s, (steps + (p != n ? 2 : 0)) * step_s, 0, REL);
+        }
+    }
+    sim_allreduce_algo a;
+    CU_ASSERT_EQUAL(sim_allreduce_algo_parse("--collective", "rd", &a), SS_OK);
+    CU_ASSERT_EQUAL(a, SIM_ALLREDUCE_RECURSIVE_DOUBLING);
+}
+
 /* Tree (heap order, children received one after the other, then sent one after the other):
  * reduce_done(i) = fold over children c of max(t, reduce_done(c)) + tau, tau = alpha + M/B;
  * bcast(child k of i) = bcast(i) + (k + 1) tau after the root's reduce. */
@@ -569,7 +599,9 @@ static void test_groups_bottleneck(void) {
                "           bb_bw=\"25Gbps\" bb_lat=\"0us\" bb_sharing_policy=\"SHARED\"/>\n"
                "</platform>\n");
     fclose(f);
-    scen s = {path, 16, 0, SIM_NETWORK_CM02, SCEN_GROUPS, {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO}, 1e7, 4, 0};
+    scen s = {
+        path, 16, 0, SIM_NETWORK_CM02, SCEN_GROUPS, {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO},
+        1e7,  4,  0};
     scen_out four = run_scen(&s);
     s.n_workers = 4;
     scen_out one = run_scen(&s);
@@ -639,8 +671,26 @@ static void test_golden(void) {
         scen s;
         double want_s;
     } g[] = {
-        {{NULL, 16, 0, SIM_NETWORK_CM02, SCEN_ALLREDUCE, {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO}, 1e8, 0, 0}, 0},
-        {{NULL, 16, 0, SIM_NETWORK_LV08, SCEN_ALLREDUCE, {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO}, 1e8, 0, 0}, 0},
+        {{NULL,
+          16,
+          0,
+          SIM_NETWORK_CM02,
+          SCEN_ALLREDUCE,
+          {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO},
+          1e8,
+          0,
+          0},
+         0},
+        {{NULL,
+          16,
+          0,
+          SIM_NETWORK_LV08,
+          SCEN_ALLREDUCE,
+          {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO},
+          1e8,
+          0,
+          0},
+         0},
         {{NULL,
           16,
           0,
@@ -651,7 +701,15 @@ static void test_golden(void) {
           0,
           0},
          0},
-        {{NULL, 16, 0, SIM_NETWORK_LV08, SCEN_COMPUTE, {SIM_ALLREDUCE_TREE, 0, 1, SIM_PROTOCOL_AUTO}, 1e6, 0, 3.14e12},
+        {{NULL,
+          16,
+          0,
+          SIM_NETWORK_LV08,
+          SCEN_COMPUTE,
+          {SIM_ALLREDUCE_TREE, 0, 1, SIM_PROTOCOL_AUTO},
+          1e6,
+          0,
+          3.14e12},
          0},
     };
     static const double golden[] = {0.060300000000000048, 0.068851453608247432,
@@ -669,6 +727,7 @@ static void test_golden(void) {
 static CU_TestInfo closed_form_tests[] = {
     {"sim_allreduce ring vs alpha-beta closed form (CM02)", test_ring_closed_form},
     {"sim_allreduce halving-doubling vs closed form (CM02)", test_hd_closed_form},
+    {"sim_allreduce recursive doubling vs closed form (CM02)", test_rd_closed_form},
     {"sim_allreduce tree vs closed form (CM02)", test_tree_closed_form},
     {"sim_allreduce tree pipelined by segments", test_tree_segmented},
     {"sim_allgather Bruck, 8-byte flags", test_allgather_flags},

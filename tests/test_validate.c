@@ -95,6 +95,9 @@ static void test_references(void) {
     expect("validate network --references /nonexistent", 1, "cannot open /nonexistent", NULL);
     expect("validate", 2, "validate needs a target: network", NULL);
     expect("validate network --max-error-large x", 2, "--max-error-large", NULL);
+    /* validate real runs the all-reduces OpenMPI and syncsim both have; refused before any
+     * testbed is brought up */
+    expect("validate real --collective dbtree", 2, "--collective dbtree", "recursive doubling");
 }
 
 static void test_bench_cli(void) {
