@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2016 # the bash -c snippets expand their own arguments
 # Checks scripts/testbed.sh end to end on this machine:
-#   tests/test_testbed.sh SCRIPT [MPI_PROBE]
+#   tests/test_testbed.sh SCRIPT [MPI_PROBE [SYNCSIM]]
 # up 2 namespaces at 100mbit, its state, hostfile, agent and qdiscs, idempotent up, refusals of a
 # different shape and bad arguments, a 25 MB all-reduce of MPI_PROBE across the namespaces (its
-# time against the closed form, the ranks in distinct namespaces), down (nothing left, unrelated
+# time against the closed form, the ranks in distinct namespaces), a `syncsim real` run stopped
+# through `run` (SIGTERM to run: the ranks stop and write their outputs), down (nothing left, unrelated
 # namespaces and links untouched), down again, non-root and missing-tc messages, and a failure and
 # a Ctrl-C half way through up (both roll back everything).
 # Exits 77 (ctest: skipped) when it cannot create a namespace (not root, no ip/tc, refused) and,
 # after every other check, when there is no MPI_PROBE (MPI not found at build time).
 set -uo pipefail
 
-SCRIPT=${1:?usage: test_testbed.sh SCRIPT [MPI_PROBE]}
+SCRIPT=${1:?usage: test_testbed.sh SCRIPT [MPI_PROBE [SYNCSIM]]}
 PROBE=${2:-}
+SYNCSIM=${3:-}
 export SYNCSIM_TESTBED_NAME=ctest-$$
 STATE_DIR=/run/syncsim-testbed/$SYNCSIM_TESTBED_NAME
 FAILS=0
@@ -152,6 +154,26 @@ if [ -n "$PROBE" ]; then
     bash -c '[ "$1" != "$2" ] && [ "$1" != "$3" ] && [ "$2" != "$3" ]' _ "${ino0:-a}" "${ino1:-a}" "$(readlink /proc/self/ns/net)"
   check "ranks' addresses are the hostfile's ($addr0, $addr1)" \
     bash -c '[ "$1" != "$2" ] && grep -q "^$1 " "$3" && grep -q "^$2 " "$3"' _ "${addr0:-a}" "${addr1:-a}" "$hostfile"
+fi
+
+# ---- a real run stopped through run: SIGTERM (or Ctrl-C) to run reaches the ranks ----
+if [ -n "$PROBE" ] && [ -n "$SYNCSIM" ]; then
+  real_dir=$(mktemp -d /tmp/test_testbed_real.XXXXXX)
+  # (a background job of a script ignores SIGINT, so the test sends run's other signal, TERM)
+  timeout 120 "$SCRIPT" run -np 2 -- "$SYNCSIM" real --policy bsp --workers 2 --epochs 50 \
+    --progress no --device cpu --out "$real_dir/out" >"$real_dir/log" 2>&1 &
+  run_pid=$!
+  sleep 6
+  kill -TERM "$run_pid" 2>/dev/null
+  wait "$run_pid"
+  rc=$?
+  grep -v setpgid "$real_dir/log" | tail -4 | sed 's/^/  real: /'
+  check "SIGTERM to run: the ranks stop at a step, exit 130 (got $rc)" [ "$rc" -eq 130 ]
+  check "their outputs are written, status interrupted" \
+    grep -q '"status":.*"interrupted"' "$real_dir/out/summary.json"
+  check "metrics.csv complete (no temporary file left)" \
+    bash -c '[ -f "$1/out/metrics.csv" ] && ! ls "$1"/out/*.tmp* >/dev/null 2>&1' _ "$real_dir"
+  rm -rf "$real_dir"
 fi
 
 # ---- down: nothing of the testbed left, the unrelated namespace and link untouched ----
