@@ -111,17 +111,36 @@ static int bench_one(void *arg, sim_blob *result) {
     double end_s = 0;
     st = sim_cluster_run(c, &end_s);
     sim_blob_append(result, &end_s, sizeof end_s);
+    /* what the all-reduce ran: auto's algorithm, and the protocol of NCCL's algorithms */
+    char ran[BENCH_RAN_LEN] = "";
+    if (st == SS_OK && !r->incast) {
+        const sim_coll_opts co = {.algo = r->algo, .protocol = r->protocol};
+        const sim_allreduce_algo a = r->algo == SIM_ALLREDUCE_AUTO
+                                         ? sim_allreduce_auto_pick(r->world, r->bytes, &co)
+                                         : r->algo;
+        const sim_nccl_protocol p = sim_allreduce_protocol(r->world, r->algo, a, r->bytes, &co);
+        snprintf(ran, sizeof ran, "%s%s%s", sim_allreduce_algo_name(a),
+                 p != SIM_PROTOCOL_AUTO ? "/" : "",
+                 p != SIM_PROTOCOL_AUTO ? sim_nccl_protocol_name(p) : "");
+    }
+    sim_blob_append(result, ran, sizeof ran);
     free(ws);
     sim_cluster_close(c);
     return st;
 }
 
-static int bench_sim(bench_run *r, double *sim_s, double *wall_s) {
+static int bench_sim(bench_run *r, double *sim_s, double *wall_s, char *ran) {
     sim_blob b = {0};
     double t0 = wall_now_s();
     int st = sim_run_isolated(bench_one, r, &b);
     *wall_s = wall_now_s() - t0;
-    if (st == SS_OK && b.bytes == sizeof *sim_s) memcpy(sim_s, b.data, sizeof *sim_s);
+    if (st == SS_OK && b.bytes == sizeof *sim_s + BENCH_RAN_LEN) {
+        memcpy(sim_s, b.data, sizeof *sim_s);
+        if (ran) {
+            memcpy(ran, (const char *)b.data + sizeof *sim_s, BENCH_RAN_LEN);
+            ran[BENCH_RAN_LEN - 1] = 0;
+        }
+    }
     sim_blob_free(&b);
     return st;
 }
@@ -261,9 +280,9 @@ int bench_network(const bench_network_opts *o, FILE *out) {
         bench_run r = {platform,           n,    o->bytes, o->model,
                        SIM_ALLREDUCE_RING, NULL, 0,        SIM_PROTOCOL_AUTO};
         double ring_s = 0, ring_w = 0, coarse_s = 0, coarse_w = 0;
-        if ((st = bench_sim(&r, &ring_s, &ring_w))) return st;
+        if ((st = bench_sim(&r, &ring_s, &ring_w, NULL))) return st;
         r.algo = SIM_ALLREDUCE_RING_COARSE;
-        if ((st = bench_sim(&r, &coarse_s, &coarse_w))) return st;
+        if ((st = bench_sim(&r, &coarse_s, &coarse_w, NULL))) return st;
         double smpi_s = NAN, smpi_w = NAN;
         char why[1200] = "";
         if (have_smpirun && have_prog && n <= o->max_smpi_hosts) {
@@ -292,19 +311,20 @@ int bench_network(const bench_network_opts *o, FILE *out) {
 
 int bench_network_allreduce_protocol(const char *platform, int n, double bytes,
                                      sim_network_model model, int algo, sim_nccl_protocol protocol,
-                                     double *sim_s, double *wall_s) {
+                                     double *sim_s, double *wall_s, char *ran) {
     int incast = algo == BENCH_INCAST;
     bench_run r = {
         platform, n,      bytes,   model, incast ? SIM_ALLREDUCE_RING : (sim_allreduce_algo)algo,
         NULL,     incast, protocol};
     *sim_s = NAN;
-    return bench_sim(&r, sim_s, wall_s);
+    if (ran) ran[0] = 0;
+    return bench_sim(&r, sim_s, wall_s, ran);
 }
 
 int bench_network_allreduce(const char *platform, int n, double bytes, sim_network_model model,
                             int algo, double *sim_s, double *wall_s) {
     return bench_network_allreduce_protocol(platform, n, bytes, model, algo, SIM_PROTOCOL_AUTO,
-                                            sim_s, wall_s);
+                                            sim_s, wall_s, NULL);
 }
 
 /* One byte size with its unit ("8", "1KiB", "1GB"); -1 if not one. */
@@ -395,13 +415,16 @@ int bench_network_sizes(const bench_sizes_opts *o, bench_sizes_row *rows) {
     const double n = o->n_workers;
     for (int i = 0; i < o->n_sizes; i++) {
         double sim_s, wall_s;
-        int st = bench_network_allreduce_protocol(o->platform, o->n_workers, o->sizes_bytes[i],
-                                                  o->model, o->algo, o->protocol, &sim_s, &wall_s);
+        char ran[BENCH_RAN_LEN];
+        int st =
+            bench_network_allreduce_protocol(o->platform, o->n_workers, o->sizes_bytes[i], o->model,
+                                             o->algo, o->protocol, &sim_s, &wall_s, ran);
         if (st) return st;
         double algbw = o->sizes_bytes[i] / sim_s / 1e9;
         /* incast: the rate into the server, n pushes of size bytes over time */
         double busbw = o->algo == BENCH_INCAST ? n * algbw : algbw * 2.0 * (n - 1) / n;
-        rows[i] = (bench_sizes_row){o->sizes_bytes[i], 1e6 * sim_s, algbw, busbw, wall_s};
+        rows[i] = (bench_sizes_row){o->sizes_bytes[i], 1e6 * sim_s, algbw, busbw, wall_s, ""};
+        snprintf(rows[i].ran, sizeof rows[i].ran, "%s", ran);
     }
     return SS_OK;
 }
@@ -424,12 +447,12 @@ void bench_sizes_print(const bench_sizes_opts *o, const bench_sizes_row *rows, F
                 "# algbw = size/time, busbw = algbw x 2(n-1)/n (nccl-tests doc/PERFORMANCE.md)\n",
                 sim_allreduce_algo_name((sim_allreduce_algo)o->algo), o->n_workers, o->platform,
                 sim_network_model_name(o->model));
-    fprintf(out, "#%14s %14s %6s %12s %10s %10s %10s\n", "size (B)", "count", "type", "time (us)",
-            "algbw", "busbw", "wall (s)");
+    fprintf(out, "#%14s %14s %6s %12s %10s %10s %10s  %s\n", "size (B)", "count", "type",
+            "time (us)", "algbw", "busbw", "wall (s)", "ran");
     for (int i = 0; i < o->n_sizes; i++)
-        fprintf(out, "%15.0f %14.0f %6s %12.2f %10.2f %10.2f %10.3f\n", rows[i].size_bytes,
+        fprintf(out, "%15.0f %14.0f %6s %12.2f %10.2f %10.2f %10.3f  %s\n", rows[i].size_bytes,
                 floor(rows[i].size_bytes / 4), "float", rows[i].time_us, rows[i].algbw_GBps,
-                rows[i].busbw_GBps, rows[i].wall_s);
+                rows[i].busbw_GBps, rows[i].wall_s, rows[i].ran[0] ? rows[i].ran : "-");
 }
 
 int bench_sizes_write_csv(const bench_sizes_opts *o, const bench_sizes_row *rows,

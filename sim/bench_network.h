@@ -66,11 +66,15 @@ typedef struct bench_sizes_opts {
     sim_nccl_protocol protocol; /* the NCCL-style algorithms' protocol (0: auto) */
 } bench_sizes_opts;
 
+/* Room for what an all-reduce ran ("hier/LL", "ring"). */
+#define BENCH_RAN_LEN 32
+
 typedef struct bench_sizes_row {
     double size_bytes;
     double time_us; /* simulated time of the all-reduce (last member done) */
     double algbw_GBps, busbw_GBps;
-    double wall_s; /* wall time of the simulation */
+    double wall_s;           /* wall time of the simulation */
+    char ran[BENCH_RAN_LEN]; /* the algorithm auto ran (and NCCL's protocol): "dbtree/LL" */
 } bench_sizes_row;
 
 /* Parses --sizes: a comma-separated list of byte sizes ("1KiB,1GiB", "4096"), or a range
@@ -90,10 +94,11 @@ int bench_sizes_write_csv(const bench_sizes_opts *o, const bench_sizes_row *rows
  * server 0), in its own process: simulated time. */
 int bench_network_allreduce(const char *platform, int n, double bytes, sim_network_model model,
                             int algo, double *sim_s, double *wall_s);
-/* The same with the protocol of the NCCL-style algorithms (collective.h). */
+/* The same with the protocol of the NCCL-style algorithms (collective.h); `ran` (NULL, or
+ * BENCH_RAN_LEN bytes): what the all-reduce ran, "algorithm[/protocol]". */
 int bench_network_allreduce_protocol(const char *platform, int n, double bytes,
                                      sim_network_model model, int algo, sim_nccl_protocol protocol,
-                                     double *sim_s, double *wall_s);
+                                     double *sim_s, double *wall_s, char *ran);
 
 /* `syncsim bench network` from its options: --smpi runs bench_network() over --hosts-list at
  * --bytes; otherwise the table over --sizes on --platform FILE or the generated platform of

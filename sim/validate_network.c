@@ -131,19 +131,22 @@ static int run_reference(const reference *r, const char *name, FILE *out, double
     int nl = 0, ns = 0;
     fprintf(out, "\n## %s: %d ranks, %s, %s, %s\n", name, r->ranks,
             sim_allreduce_algo_name(r->algo), sim_network_model_name(r->model), r->platform);
-    fprintf(out, "%15s %14s %14s %10s\n", "size_bytes", "measured_us", "predicted_us", "error_%");
+    fprintf(out, "%15s %14s %14s %10s  %s\n", "size_bytes", "measured_us", "predicted_us",
+            "error_%", "ran");
     for (int i = 0; i < r->n; i++) {
         double sim_s, wall_s;
-        int st = bench_network_allreduce(r->platform, r->ranks, r->size_bytes[i], r->model,
-                                         (int)r->algo, &sim_s, &wall_s);
+        char ran[BENCH_RAN_LEN];
+        int st =
+            bench_network_allreduce_protocol(r->platform, r->ranks, r->size_bytes[i], r->model,
+                                             (int)r->algo, SIM_PROTOCOL_AUTO, &sim_s, &wall_s, ran);
         if (st) return st;
         double pred = 1e6 * sim_s, err = (pred - r->measured_us[i]) / r->measured_us[i];
         if (r->size_bytes[i] >= VALIDATE_LARGE_BYTES)
             el[nl++] = err;
         else
             es[ns++] = err;
-        fprintf(out, "%15.0f %14.2f %14.2f %10.1f\n", r->size_bytes[i], r->measured_us[i], pred,
-                100 * err);
+        fprintf(out, "%15.0f %14.2f %14.2f %10.1f  %s\n", r->size_bytes[i], r->measured_us[i], pred,
+                100 * err, ran[0] ? ran : "-");
         fflush(out);
     }
     *large = nl ? validate_median_abs(el, nl) : NAN;
