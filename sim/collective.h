@@ -94,7 +94,7 @@ const char *sim_allreduce_algo_names(const char *sep, char *buf, size_t n);
 
 /* NCCL's protocols, as its cost model (NVIDIA/nccl 2.7.5, src/graph/tuning.cc) prices them; they
  * apply to the NCCL-style all-reduces (auto, hier, hier-coarse, dbtree), not to ring, ring-coarse,
- * tree or hd, whose messages stay plain. Per call a base latency (baseLat), per step a hardware
+ * rd, tree or hd, whose messages stay plain. Per call a base latency (baseLat), per step a hardware
  * latency by the hop's class, NVLink, PCI or network (hwLat), and every message's rate capped at
  * a fraction of its route's bandwidth:
  *   LL      8-byte stores of 4 data bytes and a flag: ring 1/4 of the bandwidth, tree 1/3.8;
