@@ -636,14 +636,16 @@ static int allreduce_seq(sim_comm *c, int member, uint64_t seq, double bytes,
     call_begin(&k, c, member, seq, o->segment_bytes);
     if (c->size > 1) {
         sim_allreduce_algo algo = o->algo;
+        sim_nccl_protocol p = SIM_PROTOCOL_AUTO;
         int channels = o->channels;
         if (algo == SIM_ALLREDUCE_AUTO) {
-            algo = sim_allreduce_auto_pick(c, bytes, o);
+            coll_auto_resolve(c, bytes, o, &algo, &p); /* one search for both */
             channels = sim_allreduce_auto_channels(c, o);
+        } else {
+            p = sim_allreduce_protocol(c, o->algo, algo, bytes, o);
         }
         if (coll_is_nccl(o->algo)) {
             const int fam = coll_family(algo);
-            const sim_nccl_protocol p = sim_allreduce_protocol(c, o->algo, algo, bytes, o);
             int g = 1, nodes = c->size;
             if (coll_topology(c) == SS_OK && c->topo->per_node > 1) {
                 g = c->topo->per_node;

@@ -582,19 +582,28 @@ static void choose(sim_comm *c, double bytes, const sim_coll_opts *o, sim_allred
     }
 }
 
-sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_coll_opts *o) {
-    if (c->size < 2) return SIM_ALLREDUCE_RING;
-    sim_allreduce_algo best;
-    sim_nccl_protocol p;
-    choose(c, bytes, o, SIM_ALLREDUCE_AUTO, &best, &p);
-    if (c->size >= SIM_COARSE_MIN_MEMBERS && best != SIM_ALLREDUCE_DBTREE) {
+void coll_auto_resolve(sim_comm *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo *algo,
+                       sim_nccl_protocol *proto) {
+    if (c->size < 2) {
+        *algo = SIM_ALLREDUCE_RING;
+        *proto = SIM_PROTOCOL_AUTO;
+        return;
+    }
+    choose(c, bytes, o, SIM_ALLREDUCE_AUTO, algo, proto);
+    if (c->size >= SIM_COARSE_MIN_MEMBERS && *algo != SIM_ALLREDUCE_DBTREE) {
         /* ring-coarse stands for the ring only where the hops are alike (flat platforms); on
          * nodes, whose NVLink and NIC hops differ, the closed form that holds is hier's */
         const sim_topology *t = topology_of(c);
         const int nodes_apply = t && t->per_node > 1 && t->n_nodes > 1;
-        best = nodes_apply ? SIM_ALLREDUCE_HIER_COARSE : SIM_ALLREDUCE_RING_COARSE;
+        *algo = nodes_apply ? SIM_ALLREDUCE_HIER_COARSE : SIM_ALLREDUCE_RING_COARSE;
     }
-    return best;
+}
+
+sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_coll_opts *o) {
+    sim_allreduce_algo a;
+    sim_nccl_protocol p;
+    coll_auto_resolve(c, bytes, o, &a, &p);
+    return a;
 }
 
 sim_nccl_protocol sim_allreduce_protocol(sim_comm *c, sim_allreduce_algo requested,
