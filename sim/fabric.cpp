@@ -59,26 +59,25 @@ int smpi_index(double bytes) {
 bool installed = false;                    /* the callbacks are in place */
 sim_factor_set factors = SIM_FACTORS_LV08; /* the factors of the run */
 
-double tcp_lat(double bytes) {
+/* A TCP route's factor for a message of `bytes` under the installed set: LV08's fixed one, the
+ * SMPI table's row, or 1. */
+double tcp_factor(const double *lv08_table, const double *smpi_table, double bytes) {
     switch (factors) {
     case SIM_FACTORS_LV08:
-        return lat_factor[SIM_FABRIC_ETHERNET];
+        return lv08_table[SIM_FABRIC_ETHERNET];
     case SIM_FACTORS_SMPI:
-        return smpi_lat[smpi_index(bytes)];
+        return smpi_table[smpi_index(bytes)];
     default:
         return 1.0;
     }
 }
 
+double tcp_lat(double bytes) {
+    return tcp_factor(lat_factor, smpi_lat, bytes);
+}
+
 double tcp_bw(double bytes) {
-    switch (factors) {
-    case SIM_FACTORS_LV08:
-        return bw_factor[SIM_FABRIC_ETHERNET];
-    case SIM_FACTORS_SMPI:
-        return smpi_bw[smpi_index(bytes)];
-    default:
-        return 1.0;
-    }
+    return tcp_factor(bw_factor, smpi_bw, bytes);
 }
 
 /* Fabric of each link seen so far; SimGrid links live as long as the engine. */
