@@ -684,6 +684,8 @@ int run_train_real(const run_request *rq, run_summary *sum) {
     r.ctx.cfg = &cfg;
     r.ctx.tta_s = -1;
     r.real = 1;
+    /* a signal during the start-up (MPI, the data) is kept: the run then stops after step 1 */
+    outputs_install_interrupt_handler();
     policy_config_default(&r.pc);
     const double wall0 = outputs_wall_s();
     int rc = real_start(&r);

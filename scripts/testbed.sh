@@ -419,24 +419,38 @@ mpirun_args() {
 # Ctrl-C (SIGINT) or SIGTERM during `run`: the first one sends SIGTERM to the ranks themselves
 # (the processes of PROG in the testbed's namespaces), which syncsim real answers by stopping at
 # the next step and writing its outputs; mpirun, in a session of its own, does not see the
-# terminal's Ctrl-C (on one, it would SIGKILL the ranks a second after its SIGTERM). A second one
-# stops mpirun.
-RUN_STOPS=0
+# terminal's Ctrl-C (on one, it would SIGKILL the ranks a second after its SIGTERM). A second one,
+# a second or more later, stops mpirun (`timeout`, for one, signals both its child and the child's
+# process group: the same signal twice at once).
+RUN_STOPS=0 RUN_STOP_US=0 RUN_PENDING=0
 stop_ranks() { # MPIRUN_PID PROG
-  local a ns pid
+  local now=${EPOCHREALTIME/./}
+  if [ "$RUN_STOPS" -gt 0 ] && [ $((now - RUN_STOP_US)) -lt 1000000 ]; then return 0; fi
   RUN_STOPS=$((RUN_STOPS + 1))
+  RUN_STOP_US=$now
   if [ "$RUN_STOPS" -gt 1 ]; then
     echo "testbed: stopping mpirun" >&2
     kill -TERM "$1" 2>/dev/null || true
     return 0
   fi
   echo "testbed: asking the ranks to stop (SIGTERM to $2); again to stop mpirun" >&2
+  signal_ranks "$2" || RUN_PENDING=1 # none started yet: run's loop tries again
+  RUN_STOP_US=${EPOCHREALTIME/./}    # a signal that came while this ran is the same one
+  return 0
+}
+
+# SIGTERM to the processes of PROG in the testbed's namespaces; 1 if there was none.
+signal_ranks() { # PROG
+  local a ns pid found=1
   while read -r a ns; do
     for pid in $("$IP" netns pids "$ns" 2>/dev/null); do
-      [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$2" ] && kill -TERM "$pid" 2>/dev/null
+      if [ "$(readlink "/proc/$pid/exe" 2>/dev/null)" = "$1" ]; then
+        kill -TERM "$pid" 2>/dev/null
+        found=0
+      fi
     done
   done < <(state_list addr)
-  return 0
+  return "$found"
 }
 
 # run [-np K] [MPIRUN_OPTION...] -- CMD [ARG...]: CMD by absolute path; the ranks start in the
@@ -472,6 +486,11 @@ cmd_run() {
     rc=0
     wait "$mp" || rc=$?
     kill -0 "$mp" 2>/dev/null || break # wait returned for a signal, not for mpirun's end
+    # asked to stop before the ranks had started: again until they have
+    while [ "$RUN_PENDING" -eq 1 ] && kill -0 "$mp" 2>/dev/null; do
+      sleep 0.5
+      ! signal_ranks "$prog" || RUN_PENDING=0
+    done
   done
   exit "$rc"
 }

@@ -159,8 +159,9 @@ fi
 # ---- a real run stopped through run: SIGTERM (or Ctrl-C) to run reaches the ranks ----
 if [ -n "$PROBE" ] && [ -n "$SYNCSIM" ]; then
   real_dir=$(mktemp -d /tmp/test_testbed_real.XXXXXX)
-  # (a background job of a script ignores SIGINT, so the test sends run's other signal, TERM)
-  timeout 120 "$SCRIPT" run -np 2 -- "$SYNCSIM" real --policy bsp --workers 2 --epochs 50 \
+  # (a background job of a script ignores SIGINT, so the test sends run's other signal, TERM;
+  # --foreground: timeout passes it to run alone, not to run's process group as well)
+  timeout --foreground 120 "$SCRIPT" run -np 2 -- "$SYNCSIM" real --policy bsp --workers 2 --epochs 50 \
     --progress no --device cpu --out "$real_dir/out" >"$real_dir/log" 2>&1 &
   run_pid=$!
   sleep 6
