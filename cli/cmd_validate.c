@@ -1,7 +1,6 @@
-/* syncsim validate network|compute|scaling|real: predictions against public measurements, and
- * against runs on the local testbed. The runners are sim/validate_network.c,
- * traces/validate_compute.c, traces/validate_scaling.c and analysis/validate_real.c; each exits
- * 1 past its bounds. */
+/* syncsim validate network|compute|scaling|real: predictions against public measurements and
+ * local testbed runs (sim/validate_network.c, traces/validate_compute.c,
+ * traces/validate_scaling.c, analysis/validate_real.c); each exits 1 past its bounds. */
 #include "analysis/validate_real.h"
 #include "cli/commands.h"
 #include "common/status.h"
@@ -41,6 +40,5 @@ int cmd_validate_scaling(const run_config *cfg) {
 int cmd_validate_real(const run_config *cfg) {
     validate_real_result r = {0};
     int rc = validate_real_run(cfg, stdout, &r);
-    return within_bound(rc, r.within,
-                        "real: a prediction's error (10 %) or the accuracy's (0.3 pp)");
+    return within_bound(rc, r.within, "real: an error past 10 % or the accuracy's past 0.3 pp");
 }

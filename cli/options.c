@@ -2,6 +2,7 @@
 #include "common/number.h"
 #include "common/status.h"
 #include "sim/collective.h"
+#include "sim/gpu_table.h"
 #include "sim/policy_build.h"
 #include "sim/policy_registry.h"
 
@@ -110,8 +111,8 @@ static const opt_def head_rows[] = {
     {"topology", OPT_TYPE_CHOICE, F(topology), "star", 0, 0,
      CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, "star|fat-tree", "T",
      "generated platform: topology", SIM},
-    {"gpu", OPT_TYPE_CHOICE, F(gpu), "v100", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY,
-     "v100|a100|h100", "G", "generated platform: GPU class (host speed = its FP32 FLOP/s)", SIM},
+    {"gpu", OPT_TYPE_CHOICE, F(gpu), "v100", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY, NULL, "G",
+     "generated platform: GPU class (host speed = its FP32 FLOP/s)", SIM},
     {"network-model", OPT_TYPE_CHOICE, F(network_model), "LV08", 0, 0,
      CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_PLATFORM, "LV08|CM02|ns-3|SMPI", "M",
      "SimGrid network model (CM02: plain flows; ns-3: packet-level TCP, star platforms only; "
@@ -358,6 +359,7 @@ static void table_build(void) {
         if (!strcmp(options_table[i].name, "policies")) options_table[i].def = compare_policies;
         if (!strcmp(options_table[i].name, "collective"))
             options_table[i].choices = collective_choices;
+        if (!strcmp(options_table[i].name, "gpu")) options_table[i].choices = gpu_table_choices();
     }
     options_count = n;
     for (int i = 0; i < n; i++) /* the defaults, parsed once: a sweep parses up to 4096 points */

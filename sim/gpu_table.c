@@ -98,12 +98,19 @@ const gpu_class *gpu_table_at(int i) {
     return i >= 0 && i < gpu_table_count() ? &gpu_classes[i] : NULL;
 }
 
-void gpu_table_names(char *buf, unsigned long buf_bytes) {
+const char *gpu_table_names(const char *sep, char *buf, unsigned long buf_bytes) {
     size_t used = 0;
     buf[0] = '\0';
     for (int i = 0; i < gpu_table_count() && used < buf_bytes; i++)
-        used += (size_t)snprintf(buf + used, buf_bytes - used, "%s%s", i ? ", " : "",
+        used += (size_t)snprintf(buf + used, buf_bytes - used, "%s%s", i ? sep : "",
                                  gpu_classes[i].name);
+    return buf;
+}
+
+const char *gpu_table_choices(void) {
+    static char choices[160];
+    if (!choices[0]) gpu_table_names("|", choices, sizeof choices);
+    return choices;
 }
 
 int gpu_table_find(const char *option, const char *name, const gpu_class **out) {
@@ -113,7 +120,7 @@ int gpu_table_find(const char *option, const char *name, const gpu_class **out) 
             return SS_OK;
         }
     char names[160];
-    gpu_table_names(names, sizeof names);
+    gpu_table_names(", ", names, sizeof names);
     return ss_error_set(SS_EUSAGE, "%s: unknown GPU class '%s' (available: %s)", option,
                         name ? name : "", names);
 }

@@ -32,8 +32,10 @@ int gpu_table_count(void);
 const gpu_class *gpu_table_at(int i);
 /* Case-insensitive; SS_EUSAGE naming `option` and every class of the table otherwise. */
 int gpu_table_find(const char *option, const char *name, const gpu_class **out);
-/* "v100, a100, h100, rtx3090, p100" into buf. */
-void gpu_table_names(char *buf, unsigned long buf_bytes);
+/* The class names joined by sep ("v100|a100|h100|rtx3090|p100" for "|") into buf; returns buf. */
+const char *gpu_table_names(const char *sep, char *buf, unsigned long buf_bytes);
+/* The same joined by "|", in a buffer of its own (the choices of --gpu). */
+const char *gpu_table_choices(void);
 
 /* "fp32", "tf32", "fp16", "bf16"; SS_EUSAGE naming `option` and the valid ones otherwise. */
 int sim_precision_parse(const char *option, const char *text, sim_precision *out);

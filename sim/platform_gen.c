@@ -12,7 +12,6 @@
 #include "sim/gpu_table.h"
 #include "sim/units.h"
 
-static const char *const gpu_names[] = {"v100", "a100", "h100"};
 static const char *const topology_names[] = {"star", "fat-tree"};
 
 platform_gen_spec platform_gen_default(void) {
@@ -74,27 +73,24 @@ int platform_parse_topology(const char *option, const char *text, platform_topol
 }
 
 int platform_parse_gpu(const char *option, const char *text, platform_gpu *out) {
-    for (int i = 0; i < 3; i++) {
-        if (text && strcasecmp(text, gpu_names[i]) == 0) {
-            *out = (platform_gpu)i;
-            return SS_OK;
-        }
-    }
-    return ss_error_set(SS_EUSAGE, "%s: unknown GPU class '%s' (valid: v100, a100, h100)", option,
-                        text ? text : "");
+    const gpu_class *c = NULL;
+    int rc = gpu_table_find(option, text, &c);
+    for (int i = 0; rc == SS_OK && i < gpu_table_count(); i++)
+        if (gpu_table_at(i) == c) *out = (platform_gpu)i;
+    return rc;
 }
 
 const char *platform_topology_name(platform_topology t) {
     return (unsigned)t < 2 ? topology_names[t] : "?";
 }
 const char *platform_gpu_name(platform_gpu g) {
-    return (unsigned)g < 3 ? gpu_names[g] : "?";
+    const gpu_class *c = gpu_table_at((int)g);
+    return c ? c->name : "?";
 }
 /* Peak FP32 (non-tensor-core) FLOP/s from the GPU table (sim/gpu_table.c, data sheets). */
 double platform_gpu_peak_flops(platform_gpu g) {
-    const gpu_class *c = NULL;
-    if ((unsigned)g >= 3 || gpu_table_find("--gpu", gpu_names[g], &c) != SS_OK) return 0;
-    return c->peak_flops[SIM_PRECISION_FP32];
+    const gpu_class *c = gpu_table_at((int)g);
+    return c ? c->peak_flops[SIM_PRECISION_FP32] : 0;
 }
 
 /* Largest unit that gives a value >= 1, printed exactly (%.15g). */
@@ -144,9 +140,11 @@ int platform_spec_validate(const platform_gen_spec *s) {
     if ((unsigned)s->topology > PLATFORM_TOPOLOGY_FAT_TREE)
         return ss_error_set(SS_EUSAGE, "--topology: unknown topology %d (valid: star, fat-tree)",
                             (int)s->topology);
-    if ((unsigned)s->gpu > PLATFORM_GPU_H100)
-        return ss_error_set(SS_EUSAGE, "--gpu: unknown GPU class %d (valid: v100, a100, h100)",
-                            (int)s->gpu);
+    if (!gpu_table_at((int)s->gpu)) {
+        char names[128];
+        return ss_error_set(SS_EUSAGE, "--gpu: unknown GPU class %d (valid: %s)", (int)s->gpu,
+                            gpu_table_names(", ", names, sizeof names));
+    }
     if (!(s->efficiency > 0 && s->efficiency <= 1))
         return ss_error_set(SS_EUSAGE, "efficiency: %g, need 0 < efficiency <= 1", s->efficiency);
     if (s->n_ps < 0 || s->n_ps > 1024)

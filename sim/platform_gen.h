@@ -41,6 +41,7 @@ typedef enum platform_topology {
     PLATFORM_TOPOLOGY_FAT_TREE = 1 /* two-level non-blocking fat tree */
 } platform_topology;
 
+/* A GPU class: its index in sim/gpu_table.c (every class of the table can be generated). */
 typedef enum platform_gpu {
     PLATFORM_GPU_V100 = 0, /* peak FP32 15.7 TFLOP/s (SXM2) */
     PLATFORM_GPU_A100 = 1, /* peak FP32 19.5 TFLOP/s (SXM4, without TF32 tensor cores) */

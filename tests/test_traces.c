@@ -638,6 +638,15 @@ static void test_cli_replay(void) {
              "--steps 5 --collective ring-coarse --out %s/cli-profile",
              out_root);
     expect_cli(args, 0, "profile trace of resnet101, bsp, 16 workers");
+    /* every GPU class of the table can be generated, not only the first three */
+    snprintf(args, sizeof args,
+             "replay --profile vgg16 --policy bsp --workers 4 --batch 64 --gpu p100 --steps 2 "
+             "--out %s/cli-p100",
+             out_root);
+    expect_cli(args, 0, "profile trace of vgg16, bsp, 4 workers");
+    snprintf(args, sizeof args, "grep -q 'value=\"p100\"' %s/cli-p100/platform.xml", out_root);
+    CU_ASSERT_EQUAL(system(args), 0);
+    expect_cli("replay --profile vgg16 --gpu x100", 2, "rtx3090|p100");
     snprintf(args, sizeof args,
              "replay --import %s/traces/samples/example_log_8.csv --profile resnet101 --out "
              "%s/cli-import",
