@@ -15,15 +15,25 @@
  * others' with their fixed factors applied. */
 typedef struct hop_set {
     int ready;
-    double tcp_lat_s, tcp_bw_Bps;     /* largest raw latency, smallest raw bandwidth (TCP) */
-    double other_lat_s, other_bw_Bps; /* the same, factors applied (other fabrics) */
-    int hw_max;                       /* the slowest hop class (sim_hw_class) */
+    double tcp_lat_s, tcp_bw_Bps;            /* largest raw latency, smallest raw bandwidth (TCP) */
+    double other_lat_s, other_bw_Bps;        /* the same, factors applied (other fabrics) */
+    double tcp_shared_Bps, other_shared_Bps; /* hop_set_add_concurrent: the smallest share */
+    int hw_max;                              /* the slowest hop class (sim_hw_class) */
 } hop_set;
 
 void hop_set_clear(hop_set *h);
 void hop_set_add(hop_set *h, sg_host_t src, sg_host_t dst);
+/* Adds n hops that run at once (hop i: src[i] -> dst[i]) and records, besides each route's own
+ * bandwidth, the share each gets where they cross the same links: a shared link crossed by k of
+ * them gives each 1/k of its bandwidth (max-min fairness with equal demands; a FATPIPE link
+ * gives each all of it). Two GPUs behind one PCIe switch uplink, G GPUs on one NIC: the hops of
+ * a ring phase there share those links. */
+void hop_set_add_concurrent(hop_set *h, const sg_host_t *src, const sg_host_t *dst, int n);
 double hop_set_latency_s(const hop_set *h, double bytes);
 double hop_set_bandwidth_Bps(const hop_set *h, double bytes);
+/* The smallest share of hop_set_add_concurrent's hops (the route's own bandwidth for hops added
+ * one by one). */
+double hop_set_shared_bandwidth_Bps(const hop_set *h, double bytes);
 /* One route's latency and bandwidth as charged for a message of `bytes`. */
 double coll_hop_latency_s(sg_host_t src, sg_host_t dst, double bytes);
 double coll_hop_bandwidth_Bps(sg_host_t src, sg_host_t dst, double bytes);

@@ -446,26 +446,30 @@ double coll_proto_set_step_s(const call *k, const hop_set *h) {
 
 enum { HOPS_RING, HOPS_INTRA, HOPS_RAIL };
 
-/* The hops of each kind (once). */
+/* The hops of each kind (once), each kind's hops as running at once: a ring's steps, the
+ * intra-node rings of every node, the rail rings of every rail. */
 static void auto_figures(sim_comm *c, const sim_topology *t) {
     if (c->est_ready) return;
     const int n = c->size;
-    for (int h = 0; h < 3; h++)
-        hop_set_clear(&c->est_hops[h]);
     const int g = t && t->per_node > 1 ? t->per_node : 0;
-    for (int m = 0; m < n; m++) {
-        int next[3] = {(m + 1) % n, -1, -1};
-        if (g) {
-            const int node = t->node[m], l = t->local[m];
-            next[HOPS_INTRA] = t->members[node * g + (l + 1) % g];
-            if (t->n_nodes > 1)
-                next[HOPS_RAIL] = t->rails[l * t->n_nodes + (node + 1) % t->n_nodes];
+    sg_host_t *src = malloc(sizeof *src * (size_t)n), *dst = malloc(sizeof *dst * (size_t)n);
+    SS_ASSERT(src && dst);
+    for (int h = 0; h < 3; h++) {
+        int k = 0;
+        hop_set_clear(&c->est_hops[h]);
+        for (int m = 0; m < n; m++) {
+            int next = h == HOPS_RING ? (m + 1) % n : -1;
+            if (g && h == HOPS_INTRA) next = t->members[t->node[m] * g + (t->local[m] + 1) % g];
+            if (g && h == HOPS_RAIL && t->n_nodes > 1)
+                next = t->rails[t->local[m] * t->n_nodes + (t->node[m] + 1) % t->n_nodes];
+            if (next < 0 || next == m) continue;
+            src[k] = c->hosts[m];
+            dst[k++] = c->hosts[next];
         }
-        for (int h = 0; h < 3; h++) {
-            if (next[h] < 0 || next[h] == m) continue;
-            hop_set_add(&c->est_hops[h], c->hosts[m], c->hosts[next[h]]);
-        }
+        hop_set_add_concurrent(&c->est_hops[h], src, dst, k);
     }
+    free(src);
+    free(dst);
     c->est_ready = 1;
 }
 
@@ -474,8 +478,12 @@ static double est_alpha(const sim_comm *c, int h, double bytes) {
     return hop_set_latency_s(&c->est_hops[h], bytes);
 }
 
-static double est_bw(const sim_comm *c, int h, double bytes) {
-    return hop_set_bandwidth_Bps(&c->est_hops[h], bytes);
+/* The bandwidth a message of the kind gets under protocol fraction f: the protocol's cap on its
+ * route, or its share where the kind's hops meet on a link (a NIC of G / R GPUs, a PCIe switch
+ * uplink of two GPUs), whichever is smaller. */
+static double est_bw(const sim_comm *c, int h, double bytes, double f) {
+    return fmin(f * hop_set_bandwidth_Bps(&c->est_hops[h], bytes),
+                hop_set_shared_bandwidth_Bps(&c->est_hops[h], bytes));
 }
 
 /* The alpha-beta estimates auto compares (collective.h; README "Collectives"), each with the
@@ -496,7 +504,7 @@ static double estimate_ring_s(const est_ctx *e, double bytes, double bw_scale, i
     const int n = c->size, fam = NCCL_FAMILY_RING;
     const double chunk = bytes / n, f = proto_fraction(p, fam, e->per_node, e->nodes);
     const double a = est_alpha(c, HOPS_RING, chunk) + est_step(e, HOPS_RING, p, fam);
-    const double b = est_bw(c, HOPS_RING, chunk) * bw_scale * f;
+    const double b = est_bw(c, HOPS_RING, chunk, f) * bw_scale;
     return coll_proto_base_s(p, fam) + 2.0 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b;
 }
 
@@ -508,14 +516,15 @@ static double estimate_dbtree_s(const est_ctx *e, double bytes, int p) {
     const int fam = NCCL_FAMILY_TREE, nodes_apply = e->per_node > 1 && e->nodes > 1;
     const double f = proto_fraction(p, fam, e->per_node, e->nodes);
     const int inter = nodes_apply ? HOPS_RAIL : HOPS_RING;
+    /* between nodes the trees leave through one or two GPUs: the route's own bandwidth */
     double s = coll_proto_base_s(p, fam) +
                2.0 * floor(log2((double)(e->per_node > 1 ? e->nodes : c->size))) *
                    (est_alpha(c, inter, bytes) + est_step(e, inter, p, fam) +
-                    bytes / (est_bw(c, inter, bytes) * f));
+                    bytes / (f * hop_set_bandwidth_Bps(&c->est_hops[inter], bytes)));
     if (e->per_node > 1)
         s += 2.0 * (e->per_node - 1) *
              (est_alpha(c, HOPS_INTRA, bytes) + est_step(e, HOPS_INTRA, p, fam) +
-              bytes / (est_bw(c, HOPS_INTRA, bytes) * f));
+              bytes / est_bw(c, HOPS_INTRA, bytes, f));
     return s;
 }
 
@@ -524,16 +533,16 @@ static double estimate_hier_s(const est_ctx *e, double bytes, int p) {
     const sim_topology *t = e->t;
     const int g = t->per_node, nodes = t->n_nodes, fam = NCCL_FAMILY_RING;
     const double f = proto_fraction(p, fam, g, nodes);
-    /* G / R GPUs send through one NIC: each rail gets R / G of it, or the protocol's cap */
-    const double share = t->n_nics < g ? (double)t->n_nics / g : 1.0;
+    /* G / R GPUs send through one NIC: each rail gets R / G of it (est_bw), or the protocol's cap
+     */
     const double intra = bytes / g, rail = bytes / g / nodes;
     return coll_proto_base_s(p, fam) +
            2.0 * (g - 1) *
                (est_alpha(c, HOPS_INTRA, intra) + est_step(e, HOPS_INTRA, p, fam) +
-                intra / (est_bw(c, HOPS_INTRA, intra) * f)) +
+                intra / est_bw(c, HOPS_INTRA, intra, f)) +
            2.0 * (nodes - 1) *
                (est_alpha(c, HOPS_RAIL, rail) + est_step(e, HOPS_RAIL, p, fam) +
-                rail / (est_bw(c, HOPS_RAIL, rail) * fmin(share, f)));
+                rail / est_bw(c, HOPS_RAIL, rail, f));
 }
 
 int sim_allreduce_auto_channels(sim_comm *c, const sim_coll_opts *o) {

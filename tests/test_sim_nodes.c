@@ -557,6 +557,19 @@ static void test_auto_choices(void) {
         if (q >= 2) CU_ASSERT_EQUAL(outs[q]->protocols[0], SIM_PROTOCOL_LL);
         CU_ASSERT_EQUAL(outs[q]->protocols[jobs[q]->n_picks - 1], SIM_PROTOCOL_SIMPLE);
     }
+    /* nodes whose two pairs of GPUs each share a PCIe switch uplink (the shipped TCP reference):
+     * hier's intra-node rings cross each uplink twice per direction, so they get half of it,
+     * and from 128 MiB the ring, which stays on the 10 GbE NIC, costs less; estimates from each
+     * route's own bandwidth would keep hier to 1 GiB */
+    job pcie =
+        pick_job(SS_SOURCE_DIR "/traces/reference/nccl/tcp-8x4-rtx2080ti-10gbe/platform.xml", 32);
+    pcie.model = SIM_NETWORK_SMPI;
+    job_out op = run_job(&pcie);
+    for (int i = 0; i < pcie.n_picks; i++)
+        if (pcie.pick_bytes[i] >= 1e6)
+            CU_ASSERT_EQUAL(op.picks[i], pcie.pick_bytes[i] >= 128 * 1048576.0
+                                             ? SIM_ALLREDUCE_RING
+                                             : SIM_ALLREDUCE_HIER);
     /* at scale, the closed forms */
     job scale = pick_job(star_platform(SIM_COARSE_MIN_MEMBERS), SIM_COARSE_MIN_MEMBERS);
     job_out oc = run_job(&scale);

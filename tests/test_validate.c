@@ -80,15 +80,15 @@ static void test_table_closed_form(void) {
  * bounds report with exit 1. */
 static void test_references(void) {
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl "
-           "--max-error-large 0.5",
+           "--max-error-large 0.2",
            0, "ib-3x8-a100-hdr", "nvlink-2x-rtx2080ti");
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl "
-           "--max-error-large 0.5",
+           "--max-error-large 0.2",
            0, "ib-8x4-rtx2080ti-edr", "tcp-8x4-rtx2080ti-10gbe");
     /* the TCP reference runs under SMPI's size-dependent factors: LV08's 13.01 x latency on every
      * small message made it 3 x too slow below 1 MiB */
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl "
-           "--max-error-large 0.5",
+           "--max-error-large 0.2",
            0, "32 ranks, auto, SMPI", NULL);
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl", 1,
            "exceed the bounds", "EXCEEDED");
