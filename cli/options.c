@@ -193,9 +193,7 @@ static const opt_def tail_rows[] = {
     {"hosts-list", OPT_TYPE_STRING, F(bench_hosts), "16,64,256,1024", 0, 0, CMD_BENCH, NULL, "LIST",
      "bench network --smpi, bench replay: host counts", 0},
     {"smpi", OPT_TYPE_FLAG, F(bench_smpi), "false", 0, 0, CMD_BENCH, NULL, "",
-     "bench network: compare the ring with SMPI's MPI_Allreduce over --hosts-list at --bytes "
-     "instead",
-     0},
+     "bench network: the ring against SMPI's MPI_Allreduce over --hosts-list at --bytes", 0},
     {"references", OPT_TYPE_STRING, F(validate_refs), "traces/reference/nccl", 0, 0, CMD_VALIDATE,
      NULL, "DIR", "validate network: directory of references (one subdirectory each)", 0},
     {"max-error-large", OPT_TYPE_DOUBLE, F(validate_max_large), "0.10", 0, 1000, CMD_VALIDATE, NULL,
@@ -207,9 +205,7 @@ static const opt_def tail_rows[] = {
     {"max-error", OPT_TYPE_DOUBLE, F(validate_max_error), "0.15", 0, 10, CMD_VALIDATE, NULL, "X",
      "validate compute: bound on the median relative error of the throughputs", 0},
     {"scaling-references", OPT_TYPE_STRING, F(validate_scaling), "", 0, 0, CMD_VALIDATE, NULL,
-     "CSV",
-     "validate scaling: published scaling efficiencies (\"\": "
-     "traces/reference/scaling/scaling.csv)",
+     "CSV", "validate scaling: published efficiencies (\"\": traces/reference/scaling/scaling.csv)",
      0},
     {"max-scaling-error", OPT_TYPE_DOUBLE, F(validate_scaling_max_error), "0.15", 0, 10,
      CMD_VALIDATE, NULL, "X",
@@ -217,8 +213,7 @@ static const opt_def tail_rows[] = {
     /* generated node platforms: multi-GPU servers (sim/platform_gen.h, platforms/README.md) */
     {"nodes", OPT_TYPE_INT, F(nodes), "0", 0, 8192, CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH,
      NULL, "N",
-     "generated platform: servers of several GPUs each (0: a flat cluster, one GPU per host); "
-     "workers fill them node by node",
+     "generated platform: servers of several GPUs each, filled in order (0: one GPU per host)",
      SIM},
     {"gpus-per-node", OPT_TYPE_INT, F(gpus_per_node), "0", 0, 1024,
      CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "G",
@@ -239,9 +234,13 @@ static const opt_def tail_rows[] = {
      "generated platform with --nodes: intra-node link latency (default: --intra's)", SIM},
     {"fabric", OPT_TYPE_CHOICE, F(fabric), "ethernet", 0, 0,
      CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, "ethernet|infiniband|roce", "F",
-     "generated platform with --nodes: what the NIC links are (LV08 applies TCP factors to "
-     "ethernet only)",
+     "generated platform with --nodes: what the NIC links are (LV08's TCP factors: ethernet only)",
      SIM},
+    {"pcie-switch", OPT_TYPE_INT, F(pcie_switch), "0", 0, 1024,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "K",
+     "generated PCIe nodes: GPUs per PCIe switch, sharing its uplink (0: none)", SIM},
+    {"p2p", OPT_TYPE_CHOICE, F(p2p), "on", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH,
+     "on|off", "M", "with --pcie-switch: off: GPUs exchange via host memory (GeForce)", SIM},
     {"sizes", OPT_TYPE_STRING, F(bench_hosts), "16,64,256,1024", 0, 0, CMD_BENCH, NULL, "LIST",
      "bench network: host counts", 0},
     {"bytes", OPT_TYPE_DOUBLE, F(bench_bytes), "1e8", 1, 1e13, CMD_BENCH, NULL, "M",

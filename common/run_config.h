@@ -94,6 +94,8 @@ typedef struct run_config {
     char intra_bandwidth[32]; /* overrides the preset's ("" = preset) */
     char intra_latency[32];   /* overrides the preset's ("" = preset) */
     char fabric[16];          /* NIC links: ethernet | infiniband | roce */
+    int pcie_switch;          /* GPUs per PCIe switch sharing its uplink (0: none) */
+    char p2p[8];              /* on | off: GPUs of a node exchange through host memory */
 
     /* bench */
     char

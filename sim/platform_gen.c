@@ -25,6 +25,7 @@ platform_gen_spec platform_gen_default(void) {
                                .n_nodes = 0,
                                .gpus_per_node = 0,
                                .nics_per_node = 1,
+                               .p2p = 1,
                                .intra_bandwidth_bps =
                                    8 * 300e9, /* nvlink3 (platform_gen_nodes.c) */
                                .intra_latency_s = 0.3e-6,
@@ -398,12 +399,14 @@ double platform_tier_latency_s(double bps) {
 }
 
 /* The node options of a run (--nodes > 0): --gpus-per-node, --nics-per-node, --intra and its
- * overrides --intra-bandwidth and --intra-latency, --fabric. */
+ * overrides --intra-bandwidth and --intra-latency, --fabric, --pcie-switch, --p2p. */
 static int node_spec_from_config(const run_config *cfg, platform_gen_spec *spec) {
     int rc;
     spec->n_nodes = cfg->nodes;
     spec->gpus_per_node = cfg->gpus_per_node;
     spec->nics_per_node = cfg->nics_per_node;
+    spec->pcie_switch = cfg->pcie_switch;
+    spec->p2p = strcasecmp(cfg->p2p, "off") != 0;
     if ((rc = platform_apply_intra("--intra", cfg->intra, spec)) ||
         (rc = platform_parse_nic_fabric("--fabric", cfg->fabric, &spec->nic_fabric)))
         return rc;

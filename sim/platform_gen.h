@@ -67,6 +67,13 @@ typedef struct platform_gen_spec {
     double intra_latency_s;     /* per intra-node link (>= 0); a GPU-to-GPU route has two */
     sim_fabric intra_fabric;    /* SIM_FABRIC_NVLINK or SIM_FABRIC_PCIE */
     sim_fabric nic_fabric;      /* SIM_FABRIC_ETHERNET, _INFINIBAND or _ROCE */
+    /* PCIe nodes: GPUs local g sit in groups of `pcie_switch` behind switch g / pcie_switch,
+     * whose uplink to the CPU (intra_bandwidth_bps per direction) every route between switches,
+     * and every route to a NIC, crosses (NICs sit at the CPU); 0: no switch. p2p 0: the GPUs
+     * cannot reach each other peer to peer (GeForce cards; NCCL's shared-memory transport), so
+     * routes between GPUs of one switch cross its uplink too, through host memory. */
+    int pcie_switch; /* 0..G */
+    int p2p;         /* 1 (default) or 0; 0 needs pcie_switch */
 
     int routed; /* 1: the star as explicit routes (see above; the ns-3 form); 0: a <cluster> */
 } platform_gen_spec;

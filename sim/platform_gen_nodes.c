@@ -7,6 +7,10 @@
  *   per GPU node<k>-gpu<g>-<nvlink|pcie> (SPLITDUPLEX: per-direction bandwidth, the GPU's port on
  *   the NVSwitch or its PCIe x16 slot), one link per NIC node<k>-nic<r> (SPLITDUPLEX, the NIC's
  *   cable to the switch) and a router node<k>-port, the gateway of inter-node routes;
+ * - with pcie_switch K (PCIe nodes): one uplink node<k>-sw<s>-pcie per switch of K GPUs (GPU g
+ *   behind switch g / K; SPLITDUPLEX, the intra bandwidth, 0 latency), which routes between
+ *   switches, all routes between GPUs without p2p, and routes to the NICs cross after the GPU's
+ *   own link (sw.UP outbound, sw.DOWN inbound);
  * - routes inside a node: gpu<a> -> gpu<b> = intra<a>.UP, intra<b>.DOWN (never a NIC);
  *   gpu<g> -> port = [intra<g>.UP on PCIe nodes, where the GPU reaches its NIC through its PCIe
  *   slot] nic<g*R/G>.UP. NVLink nodes reach the NIC through a PCIe switch that is not modelled:
@@ -108,6 +112,15 @@ static int validate_nodes(const platform_gen_spec *s, int *g) {
     if (s->intra_fabric != SIM_FABRIC_NVLINK && s->intra_fabric != SIM_FABRIC_PCIE)
         return ss_error_set(SS_EUSAGE, "intra-node fabric: %s, need nvlink or pcie",
                             sim_fabric_name(s->intra_fabric));
+    if (s->pcie_switch &&
+        (s->pcie_switch < 0 || s->pcie_switch > *g || s->intra_fabric != SIM_FABRIC_PCIE))
+        return ss_error_set(SS_EUSAGE,
+                            "--pcie-switch: %d GPUs per switch, need 0 (none) or 1 to the GPUs per "
+                            "node (%d), on PCIe nodes (--intra pcie3 or pcie4)",
+                            s->pcie_switch, *g);
+    if (!s->p2p && !s->pcie_switch)
+        return ss_error_set(SS_EUSAGE, "--p2p off: needs --pcie-switch K (without switches every "
+                                       "GPU-to-GPU route already crosses both GPUs' own links)");
     if (s->nic_fabric != SIM_FABRIC_ETHERNET && s->nic_fabric != SIM_FABRIC_INFINIBAND &&
         s->nic_fabric != SIM_FABRIC_ROCE)
         return ss_error_set(SS_EUSAGE, "--fabric: %s, need ethernet, infiniband or roce",
@@ -156,12 +169,12 @@ static void write_sketch(const platform_gen_spec *s, const node_text *t, FILE *o
             "       node0: gpu0  gpu1  ...  gpu%-3d   workers 0..%d (worker w = node x %d + "
             "local_rank)\n"
             "               |     |          |       %s link per GPU: %s per direction, %s\n"
-            "             [ %-26s ]   GPU-to-GPU route: 2 %s links, never a NIC\n"
+            "             [ %-26s ]   GPU-to-GPU route: 2 %s links%s, never a NIC\n"
             "               gpu g -> nic (g x %d / %d)\n"
             "             nic0 .. nic%-3d              %s, %s per NIC and direction, %s\n",
             g - 1, g - 1, g, t->intra, t->intra_bw, t->intra_lat,
-            !strcmp(t->intra, "nvlink") ? "NVSwitch" : "PCIe root complex", t->intra, r, g, r - 1,
-            t->nic, t->bw, t->lat);
+            !strcmp(t->intra, "nvlink") ? "NVSwitch" : "PCIe root complex", t->intra,
+            s->pcie_switch ? " (+ uplinks, below)" : "", r, g, r - 1, t->nic, t->bw, t->lat);
     if (s->topology == PLATFORM_TOPOLOGY_STAR)
         fprintf(out, "               |   ...   |\n"
                      "       ====== switch (non-blocking, every rail of every node) ======\n");
@@ -175,11 +188,21 @@ static void write_sketch(const platform_gen_spec *s, const node_text *t, FILE *o
     if (n > 1)
         fprintf(out, "       node1%s%.0d: the same; node k holds workers %d k .. %d k + %d.\n",
                 n > 2 ? " .. node" : "", n > 2 ? n - 1 : 0, g, g, g - 1);
-    fprintf(out, "       Inter-node route: %snic.UP, %snic'.DOWN%s.\n",
-            s->intra_fabric == SIM_FABRIC_PCIE ? "pcie.UP, " : "",
+    if (s->pcie_switch)
+        fprintf(out,
+                "       PCIe switches of %d GPUs (gpu g behind sw g / %d), each with an uplink\n"
+                "       node<k>-sw<s>-pcie of %s per direction to the CPU, where the NICs sit:\n"
+                "       GPU-to-GPU routes %s cross both switches' uplinks\n"
+                "       (gpu.UP, sw.UP, sw'.DOWN, gpu'.DOWN)%s.\n",
+                s->pcie_switch, s->pcie_switch, t->intra_bw,
+                s->p2p ? "between switches" : "all (no peer to peer: through host memory)",
+                s->p2p ? "; inside a switch gpu.UP, gpu'.DOWN" : "");
+    fprintf(out, "       Inter-node route: %s%snic.UP, %snic'.DOWN%s%s.\n",
+            s->intra_fabric == SIM_FABRIC_PCIE ? "pcie.UP, " : "", s->pcie_switch ? "sw.UP, " : "",
             s->topology == PLATFORM_TOPOLOGY_STAR
                 ? "switch, "
                 : "leaf<l> (same leaf) or leaf-spine.UP, leaf'-spine.DOWN, ",
+            s->pcie_switch ? ", sw'.DOWN" : "",
             s->intra_fabric == SIM_FABRIC_PCIE ? ", pcie'.DOWN" : "");
     if (s->n_ps)
         fprintf(
@@ -202,7 +225,7 @@ static void write_link(FILE *out, const char *id, const char *bw, const char *la
 
 /* Zone node<k>: its GPU hosts, links, gateway and routes. */
 static void write_node(const platform_gen_spec *s, const node_text *t, int k, FILE *out) {
-    int g = t->g, r = t->r, pcie = s->intra_fabric == SIM_FABRIC_PCIE;
+    int g = t->g, r = t->r, pcie = s->intra_fabric == SIM_FABRIC_PCIE, sw = s->pcie_switch;
     char id[96];
     fprintf(out, "    <zone id=\"node%d\" routing=\"Full\">\n", k);
     for (int i = 0; i < g; i++)
@@ -223,16 +246,28 @@ static void write_node(const platform_gen_spec *s, const node_text *t, int k, FI
         snprintf(id, sizeof id, "node%d-nic%d", k, i);
         write_link(out, id, t->bw, t->lat, t->nic);
     }
+    for (int w = 0; sw && w < (g + sw - 1) / sw; w++) { /* the switches' uplinks, no latency */
+        snprintf(id, sizeof id, "node%d-sw%d-pcie", k, w);
+        write_link(out, id, t->intra_bw, "0us", t->intra);
+    }
     for (int a = 0; a < g; a++)
-        for (int b = a + 1; b < g; b++)
+        for (int b = a + 1; b < g; b++) {
             fprintf(out,
                     "      <route src=\"node%d-gpu%d\" dst=\"node%d-gpu%d\"><link_ctn "
-                    "id=\"node%d-gpu%d-%s\" direction=\"UP\"/><link_ctn id=\"node%d-gpu%d-%s\" "
-                    "direction=\"DOWN\"/></route>\n",
-                    k, a, k, b, k, a, t->intra, k, b, t->intra);
+                    "id=\"node%d-gpu%d-%s\" direction=\"UP\"/>",
+                    k, a, k, b, k, a, t->intra);
+            if (sw && (!s->p2p || a / sw != b / sw))
+                fprintf(out,
+                        "<link_ctn id=\"node%d-sw%d-pcie\" direction=\"UP\"/><link_ctn "
+                        "id=\"node%d-sw%d-pcie\" direction=\"DOWN\"/>",
+                        k, a / sw, k, b / sw);
+            fprintf(out, "<link_ctn id=\"node%d-gpu%d-%s\" direction=\"DOWN\"/></route>\n", k, b,
+                    t->intra);
+        }
     for (int i = 0; i < g; i++) {
         fprintf(out, "      <route src=\"node%d-gpu%d\" dst=\"node%d-port\">", k, i, k);
         if (pcie) fprintf(out, "<link_ctn id=\"node%d-gpu%d-pcie\" direction=\"UP\"/>", k, i);
+        if (sw) fprintf(out, "<link_ctn id=\"node%d-sw%d-pcie\" direction=\"UP\"/>", k, i / sw);
         fprintf(out, "<link_ctn id=\"node%d-nic%d\" direction=\"UP\"/></route>\n", k,
                 (int)((long)i * r / g));
     }

@@ -146,6 +146,29 @@ static void test_routes_pcie(void) {
     REL_EQ(inter.transfer_s, 12e-6 + MSG_BYTES / 10e9);
 }
 
+/* PCIe switches of 2 GPUs: peer to peer stays below a switch, crosses both uplinks between
+ * switches; without it every GPU-to-GPU route crosses them; routes to a NIC cross the GPU's. */
+static void test_routes_pcie_switch(void) {
+    const char *p = SS_BINARY_DIR "/tests/nodes_pcie_sw.xml";
+    platform_gen_spec s = node_spec(SIM_FABRIC_INFINIBAND, SIM_FABRIC_PCIE);
+    s.pcie_switch = 2;
+    write_spec(&s, p);
+    CU_ASSERT_STRING_EQUAL(route(p, 8, SIM_NETWORK_CM02, 0, 1).links,
+                           "node0-gpu0-pcie_UP node0-gpu1-pcie_DOWN");
+    route_out across = route(p, 8, SIM_NETWORK_CM02, 1, 2);
+    CU_ASSERT_STRING_EQUAL(across.links, "node0-gpu1-pcie_UP node0-sw0-pcie_UP "
+                                         "node0-sw1-pcie_DOWN node0-gpu2-pcie_DOWN");
+    REL_EQ(across.latency_s, 2e-6); /* the uplinks add no latency */
+    CU_ASSERT_STRING_EQUAL(route(p, 8, SIM_NETWORK_CM02, 3, 4).links,
+                           "node0-gpu3-pcie_UP node0-sw1-pcie_UP node0-nic1_UP switch "
+                           "node1-nic0_DOWN node1-sw0-pcie_DOWN node1-gpu0-pcie_DOWN");
+    s.p2p = 0;
+    write_spec(&s, p);
+    CU_ASSERT_STRING_EQUAL(route(p, 8, SIM_NETWORK_CM02, 1, 0).links,
+                           "node0-gpu1-pcie_UP node0-sw0-pcie_UP node0-sw0-pcie_DOWN "
+                           "node0-gpu0-pcie_DOWN");
+}
+
 static void test_routes_fat_tree(void) {
     const char *p = SS_BINARY_DIR "/tests/nodes_fat.xml";
     platform_gen_spec s = node_spec(SIM_FABRIC_INFINIBAND, SIM_FABRIC_NVLINK);
@@ -281,6 +304,18 @@ static void test_bad_generator(void) {
     s.nics_per_node = 9; /* 8 GPUs per node */
     CU_ASSERT_EQUAL(platform_generate(&s, null), SS_EUSAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "--nics-per-node: 9"));
+    s.nics_per_node = 2;
+    s.pcie_switch = 2; /* NVLink nodes have no PCIe switches to describe */
+    CU_ASSERT_EQUAL(platform_generate(&s, null), SS_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "--intra pcie3 or pcie4"));
+    s.intra_fabric = SIM_FABRIC_PCIE;
+    s.pcie_switch = 9;
+    CU_ASSERT_EQUAL(platform_generate(&s, null), SS_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "--pcie-switch: 9"));
+    s.pcie_switch = 0;
+    s.p2p = 0;
+    CU_ASSERT_EQUAL(platform_generate(&s, null), SS_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "--p2p off: needs --pcie-switch"));
     fclose(null);
     run_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -304,6 +339,7 @@ static void test_bad_generator(void) {
 static CU_TestInfo node_tests[] = {
     {"routes on an NVLink node platform, CM02 closed forms", test_routes_nvlink},
     {"routes on a PCIe node platform cross the GPU's slot", test_routes_pcie},
+    {"PCIe switch uplinks, with and without peer to peer", test_routes_pcie_switch},
     {"fat tree above nodes", test_routes_fat_tree},
     {"LV08 factors per fabric", test_fabric_factors_lv08},
     {"flat LV08 platform keeps SimGrid's factors", test_flat_lv08_unchanged},

@@ -350,6 +350,33 @@ static void test_hier_closed_form(void) {
     }
 }
 
+/* A generated PCIe server of 4 GPUs in two switches of 2 (B per GPU link and per uplink, L per
+ * GPU link, 0 on the uplinks). The ring 0 -> 1 -> 2 -> 3 -> 0 with peer to peer crosses each
+ * uplink once per direction (1 -> 2, 3 -> 0), so every step takes 2L + m/B; without it every hop
+ * goes through host memory and each uplink carries two per direction: 2L + 2m/B. */
+static void test_pcie_switch_closed_form(void) {
+    const double b = 10e9, l = 1e-6, bytes = 1e8, m = bytes / 4;
+    for (int p2p = 1; p2p >= 0; p2p--) {
+        static char path[256];
+        snprintf(path, sizeof path, "%s/tests/nodes_pcie_switch_p2p%d.xml", SS_BINARY_DIR, p2p);
+        platform_gen_spec sp = platform_gen_default();
+        sp.n_hosts = 4;
+        sp.n_nodes = 1;
+        sp.intra_fabric = SIM_FABRIC_PCIE;
+        sp.intra_bandwidth_bps = 8 * b;
+        sp.intra_latency_s = l;
+        sp.pcie_switch = 2;
+        sp.p2p = p2p;
+        FILE *f = fopen(path, "w");
+        SS_ASSERT(f != NULL);
+        SS_ASSERT(platform_generate(&sp, f) == SS_OK);
+        fclose(f);
+        job j = allreduce_job(path, 4, SIM_NETWORK_CM02, SIM_ALLREDUCE_RING, 1, bytes);
+        job_out o = run_job(&j);
+        SS_CHECK_CLOSE(o.max_end_s, 2.0 * 3 * (2 * l + (p2p ? 1 : 2) * m / b), 0, 1e-6);
+    }
+}
+
 /* Multi-channel ring on nodes of G GPUs with one NIC each: a step lasts the longer of the
  * intra-node hop (up to C flows on a GPU's link) and the inter-node hop (one flow per NIC), with
  * m = M / (C N) per message; C channels make the inter-node term C times smaller. */
@@ -610,6 +637,7 @@ static CU_TestInfo node_tests[] = {
     {"a bad node property is refused naming file, line, host and property",
      test_topology_bad_property},
     {"hier vs intra RS + rail AR + intra AG closed form (CM02)", test_hier_closed_form},
+    {"ring on PCIe switches, with and without peer to peer (CM02)", test_pcie_switch_closed_form},
     {"multi-channel ring: C NICs carry C rings (CM02)", test_channels_closed_form},
     {"dbtree latency term 2 floor(log2 N) alpha (CM02)", test_dbtree_latency},
     {"dbtree on nodes: node-level tree and chains, latency closed form (CM02)",
