@@ -145,6 +145,8 @@ static int is_async(const char *policy) {
  * and worker, its final accuracy (summary.json: a replay writes no trace of its own). */
 typedef struct run_figures {
     double total_s, comm_s, accuracy, wall_s;
+    long gap_hist[SUMMARY_HIST_BINS]; /* SSP/ASP: clock gaps when steps started */
+    int gap_bins;                     /* 0: none recorded */
 } run_figures;
 
 static int read_figures(const char *dir, run_figures *f) {
@@ -156,6 +158,8 @@ static int read_figures(const char *dir, run_figures *f) {
     f->total_s = s.sim_time_s;
     f->accuracy = s.test_accuracy;
     f->comm_s = s.sync_steps > 0 ? (s.comm_s + s.wait_s) / (double)s.sync_steps : 0;
+    f->gap_bins = s.clock_gap_bins;
+    memcpy(f->gap_hist, s.clock_gap_hist, sizeof f->gap_hist);
     return SS_OK;
 }
 
@@ -223,12 +227,13 @@ static int run_emulation(const validate_real_opts *o, const char *policy, const 
                                   policy, st, d->log);
 }
 
-/* The real run's trace replayed with its measured compute on the testbed's platform. */
-static int predict(const validate_real_opts *o, const char *model, const case_dirs *d, FILE *out,
-                   run_figures *f) {
+/* The real run's trace replayed with its measured compute on the testbed's platform; with
+ * jitter > 0 (SSP/ASP), every server message's time on the wire varies with that CV. */
+static int predict(const validate_real_opts *o, const char *model, double jitter,
+                   const case_dirs *d, FILE *out, run_figures *f) {
     char dir[1200], trace[1200], platform[1200];
     snprintf(platform, sizeof platform, "%s/testbed-%s.xml", o->out_dir, model);
-    snprintf(dir, sizeof dir, "%s/%s", d->base, model);
+    snprintf(dir, sizeof dir, "%s/%s%s", d->base, model, jitter > 0 ? "-jitter" : "");
     snprintf(trace, sizeof trace, "%s/steps.trace", d->real);
     argv_buf a = {0};
     arg(&a, "%s", o->exe);
@@ -239,6 +244,10 @@ static int predict(const validate_real_opts *o, const char *model, const case_di
     arg(&a, "%s", platform);
     arg(&a, "--network-model");
     arg(&a, "%s", model);
+    if (jitter > 0) {
+        arg(&a, "--comm-jitter");
+        arg(&a, "%g", jitter);
+    }
     arg(&a, "--out");
     arg(&a, "%s", dir);
     double took = 0;
@@ -258,8 +267,9 @@ static double rel_error(double predicted, double measured) {
 static const char *const validate_real_models[3] = {"LV08", "SMPI", "ns-3"};
 
 typedef struct case_result {
-    run_figures real, emu, pred[3];
-    const char *model[3];
+    run_figures real, emu, pred[4];
+    const char *model[4];
+    double jitter[4];
     int n_models;
 } case_result;
 
@@ -279,9 +289,14 @@ static int run_case(const validate_real_opts *o, const char *policy, FILE *out, 
     cr->n_models = 0;
     for (int m = 0; m < 3; m++)
         if (m < 2 || o->ns3) cr->model[cr->n_models++] = validate_real_models[m];
+    /* SSP/ASP: also LV08 with the message jitter of real TCP's uneven shares (validate_real.h) */
+    if (is_async(policy) && o->ps_jitter > 0) {
+        cr->jitter[cr->n_models] = o->ps_jitter;
+        cr->model[cr->n_models++] = "LV08";
+    }
     for (int m = 0; m < cr->n_models && rc == SS_OK && !interrupted; m++) {
-        rc = predict(o, cr->model[m], &d, out, &cr->pred[m]);
-        if (rc != SS_OK && m > 1) { /* ns-3 has limits of its own: the flow models still count */
+        rc = predict(o, cr->model[m], cr->jitter[m], &d, out, &cr->pred[m]);
+        if (rc != SS_OK && !strcmp(cr->model[m], "ns-3")) { /* ns-3 has limits of its own */
             fprintf(out, "  %s: %s\n", cr->model[m], ss_error_message());
             cr->pred[m].total_s = NAN;
             rc = SS_OK;
@@ -352,6 +367,13 @@ static void last_line(const char *path, char *line, size_t n) {
 
 /* ---- report ---- */
 
+static void print_gaps(FILE *out, const run_figures *f) {
+    fprintf(out, " [");
+    for (int i = 0; i < f->gap_bins; i++)
+        fprintf(out, "%s%ld", i ? " " : "", f->gap_hist[i]);
+    fprintf(out, "]");
+}
+
 static int report_case(const validate_real_opts *o, const char *policy, const case_result *cr,
                        FILE *out, FILE *csv) {
     const double acc_pp = 100.0 * (cr->real.accuracy - cr->emu.accuracy);
@@ -361,17 +383,31 @@ static int report_case(const validate_real_opts *o, const char *policy, const ca
         if (isnan(p->total_s)) continue; /* the model could not run this case */
         double et = rel_error(p->total_s, cr->real.total_s);
         double ec = rel_error(p->comm_s, cr->real.comm_s);
+        char name[32];
+        snprintf(name, sizeof name, cr->jitter[m] > 0 ? "%s+J%g" : "%s", cr->model[m],
+                 cr->jitter[m]);
         fprintf(out,
-                "  %-8s %-5s measured %8.3f s, predicted %8.3f s (%+6.1f%%) | comm/sync step "
+                "  %-8s %-9s measured %8.3f s, predicted %8.3f s (%+6.1f%%) | comm/sync step "
                 "%8.4f s vs %8.4f s (%+6.1f%%) | prediction wall %.1f s\n",
-                policy, cr->model[m], cr->real.total_s, p->total_s, 100 * et, cr->real.comm_s,
-                p->comm_s, 100 * ec, p->wall_s);
+                policy, name, cr->real.total_s, p->total_s, 100 * et, cr->real.comm_s, p->comm_s,
+                100 * ec, p->wall_s);
         fprintf(csv, "%s,%s,%d,%.0f,%.9g,%.9g,%.9g,%.6f,%.9g,%.9g,%.6f,%.3f,%.6f,%.6f,%.4f\n",
-                policy, cr->model[m], o->workers, o->rate_bps, o->delay_s, cr->real.total_s,
-                p->total_s, et, cr->real.comm_s, p->comm_s, ec, p->wall_s, cr->real.accuracy,
-                cr->emu.accuracy, acc_pp);
+                policy, name, o->workers, o->rate_bps, o->delay_s, cr->real.total_s, p->total_s, et,
+                cr->real.comm_s, p->comm_s, ec, p->wall_s, cr->real.accuracy, cr->emu.accuracy,
+                acc_pp);
         if (fabs(et) < best_time) best_time = fabs(et);
         if (fabs(ec) < best_comm) best_comm = fabs(ec);
+    }
+    /* SSP/ASP: how far ahead of the slowest worker each step started, real against predicted */
+    if (is_async(policy)) {
+        fprintf(out, "  %-8s clock gaps 0, 1, 2, ...: real", policy);
+        print_gaps(out, &cr->real);
+        for (int m = 0; m < cr->n_models; m++) {
+            if (isnan(cr->pred[m].total_s)) continue;
+            fprintf(out, cr->jitter[m] > 0 ? ", %s+J%g" : ", %s", cr->model[m], cr->jitter[m]);
+            print_gaps(out, &cr->pred[m]);
+        }
+        fprintf(out, "\n");
     }
     /* SSP/ASP follow real timing: their staleness, and so their model, is the run's own */
     const int acc_bound = !is_async(policy);
@@ -476,6 +512,7 @@ int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *re
                             .batch = cfg->batch,
                             .seed = cfg->seed,
                             .ns3 = 1,
+                            .ps_jitter = VALIDATE_REAL_PS_JITTER,
                             .max_error = 0.10,
                             .max_acc_pp = 0.3};
     double bytes_per_s;

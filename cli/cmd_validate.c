@@ -40,5 +40,5 @@ int cmd_validate_scaling(const run_config *cfg) {
 int cmd_validate_real(const run_config *cfg) {
     validate_real_result r = {0};
     int rc = validate_real_run(cfg, stdout, &r);
-    return within_bound(rc, r.within, "real: an error past 10 % or the accuracy's past 0.3 pp");
+    return within_bound(rc, r.within, "real: a prediction's error (10 %) or accuracy's (0.3 pp)");
 }

@@ -38,7 +38,7 @@ void outputs_request(unsigned command, const run_config *cfg, int table, run_req
     rq->cfg = cfg;
     rq->config_ini = outputs_config_ini(command, cfg);
     rq->lr = options_learning_rate(cfg);
-    rq->was_set = given_for_policy;
+    rq->was_set = command == CMD_REPLAY ? options_was_set : given_for_policy; /* the trace's */
     if (table) {
         char *text = NULL;
         size_t len = 0;

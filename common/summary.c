@@ -115,6 +115,19 @@ void run_summary_init(run_summary *s) {
     }
 }
 
+void run_summary_set_staleness(run_summary *s, const long *clock_gap_hist,
+                               const long *update_staleness_hist, int n, long max_clock_gap,
+                               long max_update_staleness) {
+    for (int i = 0; i < n && i < SUMMARY_HIST_BINS; i++) {
+        s->clock_gap_hist[i] = clock_gap_hist[i];
+        s->update_staleness_hist[i] = update_staleness_hist[i];
+        if (clock_gap_hist[i] || i == 0) s->clock_gap_bins = i + 1;
+        if (update_staleness_hist[i] || i == 0) s->update_staleness_bins = i + 1;
+    }
+    s->max_clock_gap = max_clock_gap;
+    s->max_update_staleness = max_update_staleness;
+}
+
 static void add_hist(cJSON *j, const char *key, const long *hist, int bins) {
     if (bins <= 0) {
         cJSON_AddNullToObject(j, key);

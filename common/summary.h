@@ -74,6 +74,11 @@ typedef struct run_summary {
 /* Every value absent (null): NaN numbers, counts and tta_s -1, empty strings, no histogram bins,
  * seed 0. */
 void run_summary_init(run_summary *s);
+/* SSP/ASP: the histograms of n bins (the last collects everything above) up to their last
+ * non-empty bin, and their maxima. */
+void run_summary_set_staleness(run_summary *s, const long *clock_gap_hist,
+                               const long *update_staleness_hist, int n, long max_clock_gap,
+                               long max_update_staleness);
 
 /* Writes OUT/summary.json (cfg->out_dir) atomically. */
 int summary_write(const run_config *cfg, const run_summary *s);

@@ -385,14 +385,8 @@ static int simulate(emu_run *r) {
 
 /* SSP/ASP: the staleness histograms up to their last non-empty bin. */
 static void summarize_staleness(const policy_result *pr, run_summary *s) {
-    for (int i = 0; i < POLICY_STALENESS_BINS && i < SUMMARY_HIST_BINS; i++) {
-        s->clock_gap_hist[i] = pr->clock_gap_hist[i];
-        s->update_staleness_hist[i] = pr->update_staleness_hist[i];
-        if (pr->clock_gap_hist[i] || i == 0) s->clock_gap_bins = i + 1;
-        if (pr->update_staleness_hist[i] || i == 0) s->update_staleness_bins = i + 1;
-    }
-    s->max_clock_gap = pr->max_clock_gap;
-    s->max_update_staleness = pr->max_update_staleness;
+    run_summary_set_staleness(s, pr->clock_gap_hist, pr->update_staleness_hist,
+                              POLICY_STALENESS_BINS, pr->max_clock_gap, pr->max_update_staleness);
 }
 
 static int compare_doubles(const void *a, const void *b) {

@@ -199,6 +199,23 @@ static void test_validate_real_small(void) {
              "test ! -e /run/syncsim-testbed/ssvalidatetest/state",
              tmp_dir);
     CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+    /* SSP: a server rank beside the workers, and the prediction with message jitter too */
+    snprintf(
+        cmd, sizeof cmd,
+        "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 SYNCSIM_TESTBED_NAME=ssvalidatetest " SYNCSIM
+        " validate real --policy ssp --workers 2 --bandwidth 100Mbps --epochs 0.02 --out "
+        "%s/vr-ssp 2>&1",
+        tmp_dir);
+    rc = ss_test_shell(cmd, &out);
+    if (rc != 0 && rc != 1) fprintf(stderr, "\n%s\n%s\n", cmd, out);
+    CU_ASSERT_TRUE(rc == 0 || rc == 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "clock gaps 0, 1, 2, ...: real ["));
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "f=%s/vr-ssp/validate_real.csv; test $(grep -c '^ssp,LV08+J0.2,2,' $f) = 1 && "
+             "test ! -e /run/syncsim-testbed/ssvalidatetest/state",
+             tmp_dir);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
 }
 
 static int suite_init(void) {

@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "common/afile.h"
 #include "common/status.h"
+#include "common/summary.h"
 #include "sim/isolate.h"
 #include "ss_test.h"
 #include "traces/profile.h"
@@ -647,6 +648,29 @@ static void test_cli_replay(void) {
     snprintf(args, sizeof args, "grep -q 'value=\"p100\"' %s/cli-p100/platform.xml", out_root);
     CU_ASSERT_EQUAL(system(args), 0);
     expect_cli("replay --profile vgg16 --gpu x100", 2, "rtx3090|p100");
+    /* --comm-jitter given to a replay replaces the recorded one: SSP's lockstep breaks, the
+     * clock gaps spread (summary.json has them, as train's), and a policy without a parameter
+     * server refuses it */
+    double t_s[2];
+    for (int j = 0; j < 2; j++) {
+        snprintf(args, sizeof args,
+                 "replay --profile resnet101 --policy ssp --workers 4 --steps 20 --comm-jitter %s "
+                 "--out %s/cli-jitter%d",
+                 j ? "0.2" : "0", out_root, j);
+        expect_cli(args, 0, "profile trace of resnet101, ssp, 4 workers");
+        char path[600];
+        snprintf(path, sizeof path, "%s/cli-jitter%d/summary.json", out_root, j);
+        run_summary s;
+        CU_ASSERT_EQUAL_FATAL(summary_read(path, &s), SS_OK);
+        t_s[j] = s.sim_time_s;
+        CU_ASSERT(s.clock_gap_bins >= 1);
+        if (j) CU_ASSERT(s.max_clock_gap >= 2);
+    }
+    CU_ASSERT(t_s[1] < 0.9 * t_s[0]); /* staggered pushes overlap the pulls */
+    snprintf(args, sizeof args,
+             "replay --trace %s/traces/samples/bsp_logreg_4.trace --comm-jitter 0.1",
+             SS_SOURCE_DIR);
+    expect_cli(args, 2, "--comm-jitter does not apply to policy bsp");
     snprintf(args, sizeof args,
              "replay --import %s/traces/samples/example_log_8.csv --profile resnet101 --out "
              "%s/cli-import",

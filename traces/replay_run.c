@@ -102,10 +102,15 @@ static int apply_exchange_options(const run_request *rq, policy_config *pc) {
     }
     if (options_given(rq, "segment")) pc->coll.segment_bytes = cfg->segment_bytes;
     if (options_given(rq, "ps-servers")) pc->ps_servers = cfg->ps_servers;
-    /* overlap is not recorded: the command line's, or auto */
-    const char *overlap_opts[] = {"overlap", "bucket-mb"};
-    for (int i = 0; i < 2; i++) {
+    /* overlap is not recorded: the command line's, or auto; a --comm-jitter given replaces the
+     * recorded one (a what-if on a recorded run: the trace's own messages had none) */
+    const char *overlap_opts[] = {"overlap", "bucket-mb", "comm-jitter"};
+    for (int i = 0; i < 3; i++) {
         const policy_option *o = policy_option_find(overlap_opts[i]);
+        const policy_info *p = policy_registry_find(policy_kind_name(pc->kind));
+        if (options_given(rq, o->name) && p && !policy_option_applies(o, p))
+            return ss_error_set(SS_EUSAGE, "--%s does not apply to policy %s (the trace's)",
+                                o->name, p->name);
         int rc = options_given(rq, o->name)
                      ? policy_option_apply(o, policy_option_value(cfg, o->name), pc)
                      : SS_OK;
@@ -365,6 +370,10 @@ static void summarize(const replay_cmd *c, run_summary *s) {
     s->param_bytes = t->meta.param_bytes;
     s->seed = c->ro.seed;
     s->wall_s = c->rr.wall_s;
+    if (policy_is_async(&c->rr.pc))
+        run_summary_set_staleness(s, res->clock_gap_hist, res->update_staleness_hist,
+                                  POLICY_STALENESS_BINS, res->max_clock_gap,
+                                  res->max_update_staleness);
 }
 
 static void print_result(const replay_cmd *c) {
