@@ -533,8 +533,7 @@ static double estimate_hier_s(const est_ctx *e, double bytes, int p) {
     const sim_topology *t = e->t;
     const int g = t->per_node, nodes = t->n_nodes, fam = NCCL_FAMILY_RING;
     const double f = proto_fraction(p, fam, g, nodes);
-    /* G / R GPUs send through one NIC: each rail gets R / G of it (est_bw), or the protocol's cap
-     */
+    /* the G / R rails of one NIC get R / G of it each (est_bw), or the protocol's cap */
     const double intra = bytes / g, rail = bytes / g / nodes;
     return coll_proto_base_s(p, fam) +
            2.0 * (g - 1) *
