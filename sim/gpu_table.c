@@ -14,6 +14,10 @@
  *           cores: half2 on the CUDA cores), HBM2 732 GB/s. No TF32 or BF16 support. The Pascal
  *           servers of Horovod's published scaling benchmark (4 GPUs a server, PCIe).
  *           https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-PCIe-datasheet.pdf
+ *   [P100-SXM2] NVIDIA Tesla P100 data sheet, "P100 for NVLink-optimized servers" (SXM2):
+ *           FP32 10.6, FP16 21.2 TFLOP/s, HBM2 732 GB/s; the GPU of the DGX-1 whose TensorFlow
+ *           throughputs traces/reference/compute/throughputs.csv holds (tf-p100-*).
+ *           https://images.nvidia.com/content/tesla/pdf/nvidia-tesla-p100-datasheet.pdf
  *   [3090]  NVIDIA Ampere GA102 architecture white paper, GeForce RTX 3090: FP32 35.6, TF32 35.6,
  *           FP16 and BF16 tensor with FP32 accumulate 71 TFLOP/s, GDDR6X 936 GB/s.
  *           https://www.nvidia.com/content/PDF/nvidia-ampere-ga-102-gpu-architecture-whitepaper-v2.pdf
@@ -82,6 +86,13 @@ static const gpu_class gpu_classes[] = {
     {"p100",
      "Tesla P100 PCIe 16 GB [P100]",
      {9.3 * T, 0, 18.7 * T, 0},
+     732e9,
+     FRACTIONS,
+     MEM_FRACTION,
+     LAUNCH_S},
+    {"p100-sxm2",
+     "Tesla P100 SXM2 (NVLink) [P100-SXM2]",
+     {10.6 * T, 0, 21.2 * T, 0},
      732e9,
      FRACTIONS,
      MEM_FRACTION,

@@ -64,7 +64,7 @@ static int row(csv_reader *r, const int *c, FILE *out, double *errs, int *n) {
     if (rc != SS_OK) return rc;
     double e = fabs(pred - pub) / pub;
     errs[(*n)++] = e;
-    fprintf(out, "%-18s %-11s %-8s %-5s %6ld %10.0f %10.0f %+8.1f%%\n", r->field[c[0]],
+    fprintf(out, "%-19s %-18s %-9s %-5s %6ld %10.0f %10.0f %+8.1f%%\n", r->field[c[0]],
             r->field[c[1]], r->field[c[2]], r->field[c[3]], batch, pub, pred,
             100 * (pred - pub) / pub);
     return SS_OK;
@@ -85,7 +85,7 @@ int validate_compute(const char *csv_path, double bound, FILE *out, validate_com
         rc = column(&r, names[i], &c[i]);
     double *errs = NULL;
     if (rc == SS_OK)
-        fprintf(out, "%-18s %-11s %-8s %-5s %6s %10s %10s %9s\n", "id", "model", "gpu", "prec",
+        fprintf(out, "%-19s %-18s %-9s %-5s %6s %10s %10s %9s\n", "id", "model", "gpu", "prec",
                 "batch", "published", "predicted", "error");
     while (rc == SS_OK && (rc = csv_next(&r, &got)) == SS_OK && got) {
         if (n == cap) errs = realloc(errs, sizeof(double) * (size_t)(cap = cap ? 2 * cap : 16));
