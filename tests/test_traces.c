@@ -671,6 +671,8 @@ static void test_cli_replay(void) {
              "replay --trace %s/traces/samples/bsp_logreg_4.trace --comm-jitter 0.1",
              SS_SOURCE_DIR);
     expect_cli(args, 2, "--comm-jitter does not apply to policy bsp");
+    expect_cli("replay --profile resnet101 --policy selsync --staleness 2 --steps 2", 2,
+               "--staleness does not apply to policy selsync");
     snprintf(args, sizeof args,
              "replay --import %s/traces/samples/example_log_8.csv --profile resnet101 --out "
              "%s/cli-import",

@@ -107,10 +107,6 @@ static int apply_exchange_options(const run_request *rq, policy_config *pc) {
     const char *overlap_opts[] = {"overlap", "bucket-mb", "comm-jitter"};
     for (int i = 0; i < 3; i++) {
         const policy_option *o = policy_option_find(overlap_opts[i]);
-        const policy_info *p = policy_registry_find(policy_kind_name(pc->kind));
-        if (options_given(rq, o->name) && p && !policy_option_applies(o, p))
-            return ss_error_set(SS_EUSAGE, "--%s does not apply to policy %s (the trace's)",
-                                o->name, p->name);
         int rc = options_given(rq, o->name)
                      ? policy_option_apply(o, policy_option_value(cfg, o->name), pc)
                      : SS_OK;
@@ -245,6 +241,19 @@ static int synthesize_trace(const run_request *rq, const model_profile *prof, tr
     return rc;
 }
 
+/* A policy option given on the command line that the replayed policy does not take is refused, as
+ * train refuses it, rather than ignored. */
+static int options_apply(const run_request *rq, const trace *t) {
+    const policy_info *p = policy_registry_find(policy_kind_name(t->pc.kind));
+    for (int k = 0; p && k < policy_option_count(); k++) {
+        const policy_option *o = policy_option_at(k);
+        if (o->replay && options_given(rq, o->name) && !policy_option_applies(o, p))
+            return ss_error_set(SS_EUSAGE, "--%s does not apply to policy %s (the replayed one)",
+                                o->name, p->name);
+    }
+    return SS_OK;
+}
+
 int replay_build_trace(const run_request *rq, trace **out) {
     const run_config *cfg = rq->cfg;
     *out = NULL;
@@ -254,7 +263,10 @@ int replay_build_trace(const run_request *rq, trace **out) {
         return ss_error_set(SS_EUSAGE, "replay needs one of --trace FILE, --profile NAME or "
                                        "--import CSV (with --import, --profile only gives the "
                                        "model size)");
-    if (cfg->replay_trace[0]) return load_trace(rq, out);
+    if (cfg->replay_trace[0]) {
+        int rc = load_trace(rq, out);
+        return rc == SS_OK ? options_apply(rq, *out) : rc;
+    }
     model_profile prof;
     int have_profile = cfg->replay_profile[0] != 0;
     int rc;
@@ -264,7 +276,7 @@ int replay_build_trace(const run_request *rq, trace **out) {
     else
         rc = synthesize_trace(rq, &prof, out);
     if (have_profile) profile_free(&prof);
-    return rc;
+    return rc == SS_OK ? options_apply(rq, *out) : rc;
 }
 
 /* ---- syncsim replay ---- */
