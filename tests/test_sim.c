@@ -247,22 +247,27 @@ static double ring_coarse_closed_form(int n, double m, double alpha_max_s, doubl
     return 2.0 * ((n - 1) * alpha_max_s + wire(m * (n - 1) / n) / b);
 }
 
+/* An all-reduce of m bytes by `algo` over n workers on a generated star, under CM02. */
+static scen_out star_allreduce(int n, sim_allreduce_algo algo, double m) {
+    scen s = {star_platform(n, 0, PLATFORM_TOPOLOGY_STAR),
+              n,
+              0,
+              SIM_NETWORK_CM02,
+              SCEN_ALLREDUCE,
+              {algo, 0, 1, SIM_PROTOCOL_AUTO},
+              m,
+              0,
+              0};
+    return run_scen(&s);
+}
+
 /* Ring on a star: every neighbour route has the latency of worker 0 -> 1. */
 static void test_ring_closed_form(void) {
     for (size_t i = 0; i < sizeof sizes_n / sizeof *sizes_n; i++) {
         for (size_t j = 0; j < sizeof sizes_m / sizeof *sizes_m; j++) {
             int n = sizes_n[i];
             double m = sizes_m[j];
-            scen s = {star_platform(n, 0, PLATFORM_TOPOLOGY_STAR),
-                      n,
-                      0,
-                      SIM_NETWORK_CM02,
-                      SCEN_ALLREDUCE,
-                      {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO},
-                      m,
-                      0,
-                      0};
-            scen_out o = run_scen(&s);
+            scen_out o = star_allreduce(n, SIM_ALLREDUCE_RING, m);
             double want = ring_closed_form(n, m, o.alpha_s, o.bw_Bps);
             SS_CHECK_CLOSE(o.max_member_s, want, 0, REL);
             SS_CHECK_CLOSE(o.bytes_sent0, 2.0 * (n - 1) / n * m, 2.0 * n, 0);
@@ -290,16 +295,7 @@ static void test_hd_closed_form(void) {
         for (size_t j = 0; j < sizeof sizes_m / sizeof *sizes_m; j++) {
             int n = ns[i];
             double m = sizes_m[j];
-            scen s = {star_platform(n, 0, PLATFORM_TOPOLOGY_STAR),
-                      n,
-                      0,
-                      SIM_NETWORK_CM02,
-                      SCEN_ALLREDUCE,
-                      {SIM_ALLREDUCE_HALVING_DOUBLING, 0, 1, SIM_PROTOCOL_AUTO},
-                      m,
-                      0,
-                      0};
-            scen_out o = run_scen(&s);
+            scen_out o = star_allreduce(n, SIM_ALLREDUCE_HALVING_DOUBLING, m);
             SS_CHECK_CLOSE(o.max_member_s, hd_closed_form(n, m, o.alpha_s, o.bw_Bps), 0, REL);
         }
     }
@@ -313,16 +309,7 @@ static void test_rd_closed_form(void) {
         for (size_t j = 0; j < sizeof sizes_m / sizeof *sizes_m; j++) {
             const int n = ns[i];
             const double m = sizes_m[j];
-            scen s = {star_platform(n, 0, PLATFORM_TOPOLOGY_STAR),
-                      n,
-                      0,
-                      SIM_NETWORK_CM02,
-                      SCEN_ALLREDUCE,
-                      {SIM_ALLREDUCE_RECURSIVE_DOUBLING, 0, 1, SIM_PROTOCOL_AUTO},
-                      m,
-                      0,
-                      0};
-            scen_out o = run_scen(&s);
+            scen_out o = star_allreduce(n, SIM_ALLREDUCE_RECURSIVE_DOUBLING, m);
             int p = 1, steps = 0;
             while (p * 2 <= n)
                 p *= 2, steps++;
@@ -359,16 +346,7 @@ static void test_tree_closed_form(void) {
         for (size_t j = 0; j < sizeof sizes_m / sizeof *sizes_m; j++) {
             int n = sizes_n[i];
             double m = sizes_m[j];
-            scen s = {star_platform(n, 0, PLATFORM_TOPOLOGY_STAR),
-                      n,
-                      0,
-                      SIM_NETWORK_CM02,
-                      SCEN_ALLREDUCE,
-                      {SIM_ALLREDUCE_TREE, 0, 1, SIM_PROTOCOL_AUTO},
-                      m,
-                      0,
-                      0};
-            scen_out o = run_scen(&s);
+            scen_out o = star_allreduce(n, SIM_ALLREDUCE_TREE, m);
             double tau = o.alpha_s + m / o.bw_Bps;
             double want = tree_bcast_max(0, n, tree_reduce_done(0, n, tau), tau);
             SS_CHECK_CLOSE(o.max_member_s, want, 0, REL);
