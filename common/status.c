@@ -3,14 +3,18 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static _Thread_local char error_message[2048];
 
 int ss_error_set(int status, const char *fmt, ...) {
+    /* formatted apart first: an argument may be ss_error_message() itself (a message prefixed) */
+    char buf[sizeof error_message];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(error_message, sizeof error_message, fmt, ap);
+    vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    memcpy(error_message, buf, sizeof buf);
     return status;
 }
 
