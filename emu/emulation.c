@@ -92,7 +92,10 @@ static void fill_layers(emulation *e, int w, int samples, step_cost *cost) {
                                   .fwd_bytes = l->fwd_bytes * samples,
                                   .bwd_bytes = l->bwd_bytes * samples,
                                   .param_bytes = l->param_bytes,
-                                  .kernels = l->kernels};
+                                  .kernels = l->kernels,
+                                  .kind = l->matmul ? SIM_LAYER_MATMUL : SIM_LAYER_OTHER,
+                                  .gemm_n = l->gemm_n,
+                                  .gemm_k = l->gemm_k};
     }
     cost->layers = out;
     cost->n_layers = e->n_layers;

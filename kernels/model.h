@@ -84,6 +84,8 @@ typedef struct model_layer_cost {
     double fwd_bytes, bwd_bytes; /* activation traffic per sample, 4 bytes an element */
     double param_bytes;          /* 4 x the layer's parameters */
     int kernels;
+    int matmul;            /* a dense or convolution layer: a matrix product, N x K */
+    double gemm_n, gemm_k; /* its output features/channels, reduction length */
 } model_layer_cost;
 int model_cost_layer_count(const model *m);
 void model_cost_layer_at(const model *m, int i, model_layer_cost *out);

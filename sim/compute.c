@@ -140,16 +140,23 @@ static double pass_s(double flops, double bytes, int kernels, double rate, doubl
 double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_layer_cost *layers,
                              int n, double *fwd_s, double *bwd_s, double *optimizer_s) {
     const sim_precision e = gpu_class_effective_precision(g, p);
-    const double rate = gpu_class_achieved_flops(g, e), bw = gpu_class_achieved_bw_Bps(g);
+    const double rate = gpu_class_achieved_flops(g, e), bw = gpu_class_achieved_bw_Bps(g),
+                 norm_bw = gpu_class_norm_bw_Bps(g);
     /* activations move at the precision's element size; weights are read in it too */
     const double act = sim_precision_element_bytes(e) / 4.0;
     double total = 0, params = 0;
     for (int i = 0; i < n; i++) {
         const sim_layer_cost *l = &layers[i];
-        double f = pass_s(l->fwd_flops, l->fwd_bytes * act + l->param_bytes * act, l->kernels, rate,
-                          bw, g->launch_s);
+        /* a matrix product reaches a share of the rate that depends on its shape; the backward
+         * products (data and weight gradients) have the same N and K, exchanged */
+        const double r = l->kind == SIM_LAYER_MATMUL
+                             ? rate * gpu_class_matmul_efficiency(g, e, l->gemm_n, l->gemm_k)
+                             : rate;
+        const double b_w = l->kind == SIM_LAYER_NORM ? norm_bw : bw;
+        double f = pass_s(l->fwd_flops, l->fwd_bytes * act + l->param_bytes * act, l->kernels, r,
+                          b_w, g->launch_s);
         double b = pass_s(l->bwd_flops, l->bwd_bytes * act + 2 * l->param_bytes * act, l->kernels,
-                          rate, bw, g->launch_s);
+                          r, b_w, g->launch_s);
         if (fwd_s) fwd_s[i] = f;
         if (bwd_s) bwd_s[i] = b;
         total += f + b;
@@ -163,11 +170,11 @@ double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_laye
 static int layers_valid(const sim_layer_cost *layers, int n) {
     for (int i = 0; i < n; i++) {
         const sim_layer_cost *l = &layers[i];
-        const double v[5] = {l->fwd_flops, l->bwd_flops, l->fwd_bytes, l->bwd_bytes,
-                             l->param_bytes};
-        for (int k = 0; k < 5; k++)
+        const double v[7] = {l->fwd_flops,   l->bwd_flops, l->fwd_bytes, l->bwd_bytes,
+                             l->param_bytes, l->gemm_n,    l->gemm_k};
+        for (int k = 0; k < 7; k++)
             if (!(v[k] >= 0) || !isfinite(v[k])) return 0;
-        if (l->kernels < 0) return 0;
+        if (l->kernels < 0 || (unsigned)l->kind > SIM_LAYER_NORM) return 0;
     }
     return 1;
 }

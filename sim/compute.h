@@ -12,11 +12,12 @@
  *   (default 1), as a sleep: independent of the host's speed;
  * - trace: the seconds recorded in a trace (replay), as a sleep;
  * - model: the per-layer GPU model, as a sleep: each layer's forward and backward time is
- *   max(FLOPs / achieved FLOP/s, bytes / achieved memory bandwidth) + launch overhead x kernels,
- *   on the GPU class of the host (its "gpu" property in the platform; a host without one takes
- *   the class whose FP32 peak is nearest its speed) at the configured precision, plus the
- *   optimizer step (sim/gpu_table.h gives the rates and their sources). It needs the step's
- *   layers (sim_layer_cost); a step source without them cannot use it.
+ *   max(FLOPs / achieved FLOP/s, bytes / achieved memory bandwidth) + launch overhead x kernels
+ *   (a convolution or dense layer at the share of the FLOP/s its shape reaches, a normalization
+ *   at the class's normalization bandwidth), on the GPU class of the host (its "gpu" property in
+ * the platform; a host without one takes the class whose FP32 peak is nearest its speed) at the
+ * configured precision, plus the optimizer step (sim/gpu_table.h gives the rates and their
+ * sources). It needs the step's layers (sim_layer_cost); a step source without them cannot use it.
  * A step's `slowdown` (stragglers, jitter) multiplies the time in every mode.
  */
 #ifndef SS_SIM_COMPUTE_H
@@ -41,11 +42,22 @@ typedef struct sim_compute_cfg {
 /* One layer of a step, as the step source knows it (forward and backward of the whole batch).
  * Activation bytes are counted at 4 bytes an element; the model scales them to the precision's
  * element size (2 at fp16/bf16). */
+/* What the compute model needs to know of a layer's kind (zero: other). */
+typedef enum sim_layer_kind {
+    SIM_LAYER_OTHER = 0,  /* element-wise, pooling, loss, attention, embedding */
+    SIM_LAYER_MATMUL = 1, /* convolution or dense layer: a matrix product, gemm_n x gemm_k */
+    SIM_LAYER_NORM = 2    /* batch or layer normalization (reductions over the activations) */
+} sim_layer_kind;
+
 typedef struct sim_layer_cost {
     double fwd_flops, bwd_flops; /* FLOPs of the layer's forward / backward pass, whole batch */
     double fwd_bytes, bwd_bytes; /* bytes moved through GPU memory (activations, weights, grads) */
     double param_bytes;          /* bytes of the layer's gradient (4 x parameters at fp32) */
     int kernels;                 /* kernel launches per pass */
+    sim_layer_kind kind;
+    /* MATMUL: the product's output columns N (output channels or features) and reduction length
+     * K (input channels x kernel height x width, or input features); 0: unknown */
+    double gemm_n, gemm_k;
 } sim_layer_cost;
 
 /* "flops", "measured", "measured:SCALE" (SCALE > 0), "trace", "model"; SS_EUSAGE naming `option`

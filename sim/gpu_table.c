@@ -36,6 +36,25 @@
  *           device copy counting bytes read plus written) on an H100 80GB HBM3 (SXM, driver
  *           580.159.04), 2026-11-22: FP32 51.5, TF32 404.7, FP16 783.4, BF16 809.4 TFLOP/s, copy
  *           3012 GB/s; traces/reference/compute/README.md gives the run.
+ *   [SM]    multiprocessor counts, the architecture white papers: V100 80 (NVIDIA Tesla V100 GPU
+ *           Architecture, 2017), A100 108 (NVIDIA A100 Tensor Core GPU Architecture, 2020), H100
+ *           SXM5 132 (NVIDIA H100 Tensor Core GPU Architecture, 2022; PyTorch reported 132 on the
+ *           measured card), RTX 3090 82 ([3090]), P100 56 (NVIDIA Tesla P100 white paper, 2016).
+ *   [TILE]  tile overheads of convolutions and dense layers, measured on the H100 [H100-MEAS]
+ *           with bench/torch_layers.py (traces/reference/compute/h100-layers.csv: every layer of
+ *           torchvision's ResNet-50 at batch 128 run alone, forward and backward, cuDNN's
+ *           algorithm search on): n0, k0 of 1 / (1 + n0/N + k0/K) fitted (least squares of the
+ *           log time, grid of 8 and 16) to ResNet-50's 53 convolutions and its dense layer, per
+ *           precision: fp32 16, 112; tf32 272, 432; fp16 216, 672 (bf16 takes fp16's; not
+ *           measured). A class's overheads are these times the rate of one of its multiprocessors
+ *           over the H100's (peak / [SM]): the fixed costs of a tile (loading operands, writing
+ *           results) take the same time whatever the tensor cores' speed, so a faster
+ *           multiprocessor needs more channels to hide them. Checked on layers not fitted
+ *           (ResNet-101, VGG-16) and on published throughputs of other classes (README).
+ *   [NORM]  the same measurement: ResNet-50's batch-norm layers (with their ReLU and residual
+ *           add) take 1.52 times (110.7 against 72.7 ms over fp32, tf32 and fp16) what the model
+ *           gives at the copy bandwidth, so the H100's normalization bandwidth is 3012 / 1.52 =
+ *           1981 GB/s, 0.591 of the peak. Other classes: not measured, their mem_fraction.
  *   [LAUNCH] NVIDIA, Getting Started with CUDA Graphs,
  * https://developer.nvidia.com/blog/cuda-graphs/ : back-to-back launches of a short kernel cost
  * about 3.8 us each against 2.9 us of execution; syncsim charges 4 us per kernel launch. */
@@ -47,10 +66,11 @@
 
 #include "common/status.h"
 
-#define T             1e12
-#define GEMM_FRACTION 0.9  /* [GEMM] */
-#define MEM_FRACTION  0.83 /* [MEM] */
-#define LAUNCH_S      4e-6 /* [LAUNCH] */
+#define T                  1e12
+#define GEMM_FRACTION      0.9                      /* [GEMM] */
+#define MEM_FRACTION       0.83                     /* [MEM] */
+#define LAUNCH_S           4e-6                     /* [LAUNCH] */
+#define H100_NORM_FRACTION (3012.0 / 1.52 / 3350.0) /* [NORM] */
 #define FRACTIONS                                                                                  \
     { GEMM_FRACTION, GEMM_FRACTION, GEMM_FRACTION, GEMM_FRACTION }
 
@@ -61,42 +81,54 @@ static const gpu_class gpu_classes[] = {
      900e9,
      FRACTIONS,
      MEM_FRACTION,
-     LAUNCH_S},
+     LAUNCH_S,
+     80, /* [SM] */
+     0},
     {"a100",
      "A100 SXM4 80 GB [A100]",
      {19.5 * T, 156 * T, 312 * T, 312 * T},
      2039e9,
      FRACTIONS,
      MEM_FRACTION,
-     LAUNCH_S},
+     LAUNCH_S,
+     108, /* [SM] */
+     0},
     {"h100",
      "H100 SXM5 [H100] [H100-MEAS]",
      {67 * T, 494.7 * T, 989.4 * T, 989.4 * T},
      3.35e12,
      {51.5 / 67, 404.7 / 494.7, 783.4 / 989.4, 809.4 / 989.4},
      3012.0 / 3350.0,
-     LAUNCH_S},
+     LAUNCH_S,
+     132, /* [SM] */
+     H100_NORM_FRACTION},
     {"rtx3090",
      "GeForce RTX 3090 [3090]",
      {35.6 * T, 35.6 * T, 71 * T, 71 * T},
      936e9,
      FRACTIONS,
      MEM_FRACTION,
-     LAUNCH_S},
+     LAUNCH_S,
+     82, /* [SM] */
+     0},
     {"p100",
      "Tesla P100 PCIe 16 GB [P100]",
      {9.3 * T, 0, 18.7 * T, 0},
      732e9,
      FRACTIONS,
      MEM_FRACTION,
-     LAUNCH_S},
+     LAUNCH_S,
+     56, /* [SM] */
+     0},
     {"p100-sxm2",
      "Tesla P100 SXM2 (NVLink) [P100-SXM2]",
      {10.6 * T, 0, 21.2 * T, 0},
      732e9,
      FRACTIONS,
      MEM_FRACTION,
-     LAUNCH_S},
+     LAUNCH_S,
+     56, /* [SM] */
+     0},
 };
 
 static const char *const precision_names[SIM_PRECISION_COUNT] = {"fp32", "tf32", "fp16", "bf16"};
@@ -165,4 +197,21 @@ double gpu_class_achieved_flops(const gpu_class *g, sim_precision p) {
 
 double gpu_class_achieved_bw_Bps(const gpu_class *g) {
     return g->mem_bw_Bps * g->mem_fraction;
+}
+
+double gpu_class_norm_bw_Bps(const gpu_class *g) {
+    return g->mem_bw_Bps * (g->norm_mem_fraction > 0 ? g->norm_mem_fraction : g->mem_fraction);
+}
+
+/* [TILE]: the overheads measured on the H100, and the rate of one of its multiprocessors */
+static const double tile_n0[SIM_PRECISION_COUNT] = {16, 272, 216, 216};
+static const double tile_k0[SIM_PRECISION_COUNT] = {112, 432, 672, 672};
+static const double tile_ref_sm_flops[SIM_PRECISION_COUNT] = {67 * T / 132, 494.7 * T / 132,
+                                                              989.4 * T / 132, 989.4 * T / 132};
+
+double gpu_class_matmul_efficiency(const gpu_class *g, sim_precision p, double n, double k) {
+    if (!(n > 0) || !(k > 0) || g->sms < 1) return 1.0;
+    const sim_precision e = gpu_class_effective_precision(g, p);
+    const double scale = g->peak_flops[e] / g->sms / tile_ref_sm_flops[e];
+    return 1.0 / (1.0 + tile_n0[e] * scale / n + tile_k0[e] * scale / k);
 }

@@ -26,6 +26,8 @@ typedef struct gpu_class {
     double compute_fraction[SIM_PRECISION_COUNT]; /* of the peak reached by large GEMMs */
     double mem_fraction;                          /* of the peak bandwidth reached by streaming */
     double launch_s;                              /* per kernel launch, seconds */
+    int sms;                                      /* streaming multiprocessors */
+    double norm_mem_fraction; /* of the peak bandwidth reached by normalization (0: mem_fraction) */
 } gpu_class;
 
 int gpu_table_count(void);
@@ -49,5 +51,11 @@ sim_precision gpu_class_effective_precision(const gpu_class *g, sim_precision p)
 double gpu_class_achieved_flops(const gpu_class *g, sim_precision p);
 /* peak x fraction, bytes/s */
 double gpu_class_achieved_bw_Bps(const gpu_class *g);
+/* The bandwidth normalization layers reach, bytes/s. */
+double gpu_class_norm_bw_Bps(const gpu_class *g);
+/* The share of gpu_class_achieved_flops that a matrix product of n output columns and reduction
+ * length k reaches: 1 / (1 + n0/n + k0/k), where the tile overheads n0, k0 grow with the rate of
+ * one multiprocessor (README "Compute time"); 1 where n or k is 0 (not known). */
+double gpu_class_matmul_efficiency(const gpu_class *g, sim_precision p, double n, double k);
 
 #endif

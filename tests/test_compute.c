@@ -1,4 +1,4 @@
-/* The per-layer compute model, the GPU table, jitter, profiles v2 and validate compute. */
+/* The per-layer compute model, the GPU table, jitter, profiles v2/v3 and validate compute. */
 #include "ss_test.h"
 
 #include <string.h>
@@ -40,6 +40,49 @@ static void test_layer_closed_form(void) {
     SS_CHECK_CLOSE(f[1], (0.5e9 + 2e6) / bw + launch, 0, 1e-12);
     /* bf16 on a V100 (unsupported) falls back to fp32 */
     CU_ASSERT_EQUAL(gpu_class_effective_precision(g, SIM_PRECISION_BF16), SIM_PRECISION_FP32);
+}
+
+/* A matrix product at 1 / (1 + n0/N + k0/K) of the rate, with the H100's measured overheads
+ * scaled by the rate of one multiprocessor; a normalization at the class's own bandwidth. */
+static void test_matmul_and_norm(void) {
+    const gpu_class *h, *v;
+    CU_ASSERT_EQUAL_FATAL(gpu_table_find("--gpu", "h100", &h), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(gpu_table_find("--gpu", "v100", &v), SS_OK);
+    /* on the H100 the overheads are the fitted ones: tf32 272, 432 */
+    SS_CHECK_CLOSE(gpu_class_matmul_efficiency(h, SIM_PRECISION_TF32, 64, 576),
+                   1 / (1 + 272.0 / 64 + 432.0 / 576), 0, 1e-12);
+    /* a V100 multiprocessor runs fp16 at 125/80 TFLOP/s, an H100 one at 989.4/132 */
+    const double s = (125e12 / 80) / (989.4e12 / 132);
+    SS_CHECK_CLOSE(gpu_class_matmul_efficiency(v, SIM_PRECISION_FP16, 256, 2304),
+                   1 / (1 + 216 * s / 256 + 672 * s / 2304), 0, 1e-12);
+    /* tf32 on a V100 is fp32, with fp32's overheads */
+    SS_CHECK_CLOSE(gpu_class_matmul_efficiency(v, SIM_PRECISION_TF32, 64, 64),
+                   gpu_class_matmul_efficiency(v, SIM_PRECISION_FP32, 64, 64), 0, 0);
+    /* larger products reach more of the rate; an unknown shape the whole rate */
+    CU_ASSERT(gpu_class_matmul_efficiency(h, SIM_PRECISION_FP16, 512, 4608) >
+              gpu_class_matmul_efficiency(h, SIM_PRECISION_FP16, 64, 576));
+    CU_ASSERT_EQUAL(gpu_class_matmul_efficiency(h, SIM_PRECISION_FP16, 0, 576), 1.0);
+    /* in the model: a compute-bound product at the reduced rate, a memory-bound normalization at
+     * the normalization bandwidth (the H100's measured one; the V100's is its streaming one) */
+    sim_layer_cost l[2] = {{.fwd_flops = 1e12,
+                            .bwd_flops = 2e12,
+                            .kernels = 2,
+                            .kind = SIM_LAYER_MATMUL,
+                            .gemm_n = 128,
+                            .gemm_k = 1152},
+                           {.fwd_flops = 1e6,
+                            .fwd_bytes = 1e9,
+                            .bwd_bytes = 3e9,
+                            .kernels = 1,
+                            .kind = SIM_LAYER_NORM}};
+    double f[2], b[2];
+    sim_compute_layers_on(h, SIM_PRECISION_TF32, l, 2, f, b, NULL);
+    const double rate = gpu_class_achieved_flops(h, SIM_PRECISION_TF32) *
+                        gpu_class_matmul_efficiency(h, SIM_PRECISION_TF32, 128, 1152);
+    SS_CHECK_CLOSE(f[0], 1e12 / rate + 2 * h->launch_s, 0, 1e-12);
+    SS_CHECK_CLOSE(b[0], 2e12 / rate + 2 * h->launch_s, 0, 1e-12);
+    SS_CHECK_CLOSE(f[1], 1e9 / (3.35e12 * 3012.0 / 1.52 / 3350.0) + h->launch_s, 0, 1e-12);
+    SS_CHECK_CLOSE(gpu_class_norm_bw_Bps(v), gpu_class_achieved_bw_Bps(v), 0, 0);
 }
 
 static void test_table_and_parse(void) {
@@ -89,6 +132,7 @@ static void test_model_layers(void) {
     model *m = NULL;
     CU_ASSERT_EQUAL(model_create(dev, &spec, 1, 8, &m), SS_OK);
     double f = 0, b = 0, p = 0;
+    int matmul = 0;
     for (int i = 0; i < model_cost_layer_count(m); i++) {
         model_layer_cost c;
         model_cost_layer_at(m, i, &c);
@@ -96,7 +140,15 @@ static void test_model_layers(void) {
         b += c.bwd_flops;
         p += c.param_bytes;
         CU_ASSERT_TRUE(c.fwd_bytes >= 0 && c.kernels >= 0);
+        /* the two convolutions and two dense layers: weights N x K, plus N biases */
+        if (c.matmul) {
+            matmul++;
+            SS_CHECK_CLOSE(c.param_bytes, 4 * (c.gemm_n * c.gemm_k + c.gemm_n), 0, 1e-12);
+        } else {
+            CU_ASSERT_EQUAL(c.param_bytes, 0);
+        }
     }
+    CU_ASSERT_EQUAL(matmul, 4);
     SS_CHECK_CLOSE(f, model_forward_flops_per_sample(m), 0, 1e-12);
     SS_CHECK_CLOSE(b, model_backward_flops_per_sample(m), 0, 1e-12);
     SS_CHECK_CLOSE(p, model_param_bytes(m), 0, 1e-12);
@@ -104,7 +156,8 @@ static void test_model_layers(void) {
     device_close(dev);
 }
 
-/* Version 2 profiles carry per-layer data; torchvision's published totals. */
+/* Version 3 profiles carry per-layer data, kinds and matrix shapes; torchvision's published
+ * totals; version 2 is still read (no kinds: every layer at the plain rates). */
 static void test_profiles(void) {
     static const struct {
         const char *name;
@@ -113,11 +166,30 @@ static void test_profiles(void) {
     for (int i = 0; i < 3; i++) {
         model_profile p;
         CU_ASSERT_EQUAL_FATAL(profile_find(ref[i].name, &p), SS_OK);
-        CU_ASSERT_EQUAL(p.version, 2);
+        CU_ASSERT_EQUAL(p.version, 3);
         CU_ASSERT_EQUAL(p.params, ref[i].params);
-        CU_ASSERT_PTR_NOT_NULL(p.layer_costs);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(p.layer_costs);
+        /* every conv and dense layer has its shape: N x K x (positions) = its weights */
+        int matmul = 0;
+        for (int j = 0; j < p.layers; j++) {
+            const sim_layer_cost *l = &p.layer_costs[j];
+            if (l->kind != SIM_LAYER_MATMUL) continue;
+            matmul++;
+            CU_ASSERT(l->gemm_n >= 1 && l->gemm_k >= 1);
+            CU_ASSERT(l->param_bytes >= 4 * l->gemm_n * l->gemm_k &&
+                      l->param_bytes <= 4 * (l->gemm_n * l->gemm_k + l->gemm_n));
+        }
+        CU_ASSERT(matmul >= 8);
         profile_free(&p);
     }
+    const char *v2 = "syncsim-profile 2\nname x\nlayer a 10 100 - 8 12 1\ntotal 10 100\n";
+    FILE *f2 = fmemopen((void *)v2, strlen(v2), "r");
+    model_profile q;
+    CU_ASSERT_EQUAL(profile_read(f2, "v2", &q), SS_OK);
+    fclose(f2);
+    CU_ASSERT_EQUAL(q.version, 2);
+    CU_ASSERT(q.layer_costs && q.layer_costs[0].kind == SIM_LAYER_OTHER);
+    profile_free(&q);
     const char *v1 = "syncsim-profile 1\nname x\nlayer a 10 100\ntotal 10 100\n";
     FILE *fp = fmemopen((void *)v1, strlen(v1), "r");
     model_profile p;
@@ -133,28 +205,28 @@ static void test_validate(void) {
     FILE *out = fopen("/dev/null", "w");
     CU_ASSERT_EQUAL(validate_compute(NULL, VALIDATE_COMPUTE_BOUND, out, &r), SS_OK);
     CU_ASSERT_EQUAL(r.rows, 13);
-    /* ResNet-50 on V100 and RTX 3090 within the bound; the DGX-1 P100 rows (VGG-16 and AlexNet
-     * 30 to 38 % too slow: cuDNN's Winograd and FFT convolutions do fewer operations than the
-     * FLOPs counted; ResNet-50 23 to 36 % too fast) and the A100 put the median at 22.8 %
-     * (README.md, "validate compute"): reported, not hidden */
-    CU_ASSERT_FALSE(r.within_bound);
-    CU_ASSERT_TRUE(r.median_rel_error > 0.2 && r.median_rel_error < 0.25);
-    /* the throughputs measured on an H100: the model is far from them (reported, not hidden) */
+    /* with the tile overheads (fitted on the H100 alone, README "validate compute") the published
+     * median is 11.6 %; without them it was 22.8 %. VGG-16 and AlexNet on the P100 stay 34 to
+     * 41 % too slow (cuDNN's Winograd and FFT convolutions do fewer operations than counted) */
+    CU_ASSERT_TRUE(r.within_bound);
+    CU_ASSERT_TRUE(r.median_rel_error > 0.10 && r.median_rel_error < 0.13);
+    /* the throughputs measured on an H100: median 3.7 % (VGG-16 fp32 -31.5 %: Winograd) */
     CU_ASSERT_EQUAL(validate_compute(SS_SOURCE_DIR "/traces/reference/compute/h100-measured.csv",
                                      VALIDATE_COMPUTE_BOUND, out, &r),
                     SS_OK);
     CU_ASSERT_EQUAL(r.rows, 15);
-    CU_ASSERT_FALSE(r.within_bound);
-    CU_ASSERT_TRUE(r.median_rel_error > 0.5 && r.median_rel_error < 0.9);
+    CU_ASSERT_TRUE(r.within_bound);
+    CU_ASSERT_TRUE(r.median_rel_error > 0.02 && r.median_rel_error < 0.05);
     fclose(out);
 }
 
 static CU_TestInfo compute_tests[] = {
     {"per-layer model against its closed form", test_layer_closed_form},
+    {"matrix products' shape and normalization bandwidth", test_matmul_and_norm},
     {"GPU table, precision and --compute model parsing", test_table_and_parse},
     {"jitter: deterministic, mean 1, CV", test_jitter},
     {"emulated models' layers sum to the counted FLOPs", test_model_layers},
-    {"profiles v2 and the reference parameter counts", test_profiles},
+    {"profiles v3 (kinds, shapes), v2 and the reference parameter counts", test_profiles},
     {"validate compute within its bound", test_validate},
     CU_TEST_INFO_NULL,
 };

@@ -253,7 +253,16 @@ static void test_profile_bad_input(void) {
     CU_ASSERT(p.params == 15 && p.forward_flops_per_sample == 150);
     CU_ASSERT(p.backward_flops_per_sample == 2 * 100 + 70);
     CU_ASSERT(profile_step_flops(&p, 4) == 4 * (150 + 270));
-    expect_profile_error("syncsim-profile 3\n", "version 3");
+    expect_profile_error("syncsim-profile 4\n", "version 4");
+    /* version 3: a layer kind and the matrix shape; version 2 lines are refused in it */
+    expect_profile_error("syncsim-profile 3\nname t\nlayer a 10 100 - 8 12 1\ntotal 10 100\n",
+                         "a version 3 layer line is");
+    expect_profile_error(
+        "syncsim-profile 3\nname t\nlayer a 10 100 - 8 12 1 dense 4 8\ntotal 10 100\n",
+        "unknown layer kind (valid: conv, linear, norm");
+    expect_profile_error(
+        "syncsim-profile 3\nname t\nlayer a 10 100 - 8 12 1 conv -4 8\ntotal 10 100\n",
+        "mem.profile:3: layer counts must be numbers >= 0 in layer a");
     expect_profile_error("name x\n", "not a syncsim profile");
     expect_profile_error("syncsim-profile 1\nname t\nlayer a 10 100\n", "truncated");
     expect_profile_error("syncsim-profile 1\nname t\nlayer a 10 100\ntotal 11 100\n",

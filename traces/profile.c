@@ -40,7 +40,7 @@ static int read_magic(profile_reader *r, char **f, int n) {
                    NULL);
     double v;
     if (n != 2 || number(f[1], &v)) return bad(r->name, r->line, "malformed version line", NULL);
-    if (v != 1 && v != PROFILE_VERSION)
+    if (v != 1 && v != 2 && v != PROFILE_VERSION)
         return ss_error_set(
             SS_EINPUT, "%s:%ld: profile format version %s, this syncsim reads version %d; %s",
             r->name, r->line, f[1], PROFILE_VERSION,
@@ -52,17 +52,41 @@ static int read_magic(profile_reader *r, char **f, int n) {
 }
 
 /* "layer NAME PARAMS FORWARD_FLOPS [BACKWARD_FLOPS]": adds the layer to the totals. */
-/* Version 2: "layer NAME PARAMS FWD BWD|- FWD_BYTES BWD_BYTES KERNELS". */
+/* Version 2: "layer NAME PARAMS FWD BWD|- FWD_BYTES BWD_BYTES KERNELS"; version 3 adds
+ * "KIND GEMM_N GEMM_K". */
+static const char *const layer_kinds[] = {"conv",    "linear", "norm",  "pool",
+                                          "eltwise", "attn",   "embed", "loss"};
+
+static int layer_kind_of(const char *word, sim_layer_kind *out) {
+    for (size_t i = 0; i < sizeof layer_kinds / sizeof layer_kinds[0]; i++)
+        if (!strcmp(word, layer_kinds[i])) {
+            *out = i < 2 ? SIM_LAYER_MATMUL : i == 2 ? SIM_LAYER_NORM : SIM_LAYER_OTHER;
+            return 0;
+        }
+    return -1;
+}
+
 static int read_layer_v2(profile_reader *r, char **f, int n, model_profile *out) {
-    double params, fwd, bwd = -1, fb, bb, k;
-    if (n != 8)
+    double params, fwd, bwd = -1, fb, bb, k, gn = 0, gk = 0;
+    sim_layer_kind kind = SIM_LAYER_OTHER;
+    const int want = r->version >= 3 ? 11 : 8;
+    if (n != want)
         return bad(r->name, r->line,
-                   "a version 2 layer line is 'layer NAME PARAMS FORWARD_FLOPS BACKWARD_FLOPS|- "
-                   "FORWARD_BYTES BACKWARD_BYTES KERNELS'",
+                   r->version >= 3
+                       ? "a version 3 layer line is 'layer NAME PARAMS FORWARD_FLOPS "
+                         "BACKWARD_FLOPS|- FORWARD_BYTES BACKWARD_BYTES KERNELS KIND GEMM_N GEMM_K'"
+                       : "a version 2 layer line is 'layer NAME PARAMS FORWARD_FLOPS "
+                         "BACKWARD_FLOPS|- FORWARD_BYTES BACKWARD_BYTES KERNELS'",
                    NULL);
     if (number(f[2], &params) || number(f[3], &fwd) || (strcmp(f[4], "-") && number(f[4], &bwd)) ||
-        number(f[5], &fb) || number(f[6], &bb) || number(f[7], &k) || k > 1e6)
+        number(f[5], &fb) || number(f[6], &bb) || number(f[7], &k) || k > 1e6 ||
+        (n == 11 && (number(f[9], &gn) || number(f[10], &gk))))
         return bad(r->name, r->line, "layer counts must be numbers >= 0 in layer ", f[1]);
+    if (n == 11 && layer_kind_of(f[8], &kind))
+        return bad(r->name, r->line,
+                   "unknown layer kind (valid: conv, linear, norm, pool, eltwise, attn, embed, "
+                   "loss) in layer ",
+                   f[1]);
     if (++out->layers > PROFILE_MAX_LAYERS) return bad(r->name, r->line, "too many layers", NULL);
     out->layer_costs = realloc(out->layer_costs, sizeof(sim_layer_cost) * (size_t)out->layers);
     SS_ASSERT(out->layer_costs);
@@ -71,7 +95,10 @@ static int read_layer_v2(profile_reader *r, char **f, int n, model_profile *out)
                                                          .fwd_bytes = fb,
                                                          .bwd_bytes = bb,
                                                          .param_bytes = 4 * params,
-                                                         .kernels = (int)k};
+                                                         .kernels = (int)k,
+                                                         .kind = kind,
+                                                         .gemm_n = gn,
+                                                         .gemm_k = gk};
     out->params += params;
     out->forward_flops_per_sample += fwd;
     if (bwd >= 0)
@@ -83,7 +110,7 @@ static int read_layer_v2(profile_reader *r, char **f, int n, model_profile *out)
 
 static int read_layer(profile_reader *r, char **f, int n, model_profile *out) {
     double params, fwd, bwd = -1;
-    if (r->version == 2) return read_layer_v2(r, f, n, out);
+    if (r->version >= 2) return read_layer_v2(r, f, n, out);
     if (n < 4 || n > 5)
         return bad(r->name, r->line,
                    "a layer line is 'layer NAME PARAMS FORWARD_FLOPS [BACKWARD_FLOPS]'", NULL);
@@ -146,10 +173,10 @@ static int read_line(profile_reader *r, char *p, model_profile *out) {
     if (*p == '\0' || *p == '#') return SS_OK;
     if (r->magic && !strncmp(p, "description ", 12))
         snprintf(out->description, sizeof out->description, "%s", p + 12);
-    char *f[8] = {NULL};
+    char *f[12] = {NULL}; /* one more than the longest line (a version 3 layer) takes */
     int n = 0;
     char *save = NULL;
-    for (char *tok = strtok_r(p, " \t", &save); tok && n < 8; tok = strtok_r(NULL, " \t", &save))
+    for (char *tok = strtok_r(p, " \t", &save); tok && n < 12; tok = strtok_r(NULL, " \t", &save))
         f[n++] = tok;
     if (!r->magic) return read_magic(r, f, n);
     if (r->total_seen) return bad(r->name, r->line, "text after the total line", NULL);
@@ -201,7 +228,10 @@ int profile_step_layers(const model_profile *p, int batch, sim_layer_cost *out) 
                                   .fwd_bytes = l->fwd_bytes * batch,
                                   .bwd_bytes = l->bwd_bytes * batch,
                                   .param_bytes = l->param_bytes,
-                                  .kernels = l->kernels};
+                                  .kernels = l->kernels,
+                                  .kind = l->kind,
+                                  .gemm_n = l->gemm_n,
+                                  .gemm_k = l->gemm_k};
     }
     return SS_OK;
 }

@@ -13,8 +13,10 @@
 
 #include <stdio.h>
 
-#define PROFILE_MAGIC      "syncsim-profile"
-#define PROFILE_VERSION    2 /* 2: per-layer bytes and kernels; version 1 is still read */
+#define PROFILE_MAGIC "syncsim-profile"
+#define PROFILE_VERSION                                                                            \
+    3 /* 3: layer kinds and matrix shapes; 2: per-layer bytes and kernels;                         \
+       * versions 1 and 2 are still read */
 #define PROFILE_MAX_LAYERS 100000
 
 typedef struct model_profile {
@@ -29,7 +31,7 @@ typedef struct model_profile {
     double published_params;          /* the count the profile is checked against (0: none) */
     int batch;                        /* the batch the paper used (0: not given) */
     int version;                      /* format version of the file */
-    /* version 2: per layer and per sample (param_bytes per step), forward order; NULL for a
+    /* version 2 and 3: per layer and per sample (param_bytes per step), forward order; NULL for a
      * version 1 profile, which has no per-layer data. Freed by profile_free. */
     sim_layer_cost *layer_costs;
 } model_profile;
