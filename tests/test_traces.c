@@ -608,9 +608,12 @@ static void test_cli_replay_many_workers(void) {
     /* that build runs actors as threads, whose stacks and shadow memory take more mappings */
     SS_SKIP("4096 actors under AddressSanitizer");
 #endif
-    expect_cli("replay --profile resnet101 --policy bsp --workers 4096 --steps 1 --batch 32 "
-               "--collective ring-coarse --network-model CM02 --out many",
-               0, "1 of 1 steps synchronized");
+    char args[1024];
+    snprintf(args, sizeof args,
+             "replay --profile resnet101 --policy bsp --workers 4096 --steps 1 --batch 32 "
+             "--collective ring-coarse --network-model CM02 --out %s/many",
+             out_root);
+    expect_cli(args, 0, "1 of 1 steps synchronized");
 }
 
 /* train records, replay reproduces it through the options a user gives (the generated platform
