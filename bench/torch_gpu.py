@@ -17,9 +17,14 @@ weight decay 5e-4) on fixed random inputs, timed with CUDA events after warm-up 
 It installs nothing: it needs PyTorch with CUDA (and torchvision for the vision table).
   ceilings  a large matrix product per precision (TFLOP/s) and a 1 GiB device copy (GB/s).
 
+cuDNN's algorithm search (`torch.backends.cudnn.benchmark`) is on unless --cudnn-benchmark off:
+NVIDIA's and TensorFlow's published benchmarks search too. Compare the two modes in separate
+processes: PyTorch keeps the algorithms it found for a shape and uses them even after the search
+is switched off.
+
 Usage: torch_gpu.py [--tables single,replicas,vision,ceilings] [--batches 64,256]
                     [--replicas 16,64] [--vision-models resnet50,resnet101,vgg16]
-                    [--vision-batch 128[,256...]] [--steps 20]
+                    [--vision-batch 128[,256...]] [--steps 20] [--cudnn-benchmark on|off]
 Prints one line per measurement; --csv FILE also writes them as CSV.
 """
 import argparse
@@ -165,12 +170,15 @@ def main():
     ap.add_argument("--vision-models", default="resnet50,resnet101,vgg16")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--csv", default="")
+    ap.add_argument("--cudnn-benchmark", choices=("on", "off"), default="on")
     a = ap.parse_args()
+    torch.backends.cudnn.benchmark = a.cudnn_benchmark == "on"
     a.batches = [int(v) for v in a.batches.split(",")]
     a.replicas = [int(v) for v in a.replicas.split(",")]
     if not torch.cuda.is_available():
         raise SystemExit("torch_gpu.py: no CUDA device visible to PyTorch")
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}", flush=True)
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, cudnn.benchmark "
+          f"{a.cudnn_benchmark}", flush=True)
     rows = []
     tables = {"single": table_single, "replicas": table_replicas, "vision": table_vision,
               "ceilings": table_ceilings}

@@ -1,7 +1,11 @@
 /* The per-layer compute model, the GPU table, jitter, profiles v2/v3 and validate compute. */
 #include "ss_test.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/status.h"
 #include "kernels/model.h"
@@ -217,7 +221,81 @@ static void test_validate(void) {
     CU_ASSERT_EQUAL(r.rows, 15);
     CU_ASSERT_TRUE(r.within_bound);
     CU_ASSERT_TRUE(r.median_rel_error > 0.02 && r.median_rel_error < 0.05);
+    /* layer by layer: 9 models and precisions, median 8.2 % */
+    CU_ASSERT_EQUAL(validate_compute(SS_SOURCE_DIR "/traces/reference/compute/h100-layers.csv",
+                                     VALIDATE_COMPUTE_BOUND, out, &r),
+                    SS_OK);
+    CU_ASSERT_EQUAL(r.rows, 9);
+    CU_ASSERT_TRUE(r.within_bound);
+    CU_ASSERT_TRUE(r.median_rel_error > 0.06 && r.median_rel_error < 0.10);
     fclose(out);
+}
+
+/* A layers file sums its rows per profile layer: a closed form on two layers of a made-up
+ * measurement; a layer the profile lacks and a bad number name the file and line. */
+static void test_validate_layers(void) {
+    char path[] = "/tmp/syncsim-layers-XXXXXX";
+    int fd = mkstemp(path);
+    CU_ASSERT_FATAL(fd >= 0);
+    FILE *fp = fdopen(fd, "w");
+    /* resnet50's conv1 measured as 1000 + 2000 us, its maxpool 100 + 0 us, and a dropout */
+    fputs("model,gpu,precision,batch,profile_layer,fwd_us,bwd_us\n"
+          "resnet50,h100,fp32,64,conv1,600,2000\nresnet50,h100,fp32,64,conv1,400,\n"
+          "resnet50,h100,fp32,64,maxpool,100,0\nresnet50,h100,fp32,64,,50,50\n",
+          fp);
+    fclose(fp);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    validate_compute_result r;
+    CU_ASSERT_EQUAL(validate_compute(path, 1.0, out, &r), SS_OK);
+    fclose(out);
+    CU_ASSERT_EQUAL(r.rows, 1);
+    /* the model's time of those two layers at batch 64 */
+    model_profile p;
+    const gpu_class *g;
+    CU_ASSERT_EQUAL_FATAL(profile_find("resnet50", &p), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(gpu_table_find("gpu", "h100", &g), SS_OK);
+    sim_layer_cost *l = malloc(sizeof(sim_layer_cost) * (size_t)p.layers);
+    double *f = malloc(sizeof(double) * (size_t)p.layers),
+           *b = malloc(sizeof(double) * (size_t)p.layers);
+    profile_step_layers(&p, 64, l);
+    sim_compute_layers_on(g, SIM_PRECISION_FP32, l, p.layers, f, b, NULL);
+    double model = f[0] + b[0] + f[2] + b[2], measured = 3100e-6;
+    CU_ASSERT_STRING_EQUAL(p.layer_names[2], "maxpool");
+    SS_CHECK_CLOSE(r.median_rel_error, fabs(model - measured) / measured, 0, 1e-9);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "4 layer calls, measured 3.10 ms"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "0.10 ms of layers the profile does not have"));
+    free(text);
+    free(l);
+    free(f);
+    free(b);
+    profile_free(&p);
+    fp = fopen(path, "w");
+    fputs("model,gpu,precision,batch,profile_layer,fwd_us,bwd_us\n"
+          "resnet50,h100,fp32,64,conv1,600,2000\nresnet50,h100,fp32,64,conv99,1,1\n",
+          fp);
+    fclose(fp);
+    out = fopen("/dev/null", "w");
+    CU_ASSERT_EQUAL(validate_compute(path, 1.0, out, &r), SS_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(
+        strstr(ss_error_message(), ":3: profile resnet50 has no layer 'conv99'"));
+    fp = fopen(path, "w");
+    fputs("model,gpu,precision,batch,profile_layer,fwd_us,bwd_us\n"
+          "resnet50,h100,fp32,64,conv1,-6,2000\n",
+          fp);
+    fclose(fp);
+    CU_ASSERT_EQUAL(validate_compute(path, 1.0, out, &r), SS_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), ":2: fwd_us and bwd_us must be numbers"));
+    fp = fopen(path, "w");
+    fputs("model,gpu,precision,batch,profile_layer,fwd_us,bwd_us\n"
+          "resnet50,k80,fp32,64,conv1,6,2000\n",
+          fp);
+    fclose(fp);
+    CU_ASSERT_EQUAL(validate_compute(path, 1.0, out, &r), SS_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), ":2: gpu: unknown GPU class 'k80'"));
+    fclose(out);
+    unlink(path);
 }
 
 static CU_TestInfo compute_tests[] = {
@@ -228,6 +306,7 @@ static CU_TestInfo compute_tests[] = {
     {"emulated models' layers sum to the counted FLOPs", test_model_layers},
     {"profiles v3 (kinds, shapes), v2 and the reference parameter counts", test_profiles},
     {"validate compute within its bound", test_validate},
+    {"validate compute on per-layer measurements", test_validate_layers},
     CU_TEST_INFO_NULL,
 };
 

@@ -89,7 +89,9 @@ static int read_layer_v2(profile_reader *r, char **f, int n, model_profile *out)
                    f[1]);
     if (++out->layers > PROFILE_MAX_LAYERS) return bad(r->name, r->line, "too many layers", NULL);
     out->layer_costs = realloc(out->layer_costs, sizeof(sim_layer_cost) * (size_t)out->layers);
-    SS_ASSERT(out->layer_costs);
+    out->layer_names = realloc(out->layer_names, sizeof out->layer_names[0] * (size_t)out->layers);
+    SS_ASSERT(out->layer_costs && out->layer_names);
+    snprintf(out->layer_names[out->layers - 1], sizeof out->layer_names[0], "%s", f[1]);
     out->layer_costs[out->layers - 1] = (sim_layer_cost){.fwd_flops = fwd,
                                                          .bwd_flops = bwd,
                                                          .fwd_bytes = fb,
@@ -212,6 +214,8 @@ void profile_free(model_profile *p) {
     if (!p) return;
     free(p->layer_costs);
     p->layer_costs = NULL;
+    free(p->layer_names);
+    p->layer_names = NULL;
 }
 
 int profile_step_layers(const model_profile *p, int batch, sim_layer_cost *out) {

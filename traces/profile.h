@@ -14,9 +14,8 @@
 #include <stdio.h>
 
 #define PROFILE_MAGIC "syncsim-profile"
-#define PROFILE_VERSION                                                                            \
-    3 /* 3: layer kinds and matrix shapes; 2: per-layer bytes and kernels;                         \
-       * versions 1 and 2 are still read */
+/* 3: layer kinds and matrix shapes; 2: per-layer bytes and kernels; 1 and 2 are still read */
+#define PROFILE_VERSION    3
 #define PROFILE_MAX_LAYERS 100000
 
 typedef struct model_profile {
@@ -34,6 +33,7 @@ typedef struct model_profile {
     /* version 2 and 3: per layer and per sample (param_bytes per step), forward order; NULL for a
      * version 1 profile, which has no per-layer data. Freed by profile_free. */
     sim_layer_cost *layer_costs;
+    char (*layer_names)[64]; /* the same layers' names (versions 2 and 3; NULL for version 1) */
 } model_profile;
 
 void profile_free(model_profile *p);

@@ -70,6 +70,165 @@ static int row(csv_reader *r, const int *c, FILE *out, double *errs, int *n) {
     return SS_OK;
 }
 
+/* ---- per-layer measurements ---- */
+
+/* One group of a layers file: the rows of one model, GPU, precision and batch, summed per
+ * profile layer. */
+typedef struct layer_group {
+    char key[4][64]; /* model, gpu, precision, batch */
+    model_profile prof;
+    const gpu_class *gpu;
+    sim_precision prec;
+    int batch;
+    double *meas_f, *meas_b; /* per profile layer, seconds */
+    double unmapped_s;       /* rows of no profile layer (dropout) */
+    int rows;
+} layer_group;
+
+static const char *const kind_names[3] = {"other", "matmul", "norm"};
+
+static void group_free(layer_group *g) {
+    profile_free(&g->prof);
+    free(g->meas_f);
+    free(g->meas_b);
+    memset(g, 0, sizeof *g);
+}
+
+static int group_open(layer_group *g, const csv_reader *r, const int *c) {
+    memset(g, 0, sizeof *g);
+    for (int i = 0; i < 4; i++)
+        snprintf(g->key[i], sizeof g->key[i], "%s", r->field[c[i]]);
+    char *end;
+    long b = strtol(g->key[3], &end, 10);
+    int rc = *end || b < 1 || b > 1 << 20
+                 ? ss_error_set(SS_EINPUT, "batch must be a positive integer")
+                 : SS_OK;
+    g->batch = (int)b;
+    if (rc == SS_OK && (rc = gpu_table_find("gpu", g->key[1], &g->gpu)) == SS_OK &&
+        (rc = sim_precision_parse("precision", g->key[2], &g->prec)) == SS_OK &&
+        (rc = profile_find(g->key[0], &g->prof)) == SS_OK && !g->prof.layer_names)
+        rc = ss_error_set(SS_EINPUT, "profile %s has no per-layer data", g->key[0]);
+    if (rc != SS_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", ss_error_message());
+        group_free(g);
+        return ss_error_set(SS_EINPUT, "%s:%ld: %s", r->name, r->line, why);
+    }
+    g->meas_f = ss_calloc((size_t)g->prof.layers, sizeof(double));
+    g->meas_b = ss_calloc((size_t)g->prof.layers, sizeof(double));
+    return SS_OK;
+}
+
+static int group_add(layer_group *g, const csv_reader *r, const int *c) {
+    const char *name = r->field[c[4]];
+    char *e1, *e2;
+    double f = strtod(r->field[c[5]], &e1), b = *r->field[c[6]] ? strtod(r->field[c[6]], &e2) : 0;
+    if (*e1 || (*r->field[c[6]] && *e2) || !(f >= 0) || !(b >= 0))
+        return ss_error_set(SS_EINPUT,
+                            "%s:%ld: fwd_us and bwd_us must be numbers >= 0 (bwd_us "
+                            "may be empty)",
+                            r->name, r->line);
+    g->rows++;
+    if (!*name) {
+        g->unmapped_s += (f + b) * 1e-6;
+        return SS_OK;
+    }
+    for (int i = 0; i < g->prof.layers; i++)
+        if (!strcmp(g->prof.layer_names[i], name)) {
+            g->meas_f[i] += f * 1e-6;
+            g->meas_b[i] += b * 1e-6;
+            return SS_OK;
+        }
+    return ss_error_set(SS_EINPUT, "%s:%ld: profile %s has no layer '%s'", r->name, r->line,
+                        g->key[0], name);
+}
+
+/* Prints a group: per kind, the measured and modelled times of the profile layers measured;
+ * appends the group's relative error of the sum. */
+static void group_report(layer_group *g, FILE *out, double *errs, int *n) {
+    const int L = g->prof.layers;
+    sim_layer_cost *layers = ss_malloc(sizeof(sim_layer_cost) * (size_t)L);
+    double *f = ss_malloc(sizeof(double) * (size_t)L), *b = ss_malloc(sizeof(double) * (size_t)L);
+    profile_step_layers(&g->prof, g->batch, layers);
+    sim_compute_layers_on(g->gpu, g->prec, layers, L, f, b, NULL);
+    double sum[3][4] = {{0}}, tm = 0, tp = 0; /* per kind: measured f, b; model f, b */
+    for (int i = 0; i < L; i++) {
+        if (g->meas_f[i] + g->meas_b[i] <= 0) continue; /* not measured (the loss) */
+        double *k = sum[layers[i].kind];
+        k[0] += g->meas_f[i];
+        k[1] += g->meas_b[i];
+        k[2] += f[i];
+        k[3] += b[i];
+        tm += g->meas_f[i] + g->meas_b[i];
+        tp += f[i] + b[i];
+    }
+    double e = (tp - tm) / tm;
+    errs[(*n)++] = fabs(e);
+    fprintf(out, "%s %s %s batch %d: %d layer calls, measured %.2f ms, model %.2f ms (%+.1f%%)\n",
+            g->key[0], g->key[1], g->key[2], g->batch, g->rows, 1e3 * tm, 1e3 * tp, 100 * e);
+    for (int k = 0; k < 3; k++)
+        if (sum[k][0] + sum[k][1] > 0)
+            fprintf(
+                out, "    %-7s forward %8.2f / %8.2f ms, backward %8.2f / %8.2f ms (%+.1f%%)\n",
+                kind_names[k], 1e3 * sum[k][0], 1e3 * sum[k][2], 1e3 * sum[k][1], 1e3 * sum[k][3],
+                100 * (sum[k][2] + sum[k][3] - sum[k][0] - sum[k][1]) / (sum[k][0] + sum[k][1]));
+    if (g->unmapped_s > 0)
+        fprintf(out, "    (%.2f ms of layers the profile does not have, left out)\n",
+                1e3 * g->unmapped_s);
+    free(layers);
+    free(f);
+    free(b);
+}
+
+static int validate_layers(csv_reader *r, double bound, FILE *out, validate_compute_result *res) {
+    static const char *const names[7] = {"model",         "gpu",    "precision", "batch",
+                                         "profile_layer", "fwd_us", "bwd_us"};
+    int c[7], rc = SS_OK, got = 0, n = 0, cap = 0;
+    for (int i = 0; i < 7 && rc == SS_OK; i++)
+        if ((c[i] = csv_find(r, names[i])) < 0)
+            rc = ss_error_set(SS_EINPUT,
+                              "%s:%ld: no column '%s' (a layers file has model, gpu, precision, "
+                              "batch, profile_layer, fwd_us, bwd_us)",
+                              r->name, r->line, names[i]);
+    double *errs = NULL;
+    layer_group g = {0};
+    int open = 0;
+    if (rc == SS_OK)
+        fprintf(out, "measured / model, layer by layer (the profile's layers measured alone):\n");
+    while (rc == SS_OK && (rc = csv_next(r, &got)) == SS_OK) {
+        int same = got && open && r->n_fields > 6;
+        for (int i = 0; same && i < 4; i++)
+            same = !strcmp(g.key[i], r->field[c[i]]);
+        if (open && !same) {
+            if (n == cap) errs = realloc(errs, sizeof(double) * (size_t)(cap = cap ? 2 * cap : 8));
+            SS_ASSERT(errs);
+            group_report(&g, out, errs, &n);
+            group_free(&g);
+            open = 0;
+        }
+        if (!got) break;
+        if (r->n_fields < 7) {
+            rc = ss_error_set(SS_EINPUT, "%s:%ld: expected at least 7 fields", r->name, r->line);
+            break;
+        }
+        if (!open && (rc = group_open(&g, r, c)) == SS_OK) open = 1;
+        if (rc == SS_OK) rc = group_add(&g, r, c);
+    }
+    if (open) group_free(&g);
+    if (rc == SS_OK && n == 0) rc = ss_error_set(SS_EINPUT, "%s: no layer rows", r->name);
+    if (rc == SS_OK) {
+        qsort(errs, (size_t)n, sizeof(double), cmp_double);
+        res->rows = n;
+        res->median_rel_error = n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
+        res->within_bound = res->median_rel_error <= bound;
+        fprintf(out, "median |error| of the layer sums %.1f%% over %d models (bound %.0f%%): %s\n",
+                100 * res->median_rel_error, n, 100 * bound,
+                res->within_bound ? "within" : "EXCEEDED");
+    }
+    free(errs);
+    return rc;
+}
+
 int validate_compute(const char *csv_path, double bound, FILE *out, validate_compute_result *res) {
     memset(res, 0, sizeof *res);
     const char *path = csv_path ? csv_path : SS_REFERENCE_DIR "/compute/throughputs.csv";
@@ -81,6 +240,11 @@ int validate_compute(const char *csv_path, double bound, FILE *out, validate_com
                                          "precision", "batch", "images_per_s"};
     if ((rc = csv_next(&r, &got)) == SS_OK && !got)
         rc = ss_error_set(SS_EINPUT, "%s: empty file", path);
+    if (rc == SS_OK && csv_find(&r, "profile_layer") >= 0) { /* bench/torch_layers.py's layers */
+        rc = validate_layers(&r, bound, out, res);
+        csv_close(&r);
+        return rc;
+    }
     for (int i = 0; rc == SS_OK && i < 6; i++)
         rc = column(&r, names[i], &c[i]);
     double *errs = NULL;

@@ -1,5 +1,6 @@
 /* `syncsim validate compute`: predicts published single-GPU training throughputs with the
- * per-layer compute model (sim/compute.h) from the model profiles, and compares.
+ * per-layer compute model (sim/compute.h) from the model profiles, and compares; or, layer by
+ * layer, measured per-layer times (bench/torch_layers.py).
  *
  *     validate_compute_result r;
  *     int rc = validate_compute("traces/reference/compute/throughputs.csv", 0.15, stdout, &r);
@@ -21,7 +22,12 @@ typedef struct validate_compute_result {
 /* The reference CSV (columns id,model,gpu,precision,batch,images_per_s; '#' lines are comments)
  * where a NULL path is traces/reference/compute/throughputs.csv of the source tree. Prints a
  * table to out. SS_EINPUT "FILE:LINE: ..." for a bad row (unknown GPU class, precision,
- * profile without per-layer data). */
+ * profile without per-layer data).
+ * A file with a profile_layer column is a per-layer measurement (bench/torch_layers.py's layers
+ * table: model, gpu, precision, batch, profile_layer, fwd_us, bwd_us; consecutive rows of one
+ * model, GPU, precision and batch form a group): each group's measured times are summed per
+ * profile layer and set against the model's, per layer kind; the error of a group is that of
+ * the sums over the layers measured, and res gives their median over the groups. */
 int validate_compute(const char *csv_path, double bound, FILE *out, validate_compute_result *res);
 
 #endif
