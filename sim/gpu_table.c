@@ -10,6 +10,10 @@
  *   [H100]  NVIDIA H100 data sheet (SXM5): FP32 67, TF32 494.7, FP16/BF16 989.4 TFLOP/s (the
  *           sheet's 989 / 1979 are with sparsity), HBM3 3.35 TB/s.
  *           https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet
+ *   [H200]  NVIDIA H200 Tensor Core GPU product page (SXM): FP32 67, TF32 494.7, FP16/BF16 989.4
+ *           TFLOP/s (the page's 989 / 1979 are with sparsity), HBM3e 4.8 TB/s; the H100's GH100
+ *           chip with its 132 multiprocessors and a faster memory.
+ *           https://www.nvidia.com/en-us/data-center/h200/
  *   [P100]  NVIDIA Tesla P100 PCIe 16 GB data sheet: FP32 9.3, FP16 18.7 TFLOP/s (no tensor
  *           cores: half2 on the CUDA cores), HBM2 732 GB/s. No TF32 or BF16 support. The Pascal
  *           servers of Horovod's published scaling benchmark (4 GPUs a server, PCIe).
@@ -39,25 +43,28 @@
  *   [SM]    multiprocessor counts, the architecture white papers: V100 80 (NVIDIA Tesla V100 GPU
  *           Architecture, 2017), A100 108 (NVIDIA A100 Tensor Core GPU Architecture, 2020), H100
  *           SXM5 132 (NVIDIA H100 Tensor Core GPU Architecture, 2022; PyTorch reported 132 on the
- *           measured card), RTX 3090 82 ([3090]), P100 56 (NVIDIA Tesla P100 white paper, 2016).
- *   [TILE]  tile overheads of convolutions and dense layers, measured on the H100 [H100-MEAS]
- *           with bench/torch_layers.py (traces/reference/compute/h100-layers.csv: every layer of
- *           torchvision's ResNet-50 at batch 128 run alone, forward and backward, cuDNN's
- *           algorithm search on): n0, k0 of 1 / (1 + n0/N + k0/K) fitted (least squares of the
- *           log time, grid of 8 and 16) to ResNet-50's 53 convolutions and its dense layer, per
- *           precision: fp32 16, 112; tf32 272, 432; fp16 216, 672 (bf16 takes fp16's; not
- *           measured). A class's overheads are these times the rate of one of its multiprocessors
- *           over the H100's (peak / [SM]): the fixed costs of a tile (loading operands, writing
- *           results) take the same time whatever the tensor cores' speed, so a faster
- *           multiprocessor needs more channels to hide them. Checked on layers not fitted
- *           (ResNet-101, VGG-16) and on published throughputs of other classes (README).
- *   [NORM]  the same measurement: ResNet-50's batch-norm layers (with their ReLU and residual
- *           add) take 1.52 times (110.7 against 72.7 ms over fp32, tf32 and fp16) what the model
- *           gives at the copy bandwidth, so the H100's normalization bandwidth is 3012 / 1.52 =
- *           1981 GB/s, 0.591 of the peak. Other classes: not measured, their mem_fraction.
- *   [LAUNCH] NVIDIA, Getting Started with CUDA Graphs,
- * https://developer.nvidia.com/blog/cuda-graphs/ : back-to-back launches of a short kernel cost
- * about 3.8 us each against 2.9 us of execution; syncsim charges 4 us per kernel launch. */
+ *           measured card, and on the measured H200), RTX 3090 82 ([3090]), P100 56 (NVIDIA Tesla
+ * P100 white paper, 2016). [TILE]  tile overheads of convolutions and dense layers, measured on the
+ * H100 [H100-MEAS] with bench/torch_layers.py (traces/reference/compute/h100-layers.csv: every
+ * layer of torchvision's ResNet-50 at batch 128 run alone, forward and backward, cuDNN's algorithm
+ * search on): n0, k0 of 1 / (1 + n0/N + k0/K) fitted (least squares of the log time, grid of 8 and
+ * 16) to ResNet-50's 53 convolutions and its dense layer, per precision: fp32 16, 112; tf32 272,
+ * 432; fp16 216, 672 (bf16 takes fp16's; not measured). A class's overheads are these times the
+ * rate of one of its multiprocessors over the H100's (peak / [SM]): the fixed costs of a tile
+ * (loading operands, writing results) take the same time whatever the tensor cores' speed, so a
+ * faster multiprocessor needs more channels to hide them. Checked on layers not fitted (ResNet-101,
+ * VGG-16) and on published throughputs of other classes (README). [NORM]  the same measurement:
+ * ResNet-50's batch-norm layers (with their ReLU and residual add) take 1.52 times (110.7
+ * against 72.7 ms over fp32, tf32 and fp16) what the model gives at the copy bandwidth, so the
+ * H100's normalization bandwidth is 3012 / 1.52 = 1981 GB/s, 0.591 of the peak. Other classes: not
+ * measured, their mem_fraction. [H200-MEAS] measured for the H200 itself with bench/torch_gpu.py
+ * (ceilings table) on an H200 (SXM, driver 580.159.04), 2026-11-23: FP32 51.2, TF32 382.6, FP16
+ * 703.8, BF16 784.4 TFLOP/s, copy 4219.6 GB/s; traces/reference/compute/README.md gives the run.
+ * Its normalization bandwidth is the copy rate over the H100's 1.52 [NORM] (same multiprocessors),
+ * and its tile overheads are the H100's [TILE]: nothing was fitted on the H200, whose measured
+ * throughputs check the model (h200-measured.csv). [LAUNCH] NVIDIA, Getting Started with CUDA
+ * Graphs, https://developer.nvidia.com/blog/cuda-graphs/ : back-to-back launches of a short kernel
+ * cost about 3.8 us each against 2.9 us of execution; syncsim charges 4 us per kernel launch. */
 #include "sim/gpu_table.h"
 
 #include <stdio.h>
@@ -71,6 +78,7 @@
 #define MEM_FRACTION       0.83                     /* [MEM] */
 #define LAUNCH_S           4e-6                     /* [LAUNCH] */
 #define H100_NORM_FRACTION (3012.0 / 1.52 / 3350.0) /* [NORM] */
+#define H200_NORM_FRACTION (4219.6 / 1.52 / 4800.0) /* [H200-MEAS] */
 #define FRACTIONS                                                                                  \
     { GEMM_FRACTION, GEMM_FRACTION, GEMM_FRACTION, GEMM_FRACTION }
 
@@ -129,6 +137,15 @@ static const gpu_class gpu_classes[] = {
      LAUNCH_S,
      56, /* [SM] */
      0},
+    {"h200",
+     "H200 SXM [H200] [H200-MEAS]",
+     {67 * T, 494.7 * T, 989.4 * T, 989.4 * T},
+     4.8e12,
+     {51.2 / 67, 382.6 / 494.7, 703.8 / 989.4, 784.4 / 989.4},
+     4219.6 / 4800.0,
+     LAUNCH_S,
+     132, /* [SM] */
+     H200_NORM_FRACTION},
 };
 
 static const char *const precision_names[SIM_PRECISION_COUNT] = {"fp32", "tf32", "fp16", "bf16"};

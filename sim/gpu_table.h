@@ -34,7 +34,7 @@ int gpu_table_count(void);
 const gpu_class *gpu_table_at(int i);
 /* Case-insensitive; SS_EUSAGE naming `option` and every class of the table otherwise. */
 int gpu_table_find(const char *option, const char *name, const gpu_class **out);
-/* The class names joined by sep ("v100|a100|...|p100-sxm2" for "|") into buf; returns buf. */
+/* The class names joined by sep ("v100|a100|...|h200" for "|") into buf; returns buf. */
 const char *gpu_table_names(const char *sep, char *buf, unsigned long buf_bytes);
 /* The same joined by "|", in a buffer of its own (the choices of --gpu). */
 const char *gpu_table_choices(void);
