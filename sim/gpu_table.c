@@ -40,31 +40,36 @@
  *           device copy counting bytes read plus written) on an H100 80GB HBM3 (SXM, driver
  *           580.159.04), 2026-11-22: FP32 51.5, TF32 404.7, FP16 783.4, BF16 809.4 TFLOP/s, copy
  *           3012 GB/s; traces/reference/compute/README.md gives the run.
- *   [SM]    multiprocessor counts, the architecture white papers: V100 80 (NVIDIA Tesla V100 GPU
- *           Architecture, 2017), A100 108 (NVIDIA A100 Tensor Core GPU Architecture, 2020), H100
- *           SXM5 132 (NVIDIA H100 Tensor Core GPU Architecture, 2022; PyTorch reported 132 on the
- *           measured card, and on the measured H200), RTX 3090 82 ([3090]), P100 56 (NVIDIA Tesla
- * P100 white paper, 2016). [TILE]  tile overheads of convolutions and dense layers, measured on the
- * H100 [H100-MEAS] with bench/torch_layers.py (traces/reference/compute/h100-layers.csv: every
- * layer of torchvision's ResNet-50 at batch 128 run alone, forward and backward, cuDNN's algorithm
- * search on): n0, k0 of 1 / (1 + n0/N + k0/K) fitted (least squares of the log time, grid of 8 and
- * 16) to ResNet-50's 53 convolutions and its dense layer, per precision: fp32 16, 112; tf32 272,
- * 432; fp16 216, 672 (bf16 takes fp16's; not measured). A class's overheads are these times the
- * rate of one of its multiprocessors over the H100's (peak / [SM]): the fixed costs of a tile
- * (loading operands, writing results) take the same time whatever the tensor cores' speed, so a
- * faster multiprocessor needs more channels to hide them. Checked on layers not fitted (ResNet-101,
- * VGG-16) and on published throughputs of other classes (README). [NORM]  the same measurement:
- * ResNet-50's batch-norm layers (with their ReLU and residual add) take 1.52 times (110.7
- * against 72.7 ms over fp32, tf32 and fp16) what the model gives at the copy bandwidth, so the
- * H100's normalization bandwidth is 3012 / 1.52 = 1981 GB/s, 0.591 of the peak. Other classes: not
- * measured, their mem_fraction. [H200-MEAS] measured for the H200 itself with bench/torch_gpu.py
- * (ceilings table) on an H200 (SXM, driver 580.159.04), 2026-11-23: FP32 51.2, TF32 382.6, FP16
- * 703.8, BF16 784.4 TFLOP/s, copy 4219.6 GB/s; traces/reference/compute/README.md gives the run.
- * Its normalization bandwidth is the copy rate over the H100's 1.52 [NORM] (same multiprocessors),
- * and its tile overheads are the H100's [TILE]: nothing was fitted on the H200, whose measured
- * throughputs check the model (h200-measured.csv). [LAUNCH] NVIDIA, Getting Started with CUDA
- * Graphs, https://developer.nvidia.com/blog/cuda-graphs/ : back-to-back launches of a short kernel
- * cost about 3.8 us each against 2.9 us of execution; syncsim charges 4 us per kernel launch. */
+ *   [SM]    multiprocessor counts, the architecture white papers: V100 80 (NVIDIA Tesla V100
+ *           GPU Architecture, 2017), A100 108 (NVIDIA A100 Tensor Core GPU Architecture, 2020),
+ *           H100 SXM5 132 (NVIDIA H100 Tensor Core GPU Architecture, 2022; PyTorch reported 132
+ *           on the measured H100 and on the measured H200), RTX 3090 82 ([3090]), P100 56
+ *           (NVIDIA Tesla P100 white paper, 2016).
+ *   [TILE]  tile overheads of convolutions and dense layers, measured on the H100 [H100-MEAS]
+ *           with bench/torch_layers.py (traces/reference/compute/h100-layers.csv: every layer of
+ *           torchvision's ResNet-50 at batch 128 run alone, forward and backward, cuDNN's
+ *           algorithm search on): n0, k0 of 1 / (1 + n0/N + k0/K) fitted (least squares of the
+ *           log time, grid of 8 and 16) to ResNet-50's 53 convolutions and its dense layer, per
+ *           precision: fp32 16, 112; tf32 272, 432; fp16 216, 672 (bf16 takes fp16's; not
+ *           measured). A class's overheads are these times the rate of one of its
+ *           multiprocessors over the H100's (peak / [SM]): the fixed costs of a tile (loading
+ *           operands, writing results) take the same time whatever the tensor cores' speed, so a
+ *           faster multiprocessor needs more channels to hide them. Checked on layers not fitted
+ *           (ResNet-101, VGG-16) and on published throughputs of other classes (README).
+ *   [NORM]  the same measurement: ResNet-50's batch-norm layers (with their ReLU and residual
+ *           add) take 1.52 times (110.7 against 72.7 ms over fp32, tf32 and fp16) what the model
+ *           gives at the copy bandwidth, so the H100's normalization bandwidth is 3012 / 1.52 =
+ *           1981 GB/s, 0.591 of the peak. Other classes: not measured, their mem_fraction.
+ *   [H200-MEAS] measured for the H200 itself with bench/torch_gpu.py (ceilings table) on an
+ *           H200 (SXM, driver 580.159.04), 2026-11-23: FP32 51.2, TF32 382.6, FP16 703.8, BF16
+ *           784.4 TFLOP/s, copy 4219.6 GB/s; traces/reference/compute/README.md gives the run.
+ *           Its normalization bandwidth is the copy rate over the H100's 1.52 [NORM] (same
+ *           multiprocessors), and its tile overheads are the H100's [TILE]: nothing was fitted
+ *           on the H200, whose measured throughputs check the model (h200-measured.csv).
+ *   [LAUNCH] NVIDIA, Getting Started with CUDA Graphs,
+ *           https://developer.nvidia.com/blog/cuda-graphs/ : back-to-back launches of a short
+ *           kernel cost about 3.8 us each against 2.9 us of execution; syncsim charges 4 us per
+ *           kernel launch. */
 #include "sim/gpu_table.h"
 
 #include <stdio.h>

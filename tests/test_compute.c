@@ -301,6 +301,13 @@ static void test_validate_layers(void) {
     fclose(fp);
     CU_ASSERT_EQUAL(validate_compute(path, 1.0, out, &r), SS_EINPUT);
     CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), ":2: gpu: unknown GPU class 'k80'"));
+    fp = fopen(path, "w"); /* rows of dropouts only: nothing of the profile measured */
+    fputs("model,gpu,precision,batch,profile_layer,fwd_us,bwd_us\n"
+          "resnet50,h100,fp32,64,,6,20\n",
+          fp);
+    fclose(fp);
+    CU_ASSERT_EQUAL(validate_compute(path, 1.0, out, &r), SS_EINPUT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "batch 64: no time measured"));
     fclose(out);
     unlink(path);
 }

@@ -144,8 +144,8 @@ static int group_add(layer_group *g, const csv_reader *r, const int *c) {
 }
 
 /* Prints a group: per kind, the measured and modelled times of the profile layers measured;
- * appends the group's relative error of the sum. */
-static void group_report(layer_group *g, FILE *out, double *errs, int *n) {
+ * appends the group's relative error of the sum. SS_EINPUT when no time was measured. */
+static int group_report(layer_group *g, const char *file, FILE *out, double *errs, int *n) {
     const int L = g->prof.layers;
     sim_layer_cost *layers = ss_malloc(sizeof(sim_layer_cost) * (size_t)L);
     double *f = ss_malloc(sizeof(double) * (size_t)L), *b = ss_malloc(sizeof(double) * (size_t)L);
@@ -161,6 +161,15 @@ static void group_report(layer_group *g, FILE *out, double *errs, int *n) {
         k[3] += b[i];
         tm += g->meas_f[i] + g->meas_b[i];
         tp += f[i] + b[i];
+    }
+    if (!(tm > 0)) {
+        free(layers);
+        free(f);
+        free(b);
+        return ss_error_set(SS_EINPUT,
+                            "%s: %s %s %s batch %d: no time measured for a layer of the "
+                            "profile",
+                            file, g->key[0], g->key[1], g->key[2], g->batch);
     }
     double e = (tp - tm) / tm;
     errs[(*n)++] = fabs(e);
@@ -178,6 +187,7 @@ static void group_report(layer_group *g, FILE *out, double *errs, int *n) {
     free(layers);
     free(f);
     free(b);
+    return SS_OK;
 }
 
 static int validate_layers(csv_reader *r, double bound, FILE *out, validate_compute_result *res) {
@@ -202,11 +212,11 @@ static int validate_layers(csv_reader *r, double bound, FILE *out, validate_comp
         if (open && !same) {
             if (n == cap) errs = realloc(errs, sizeof(double) * (size_t)(cap = cap ? 2 * cap : 8));
             SS_ASSERT(errs);
-            group_report(&g, out, errs, &n);
+            rc = group_report(&g, r->name, out, errs, &n);
             group_free(&g);
             open = 0;
         }
-        if (!got) break;
+        if (!got || rc != SS_OK) break;
         if (r->n_fields < 7) {
             rc = ss_error_set(SS_EINPUT, "%s:%ld: expected at least 7 fields", r->name, r->line);
             break;
