@@ -70,6 +70,21 @@ static int row(csv_reader *r, const int *c, FILE *out, double *errs, int *n) {
     return SS_OK;
 }
 
+/* Sorts the n relative errors into res's median and bound check, and prints them; SS_EINPUT
+ * "FILE: no WHAT" when there are none. */
+static int finish(double *errs, int n, double bound, const char *file, const char *what, FILE *out,
+                  validate_compute_result *res) {
+    if (n == 0) return ss_error_set(SS_EINPUT, "%s: no %s", file, what);
+    qsort(errs, (size_t)n, sizeof(double), cmp_double);
+    res->rows = n;
+    res->median_rel_error = n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
+    res->within_bound = res->median_rel_error <= bound;
+    fprintf(out, "median |error| %.1f%% over %d %s (bound %.0f%%): %s\n",
+            100 * res->median_rel_error, n, what, 100 * bound,
+            res->within_bound ? "within" : "EXCEEDED");
+    return SS_OK;
+}
+
 /* ---- per-layer measurements ---- */
 
 /* One group of a layers file: the rows of one model, GPU, precision and batch, summed per
@@ -225,16 +240,7 @@ static int validate_layers(csv_reader *r, double bound, FILE *out, validate_comp
         if (rc == SS_OK) rc = group_add(&g, r, c);
     }
     if (open) group_free(&g);
-    if (rc == SS_OK && n == 0) rc = ss_error_set(SS_EINPUT, "%s: no layer rows", r->name);
-    if (rc == SS_OK) {
-        qsort(errs, (size_t)n, sizeof(double), cmp_double);
-        res->rows = n;
-        res->median_rel_error = n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
-        res->within_bound = res->median_rel_error <= bound;
-        fprintf(out, "median |error| of the layer sums %.1f%% over %d models (bound %.0f%%): %s\n",
-                100 * res->median_rel_error, n, 100 * bound,
-                res->within_bound ? "within" : "EXCEEDED");
-    }
+    if (rc == SS_OK) rc = finish(errs, n, bound, r->name, "layer sums", out, res);
     free(errs);
     return rc;
 }
@@ -268,16 +274,7 @@ int validate_compute(const char *csv_path, double bound, FILE *out, validate_com
                             : row(&r, c, out, errs, &n);
     }
     csv_close(&r);
-    if (rc == SS_OK && n == 0) rc = ss_error_set(SS_EINPUT, "%s: no reference rows", path);
-    if (rc == SS_OK) {
-        qsort(errs, (size_t)n, sizeof(double), cmp_double);
-        res->rows = n;
-        res->median_rel_error = n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
-        res->within_bound = res->median_rel_error <= bound;
-        fprintf(out, "median |error| %.1f%% over %d rows (bound %.0f%%): %s\n",
-                100 * res->median_rel_error, n, 100 * bound,
-                res->within_bound ? "within" : "EXCEEDED");
-    }
+    if (rc == SS_OK) rc = finish(errs, n, bound, path, "rows", out, res);
     free(errs);
     return rc;
 }
