@@ -251,9 +251,14 @@ def profile_layer(model, calls):
             block, rest = ".".join(parts[:2]), ".".join(parts[2:])
             out.append(block + "." + RESNET_SUFFIX[rest] if rest in RESNET_SUFFIX else "")
         return out
-    convs = 0  # vgg: features are conv, relu, ..., maxpool; then avgpool and the classifier
+    # vgg and alexnet: features are conv, relu, ..., maxpool; then avgpool and the classifier
+    convs, pool = 0, "maxpool%d"
     fc = {"classifier.0": "fc1", "classifier.1": "relu_fc1", "classifier.3": "fc2",
           "classifier.4": "relu_fc2", "classifier.6": "fc3", "avgpool": "avgpool7"}
+    if model == "alexnet":  # its 6x6 average pool of a 6x6 input is not in the profile
+        pool = "pool%d"
+        fc = {"classifier.1": "fc6", "classifier.2": "relu6", "classifier.4": "fc7",
+              "classifier.5": "relu7", "classifier.6": "fc8"}
     for lname, kind, *_ in calls:
         if lname in fc:
             out.append(fc[lname])
@@ -263,7 +268,7 @@ def profile_layer(model, calls):
         elif kind == "relu" and lname.startswith("features"):
             out.append("relu%d" % convs)
         elif kind == "maxpool":
-            out.append("maxpool%d" % convs)
+            out.append(pool % convs)
         else:
             out.append("")
     return out

@@ -204,8 +204,9 @@ static void test_profiles(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "no per-layer data"));
 }
 
-/* validate compute on a shipped table: its row count, within the bound, its median in (lo, hi) */
-static void expect_validate(const char *file, int rows, double lo, double hi) {
+/* validate compute on a shipped table: its row count, its median in (lo, hi), and whether that is
+ * within the documented bound */
+static void expect_validate(const char *file, int rows, double lo, double hi, int within) {
     char path[1024];
     snprintf(path, sizeof path, "%s/traces/reference/compute/%s", SS_SOURCE_DIR, file);
     validate_compute_result r;
@@ -213,7 +214,7 @@ static void expect_validate(const char *file, int rows, double lo, double hi) {
     CU_ASSERT_EQUAL(validate_compute(path, VALIDATE_COMPUTE_BOUND, out, &r), SS_OK);
     fclose(out);
     CU_ASSERT_EQUAL(r.rows, rows);
-    CU_ASSERT_TRUE(r.within_bound);
+    CU_ASSERT_EQUAL(r.within_bound, within);
     if (!(r.median_rel_error > lo && r.median_rel_error < hi)) {
         fprintf(stderr, "\n  %s: median %.4f outside (%g, %g)", file, r.median_rel_error, lo, hi);
         CU_FAIL("validate compute median");
@@ -224,14 +225,16 @@ static void test_validate(void) {
     /* with the tile overheads (fitted on the H100 alone, README "validate compute") the published
      * median is 11.6 %; without them it was 22.8 %. VGG-16 and AlexNet on the P100 stay 34 to
      * 41 % too slow (cuDNN's Winograd and FFT convolutions do fewer operations than counted) */
-    expect_validate("throughputs.csv", 13, 0.10, 0.13);
-    /* the throughputs measured on an H100: median 3.7 % (VGG-16 fp32 -31.5 %: Winograd) */
-    expect_validate("h100-measured.csv", 15, 0.02, 0.05);
+    expect_validate("throughputs.csv", 13, 0.10, 0.13, 1);
+    /* the throughputs measured on an H100: median 8.0 % over 21 rows (3.7 % over the 15 of
+     * ResNet and VGG; VGG-16 fp32 -31.5 %: Winograd; AlexNet in tf32 and fp16 +38 to +104 %) */
+    expect_validate("h100-measured.csv", 21, 0.06, 0.10, 1);
     /* the H200 (the H100's multiprocessors, faster memory), where nothing was fitted: 8.9 % */
-    expect_validate("h200-measured.csv", 15, 0.07, 0.11);
-    /* layer by layer: 9 models and precisions on the H100, median 8.2 %; 3 on the H200, 9.2 % */
-    expect_validate("h100-layers.csv", 9, 0.06, 0.10);
-    expect_validate("h200-layers.csv", 3, 0.07, 0.11);
+    expect_validate("h200-measured.csv", 15, 0.07, 0.11, 1);
+    /* layer by layer: 12 models and precisions on the H100, median 17.1 %, past the 15 % bound
+     * (AlexNet's three 24 to 31 %, VGG-16 fp32 47 %); 3 on the H200, 9.2 % */
+    expect_validate("h100-layers.csv", 12, 0.15, 0.19, 0);
+    expect_validate("h200-layers.csv", 3, 0.07, 0.11, 1);
 }
 
 /* A layers file sums its rows per profile layer: a closed form on two layers of a made-up
