@@ -2,23 +2,25 @@
 """Where a training step's time goes on one GPU, layer by layer, in PyTorch: the measurements
 that syncsim's per-layer compute model (`--compute model`, sim/compute.c) is checked against.
 
-Four tables, each written as CSV into --out DIR:
+Five tables, each written as CSV into --out DIR:
 
   steps.csv   whole training steps (forward, loss, backward, SGD with momentum) of torchvision
               models, images/s, and the time the GPU is busy in a step (profiler): where busy is
               well below the step, the step is bound by the host (Python and kernel launches).
   layers.csv  every layer call of one forward pass, run alone on the same input shape: forward
               and backward (gradients of the input and the parameters) times, with the layer's
-              shapes, so that each can be set against the model's time for the same layer.
-cuDNN's algorithm search (`torch.backends.cudnn.benchmark`) is on throughout, as in NVIDIA's and
-TensorFlow's published benchmarks (bench/torch_gpu.py --cudnn-benchmark off gives the other mode).
-              Residual additions (not modules in torchvision) are timed at their shapes too.
+              shapes and the layer of traces/profiles/<model>.profile it belongs to, so that
+              `syncsim validate compute --throughputs layers.csv` sets each against the model
+              (resnet50, resnet101, vgg16, alexnet). Residual additions (not modules in
+              torchvision) are timed at their shapes too.
   gemm.csv    matrix products of the shapes convolutions become (M x N x K), TFLOP/s.
   memory.csv  element-wise kernels (copy, ReLU, add) from 64 KiB to 1 GiB: GB/s and the time of
               a small kernel launched back to back.
   jitter.csv  --jitter-steps consecutive steps, each timed alone: the coefficient of variation of
               step times on a dedicated GPU (ResNet-50, and syncsim's mlp and cnn in PyTorch).
 
+cuDNN's algorithm search (`torch.backends.cudnn.benchmark`) is on throughout, as in NVIDIA's and
+TensorFlow's published benchmarks (bench/torch_gpu.py --cudnn-benchmark off gives the other mode).
 fp32 has TF32 off, tf32 has it on, fp16 is autocast in channels-last as mixed-precision training
 runs it. Times are CUDA events: the mean of a window of --reps calls after warm-up calls.
 
@@ -251,6 +253,10 @@ def profile_layer(model, calls):
             block, rest = ".".join(parts[:2]), ".".join(parts[2:])
             out.append(block + "." + RESNET_SUFFIX[rest] if rest in RESNET_SUFFIX else "")
         return out
+    if not (model.startswith("vgg") or model == "alexnet"):
+        sys.stderr.write("torch_layers.py: no profile mapping for %s: profile_layer left empty\n"
+                         % model)
+        return [""] * len(calls)
     # vgg and alexnet: features are conv, relu, ..., maxpool; then avgpool and the classifier
     convs, pool = 0, "maxpool%d"
     fc = {"classifier.0": "fc1", "classifier.1": "relu_fc1", "classifier.3": "fc2",
