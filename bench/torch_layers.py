@@ -321,8 +321,6 @@ def table_layers(a, w):
             del x
             t0, tot_f, tot_b = time.time(), 0.0, 0.0
             for i, (lname, kind, mod, ish, osh) in enumerate(calls):
-                if kind == "relu" and mod is not None:
-                    mod = None
                 f, b = time_call(kind, mod, ish, prec, i == 0, a)
                 tot_f += f
                 tot_b += 0 if b != b else b

@@ -237,19 +237,38 @@ static void test_validate(void) {
     expect_validate("h200-layers.csv", 3, 0.07, 0.11, 1);
 }
 
+/* Writes a layers file of the header and `rows` to path. */
+static void write_layers(const char *path, const char *rows) {
+    FILE *fp = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    fputs("model,gpu,precision,batch,profile_layer,fwd_us,bwd_us\n", fp);
+    fputs(rows, fp);
+    fclose(fp);
+}
+
+/* validate compute refuses a layers file of `rows` with a message that holds `needle`. */
+static void expect_layers_error(const char *path, const char *rows, const char *needle) {
+    write_layers(path, rows);
+    validate_compute_result r;
+    FILE *out = fopen("/dev/null", "w");
+    CU_ASSERT_EQUAL(validate_compute(path, 1.0, out, &r), SS_EINPUT);
+    fclose(out);
+    if (!strstr(ss_error_message(), needle)) {
+        fprintf(stderr, "\n  '%s' lacks '%s'", ss_error_message(), needle);
+        CU_FAIL("validate compute message");
+    }
+}
+
 /* A layers file sums its rows per profile layer: a closed form on two layers of a made-up
  * measurement; a layer the profile lacks and a bad number name the file and line. */
 static void test_validate_layers(void) {
     char path[] = "/tmp/syncsim-layers-XXXXXX";
     int fd = mkstemp(path);
     CU_ASSERT_FATAL(fd >= 0);
-    FILE *fp = fdopen(fd, "w");
+    close(fd);
     /* resnet50's conv1 measured as 1000 + 2000 us, its maxpool 100 + 0 us, and a dropout */
-    fputs("model,gpu,precision,batch,profile_layer,fwd_us,bwd_us\n"
-          "resnet50,h100,fp32,64,conv1,600,2000\nresnet50,h100,fp32,64,conv1,400,\n"
-          "resnet50,h100,fp32,64,maxpool,100,0\nresnet50,h100,fp32,64,,50,50\n",
-          fp);
-    fclose(fp);
+    write_layers(path, "resnet50,h100,fp32,64,conv1,600,2000\nresnet50,h100,fp32,64,conv1,400,\n"
+                       "resnet50,h100,fp32,64,maxpool,100,0\nresnet50,h100,fp32,64,,50,50\n");
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
@@ -277,37 +296,16 @@ static void test_validate_layers(void) {
     free(f);
     free(b);
     profile_free(&p);
-    fp = fopen(path, "w");
-    fputs("model,gpu,precision,batch,profile_layer,fwd_us,bwd_us\n"
-          "resnet50,h100,fp32,64,conv1,600,2000\nresnet50,h100,fp32,64,conv99,1,1\n",
-          fp);
-    fclose(fp);
-    out = fopen("/dev/null", "w");
-    CU_ASSERT_EQUAL(validate_compute(path, 1.0, out, &r), SS_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(
-        strstr(ss_error_message(), ":3: profile resnet50 has no layer 'conv99'"));
-    fp = fopen(path, "w");
-    fputs("model,gpu,precision,batch,profile_layer,fwd_us,bwd_us\n"
-          "resnet50,h100,fp32,64,conv1,-6,2000\n",
-          fp);
-    fclose(fp);
-    CU_ASSERT_EQUAL(validate_compute(path, 1.0, out, &r), SS_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), ":2: fwd_us and bwd_us must be numbers"));
-    fp = fopen(path, "w");
-    fputs("model,gpu,precision,batch,profile_layer,fwd_us,bwd_us\n"
-          "resnet50,k80,fp32,64,conv1,6,2000\n",
-          fp);
-    fclose(fp);
-    CU_ASSERT_EQUAL(validate_compute(path, 1.0, out, &r), SS_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), ":2: gpu: unknown GPU class 'k80'"));
-    fp = fopen(path, "w"); /* rows of dropouts only: nothing of the profile measured */
-    fputs("model,gpu,precision,batch,profile_layer,fwd_us,bwd_us\n"
-          "resnet50,h100,fp32,64,,6,20\n",
-          fp);
-    fclose(fp);
-    CU_ASSERT_EQUAL(validate_compute(path, 1.0, out, &r), SS_EINPUT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "batch 64: no time measured"));
-    fclose(out);
+    expect_layers_error(path,
+                        "resnet50,h100,fp32,64,conv1,600,2000\n"
+                        "resnet50,h100,fp32,64,conv99,1,1\n",
+                        ":3: profile resnet50 has no layer 'conv99'");
+    expect_layers_error(path, "resnet50,h100,fp32,64,conv1,-6,2000\n",
+                        ":2: fwd_us and bwd_us must be numbers");
+    expect_layers_error(path, "resnet50,k80,fp32,64,conv1,6,2000\n",
+                        ":2: gpu: unknown GPU class 'k80'");
+    /* rows of dropouts only: nothing of the profile measured */
+    expect_layers_error(path, "resnet50,h100,fp32,64,,6,20\n", "batch 64: no time measured");
     unlink(path);
 }
 
