@@ -114,9 +114,9 @@ static const opt_def head_rows[] = {
     {"gpu", OPT_TYPE_CHOICE, F(gpu), "v100", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY, NULL, "G",
      "generated platform: GPU class (host speed = its FP32 FLOP/s)", SIM},
     {"network-model", OPT_TYPE_CHOICE, F(network_model), "LV08", 0, 0,
-     CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_PLATFORM, "LV08|CM02|ns-3|SMPI", "M",
-     "SimGrid network model (CM02: plain flows; ns-3: packet-level TCP, star platforms only; "
-     "SMPI: LV08 with size-dependent TCP factors)",
+     CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_PLATFORM, "LV08|CM02|ns-3|SMPI|TCP-stream", "M",
+     "SimGrid network model (CM02: plain flows; ns-3: packet-level TCP, stars only; SMPI: LV08 "
+     "with size-dependent TCP factors; TCP-stream: SMPI's below 64 KiB, a warm stream's above)",
      SIM},
     {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0,
      CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL /* sim/collective.h's, ps */, "C",

@@ -56,7 +56,7 @@ static void ns3_exit_before_engine(int status, void *arg) {
 
 /* ---------------------------------------------------------------- model names */
 
-static const char *const model_names[] = {"LV08", "CM02", "ns-3", "SMPI"};
+static const char *const model_names[] = {"LV08", "CM02", "ns-3", "SMPI", "TCP-stream"};
 #define N_MODELS ((int)(sizeof model_names / sizeof model_names[0]))
 
 int sim_network_model_parse(const char *option, const char *text, sim_network_model *out) {
@@ -66,8 +66,9 @@ int sim_network_model_parse(const char *option, const char *text, sim_network_mo
             return SS_OK;
         }
     }
-    return ss_error_set(SS_EUSAGE, "%s: unknown network model '%s' (valid: LV08, CM02, ns-3, SMPI)",
-                        option, text ? text : "");
+    return ss_error_set(
+        SS_EUSAGE, "%s: unknown network model '%s' (valid: LV08, CM02, ns-3, SMPI, TCP-stream)",
+        option, text ? text : "");
 }
 
 const char *sim_network_model_name(sim_network_model m) {
@@ -686,7 +687,8 @@ int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out) {
         return ss_error_set(SS_EUSAGE, "workers: %d requested, need at least 1", o->n_workers);
     if (o->n_ps < 0) return ss_error_set(SS_EUSAGE, "ps: %d requested, need 0 or more", o->n_ps);
     if ((unsigned)o->model >= (unsigned)N_MODELS)
-        return ss_error_set(SS_EUSAGE, "network model %d is not LV08, CM02, ns-3 or SMPI",
+        return ss_error_set(SS_EUSAGE,
+                            "network model %d is not LV08, CM02, ns-3, SMPI or TCP-stream",
                             (int)o->model);
     if (engine_created)
         return ss_error_set(SS_EUSAGE, "SimGrid's engine can be created once per process; run "
@@ -741,10 +743,12 @@ int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out) {
 
     engine_created = 1;
     char model[64];
-    /* SMPI is LV08 with the size-dependent factors of sim/fabric.cpp (SimGrid's own SMPI model
-     * reads them from SMPI's configuration, which a program that is not an SMPI one lacks) */
+    /* SMPI and TCP-stream are LV08 with the size-dependent factors of sim/fabric.cpp (SimGrid's
+     * own SMPI model reads them from SMPI's configuration, which a program that is not an SMPI
+     * one lacks) */
+    const int sized = o->model == SIM_NETWORK_SMPI || o->model == SIM_NETWORK_STREAM;
     snprintf(model, sizeof model, "--cfg=network/model:%s",
-             sim_network_model_name(o->model == SIM_NETWORK_SMPI ? SIM_NETWORK_LV08 : o->model));
+             sim_network_model_name(sized ? SIM_NETWORK_LV08 : o->model));
     char *argv[10] = {"syncsim", model, NULL};
     int argc = 2;
     if (o->model == SIM_NETWORK_CM02) argv[argc++] = "--cfg=network/crosstraffic:0";
@@ -767,9 +771,10 @@ int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out) {
     if (o->model == SIM_NETWORK_NS3) on_exit(ns3_exit_before_engine, NULL);
     simgrid_load_platform(path);
     /* ns-3 pays its latencies packet by packet: no calibration factor on top */
-    sim_fabric_install(o->model == SIM_NETWORK_LV08   ? SIM_FACTORS_LV08
-                       : o->model == SIM_NETWORK_SMPI ? SIM_FACTORS_SMPI
-                                                      : SIM_FACTORS_NONE);
+    sim_fabric_install(o->model == SIM_NETWORK_LV08     ? SIM_FACTORS_LV08
+                       : o->model == SIM_NETWORK_SMPI   ? SIM_FACTORS_SMPI
+                       : o->model == SIM_NETWORK_STREAM ? SIM_FACTORS_STREAM
+                                                        : SIM_FACTORS_NONE);
 
     sim_cluster *c = ss_calloc(1, sizeof *c);
     c->platform_path = strdup(path);

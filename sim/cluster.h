@@ -49,20 +49,23 @@
  * point-to-point links with drop-tail queues, so slow start, incast losses and retransmissions
  * appear; it is slower and accepts fewer platform forms (sim_platform_check_ns3()). SMPI is
  * SimGrid's MPI calibration of LV08: TCP latency and bandwidth factors that depend on the
- * message size (about 2 x latency below 64 KiB instead of 13.01), for small messages over TCP. */
+ * message size (about 2 x latency below 64 KiB instead of 13.01), for small messages over TCP.
+ * TCP-stream is SMPI below 64 KiB and a persistent TCP stream from there (latency x 1, bandwidth
+ * x 1448/1538), for NCCL over sockets (sim/fabric.h). */
 typedef enum sim_network_model {
     SIM_NETWORK_LV08 = 0, /* default */
     SIM_NETWORK_CM02 = 1,
     SIM_NETWORK_NS3 = 2, /* "ns-3" */
-    SIM_NETWORK_SMPI = 3
+    SIM_NETWORK_SMPI = 3,
+    SIM_NETWORK_STREAM = 4 /* "TCP-stream" */
 } sim_network_model;
 
 /* The ns-3 settings every ns-3 run uses (SimGrid's ns3/TcpModel and ns3/seed). */
 #define SIM_NS3_TCP_MODEL "NewReno"
 #define SIM_NS3_SEED      "1"
 
-/* "LV08", "CM02", "ns-3" or "SMPI" (case-insensitive); SS_EUSAGE naming `option` and the valid
- * values. */
+/* "LV08", "CM02", "ns-3", "SMPI" or "TCP-stream" (case-insensitive); SS_EUSAGE naming `option` and
+ * the valid values. */
 int sim_network_model_parse(const char *option, const char *text, sim_network_model *out);
 const char *sim_network_model_name(sim_network_model m);
 

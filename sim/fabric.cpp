@@ -50,6 +50,20 @@ const double smpi_bw[] = {0.940694, 0.697866, 0.58729,  1.08739, 0.77493,
                           0.608902, 0.341987, 0.338112, 0.812084};
 const int smpi_steps = sizeof smpi_threshold / sizeof smpi_threshold[0];
 
+/* TCP-stream: SMPI's factors below its first threshold (65472 bytes, where MPI over TCP leaves
+ * its eager protocol for a rendezvous: OpenMPI's btl_tcp_eager_limit is 64 KiB), and from there
+ * the factors of a warm TCP connection that streams what it is given, as NCCL's socket transport
+ * does (its receiver posts buffers ahead, so no message waits for a handshake, and a connection
+ * kept busy has its congestion window open):
+ * - latency x 1: the route's latency, once;
+ * - bandwidth x 1448 / 1538: the TCP payload of a 1500-byte Ethernet frame (1500 less 20 bytes
+ *   of IPv4 header, 20 of TCP header and 12 of the timestamp option, which Linux sends by
+ *   default) over what the frame occupies on the wire (1500 plus 14 bytes of Ethernet header,
+ *   4 of FCS, 8 of preamble and 12 of inter-frame gap; IEEE 802.3). Jumbo frames would give
+ *   8948 / 9038; the platforms say nothing of MTUs, so this assumes the default. */
+const double stream_lat = 1.0;
+const double stream_bw = 1448.0 / 1538.0;
+
 int smpi_index(double bytes) {
     for (int i = 0; i < smpi_steps; i++)
         if (bytes >= smpi_threshold[i]) return i;
@@ -60,12 +74,15 @@ bool installed = false;                    /* the callbacks are in place */
 sim_factor_set factors = SIM_FACTORS_LV08; /* the factors of the run */
 
 /* A TCP route's factor for a message of `bytes` under the installed set: LV08's fixed one, the
- * SMPI table's row, or 1. */
+ * SMPI table's row, the stream's from 64 KiB under TCP-stream, or 1. */
 double tcp_factor(const double *lv08_table, const double *smpi_table, double bytes) {
     switch (factors) {
     case SIM_FACTORS_LV08:
         return lv08_table[SIM_FABRIC_ETHERNET];
     case SIM_FACTORS_SMPI:
+        return smpi_table[smpi_index(bytes)];
+    case SIM_FACTORS_STREAM:
+        if (bytes >= smpi_threshold[0]) return smpi_table == smpi_lat ? stream_lat : stream_bw;
         return smpi_table[smpi_index(bytes)];
     default:
         return 1.0;
@@ -208,7 +225,7 @@ double sim_fabric_tcp_bandwidth_factor(double bytes) {
 }
 
 int sim_fabric_tcp_size_steps(const double **thresholds) {
-    if (factors != SIM_FACTORS_SMPI) {
+    if (factors != SIM_FACTORS_SMPI && factors != SIM_FACTORS_STREAM) {
         static const double zero = 0;
         *thresholds = &zero;
         return 1;

@@ -16,7 +16,11 @@
  *   (no callback is installed), so flat platforms keep their times to the bit;
  * - under SMPI the TCP routes take SimGrid's SMPI factors instead, which depend on the message
  *   size (about 2 x the latency below 64 KiB, 11.6 x from 64 KiB; fabric.cpp); other routes as
- *   under LV08. */
+ *   under LV08;
+ * - under TCP-stream the TCP routes take SMPI's factors below 64 KiB and those of a warm,
+ *   persistent TCP stream from 64 KiB: latency x 1 (no rendezvous handshake, no window to
+ *   open) and bandwidth x 1448/1538 (TCP payload per 1500-byte Ethernet frame on the wire): the
+ *   way NCCL's socket transport moves large messages (fabric.cpp). */
 #ifndef SS_SIM_FABRIC_H
 #define SS_SIM_FABRIC_H
 
@@ -45,16 +49,18 @@ const char *sim_fabric_valid_names(void);
 double sim_fabric_lv08_latency_factor(sim_fabric f);
 double sim_fabric_lv08_bandwidth_factor(sim_fabric f);
 
-/* The factors a run applies: none (CM02, ns-3), LV08's, or SMPI's size-dependent ones. */
+/* The factors a run applies: none (CM02, ns-3), LV08's, SMPI's size-dependent ones, or SMPI's
+ * below 64 KiB and a persistent stream's from there (TCP-stream). */
 typedef enum sim_factor_set {
     SIM_FACTORS_NONE = 0,
     SIM_FACTORS_LV08 = 1,
-    SIM_FACTORS_SMPI = 2
+    SIM_FACTORS_SMPI = 2,
+    SIM_FACTORS_STREAM = 3
 } sim_factor_set;
 
 /* Installs the per-route factor callbacks on SimGrid's network model where the set needs them
- * (LV08 on a platform with a non-TCP fabric; SMPI always); otherwise leaves the model as
- * configured. Call once, after simgrid_load_platform(). */
+ * (LV08 on a platform with a non-TCP fabric; SMPI and TCP-stream always); otherwise leaves the
+ * model as configured. Call once, after simgrid_load_platform(). */
 void sim_fabric_install(sim_factor_set set);
 
 /* The factors of a TCP route for a message of `bytes` under the installed set (1 under none). */

@@ -1,6 +1,7 @@
 /* The SMPI network model (--network-model SMPI): SimGrid's size-dependent TCP factors against
  * closed forms, the closed-form collectives against their message-level forms under it, and the
- * routes it leaves alone. Every simulation runs in its own process (bench_network_allreduce). */
+ * routes it leaves alone; and TCP-stream, SMPI below 64 KiB and a persistent stream above. Every
+ * simulation runs in its own process (bench_network_allreduce). */
 #include "net_star.h"
 
 #include <unistd.h>
@@ -35,8 +36,12 @@ static void test_parse(void) {
     CU_ASSERT_EQUAL(sim_network_model_parse("--network-model", "smpi", &m), SS_OK);
     CU_ASSERT_EQUAL(m, SIM_NETWORK_SMPI);
     CU_ASSERT_STRING_EQUAL(sim_network_model_name(SIM_NETWORK_SMPI), "SMPI");
+    CU_ASSERT_EQUAL(sim_network_model_parse("--network-model", "tcp-stream", &m), SS_OK);
+    CU_ASSERT_EQUAL(m, SIM_NETWORK_STREAM);
+    CU_ASSERT_STRING_EQUAL(sim_network_model_name(SIM_NETWORK_STREAM), "TCP-stream");
     CU_ASSERT_EQUAL(sim_network_model_parse("--network-model", "MPI", &m), SS_EUSAGE);
     CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "SMPI"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "TCP-stream"));
 }
 
 /* One flow of B bytes (a worker pushing to a server) on either side of every threshold:
@@ -104,6 +109,60 @@ static void test_coarse_matches(void) {
     }
 }
 
+/* TCP-stream: one flow below 65472 bytes takes SMPI's time to the bit; from there the route
+ * latency once and the payload share of a 1500-byte frame, 1448/1538, of the bandwidth. */
+static void test_stream_single_flow(void) {
+    char p[64];
+    CU_ASSERT_EQUAL_FATAL(net_star_write("test_stream", 1, 1, 1, BW_BPS, LAT_S, p, sizeof p),
+                          SS_OK);
+    static const double below[] = {100, 9000, 15424, 65471};
+    for (size_t i = 0; i < sizeof below / sizeof below[0]; i++)
+        CU_ASSERT(net_star_run_s(p, 1, below[i], SIM_NETWORK_STREAM, BENCH_INCAST) ==
+                  net_star_run_s(p, 1, below[i], SIM_NETWORK_SMPI, BENCH_INCAST));
+    static const double above[] = {65472, 1e6, 1e8};
+    for (size_t i = 0; i < sizeof above / sizeof above[0]; i++) {
+        const double closed = ROUTE_LAT_S + above[i] * 8 / (BW_BPS * 1448.0 / 1538.0);
+        SS_CHECK_CLOSE(net_star_run_s(p, 1, above[i], SIM_NETWORK_STREAM, BENCH_INCAST), closed,
+                       1e-12, 1e-9);
+    }
+    remove(p);
+}
+
+/* Under TCP-stream the closed forms still stand for the message-level algorithms: ring-coarse
+ * for the ring on a star, hier-coarse for hier (Simple) on the TCP reference's nodes, within 1 %
+ * on both sides of the 64 KiB switch. */
+static void test_stream_coarse_matches(void) {
+    char p[64];
+    CU_ASSERT_EQUAL_FATAL(net_star_write("test_stream", 8, 0, 1, BW_BPS, LAT_S, p, sizeof p),
+                          SS_OK);
+    static const double sizes[] = {4096, 262144, 1048576, 16777216};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        double ring = net_star_run_s(p, 8, sizes[i], SIM_NETWORK_STREAM, SIM_ALLREDUCE_RING);
+        double coarse =
+            net_star_run_s(p, 8, sizes[i], SIM_NETWORK_STREAM, SIM_ALLREDUCE_RING_COARSE);
+        if (fabs(coarse / ring - 1) > 0.01)
+            fprintf(stderr, "\n  ring %g B: %.6g s, coarse %.6g s", sizes[i], ring, coarse);
+        SS_CHECK_CLOSE(coarse, ring, 0, 0.01);
+    }
+    remove(p);
+    const char *nodes = SS_SOURCE_DIR "/traces/reference/nccl/tcp-8x4-rtx2080ti-10gbe/platform.xml";
+    static const double hier_sizes[] = {65536, 2097152, 16777216};
+    for (size_t i = 0; i < sizeof hier_sizes / sizeof hier_sizes[0]; i++) {
+        double hier, coarse, wall;
+        CU_ASSERT_EQUAL(bench_network_allreduce_protocol(nodes, 32, hier_sizes[i],
+                                                         SIM_NETWORK_STREAM, SIM_ALLREDUCE_HIER,
+                                                         SIM_PROTOCOL_SIMPLE, &hier, &wall, NULL),
+                        SS_OK);
+        CU_ASSERT_EQUAL(bench_network_allreduce_protocol(
+                            nodes, 32, hier_sizes[i], SIM_NETWORK_STREAM, SIM_ALLREDUCE_HIER_COARSE,
+                            SIM_PROTOCOL_SIMPLE, &coarse, &wall, NULL),
+                        SS_OK);
+        if (fabs(coarse / hier - 1) > 0.01)
+            fprintf(stderr, "\n  hier %g B: %.6g s, coarse %.6g s", hier_sizes[i], hier, coarse);
+        SS_CHECK_CLOSE(coarse, hier, 0, 0.01);
+    }
+}
+
 /* Routes without TCP (InfiniBand, NVLink, PCIe) take the same factors as under LV08: the same
  * times to the bit; and on a TCP route large messages differ from LV08 only by the two
  * models' large-message factors. */
@@ -117,15 +176,19 @@ static void test_non_tcp_untouched(void) {
 }
 
 static CU_TestInfo smpi_tests[] = {
-    {"sim_network_model_parse SMPI", test_parse},
+    {"sim_network_model_parse SMPI, TCP-stream", test_parse},
     {"SMPI single flow vs latency x lat(B) + B / (bw x bw(B)) at every threshold",
      test_single_flow},
     {"SMPI: ring-coarse = ring, hier-coarse = hier within 1 % (LL: 4 %)", test_coarse_matches},
     {"SMPI = LV08 on InfiniBand and NVLink routes", test_non_tcp_untouched},
+    {"TCP-stream single flow: SMPI below 64 KiB, latency + B / (bw x 1448/1538) above",
+     test_stream_single_flow},
+    {"TCP-stream: ring-coarse = ring, hier-coarse = hier within 1 %", test_stream_coarse_matches},
     CU_TEST_INFO_NULL};
 
 int main(void) {
-    CU_SuiteInfo suites[] = {{"network model SMPI", NULL, NULL, NULL, NULL, smpi_tests},
-                             CU_SUITE_INFO_NULL};
+    CU_SuiteInfo suites[] = {
+        {"network models SMPI and TCP-stream", NULL, NULL, NULL, NULL, smpi_tests},
+        CU_SUITE_INFO_NULL};
     return ss_test_main(suites);
 }

@@ -75,23 +75,22 @@ static void test_table_closed_form(void) {
     }
 }
 
-/* The shipped references. The CI bounds are what the current model meets (README.md, "Validate
- * against nccl-tests"): the issue's 10 % / 30 % targets are not met yet, which the default
- * bounds report with exit 1. */
+/* The shipped references at the default bounds, the issue's targets: 10 % above 1 MiB, 30 %
+ * below (README.md, "Validate against nccl-tests"); a tighter bound reports the excess with
+ * exit 1. */
 static void test_references(void) {
+    expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl", 0,
+           "ib-3x8-a100-hdr", "nvlink-2x-rtx2080ti");
+    expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl", 0,
+           "ib-8x4-rtx2080ti-edr", "tcp-8x4-rtx2080ti-10gbe");
+    /* the TCP reference runs under TCP-stream: under LV08 every small message pays 13.01 x the
+     * latency (3 x too slow below 1 MiB), under SMPI every message from 64 KiB pays MPI's
+     * rendezvous (11.6 x), which NCCL's sockets do not (16.4 % above 1 MiB) */
+    expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl", 0,
+           "32 ranks, auto, TCP-stream", NULL);
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl "
-           "--max-error-large 0.2",
-           0, "ib-3x8-a100-hdr", "nvlink-2x-rtx2080ti");
-    expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl "
-           "--max-error-large 0.2",
-           0, "ib-8x4-rtx2080ti-edr", "tcp-8x4-rtx2080ti-10gbe");
-    /* the TCP reference runs under SMPI's size-dependent factors: LV08's 13.01 x latency on every
-     * small message made it 3 x too slow below 1 MiB */
-    expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl "
-           "--max-error-large 0.2",
-           0, "32 ranks, auto, SMPI", NULL);
-    expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl", 1,
-           "exceed the bounds", "EXCEEDED");
+           "--max-error-large 0.05",
+           1, "exceed the bounds", "EXCEEDED");
     expect("validate network --references /nonexistent", 1, "cannot open /nonexistent", NULL);
     expect("validate", 2, "validate needs a target: network", NULL);
     expect("validate network --max-error-large x", 2, "--max-error-large", NULL);
