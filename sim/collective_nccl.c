@@ -578,7 +578,10 @@ static void choose(sim_comm *c, double bytes, const sim_coll_opts *o, sim_allred
             s = estimate_ring_s(&e, bytes, scale, p);
             if (s < best_s) best_s = s, *algo = any ? SIM_ALLREDUCE_RING : only, *proto = p;
         }
-        if (nodes_apply &&
+        /* auto takes hier under Simple only: it stands for NCCL's multi-rail rings where the
+         * bandwidth decides; for latency-bound messages NCCL runs its ring or its tree, whose
+         * step counts hier's 2 (G - 1) + 2 (K - 1) undercut (README.md, "Collectives") */
+        if (nodes_apply && (only != SIM_ALLREDUCE_AUTO || p == SIM_PROTOCOL_SIMPLE) &&
             (any || only == SIM_ALLREDUCE_HIER || only == SIM_ALLREDUCE_HIER_COARSE)) {
             s = estimate_hier_s(&e, bytes, p);
             if (s < best_s) best_s = s, *algo = any ? SIM_ALLREDUCE_HIER : only, *proto = p;

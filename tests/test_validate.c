@@ -83,6 +83,8 @@ static void test_references(void) {
            "ib-3x8-a100-hdr", "nvlink-2x-rtx2080ti");
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl", 0,
            "ib-8x4-rtx2080ti-edr", "tcp-8x4-rtx2080ti-10gbe");
+    expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl", 0,
+           "nvswitch-8x-a100-ndv4", "ib-2x8-a100-ndv4");
     /* the TCP reference runs under TCP-stream: under LV08 every small message pays 13.01 x the
      * latency (3 x too slow below 1 MiB), under SMPI every message from 64 KiB pays MPI's
      * rendezvous (11.6 x), which NCCL's sockets do not (16.4 % above 1 MiB) */
