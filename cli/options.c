@@ -57,7 +57,7 @@ typedef struct opt_def {
 #define SIM POL_SIMULATED
 static const opt_def head_rows[] = {
     {"help", OPT_TYPE_FLAG, F(help), NULL, 0, 0, CMD_ALL, NULL, "", "print this help and exit", 0},
-    {"config", OPT_TYPE_STRING, F(config_file), "", 0, 0, CMD_RUN, NULL, "FILE",
+    {"config", OPT_TYPE_STRING, F(config_file), "", 0, 0, CMD_RUN | CMD_REPLAY, NULL, "FILE",
      "read options from an INI file (e.g. a run's config.ini) before the command line", 0},
     {"seed", OPT_TYPE_U64, F(seed), "1", 0, 0, CMD_RUN | CMD_REPLAY | CMD_VALIDATE, NULL, "S",
      "seed of every random choice; the same seed gives the same run bit for bit", 0},
@@ -588,7 +588,7 @@ static int config_key_handler(void *user, const char *section, const char *name,
     (void)section;
     ini_context *c = user;
     if (c->status != SS_OK) return 0;
-    int i = find_option(name);
+    int i = find_option_for(c->command, name);
     if (i < 0 || !(options_table[i].commands & c->command) || !strcmp(name, "config")) {
         const char *near = closest_option(c->command, name);
         snprintf(c->problem, sizeof c->problem, "unknown key '%s' for 'syncsim %s'%s%s%s", name,
@@ -670,7 +670,7 @@ int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
             v = argv[a + 1];
         else if (!strncmp(argv[a], "--config=", 9))
             v = argv[a] + 9;
-        if (v && (command & CMD_RUN)) {
+        if (v && (command & (CMD_RUN | CMD_REPLAY))) {
             int rc = read_config_file(command, v, cfg);
             if (rc != SS_OK) return rc;
         }
@@ -829,18 +829,18 @@ static int describes_other_platform(const opt_def *o, const run_config *cfg) {
 
 void options_write_ini(unsigned command, const run_config *cfg, FILE *out) {
     table_init();
-    /* A run writes the options of its own policy only, so that the file re-runs as it is. */
-    const unsigned pol = command == CMD_TRAIN ? policy_bit(cfg) : 0;
-    fprintf(out, "# syncsim %s configuration, fully resolved; re-run with\n",
-            command_name(command));
-    fprintf(out, "#   syncsim %s --config THIS_FILE\n[%s]\n", command_name(command),
-            command_name(command));
+    /* A run writes its own policy's options (it re-runs as it is); a replay those it was given */
+    const unsigned pol = command == CMD_TRAIN ? policy_bit(cfg) : 0, given = command == CMD_REPLAY;
+    const char *c = command_name(command);
+    fprintf(out, "# syncsim %s configuration, %s; re-run with\n", c,
+            given ? "the options given (the rest from the trace)" : "fully resolved");
+    fprintf(out, "#   syncsim %s --config THIS_FILE\n[%s]\n", c, c);
     char buf[RUN_CONFIG_TEXT + 32];
     for (int i = 0; i < OPTIONS_COUNT; i++) {
         const opt_def *o = &options_table[i];
-        if (!(o->commands & command) || is_meta(o)) continue;
-        if (pol && o->policies && !(o->policies & pol)) continue;
-        if (describes_other_platform(o, cfg)) continue;
+        if (!(o->commands & command) || is_meta(o) || describes_other_platform(o, cfg)) continue;
+        const int skip = (pol && o->policies && !(o->policies & pol)) || (given && !cfg->set[i]);
+        if (skip && strcmp(o->name, "seed")) continue; /* seed: no policy, always written */
         format_value(o, cfg, buf, sizeof buf);
         fprintf(out, "%s = %s\n", o->name, buf);
     }

@@ -169,6 +169,55 @@ static void test_identical_runs(void) {
     CU_ASSERT(file_equal(a, b));
 }
 
+/* The "sim_time_s" line of DIR/summary.json (caller frees), or NULL. */
+static char *sim_time_line(const char *dir) {
+    char cmd[600], *out = NULL;
+    snprintf(cmd, sizeof cmd, "grep '\"sim_time_s\"' '%s/summary.json'", dir);
+    if (ss_test_shell(cmd, &out) != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* A replay's config.ini holds the options it was given (and the seed), not the defaults of the
+ * others, which it took from the trace: re-run with --config, it replays the same. */
+static void test_replay_config(void) {
+    char args[1200], a[400], b[400];
+    snprintf(args, sizeof args,
+             "train --policy bsp --workers 4 --dataset synthetic --model mlp:32 --epochs 0.2 "
+             "--bandwidth 10Gbps --network-model SMPI --seed 3 --out %s/rec",
+             tmp_dir);
+    expect(args, 0, NULL, NULL);
+    const char *given[] = {"", "--network-model CM02 --seed 4"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof args, "replay --trace %s/rec/steps.trace %s --out %s/rep%d", tmp_dir,
+                 given[k], tmp_dir, k);
+        expect(args, 0, "recorded simulated time", NULL);
+        snprintf(a, sizeof a, "%s/rep%d", tmp_dir, k);
+        snprintf(args, sizeof args, "grep -c 'network-model\\|bandwidth' '%s/config.ini'", a);
+        char *count = NULL;
+        ss_test_shell(args, &count);
+        CU_ASSERT(count && atoi(count) == k); /* the trace's SMPI and 10Gbps stay in the trace */
+        free(count);
+        snprintf(args, sizeof args, "replay --config %s/config.ini --out %s/again%d", a, tmp_dir,
+                 k);
+        expect(args, 0, NULL, NULL);
+        snprintf(b, sizeof b, "%s/again%d", tmp_dir, k);
+        char *t1 = sim_time_line(a), *t2 = sim_time_line(b);
+        CU_ASSERT(t1 && t2 && !strcmp(t1, t2));
+        free(t1);
+        free(t2);
+    }
+    /* with the given model the replay differs from the recorded SMPI one */
+    snprintf(a, sizeof a, "%s/rep0", tmp_dir);
+    snprintf(b, sizeof b, "%s/rep1", tmp_dir);
+    char *t1 = sim_time_line(a), *t2 = sim_time_line(b);
+    CU_ASSERT(t1 && t2 && strcmp(t1, t2));
+    free(t1);
+    free(t2);
+}
+
 /* compare: one row per (network, policy), TTA and speedup against BSP. */
 static void test_compare(void) {
     char args[600], *out = NULL;
@@ -205,6 +254,8 @@ static CU_TestInfo cli_tests[] = {
     {"syncsim train: a diverged run exits 3 with complete outputs", test_diverged_run},
     {"syncsim train: identical runs give identical outputs; config.ini re-runs",
      test_identical_runs},
+    {"syncsim replay: config.ini holds the options given and re-runs the same replay",
+     test_replay_config},
     {"syncsim compare: table, compare.csv, speedup of BSP is 1", test_compare},
     CU_TEST_INFO_NULL,
 };
