@@ -833,7 +833,7 @@ void options_write_ini(unsigned command, const run_config *cfg, FILE *out) {
     const unsigned pol = command == CMD_TRAIN ? policy_bit(cfg) : 0, given = command == CMD_REPLAY;
     const char *c = command_name(command);
     fprintf(out, "# syncsim %s configuration, %s; re-run with\n", c,
-            given ? "the options given (the rest from the trace)" : "fully resolved");
+            given ? "the options given (the rest as recorded, or defaults)" : "fully resolved");
     fprintf(out, "#   syncsim %s --config THIS_FILE\n[%s]\n", c, c);
     char buf[RUN_CONFIG_TEXT + 32];
     for (int i = 0; i < OPTIONS_COUNT; i++) {
