@@ -75,26 +75,25 @@ sim_factor_set factors = SIM_FACTORS_LV08; /* the factors of the run */
 
 /* A TCP route's factor for a message of `bytes` under the installed set: LV08's fixed one, the
  * SMPI table's row, the stream's from 64 KiB under TCP-stream, or 1. */
-double tcp_factor(const double *lv08_table, const double *smpi_table, double bytes) {
+double tcp_factor(const double *lv08_table, const double *smpi_table, double stream, double bytes) {
     switch (factors) {
     case SIM_FACTORS_LV08:
         return lv08_table[SIM_FABRIC_ETHERNET];
     case SIM_FACTORS_SMPI:
         return smpi_table[smpi_index(bytes)];
     case SIM_FACTORS_STREAM:
-        if (bytes >= smpi_threshold[0]) return smpi_table == smpi_lat ? stream_lat : stream_bw;
-        return smpi_table[smpi_index(bytes)];
+        return bytes >= smpi_threshold[0] ? stream : smpi_table[smpi_index(bytes)];
     default:
         return 1.0;
     }
 }
 
 double tcp_lat(double bytes) {
-    return tcp_factor(lat_factor, smpi_lat, bytes);
+    return tcp_factor(lat_factor, smpi_lat, stream_lat, bytes);
 }
 
 double tcp_bw(double bytes) {
-    return tcp_factor(bw_factor, smpi_bw, bytes);
+    return tcp_factor(bw_factor, smpi_bw, stream_bw, bytes);
 }
 
 /* Fabric of each link seen so far; SimGrid links live as long as the engine. */
