@@ -166,8 +166,11 @@ static void test_profiles(void) {
     static const struct {
         const char *name;
         double params;
-    } ref[] = {{"vgg11", 132863336}, {"alexnet", 61100840}, {"resnet50", 25557032}};
-    for (int i = 0; i < 3; i++) {
+    } ref[] = {{"vgg11", 132863336},
+               {"alexnet", 61100840},
+               {"resnet50", 25557032},
+               {"inception3", 23834568}}; /* torchvision's 27161264 less its auxiliary head */
+    for (int i = 0; i < 4; i++) {
         model_profile p;
         CU_ASSERT_EQUAL_FATAL(profile_find(ref[i].name, &p), SS_OK);
         CU_ASSERT_EQUAL(p.version, 3);
@@ -224,8 +227,9 @@ static void expect_validate(const char *file, int rows, double lo, double hi, in
 static void test_validate(void) {
     /* with the tile overheads (fitted on the H100 alone, README "validate compute") the published
      * median is 11.6 %; without them it was 22.8 %. VGG-16 and AlexNet on the P100 stay 34 to
-     * 41 % too slow (cuDNN's Winograd and FFT convolutions do fewer operations than counted) */
-    expect_validate("throughputs.csv", 13, 0.10, 0.13, 1);
+     * 41 % too slow (cuDNN's Winograd and FFT convolutions do fewer operations than counted),
+     * Inception v3 41 to 54 % too fast (15 rows) */
+    expect_validate("throughputs.csv", 15, 0.10, 0.13, 1);
     /* the throughputs measured on an H100: median 8.0 % over 21 rows (3.7 % over the 15 of
      * ResNet and VGG; VGG-16 fp32 -31.5 %: Winograd; AlexNet in tf32 and fp16 +38 to +104 %) */
     expect_validate("h100-measured.csv", 21, 0.06, 0.10, 1);

@@ -287,7 +287,9 @@ int profile_find(const char *name_or_path, model_profile *out) {
         return ss_error_set(
             SS_EUSAGE,
             "--profile: no profile '%s' in %s (provided: resnet101, resnet50, vgg11, "
-            "alexnet, transformer, resnet101-imagenet, vgg16; or give a path to a .profile file)",
+            "alexnet, transformer, resnet101-imagenet, vgg16, inception3; or give a path to a "
+            ".profile "
+            "file)",
             name_or_path, profile_dir());
     int rc = profile_read(fp, path, out);
     fclose(fp);

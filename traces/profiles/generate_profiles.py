@@ -210,6 +210,115 @@ def vgg11_torchvision(h=32, classes=1000, cfg=VGG_A, name="vgg11"):
     return p
 
 
+def conv_rect(p, name, cin, cout, kh, kw, h_in, w_in, h_out, w_out):
+    """A kh x kw convolution without bias from cin x h_in x w_in to cout x h_out x w_out (the
+    rectangular and strided 'valid' ones of Inception), counted as conv() counts."""
+    p.layer(name, kh * kw * cin * cout, 2 * kh * kw * cin * cout * h_out * w_out,
+            in_el=cin * h_in * w_in, out_el=cout * h_out * w_out, k=2, kind="conv",
+            gemm=(cout, kh * kw * cin))
+
+
+def basic_conv(p, name, cin, cout, kh, kw, h_in, h_out):
+    """Inception's BasicConv2d on square maps: convolution (no bias), batch norm, ReLU."""
+    conv_rect(p, name + ".conv", cin, cout, kh, kw, h_in, h_in, h_out, h_out)
+    bn(p, name + ".bn+relu", cout, h_out, h_out)
+
+
+def pool(p, name, c, h_in, h_out, k=3):
+    elementwise(p, name, k * k * c * h_out * h_out, c * h_in * h_in, c * h_out * h_out)
+
+
+def concat(p, name, c, h):
+    """torch.cat of the branches: one copy forward; backward slices (views, no kernel)."""
+    e = c * h * h
+    p.layer(name, 0, 0, 0, fb=8 * e, bb=0, k=1, kind="eltwise")
+
+
+def inception_v3(classes=1000, aux=False):
+    """Inception v3 as torchvision.models.inception_v3 builds it (Szegedy et al. 2016), at
+    3x299x299: the stem, Mixed_5b-5d (A), 6a (B), 6b-6e (C), 7a (D), 7b-7c (E), 8x8 average pool
+    and the classifier; every convolution a BasicConv2d. aux: the auxiliary classifier after
+    Mixed_6e (torchvision trains with it; tf_cnn_benchmarks' inception3, the model of Horovod's
+    published benchmark, leaves it out by default). Pool branches: average pools (torchvision;
+    tf_cnn_benchmarks takes a max pool in the last block: the same counts)."""
+    p = Profile("inception3")
+    b = lambda *a: basic_conv(p, *a)
+    b("Conv2d_1a_3x3", 3, 32, 3, 3, 299, 149)
+    b("Conv2d_2a_3x3", 32, 32, 3, 3, 149, 147)
+    b("Conv2d_2b_3x3", 32, 64, 3, 3, 147, 147)
+    pool(p, "maxpool1", 64, 147, 73)
+    b("Conv2d_3b_1x1", 64, 80, 1, 1, 73, 73)
+    b("Conv2d_4a_3x3", 80, 192, 3, 3, 73, 71)
+    pool(p, "maxpool2", 192, 71, 35)
+    c = 192
+    for name, pf in (("Mixed_5b", 32), ("Mixed_5c", 64), ("Mixed_5d", 64)):
+        h = 35
+        b(name + ".branch1x1", c, 64, 1, 1, h, h)
+        b(name + ".branch5x5_1", c, 48, 1, 1, h, h)
+        b(name + ".branch5x5_2", 48, 64, 5, 5, h, h)
+        b(name + ".branch3x3dbl_1", c, 64, 1, 1, h, h)
+        b(name + ".branch3x3dbl_2", 64, 96, 3, 3, h, h)
+        b(name + ".branch3x3dbl_3", 96, 96, 3, 3, h, h)
+        pool(p, name + ".avgpool", c, h, h)
+        b(name + ".branch_pool", c, pf, 1, 1, h, h)
+        c = 64 + 64 + 96 + pf
+        concat(p, name + ".cat", c, h)
+    b("Mixed_6a.branch3x3", c, 384, 3, 3, 35, 17)
+    b("Mixed_6a.branch3x3dbl_1", c, 64, 1, 1, 35, 35)
+    b("Mixed_6a.branch3x3dbl_2", 64, 96, 3, 3, 35, 35)
+    b("Mixed_6a.branch3x3dbl_3", 96, 96, 3, 3, 35, 17)
+    pool(p, "Mixed_6a.maxpool", c, 35, 17)
+    c = 384 + 96 + c
+    concat(p, "Mixed_6a.cat", c, 17)
+    for name, c7 in (("Mixed_6b", 128), ("Mixed_6c", 160), ("Mixed_6d", 160), ("Mixed_6e", 192)):
+        h = 17
+        b(name + ".branch1x1", c, 192, 1, 1, h, h)
+        b(name + ".branch7x7_1", c, c7, 1, 1, h, h)
+        b(name + ".branch7x7_2", c7, c7, 1, 7, h, h)
+        b(name + ".branch7x7_3", c7, 192, 7, 1, h, h)
+        b(name + ".branch7x7dbl_1", c, c7, 1, 1, h, h)
+        b(name + ".branch7x7dbl_2", c7, c7, 7, 1, h, h)
+        b(name + ".branch7x7dbl_3", c7, c7, 1, 7, h, h)
+        b(name + ".branch7x7dbl_4", c7, c7, 7, 1, h, h)
+        b(name + ".branch7x7dbl_5", c7, 192, 1, 7, h, h)
+        pool(p, name + ".avgpool", c, h, h)
+        b(name + ".branch_pool", c, 192, 1, 1, h, h)
+        c = 4 * 192
+        concat(p, name + ".cat", c, h)
+    if aux:
+        pool(p, "AuxLogits.avgpool", c, 17, 5, k=5)
+        b("AuxLogits.conv0", c, 128, 1, 1, 5, 5)
+        b("AuxLogits.conv1", 128, 768, 5, 5, 5, 1)
+        linear(p, "AuxLogits.fc", 768, classes)
+    b("Mixed_7a.branch3x3_1", c, 192, 1, 1, 17, 17)
+    b("Mixed_7a.branch3x3_2", 192, 320, 3, 3, 17, 8)
+    b("Mixed_7a.branch7x7x3_1", c, 192, 1, 1, 17, 17)
+    b("Mixed_7a.branch7x7x3_2", 192, 192, 1, 7, 17, 17)
+    b("Mixed_7a.branch7x7x3_3", 192, 192, 7, 1, 17, 17)
+    b("Mixed_7a.branch7x7x3_4", 192, 192, 3, 3, 17, 8)
+    pool(p, "Mixed_7a.maxpool", c, 17, 8)
+    c = 320 + 192 + c
+    concat(p, "Mixed_7a.cat", c, 8)
+    for name in ("Mixed_7b", "Mixed_7c"):
+        h = 8
+        b(name + ".branch1x1", c, 320, 1, 1, h, h)
+        b(name + ".branch3x3_1", c, 384, 1, 1, h, h)
+        b(name + ".branch3x3_2a", 384, 384, 1, 3, h, h)
+        b(name + ".branch3x3_2b", 384, 384, 3, 1, h, h)
+        b(name + ".branch3x3dbl_1", c, 448, 1, 1, h, h)
+        b(name + ".branch3x3dbl_2", 448, 384, 3, 3, h, h)
+        b(name + ".branch3x3dbl_3a", 384, 384, 1, 3, h, h)
+        b(name + ".branch3x3dbl_3b", 384, 384, 3, 1, h, h)
+        pool(p, name + ".avgpool", c, h, h)
+        b(name + ".branch_pool", c, 192, 1, 1, h, h)
+        c = 320 + 768 + 768 + 192
+        concat(p, name + ".cat", c, h)
+    elementwise(p, "avgpool8", c * 64, c * 64, c)
+    linear(p, "fc", c, classes)
+    elementwise(p, "softmax_xent", 5 * classes, classes, classes)
+    return p
+
+
 def alexnet():
     """AlexNet as torchvision builds it (Krizhevsky 2014, "One weird trick"), 3x224x224."""
     p = Profile("alexnet")
@@ -335,6 +444,27 @@ def main():
     out.append((a, ["Krizhevsky: One weird trick for parallelizing convolutional neural "
                     "networks, 2014; torchvision.models.alexnet",
                     "torchvision documents 61100840 parameters"]))
+    i3 = inception_v3()
+    with_aux = inception_v3(aux=True).params()
+    if with_aux != 27161264:
+        raise SystemExit("inception3 with its auxiliary head: %d parameters, torchvision "
+                         "documents 27161264" % with_aux)
+    i3.describe("Inception v3 (torchvision form, without the auxiliary classifier), "
+                "ImageNet 3x299x299, 1000 classes",
+                "3x299x299",
+                "1000",
+                "64",
+                str(3 * 299 * 299 * 4 + 8),
+                str(i3.params()))
+    out.append((i3, ["Szegedy, Vanhoucke, Ioffe, Shlens, Wojna: Rethinking the Inception "
+                     "Architecture for Computer Vision, CVPR 2016; torchvision.models.inception_v3",
+                     "torchvision documents 27161264 parameters, its auxiliary classifier "
+                     "included; the same formulas give exactly that with it, and %d without it "
+                     "(%d for the auxiliary head)" % (i3.params(), with_aux - i3.params()),
+                     "without the auxiliary head, as tf_cnn_benchmarks' inception3 (Horovod's "
+                     "published benchmark) trains by default (models/inception_model.py: "
+                     "auxiliary=False)",
+                     "batch 64: the per-GPU batch of Horovod's published scaling benchmark"]))
     t = transformer()
     t.describe("2-layer Transformer LM, d 200, 2 heads, d_ff 200, bptt 35, "
            "WikiText-103 vocabulary (267735 tokens)",
