@@ -40,6 +40,8 @@ sim_comm *sim_comm_create(int size, const sg_host_t *hosts) {
     return c;
 }
 
+static void lane_close(async_lane *l);
+
 void sim_comm_destroy(sim_comm *c) {
     if (!c) return;
     free(c->hosts);
@@ -53,6 +55,9 @@ void sim_comm_destroy(sim_comm *c) {
     free(c->tree_next[0]);
     free(c->tree_next[1]);
     if (c->barrier) sg_barrier_destroy(c->barrier);
+    for (int m = 0; c->lanes && m < c->size; m++)
+        lane_close(c->lanes[m]);
+    free(c->lanes);
     free(c);
 }
 
@@ -831,6 +836,40 @@ int sim_recv(sim_comm *c, int member, int src, double bytes, sim_coll_result *r)
 
 /* ---------------------------------------------------------------- asynchronous form */
 
+/* A member's lane: its asynchronous calls, run one after the other in the order they were
+ * started, by one helper actor on the member's host, as NCCL runs the calls it is given on one
+ * stream (PyTorch DDP starts its bucket all-reduces on one). The helper is a daemon: it waits for
+ * work until the simulation ends. */
+struct async_lane {
+    sg_sem_t work;     /* one release per queued request, and one to stop */
+    sim_request *head; /* queued, oldest first */
+    sim_request **tail;
+    int closed; /* the group was destroyed: the helper stops */
+    int gone;   /* the helper has ended (stopped, or ended by the engine with the simulation) */
+};
+
+static void lane_free(async_lane *l) {
+    sg_sem_destroy(l->work);
+    free(l);
+}
+
+/* Whichever comes last of the group's destruction and the helper's end frees the lane. */
+static void lane_close(async_lane *l) {
+    if (!l) return;
+    l->closed = 1;
+    if (l->gone)
+        lane_free(l);
+    else
+        sg_sem_release(l->work); /* inside the simulation: the helper wakes and stops */
+}
+
+static void lane_helper_exit(int failed, void *arg) {
+    (void)failed;
+    async_lane *l = arg;
+    l->gone = 1;
+    if (l->closed) lane_free(l);
+}
+
 struct sim_request {
     sg_sem_t done_sem; /* released once when the operation completes */
     int done;          /* 1 once completed */
@@ -845,18 +884,35 @@ struct sim_request {
     sim_coll_opts opts;
     sim_done_fn fn;
     void *ctx;
+    sim_request *next; /* the next request of the member's lane */
 };
 
-static void allreduce_helper(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    sim_request *rq = sg_actor_self_get_data();
-    SS_ASSERT(rq != NULL && rq->c != NULL);
+/* Runs one request and completes it; the waiter may free it from the release on. */
+static void run_request(sim_request *rq) {
     rq->status = allreduce_seq(rq->c, rq->member, rq->seq, rq->bytes, &rq->opts, &rq->res);
     if (rq->status) snprintf(rq->error, sizeof rq->error, "%s", ss_error_message());
     rq->done = 1;
     if (rq->fn) rq->fn(rq->ctx, rq->member, &rq->res);
     sg_sem_release(rq->done_sem);
+}
+
+/* The helper of a lane: its requests in order, until the group is destroyed or the simulation
+ * ends (a daemon, ended by the engine with the last worker). */
+static void lane_helper(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    async_lane *l = sg_actor_self_get_data();
+    sg_actor_on_exit(lane_helper_exit, l);
+    sg_actor_daemonize(sg_actor_self());
+    for (;;) {
+        sg_sem_acquire(l->work);
+        if (l->closed) return;
+        sim_request *rq = l->head;
+        SS_ASSERT(rq != NULL);
+        l->head = rq->next;
+        if (!l->head) l->tail = &l->head;
+        run_request(rq);
+    }
 }
 
 sim_request *sim_allreduce_async(sim_comm *c, int member, double bytes, const sim_coll_opts *o,
@@ -877,11 +933,22 @@ sim_request *sim_allreduce_async(sim_comm *c, int member, double bytes, const si
     rq->opts = o ? *o : (sim_coll_opts){SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO};
     rq->fn = done;
     rq->ctx = ctx;
-    char name[64];
-    snprintf(name, sizeof name, "allreduce-%d", member);
-    sg_actor_t a = sg_actor_init(name, c->hosts[member]);
-    sg_actor_set_data(a, rq);
-    sg_actor_start(a, allreduce_helper, 0, NULL);
+    if (!c->lanes) c->lanes = ss_calloc((size_t)c->size, sizeof *c->lanes);
+    async_lane *l = c->lanes[member];
+    if (!l) {
+        l = ss_calloc(1, sizeof *l);
+        l->work = sg_sem_init(0);
+        l->tail = &l->head;
+        c->lanes[member] = l;
+        char name[64];
+        snprintf(name, sizeof name, "allreduce-%d", member);
+        sg_actor_t a = sg_actor_init(name, c->hosts[member]);
+        sg_actor_set_data(a, l);
+        sg_actor_start(a, lane_helper, 0, NULL);
+    }
+    *l->tail = rq;
+    l->tail = &rq->next;
+    sg_sem_release(l->work);
     return rq;
 }
 

@@ -50,6 +50,8 @@ typedef struct mailbox_cache {
     size_t cap, used; /* cap: a power of two */
 } mailbox_cache;
 
+typedef struct async_lane async_lane; /* collective.c */
+
 struct sim_comm {
     int id;             /* unique in the process: names the group's mailboxes */
     int size;           /* members */
@@ -69,6 +71,7 @@ struct sim_comm {
     sg_bar_t barrier;              /* coarse all-gather: every member arrived */
     int est_ready;                 /* auto: the hop sets below are read */
     hop_set est_hops[3];           /* auto: ring hops, intra-node hops, rail hops */
+    async_lane **lanes;            /* (size) per member: its asynchronous calls (NULL: none yet) */
 };
 
 /* The state of one member in one collective instance. */

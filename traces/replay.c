@@ -21,9 +21,12 @@
  * streams of common/rng.h (the policies' stragglers use RNG_STREAM_NETWORK + w). */
 #define REPLAY_STREAM_SCALE_OUT ((uint64_t)5 << 20)
 
-/* Above this many workers, actors run without stack guard pages, on stacks of this size: with
- * the guards, about 9 memory mappings a worker reached vm.max_map_count (65530) at 4096 workers. */
-#define REPLAY_MANY_ACTORS                  1024
+/* From this many workers (where the collectives turn to their closed forms), actors run without
+ * stack guard pages, on stacks of this size taken from the heap: with the guards, about 9 memory
+ * mappings a worker reached vm.max_map_count (65530) at 4096 workers, and under --overlap, whose
+ * every bucket starts a helper actor per worker, mapping and unmapping the stacks took half of
+ * the wall time of 1024 workers. */
+#define REPLAY_MANY_ACTORS                  SIM_COARSE_MIN_MEMBERS
 #define REPLAY_MANY_ACTORS_STACK_KIB        64
 #define REPLAY_MANY_ACTORS_MAIN_STACK_BYTES ((rlim_t)112 << 20)
 
@@ -351,7 +354,7 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
             slowdown[w] = t->slowdown[w % t->pc.workers];
         pc.slowdown = slowdown;
     }
-    if (pc.workers > REPLAY_MANY_ACTORS) {
+    if (pc.workers >= REPLAY_MANY_ACTORS) {
         /* SimGrid guards each actor's stack with a protected page: two memory mappings per
          * actor, and Linux allows 65530 per process (vm.max_map_count). Without the guard, and
          * with smaller stacks (the protocols use about 20 KiB), 65536 workers fit. */
