@@ -214,9 +214,11 @@ typedef struct sim_request sim_request; /* opaque */
  * simulated clock), from a helper actor on the member's host: it may not block on the network. */
 typedef void (*sim_done_fn)(void *ctx, int member, const sim_coll_result *r);
 
-/* Starts the all-reduce in a helper actor on the member's host and returns at once. `done` (may
- * be NULL) is called at completion. The request must be waited for (sim_request_wait). An async
- * all-reduce counts as one call of the member on the group (the numbering rule above). */
+/* Starts the all-reduce and returns at once. The member's asynchronous calls run one after the
+ * other in the order started (one lane, as NCCL runs the calls of one stream), in a helper actor
+ * on the member's host. `done` (may be NULL) is called at completion. The request must be waited
+ * for (sim_request_wait). An async all-reduce counts as one call of the member on the group (the
+ * numbering rule above). */
 sim_request *sim_allreduce_async(sim_comm *c, int member, double bytes, const sim_coll_opts *o,
                                  sim_done_fn done, void *ctx);
 /* 1 if the request has completed (never blocks). */

@@ -119,7 +119,8 @@ typedef struct exchange_ops {
      * once with its error); test is 1 once complete (never blocks); wait blocks until completion,
      * fills r (may be NULL), frees the request and returns the operation's status. A started
      * all-reduce counts as one call on the group (the ordering rule above); at most 16 may be in
-     * flight on a group. */
+     * flight on a group; a member's run one after the other in the order started (SimGrid: one
+     * lane per member, as NCCL's stream; MPI: as the library progresses them). */
     exchange_request *(*allreduce_start)(void *self, exchange_group *g, int member, float *buf,
                                          size_t count, double bytes);
     int (*test)(void *self, const exchange_request *rq);
