@@ -381,8 +381,12 @@ static int em_forced_decision(void *self, long step) {
     return -1;
 }
 
+/* Real mode: the vector the exchange sends from and receives into, in place. On a GPU it is
+ * managed memory (device_share_with_host), which MPI may touch once the kernels that wrote it
+ * are done. */
 static float *em_buffer(void *self, int w, int what) {
     emulation *e = self;
+    device_sync(e->cfg.dev);
     if (what == STEP_BUFFER_PS) return e->ps_params;
     return member_vector(e, w, (aggregate_what)what);
 }

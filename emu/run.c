@@ -329,6 +329,8 @@ static int run_open(emu_run *r) {
      * sweep and re-run from its config.ini. */
     openblas_set_num_threads(1);
     if ((rc = run_open_data(r->cfg, &r->dev, &r->train, &r->test, &r->spec)) != SS_OK) return rc;
+    /* real mode: MPI (without CUDA support) sends and receives the replicas' vectors in place */
+    if (r->real && (rc = device_share_with_host(r->dev)) != SS_OK) return rc;
     if ((rc = make_policy(r->cfg, r->train.n, &r->pc, &r->steps_per_epoch)) != SS_OK) return rc;
     if (r->real) { /* real steps vary by themselves; the kernels cannot overlap */
         r->pc.compute_jitter = r->pc.comm_jitter = 0;
@@ -597,9 +599,6 @@ static int real_check_ranks(const emu_run *r) {
                             "backward pass; use --loss-tolerance 0 and --overlap off",
                             pc.loss_tolerance > 0 ? "DLCP (--loss-tolerance above 0)"
                                                   : "--overlap on");
-    if (!strcmp(r->cfg->device, "cuda"))
-        return ss_error_set(SS_EUSAGE, "syncsim real: --device cuda is not available: the ranks "
-                                       "exchange host memory; use --device cpu");
     return SS_OK;
 }
 

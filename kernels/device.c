@@ -93,6 +93,10 @@ void device_sync(device *dev) {
     dev->ops->sync(dev);
 }
 
+int device_share_with_host(device *dev) {
+    return dev->ops->share_with_host ? dev->ops->share_with_host(dev) : SS_OK;
+}
+
 void device_axpy(device *dev, size_t n, float a, const float *x, float *y) {
     if (n) dev->ops->axpy(dev, n, a, x, y);
 }

@@ -37,6 +37,13 @@ void device_upload(device *dev, float *dst, const float *host_src, size_t count)
 void device_download(device *dev, float *host_dst, const float *src, size_t count);
 void device_copy(device *dev, float *dst, const float *src, size_t count); /* device to device */
 void device_sync(device *dev); /* wait until queued work is done (no-op on the CPU) */
+/* From now on device_alloc() returns memory that the host may read and write as well (CUDA
+ * managed memory), so that a library which knows nothing of GPUs (an MPI without CUDA support)
+ * can send from device vectors and receive into them. The host touches such memory only after
+ * device_sync(); kernels queued later see what it wrote. A no-op on the CPU, whose device
+ * memory is host memory. SS_EDEVICE, with the reason, when the GPU cannot share memory with the
+ * host while kernels run (its concurrentManagedAccess attribute is 0). */
+int device_share_with_host(device *dev);
 
 /* ---- vector ops for aggregation (all on device buffers of n floats) ---- */
 void device_axpy(device *dev, size_t n, float a, const float *x, float *y); /* y += a x */

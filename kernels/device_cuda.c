@@ -32,6 +32,7 @@ typedef struct cuda_ctx {
     size_t ones_count;
     void *host_rows; /* host copy of loss/correct rows */
     size_t host_rows_bytes;
+    int managed; /* device_share_with_host: device_alloc gives managed memory */
 } cuda_ctx;
 
 void cuda_fail(const char *message, const char *call, const char *file, int line) {
@@ -67,7 +68,10 @@ static void *host_rows(device *dev, size_t bytes) {
 static float *cu_alloc(device *dev, size_t count) {
     void *p = NULL;
     size_t bytes = (count ? count : 1) * sizeof(float);
-    cudaCheck(cudaMalloc(&p, bytes));
+    if (ctx_of(dev)->managed)
+        cudaCheck(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
+    else
+        cudaCheck(cudaMalloc(&p, bytes));
     cudaCheck(cudaMemsetAsync(p, 0, bytes, ctx_of(dev)->stream));
     cudaCheck(cudaStreamSynchronize(ctx_of(dev)->stream));
     return (float *)p;
@@ -100,6 +104,23 @@ static void cu_zero(device *dev, float *dst, size_t count) {
 
 static void cu_sync(device *dev) {
     cudaCheck(cudaStreamSynchronize(ctx_of(dev)->stream));
+}
+
+/* Managed memory lets the host touch a vector between kernels. Without concurrent managed
+ * access the host may not touch any managed memory while some kernel runs, which an MPI
+ * progressing a receive beside the kernels would do. */
+static int cu_share_with_host(device *dev) {
+    int dev_id = 0, concurrent = 0;
+    cudaCheck(cudaGetDevice(&dev_id));
+    cudaCheck(cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, dev_id));
+    if (!concurrent)
+        return ss_error_set(SS_EDEVICE,
+                            "device %s cannot share memory with the host while "
+                            "kernels run (concurrentManagedAccess is 0); use "
+                            "--device cpu",
+                            dev->name);
+    ctx_of(dev)->managed = 1;
+    return SS_OK;
 }
 
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. */
@@ -256,6 +277,7 @@ static const device_ops cuda_ops = {
     .copy = cu_copy,
     .zero = cu_zero,
     .sync = cu_sync,
+    .share_with_host = cu_share_with_host,
     .gemm = cu_gemm,
     .bias_add = cu_bias_add,
     .bias_grad = cu_bias_grad,

@@ -33,6 +33,8 @@ typedef struct device_ops {
     void (*copy)(device *dev, float *dst, const float *src, size_t count);
     void (*zero)(device *dev, float *dst, size_t count);
     void (*sync)(device *dev);
+    /* device_share_with_host; NULL: device memory is host memory already */
+    int (*share_with_host)(device *dev);
 
     /* C (m, n) = alpha op(A) op(B) + beta C; op(A) is (m, k), op(B) is (k, n); row-major with
      * leading dimensions lda, ldb, ldc. */

@@ -299,6 +299,43 @@ static void test_vector_ops(void) {
     device_free(gpu_dev, gout);
 }
 
+/* ---- device_share_with_host: what the host writes into a vector the kernels read, and what
+ * the kernels write the host reads, with no copy (real mode's MPI works on such vectors).
+ * Scaling by 2 is exact, so both directions must agree to the bit ---- */
+static void test_share_with_host(void) {
+    char notice[256];
+    device *shared;
+    CU_ASSERT_FATAL(device_open("cuda", &shared, notice, sizeof notice) == SS_OK);
+    int rc = device_share_with_host(shared);
+    if (rc != SS_OK) { /* a GPU without concurrent managed access: refused with its reason */
+        CU_ASSERT_EQUAL(rc, SS_EDEVICE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "concurrentManagedAccess"));
+        device_close(shared);
+        SS_SKIP("this GPU cannot share memory with the host while kernels run");
+    }
+    const size_t n = 100003;
+    float *x = rand_host(n, 90, -2, 2);
+    float *v = device_alloc(shared, n);
+    device_sync(shared);
+    memcpy(v, x, n * sizeof(float)); /* the host writes device memory in place */
+    device_scale(shared, n, 2.0f, v);
+    device_sync(shared);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += v[i] != 2.0f * x[i]; /* the host reads the kernel's result in place */
+    CU_ASSERT_EQUAL(bad, 0);
+    for (size_t i = 0; i < n; i++)
+        x[i] *= 2.0f;
+    SS_CHECK_CLOSE(device_nrm2(shared, n, v), device_nrm2(cpu_dev, n, x), 0, 1e-12);
+    float *back = ss_malloc(n * sizeof(float));
+    device_download(shared, back, v, n);
+    CU_ASSERT_EQUAL(memcmp(back, x, n * sizeof(float)), 0);
+    free(back);
+    free(x);
+    device_free(shared, v);
+    device_close(shared);
+}
+
 /* ---- one training step of each model from the same initial parameters: the loss agrees to
  * 1e-5 relative; gradients go through several GEMMs in different summation orders, NMSE 1e-8;
  * parameters after the SGD step differ by lr times that, NMSE 1e-12 of the parameters ---- */
@@ -359,6 +396,7 @@ static CU_TestInfo cuda_tests[] = {
     {"softmax_xent", test_softmax_xent},
     {"sgd", test_sgd},
     {"mean, axpy, scale, nrm2, masked_copy", test_vector_ops},
+    {"memory shared with the host", test_share_with_host},
     {"training step logreg", test_step_logreg},
     {"training step mlp", test_step_mlp},
     {"training step cnn", test_step_cnn},

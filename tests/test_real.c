@@ -138,6 +138,49 @@ static void test_ssp_with_server(void) {
     CU_ASSERT_TRUE(summary_number(real, "\"staleness_max_clock_gap\":") <= 2);
 }
 
+/* --device cuda: the replicas' vectors are managed memory that MPI (without CUDA support) sends
+ * and receives in place. With a GPU, BSP and SSP with a server rank run on it and BSP equals its
+ * emulation on the CPU; without one, the run stops with the device's reason (exit 1) and
+ * writes nothing. */
+static void test_device_cuda(void) {
+    if (!have_mpirun()) SS_SKIP("mpirun not found");
+    const char *opts = " --epochs 0.05 --progress no --device cuda ";
+    char cmd[2048], dir[512];
+    char *out = NULL;
+    snprintf(dir, sizeof dir, "%s/cuda-bsp", tmp_dir);
+    snprintf(cmd, sizeof cmd,
+             MPIRUN "-np 4 " SYNCSIM " real --policy bsp --workers 4%s--out %s 2>&1", opts, dir);
+    int rc = ss_test_shell(cmd, &out);
+    if (rc != 0 && !(rc == 1 && strstr(out, "no usable GPU")))
+        fprintf(stderr, "\n%s\n%s\n", cmd, out);
+    if (rc == 1 && strstr(out, "no usable GPU")) {
+        free(out);
+        snprintf(cmd, sizeof cmd, "test ! -e %s/summary.json", dir);
+        CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+        SS_SKIP("no usable GPU: checked only that real --device cuda stops cleanly");
+    }
+    CU_ASSERT_EQUAL(rc, 0);
+    free(out);
+    char emu[512];
+    snprintf(emu, sizeof emu, "%s/cuda-bsp-emu", tmp_dir);
+    snprintf(cmd, sizeof cmd, SYNCSIM " train --policy bsp --workers 4" COMMON "--out %s 2>&1",
+             emu);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+    double acc_r = summary_number(dir, "\"test_accuracy\":");
+    CU_ASSERT_TRUE(acc_r > 0.3);
+    CU_ASSERT_TRUE(fabs(acc_r - summary_number(emu, "\"test_accuracy\":")) <= 0.003);
+    SS_CHECK_CLOSE(summary_number(dir, "\"bytes_sent\":"), summary_number(emu, "\"bytes_sent\":"),
+                   1e-9, 1);
+    snprintf(cmd, sizeof cmd, "grep -c '\"device\":.*\"cuda' %s/summary.json", dir);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+    snprintf(dir, sizeof dir, "%s/cuda-ssp", tmp_dir);
+    snprintf(cmd, sizeof cmd,
+             MPIRUN "-np 5 " SYNCSIM " real --policy ssp --workers 4 --staleness 2%s--out %s 2>&1",
+             opts, dir);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+    CU_ASSERT_TRUE(summary_number(dir, "\"test_accuracy\":") > 0.3);
+}
+
 static void expect_usage(const char *cmd, const char *needle) {
     char *out = NULL;
     int rc = ss_test_shell(cmd, &out);
@@ -282,6 +325,7 @@ static CU_TestInfo real_tests[] = {
     {"syncsim real: ssp, one worker and two server ranks, equals its emulation",
      test_ssp_one_worker_equals_emulation},
     {"syncsim real: ssp with a server rank", test_ssp_with_server},
+    {"syncsim real: --device cuda on a GPU, or a clean stop without one", test_device_cuda},
     {"syncsim validate real: a small case on the testbed", test_validate_real_small},
     CU_TEST_INFO_NULL,
 };
