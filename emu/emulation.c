@@ -101,6 +101,17 @@ static void fill_layers(emulation *e, int w, int samples, step_cost *cost) {
     cost->n_layers = e->n_layers;
 }
 
+/* model_forward_backward_each's hook, passed on to the policy's (step_source.grad_ready). */
+typedef struct em_hook {
+    const step_source *src;
+    const step_cost *cost;
+} em_hook;
+
+static void em_grad_ready(void *ctx, int layer) {
+    const em_hook *h = ctx;
+    h->src->grad_ready(h->src->grad_ready_ctx, layer, h->cost);
+}
+
 static void em_compute(void *self, int w, long step, int batch, step_cost *cost, step_stats *st) {
     emulation *e = self;
     if (!e->cfg.real && e->cfg.interrupted && e->cfg.interrupted() && !e->src.stop_after)
@@ -123,15 +134,17 @@ static void em_compute(void *self, int w, long step, int batch, step_cost *cost,
     dataset_gather(e->cfg.train, e->idx, total, e->x, e->y);
 
     model *m = e->replicas[w];
+    cost->flops = e->flops_per_sample * total;
+    cost->trace_s = -1;
+    fill_layers(e, w, total, cost);
+    em_hook hook = {&e->src, cost};
     double t0 = e->cfg.measure_time ? wall_now_s() : 0.0;
-    double loss = model_forward_backward(m, e->x, e->y, total);
+    double loss = model_forward_backward_each(m, e->x, e->y, total,
+                                              e->src.grad_ready ? em_grad_ready : NULL, &hook);
     if (e->cfg.measure_time) {
         device_sync(e->cfg.dev);
         cost->measured_s = wall_now_s() - t0;
     }
-    cost->flops = e->flops_per_sample * total;
-    cost->trace_s = -1;
-    fill_layers(e, w, total, cost);
     st->loss = loss;
     st->samples = total;
     st->grad_norm = device_nrm2(e->cfg.dev, e->params, model_grads(m));

@@ -355,21 +355,30 @@ static void forward(model *m, int batch) {
 }
 
 double model_forward_backward(model *m, const float *x, const uint8_t *y, int batch) {
+    return model_forward_backward_each(m, x, y, batch, NULL, NULL);
+}
+
+double model_forward_backward_each(model *m, const float *x, const uint8_t *y, int batch,
+                                   void (*grad_ready)(void *ctx, int layer), void *ctx) {
     SS_ASSERT(batch >= 1 && batch <= m->max_batch);
     upload_input(m, x, batch);
     forward(m, batch);
     const int last = m->n_layers;
     double loss_sum = m->dev->ops->softmax_xent(m->dev, batch, m->spec.classes, m->act[last], y,
                                                 m->dact[last], NULL);
+    if (grad_ready) grad_ready(ctx, last);
     for (int i = last - 1; i >= 0; i--) {
         if (i >= 2 && m->layers[i - 2].pool_fused) { /* layer i is the block's max-pool */
             layer_conv_pool_backward(m->dev, &m->layers[i - 2], batch, m->act[i - 2], m->act[i - 1],
                                      m->dact[i + 1], m->dact[i - 2]);
+            for (int j = i; grad_ready && j >= i - 2; j--)
+                grad_ready(ctx, j);
             i -= 2;
             continue;
         }
         layer_backward(m->dev, &m->layers[i], batch, m->act[i], m->act[i + 1], m->dact[i + 1],
                        m->dact[i]);
+        if (grad_ready) grad_ready(ctx, i);
     }
     return loss_sum / batch;
 }

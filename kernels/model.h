@@ -94,6 +94,12 @@ void model_cost_layer_at(const model *m, int i, model_layer_cost *out);
  * model_grads() with the gradient of the mean softmax cross-entropy over the batch and returns
  * that mean loss (NaN/Inf are returned as they are: the caller decides it diverged). */
 double model_forward_backward(model *m, const float *x, const uint8_t *y, int batch);
+/* The same pass, calling grad_ready(ctx, i) as soon as the backward pass has written the gradient
+ * of layer i (model_cost_layer_at's index: the loss is layer n, then n - 1 down to 0, each once),
+ * as a framework's gradient hooks fire. On a GPU the layer's kernels are queued, not finished:
+ * device_sync before the host reads the gradient. */
+double model_forward_backward_each(model *m, const float *x, const uint8_t *y, int batch,
+                                   void (*grad_ready)(void *ctx, int layer), void *ctx);
 
 /* Evaluates on n samples (processed in chunks of max_batch): mean loss and number correct. */
 void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double *mean_loss,

@@ -206,7 +206,7 @@ int policy_run(const policy_config *pc, sim_cluster *cluster, step_source *src,
  * `done` (may be NULL) is called by a worker when its protocol ended (the servers' loop ends
  * when every worker's has). *res holds THIS rank's part: its totals (compute_s and the others
  * are its own, not a mean), its bytes, and the clock when it finished; the caller combines the
- * ranks. Refused (SS_EUSAGE) for what real mode cannot run: DLCP's partial exchanges, overlap. */
+ * ranks. Refused (SS_EUSAGE) for what real mode cannot run: DLCP's partial exchanges. */
 int policy_run_real(const policy_config *pc, exchange *ex, int rank, step_source *src,
                     int (*serve)(exchange *ex), int (*done)(exchange *ex, int worker),
                     policy_record_fn record, void *record_ctx, policy_result *res);

@@ -150,8 +150,8 @@ static const policy_option *const dlcp_options[] = {&dlcp_option_rows[0], &dlcp_
 static const policy_option overlap_option_rows[] = {
     {"overlap", POLICY_OPTION_ENUM, PO(overlap), "auto", 0, 0, policy_overlap_names, "M",
      "bsp, fedavg's post-local bsp steps: all-reduce gradient buckets while the backward pass "
-     "runs (auto: on in replays of profiles, off in emulation; selsync, dssync, ssp, asp overlap "
-     "nothing: selsync's decision needs the whole gradient)",
+     "runs (auto: on in replays of profiles, off in emulation and real mode; selsync, dssync, "
+     "ssp, asp overlap nothing: selsync's decision needs the whole gradient)",
      1, NULL},
     {"bucket-mb", POLICY_OPTION_DOUBLE, PO(bucket_mb), "25", 0.001, 1e6, NULL, "MB",
      "overlap: gradient bucket cap in MiB (PyTorch DDP's bucket_cap_mb)", 1, NULL},

@@ -151,10 +151,6 @@ static int check_real(const policy_config *pc, const step_source *src) {
         return ss_error_set(SS_EUSAGE, "real mode: DLCP's bounded-loss exchanges (--loss-tolerance "
                                        "above 0) drop chunks inside one collective, which MPI "
                                        "cannot; use 0");
-    if (pc->overlap == POLICY_OVERLAP_ON)
-        return ss_error_set(SS_EUSAGE, "real mode: --overlap on needs the backward pass to start "
-                                       "each bucket's all-reduce, which the kernels do not; use "
-                                       "--overlap off");
     if (!src->ops->buffer)
         return ss_error_set(SS_EUSAGE,
                             "real mode needs a step source with real tensors (%s has "

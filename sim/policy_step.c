@@ -205,9 +205,12 @@ static void bucket_wait_oldest(policy_state *st, bucket_queue *q) {
     q->count--;
 }
 
-static void bucket_start(policy_state *st, int w, bucket_queue *q, double bytes) {
+/* Starts a bucket's all-reduce: of `buf` in place (real mode: the bucket's slice of the
+ * gradient), or of `bytes` alone (the simulation, where the source averages the whole gradient
+ * at the end). */
+static void bucket_start(policy_state *st, int w, bucket_queue *q, float *buf, double bytes) {
     if (q->count == OVERLAP_IN_FLIGHT) bucket_wait_oldest(st, q);
-    exchange_request *rq = st->ex->ops->allreduce_start(st->ex->self, st->world, w, NULL,
+    exchange_request *rq = st->ex->ops->allreduce_start(st->ex->self, st->world, w, buf,
                                                         (size_t)(bytes / sizeof(float)), bytes);
     SS_ASSERT(rq != NULL);
     q->rq[(q->head + q->count) % OVERLAP_IN_FLIGHT] = rq;
@@ -230,7 +233,7 @@ static void overlap_backward(policy_state *st, int w, long id, const sim_layer_c
         if (bucket > 0 && (bucket >= cap || i == lowest)) {
             charge_s(segment_s * slowdown, a);
             segment_s = 0;
-            bucket_start(st, w, &q, bucket);
+            bucket_start(st, w, &q, NULL, bucket);
             bucket = 0;
         }
     }
@@ -241,7 +244,69 @@ static void overlap_backward(policy_state *st, int w, long id, const sim_layer_c
     policy_sync_leave(st, id, -1, entry, q.bytes_sent, a);
 }
 
+/* Real mode: the backward pass calls back as each layer's gradient is written (step_source.
+ * grad_ready); a bucket that closes starts its MPI_Iallreduce on its slice of the gradient, in
+ * place, and the all-reduces in flight are tested at every later layer, so that MPI moves them
+ * while the backward pass goes on (without a progress thread, MPI moves data only inside its
+ * calls). The buckets are the simulation's: reverse layer order, closed at the cap or at the
+ * first layer with parameters. */
+typedef struct real_buckets {
+    policy_state *st;
+    int w;
+    double cap;    /* bytes */
+    double bucket; /* bytes of the open bucket */
+    size_t end;    /* floats: where the open bucket ends; it starts at its last layer's offset */
+    int lowest;    /* the first layer with parameters (-1: not known yet) */
+    bucket_queue q;
+} real_buckets;
+
+static void real_grad_ready(void *ctx, int layer, const step_cost *cost) {
+    real_buckets *b = ctx;
+    const sim_layer_cost *l = cost->layers;
+    size_t offset = 0; /* the layer's first parameter: the layers' parameters follow each other */
+    for (int i = 0; i < layer; i++)
+        offset += (size_t)(l[i].param_bytes / sizeof(float));
+    if (b->lowest < 0) {
+        b->lowest = 0;
+        while (b->lowest < cost->n_layers - 1 && !(l[b->lowest].param_bytes > 0))
+            b->lowest++;
+        b->end = offset + (size_t)(l[layer].param_bytes / sizeof(float));
+        for (int i = layer + 1; i < cost->n_layers; i++)
+            b->end += (size_t)(l[i].param_bytes / sizeof(float));
+    }
+    for (int k = 0; k < b->q.count; k++) /* MPI moves the buckets in flight */
+        b->st->ex->ops->test(b->st->ex->self, b->q.rq[(b->q.head + k) % OVERLAP_IN_FLIGHT]);
+    b->bucket += l[layer].param_bytes;
+    if (b->bucket > 0 && (b->bucket >= b->cap || layer == b->lowest)) {
+        float *g = policy_buffer(b->st, b->w, AGGREGATE_GRADS);
+        SS_ASSERT(g != NULL && offset < b->end);
+        bucket_start(b->st, b->w, &b->q, g + offset, (double)(b->end - offset) * sizeof(float));
+        b->end = offset;
+        b->bucket = 0;
+    }
+}
+
+static void overlap_step_real(policy_state *st, int w, long step, step_acc *a, step_stats *stats) {
+    real_buckets b = {.st = st, .w = w, .cap = st->pc->bucket_mb * 1024.0 * 1024.0, .lowest = -1};
+    st->src->grad_ready = real_grad_ready;
+    st->src->grad_ready_ctx = &b;
+    compute_real(st, w, step, st->pc->batch, a, stats);
+    st->src->grad_ready = NULL;
+    st->src->grad_ready_ctx = NULL;
+    SS_ASSERT(b.lowest >= 0 && b.end == 0); /* every bucket started */
+    const long id = policy_sync_id(step, 1);
+    double entry = policy_sync_enter(st, id, -1);
+    while (b.q.count > 0)
+        bucket_wait_oldest(st, &b.q);
+    policy_sync_leave(st, id, -1, entry, b.q.bytes_sent, a);
+    policy_aggregate(st, w, id, AGGREGATE_GRADS, NULL, st->pc->workers, st->pc->workers);
+}
+
 void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_stats *stats) {
+    if (!st->ex->ops->simulated) {
+        overlap_step_real(st, w, step, a, stats);
+        return;
+    }
     step_cost cost;
     double slowdown = compute_source(st, w, step, st->pc->batch, &cost, a, stats);
     const int n = cost.n_layers;

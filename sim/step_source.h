@@ -115,6 +115,11 @@ typedef struct step_source {
      * the same step: policy_go then sets stop_after to step - 1). NULL in the simulation. */
     int (*stop_check)(void *ctx, long step);
     void *stop_ctx;
+    /* Real mode's overlap: set by the policy around one compute() call (NULL otherwise). A source
+     * with real tensors calls it as soon as its backward pass has written the gradient of layer
+     * `layer` of cost->layers (filled in by then), last layer first, each once. */
+    void (*grad_ready)(void *ctx, int layer, const step_cost *cost);
+    void *grad_ready_ctx;
 } step_source;
 
 #endif

@@ -702,6 +702,74 @@ static void test_determinism(void) {
     }
 }
 
+/* ---- model_forward_backward_each: the hooks of real mode's overlap ---- */
+
+typedef struct hook_log {
+    model *m;
+    int calls, order_ok, n;
+    size_t *offset; /* (n + 1) each cost layer's first parameter, then P */
+    float *seen;    /* (P) each layer's gradient as it was when its hook fired */
+} hook_log;
+
+static void hook_record(void *ctx, int layer) {
+    hook_log *h = ctx;
+    /* the loss (layer n) first, then n - 1 down to 0, each once */
+    if (layer != h->n - h->calls) h->order_ok = 0;
+    h->calls++;
+    size_t lo = h->offset[layer], count = h->offset[layer + 1] - lo;
+    memcpy(h->seen + lo, model_grads(h->m) + lo, count * sizeof(float));
+}
+
+/* Every layer's hook fires once, last layer first, when the backward pass has written that
+ * layer's gradient for good: what it saw equals the finished gradient, bit for bit, and the
+ * pass equals model_forward_backward. The cnn has a fused conv -> ReLU -> max-pool block. */
+static void test_grad_hooks(void) {
+    static const char *const archs[] = {"mlp", "cnn"};
+    device *dev = open_cpu();
+    for (int a = 0; a < 2; a++) {
+        model_spec s;
+        CU_ASSERT_FATAL(model_spec_parse(&s, archs[a], 1, 12, 12, 4) == SS_OK);
+        if (s.arch == MODEL_ARCH_CNN)
+            s.conv_channels[0] = 8, s.conv_channels[1] = 16, s.cnn_dense = 32;
+        model *m;
+        const int batch = 8;
+        CU_ASSERT_FATAL(model_create(dev, &s, 3, batch, &m) == SS_OK);
+        const size_t p = model_param_count(m);
+        float *x = ss_malloc(sizeof(float) * (size_t)batch * 144);
+        rng r;
+        rng_seed(&r, 21, RNG_STREAM_DATA);
+        fill_uniform(&r, x, (size_t)batch * 144, 0, 1);
+        uint8_t y[8] = {0, 1, 2, 3, 0, 1, 2, 3};
+        const int n = model_cost_layer_count(m) - 1; /* the loss's index */
+        hook_log h = {.m = m, .order_ok = 1, .n = n};
+        h.offset = ss_malloc(sizeof(size_t) * (size_t)(n + 2));
+        h.offset[0] = 0;
+        for (int i = 0; i <= n; i++) {
+            model_layer_cost c;
+            model_cost_layer_at(m, i, &c);
+            h.offset[i + 1] = h.offset[i] + (size_t)(c.param_bytes / sizeof(float));
+        }
+        CU_ASSERT_EQUAL(h.offset[n + 1], p);
+        h.seen = ss_malloc(p * sizeof(float));
+        double l0 = model_forward_backward(m, x, y, batch);
+        float *ref = ss_malloc(p * sizeof(float));
+        memcpy(ref, model_grads(m), p * sizeof(float));
+        memset(model_grads(m), 0, p * sizeof(float)); /* a hook that fires early sees zeros */
+        double l1 = model_forward_backward_each(m, x, y, batch, hook_record, &h);
+        CU_ASSERT_EQUAL(l1, l0);
+        CU_ASSERT_EQUAL(h.calls, n + 1);
+        CU_ASSERT_TRUE(h.order_ok);
+        CU_ASSERT_EQUAL(memcmp(h.seen, ref, p * sizeof(float)), 0);
+        CU_ASSERT_EQUAL(memcmp(model_grads(m), ref, p * sizeof(float)), 0);
+        free(ref);
+        free(h.seen);
+        free(h.offset);
+        free(x);
+        model_destroy(m);
+    }
+    device_close(dev);
+}
+
 static void test_loss_decreases(void) {
     static const char *const archs[] = {"logreg", "mlp", "cnn"};
     for (int a = 0; a < 3; a++) {
@@ -1176,6 +1244,7 @@ static CU_TestInfo model_tests[] = {
     {"model views, He init, model_layer_norms", test_model_views},
     {"model_spec_parse", test_model_spec_parse},
     {"device_open fallback and errors", test_device_open},
+    {"model_forward_backward_each: a hook per layer, once its gradient is final", test_grad_hooks},
     CU_TEST_INFO_NULL,
 };
 

@@ -103,6 +103,15 @@ static void test_selsync_injection_equals_emulation(void) {
         "--policy selsync --workers 4 --partition noniid:3 --inject-alpha 0.5 --inject-beta 0.25");
 }
 
+/* --overlap on: each bucket's MPI_Iallreduce starts from the backward pass's hook, on its slice
+ * of the gradient; the slices' sums make the same model as the emulation's whole-vector mean
+ * (the mlp in two buckets; the cnn, with its fused conv -> ReLU -> max-pool block, in three). */
+static void test_overlap_equals_emulation(void) {
+    check_same_run("overlap-mlp", 4, "--policy bsp --workers 4 --overlap on --bucket-mb 0.25");
+    check_same_run("overlap-cnn", 4,
+                   "--model cnn --policy bsp --workers 4 --overlap on --bucket-mb 0.05");
+}
+
 /* Sampled clients, their own group, and the broadcast of the sum to the others. */
 static void test_fedavg_clients_equals_emulation(void) {
     check_same_run("fedavg", 4,
@@ -320,6 +329,7 @@ static CU_TestInfo real_tests[] = {
     {"syncsim real: fedavg with sampled clients equals its emulation",
      test_fedavg_clients_equals_emulation},
     {"syncsim real: dssync equals its emulation", test_dssync_equals_emulation},
+    {"syncsim real: bsp with --overlap on equals its emulation", test_overlap_equals_emulation},
     {"syncsim real: bsp through two server ranks equals its emulation",
      test_bsp_ps_equals_emulation},
     {"syncsim real: ssp, one worker and two server ranks, equals its emulation",
