@@ -43,6 +43,9 @@ typedef struct validate_real_opts {
     double ps_jitter;  /* > 0: SSP/ASP also predicted by LV08 with this --comm-jitter */
     double max_error;  /* bound on the better model's relative errors (time and comm) */
     double max_acc_pp; /* bound on |accuracy real - emulation|, percentage points */
+    int overlap;       /* 1: --overlap on for the policies that take it (real run, emulation and
+                          predictions), in buckets of bucket_mb MiB */
+    double bucket_mb;
 } validate_real_opts;
 
 /* The message jitter (--comm-jitter CV) of the extra LV08 prediction of SSP/ASP runs. The flow
@@ -65,7 +68,8 @@ typedef struct validate_real_result {
 int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *res);
 /* The same from the options of `syncsim validate real`: --policy (default bsp,selsync,ssp),
  * --workers, --bandwidth and --latency (the testbed's links), --model, --dataset, --epochs,
- * --batch, --seed, --collective (ring, hd or rd); the bounds are 10 % and 0.3 pp; the binary is
+ * --batch, --seed, --collective (ring, hd or rd), --overlap and --bucket-mb (auto is off, as in
+ * real mode); the bounds are 10 % and 0.3 pp; the binary is
  * this process's, the testbed script the source tree's scripts/testbed.sh unless SYNCSIM_TESTBED
  * names another. */
 int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *res);

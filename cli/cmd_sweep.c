@@ -135,8 +135,7 @@ static void job_done(void *ctx, int k, const sim_job_end *end) {
     fflush(stdout);
 }
 
-/* Runs the points i with i mod stride = first, jobs at once; *interrupted: a signal stopped
- * them. */
+/* Runs the points i = first (mod stride), jobs at once; *interrupted: a signal stopped them. */
 static int run_points(const sweep_plan *p, const run_config *cfg, int first, int stride,
                       const char *who, sweep_counts *cnt, int *interrupted) {
     sweep_jobs s = {p, cfg, first, stride, 0, 0, who, cnt, outputs_wall_s()};

@@ -320,7 +320,8 @@ static opt_def policy_option_row(int k) {
                    o->def,
                    o->min,
                    o->max,
-                   CMD_RUN | (o->replay ? CMD_REPLAY : 0u),
+                   CMD_RUN | (o->replay & 1 ? CMD_REPLAY : 0u) |
+                       (o->replay & 2 ? CMD_VALIDATE : 0u),
                    NULL,
                    o->metavar,
                    o->help,

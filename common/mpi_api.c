@@ -48,6 +48,7 @@ _Static_assert(offsetof(mpi_status, tag) == offsetof(MPI_Status, MPI_TAG), "MPI_
 _Static_assert(offsetof(mpi_status, error) == offsetof(MPI_Status, MPI_ERROR), "MPI_ERROR");
 _Static_assert(MPI_ANY_SOURCE == MPI_API_ANY_SOURCE && MPI_ANY_TAG == MPI_API_ANY_TAG, "ANY");
 _Static_assert(MPI_THREAD_FUNNELED == MPI_API_THREAD_FUNNELED, "thread level");
+_Static_assert(MPI_THREAD_MULTIPLE == MPI_API_THREAD_MULTIPLE, "thread level");
 _Static_assert(MPI_UNDEFINED == MPI_API_UNDEFINED, "MPI_UNDEFINED");
 _Static_assert(MPI_MAX_ERROR_STRING == MPI_API_MAX_ERROR_STRING, "error string length");
 _Static_assert(sizeof(MPI_Comm) == sizeof(void *) && sizeof(MPI_Request) == sizeof(void *),
@@ -165,15 +166,24 @@ int mpi_api_load(const mpi_api **out) {
 }
 
 int mpi_api_init(const mpi_api **out) {
+    return mpi_api_init_level(out, MPI_API_THREAD_FUNNELED);
+}
+
+int mpi_api_init_level(const mpi_api **out, int level) {
     int rc = mpi_api_load(out);
     if (rc != SS_OK) return rc;
     int flag = 0;
     api.initialized(&flag);
     if (!flag) {
         int provided = 0;
-        if (api.init_thread(NULL, NULL, MPI_API_THREAD_FUNNELED, &provided) != 0)
+        if (api.init_thread(NULL, NULL, level, &provided) != 0)
             return ss_error_set(SS_EIO, "MPI_Init_thread failed");
         started = 1;
+        if (provided < level)
+            return ss_error_set(SS_EIO,
+                                "MPI_Init_thread: this MPI library gives thread level %d, "
+                                "%d is needed",
+                                provided, level);
     }
     return mpi_api_check(api.comm_set_errhandler(api.comm_world, api.errors_return),
                          "MPI_Comm_set_errhandler");

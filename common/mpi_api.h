@@ -26,6 +26,7 @@
 #define MPI_API_ANY_SOURCE       (-1)
 #define MPI_API_ANY_TAG          (-1)
 #define MPI_API_THREAD_FUNNELED  1
+#define MPI_API_THREAD_MULTIPLE  3
 #define MPI_API_UNDEFINED        (-32766)
 #define MPI_API_MAX_ERROR_STRING 256
 
@@ -96,6 +97,9 @@ int mpi_api_load(const mpi_api **out);
 /* Loads, then initialises MPI once (MPI_THREAD_FUNNELED) unless it already is, and makes errors
  * on MPI_COMM_WORLD (and the communicators made from it) return codes instead of aborting. */
 int mpi_api_init(const mpi_api **out);
+/* The same at thread level `level` (MPI_API_THREAD_*): SS_EIO when the MPI library provides
+ * less, naming the level it gives. */
+int mpi_api_init_level(const mpi_api **out, int level);
 /* 1 after mpi_api_init succeeded in this process and before mpi_api_finalize. */
 int mpi_api_started(void);
 /* MPI_Finalize, once, if mpi_api_init started MPI. */

@@ -82,9 +82,8 @@ static int draw_batch(emulation *e, int w, int batch) {
     return e->next_batch_size[w];
 }
 
-/* Worker w's step of `samples` samples, layer by layer, for the GPU compute model. */
-static void fill_layers(emulation *e, int w, int samples, step_cost *cost) {
-    sim_layer_cost *out = e->layer_step + (size_t)w * (size_t)e->n_layers;
+/* A step of `samples` samples, layer by layer, for the GPU compute model and overlap. */
+static void layers_of(const emulation *e, int samples, sim_layer_cost *out) {
     for (int i = 0; i < e->n_layers; i++) {
         const model_layer_cost *l = &e->layer_sample[i];
         out[i] = (sim_layer_cost){.fwd_flops = l->fwd_flops * samples,
@@ -97,6 +96,18 @@ static void fill_layers(emulation *e, int w, int samples, step_cost *cost) {
                                   .gemm_n = l->gemm_n,
                                   .gemm_k = l->gemm_k};
     }
+}
+
+sim_layer_cost *emulation_step_layers(const emulation *e, int samples, int *n) {
+    sim_layer_cost *out = ss_malloc(sizeof(sim_layer_cost) * (size_t)e->n_layers);
+    layers_of(e, samples, out);
+    *n = e->n_layers;
+    return out;
+}
+
+static void fill_layers(emulation *e, int w, int samples, step_cost *cost) {
+    sim_layer_cost *out = e->layer_step + (size_t)w * (size_t)e->n_layers;
+    layers_of(e, samples, out);
     cost->layers = out;
     cost->n_layers = e->n_layers;
 }

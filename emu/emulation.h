@@ -79,6 +79,9 @@ typedef struct emulation emulation;
 int emulation_create(const emulation_config *cfg, emulation **out);
 void emulation_destroy(emulation *e);
 step_source *emulation_source(emulation *e);
+/* The layers of one step of `samples` samples, as compute() gives them (malloc'ed, *n of them;
+ * the caller frees it). */
+sim_layer_cost *emulation_step_layers(const emulation *e, int samples, int *n);
 
 /* Evaluates the consensus now, unless the latest evaluation is already at the last step that
  * every worker finished (for runs that end early: diverged, interrupted). */

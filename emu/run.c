@@ -104,14 +104,18 @@ static void on_record(void *ctx, const step_record *r) {
 /* steps.trace (traces/FORMAT.md) starts with its magic and version, the model's sizes, the
  * resolved policy, the run's configuration and the column names, each line behind '#', so that
  * gnuplot and awk read the records directly and replay can rebuild the run. */
-static void write_trace_header(const run_request *rq, const policy_config *pc,
-                               const step_source *src, int real, trace_writer *tw, FILE *fp) {
+static void write_trace_header(const run_request *rq, const policy_config *pc, emulation *em,
+                               int real, trace_writer *tw, FILE *fp) {
+    const step_source *src = emulation_source(em);
     trace_meta meta = {.param_count = (double)src->param_count,
                        .param_bytes = src->param_bytes,
                        .sample_bytes = src->sample_bytes};
     snprintf(meta.source, sizeof meta.source, "%s", real ? "real" : "emulation");
     snprintf(meta.model, sizeof meta.model, "%.63s", rq->cfg->model);
+    /* the layers of a step of pc->batch samples: a replay of the trace may overlap them */
+    meta.layers = emulation_step_layers(em, pc->batch, &meta.n_layers);
     trace_writer_begin(tw, fp, &meta, pc, rq->config_ini ? rq->config_ini : "");
+    free((void *)meta.layers);
 }
 
 /* The policy configuration the options describe; steps from epochs (an epoch is |D| samples
@@ -271,8 +275,7 @@ static int open_outputs(emu_run *r) {
     if (!r->ctx.tracing) return SS_OK;
     outputs_path(r->cfg, "steps.trace", path, sizeof path);
     if ((rc = afile_open(&r->ctx.trace, path)) != SS_OK) return rc;
-    write_trace_header(r->rq, &r->pc, emulation_source(r->em), r->real, &r->ctx.tw,
-                       r->ctx.trace.fp);
+    write_trace_header(r->rq, &r->pc, r->em, r->real, &r->ctx.tw, r->ctx.trace.fp);
     return SS_OK;
 }
 
@@ -582,8 +585,11 @@ static int real_start(emu_run *r) {
                                        "syncsim real ...; on the testbed: scripts/testbed.sh run "
                                        "-- syncsim real ...)");
     real_libnbc_algorithm(r->cfg->collective);
+    /* --overlap on: a thread of the worker moves the buckets' all-reduces during the backward
+     * pass (sim/policy_step.c) */
+    const int overlap = !strcmp(policy_option_value(r->cfg, "overlap")->text, "on");
     const mpi_api *m;
-    int rc = mpi_api_init(&m);
+    int rc = mpi_api_init_level(&m, overlap ? MPI_API_THREAD_MULTIPLE : MPI_API_THREAD_FUNNELED);
     if (rc != SS_OK) return rc;
     m->comm_rank(m->comm_world, &r->rank);
     m->comm_size(m->comm_world, &r->ranks);

@@ -152,9 +152,10 @@ static const policy_option overlap_option_rows[] = {
      "bsp, fedavg's post-local bsp steps: all-reduce gradient buckets while the backward pass "
      "runs (auto: on in replays of profiles, off in emulation and real mode; selsync, dssync, "
      "ssp, asp overlap nothing: selsync's decision needs the whole gradient)",
-     1, NULL},
+     POLICY_OPTION_REPLAY | POLICY_OPTION_VALIDATE, NULL},
     {"bucket-mb", POLICY_OPTION_DOUBLE, PO(bucket_mb), "25", 0.001, 1e6, NULL, "MB",
-     "overlap: gradient bucket cap in MiB (PyTorch DDP's bucket_cap_mb)", 1, NULL},
+     "overlap: gradient bucket cap in MiB (PyTorch DDP's bucket_cap_mb)",
+     POLICY_OPTION_REPLAY | POLICY_OPTION_VALIDATE, NULL},
 };
 static const policy_option *const overlap_options[] = {&overlap_option_rows[0],
                                                        &overlap_option_rows[1], NULL};

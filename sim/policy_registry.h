@@ -61,10 +61,15 @@ typedef struct policy_option {
     const policy_enum_name *names; /* ENUM: the valid names */
     const char *metavar;           /* shown in --help */
     const char *help;              /* one line */
-    int replay;                    /* 1: replay takes it too (a trace synthesized from a profile) */
-    const char *trace_key;         /* its "policy" key in a trace header (sim/policy_codec.h);
-                                      NULL: not recorded, or recorded in another form */
+    int replay;            /* POLICY_OPTION_REPLAY: replay takes it too (a trace synthesized from a
+                              profile); POLICY_OPTION_VALIDATE: so does validate (validate real's runs) */
+    const char *trace_key; /* its "policy" key in a trace header (sim/policy_codec.h);
+                              NULL: not recorded, or recorded in another form */
 } policy_option;
+
+/* policy_option.replay's bits: the commands besides train and real that take the option */
+#define POLICY_OPTION_REPLAY   1
+#define POLICY_OPTION_VALIDATE 2
 
 /* Shared option families, as bits of policy_info.families. */
 enum policy_family {

@@ -20,6 +20,8 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -246,10 +248,13 @@ static void overlap_backward(policy_state *st, int w, long id, const sim_layer_c
 
 /* Real mode: the backward pass calls back as each layer's gradient is written (step_source.
  * grad_ready); a bucket that closes starts its MPI_Iallreduce on its slice of the gradient, in
- * place, and the all-reduces in flight are tested at every later layer, so that MPI moves them
- * while the backward pass goes on (without a progress thread, MPI moves data only inside its
- * calls). The buckets are the simulation's: reverse layer order, closed at the cap or at the
- * first layer with parameters. */
+ * place. MPI moves data only inside its calls, so a thread of the worker tests the all-reduces
+ * in flight every REAL_PROGRESS_US while the backward pass runs, as Horovod's background thread
+ * drives MPI (MPI_THREAD_MULTIPLE; one lock orders its calls with the starts). The buckets are
+ * the simulation's: reverse layer order, closed at the cap or at the first layer with
+ * parameters. */
+#define REAL_PROGRESS_US 50
+
 typedef struct real_buckets {
     policy_state *st;
     int w;
@@ -258,7 +263,22 @@ typedef struct real_buckets {
     size_t end;    /* floats: where the open bucket ends; it starts at its last layer's offset */
     int lowest;    /* the first layer with parameters (-1: not known yet) */
     bucket_queue q;
+    pthread_mutex_t lock; /* the queue and the exchange's calls, between the two threads */
+    atomic_int stop;
 } real_buckets;
+
+static void *real_progress(void *arg) {
+    real_buckets *b = arg;
+    const struct timespec pause = {0, REAL_PROGRESS_US * 1000L};
+    while (!atomic_load(&b->stop)) {
+        pthread_mutex_lock(&b->lock);
+        for (int k = 0; k < b->q.count; k++)
+            b->st->ex->ops->test(b->st->ex->self, b->q.rq[(b->q.head + k) % OVERLAP_IN_FLIGHT]);
+        pthread_mutex_unlock(&b->lock);
+        nanosleep(&pause, NULL);
+    }
+    return NULL;
+}
 
 static void real_grad_ready(void *ctx, int layer, const step_cost *cost) {
     real_buckets *b = ctx;
@@ -274,13 +294,13 @@ static void real_grad_ready(void *ctx, int layer, const step_cost *cost) {
         for (int i = layer + 1; i < cost->n_layers; i++)
             b->end += (size_t)(l[i].param_bytes / sizeof(float));
     }
-    for (int k = 0; k < b->q.count; k++) /* MPI moves the buckets in flight */
-        b->st->ex->ops->test(b->st->ex->self, b->q.rq[(b->q.head + k) % OVERLAP_IN_FLIGHT]);
     b->bucket += l[layer].param_bytes;
     if (b->bucket > 0 && (b->bucket >= b->cap || layer == b->lowest)) {
         float *g = policy_buffer(b->st, b->w, AGGREGATE_GRADS);
         SS_ASSERT(g != NULL && offset < b->end);
+        pthread_mutex_lock(&b->lock);
         bucket_start(b->st, b->w, &b->q, g + offset, (double)(b->end - offset) * sizeof(float));
+        pthread_mutex_unlock(&b->lock);
         b->end = offset;
         b->bucket = 0;
     }
@@ -288,11 +308,18 @@ static void real_grad_ready(void *ctx, int layer, const step_cost *cost) {
 
 static void overlap_step_real(policy_state *st, int w, long step, step_acc *a, step_stats *stats) {
     real_buckets b = {.st = st, .w = w, .cap = st->pc->bucket_mb * 1024.0 * 1024.0, .lowest = -1};
+    pthread_mutex_init(&b.lock, NULL);
+    atomic_init(&b.stop, 0);
+    pthread_t progress;
+    const int threaded = pthread_create(&progress, NULL, real_progress, &b) == 0;
     st->src->grad_ready = real_grad_ready;
     st->src->grad_ready_ctx = &b;
     compute_real(st, w, step, st->pc->batch, a, stats);
     st->src->grad_ready = NULL;
     st->src->grad_ready_ctx = NULL;
+    atomic_store(&b.stop, 1);
+    if (threaded) pthread_join(progress, NULL);
+    pthread_mutex_destroy(&b.lock);
     SS_ASSERT(b.lowest >= 0 && b.end == 0); /* every bucket started */
     const long id = policy_sync_id(step, 1);
     double entry = policy_sync_enter(st, id, -1);
@@ -300,6 +327,26 @@ static void overlap_step_real(policy_state *st, int w, long step, step_acc *a, s
         bucket_wait_oldest(st, &b.q);
     policy_sync_leave(st, id, -1, entry, b.q.bytes_sent, a);
     policy_aggregate(st, w, id, AGGREGATE_GRADS, NULL, st->pc->workers, st->pc->workers);
+}
+
+/* A recorded step (a trace's compute seconds, replayed): its time, split over the layers'
+ * passes as their FLOPs split it (sim_compute_layers' times outside the model mode), so that
+ * the step computes for what it took without overlap. A step recorded under --compute model
+ * had the model's split, which this approximates. */
+static void split_recorded(const sim_compute_cfg *cc, const step_cost *cost, double *fwd,
+                           double *bwd, int n, double *opt_s) {
+    const double total_s = cc->mode == SIM_COMPUTE_TRACE ? cost->trace_s : -1;
+    if (!(total_s >= 0)) return;
+    double sum = *opt_s;
+    for (int i = 0; i < n; i++)
+        sum += fwd[i] + bwd[i];
+    const double f = sum > 0 ? total_s / sum : 0;
+    for (int i = 0; i < n; i++) {
+        fwd[i] *= f;
+        bwd[i] *= f;
+    }
+    *opt_s *= f;
+    if (!(sum > 0)) fwd[0] = total_s; /* no FLOPs to split by: all of it before the buckets */
 }
 
 void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_stats *stats) {
@@ -314,6 +361,7 @@ void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_s
     double *fwd = ss_malloc(sizeof(double) * 2 * (size_t)n), *bwd = fwd + n, opt_s = 0;
     int rc = sim_compute_layers(&st->pc->compute, cost.layers, n, fwd, bwd, &opt_s);
     SS_ASSERT(rc == SS_OK);
+    split_recorded(&st->pc->compute, &cost, fwd, bwd, n, &opt_s);
     double fwd_s = 0;
     for (int i = 0; i < n; i++)
         fwd_s += fwd[i];

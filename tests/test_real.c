@@ -228,14 +228,15 @@ static int can_build_testbed(void) {
 /* validate real --policy P on 2 workers at 100 Mbit/s for a few dozen steps, on a testbed
  * instance of its own, into tmp_dir/vr-P: it runs (exit 0, or 1 past its bounds), prints
  * `needle`, and the shell check `csv_check` (of $f, its validate_real.csv) holds. */
-static void validate_small(const char *policy, const char *needle, const char *csv_check) {
+static void validate_small(const char *policy, const char *extra, const char *needle,
+                           const char *csv_check) {
     char cmd[1024], *out = NULL;
     snprintf(
         cmd, sizeof cmd,
         "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 SYNCSIM_TESTBED_NAME=ssvalidatetest " SYNCSIM
-        " validate real --policy %s --workers 2 --bandwidth 100Mbps --epochs 0.02 --out %s/vr-%s "
-        "2>&1",
-        policy, tmp_dir, policy);
+        " validate real --policy %s --workers 2 --bandwidth 100Mbps --epochs 0.02 %s --out "
+        "%s/vr-%s 2>&1",
+        policy, extra, tmp_dir, policy);
     int rc = ss_test_shell(cmd, &out);
     if (rc != 0 && rc != 1) fprintf(stderr, "\n%s\n%s\n", cmd, out);
     CU_ASSERT_TRUE(rc == 0 || rc == 1);
@@ -255,12 +256,16 @@ static void validate_small(const char *policy, const char *needle, const char *c
 static void test_validate_real_small(void) {
     if (!have_mpirun()) SS_SKIP("mpirun not found");
     if (!can_build_testbed()) SS_SKIP("validate real needs root, tc and network namespaces");
-    validate_small("bsp", "accuracy: real",
+    validate_small("bsp", "", "accuracy: real",
                    "test $(grep -c '^bsp,LV08,2,' $f) = 1 && test $(grep -c '^bsp,SMPI,2,' $f) = 1 "
                    "&& test $(grep -c '^bsp,ns-3,2,' $f) = 1 && "
                    "awk -F, 'NR > 1 { d = $15 < 0 ? -$15 : $15; if (d > 0.3) exit 1 }' $f");
-    validate_small("ssp", "clock gaps 0, 1, 2, ...: real [",
+    validate_small("ssp", "", "clock gaps 0, 1, 2, ...: real [",
                    "test $(grep -c '^ssp,LV08+J0.2,2,' $f) = 1");
+    /* overlap: the real run's buckets and the replay of its trace's layers; ns-3 left out */
+    validate_small("bsp", "--overlap on --bucket-mb 0.1", "overlap on (buckets of 0.1 MiB)",
+                   "test $(grep -c '^bsp,LV08,2,' $f) = 1 && test $(grep -c ',ns-3,' $f) = 0 "
+                   "&& awk -F, 'NR > 1 { d = $15 < 0 ? -$15 : $15; if (d > 0.3) exit 1 }' $f");
 }
 
 static int suite_init(void) {

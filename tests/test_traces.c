@@ -30,8 +30,21 @@ static trace *read_text(const char *text, int *rc) {
     return t;
 }
 
-/* A small valid trace as text: 2 workers x 2 steps of SelSync. */
-static char *small_trace_text(void) {
+/* A small valid trace as text: 2 workers x 2 steps of SelSync; with_layers: and the "# layer"
+ * lines of a step (two layers holding the 10 parameters). */
+static const sim_layer_cost small_layers[2] = {
+    {.fwd_flops = 1.0 / 3.0,
+     .bwd_flops = 2,
+     .fwd_bytes = 3,
+     .bwd_bytes = 4,
+     .param_bytes = 32,
+     .kernels = 2,
+     .kind = SIM_LAYER_MATMUL,
+     .gemm_n = 4,
+     .gemm_k = 2},
+    {.fwd_flops = 5, .bwd_flops = 6, .param_bytes = 8, .kernels = 1, .kind = SIM_LAYER_NORM}};
+
+static char *small_trace_text_layers(int with_layers) {
     char *text = NULL;
     size_t len = 0;
     FILE *fp = open_memstream(&text, &len);
@@ -43,6 +56,7 @@ static char *small_trace_text(void) {
     pc.seed = 42;
     trace_meta meta = {.param_count = 10, .param_bytes = 40, .sample_bytes = 5};
     snprintf(meta.source, sizeof meta.source, "emulation");
+    if (with_layers) meta.layers = small_layers, meta.n_layers = 2;
     trace_writer tw;
     trace_writer_begin(&tw, fp, &meta, &pc, "[train]\nbandwidth = 5Gbps\n");
     for (long s = 1; s <= 2; s++)
@@ -61,6 +75,10 @@ static char *small_trace_text(void) {
     trace_writer_end(&tw, 1.0 / 7.0);
     fclose(fp);
     return text;
+}
+
+static char *small_trace_text(void) {
+    return small_trace_text_layers(0);
 }
 
 /* The text with line `line` (1-based) replaced by `repl` (NULL: removed), or cut after it. */
@@ -116,6 +134,15 @@ static void test_trace_round_trip(void) {
     CU_ASSERT_EQUAL(t->decisions[1], 1);
     CU_ASSERT_STRING_EQUAL(trace_config_get(t, "bandwidth"), "5Gbps");
     SS_CHECK_CLOSE(trace_sync_fraction(t), 0.5, 0, 0);
+    CU_ASSERT_EQUAL(t->n_layers, 0);
+    trace_free(t);
+    free(text);
+    /* the "# layer" lines of a step read back bit for bit */
+    text = small_trace_text_layers(1);
+    t = read_text(text, &rc);
+    CU_ASSERT_EQUAL_FATAL(rc, SS_OK);
+    CU_ASSERT_EQUAL_FATAL(t->n_layers, 2);
+    CU_ASSERT_EQUAL(memcmp(t->layers, small_layers, sizeof small_layers), 0);
     trace_free(t);
     free(text);
 }
@@ -188,6 +215,26 @@ static void test_trace_bad_input(void) {
     /* a missing policy line */
     e = edit_line(text, 8, "# policy nonsense = 3", 0);
     expect_error(e, "mem.trace:8:");
+    free(e);
+    free(text);
+    /* layer lines: the line named, the kinds listed; their parameters must be the model's */
+    text = small_trace_text_layers(1);
+    int layer_line = 1;
+    for (const char *q = text; strncmp(q, "# layer ", 8); q = strchr(q, '\n') + 1)
+        layer_line++;
+    snprintf(want, sizeof want, "mem.trace:%d:", layer_line);
+    e = edit_line(text, layer_line, "# layer conv 1 2 3 4 32 2 4 2", 0);
+    expect_error(e, want);
+    expect_error(e, "other, matmul or norm");
+    free(e);
+    e = edit_line(text, layer_line, "# layer matmul 1 2 3 -4 32 2 4 2", 0);
+    expect_error(e, "finite numbers >= 0");
+    free(e);
+    e = edit_line(text, layer_line, "# layer matmul 1 2 3 4 32 2 4", 0);
+    expect_error(e, "malformed layer line");
+    free(e);
+    e = edit_line(text, layer_line, "# layer matmul 1 2 3 4 36 2 4 2", 0);
+    expect_error(e, "the layer lines hold 44 parameter bytes, meta param_bytes says 40");
     free(e);
     free(text);
 }
@@ -585,7 +632,7 @@ static void test_profile_zero_flops(void) {
 
 /* Runs `syncsim ARGS` (the built program), output into *out (caller frees); the exit code. */
 static int run_syncsim(const char *args, char **out) {
-    char cmd[2048];
+    char cmd[2400];
     snprintf(cmd, sizeof cmd, "%s/syncsim %s 2>&1", SS_BINARY_DIR, args);
     return ss_test_shell(cmd, out);
 }
@@ -699,6 +746,40 @@ static void test_cli_replay(void) {
     expect_cli(args, 2, "--gpu-efficiency with --platform FILE needs --gpu");
 }
 
+/* A recorded trace carries its step's layers ("# layer" lines), so replay --overlap on times
+ * the backward pass from it: the recorded step's time split by the layers' FLOPs, which is the
+ * emulation's own split under --compute flops, so the replay reproduces the overlapped run
+ * exactly. Replayed without --overlap, the trace runs as recorded (auto is off for traces);
+ * a trace without layer lines refuses overlap. */
+static void test_cli_replay_overlap(void) {
+    char args[2048], trace_path[512];
+    snprintf(args, sizeof args,
+             "train --dataset synthetic --model mlp --workers 4 --epochs 0.5 --batch 16 "
+             "--device cpu --progress no --policy bsp --overlap on --bucket-mb 0.1 --compute "
+             "flops --compute-jitter 0 --bandwidth 1Gbps --out %s/cli-overlap",
+             out_root);
+    expect_cli(args, 0, "steps.trace");
+    snprintf(trace_path, sizeof trace_path, "%s/cli-overlap/steps.trace", out_root);
+    snprintf(args, sizeof args, "grep -c '^# layer ' %s", trace_path);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(ss_test_shell(args, &out), 0);
+    CU_ASSERT_EQUAL(atoi(out), 6); /* 3 dense, 2 ReLU, the loss */
+    free(out);
+    snprintf(args, sizeof args,
+             "replay --trace %s --overlap on --bucket-mb 0.1 --out %s/cli-overlap-replay",
+             trace_path, out_root);
+    expect_cli(args, 0, "relative difference 0\n");
+    snprintf(args, sizeof args, "replay --trace %s --out %s/cli-overlap-off", trace_path, out_root);
+    CU_ASSERT_EQUAL(run_syncsim(args, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "relative difference -0.1"));
+    free(out);
+    snprintf(args, sizeof args,
+             "replay --trace %s/traces/samples/bsp_logreg_4.trace --overlap on --out "
+             "%s/cli-overlap-none",
+             SS_SOURCE_DIR, out_root);
+    expect_cli(args, 2, "has no per-layer data");
+}
+
 static int suite_init(void) {
     snprintf(out_root, sizeof out_root, "/tmp/ss_test_traces_%d", (int)getpid());
     return ss_mkdir_p(out_root) == SS_OK ? 0 : 1;
@@ -729,6 +810,8 @@ static CU_TestInfo replay_tests[] = {
     {"replay_run scale-out (round-robin, seeded sampling)", test_replay_scale_out},
     {"replay_run of a profile: BSP closed form", test_profile_replay_closed_form},
     {"syncsim replay and trace: exactness, errors, exit codes", test_cli_replay},
+    {"syncsim replay --overlap on of a recorded trace: its layer lines, exact",
+     test_cli_replay_overlap},
     {"syncsim replay of 4096 workers (no stack guard pages above 1024)",
      test_cli_replay_many_workers},
     CU_TEST_INFO_NULL,

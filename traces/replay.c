@@ -202,8 +202,10 @@ replay_opts replay_opts_default(void) {
     return o;
 }
 
-/* --overlap: auto is on where the trace has per-layer costs (a profile) and the policy's exchange
- * is a plain all-reduce (BSP, FedAvg's post-local BSP steps); on needs the per-layer costs.
+/* --overlap: auto is on for a profile (it has per-layer costs) where the policy's exchange is a
+ * plain all-reduce (BSP, FedAvg's post-local BSP steps), and off for recorded traces, which
+ * replay as they ran unless told; on needs the per-layer costs (a profile's, or the "# layer"
+ * lines of a recorded trace).
  * Under ns-3, auto is off and on is refused: SimGrid 3.32's ns-3 binding aborts when the
  * overlapped buckets' flows congest a link ("total_bytes ... is not sent_bytes"). */
 static int resolve_overlap(const trace *t, sim_network_model model, policy_config *pc) {
@@ -217,7 +219,9 @@ static int resolve_overlap(const trace *t, sim_network_model model, policy_confi
                                        "congest a link); use --overlap off or LV08");
     if (pc->overlap == POLICY_OVERLAP_AUTO)
         pc->overlap =
-            family && allreduce && t->n_layers > 0 && !ns3 ? POLICY_OVERLAP_ON : POLICY_OVERLAP_OFF;
+            family && allreduce && t->n_layers > 0 && !ns3 && !strcmp(t->meta.source, "profile")
+                ? POLICY_OVERLAP_ON
+                : POLICY_OVERLAP_OFF;
     if (pc->overlap == POLICY_OVERLAP_ON && t->n_layers < 1)
         return ss_error_set(SS_EUSAGE,
                             "--overlap on: the %s trace of %s has no per-layer data, so overlap "

@@ -247,7 +247,8 @@ static int options_apply(const run_request *rq, const trace *t) {
     const policy_info *p = policy_registry_find(policy_kind_name(t->pc.kind));
     for (int k = 0; p && k < policy_option_count(); k++) {
         const policy_option *o = policy_option_at(k);
-        if (o->replay && options_given(rq, o->name) && !policy_option_applies(o, p))
+        if ((o->replay & POLICY_OPTION_REPLAY) && options_given(rq, o->name) &&
+            !policy_option_applies(o, p))
             return ss_error_set(SS_EUSAGE, "--%s does not apply to policy %s (the replayed one)",
                                 o->name, p->name);
     }

@@ -19,6 +19,9 @@
 
 /* ---- writer ---- */
 
+/* sim_layer_kind's names in "# layer" lines */
+static const char *const layer_kind_names[] = {"other", "matmul", "norm"};
+
 void trace_writer_begin(trace_writer *w, FILE *fp, const trace_meta *meta, const policy_config *pc,
                         const char *config_ini) {
     w->fp = fp;
@@ -31,6 +34,12 @@ void trace_writer_begin(trace_writer *w, FILE *fp, const trace_meta *meta, const
     fprintf(fp, "# meta param_bytes = %.17g\n", meta->param_bytes);
     fprintf(fp, "# meta sample_bytes = %.17g\n", meta->sample_bytes);
     policy_codec_write(pc, "# policy ", fp);
+    for (int i = 0; meta->layers && i < meta->n_layers; i++) {
+        const sim_layer_cost *l = &meta->layers[i];
+        fprintf(fp, "# layer %s %.17g %.17g %.17g %.17g %.17g %d %.17g %.17g\n",
+                layer_kind_names[l->kind], l->fwd_flops, l->bwd_flops, l->fwd_bytes, l->bwd_bytes,
+                l->param_bytes, l->kernels, l->gemm_n, l->gemm_k);
+    }
     if (config_ini) {
         /* config.ini lines: keep the "key = value" ones (not comments or the section) */
         const char *p = config_ini;
@@ -178,11 +187,48 @@ typedef struct reader {
     int end_seen;
     long end_records;
     double sim_time_s;
-    char *slowdown_text; /* the "slowdown" policy value, parsed once the workers are known */
+    char *slowdown_text;    /* the "slowdown" policy value, parsed once the workers are known */
+    sim_layer_cost *layers; /* "# layer" lines */
+    int n_layers;
 } reader;
 
 static int bad(const reader *r, const char *fmt, const char *detail) {
     return ss_error_set(SS_EINPUT, "%s:%ld: %s%s", r->name, r->line, fmt, detail ? detail : "");
+}
+
+/* "# layer KIND FWD_FLOPS BWD_FLOPS FWD_BYTES BWD_BYTES PARAM_BYTES KERNELS GEMM_N GEMM_K": one
+ * layer of a step, in forward order, before the records. */
+static int layer_line(reader *r, const char *text) {
+    if (r->t) return bad(r, "layer line after the first record", NULL);
+    if (r->n_layers >= TRACE_MAX_LAYERS) return bad(r, "too many layer lines", NULL);
+    char kind[16], f[8][64];
+    char tail;
+    if (sscanf(text, "%15s %63s %63s %63s %63s %63s %63s %63s %63s %c", kind, f[0], f[1], f[2],
+               f[3], f[4], f[5], f[6], f[7], &tail) != 9)
+        return bad(r,
+                   "malformed layer line (expected 'layer KIND FWD_FLOPS BWD_FLOPS FWD_BYTES "
+                   "BWD_BYTES PARAM_BYTES KERNELS GEMM_N GEMM_K')",
+                   NULL);
+    sim_layer_cost l = {0};
+    int k = -1;
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(kind, layer_kind_names[i])) k = i;
+    if (k < 0) return bad(r, "layer kind must be other, matmul or norm, not ", kind);
+    l.kind = (sim_layer_kind)k;
+    double *v[7] = {&l.fwd_flops,   &l.bwd_flops, &l.fwd_bytes, &l.bwd_bytes,
+                    &l.param_bytes, &l.gemm_n,    &l.gemm_k};
+    const int col[7] = {0, 1, 2, 3, 4, 6, 7};
+    for (int i = 0; i < 7; i++)
+        if (number_parse_double(f[col[i]], v[i]) || !(*v[i] >= 0) || !isfinite(*v[i]))
+            return bad(r, "layer values must be finite numbers >= 0, not ", f[col[i]]);
+    long kernels;
+    if (number_parse_long(f[5], 0, 1000000, &kernels))
+        return bad(r, "layer kernels must be an integer from 0 to 1000000, not ", f[5]);
+    l.kernels = (int)kernels;
+    r->layers = realloc(r->layers, sizeof *r->layers * (size_t)(r->n_layers + 1));
+    SS_ASSERT(r->layers);
+    r->layers[r->n_layers++] = l;
+    return SS_OK;
 }
 
 static int header_line(reader *r, char *text) {
@@ -234,6 +280,7 @@ static int header_line(reader *r, char *text) {
         snprintf(kv->value, sizeof kv->value, "%s", value);
         return SS_OK;
     }
+    if (!strncmp(text, "layer ", 6)) return layer_line(r, text + 6);
     if (!strncmp(text, "columns:", 8)) {
         const char *c = text + 8;
         while (*c == ' ')
@@ -456,13 +503,26 @@ int trace_read(FILE *fp, const char *name, trace **out) {
         rc = ss_error_set(SS_EINPUT, "%s:%ld: the end line counts %ld records, the file holds %ld",
                           name, r.line, r.end_records, r.t->records);
     free(r.slowdown_text);
+    if (rc == SS_OK && r.n_layers > 0) {
+        double params = 0;
+        for (int i = 0; i < r.n_layers; i++)
+            params += r.layers[i].param_bytes;
+        if (fabs(params - r.meta.param_bytes) > 1e-9 * r.meta.param_bytes)
+            rc = ss_error_set(SS_EINPUT,
+                              "%s: the layer lines hold %.17g parameter bytes, meta param_bytes "
+                              "says %.17g",
+                              name, params, r.meta.param_bytes);
+    }
     if (rc != SS_OK) {
         trace_free(r.t);
         free(r.config);
+        free(r.layers);
         return rc;
     }
     trace *t = r.t;
     t->meta = r.meta;
+    t->layers = r.layers;
+    t->n_layers = r.n_layers;
     t->config = r.config;
     t->n_config = r.n_config;
     t->sim_time_s = r.sim_time_s;

@@ -26,6 +26,8 @@
  * memory of cells without a record is never touched). Scale-out replays need only the recorded
  * workers' cells. */
 #define TRACE_MAX_CELLS (1L << 24)
+/* "# layer" lines a trace may hold */
+#define TRACE_MAX_LAYERS 100000
 
 /* What the trace says about the run as a whole ("# meta key = value" lines). */
 typedef struct trace_meta {
@@ -34,6 +36,10 @@ typedef struct trace_meta {
     double param_count;  /* P: parameters of the model */
     double param_bytes;  /* bytes of every exchange (4 P) */
     double sample_bytes; /* bytes of one training sample on the wire (data injection) */
+    /* writer only: one step's layers at the policy's batch, "# layer" lines (NULL: none); a
+     * loaded trace has them in trace.layers */
+    const sim_layer_cost *layers;
+    int n_layers;
 } trace_meta;
 
 /* What replay needs of one worker step. */
@@ -70,7 +76,8 @@ typedef struct trace {
     double sim_time_s; /* "# result sim_time_s": simulated time of the recorded run (< 0: none) */
     double *slowdown;  /* (pc.workers) fixed per-worker compute slowdown recorded (NULL: none);
                           pc.slowdown is NULL in a loaded trace */
-    sim_layer_cost *layers; /* (n_layers) one step's layers (a profile's; NULL: none recorded) */
+    sim_layer_cost *layers; /* (n_layers) one step's layers (a profile's, or "# layer" lines;
+                               NULL: none recorded) */
     int n_layers;
 } trace;
 
