@@ -31,7 +31,7 @@
 
 /* What the trace says about the run as a whole ("# meta key = value" lines). */
 typedef struct trace_meta {
-    char source[16];     /* emulation | profile | import | replay */
+    char source[16];     /* emulation | real | profile | import | replay */
     char model[64];      /* model name (emulation: --model; profile: its name) */
     double param_count;  /* P: parameters of the model */
     double param_bytes;  /* bytes of every exchange (4 P) */
