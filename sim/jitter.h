@@ -30,4 +30,12 @@ uint64_t sim_jitter_compute_stream(int w, long step);
  * accepts up to 2^28 rounds). */
 uint64_t sim_jitter_ps_stream(int dir, int server, int worker, int64_t round);
 
+/* --compute-jitter auto: the coefficient of variation measured for the step of emulated model
+ * `model` (--model: mlp[:W,..], cnn, logreg) in a real framework on a dedicated GPU, and the
+ * figure of GPU-bound steps otherwise (sources in sim/jitter.c). */
+double sim_jitter_compute_default(const char *model);
+/* "auto" (that default for `model`) or a CV from 0 to 1 into *cv; SS_EUSAGE naming `option`
+ * and the valid forms otherwise. */
+int sim_jitter_compute_parse(const char *option, const char *text, const char *model, double *cv);
+
 #endif

@@ -2,6 +2,7 @@
 #include "sim/policy_build.h"
 #include "common/number.h"
 #include "common/status.h"
+#include "sim/jitter.h"
 #include "sim/platform_gen.h"
 
 #include <errno.h>
@@ -231,7 +232,9 @@ int policy_config_build(const run_config *cfg, policy_build_env *env, policy_con
             (rc = sim_precision_parse("--precision", cfg->precision, &pc->compute.precision)) !=
                 SS_OK)
             return rc;
-        pc->compute_jitter = cfg->compute_jitter;
+        if ((rc = sim_jitter_compute_parse("--compute-jitter", cfg->compute_jitter, cfg->model,
+                                           &pc->compute_jitter)) != SS_OK)
+            return rc;
     }
     for (int k = 0; k < policy_option_count(); k++)
         if ((rc = policy_option_apply(policy_option_at(k), &cfg->policy_options[k], pc)) != SS_OK)

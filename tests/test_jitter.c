@@ -1,8 +1,10 @@
 /* CUnit suite of the seeded jitter (sim/jitter.h): the lognormal factor against its definition and
  * its moments, the parameter servers' message times under --comm-jitter against their closed form
  * (CM02: one latency + f x M / B per message, the bytes counted nominal), and the default SSP run
- * as a user runs it (build/syncsim): the same seed gives the same outputs bit for bit, the sourced
- * defaults leave the staleness bound unreached, and a communication jitter makes it bind. */
+ * as a user runs it (build/syncsim): the same seed gives the same outputs bit for bit, the
+ * default compute jitter (the mlp's measured CV) makes it reach the staleness bound and never
+ * pass it, the GPU-bound figure (0.002) leaves the bound unreached, and a communication jitter
+ * makes it bind. */
 #include "common/rng.h"
 #include "common/status.h"
 #include "sim/cluster.h"
@@ -190,6 +192,35 @@ static void test_ps_bad_cv(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "jitter"));
 }
 
+/* --compute-jitter: auto is the CV measured for the emulated model's step, a number is taken as
+ * it is, anything else is refused naming the option and the valid forms. */
+static void test_compute_default(void) {
+    static const struct {
+        const char *model;
+        double cv;
+    } cases[] = {{"mlp", 0.30812},
+                 {"mlp:512,128", 0.30812},
+                 {"logreg", 0.30812},
+                 {"cnn", 0.27236},
+                 {NULL, 0.002}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double cv = -1;
+        CU_ASSERT_EQUAL(sim_jitter_compute_parse("--compute-jitter", "auto", cases[i].model, &cv),
+                        SS_OK);
+        CU_ASSERT_EQUAL(cv, cases[i].cv);
+    }
+    double cv = -1;
+    CU_ASSERT_EQUAL(sim_jitter_compute_parse("--compute-jitter", "0.05", "mlp", &cv), SS_OK);
+    CU_ASSERT_EQUAL(cv, 0.05);
+    static const char *const bad[] = {"2", "-0.1", "x", "", "0.1x", "nan"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CU_ASSERT_EQUAL(sim_jitter_compute_parse("--compute-jitter", bad[i], "mlp", &cv),
+                        SS_EUSAGE);
+        CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "--compute-jitter"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "auto"));
+    }
+}
+
 /* ---------------------------------------------------------------- the default SSP run */
 
 static char tmp_dir[256];
@@ -244,21 +275,27 @@ static int same_file(const char *a, const char *b, const char *file) {
     return ss_test_shell(bash, NULL) == 0;
 }
 
-/* Under the sourced defaults (compute jitter 0.002, no communication jitter) the default SSP run
- * keeps its clock gap at 0-2: the bound of 3 is never reached (README "Jitter"). */
-static void test_ssp_defaults_do_not_bind(void) {
+/* Under the defaults (the mlp's measured compute jitter, 0.31; no communication jitter) the
+ * default SSP run reaches the bound of 3 and never passes it; with the figure of GPU-bound
+ * steps (0.002) its clock gap stays at 0-2 (README "SSP staleness and jitter"). */
+static void test_ssp_defaults_bind(void) {
     CU_ASSERT_EQUAL_FATAL(run_ssp("", "defaults"), 0);
     long hist[4];
-    CU_ASSERT_EQUAL(gap_of("defaults", hist), 2);
+    CU_ASSERT_EQUAL(gap_of("defaults", hist), 3);
+    CU_ASSERT(hist[1] > 0 && hist[2] > 0 && hist[3] > 0);
+    CU_ASSERT_EQUAL_FATAL(run_ssp("--compute-jitter 0.002", "gpu_bound"), 0);
+    CU_ASSERT_EQUAL(gap_of("gpu_bound", hist), 2);
     CU_ASSERT(hist[2] > 0);
     CU_ASSERT_EQUAL(hist[3], 0);
 }
 
-/* With a 5 % jitter on each server message the default configuration reaches the bound within
- * two epochs, never passes it, and a second run with the same seed is identical bit for bit. */
+/* With a 5 % jitter on each server message (and the compute jitter of GPU-bound steps) the
+ * default configuration reaches the bound within two epochs, never passes it, and a second run
+ * with the same seed is identical bit for bit. */
+#define COMM_JITTER "--epochs 2 --comm-jitter 0.05 --compute-jitter 0.002"
 static void test_ssp_comm_jitter_binds(void) {
-    CU_ASSERT_EQUAL_FATAL(run_ssp("--epochs 2 --comm-jitter 0.05", "comm_a"), 0);
-    CU_ASSERT_EQUAL_FATAL(run_ssp("--epochs 2 --comm-jitter 0.05", "comm_b"), 0);
+    CU_ASSERT_EQUAL_FATAL(run_ssp(COMM_JITTER, "comm_a"), 0);
+    CU_ASSERT_EQUAL_FATAL(run_ssp(COMM_JITTER, "comm_b"), 0);
     long hist[4];
     CU_ASSERT_EQUAL(gap_of("comm_a", hist), 3);
     CU_ASSERT(hist[3] > 0);
@@ -266,7 +303,7 @@ static void test_ssp_comm_jitter_binds(void) {
     CU_ASSERT(same_file("comm_a", "comm_b", "steps.trace"));
     CU_ASSERT(same_file("comm_a", "comm_b", "metrics.csv"));
     /* a different seed draws other factors */
-    CU_ASSERT_EQUAL_FATAL(run_ssp("--epochs 2 --comm-jitter 0.05 --seed 2", "comm_c"), 0);
+    CU_ASSERT_EQUAL_FATAL(run_ssp(COMM_JITTER " --seed 2", "comm_c"), 0);
     CU_ASSERT(!same_file("comm_a", "comm_c", "steps.trace"));
 }
 
@@ -290,13 +327,15 @@ static CU_TestInfo unit_tests[] = {
     {"jitter: one stream per message and per compute step", test_streams_distinct},
     {"jitter: PS push and pull times against alpha + f M / B (CM02)", test_ps_closed_form},
     {"jitter: a negative message CV is refused", test_ps_bad_cv},
+    {"jitter: --compute-jitter auto is the model's measured CV; bad values refused",
+     test_compute_default},
     CU_TEST_INFO_NULL,
 };
 
 static CU_TestInfo run_tests[] = {
     {"jitter: --comm-jitter range and policies", test_comm_jitter_usage},
-    {"jitter: the default SSP run under the sourced defaults stays below the bound",
-     test_ssp_defaults_do_not_bind},
+    {"jitter: the default SSP run reaches the bound; with 0.002 it stays below",
+     test_ssp_defaults_bind},
     {"jitter: --comm-jitter 0.05 makes the default SSP run reach the bound, same seed same bits",
      test_ssp_comm_jitter_binds},
     CU_TEST_INFO_NULL,
