@@ -553,10 +553,11 @@ static int table_options(const run_request *rq, bench_sizes_opts *o) {
     else
         o->algo = (int)algo;
     if ((st = sim_nccl_protocol_parse("--protocol", cfg->protocol, &o->protocol))) return st;
-    if (o->protocol != SIM_PROTOCOL_AUTO && (o->algo == BENCH_INCAST || !coll_is_nccl_algo(algo)))
+    if (o->protocol != SIM_PROTOCOL_AUTO &&
+        (o->algo == BENCH_INCAST || !coll_takes_protocol(algo, o->protocol)))
         return ss_error_set(SS_EUSAGE,
-                            "--protocol %s applies to --collective auto, hier, "
-                            "hier-coarse or dbtree (NCCL's algorithms), not %s",
+                            "--protocol %s applies to --collective auto, hier, hier-coarse, "
+                            "dbtree, ring or ring-coarse (NCCL's algorithms), not %s",
                             cfg->protocol, cfg->collective);
     return check_platform_options(rq);
 }

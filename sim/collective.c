@@ -715,7 +715,7 @@ static int allreduce_seq(sim_comm *c, int member, uint64_t seq, double bytes,
         } else {
             p = sim_allreduce_protocol(c, o->algo, algo, bytes, o);
         }
-        if (coll_is_nccl(o->algo)) {
+        if (coll_takes_protocol(o->algo, o->protocol)) {
             const int fam = coll_family(algo);
             int g = 1, nodes = c->size;
             if (coll_topology(c) == SS_OK && c->topo->per_node > 1) {

@@ -120,6 +120,10 @@ typedef enum sim_nccl_protocol {
 int sim_nccl_protocol_parse(const char *option, const char *text, sim_nccl_protocol *out);
 /* 1 for the NCCL-style algorithms, which take a protocol: auto, hier, hier-coarse, dbtree. */
 int coll_is_nccl_algo(sim_allreduce_algo a);
+/* 1 when an all-reduce `requested` runs under NCCL protocol p's costs: an NCCL-style algorithm,
+ * or ring and ring-coarse under a named protocol (NCCL's ring, as NCCL before its trees ran
+ * every all-reduce); a ring under auto keeps plain messages. */
+int coll_takes_protocol(sim_allreduce_algo requested, sim_nccl_protocol p);
 const char *sim_nccl_protocol_name(sim_nccl_protocol p);
 
 typedef struct sim_coll_opts {

@@ -387,6 +387,12 @@ int coll_is_nccl(sim_allreduce_algo requested) {
            requested == SIM_ALLREDUCE_HIER_COARSE || requested == SIM_ALLREDUCE_DBTREE;
 }
 
+int coll_takes_protocol(sim_allreduce_algo requested, sim_nccl_protocol p) {
+    return coll_is_nccl(requested) ||
+           (p != SIM_PROTOCOL_AUTO &&
+            (requested == SIM_ALLREDUCE_RING || requested == SIM_ALLREDUCE_RING_COARSE));
+}
+
 int coll_family(sim_allreduce_algo run) {
     return run == SIM_ALLREDUCE_DBTREE ? NCCL_FAMILY_TREE : NCCL_FAMILY_RING;
 }
@@ -620,7 +626,8 @@ sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_
 sim_nccl_protocol sim_allreduce_protocol(sim_comm *c, sim_allreduce_algo requested,
                                          sim_allreduce_algo algo, double bytes,
                                          const sim_coll_opts *o) {
-    if (!coll_is_nccl(requested) || c->size < 2) return SIM_PROTOCOL_AUTO;
+    if (!coll_takes_protocol(requested, o ? o->protocol : SIM_PROTOCOL_AUTO) || c->size < 2)
+        return SIM_PROTOCOL_AUTO;
     if (o && o->protocol != SIM_PROTOCOL_AUTO) return o->protocol;
     sim_allreduce_algo a;
     sim_nccl_protocol p;

@@ -89,8 +89,9 @@ double sim_compute_duration_s(const sim_compute_cfg *cfg, const sim_step_cost *c
         s = cost->measured_s * cfg->scale;
         break;
     case SIM_COMPUTE_MODEL:
-        s = sim_compute_layers_on(cfg->gpu ? cfg->gpu : sim_compute_host_gpu(), cfg->precision,
-                                  cost->layers, cost->n_layers, NULL, NULL, NULL);
+        s = cfg->scale * sim_compute_layers_on(cfg->gpu ? cfg->gpu : sim_compute_host_gpu(),
+                                               cfg->precision, cost->layers, cost->n_layers, NULL,
+                                               NULL, NULL);
         break;
     default:
         s = cost->trace_s;
@@ -197,6 +198,11 @@ int sim_compute_layers(const sim_compute_cfg *cfg, const sim_layer_cost *layers,
     }
     const gpu_class *g = cfg->gpu ? cfg->gpu : sim_compute_host_gpu();
     sim_compute_layers_on(g, cfg->precision, layers, n, fwd_s, bwd_s, optimizer_s);
+    for (int i = 0; cfg->scale != 1.0 && i < n; i++) {
+        if (fwd_s) fwd_s[i] *= cfg->scale;
+        if (bwd_s) bwd_s[i] *= cfg->scale;
+    }
+    if (optimizer_s && cfg->scale != 1.0) *optimizer_s *= cfg->scale;
     return SS_OK;
 }
 

@@ -172,10 +172,11 @@ static int build_exchange(const run_config *cfg, policy_config *pc) {
     int rc = sim_nccl_protocol_parse("--protocol", cfg->protocol[0] ? cfg->protocol : "auto",
                                      &pc->coll.protocol);
     if (rc != SS_OK) return rc;
-    if (pc->coll.protocol != SIM_PROTOCOL_AUTO && (pc->use_ps || !coll_is_nccl_algo(pc->coll.algo)))
+    if (pc->coll.protocol != SIM_PROTOCOL_AUTO &&
+        (pc->use_ps || !coll_takes_protocol(pc->coll.algo, pc->coll.protocol)))
         return ss_error_set(SS_EUSAGE,
-                            "--protocol %s applies to --collective auto, hier, hier-coarse or "
-                            "dbtree (NCCL's algorithms), not %s",
+                            "--protocol %s applies to --collective auto, hier, hier-coarse, "
+                            "dbtree, ring or ring-coarse (NCCL's algorithms), not %s",
                             cfg->protocol, cfg->collective);
     if (pc->coll.channels > 1 && (pc->use_ps || pc->coll.algo != SIM_ALLREDUCE_RING) &&
         pc->coll.algo != SIM_ALLREDUCE_AUTO)

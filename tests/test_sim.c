@@ -275,6 +275,33 @@ static void test_ring_closed_form(void) {
     }
 }
 
+/* A ring under a named NCCL protocol is NCCL's ring: Simple (whole messages, no rate cap) adds
+ * NCCL 2.7.5's base latency of a ring call (8.4 us) and its per-step latency on the network
+ * (9.6 us) to each of the 2(N-1) steps, message-level and closed form alike; without a protocol
+ * the ring stays plain. */
+static void test_ring_under_simple(void) {
+    for (size_t i = 0; i < sizeof sizes_n / sizeof *sizes_n; i++) {
+        const int n = sizes_n[i];
+        const double m = 1e6;
+        for (int coarse = 0; coarse < 2; coarse++) {
+            const sim_allreduce_algo algo = coarse ? SIM_ALLREDUCE_RING_COARSE : SIM_ALLREDUCE_RING;
+            scen s = {star_platform(n, 0, PLATFORM_TOPOLOGY_STAR),
+                      n,
+                      0,
+                      SIM_NETWORK_CM02,
+                      SCEN_ALLREDUCE,
+                      {algo, 0, 1, SIM_PROTOCOL_SIMPLE},
+                      m,
+                      0,
+                      0};
+            scen_out o = run_scen(&s);
+            const double plain = coarse ? ring_coarse_closed_form(n, m, o.alpha_s, o.bw_Bps)
+                                        : ring_closed_form(n, m, o.alpha_s, o.bw_Bps);
+            SS_CHECK_CLOSE(o.max_member_s, plain + 8.4e-6 + 2.0 * (n - 1) * 9.6e-6, 0, REL);
+        }
+    }
+}
+
 /* Halving-doubling: 2 log2(p) alpha + 2 (M/2 + M/4 + ... + M/p)/B (= 2(p-1)/p M/B before
  * rounding to whole bytes), plus 2 (alpha + M/B) when N is not a power of two (the fold and the
  * unfold). */
@@ -704,6 +731,8 @@ static void test_golden(void) {
 
 static CU_TestInfo closed_form_tests[] = {
     {"sim_allreduce ring vs alpha-beta closed form (CM02)", test_ring_closed_form},
+    {"sim_allreduce ring and ring-coarse under Simple: NCCL's latencies added",
+     test_ring_under_simple},
     {"sim_allreduce halving-doubling vs closed form (CM02)", test_hd_closed_form},
     {"sim_allreduce recursive doubling vs closed form (CM02)", test_rd_closed_form},
     {"sim_allreduce tree vs closed form (CM02)", test_tree_closed_form},

@@ -106,8 +106,11 @@ static void test_bench_cli(void) {
     expect("bench network --platform x.xml --bandwidth 5Gbps", 2, "contradicts --bandwidth", NULL);
     expect("bench network --collective ps --sizes 1KiB --workers 2", 0, "incast", NULL);
     expect("bench network --protocol LL2 --sizes 1KiB", 2, "--protocol", "LL128");
-    expect("bench network --collective ring --protocol LL --sizes 1KiB --workers 2", 2,
+    expect("bench network --collective hd --protocol LL --sizes 1KiB --workers 2", 2,
            "applies to --collective auto", NULL);
+    /* a ring under a named protocol is NCCL's ring */
+    expect("bench network --collective ring --protocol LL --sizes 1KiB --workers 2", 0, "ring/LL",
+           NULL);
     expect("bench network --collective dbtree --protocol LL --sizes 1KiB --workers 4", 0, "dbtree",
            NULL);
     expect("bench network --hosts-list 1 --smpi", 2, "--hosts-list: '1'", NULL);

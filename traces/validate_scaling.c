@@ -16,12 +16,23 @@
 #define SS_REFERENCE_DIR "traces/reference"
 #endif
 
-#define N_COLUMNS 13
-static const char *const column_names[N_COLUMNS] = {
-    "id",    "model",     "profile",   "batch_per_gpu",
-    "gpu",   "precision", "gpus",      "gpus_per_node",
-    "intra", "fabric",    "bandwidth", "published_scaling_efficiency",
-    "source"};
+#define N_COLUMNS 16
+static const char *const column_names[N_COLUMNS] = {"id",
+                                                    "model",
+                                                    "profile",
+                                                    "batch_per_gpu",
+                                                    "gpu",
+                                                    "precision",
+                                                    "gpus",
+                                                    "gpus_per_node",
+                                                    "intra",
+                                                    "fabric",
+                                                    "bandwidth",
+                                                    "collective",
+                                                    "protocol",
+                                                    "single_gpu_images_per_s",
+                                                    "published_scaling_efficiency",
+                                                    "source"};
 enum {
     C_ID,
     C_MODEL,
@@ -34,6 +45,9 @@ enum {
     C_INTRA,
     C_FABRIC,
     C_BW,
+    C_COLL,
+    C_PROTO,
+    C_SINGLE,
     C_PUB
 };
 
@@ -44,6 +58,9 @@ typedef struct scaling_row {
     const gpu_class *gpu;
     sim_precision precision;
     platform_gen_spec gen; /* the row's fabrics; node_spec sets its nodes for a GPU count */
+    sim_coll_opts coll;    /* the all-reduce the row's software ran, and its NCCL protocol */
+    double single_ips;     /* published single-GPU images/s setting the compute time (0: the
+                              per-layer model's) */
     double published;
     double predicted; /* NAN: not predicted */
 } scaling_row;
@@ -110,6 +127,22 @@ static int parse_row(const csv_reader *r, scaling_row *row) {
     int rc = gpu_table_find("gpu", r->field[C_GPU], &row->gpu);
     if (rc == SS_OK) rc = sim_precision_parse("precision", r->field[C_PREC], &row->precision);
     if (rc == SS_OK) rc = row_fabrics(r, &row->gen);
+    row->coll = (sim_coll_opts){.algo = SIM_ALLREDUCE_AUTO, .channels = 1};
+    if (rc == SS_OK) rc = sim_allreduce_algo_parse("collective", r->field[C_COLL], &row->coll.algo);
+    if (rc == SS_OK)
+        rc = sim_nccl_protocol_parse("protocol", r->field[C_PROTO], &row->coll.protocol);
+    if (rc == SS_OK && row->coll.protocol != SIM_PROTOCOL_AUTO &&
+        !coll_takes_protocol(row->coll.algo, row->coll.protocol))
+        rc = ss_error_set(SS_EINPUT, "protocol %s does not apply to collective %s",
+                          r->field[C_PROTO], r->field[C_COLL]);
+    if (rc == SS_OK && strcmp(r->field[C_SINGLE], "-")) {
+        row->single_ips = strtod(r->field[C_SINGLE], &end);
+        if (*end || !(row->single_ips > 0) || !isfinite(row->single_ips))
+            rc = ss_error_set(SS_EINPUT,
+                              "single_gpu_images_per_s '%s': a throughput > 0, or - for the "
+                              "compute model's",
+                              r->field[C_SINGLE]);
+    }
     return rc == SS_OK ? SS_OK : located(r->name, r->line);
 }
 
@@ -128,9 +161,10 @@ static int case_child(void *arg, sim_blob *out) {
     return rc;
 }
 
-/* Simulated seconds of VALIDATE_SCALING_STEPS BSP steps of `gpus` workers: the ring all-reduce
- * at the coarse level (one flow per phase: seconds at 512 GPUs), overlapped with the backward
- * pass in Horovod's fused buckets, every step timed by the per-layer model on the row's GPU. */
+/* Simulated seconds of VALIDATE_SCALING_STEPS BSP steps of `gpus` workers: the row's all-reduce
+ * overlapped with the backward pass in Horovod's fused buckets, every step timed by the
+ * per-layer model on the row's GPU, scaled to the row's published single-GPU throughput where it
+ * gives one (the layers keep the model's shares of the step). */
 static int replay_time(const scaling_row *row, const model_profile *prof, int gpus, double *t_s) {
     policy_config pc;
     policy_config_default(&pc);
@@ -146,11 +180,16 @@ static int replay_time(const scaling_row *row, const model_profile *prof, int gp
     trace *t = NULL;
     int rc = profile_synthesize(prof, &pc, NULL, &t);
     if (rc != SS_OK) return rc;
+    if (row->single_ips > 0) {
+        const double model_s = sim_compute_layers_on(row->gpu, row->precision, t->layers,
+                                                     t->n_layers, NULL, NULL, NULL);
+        t->pc.compute.scale = row->batch / row->single_ips / model_s;
+    }
     scaling_case sc = {t, replay_opts_default()};
     sc.ro.workers = gpus;
     sc.ro.compute_gpu = row->gpu;
     sc.ro.gen = node_spec(row, gpus);
-    sim_coll_opts co = {.algo = SIM_ALLREDUCE_AUTO}; /* NCCL's choice, as Horovod used NCCL */
+    sim_coll_opts co = row->coll;
     sc.ro.coll = &co;
     sim_blob b = {0};
     rc = sim_run_isolated(case_child, &sc, &b);
@@ -192,12 +231,13 @@ static int read_rows(const char *path, scaling_row **rows, int *n) {
     return rc;
 }
 
-/* The single-GPU time of row i: computed once per (profile, GPU, precision, batch). */
+/* The single-GPU time of row i: computed once per (profile, GPU, precision, batch, single-GPU
+ * throughput). */
 static int single_gpu_time(scaling_row *rows, double *t1, int i, const model_profile *prof) {
     for (int j = 0; j < i; j++)
         if (!isnan(t1[j]) && !strcmp(rows[j].profile, rows[i].profile) &&
             rows[j].gpu == rows[i].gpu && rows[j].precision == rows[i].precision &&
-            rows[j].batch == rows[i].batch) {
+            rows[j].batch == rows[i].batch && rows[j].single_ips == rows[i].single_ips) {
             t1[i] = t1[j];
             return SS_OK;
         }

@@ -1,6 +1,7 @@
 /* `syncsim validate scaling`: predicts published multi-GPU data-parallel scaling efficiencies by
- * replaying model profiles (BSP, ring all-reduce, overlap with fused buckets, the per-layer compute
- * model) at 1 GPU and at N GPUs on a node platform per reference, and compares.
+ * replaying model profiles (BSP, the all-reduce the reference's software ran, overlap with fused
+ * buckets, the per-layer compute model scaled to a published single-GPU throughput where the row
+ * gives one) at 1 GPU and at N GPUs on a node platform per reference, and compares.
  *
  *     validate_scaling_result r;
  *     int rc = validate_scaling(NULL, VALIDATE_SCALING_BOUND, stdout, &r);   // the shipped CSV
@@ -29,9 +30,11 @@ typedef struct validate_scaling_result {
 } validate_scaling_result;
 
 /* The reference CSV (columns id,model,profile,batch_per_gpu,gpu,precision,gpus,gpus_per_node,
- * intra,fabric,bandwidth,published_scaling_efficiency,source; '#' lines are comments), where a
- * NULL path is traces/reference/scaling/scaling.csv of the source tree. Prints a table to out.
- * SS_EINPUT "FILE:LINE: ..." for a bad row (unknown GPU class, profile, fabric). */
+ * intra,fabric,bandwidth,collective,protocol,single_gpu_images_per_s,
+ * published_scaling_efficiency,source; '#' lines are comments), where a NULL path is
+ * traces/reference/scaling/scaling.csv of the source tree. Prints a table to out. SS_EINPUT
+ * "FILE:LINE: ..." for a bad row (unknown GPU class, profile, fabric, collective, a protocol
+ * that does not apply to it, a throughput that is not positive). */
 int validate_scaling(const char *csv_path, double bound, FILE *out, validate_scaling_result *res);
 
 #endif
