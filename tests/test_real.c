@@ -108,8 +108,8 @@ static void test_selsync_injection_equals_emulation(void) {
  * (the mlp in two buckets; the cnn, with its fused conv -> ReLU -> max-pool block, in three). */
 static void test_overlap_equals_emulation(void) {
     check_same_run("overlap-mlp", 4, "--policy bsp --workers 4 --overlap on --bucket-mb 0.25");
-#ifndef __SANITIZE_ADDRESS__ /* the cnn's hooks are test_kernels' too; its runs take minutes there \
-                              */
+    /* the cnn's hooks are test_kernels' too; its runs take minutes under the sanitizers */
+#ifndef __SANITIZE_ADDRESS__
     check_same_run("overlap-cnn", 4,
                    "--model cnn --policy bsp --workers 4 --overlap on --bucket-mb 0.05");
 #endif
