@@ -290,9 +290,6 @@ static void real_grad_ready(void *ctx, int layer, const step_cost *cost) {
         b->lowest = 0;
         while (b->lowest < cost->n_layers - 1 && !(l[b->lowest].param_bytes > 0))
             b->lowest++;
-        b->end = offset + (size_t)(l[layer].param_bytes / sizeof(float));
-        for (int i = layer + 1; i < cost->n_layers; i++)
-            b->end += (size_t)(l[i].param_bytes / sizeof(float));
     }
     b->bucket += l[layer].param_bytes;
     if (b->bucket > 0 && (b->bucket >= b->cap || layer == b->lowest)) {
@@ -307,7 +304,11 @@ static void real_grad_ready(void *ctx, int layer, const step_cost *cost) {
 }
 
 static void overlap_step_real(policy_state *st, int w, long step, step_acc *a, step_stats *stats) {
-    real_buckets b = {.st = st, .w = w, .cap = st->pc->bucket_mb * 1024.0 * 1024.0, .lowest = -1};
+    real_buckets b = {.st = st,
+                      .w = w,
+                      .cap = st->pc->bucket_mb * 1024.0 * 1024.0,
+                      .end = st->src->param_count, /* the first bucket ends with the vector */
+                      .lowest = -1};
     pthread_mutex_init(&b.lock, NULL);
     atomic_init(&b.stop, 0);
     pthread_t progress;
