@@ -97,6 +97,13 @@ int device_share_with_host(device *dev) {
     return dev->ops->share_with_host ? dev->ops->share_with_host(dev) : SS_OK;
 }
 
+void device_place(device *dev, float *p, size_t count, int on_host) {
+    if (dev->ops->place && count)
+        dev->ops->place(dev, p, count, on_host);
+    else if (on_host)
+        dev->ops->sync(dev);
+}
+
 void device_axpy(device *dev, size_t n, float a, const float *x, float *y) {
     if (n) dev->ops->axpy(dev, n, a, x, y);
 }

@@ -44,6 +44,11 @@ void device_sync(device *dev); /* wait until queued work is done (no-op on the C
  * memory is host memory. SS_EDEVICE, with the reason, when the GPU cannot share memory with the
  * host while kernels run (its concurrentManagedAccess attribute is 0). */
 int device_share_with_host(device *dev);
+/* Moves shared memory (device_share_with_host) to where it is used next, in one transfer rather
+ * than page by page as it is touched: on_host 1 before the host reads or writes it (waits until
+ * it is there, after the kernels queued before), 0 before kernels do (queued). A no-op on the
+ * CPU and for memory that is not shared. */
+void device_place(device *dev, float *p, size_t count, int on_host);
 
 /* ---- vector ops for aggregation (all on device buffers of n floats) ---- */
 void device_axpy(device *dev, size_t n, float a, const float *x, float *y); /* y += a x */

@@ -123,6 +123,28 @@ static int cu_share_with_host(device *dev) {
     return SS_OK;
 }
 
+static void cu_place(device *dev, float *p, size_t count, int on_host) {
+    cuda_ctx *c = ctx_of(dev);
+    if (c->managed) {
+        int id = cudaCpuDeviceId;
+        if (!on_host) cudaCheck(cudaGetDevice(&id));
+        const size_t bytes = count * sizeof(float);
+#if CUDART_VERSION >= 12020
+        struct cudaMemLocation to = {.type = on_host ? cudaMemLocationTypeHost
+                                                     : cudaMemLocationTypeDevice,
+                                     .id = on_host ? 0 : id};
+#if CUDART_VERSION >= 13000
+        cudaCheck(cudaMemPrefetchAsync(p, bytes, to, 0, c->stream));
+#else
+        cudaCheck(cudaMemPrefetchAsync_v2(p, bytes, to, 0, c->stream));
+#endif
+#else
+        cudaCheck(cudaMemPrefetchAsync(p, bytes, id, c->stream));
+#endif
+    }
+    if (on_host) cudaCheck(cudaStreamSynchronize(c->stream));
+}
+
 /* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands. */
 static void cu_gemm(device *dev, int trans_a, int trans_b, int m, int n, int k, float alpha,
                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
@@ -278,6 +300,7 @@ static const device_ops cuda_ops = {
     .zero = cu_zero,
     .sync = cu_sync,
     .share_with_host = cu_share_with_host,
+    .place = cu_place,
     .gemm = cu_gemm,
     .bias_add = cu_bias_add,
     .bias_grad = cu_bias_grad,

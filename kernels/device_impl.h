@@ -35,6 +35,8 @@ typedef struct device_ops {
     void (*sync)(device *dev);
     /* device_share_with_host; NULL: device memory is host memory already */
     int (*share_with_host)(device *dev);
+    /* device_place; NULL: memory is where it is used already */
+    void (*place)(device *dev, float *p, size_t count, int on_host);
 
     /* C (m, n) = alpha op(A) op(B) + beta C; op(A) is (m, k), op(B) is (k, n); row-major with
      * leading dimensions lda, ldb, ldc. */

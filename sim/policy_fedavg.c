@@ -44,6 +44,7 @@ static void broadcast_model(policy_state *st, int w, int root, step_acc *a) {
     int rc = ex->ops->broadcast(ex->self, st->world, w, root, buf, st->src->param_count,
                                 st->src->param_bytes, &cr);
     SS_ASSERT(rc == SS_OK);
+    if (buf) policy_buffer_done(st, w, AGGREGATE_PARAMS);
     a->rec.comm_s += policy_now(st) - entry;
     a->rec.bytes_sent += cr.bytes_sent;
     st->counters.bytes_sent += cr.bytes_sent;

@@ -76,6 +76,9 @@ void policy_begin_step(policy_state *st, int w, long step, step_acc *a);
 /* Real mode: the vector worker w exchanges (step_source_ops.buffer; what: aggregate_what or
  * STEP_BUFFER_PS); NULL in the simulation, where the step source aggregates the replicas itself. */
 float *policy_buffer(const policy_state *st, int w, int what);
+/* Real mode: the backend is done with policy_buffer(st, w, what), which kernels use next (a GPU's
+ * shared memory goes back to the device, inside the exchange's time). */
+void policy_buffer_done(const policy_state *st, int w, int what);
 /* Computes the step through the source and charges its time (simulated: the compute model's;
  * real: the time it took). */
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats);

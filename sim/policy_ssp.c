@@ -29,6 +29,8 @@ static void on_push(void *ctx, int server, int worker, int64_t round, const void
                  st->ps_version - st->pulled_version[worker]);
         st->ps_version++;
     }
+    policy_buffer_done(st, worker, AGGREGATE_GRADS); /* real mode: what the push brought */
+    policy_buffer_done(st, worker, STEP_BUFFER_PS);
     st->src->ops->ps_apply(st->src->self, worker, (long)round, server, st->pc->ps_servers);
 }
 
@@ -79,6 +81,8 @@ static void ssp_compute_push_pull(policy_state *st, int w, long step, step_acc *
     rc = ex->ops->ps_pull(ex->self, w, policy_buffer(st, w, AGGREGATE_PARAMS), src->param_count,
                           src->param_bytes, step, &r);
     SS_ASSERT(rc == SS_OK);
+    policy_buffer_done(st, w, AGGREGATE_GRADS);
+    policy_buffer_done(st, w, AGGREGATE_PARAMS);
     /* request bytes from the worker, and the servers' replies */
     a->rec.bytes_sent += r.bytes_sent + r.bytes_recv;
     a->rec.comm_s += policy_now(st) - t1;

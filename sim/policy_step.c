@@ -89,6 +89,17 @@ float *policy_buffer(const policy_state *st, int w, int what) {
     return st->src->ops->buffer(st->src->self, w, what);
 }
 
+static float *policy_buffer_part(const policy_state *st, int w, int what, size_t offset,
+                                 size_t count) {
+    if (st->ex->ops->simulated || !st->src->ops->buffer_part) return policy_buffer(st, w, what);
+    return st->src->ops->buffer_part(st->src->self, w, what, offset, count);
+}
+
+void policy_buffer_done(const policy_state *st, int w, int what) {
+    if (!st->ex->ops->simulated && st->src->ops->buffer_done)
+        st->src->ops->buffer_done(st->src->self, w, what);
+}
+
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats) {
     if (!st->ex->ops->simulated) {
         compute_real(st, w, step, batch, a, stats);
@@ -293,7 +304,7 @@ static void real_grad_ready(void *ctx, int layer, const step_cost *cost) {
     }
     b->bucket += l[layer].param_bytes;
     if (b->bucket > 0 && (b->bucket >= b->cap || layer == b->lowest)) {
-        float *g = policy_buffer(b->st, b->w, AGGREGATE_GRADS);
+        float *g = policy_buffer_part(b->st, b->w, AGGREGATE_GRADS, offset, b->end - offset);
         SS_ASSERT(g != NULL && offset < b->end);
         pthread_mutex_lock(&b->lock);
         bucket_start(b->st, b->w, &b->q, g + offset, (double)(b->end - offset) * sizeof(float));
@@ -326,6 +337,7 @@ static void overlap_step_real(policy_state *st, int w, long step, step_acc *a, s
     double entry = policy_sync_enter(st, id, -1);
     while (b.q.count > 0)
         bucket_wait_oldest(st, &b.q);
+    policy_buffer_done(st, w, AGGREGATE_GRADS);
     policy_sync_leave(st, id, -1, entry, b.q.bytes_sent, a);
     policy_aggregate(st, w, id, AGGREGATE_GRADS, NULL, st->pc->workers, st->pc->workers);
 }
@@ -491,11 +503,13 @@ static double move(policy_state *st, int w, long step, aggregate_what what, exch
             sent = 0;
         }
         SS_ASSERT(rc == SS_OK);
+        if (buf) policy_buffer_done(st, w, what);
         /* the servers' replies are bytes on the network too: counted once, at the receiver */
         return sent + r.bytes_sent + r.bytes_recv;
     }
     rc = ex->ops->allreduce(ex->self, g, me, buf, count, bytes, &r);
     SS_ASSERT(rc == SS_OK);
+    if (buf) policy_buffer_done(st, w, what);
     return r.bytes_sent;
 }
 

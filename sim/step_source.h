@@ -86,6 +86,13 @@ typedef struct step_source_ops {
      * data (sim/exchange.h): what = AGGREGATE_GRADS its gradient, AGGREGATE_PARAMS its
      * parameters, STEP_BUFFER_PS the parameter server's parameters (worker ignored). P floats. */
     float *(*buffer)(void *self, int worker, int what);
+    /* Real mode (may be NULL: buffer()): the same vector, of which the backend touches only
+     * floats [offset, offset + count) until buffer_done (overlap's buckets, while kernels still
+     * write the rest). */
+    float *(*buffer_part)(void *self, int worker, int what, size_t offset, size_t count);
+    /* Real mode (may be NULL): the backend is done with the vector that buffer() gave; kernels
+     * use it next. */
+    void (*buffer_done)(void *self, int worker, int what);
     /* Replay only: the recorded global decision for `step` (1 sync, 0 local), or -1 when the
      * policy decides itself (emulation). */
     int (*forced_decision)(void *self, long step);

@@ -301,7 +301,8 @@ static void test_vector_ops(void) {
 
 /* ---- device_share_with_host: what the host writes into a vector the kernels read, and what
  * the kernels write the host reads, with no copy (real mode's MPI works on such vectors).
- * Scaling by 2 is exact, so both directions must agree to the bit ---- */
+ * Scaling by 2 is exact, so both directions must agree to the bit; device_place moves all or
+ * part of it without changing it ---- */
 static void test_share_with_host(void) {
     char notice[256];
     device *shared;
@@ -331,6 +332,24 @@ static void test_share_with_host(void) {
     device_download(shared, back, v, n);
     CU_ASSERT_EQUAL(memcmp(back, x, n * sizeof(float)), 0);
     free(back);
+    /* device_place: the whole vector, then a part of it, to the host and back; the host's
+     * writes reach the kernels, the kernels' results the host. */
+    device_place(shared, v, n, 1);
+    for (size_t i = 0; i < n; i++)
+        v[i] = x[i] + 1.0f;
+    const size_t lo = 1000, count = 5000;
+    device_place(shared, v, n, 0);
+    device_scale(shared, n, 0.5f, v);
+    device_place(shared, v + lo, count, 1);
+    for (size_t i = lo; i < lo + count; i++)
+        v[i] += 3.0f;
+    device_place(shared, v + lo, count, 0);
+    device_scale(shared, n, 2.0f, v);
+    device_place(shared, v, n, 1);
+    bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += v[i] != x[i] + 1.0f + (i >= lo && i < lo + count ? 6.0f : 0.0f);
+    CU_ASSERT_EQUAL(bad, 0);
     free(x);
     device_free(shared, v);
     device_close(shared);
