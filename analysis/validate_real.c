@@ -136,6 +136,10 @@ static void training_args(const validate_real_opts *o, const char *policy, argv_
     arg(a, "%llu", (unsigned long long)o->seed);
     arg(a, "--progress");
     arg(a, "no");
+    /* the CPU on both sides: the real run's ranks compute on it (real mode's auto), and an
+     * emulation left to auto would take a GPU, whose rounding differs from the CPU's */
+    arg(a, "--device");
+    arg(a, "cpu");
 }
 
 static int is_async(const char *policy) {

@@ -410,7 +410,7 @@ cmd_status() {
 mpirun_args() {
   local subnet
   subnet=$(state_get subnet)
-  MPIRUN_ARGS=(--hostfile "$TB_DIR/hostfile" --mca plm_rsh_agent "$TB_DIR/agent"
+  MPIRUN_ARGS=(--hostfile "$TB_DIR/hostfile" --mca plm rsh --mca plm_rsh_agent "$TB_DIR/agent"
     --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include "$subnet"
     --mca btl_tcp_if_include "$subnet" --mca btl "tcp,self" --mca pml ob1 --mca rtc ^hwloc
     --leave-session-attached --allow-run-as-root --oversubscribe --bind-to none)
