@@ -409,16 +409,20 @@ static int em_forced_decision(void *self, long step) {
  * managed memory (device_share_with_host), which MPI may touch once the kernels that wrote it
  * are done; it moves to the host in one transfer (em_buffer_part: the part MPI touches), and back
  * (em_buffer_done) when MPI is done. */
+static float *exchanged(emulation *e, int w, int what) {
+    return what == STEP_BUFFER_PS ? e->ps_params : member_vector(e, w, (aggregate_what)what);
+}
+
 static float *em_buffer(void *self, int w, int what) {
     emulation *e = self;
-    float *v = what == STEP_BUFFER_PS ? e->ps_params : member_vector(e, w, (aggregate_what)what);
+    float *v = exchanged(e, w, what);
     device_place(e->cfg.dev, v, e->params, 1);
     return v;
 }
 
 static float *em_buffer_part(void *self, int w, int what, size_t offset, size_t count) {
     emulation *e = self;
-    float *v = what == STEP_BUFFER_PS ? e->ps_params : member_vector(e, w, (aggregate_what)what);
+    float *v = exchanged(e, w, what);
     SS_ASSERT(offset + count <= e->params);
     device_place(e->cfg.dev, v + offset, count, 1);
     return v;
@@ -426,7 +430,7 @@ static float *em_buffer_part(void *self, int w, int what, size_t offset, size_t 
 
 static void em_buffer_done(void *self, int w, int what) {
     emulation *e = self;
-    float *v = what == STEP_BUFFER_PS ? e->ps_params : member_vector(e, w, (aggregate_what)what);
+    float *v = exchanged(e, w, what);
     if (!v) return;
     device_place(e->cfg.dev, v, e->params, 0);
     device_sync(e->cfg.dev);
