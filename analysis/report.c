@@ -4,7 +4,7 @@
 #include "common/afile.h"
 #include "common/csv.h"
 #include "common/status.h"
-#include "sim/policy_registry.h"
+#include "sim/policy/policy_registry.h"
 
 #include <dirent.h>
 #include <gsl/gsl_sort.h>

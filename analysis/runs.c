@@ -2,7 +2,7 @@
 #include "common/csv.h"
 #include "common/status.h"
 #include "common/summary.h"
-#include "sim/policy_registry.h"
+#include "sim/policy/policy_registry.h"
 #include "traces/trace.h"
 
 #include <dirent.h>

@@ -1,9 +1,9 @@
 #include "analysis/validate_real.h"
 #include "common/afile.h"
 #include "common/status.h"
-#include "sim/units.h"
+#include "common/units.h"
 #include "common/summary.h"
-#include "sim/policy_registry.h"
+#include "sim/policy/policy_registry.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Where a training step's time goes on one GPU, layer by layer, in PyTorch: the measurements
-that syncsim's per-layer compute model (`--compute model`, sim/compute.c) is checked against.
+that syncsim's per-layer compute model (`--compute model`, sim/compute/compute.c) is checked against.
 
 Five tables, each written as CSV into --out DIR:
 
@@ -227,7 +227,7 @@ GPU_CLASSES = (("H100", "h100"), ("A100", "a100"), ("V100", "v100"), ("3090", "r
 
 
 def gpu_class():
-    """syncsim's GPU class (sim/gpu_table.c) of this device, or 'unknown'."""
+    """syncsim's GPU class (sim/compute/gpu_table.c) of this device, or 'unknown'."""
     name = torch.cuda.get_device_name(0)
     return next((c for key, c in GPU_CLASSES if key in name), "unknown")
 

@@ -4,8 +4,8 @@
 #include "common/status.h"
 #include "kernels/bench.h"
 #include "common/run_request.h"
-#include "sim/bench_network.h"
-#include "sim/platform_gen.h"
+#include "cli/bench_network.h"
+#include "sim/platform/platform_gen.h"
 
 #include <stdio.h>
 #include <stdlib.h>

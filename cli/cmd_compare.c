@@ -1,7 +1,7 @@
 /* syncsim compare: the same training under several policies and networks, side by side.
  *
  * Each (network, policy) point is one emulation in its own process (SimGrid runs one simulation
- * per process), up to --jobs at once through the job pool (sim/isolate.h), writing
+ * per process), up to --jobs at once through the job pool (common/isolate.h), writing
  * OUT/runs/<policy>-<network>/. The comparison is then read back from those directories
  * (analysis/compare.h): BSP's final accuracy on each network, less 0.5 points, is the target
  * whose first simulated time (TTA) every policy is measured at, and the speedup is
@@ -13,11 +13,11 @@
 #include "cli/options.h"
 #include "cli/outputs.h"
 #include "common/status.h"
-#include "sim/isolate.h"
-#include "sim/policy_registry.h"
+#include "common/isolate.h"
+#include "sim/policy/policy_registry.h"
 
 #include "emu/run.h"
-#include "sim/platform_gen.h"
+#include "sim/platform/platform_gen.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

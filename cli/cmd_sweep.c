@@ -9,7 +9,7 @@
 #include "cli/options.h"
 #include "cli/outputs.h"
 #include "common/status.h"
-#include "sim/isolate.h"
+#include "common/isolate.h"
 
 #include <cblas.h>
 #include <errno.h>

@@ -1,10 +1,10 @@
 /* syncsim validate network|compute|scaling|real: predictions against public measurements and
- * local testbed runs (sim/validate_network.c, traces/validate_compute.c,
+ * local testbed runs (cli/validate_network.c, traces/validate_compute.c,
  * traces/validate_scaling.c, analysis/validate_real.c); each exits 1 past its bounds. */
 #include "analysis/validate_real.h"
 #include "cli/commands.h"
 #include "common/status.h"
-#include "sim/validate_network.h"
+#include "cli/validate_network.h"
 #include "traces/validate_compute.h"
 #include "traces/validate_scaling.h"
 

@@ -6,7 +6,7 @@
 
 #include "common/run_config.h"
 #include "common/summary.h"
-#include "sim/isolate.h"
+#include "common/isolate.h"
 
 int cmd_train(const run_config *cfg);   /* syncsim train: single, or emulated with a policy */
 int cmd_real(const run_config *cfg);    /* syncsim real: one MPI rank of a real run */

@@ -1,10 +1,10 @@
 #include "cli/options.h"
 #include "common/number.h"
 #include "common/status.h"
-#include "sim/collective.h"
-#include "sim/gpu_table.h"
-#include "sim/policy_build.h"
-#include "sim/policy_registry.h"
+#include "sim/net/collective.h"
+#include "sim/compute/gpu_table.h"
+#include "sim/policy/policy_build.h"
+#include "sim/policy/policy_registry.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -50,10 +50,11 @@ typedef struct opt_def {
 #define POL_OF(kind)  (1u << ((unsigned)(kind) + 1))
 #define POL_SIMULATED (((1u << POLICY_KIND_COUNT) - 1) << 1)
 
-/* The one table: these rows, then the policy options of the registry (sim/policy_registry.h),
- * then tail_rows. Order is the order of --help and of config.ini. The last column limits a row
- * to some policies (0: any); setting such an option for another policy is an error. The rows
- * marked "registry" get their choices or default from the registry when the table is built. */
+/* The one table: these rows, then the policy options of the registry
+ * (sim/policy/policy_registry.h), then tail_rows. Order is the order of --help and of config.ini.
+ * The last column limits a row to some policies (0: any); setting such an option for another policy
+ * is an error. The rows marked "registry" get their choices or default from the registry when the
+ * table is built. */
 #define SIM POL_SIMULATED
 static const opt_def head_rows[] = {
     {"help", OPT_TYPE_FLAG, F(help), NULL, 0, 0, CMD_ALL, NULL, "", "print this help and exit", 0},
@@ -119,7 +120,7 @@ static const opt_def head_rows[] = {
      "with size-dependent TCP factors; TCP-stream: SMPI's below 64 KiB, a warm stream's above)",
      SIM},
     {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0,
-     CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL /* sim/collective.h's, ps */, "C",
+     CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL /* sim/net/collective.h's, ps */, "C",
      "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
     {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN | CMD_REPLAY, NULL,
      "BYTES", "cut collective messages into segments of this size (0: whole)", SIM},
@@ -210,7 +211,8 @@ static const opt_def tail_rows[] = {
     {"max-scaling-error", OPT_TYPE_DOUBLE, F(validate_scaling_max_error), "0.15", 0, 10,
      CMD_VALIDATE, NULL, "X",
      "validate scaling: bound on the median relative error of the efficiencies", 0},
-    /* generated node platforms: multi-GPU servers (sim/platform_gen.h, platforms/README.md) */
+    /* generated node platforms: multi-GPU servers (sim/platform/platform_gen.h,
+       platforms/README.md) */
     {"nodes", OPT_TYPE_INT, F(nodes), "0", 0, 8192, CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH,
      NULL, "N",
      "generated platform: servers of several GPUs each, filled in order (0: one GPU per host)",
@@ -303,7 +305,7 @@ static int set_value(const opt_def *o, const char *text, run_config *cfg, const 
 static char policy_choices[256];                          /* "|bsp|ssp|..." */
 static char compare_policies[RUN_CONFIG_TEXT];            /* compare's default --policies */
 static char enum_choices[RUN_CONFIG_POLICY_OPTIONS][256]; /* "a|b|c" of an ENUM option */
-static char collective_choices[128]; /* the all-reduce algorithms (sim/collective.h), and ps */
+static char collective_choices[128]; /* the all-reduce algorithms (sim/net/collective.h), and ps */
 
 /* The row of policy option k: its slot in run_config, and the policies whose row lists it. */
 static opt_def policy_option_row(int k) {

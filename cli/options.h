@@ -26,7 +26,7 @@ enum cli_command {
 
 /* Policies, as bits, for the rows that apply to some policies only: POL_SINGLE (train without
  * --policy: one worker, no simulation), and 1 << (kind + 1) for each policy_kind of the registry
- * (sim/policy_registry.h), as options_policy_bit() gives them. */
+ * (sim/policy/policy_registry.h), as options_policy_bit() gives them. */
 enum cli_policy {
     POL_SINGLE = 1 << 0,
 };

@@ -1,7 +1,7 @@
 #include "cli/outputs.h"
 #include "cli/options.h"
 #include "common/status.h"
-#include "sim/policy_registry.h"
+#include "sim/policy/policy_registry.h"
 
 #include <stdlib.h>
 #include <string.h>

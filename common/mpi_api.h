@@ -2,7 +2,7 @@
  * links it, so a direct call to MPI_Init or MPI_Send would reach SimGrid's copy. This module
  * opens OpenMPI's libmpi with dlopen (RTLD_DEEPBIND: libmpi resolves its own symbols first) and
  * hands out a table of its entry points and predefined objects, taken by dlsym. It is the
- * project's only MPI loader (analysis/ranks.c and sim/exchange_mpi.c use it).
+ * project's only MPI loader (analysis/ranks.c and sim/exchange/exchange_mpi.c use it).
  *
  *     const mpi_api *m;
  *     if (!mpi_api_under_launcher()) ... refuse: not started by mpirun

@@ -9,7 +9,8 @@
 #define RUN_CONFIG_MAX_OPTIONS    128
 #define RUN_CONFIG_POLICY_OPTIONS 32
 
-/* The value of one policy option; its type (sim/policy_registry.h) says which member holds it. */
+/* The value of one policy option; its type (sim/policy/policy_registry.h) says which member holds
+ * it. */
 typedef union run_policy_value {
     int i;         /* integers within int */
     long l;        /* counts of steps */
@@ -47,7 +48,7 @@ typedef struct run_config {
     char topology[16];              /* generated platform: star | fat-tree */
     char gpu[16];                   /* generated platform: v100 | a100 | h100 */
     char network_model[16];         /* LV08 | CM02 | ns-3 | SMPI | TCP-stream */
-    char collective[16];            /* an algorithm of sim/collective.h | ps */
+    char collective[16];            /* an algorithm of sim/net/collective.h | ps */
     double segment_bytes;           /* collective segmentation (0 = none) */
     int channels;                   /* rings at once of the ring all-reduce */
     char protocol[8];               /* NCCL-style algorithms: auto | LL | LL128 | Simple */
@@ -59,8 +60,8 @@ typedef struct run_config {
     double target_accuracy;         /* for tta_s (0 = none) */
     int trace;                      /* write steps.trace */
 
-    /* the options of the policies, one slot per option of the registry (sim/policy_registry.h:
-     * policy_option_slot() finds an option's slot by name) */
+    /* the options of the policies, one slot per option of the registry
+     * (sim/policy/policy_registry.h: policy_option_slot() finds an option's slot by name) */
     run_policy_value policy_options[RUN_CONFIG_POLICY_OPTIONS];
 
     /* stragglers and cross traffic */
@@ -86,7 +87,7 @@ typedef struct run_config {
     int ps_hosts;          /* parameter-server hosts */
     double gpu_efficiency; /* host speed = peak FP32 x this */
 
-    /* generated node platforms (sim/platform_gen.h) */
+    /* generated node platforms (sim/platform/platform_gen.h) */
     int nodes;                /* servers (0: a flat cluster) */
     int gpus_per_node;        /* G (0: workers or hosts / nodes) */
     int nics_per_node;        /* R: GPU g sends through NIC g * R / G */

@@ -54,7 +54,7 @@ typedef struct run_summary {
     int local_batch;
     double params;
     double flops_per_sample, forward_flops_per_sample, backward_flops_per_sample;
-    /* SSP/ASP (sim/policy.h): clock gap and update staleness histograms, and their maxima */
+    /* SSP/ASP (sim/policy/policy.h): clock gap and update staleness histograms, and their maxima */
     long clock_gap_hist[SUMMARY_HIST_BINS];
     int clock_gap_bins; /* entries of clock_gap_hist written (0: null) */
     long update_staleness_hist[SUMMARY_HIST_BINS];

@@ -12,10 +12,10 @@
 #include "common/status.h"
 #include "emu/run.h"
 #include "emu/emulation.h"
-#include "sim/cluster.h"
-#include "sim/isolate.h"
-#include "sim/platform_gen.h"
-#include "sim/policy.h"
+#include "sim/net/cluster.h"
+#include "common/isolate.h"
+#include "sim/platform/platform_gen.h"
+#include "sim/policy/policy.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* The emulation step source: N workers with real model replicas (flat parameters, gradients,
- * SGD state), each reading its own partition, driven by the policy actors of sim/policy.h.
+ * SGD state), each reading its own partition, driven by the policy actors of sim/policy/policy.h.
  * Aggregation really averages the replicas, a parameter server really holds and updates its
  * parameters, and the consensus model (the mean of the replicas, or the server's parameters for
  * SSP/ASP) is evaluated on the test set when every worker has reached an evaluation step. The
@@ -18,7 +18,7 @@
 #include "kernels/device.h"
 #include "kernels/model.h"
 #include "kernels/optim.h"
-#include "sim/step_source.h"
+#include "sim/policy/step_source.h"
 
 /* One evaluation of the consensus model. */
 typedef struct emulation_eval {

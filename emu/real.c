@@ -1,7 +1,7 @@
 #include "emu/real.h"
 #include "common/mpi_api.h"
 #include "common/status.h"
-#include "sim/exchange_mpi.h"
+#include "sim/exchange/exchange_mpi.h"
 
 #include <math.h>
 #include <stdint.h>

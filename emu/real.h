@@ -13,8 +13,8 @@
 #define SS_EMU_REAL_H
 
 #include "emu/emulation.h"
-#include "sim/exchange.h"
-#include "sim/policy.h"
+#include "sim/exchange/exchange.h"
+#include "sim/policy/policy.h"
 
 #include <stddef.h>
 

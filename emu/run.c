@@ -3,17 +3,17 @@
 #include "common/outputs.h"
 #include "common/status.h"
 #include "emu/emulation.h"
-#include "sim/cluster.h"
-#include "sim/platform_gen.h"
-#include "sim/policy.h"
-#include "sim/policy_build.h"
-#include "sim/policy_registry.h"
+#include "sim/net/cluster.h"
+#include "sim/platform/platform_gen.h"
+#include "sim/policy/policy.h"
+#include "sim/policy/policy_build.h"
+#include "sim/policy/policy_registry.h"
 #include "traces/trace.h"
 #include "analysis/gradient_dump.h"
 #include "emu/memory.h"
 #include "emu/real.h"
 #include "common/mpi_api.h"
-#include "sim/exchange_mpi.h"
+#include "sim/exchange/exchange_mpi.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -586,7 +586,7 @@ static int real_start(emu_run *r) {
                                        "-- syncsim real ...)");
     real_libnbc_algorithm(r->cfg->collective);
     /* --overlap on: a thread of the worker moves the buckets' all-reduces during the backward
-     * pass (sim/policy_step.c) */
+     * pass (sim/policy/policy_step.c) */
     const int overlap = !strcmp(policy_option_value(r->cfg, "overlap")->text, "on");
     const mpi_api *m;
     int rc = mpi_api_init_level(&m, overlap ? MPI_API_THREAD_MULTIPLE : MPI_API_THREAD_FUNNELED);

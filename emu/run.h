@@ -15,7 +15,7 @@
 #include "common/summary.h"
 #include "emu/dataset.h"
 #include "kernels/model.h"
-#include "sim/isolate.h"
+#include "common/isolate.h"
 
 #include <stdio.h>
 

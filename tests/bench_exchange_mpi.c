@@ -8,7 +8,7 @@
  * with the tests, never run by ctest (timing). */
 #include "common/mpi_api.h"
 #include "common/status.h"
-#include "sim/exchange_mpi.h"
+#include "sim/exchange/exchange_mpi.h"
 
 #include <stdio.h>
 #include <stdlib.h>

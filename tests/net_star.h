@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "common/status.h"
-#include "sim/bench_network.h"
-#include "sim/platform_gen.h"
+#include "cli/bench_network.h"
+#include "sim/platform/platform_gen.h"
 #include "ss_test.h"
 
 /* A generated star of n workers and n_ps servers at bw_bps and lat_s a link, routed (the form

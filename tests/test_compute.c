@@ -9,10 +9,10 @@
 
 #include "common/status.h"
 #include "kernels/model.h"
-#include "sim/compute.h"
-#include "sim/gpu_table.h"
-#include "sim/platform_gen.h"
-#include "sim/policy_internal.h"
+#include "sim/compute/compute.h"
+#include "sim/compute/gpu_table.h"
+#include "sim/platform/platform_gen.h"
+#include "sim/policy/policy_internal.h"
 #include "traces/profile.h"
 #include "traces/validate_compute.h"
 

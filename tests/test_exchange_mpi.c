@@ -1,11 +1,11 @@
-/* The MPI exchange (sim/exchange_mpi.h). Every rank runs this program under
+/* The MPI exchange (sim/exchange/exchange_mpi.h). Every rank runs this program under
  *     mpirun -np 5 --oversubscribe --allow-run-as-root --mca btl self,tcp test_exchange_mpi
  * (4 workers + 1 server; -np 6: 2 servers); alone, only the cases that need no mpirun run and
  * the others pass as skipped. Each case opens its own exchange; the values are small integers in
  * floats, so every sum is exact. */
 #include "common/mpi_api.h"
 #include "common/status.h"
-#include "sim/exchange_mpi.h"
+#include "sim/exchange/exchange_mpi.h"
 #include "ss_test.h"
 
 #include <stdint.h>

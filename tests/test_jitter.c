@@ -1,18 +1,18 @@
-/* CUnit suite of the seeded jitter (sim/jitter.h): the lognormal factor against its definition and
- * its moments, the parameter servers' message times under --comm-jitter against their closed form
- * (CM02: one latency + f x M / B per message, the bytes counted nominal), and the default SSP run
- * as a user runs it (build/syncsim): the same seed gives the same outputs bit for bit, the
+/* CUnit suite of the seeded jitter (common/jitter.h): the lognormal factor against its definition
+ * and its moments, the parameter servers' message times under --comm-jitter against their closed
+ * form (CM02: one latency + f x M / B per message, the bytes counted nominal), and the default SSP
+ * run as a user runs it (build/syncsim): the same seed gives the same outputs bit for bit, the
  * default compute jitter (the mlp's measured CV) makes it reach the staleness bound and never
  * pass it, the GPU-bound figure (0.002) leaves the bound unreached, and a communication jitter
  * makes it bind. */
 #include "common/rng.h"
 #include "common/status.h"
-#include "sim/cluster.h"
-#include "sim/isolate.h"
-#include "sim/jitter.h"
-#include "sim/platform_gen.h"
-#include "sim/policy_internal.h"
-#include "sim/ps.h"
+#include "sim/net/cluster.h"
+#include "common/isolate.h"
+#include "common/jitter.h"
+#include "sim/platform/platform_gen.h"
+#include "sim/policy/policy_internal.h"
+#include "sim/net/ps.h"
 #include "ss_test.h"
 
 #include <simgrid/engine.h>

@@ -7,17 +7,17 @@
 #include <unistd.h>
 
 #include "common/status.h"
-#include "sim/bench_network.h"
-#include "sim/cluster.h"
-#include "sim/collective.h"
-#include "sim/platform_gen.h"
+#include "cli/bench_network.h"
+#include "sim/net/cluster.h"
+#include "sim/net/collective.h"
+#include "sim/platform/platform_gen.h"
 
 #define BW_BPS      1e9   /* 1 Gbps per link */
 #define LAT_S       20e-6 /* per link: a host-to-host route of the star has two */
 #define ROUTE_LAT_S (2 * LAT_S)
 
 /* SimGrid 3.32's defaults of smpi/lat-factor and smpi/bw-factor, written out here so that a
- * wrong table in sim/fabric.cpp fails: from `threshold` bytes up. */
+ * wrong table in sim/net/fabric.cpp fails: from `threshold` bytes up. */
 static const struct {
     double threshold, lat, bw;
 } smpi_table[] = {{65472, 11.6436, 0.940694}, {15424, 3.48845, 0.697866}, {9376, 2.59299, 0.58729},

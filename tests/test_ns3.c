@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include "common/status.h"
-#include "sim/bench_network.h"
-#include "sim/cluster.h"
-#include "sim/collective.h"
-#include "sim/platform_gen.h"
+#include "cli/bench_network.h"
+#include "sim/net/cluster.h"
+#include "sim/net/collective.h"
+#include "sim/platform/platform_gen.h"
 
 #define BW_BPS      1e9    /* 1 Gbps per link */
 #define LAT_S       100e-6 /* 0.1 ms per link: a host-to-host route has two */

@@ -10,9 +10,9 @@
 #include <simgrid/host.h>
 
 #include "common/status.h"
-#include "sim/cluster.h"
-#include "sim/isolate.h"
-#include "sim/platform_gen.h"
+#include "sim/net/cluster.h"
+#include "common/isolate.h"
+#include "sim/platform/platform_gen.h"
 #include "tests/ss_test.h"
 
 typedef struct load_req {

@@ -1,7 +1,7 @@
 /* CUnit suite of node platforms (multi-GPU servers): the generator's routes follow the contract of
- * sim/cluster.h (intra-node routes cross only intra-node links, inter-node routes leave through
+ * sim/net/cluster.h (intra-node routes cross only intra-node links, inter-node routes leave through
  * the GPU's own NIC), single messages take their closed-form times under CM02, LV08 applies TCP
- * factors to ethernet routes only (sim/fabric.h), and inconsistent node structures are rejected
+ * factors to ethernet routes only (sim/net/fabric.h), and inconsistent node structures are rejected
  * with a message naming the file and the host. */
 #include <math.h>
 #include <stdio.h>
@@ -15,10 +15,10 @@
 #include <xbt/dynar.h>
 
 #include "common/status.h"
-#include "sim/cluster.h"
-#include "sim/fabric.h"
-#include "sim/isolate.h"
-#include "sim/platform_gen.h"
+#include "sim/net/cluster.h"
+#include "sim/net/fabric.h"
+#include "common/isolate.h"
+#include "sim/platform/platform_gen.h"
 #include "tests/ss_test.h"
 
 /* 2 nodes x 4 GPUs, 2 NICs per node, star: intra 800 Gbps (100 GB/s) and 1 us per link, NICs

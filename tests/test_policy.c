@@ -4,12 +4,12 @@
  * (sim_run_isolated), on a small synthetic data set. */
 #include "common/status.h"
 #include "emu/emulation.h"
-#include "sim/cluster.h"
-#include "sim/isolate.h"
-#include "sim/exchange_simgrid.h"
-#include "sim/platform_gen.h"
-#include "sim/policy_inject.h"
-#include "sim/policy.h"
+#include "sim/net/cluster.h"
+#include "common/isolate.h"
+#include "sim/exchange/exchange_simgrid.h"
+#include "sim/platform/platform_gen.h"
+#include "sim/policy/policy_inject.h"
+#include "sim/policy/policy.h"
 #include "ss_test.h"
 
 #include <simgrid/host.h>

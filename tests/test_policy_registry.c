@@ -1,14 +1,14 @@
-/* CUnit suite of the policy registry (sim/policy_registry.h), the builder (sim/policy_build.h)
- * and the policy codec (sim/policy_codec.h): every policy's configuration survives the codec,
- * every policy option is a row of --help with the registry's applicability, defaults agree, and
- * unknown names list the valid ones. */
+/* CUnit suite of the policy registry (sim/policy/policy_registry.h), the builder
+ * (sim/policy/policy_build.h) and the policy codec (sim/policy/policy_codec.h): every policy's
+ * configuration survives the codec, every policy option is a row of --help with the registry's
+ * applicability, defaults agree, and unknown names list the valid ones. */
 #include "ss_test.h"
 
 #include "cli/options.h"
 #include "common/status.h"
-#include "sim/policy_build.h"
-#include "sim/policy_codec.h"
-#include "sim/policy_registry.h"
+#include "sim/policy/policy_build.h"
+#include "sim/policy/policy_codec.h"
+#include "sim/policy/policy_registry.h"
 
 #include <stdlib.h>
 #include <string.h>

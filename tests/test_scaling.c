@@ -4,8 +4,8 @@
 #include "ss_test.h"
 
 #include "common/status.h"
-#include "sim/compute.h"
-#include "sim/isolate.h"
+#include "sim/compute/compute.h"
+#include "common/isolate.h"
 #include "traces/profile.h"
 #include "traces/replay.h"
 #include "traces/validate_scaling.h"

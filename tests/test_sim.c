@@ -11,13 +11,13 @@
 #include <simgrid/host.h>
 
 #include "common/status.h"
-#include "sim/cluster.h"
-#include "sim/bench_network.h"
-#include "sim/collective.h"
-#include "sim/compute.h"
-#include "sim/isolate.h"
-#include "sim/platform_gen.h"
-#include "sim/ps.h"
+#include "sim/net/cluster.h"
+#include "cli/bench_network.h"
+#include "sim/net/collective.h"
+#include "sim/compute/compute.h"
+#include "common/isolate.h"
+#include "sim/platform/platform_gen.h"
+#include "sim/net/ps.h"
 #include "tests/ss_test.h"
 
 /* ---------------------------------------------------------------- scenarios */

@@ -1,11 +1,11 @@
-/* CUnit suite of the cross traffic (sim/background.h): seeded random flows slow a collective
+/* CUnit suite of the cross traffic (sim/net/background.h): seeded random flows slow a collective
  * whose links they share, and leave alone one whose links they do not. */
 #include "common/status.h"
-#include "sim/background.h"
-#include "sim/cluster.h"
-#include "sim/collective.h"
-#include "sim/isolate.h"
-#include "sim/platform_gen.h"
+#include "sim/net/background.h"
+#include "sim/net/cluster.h"
+#include "sim/net/collective.h"
+#include "common/isolate.h"
+#include "sim/platform/platform_gen.h"
 #include "ss_test.h"
 
 #include <simgrid/engine.h>

@@ -1,11 +1,11 @@
-/* CUnit suite of the exchange's SimGrid backend (sim/exchange_simgrid.h): the non-blocking
+/* CUnit suite of the exchange's SimGrid backend (sim/exchange/exchange_simgrid.h): the non-blocking
  * all-reduce ends when the blocking one does, the all-gather delivers every member's bytes,
  * groups are the same object for the same list, the staleness bound holds, and the parameter
  * servers' hooks see every shard. */
 #include "common/status.h"
-#include "sim/exchange_simgrid.h"
-#include "sim/isolate.h"
-#include "sim/platform_gen.h"
+#include "sim/exchange/exchange_simgrid.h"
+#include "common/isolate.h"
+#include "sim/platform/platform_gen.h"
 #include "ss_test.h"
 
 #include <simgrid/actor.h>

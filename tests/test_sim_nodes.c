@@ -1,7 +1,7 @@
-/* CUnit suite of the node-aware collectives (sim/collective.h, sim/topology.h): hierarchical
- * all-reduce, multi-channel rings and the double binary tree against their closed forms under
- * CM02, their coarse forms against the message-level ones, auto's choices, the refusal of hier
- * on a flat platform, and the topology read from host properties. The node platforms are
+/* CUnit suite of the node-aware collectives (sim/net/collective.h, sim/net/topology.h):
+ * hierarchical all-reduce, multi-channel rings and the double binary tree against their closed
+ * forms under CM02, their coarse forms against the message-level ones, auto's choices, the refusal
+ * of hier on a flat platform, and the topology read from host properties. The node platforms are
  * written here by hand as the platform contract describes them (hosts node<k>-gpu<g> with the
  * properties node, local_rank, nic; links with a fabric property), so that these tests do not
  * depend on the generator. */
@@ -15,11 +15,11 @@
 #include <simgrid/host.h>
 
 #include "common/status.h"
-#include "sim/cluster.h"
-#include "sim/collective.h"
-#include "sim/isolate.h"
-#include "sim/platform_gen.h"
-#include "sim/topology.h"
+#include "sim/net/cluster.h"
+#include "sim/net/collective.h"
+#include "common/isolate.h"
+#include "sim/platform/platform_gen.h"
+#include "sim/net/topology.h"
 #include "tests/ss_test.h"
 
 /* ---------------------------------------------------------------- platforms */

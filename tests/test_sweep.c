@@ -8,7 +8,7 @@
 #include "cli/commands.h"
 #include "common/afile.h"
 #include "common/status.h"
-#include "sim/isolate.h"
+#include "common/isolate.h"
 #include "ss_test.h"
 
 #include <signal.h>
@@ -434,7 +434,7 @@ static void test_sweep_invalid_point_runs_the_rest(void) {
     free(csv);
 }
 
-/* ---- the job pool (sim/isolate.h) ---- */
+/* ---- the job pool (common/isolate.h) ---- */
 
 typedef struct pool_ctx {
     char dir[300];

@@ -8,7 +8,7 @@
 #include "common/afile.h"
 #include "common/status.h"
 #include "common/summary.h"
-#include "sim/isolate.h"
+#include "common/isolate.h"
 #include "ss_test.h"
 #include "traces/profile.h"
 #include "traces/replay.h"

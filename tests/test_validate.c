@@ -3,10 +3,10 @@
 #include "ss_test.h"
 
 #include "common/status.h"
-#include "sim/bench_network.h"
-#include "sim/cluster.h"
-#include "sim/collective.h"
-#include "sim/validate_network.h"
+#include "cli/bench_network.h"
+#include "sim/net/cluster.h"
+#include "sim/net/collective.h"
+#include "cli/validate_network.h"
 
 #include <string.h>
 

@@ -1,10 +1,10 @@
 /* The replay step source and the replay runner (replay.h). */
 #include "traces/replay.h"
-#include "sim/topology.h"
+#include "sim/net/topology.h"
 #include "common/outputs.h"
 #include "common/rng.h"
 #include "common/status.h"
-#include "sim/policy_registry.h"
+#include "sim/policy/policy_registry.h"
 
 #include <malloc.h>
 #include <math.h>
@@ -267,7 +267,7 @@ int replay_policy_config(const trace *t, const replay_opts *o, policy_config *pc
     return resolve_overlap(t, o->model, pc);
 }
 
-/* 1 when every worker is a node of its own (sim/topology.h): there ring-coarse is the ring. */
+/* 1 when every worker is a node of its own (sim/net/topology.h): there ring-coarse is the ring. */
 static int replay_flat(sim_cluster *cluster, int workers) {
     sim_topology *topo;
     if (sim_topology_read(sim_cluster_worker_hosts(cluster), workers, &topo) != SS_OK) return 0;

@@ -1,4 +1,4 @@
-/* Trace-driven replay: the same policy actors as emulation (sim/policy.h), driven by a step
+/* Trace-driven replay: the same policy actors as emulation (sim/policy/policy.h), driven by a step
  * source that gives each (worker, step) the cost recorded in a trace, with no tensors.
  *
  *     trace *t; trace_load("out/steps.trace", &t);
@@ -8,21 +8,22 @@
  *     replay_run(t, &ro, &rr);          // one SimGrid simulation: once per process (isolate.h)
  *
  * Costs: a trace synthesized from a profile in model mode (profile_synthesize) charges each step,
- * and each layer under overlap, with the per-layer GPU model (sim/compute.h) on the worker's GPU
- * class; a trace recorded in flops mode re-executes each step's FLOPs on the worker's host (on
- * the recorded platform that is the same time bit for bit; on another platform, the time of that
- * platform's GPUs); a trace in measured or trace mode (and an imported log) replays the recorded
- * seconds. Scale-out (M > N recorded workers): worker j takes its costs from recorded worker
- * j mod N (round-robin), or, with REPLAY_SCALE_SAMPLE, from a recorded worker drawn uniformly
- * for every step from a stream seeded by (seed, j). SelSync follows the recorded global decision
- * of each step (forced_decision); see traces/FORMAT.md for what scale-out means for each policy.
+ * and each layer under overlap, with the per-layer GPU model (sim/compute/compute.h) on the
+ * worker's GPU class; a trace recorded in flops mode re-executes each step's FLOPs on the worker's
+ * host (on the recorded platform that is the same time bit for bit; on another platform, the time
+ * of that platform's GPUs); a trace in measured or trace mode (and an imported log) replays the
+ * recorded seconds. Scale-out (M > N recorded workers): worker j takes its costs from recorded
+ * worker j mod N (round-robin), or, with REPLAY_SCALE_SAMPLE, from a recorded worker drawn
+ * uniformly for every step from a stream seeded by (seed, j). SelSync follows the recorded global
+ * decision of each step (forced_decision); see traces/FORMAT.md for what scale-out means for each
+ * policy.
  */
 #ifndef SS_TRACES_REPLAY_H
 #define SS_TRACES_REPLAY_H
 
-#include "sim/cluster.h"
-#include "sim/platform_gen.h"
-#include "sim/policy.h"
+#include "sim/net/cluster.h"
+#include "sim/platform/platform_gen.h"
+#include "sim/policy/policy.h"
 #include "traces/trace.h"
 
 typedef enum replay_scale_out {

@@ -7,7 +7,7 @@
  * from the trace (its policy, its platform settings, its network model); --platform, --workers,
  * --collective, --network-model and the generated-platform options override them. */
 #include "traces/replay_run.h"
-#include "sim/policy_build.h"
+#include "sim/policy/policy_build.h"
 #include "common/outputs.h"
 #include "common/rng.h"
 #include "common/status.h"

@@ -3,7 +3,7 @@
 #include "common/csv.h"
 #include "common/number.h"
 #include "common/status.h"
-#include "sim/policy_codec.h"
+#include "sim/policy/policy_codec.h"
 
 #include <errno.h>
 #include <math.h>

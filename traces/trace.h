@@ -15,7 +15,7 @@
 #ifndef SS_TRACES_TRACE_H
 #define SS_TRACES_TRACE_H
 
-#include "sim/policy.h"
+#include "sim/policy/policy.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 
 #include "common/csv.h"
 #include "common/status.h"
-#include "sim/compute.h"
+#include "sim/compute/compute.h"
 #include "traces/profile.h"
 
 #ifndef SS_REFERENCE_DIR

@@ -1,6 +1,6 @@
 /* `syncsim validate compute`: predicts published single-GPU training throughputs with the
- * per-layer compute model (sim/compute.h) from the model profiles, and compares; or, layer by
- * layer, measured per-layer times (bench/torch_layers.py).
+ * per-layer compute model (sim/compute/compute.h) from the model profiles, and compares; or, layer
+ * by layer, measured per-layer times (bench/torch_layers.py).
  *
  *     validate_compute_result r;
  *     int rc = validate_compute("traces/reference/compute/throughputs.csv", 0.15, stdout, &r);

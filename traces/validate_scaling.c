@@ -7,8 +7,8 @@
 
 #include "common/csv.h"
 #include "common/status.h"
-#include "sim/isolate.h"
-#include "sim/policy_build.h"
+#include "common/isolate.h"
+#include "sim/policy/policy_build.h"
 #include "traces/profile.h"
 #include "traces/replay.h"
 

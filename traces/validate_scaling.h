@@ -7,7 +7,7 @@
  *     int rc = validate_scaling(NULL, VALIDATE_SCALING_BOUND, stdout, &r);   // the shipped CSV
  *     // rc SS_OK; r.median_rel_error; r.within_bound; r.shape_ok
  *
- * Each replay runs in its own process (sim/isolate.h). Efficiency = throughput(N) / (N x
+ * Each replay runs in its own process (common/isolate.h). Efficiency = throughput(N) / (N x
  * throughput(1)) = time(1 GPU) / time(N GPUs) for the same steps of the same per-GPU batch.
  */
 #ifndef SS_TRACES_VALIDATE_SCALING_H

@@ -3,7 +3,7 @@
  * (SS_OK with a consistent host list, or an error with a message), never crash, leak or read out
  * of bounds. Run: fuzz_platform -max_total_time=60 fuzz/corpus_platform */
 #include "common/status.h"
-#include "sim/cluster.h"
+#include "sim/net/cluster.h"
 
 #include <stdint.h>
 

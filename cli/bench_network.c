@@ -1,0 +1,591 @@
+/* `syncsim bench network` (see bench_network.h). */
+#include "cli/bench_network.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/afile.h"
+#include "common/csv.h"
+#include "common/run_request.h"
+#include "common/status.h"
+#include "sim/net/cluster.h"
+#include "sim/net/collective.h"
+#include "common/isolate.h"
+#include "sim/platform/platform_gen.h"
+
+#include <simgrid/comm.h>
+#include <simgrid/mailbox.h>
+
+#ifndef SS_SMPI_ALLREDUCE
+#define SS_SMPI_ALLREDUCE ""
+#endif
+
+bench_network_opts bench_network_default(void) {
+    bench_network_opts o = {.bytes = 1e8,
+                            .n_sizes = 4,
+                            .hosts = {16, 64, 256, 1024},
+                            .bandwidth_bps = 25e9,
+                            .latency_s = 5e-6,
+                            .model = SIM_NETWORK_CM02,
+                            .max_smpi_hosts = 256,
+                            .smpirun = NULL,
+                            .work_dir = NULL};
+    return o;
+}
+
+static double wall_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One all-reduce by every worker of a fresh engine (run in a child). */
+typedef struct bench_run {
+    const char *platform;
+    int n;
+    double bytes;
+    sim_network_model model;
+    sim_allreduce_algo algo;
+    sim_comm *world;
+    int incast; /* 1: every worker pushes `bytes` to server 0 at once (BENCH_INCAST) */
+    sim_nccl_protocol protocol;
+} bench_run;
+
+typedef struct bench_worker {
+    bench_run *run;
+    int rank;
+} bench_worker;
+
+static void bench_worker_main(void *data) {
+    bench_worker *w = data;
+    sim_coll_opts co = {.algo = w->run->algo, .protocol = w->run->protocol};
+    int st = sim_allreduce(w->run->world, w->rank, w->run->bytes, &co, NULL);
+    SS_ASSERT(st == SS_OK);
+}
+
+static int incast_token;
+
+/* Incast: worker i puts its push on mailbox "push.i"; the server posts every receive before
+ * waiting, so all pushes start at time 0 and share the server's link. */
+static void incast_worker_main(void *data) {
+    bench_worker *w = data;
+    char name[32];
+    snprintf(name, sizeof name, "push.%d", w->rank);
+    sg_mailbox_put(sg_mailbox_by_name(name), &incast_token, (long)w->run->bytes);
+}
+
+static void incast_server_main(void *data) {
+    bench_run *r = data;
+    sg_comm_t *comms = ss_malloc((size_t)r->n * sizeof *comms);
+    void **got = ss_malloc((size_t)r->n * sizeof *got);
+    for (int i = 0; i < r->n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "push.%d", i);
+        comms[i] = sg_mailbox_get_async(sg_mailbox_by_name(name), &got[i]);
+    }
+    sg_comm_wait_all(comms, (size_t)r->n);
+    free(comms);
+    free(got);
+}
+
+static int bench_one(void *arg, sim_blob *result) {
+    bench_run *r = arg;
+    sim_cluster_opts o = {
+        .platform_path = r->platform, .n_workers = r->n, .n_ps = r->incast, .model = r->model};
+    sim_cluster *c;
+    int st = sim_cluster_open(&o, &c);
+    if (st) return st;
+    r->world = sim_cluster_world(c);
+    bench_worker *ws = ss_malloc((size_t)r->n * sizeof *ws);
+    for (int i = 0; i < r->n; i++) {
+        ws[i] = (bench_worker){r, i};
+        sim_actor_spawn("bench", i, sim_cluster_worker_host(c, i),
+                        r->incast ? incast_worker_main : bench_worker_main, &ws[i]);
+    }
+    if (r->incast) sim_actor_spawn("server", 0, sim_cluster_ps_host(c, 0), incast_server_main, r);
+    double end_s = 0;
+    st = sim_cluster_run(c, &end_s);
+    sim_blob_append(result, &end_s, sizeof end_s);
+    /* what the all-reduce ran: auto's algorithm, and the protocol of NCCL's algorithms */
+    char ran[BENCH_RAN_LEN] = "";
+    if (st == SS_OK && !r->incast) {
+        const sim_coll_opts co = {.algo = r->algo, .protocol = r->protocol};
+        const sim_allreduce_algo a = r->algo == SIM_ALLREDUCE_AUTO
+                                         ? sim_allreduce_auto_pick(r->world, r->bytes, &co)
+                                         : r->algo;
+        const sim_nccl_protocol p = sim_allreduce_protocol(r->world, r->algo, a, r->bytes, &co);
+        snprintf(ran, sizeof ran, "%s%s%s", sim_allreduce_algo_name(a),
+                 p != SIM_PROTOCOL_AUTO ? "/" : "",
+                 p != SIM_PROTOCOL_AUTO ? sim_nccl_protocol_name(p) : "");
+    }
+    sim_blob_append(result, ran, sizeof ran);
+    free(ws);
+    sim_cluster_close(c);
+    return st;
+}
+
+static int bench_sim(bench_run *r, double *sim_s, double *wall_s, char *ran) {
+    sim_blob b = {0};
+    double t0 = wall_now_s();
+    int st = sim_run_isolated(bench_one, r, &b);
+    *wall_s = wall_now_s() - t0;
+    if (st == SS_OK && b.bytes == sizeof *sim_s + BENCH_RAN_LEN) {
+        memcpy(sim_s, b.data, sizeof *sim_s);
+        if (ran) {
+            memcpy(ran, (const char *)b.data + sizeof *sim_s, BENCH_RAN_LEN);
+            ran[BENCH_RAN_LEN - 1] = 0;
+        }
+    }
+    sim_blob_free(&b);
+    return st;
+}
+
+static int program_on_path(const char *name) {
+    if (strchr(name, '/')) return access(name, X_OK) == 0;
+    const char *path = getenv("PATH");
+    if (!path) return 0;
+    char dir[4096];
+    for (const char *p = path; *p;) {
+        size_t l = strcspn(p, ":");
+        char file[4200];
+        snprintf(dir, sizeof dir, "%.*s", (int)l, p);
+        snprintf(file, sizeof file, "%s/%s", dir, name);
+        if (access(file, X_OK) == 0) return 1;
+        p += l;
+        if (*p == ':') p++;
+    }
+    return 0;
+}
+
+/* Runs smpirun; *sim_s from the program's line. 0 ok, -1 with a reason in `why`. */
+static int bench_smpi(const bench_network_opts *o, const char *smpirun, const char *platform,
+                      const char *hostfile, int n, double *sim_s, double *wall_s, char *why,
+                      size_t why_bytes) {
+    char cmd[8192];
+    /* Same algorithm (ring reduce-scatter + ring all-gather: "lr") and the same network model
+     * and settings as syncsim's run; no computation charged (the reduction is a no-op); the
+     * program has no globals, so no privatization. SMPI maps its shared-malloc buffers block by
+     * block (2 buffers x ranks x blocks mappings): above ~60000 the blocks are made larger to stay
+     * under vm.max_map_count. */
+    char blocks[96] = "";
+    double maps = 2.0 * n * ceil(o->bytes / 1048576.0);
+    if (maps > 60000) {
+        double block = 1048576.0;
+        while (2.0 * n * ceil(o->bytes / block) > 60000)
+            block *= 2;
+        snprintf(blocks, sizeof blocks, " --cfg=smpi/shared-malloc-blocksize:%.0f", block);
+    }
+    snprintf(cmd, sizeof cmd,
+             "'%s' -no-privatize -np %d -platform '%s' -hostfile '%s' --cfg=smpi/allreduce:lr "
+             "--cfg=network/model:%s%s --cfg=smpi/simulate-computation:no%s "
+             "--log=root.thresh:warning '%s' %.0f 2>&1",
+             smpirun, n, platform, hostfile, sim_network_model_name(o->model),
+             o->model == SIM_NETWORK_CM02 ? " --cfg=network/crosstraffic:0" : "", blocks,
+             SS_SMPI_ALLREDUCE, o->bytes);
+    double t0 = wall_now_s();
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        snprintf(why, why_bytes, "cannot start smpirun: %s", strerror(errno));
+        return -1;
+    }
+    char line[1024], last[1024] = "";
+    int found = 0;
+    while (fgets(line, sizeof line, p)) {
+        if (sscanf(line, "smpi_allreduce_s %lf", sim_s) == 1) found = 1;
+        snprintf(last, sizeof last, "%s", line);
+    }
+    int rc = pclose(p);
+    *wall_s = wall_now_s() - t0;
+    if (!found || rc != 0) {
+        last[strcspn(last, "\n")] = '\0';
+        snprintf(why, why_bytes, "smpirun failed (status %d): %s", rc, last);
+        return -1;
+    }
+    return 0;
+}
+
+static int write_inputs(const bench_network_opts *o, const char *dir, int n, char *platform,
+                        char *hostfile, size_t path_bytes) {
+    snprintf(platform, path_bytes, "%s/bench_network_%d.xml", dir, n);
+    snprintf(hostfile, path_bytes, "%s/bench_network_%d.hosts", dir, n);
+    if (strchr(platform, '\''))
+        return ss_error_set(SS_EUSAGE, "bench network: work directory '%s' contains a quote", dir);
+    platform_gen_spec sp = platform_gen_default();
+    sp.n_hosts = n;
+    sp.bandwidth_bps = o->bandwidth_bps;
+    sp.latency_s = o->latency_s;
+    FILE *f = fopen(platform, "w");
+    if (!f)
+        return ss_error_set(SS_EIO, "bench network: cannot write %s: %s", platform,
+                            strerror(errno));
+    int st = platform_generate(&sp, f);
+    if (fclose(f) != 0 && !st)
+        st = ss_error_set(SS_EIO, "bench network: writing %s failed", platform);
+    if (st) return st;
+    f = fopen(hostfile, "w");
+    if (!f)
+        return ss_error_set(SS_EIO, "bench network: cannot write %s: %s", hostfile,
+                            strerror(errno));
+    for (int i = 0; i < n; i++)
+        fprintf(f, "gpu-%d\n", i);
+    if (fclose(f) != 0) return ss_error_set(SS_EIO, "bench network: writing %s failed", hostfile);
+    return SS_OK;
+}
+
+int bench_network(const bench_network_opts *o, FILE *out) {
+    SS_ASSERT(o != NULL && out != NULL);
+    if (!(o->bytes >= 4) || fmod(o->bytes, 4) != 0 || o->bytes > 4e12)
+        return ss_error_set(SS_EUSAGE,
+                            "bench network: size %g bytes, need a multiple of 4 bytes "
+                            "(float32 elements for SMPI)",
+                            o->bytes);
+    if (o->n_sizes < 1 || o->n_sizes > BENCH_NETWORK_MAX_SIZES)
+        return ss_error_set(SS_EUSAGE, "bench network: %d host counts, need 1 to %d", o->n_sizes,
+                            BENCH_NETWORK_MAX_SIZES);
+    for (int i = 0; i < o->n_sizes; i++)
+        if (o->hosts[i] < 2 || o->hosts[i] > 65536)
+            return ss_error_set(SS_EUSAGE, "bench network: %d hosts, need 2 to 65536", o->hosts[i]);
+    const char *dir = o->work_dir ? o->work_dir : "/tmp";
+    const char *smpirun = o->smpirun ? o->smpirun : "smpirun";
+    int have_smpirun = program_on_path(smpirun);
+    int have_prog = SS_SMPI_ALLREDUCE[0] && access(SS_SMPI_ALLREDUCE, X_OK) == 0;
+    char bw[64], lat[64];
+    platform_format_bandwidth(o->bandwidth_bps, bw, sizeof bw);
+    platform_format_latency(o->latency_s, lat, sizeof lat);
+    fprintf(out,
+            "# bench network: all-reduce of %.0f bytes, star platform, %s links, %s per link, "
+            "network model %s\n",
+            o->bytes, bw, lat, sim_network_model_name(o->model));
+    fprintf(out, "# syncsim: ring (message-level, 2(N-1) steps) and ring-coarse; SMPI: "
+                 "MPI_Allreduce with --cfg=smpi/allreduce:lr (ring reduce-scatter + ring "
+                 "all-gather), same platform and model\n");
+    if (!have_smpirun)
+        fprintf(out, "# SMPI skipped: '%s' not found on PATH\n", smpirun);
+    else if (!have_prog)
+        fprintf(out, "# SMPI skipped: the SMPI program was not built (smpicc missing at build "
+                     "time)\n");
+    fprintf(out, "%6s %14s %10s %14s %10s %14s %10s %11s %11s %10s %10s\n", "hosts", "ring_sim_s",
+            "ring_wall", "coarse_sim_s", "coarse_wall", "smpi_sim_s", "smpi_wall", "smpi/ring_w",
+            "smpi/crs_w", "ring-smpi%", "crs-ring%");
+    for (int i = 0; i < o->n_sizes; i++) {
+        int n = o->hosts[i];
+        char platform[1024], hostfile[1024];
+        int st = write_inputs(o, dir, n, platform, hostfile, sizeof platform);
+        if (st) return st;
+        bench_run r = {platform,           n,    o->bytes, o->model,
+                       SIM_ALLREDUCE_RING, NULL, 0,        SIM_PROTOCOL_AUTO};
+        double ring_s = 0, ring_w = 0, coarse_s = 0, coarse_w = 0;
+        if ((st = bench_sim(&r, &ring_s, &ring_w, NULL))) return st;
+        r.algo = SIM_ALLREDUCE_RING_COARSE;
+        if ((st = bench_sim(&r, &coarse_s, &coarse_w, NULL))) return st;
+        double smpi_s = NAN, smpi_w = NAN;
+        char why[1200] = "";
+        if (have_smpirun && have_prog && n <= o->max_smpi_hosts) {
+            if (bench_smpi(o, smpirun, platform, hostfile, n, &smpi_s, &smpi_w, why, sizeof why))
+                smpi_s = smpi_w = NAN;
+        } else if (have_smpirun && have_prog) {
+            snprintf(why, sizeof why, "SMPI skipped for %d hosts (above --max-smpi-hosts %d)", n,
+                     o->max_smpi_hosts);
+        }
+        fprintf(out, "%6d %14.9f %10.3f %14.9f %10.3f ", n, ring_s, ring_w, coarse_s, coarse_w);
+        if (isnan(smpi_s))
+            fprintf(out, "%14s %10s %11s %11s %10s", "-", "-", "-", "-", "-");
+        else
+            fprintf(out, "%14.9f %10.3f %11.1f %11.1f %10.3f", smpi_s, smpi_w, smpi_w / ring_w,
+                    smpi_w / coarse_w, 100 * (ring_s - smpi_s) / smpi_s);
+        fprintf(out, " %10.3f\n", 100 * (coarse_s - ring_s) / ring_s);
+        if (why[0]) fprintf(out, "#   %s\n", why);
+        fflush(out);
+        remove(platform);
+        remove(hostfile);
+    }
+    return SS_OK;
+}
+
+/* ---- nccl-tests-like table over message sizes (bench_network.h) ---- */
+
+int bench_network_allreduce_protocol(const char *platform, int n, double bytes,
+                                     sim_network_model model, int algo, sim_nccl_protocol protocol,
+                                     double *sim_s, double *wall_s, char *ran) {
+    int incast = algo == BENCH_INCAST;
+    bench_run r = {
+        platform, n,      bytes,   model, incast ? SIM_ALLREDUCE_RING : (sim_allreduce_algo)algo,
+        NULL,     incast, protocol};
+    *sim_s = NAN;
+    if (ran) ran[0] = 0;
+    return bench_sim(&r, sim_s, wall_s, ran);
+}
+
+int bench_network_allreduce(const char *platform, int n, double bytes, sim_network_model model,
+                            int algo, double *sim_s, double *wall_s) {
+    return bench_network_allreduce_protocol(platform, n, bytes, model, algo, SIM_PROTOCOL_AUTO,
+                                            sim_s, wall_s, NULL);
+}
+
+/* One byte size with its unit ("8", "1KiB", "1GB"); -1 if not one. */
+static int parse_one_size(const char *text, double *bytes) {
+    static const struct {
+        const char *unit;
+        double scale;
+    } units[] = {{"", 1},
+                 {"B", 1},
+                 {"K", 1024.0},
+                 {"KiB", 1024.0},
+                 {"M", 1048576.0},
+                 {"MiB", 1048576.0},
+                 {"G", 1073741824.0},
+                 {"GiB", 1073741824.0},
+                 {"T", 1099511627776.0},
+                 {"TiB", 1099511627776.0},
+                 {"KB", 1e3},
+                 {"MB", 1e6},
+                 {"GB", 1e9},
+                 {"TB", 1e12}};
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || errno || !isfinite(v)) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].unit)) {
+            *bytes = v * units[i].scale;
+            return *bytes >= 1 && *bytes <= 1e13 && floor(*bytes) == *bytes ? 0 : -1;
+        }
+    return -1;
+}
+
+static int sizes_usage(const char *option, const char *text) {
+    return ss_error_set(SS_EUSAGE,
+                        "%s: '%s' is not a size list (1KiB,1GiB) or range (8:1GiB:x2, "
+                        "1MiB:8MiB:+1MiB); sizes are whole bytes in [1, 1e13] with unit B, K/KiB, "
+                        "M/MiB, G/GiB, T/TiB (powers of 1024) or KB, MB, GB, TB (powers of 1000)",
+                        option, text);
+}
+
+static int parse_size_range(const char *option, const char *text, double *sizes, int max, int *n) {
+    char buf[256], *a = buf, *b, *c;
+    snprintf(buf, sizeof buf, "%s", text);
+    if (!(b = strchr(a, ':')) || !(c = strchr(b + 1, ':'))) return sizes_usage(option, text);
+    *b++ = '\0';
+    *c++ = '\0';
+    double lo, hi, step;
+    if (parse_one_size(a, &lo) || parse_one_size(b, &hi) || hi < lo || (c[0] != 'x' && c[0] != '+'))
+        return sizes_usage(option, text);
+    if (c[0] == 'x') {
+        char *end;
+        step = strtod(c + 1, &end);
+        if (*end || !(step > 1)) return sizes_usage(option, text);
+    } else if (parse_one_size(c + 1, &step)) {
+        return sizes_usage(option, text);
+    }
+    *n = 0;
+    for (double s = lo; s <= hi; s = c[0] == 'x' ? floor(s * step) : s + step) {
+        if (*n == max)
+            return ss_error_set(SS_EUSAGE, "%s: '%s' gives more than %d sizes", option, text, max);
+        sizes[(*n)++] = s;
+    }
+    return SS_OK;
+}
+
+int bench_parse_sizes(const char *option, const char *text, double *sizes, int max, int *n) {
+    if (strchr(text, ':')) return parse_size_range(option, text, sizes, max, n);
+    char buf[1024];
+    if (strlen(text) >= sizeof buf) return sizes_usage(option, text);
+    snprintf(buf, sizeof buf, "%s", text);
+    *n = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (*n == max) return ss_error_set(SS_EUSAGE, "%s: more than %d sizes", option, max);
+        if (parse_one_size(tok, &sizes[*n])) return sizes_usage(option, tok);
+        (*n)++;
+    }
+    return *n ? SS_OK : sizes_usage(option, text);
+}
+
+int bench_network_sizes(const bench_sizes_opts *o, bench_sizes_row *rows) {
+    if (o->n_workers < 2)
+        return ss_error_set(SS_EUSAGE, "bench network: %d workers, need at least 2", o->n_workers);
+    if (o->n_sizes < 1 || o->n_sizes > BENCH_SIZES_MAX)
+        return ss_error_set(SS_EUSAGE, "bench network: %d sizes, need 1 to %d", o->n_sizes,
+                            BENCH_SIZES_MAX);
+    const double n = o->n_workers;
+    for (int i = 0; i < o->n_sizes; i++) {
+        double sim_s, wall_s;
+        char ran[BENCH_RAN_LEN];
+        int st =
+            bench_network_allreduce_protocol(o->platform, o->n_workers, o->sizes_bytes[i], o->model,
+                                             o->algo, o->protocol, &sim_s, &wall_s, ran);
+        if (st) return st;
+        double algbw = o->sizes_bytes[i] / sim_s / 1e9;
+        /* incast: the rate into the server, n pushes of size bytes over time */
+        double busbw = o->algo == BENCH_INCAST ? n * algbw : algbw * 2.0 * (n - 1) / n;
+        rows[i] = (bench_sizes_row){o->sizes_bytes[i], 1e6 * sim_s, algbw, busbw, wall_s, ""};
+        snprintf(rows[i].ran, sizeof rows[i].ran, "%s", ran);
+    }
+    return SS_OK;
+}
+
+static const char *algo_label(int algo) {
+    return algo == BENCH_INCAST ? "ps" : sim_allreduce_algo_name((sim_allreduce_algo)algo);
+}
+
+void bench_sizes_print(const bench_sizes_opts *o, const bench_sizes_row *rows, FILE *out) {
+    if (o->algo == BENCH_INCAST)
+        fprintf(out,
+                "# bench network: incast, %d workers each push size bytes to one parameter "
+                "server at once, on %s, network model %s\n"
+                "# time = last push received; algbw = size/time, busbw = workers x size/time "
+                "(the server's receive rate)\n",
+                o->n_workers, o->platform, sim_network_model_name(o->model));
+    else
+        fprintf(out,
+                "# bench network: all-reduce (%s) of %d workers on %s, network model %s\n"
+                "# algbw = size/time, busbw = algbw x 2(n-1)/n (nccl-tests doc/PERFORMANCE.md)\n",
+                sim_allreduce_algo_name((sim_allreduce_algo)o->algo), o->n_workers, o->platform,
+                sim_network_model_name(o->model));
+    fprintf(out, "#%14s %14s %6s %12s %10s %10s %10s  %s\n", "size (B)", "count", "type",
+            "time (us)", "algbw", "busbw", "wall (s)", "ran");
+    for (int i = 0; i < o->n_sizes; i++)
+        fprintf(out, "%15.0f %14.0f %6s %12.2f %10.2f %10.2f %10.3f  %s\n", rows[i].size_bytes,
+                floor(rows[i].size_bytes / 4), "float", rows[i].time_us, rows[i].algbw_GBps,
+                rows[i].busbw_GBps, rows[i].wall_s, rows[i].ran[0] ? rows[i].ran : "-");
+}
+
+int bench_sizes_write_csv(const bench_sizes_opts *o, const bench_sizes_row *rows,
+                          const char *path) {
+    afile f;
+    int st = afile_open(&f, path);
+    if (st) return st;
+    fprintf(f.fp, "size_bytes,collective,time_us,algbw_GBps,busbw_GBps\n");
+    const char *name = algo_label(o->algo);
+    for (int i = 0; i < o->n_sizes; i++) {
+        fprintf(f.fp, "%.0f,", rows[i].size_bytes);
+        csv_write_field(f.fp, name);
+        fputc(',', f.fp);
+        csv_write_numbers(f.fp, "%.6f %.6f %.6f",
+                          (const double[]){rows[i].time_us, rows[i].algbw_GBps, rows[i].busbw_GBps},
+                          3);
+    }
+    return afile_commit(&f);
+}
+
+/* The platform of the table: --platform, or a generated one written to a temporary file (*tmp
+ * set, for the caller to remove). */
+static int resolve_platform(const run_request *rq, int n_ps, int *n_workers, char *path,
+                            size_t path_bytes, int *tmp) {
+    const run_config *cfg = rq->cfg;
+    const int workers_set = rq->was_set && rq->was_set(cfg, "workers");
+    *tmp = 0;
+    if (cfg->platform[0]) {
+        sim_platform_info info;
+        int st = sim_platform_check(cfg->platform, &info);
+        if (st) return st;
+        /* without role=ps hosts, the server is the host after the workers (cluster.h) */
+        int hosts = info.n_hosts - (info.n_ps_hosts ? info.n_ps_hosts : n_ps);
+        sim_platform_info_free(&info);
+        *n_workers = workers_set ? cfg->workers : hosts;
+        snprintf(path, path_bytes, "%s", cfg->platform);
+        return SS_OK;
+    }
+    *n_workers = workers_set ? cfg->workers : 16;
+    platform_gen_spec spec;
+    int st = platform_spec_from_config(cfg, *n_workers, n_ps, &spec);
+    if (st) return st;
+    snprintf(path, path_bytes, "/tmp/syncsim-bench-XXXXXX");
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return ss_error_set(SS_EIO, "bench network: cannot create %s: %s", path, strerror(errno));
+    close(fd);
+    *tmp = 1;
+    if ((st = platform_generate_file(&spec, path))) remove(path);
+    return st;
+}
+
+static int check_platform_options(const run_request *rq) {
+    static const char *gen[] = {"bandwidth", "latency", "topology", "gpu", "gpu-efficiency"};
+    if (!rq->cfg->platform[0] || !rq->was_set) return SS_OK;
+    for (size_t i = 0; i < sizeof gen / sizeof gen[0]; i++)
+        if (rq->was_set(rq->cfg, gen[i]))
+            return ss_error_set(SS_EUSAGE,
+                                "bench network: --platform FILE contradicts --%s, which "
+                                "describes a generated platform",
+                                gen[i]);
+    return SS_OK;
+}
+
+static int run_smpi_comparison(const run_config *cfg, FILE *out) {
+    bench_network_opts o = bench_network_default();
+    char list[RUN_CONFIG_TEXT], *save = NULL;
+    snprintf(list, sizeof list, "%s", cfg->bench_hosts);
+    o.n_sizes = 0;
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long v = strtol(tok, &end, 10);
+        if (*end || v < 2 || v > 65536)
+            return ss_error_set(SS_EUSAGE, "--hosts-list: '%s' is not a host count in [2, 65536]",
+                                tok);
+        if (o.n_sizes == BENCH_NETWORK_MAX_SIZES)
+            return ss_error_set(SS_EUSAGE, "--hosts-list: at most %d values",
+                                BENCH_NETWORK_MAX_SIZES);
+        o.hosts[o.n_sizes++] = (int)v;
+    }
+    o.bytes = cfg->bench_bytes;
+    o.max_smpi_hosts = cfg->max_smpi_hosts;
+    return bench_network(&o, out);
+}
+
+static int table_options(const run_request *rq, bench_sizes_opts *o) {
+    const run_config *cfg = rq->cfg;
+    memset(o, 0, sizeof *o);
+    int st = bench_parse_sizes("--sizes", cfg->bench_sizes, o->sizes_bytes, BENCH_SIZES_MAX,
+                               &o->n_sizes);
+    if (st) return st;
+    if ((st = sim_network_model_parse("--network-model", cfg->network_model, &o->model))) return st;
+    sim_allreduce_algo algo;
+    if (!strcmp(cfg->collective, "ps"))
+        o->algo = BENCH_INCAST;
+    else if ((st = sim_allreduce_algo_parse("--collective", cfg->collective, &algo)))
+        return st;
+    else
+        o->algo = (int)algo;
+    if ((st = sim_nccl_protocol_parse("--protocol", cfg->protocol, &o->protocol))) return st;
+    if (o->protocol != SIM_PROTOCOL_AUTO &&
+        (o->algo == BENCH_INCAST || !coll_takes_protocol(algo, o->protocol)))
+        return ss_error_set(SS_EUSAGE,
+                            "--protocol %s applies to --collective auto, hier, hier-coarse, "
+                            "dbtree, ring or ring-coarse (NCCL's algorithms), not %s",
+                            cfg->protocol, cfg->collective);
+    return check_platform_options(rq);
+}
+
+int bench_network_run(const run_request *rq, FILE *out) {
+    const run_config *cfg = rq->cfg;
+    if (cfg->bench_smpi) return run_smpi_comparison(cfg, out);
+    bench_sizes_opts o;
+    int st = table_options(rq, &o), tmp = 0;
+    if (st) return st;
+    char path[1024];
+    if ((st = resolve_platform(rq, o.algo == BENCH_INCAST, &o.n_workers, path, sizeof path, &tmp)))
+        return st;
+    o.platform = cfg->platform[0] ? cfg->platform : "a generated platform";
+    bench_sizes_row *rows = ss_malloc(sizeof *rows * (size_t)o.n_sizes);
+    const char *shown = o.platform;
+    o.platform = path;
+    st = bench_network_sizes(&o, rows);
+    if (tmp) remove(path);
+    o.platform = shown;
+    if (st == SS_OK) bench_sizes_print(&o, rows, out);
+    if (st == SS_OK && rq->was_set && rq->was_set(cfg, "out")) {
+        char csv[RUN_CONFIG_TEXT + 32];
+        snprintf(csv, sizeof csv, "%s/bench_network.csv", cfg->out_dir);
+        if ((st = ss_mkdir_p(cfg->out_dir)) == SS_OK &&
+            (st = bench_sizes_write_csv(&o, rows, csv)) == SS_OK)
+            fprintf(out, "# wrote %s\n", csv);
+    }
+    free(rows);
+    return st;
+}

@@ -1,0 +1,225 @@
+/* Compute time of a step (see compute.h). */
+#include "sim/compute/compute.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/engine.h>
+#include <simgrid/host.h>
+
+#include "common/status.h"
+
+int sim_compute_parse(const char *option, const char *text, sim_compute_cfg *out) {
+    SS_ASSERT(out != NULL);
+    const char *valid =
+        "valid: model, model:PRECISION, flops, measured, measured:SCALE with SCALE > 0, trace";
+    if (!text) return ss_error_set(SS_EUSAGE, "%s: missing value (%s)", option, valid);
+    if (strcmp(text, "flops") == 0) {
+        *out = (sim_compute_cfg){SIM_COMPUTE_FLOPS, 1.0, SIM_PRECISION_FP32, NULL};
+        return SS_OK;
+    }
+    if (strcmp(text, "trace") == 0) {
+        *out = (sim_compute_cfg){SIM_COMPUTE_TRACE, 1.0, SIM_PRECISION_FP32, NULL};
+        return SS_OK;
+    }
+    if (strncmp(text, "model", 5) == 0 && (text[5] == '\0' || text[5] == ':')) {
+        *out = (sim_compute_cfg){SIM_COMPUTE_MODEL, 1.0, SIM_PRECISION_FP32, NULL};
+        if (text[5] == ':') return sim_precision_parse(option, text + 6, &out->precision);
+        return SS_OK;
+    }
+    if (strncmp(text, "measured", 8) == 0) {
+        double scale = 1.0;
+        if (text[8] == ':') {
+            char *end;
+            scale = strtod(text + 9, &end);
+            if (end == text + 9 || *end != '\0' || !(scale > 0) || !isfinite(scale))
+                return ss_error_set(SS_EUSAGE, "%s: bad scale in '%s' (%s)", option, text, valid);
+        } else if (text[8] != '\0') {
+            return ss_error_set(SS_EUSAGE, "%s: unknown compute mode '%s' (%s)", option, text,
+                                valid);
+        }
+        *out = (sim_compute_cfg){SIM_COMPUTE_MEASURED, scale, SIM_PRECISION_FP32, NULL};
+        return SS_OK;
+    }
+    return ss_error_set(SS_EUSAGE, "%s: unknown compute mode '%s' (%s)", option, text, valid);
+}
+
+void sim_compute_format(const sim_compute_cfg *cfg, char *buf, unsigned long buf_bytes) {
+    switch (cfg->mode) {
+    case SIM_COMPUTE_FLOPS:
+        snprintf(buf, buf_bytes, "flops");
+        break;
+    case SIM_COMPUTE_TRACE:
+        snprintf(buf, buf_bytes, "trace");
+        break;
+    case SIM_COMPUTE_MODEL:
+        if (cfg->precision == SIM_PRECISION_FP32)
+            snprintf(buf, buf_bytes, "model");
+        else
+            snprintf(buf, buf_bytes, "model:%s", sim_precision_name(cfg->precision));
+        break;
+    case SIM_COMPUTE_MEASURED:
+        if (cfg->scale == 1.0)
+            snprintf(buf, buf_bytes, "measured");
+        else
+            snprintf(buf, buf_bytes, "measured:%.17g", cfg->scale);
+        break;
+    default:
+        snprintf(buf, buf_bytes, "?");
+        break;
+    }
+}
+
+static double slowdown_of(const sim_step_cost *cost) {
+    return cost->slowdown > 0 ? cost->slowdown : 1.0;
+}
+
+double sim_compute_duration_s(const sim_compute_cfg *cfg, const sim_step_cost *cost,
+                              double host_speed_flops) {
+    SS_ASSERT(cfg != NULL && cost != NULL);
+    double s;
+    switch (cfg->mode) {
+    case SIM_COMPUTE_FLOPS:
+        s = cost->flops / host_speed_flops;
+        break;
+    case SIM_COMPUTE_MEASURED:
+        s = cost->measured_s * cfg->scale;
+        break;
+    case SIM_COMPUTE_MODEL:
+        s = cfg->scale * sim_compute_layers_on(cfg->gpu ? cfg->gpu : sim_compute_host_gpu(),
+                                               cfg->precision, cost->layers, cost->n_layers, NULL,
+                                               NULL, NULL);
+        break;
+    default:
+        s = cost->trace_s;
+        break;
+    }
+    return s * slowdown_of(cost);
+}
+
+int sim_compute_step(const sim_compute_cfg *cfg, const sim_step_cost *cost, double *elapsed_s) {
+    SS_ASSERT(cfg != NULL && cost != NULL);
+    if (cfg->mode == SIM_COMPUTE_MODEL && (!cost->layers || cost->n_layers < 1))
+        return ss_error_set(SS_EUSAGE, "--compute model: the step source gives no per-layer "
+                                       "data (use --compute flops)");
+    double v = cfg->mode == SIM_COMPUTE_FLOPS      ? cost->flops
+               : cfg->mode == SIM_COMPUTE_MEASURED ? cost->measured_s
+               : cfg->mode == SIM_COMPUTE_MODEL    ? 0
+                                                   : cost->trace_s;
+    if (!(v >= 0) || !isfinite(v) || !(cost->slowdown >= 0) || !isfinite(cost->slowdown))
+        return ss_error_set(SS_EUSAGE,
+                            "compute: step cost %g (slowdown %g) must be finite and >= 0", v,
+                            cost->slowdown);
+    double t0 = simgrid_get_clock();
+    if (cfg->mode == SIM_COMPUTE_FLOPS) {
+        /* The slowdown stretches the work, so a straggler also shares its host longer. */
+        double flops = v * slowdown_of(cost);
+        if (flops > 0) sg_actor_execute(flops);
+    } else {
+        double s = sim_compute_duration_s(cfg, cost, 0);
+        if (s > 0) sg_actor_sleep_for(s);
+    }
+    if (elapsed_s) *elapsed_s = simgrid_get_clock() - t0;
+    return SS_OK;
+}
+
+/* ---- the per-layer model ---- */
+
+/* Updating the parameters with SGD and momentum in fp32 (master weights under mixed
+ * precision): read w, g, m and write w, m, 20 bytes a parameter, one fused kernel. */
+#define OPTIMIZER_BYTES_PER_PARAM_BYTE 5.0
+
+static double pass_s(double flops, double bytes, int kernels, double rate, double bw,
+                     double launch_s) {
+    double t = flops / rate, m = bytes / bw;
+    return (t > m ? t : m) + launch_s * kernels;
+}
+
+double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_layer_cost *layers,
+                             int n, double *fwd_s, double *bwd_s, double *optimizer_s) {
+    const sim_precision e = gpu_class_effective_precision(g, p);
+    const double rate = gpu_class_achieved_flops(g, e), bw = gpu_class_achieved_bw_Bps(g),
+                 norm_bw = gpu_class_norm_bw_Bps(g);
+    /* activations move at the precision's element size; weights are read in it too */
+    const double act = sim_precision_element_bytes(e) / 4.0;
+    double total = 0, params = 0;
+    for (int i = 0; i < n; i++) {
+        const sim_layer_cost *l = &layers[i];
+        /* a matrix product reaches a share of the rate that depends on its shape; the backward
+         * products (data and weight gradients) have the same N and K, exchanged */
+        const double r = l->kind == SIM_LAYER_MATMUL
+                             ? rate * gpu_class_matmul_efficiency(g, e, l->gemm_n, l->gemm_k)
+                             : rate;
+        const double b_w = l->kind == SIM_LAYER_NORM ? norm_bw : bw;
+        double f = pass_s(l->fwd_flops, l->fwd_bytes * act + l->param_bytes * act, l->kernels, r,
+                          b_w, g->launch_s);
+        double b = pass_s(l->bwd_flops, l->bwd_bytes * act + 2 * l->param_bytes * act, l->kernels,
+                          r, b_w, g->launch_s);
+        if (fwd_s) fwd_s[i] = f;
+        if (bwd_s) bwd_s[i] = b;
+        total += f + b;
+        params += l->param_bytes;
+    }
+    double opt = params > 0 ? params * OPTIMIZER_BYTES_PER_PARAM_BYTE / bw + g->launch_s : 0;
+    if (optimizer_s) *optimizer_s = opt;
+    return total + opt;
+}
+
+static int layers_valid(const sim_layer_cost *layers, int n) {
+    for (int i = 0; i < n; i++) {
+        const sim_layer_cost *l = &layers[i];
+        const double v[7] = {l->fwd_flops,   l->bwd_flops, l->fwd_bytes, l->bwd_bytes,
+                             l->param_bytes, l->gemm_n,    l->gemm_k};
+        for (int k = 0; k < 7; k++)
+            if (!(v[k] >= 0) || !isfinite(v[k])) return 0;
+        if (l->kernels < 0 || (unsigned)l->kind > SIM_LAYER_NORM) return 0;
+    }
+    return 1;
+}
+
+int sim_compute_layers(const sim_compute_cfg *cfg, const sim_layer_cost *layers, int n,
+                       double *fwd_s, double *bwd_s, double *optimizer_s) {
+    SS_ASSERT(cfg != NULL);
+    if (!layers || n < 1 || !layers_valid(layers, n))
+        return ss_error_set(SS_EUSAGE, "compute: %d layers, or a negative or non-finite count", n);
+    if (cfg->mode != SIM_COMPUTE_MODEL) {
+        /* the other modes time a step by its FLOPs on the host's speed: each layer by its own,
+         * so the layers add up to that step; they count no update FLOPs */
+        const double speed = sg_host_get_speed(sg_host_self());
+        for (int i = 0; i < n; i++) {
+            if (fwd_s) fwd_s[i] = layers[i].fwd_flops / speed;
+            if (bwd_s) bwd_s[i] = layers[i].bwd_flops / speed;
+        }
+        if (optimizer_s) *optimizer_s = 0;
+        return SS_OK;
+    }
+    const gpu_class *g = cfg->gpu ? cfg->gpu : sim_compute_host_gpu();
+    sim_compute_layers_on(g, cfg->precision, layers, n, fwd_s, bwd_s, optimizer_s);
+    for (int i = 0; cfg->scale != 1.0 && i < n; i++) {
+        if (fwd_s) fwd_s[i] *= cfg->scale;
+        if (bwd_s) bwd_s[i] *= cfg->scale;
+    }
+    if (optimizer_s && cfg->scale != 1.0) *optimizer_s *= cfg->scale;
+    return SS_OK;
+}
+
+const gpu_class *sim_compute_host_gpu(void) {
+    sg_host_t h = sg_host_self();
+    const char *name = sg_host_get_property_value(h, "gpu");
+    const gpu_class *g = NULL;
+    if (name && gpu_table_find("gpu", name, &g) == SS_OK) return g;
+    /* no (known) class: the one whose FP32 peak is nearest the host's speed */
+    const double speed = sg_host_get_speed(h);
+    double best = INFINITY;
+    for (int i = 0; i < gpu_table_count(); i++) {
+        double d = fabs(gpu_table_at(i)->peak_flops[SIM_PRECISION_FP32] - speed);
+        if (d < best) {
+            best = d;
+            g = gpu_table_at(i);
+        }
+    }
+    return g;
+}

@@ -1,0 +1,102 @@
+/* Compute time of a worker's step, charged to the calling actor in simulated time.
+ *
+ *     sim_compute_cfg cc;  sim_compute_parse("--compute", "flops", &cc);   // the default
+ *     sim_step_cost cost = {.flops = step_flops};          // counted by the kernels (fwd + bwd)
+ *     double dt_s; sim_compute_step(&cc, &cost, &dt_s);     // inside the worker actor
+ *
+ * Modes:
+ * - flops (default, deterministic): the step's FLOPs executed on the actor's host
+ *   (sg_actor_execute), whose speed is the effective FLOP/s of its GPU class in the platform;
+ *   concurrent executions on one host share its speed;
+ * - measured[:SCALE]: the real elapsed seconds of the step on this machine times SCALE
+ *   (default 1), as a sleep: independent of the host's speed;
+ * - trace: the seconds recorded in a trace (replay), as a sleep;
+ * - model: the per-layer GPU model, as a sleep: each layer's forward and backward time is
+ *   max(FLOPs / achieved FLOP/s, bytes / achieved memory bandwidth) + launch overhead x kernels
+ *   (a convolution or dense layer at the share of the FLOP/s its shape reaches, a normalization
+ *   at the class's normalization bandwidth), on the GPU class of the host (its "gpu" property in
+ * the platform; a host without one takes the class whose FP32 peak is nearest its speed) at the
+ * configured precision, plus the optimizer step (sim/compute/gpu_table.h gives the rates and their
+ * sources). It needs the step's layers (sim_layer_cost); a step source without them cannot use it.
+ * A step's `slowdown` (stragglers, jitter) multiplies the time in every mode.
+ */
+#ifndef SS_SIM_COMPUTE_H
+#define SS_SIM_COMPUTE_H
+
+#include "sim/compute/gpu_table.h"
+
+typedef enum sim_compute_mode {
+    SIM_COMPUTE_FLOPS = 0,
+    SIM_COMPUTE_MEASURED = 1,
+    SIM_COMPUTE_TRACE = 2,
+    SIM_COMPUTE_MODEL = 3
+} sim_compute_mode;
+
+typedef struct sim_compute_cfg {
+    sim_compute_mode mode;
+    double scale;            /* measured mode: simulated seconds per measured second (> 0);
+                                model mode: a factor on the modelled times (1, or validate
+                                scaling's calibration to a published single-GPU throughput) */
+    sim_precision precision; /* model mode: fp32 (0, the default) | tf32 | fp16 | bf16 */
+    const gpu_class *gpu;    /* model mode: NULL = the class of the calling actor's host */
+} sim_compute_cfg;
+
+/* One layer of a step, as the step source knows it (forward and backward of the whole batch).
+ * Activation bytes are counted at 4 bytes an element; the model scales them to the precision's
+ * element size (2 at fp16/bf16). */
+/* What the compute model needs to know of a layer's kind (zero: other). */
+typedef enum sim_layer_kind {
+    SIM_LAYER_OTHER = 0,  /* element-wise, pooling, loss, attention, embedding */
+    SIM_LAYER_MATMUL = 1, /* convolution or dense layer: a matrix product, gemm_n x gemm_k */
+    SIM_LAYER_NORM = 2    /* batch or layer normalization (reductions over the activations) */
+} sim_layer_kind;
+
+typedef struct sim_layer_cost {
+    double fwd_flops, bwd_flops; /* FLOPs of the layer's forward / backward pass, whole batch */
+    double fwd_bytes, bwd_bytes; /* bytes moved through GPU memory (activations, weights, grads) */
+    double param_bytes;          /* bytes of the layer's gradient (4 x parameters at fp32) */
+    int kernels;                 /* kernel launches per pass */
+    sim_layer_kind kind;
+    /* MATMUL: the product's output columns N (output channels or features) and reduction length
+     * K (input channels x kernel height x width, or input features); 0: unknown */
+    double gemm_n, gemm_k;
+} sim_layer_cost;
+
+/* "flops", "measured", "measured:SCALE" (SCALE > 0), "trace", "model"; SS_EUSAGE naming `option`
+ * and the valid forms otherwise. The precision and GPU are set apart (precision fp32, gpu NULL). */
+int sim_compute_parse(const char *option, const char *text, sim_compute_cfg *out);
+/* Writes the canonical text of a configuration ("measured:2.5") into buf. */
+void sim_compute_format(const sim_compute_cfg *cfg, char *buf, unsigned long buf_bytes);
+
+/* The cost of one step, as the step source knows it. Only the field of the mode is read. */
+typedef struct sim_step_cost {
+    double flops;                 /* forward + backward FLOPs of the step (flops mode) */
+    double measured_s;            /* real elapsed seconds on this machine (measured mode) */
+    double trace_s;               /* seconds from a trace record (trace mode) */
+    double slowdown;              /* multiplies the time (straggler); 0 or 1 = none */
+    const sim_layer_cost *layers; /* model mode: the step's layers (forward order) */
+    int n_layers;
+} sim_step_cost;
+
+/* Per-layer times of one step on GPU class g at precision p, in simulated seconds: fwd_s[i],
+ * bwd_s[i] for i in 0..n-1 (may be NULL), and *optimizer_s (may be NULL: the SGD-with-momentum
+ * update of every parameter, memory bound). Returns the total. Deterministic. */
+double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_layer_cost *layers,
+                             int n, double *fwd_s, double *bwd_s, double *optimizer_s);
+/* The same on cfg's GPU (cfg->gpu, else the calling actor's host's class: SimGrid context) in
+ * model mode; in the other modes each layer's FLOPs on the host's speed, as flops mode times a
+ * whole step, and no optimizer time (the bucketed overlap splits a step this way).
+ * SS_EUSAGE for n < 1 or a negative or non-finite count. */
+int sim_compute_layers(const sim_compute_cfg *cfg, const sim_layer_cost *layers, int n,
+                       double *fwd_s, double *bwd_s, double *optimizer_s);
+/* The GPU class of the calling actor's host (see model mode above). */
+const gpu_class *sim_compute_host_gpu(void);
+
+/* Simulated seconds the step takes on `host` speed_flops (flops mode; other modes ignore it). */
+double sim_compute_duration_s(const sim_compute_cfg *cfg, const sim_step_cost *cost,
+                              double host_speed_flops);
+/* Charges the step to the calling actor (blocks it for the simulated duration); *elapsed_s (may
+ * be NULL) = simulated time it took. SS_EUSAGE for a negative or non-finite cost. */
+int sim_compute_step(const sim_compute_cfg *cfg, const sim_step_cost *cost, double *elapsed_s);
+
+#endif

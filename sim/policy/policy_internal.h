@@ -1,0 +1,120 @@
+/* Internal to the policies: the state shared by the worker actors of one run, and the step
+ * helpers every protocol is written with (policy_step.c). Layering, one way only: the protocols
+ * (policy_<name>.c) call the helpers; the helpers and the protocols reach the other workers only
+ * through the exchange (exchange.h) and the training only through the step source; the runner
+ * (policy_run.c) sets it all up and starts the protocols (policy_workers.h). */
+#ifndef SS_SIM_POLICY_INTERNAL_H
+#define SS_SIM_POLICY_INTERNAL_H
+
+#include "common/rng.h"
+#include "sim/exchange/exchange.h"
+#include "sim/policy/policy.h"
+
+/* Entry bookkeeping of the synchronizations in flight, to split a member's time in a collective
+ * into waiting for the last peer to arrive (wait) and moving data after that (comm). A
+ * synchronization is identified by an id that all its members agree on and that grows; no
+ * member can enter id + SYNC_SLOTS while another is still inside id. */
+#define SYNC_SLOTS 8
+typedef struct sync_slot {
+    long id;          /* synchronization occupying the slot (-1: none) */
+    double max_entry; /* latest entry time of a member so far (simulated s) */
+} sync_slot;
+
+typedef struct policy_state {
+    const policy_config *pc;
+    exchange *ex;          /* every message of the run */
+    exchange_group *world; /* all workers, member index = rank */
+    int has_ps;            /* synchronous exchanges go through the parameter servers */
+    step_source *src;
+    policy_record_fn record;
+    void *record_ctx;
+    step_counters counters; /* read by the source at evaluations */
+    policy_result *res;
+
+    sync_slot *slots; /* (N + 1, SYNC_SLOTS): row 0 for all workers, row 1 + k for the group
+                         whose first member is k (groups in flight at once are disjoint) */
+    long *agg_seq;    /* (N) aggregations each worker has called; equal across members */
+    double *compute_s, *comm_s, *wait_s; /* (N) totals per worker */
+
+    /* SSP/ASP, kept by the servers' hooks */
+    long ps_version;      /* updates applied by server 0 */
+    long *pulled_version; /* (N) ps_version when the worker last pulled from server 0 */
+
+    rng *straggler;          /* (N) each worker's draws of random slowdowns */
+    struct dlcp_slot **dlcp; /* exchanges in flight under DLCP */
+    int n_dlcp;
+} policy_state;
+
+/* What one worker's actor receives. */
+typedef struct worker_arg {
+    policy_state *st;
+    int rank;
+} worker_arg;
+
+/* Per-step accumulator of one worker. */
+typedef struct step_acc {
+    step_record rec;
+} step_acc;
+
+/* Whether a worker may start `step`: the run has steps left and was not stopped before it. */
+static inline int policy_go(const policy_state *st, long step) {
+    step_source *src = st->src;
+    if (src->stop_check && src->stop_after == 0 && step > 1 && src->stop_check(src->stop_ctx, step))
+        src->stop_after = step - 1;
+    return step <= st->pc->steps && (src->stop_after == 0 || step <= src->stop_after);
+}
+
+/* Synchronization ids of a global step: two per step (0: SelSync's flags, 1: the exchange), so
+ * ids grow. */
+static inline long policy_sync_id(long step, int which) {
+    return 2 * step + which;
+}
+
+/* The exchange's clock (simulated seconds). */
+double policy_now(const policy_state *st);
+void policy_begin_step(policy_state *st, int w, long step, step_acc *a);
+/* Real mode: the vector worker w exchanges (step_source_ops.buffer; what: aggregate_what or
+ * STEP_BUFFER_PS); NULL in the simulation, where the step source aggregates the replicas itself. */
+float *policy_buffer(const policy_state *st, int w, int what);
+/* Real mode: the backend is done with policy_buffer(st, w, what), which kernels use next (a GPU's
+ * shared memory goes back to the device, inside the exchange's time). */
+void policy_buffer_done(const policy_state *st, int w, int what);
+/* Computes the step through the source and charges its time (simulated: the compute model's;
+ * real: the time it took). */
+void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats);
+/* The compute-time multiplier of worker w's step under --compute-jitter cv: lognormal, mean 1,
+ * drawn from a stream of its own per (seed, w, step). 1 when cv is 0. */
+double policy_jitter(uint64_t seed, int w, long step, double cv);
+/* A member enters synchronization `id` (call right before the collective) ... */
+double policy_sync_enter(policy_state *st, long id, int key);
+/* ... and leaves it (right after): splits the time into wait and comm, adds the bytes. */
+void policy_sync_leave(policy_state *st, long id, int key, double entry_s, double bytes,
+                       step_acc *a);
+/* One synchronous exchange: worker w, member `me` of the group `g` whose workers are
+ * members[0..m-1] (NULL: all workers, g = world), moves the data of the parameters or gradients
+ * (all-reduce, or push/pull through the PS when one is used) and, under DLCP
+ * (loss_tolerance > 0), only the chunks that make it: the (1 - eps) first in priority order,
+ * then more until the deadline. `callers` workers will aggregate the result. */
+void policy_exchange(policy_state *st, int w, long id, long step, aggregate_what what,
+                     exchange_group *g, int me, const int *members, int m, int callers,
+                     step_acc *a);
+/* Worker w takes the exchange's result (the mean over the members of what arrived) into its
+ * replica: after policy_exchange, or, for a worker outside the group, after it has received it. */
+void policy_aggregate(policy_state *st, int w, long id, aggregate_what what, const int *members,
+                      int m, int callers);
+/* Both, among all workers. */
+void policy_sync_world(policy_state *st, int w, long id, long step, aggregate_what what,
+                       step_acc *a);
+/* One fully synchronous step: compute, average the gradients among all workers, apply (BSP's
+ * step, and FedAvg's post-local prefix). */
+void policy_bsp_step(policy_state *st, int w, long step);
+/* Whether BSP's steps overlap the backward pass with bucketed all-reduces: --overlap on (the
+ * runners resolve auto), over an all-reduce without DLCP. */
+int policy_overlap_on(const policy_state *st);
+/* One step's compute and gradient exchange under overlap (forward, backward with the buckets'
+ * all-reduces, their wait, the mean, the optimizer's time); the caller then applies. */
+void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_stats *stats);
+void policy_dlcp_free(policy_state *st);
+void policy_end_step(policy_state *st, int w, step_acc *a);
+
+#endif
