@@ -289,13 +289,17 @@ static int suite_clean(void) {
  * "interrupted" and the last evaluation at the step they stopped at, and the run exits 130. */
 static void check_interrupted(const char *policy, int ranks) {
     if (!have_mpirun()) SS_SKIP("mpirun not found");
-    char dir[512], cmd[2048];
+    char dir[512], cmd[4096];
     snprintf(dir, sizeof dir, "%s/interrupted-%s", tmp_dir, policy);
+    /* the signal once every rank has loaded its data (rank 0's banner follows their agreement),
+     * and a second into the steps, however long the start took on a loaded machine */
     snprintf(cmd, sizeof cmd,
-             "(sleep 3; pkill -TERM -f '^" SYNCSIM " real .*--out %s$') & " MPIRUN "-np %d " SYNCSIM
+             "(for i in $(seq 1200); do grep -q '^syncsim real:' %s.log 2>/dev/null && break; "
+             "sleep 0.1; done; sleep 1; pkill -TERM -f '^" SYNCSIM " real .*--out %s$') & " MPIRUN
+             "-np %d " SYNCSIM
              " real --policy %s --workers 4 --epochs 100 --progress no --device cpu --out %s "
              ">%s.log 2>&1; rc=$?; wait; exit $rc",
-             dir, ranks, policy, dir, dir);
+             dir, dir, ranks, policy, dir, dir);
     int rc = ss_test_shell(cmd, NULL);
     if (rc != 130) {
         char log[600];
