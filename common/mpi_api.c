@@ -73,7 +73,8 @@ _Static_assert(sizeof(MPI_Comm) == sizeof(void *) && sizeof(MPI_Request) == size
 
 static mpi_api api;
 static void *lib;
-static int started; /* this module called MPI_Init_thread */
+static int started;           /* this module called MPI_Init_thread */
+static int thread_level = -1; /* what MPI_Init_thread provided (-1: not started here) */
 
 /* Every symbol the table holds, by its offset in mpi_api: entry points and objects alike (a
  * function pointer and an object's address are both stored as the dlsym result). */
@@ -179,6 +180,7 @@ int mpi_api_init_level(const mpi_api **out, int level) {
         if (api.init_thread(NULL, NULL, level, &provided) != 0)
             return ss_error_set(SS_EIO, "MPI_Init_thread failed");
         started = 1;
+        thread_level = provided;
         if (provided < level)
             return ss_error_set(SS_EIO,
                                 "MPI_Init_thread: this MPI library gives thread level %d, "
@@ -191,6 +193,10 @@ int mpi_api_init_level(const mpi_api **out, int level) {
 
 int mpi_api_started(void) {
     return started;
+}
+
+int mpi_api_thread_level(void) {
+    return started ? thread_level : -1;
 }
 
 void mpi_api_finalize(void) {

@@ -102,6 +102,8 @@ int mpi_api_init(const mpi_api **out);
 int mpi_api_init_level(const mpi_api **out, int level);
 /* 1 after mpi_api_init succeeded in this process and before mpi_api_finalize. */
 int mpi_api_started(void);
+/* The thread level MPI provided (MPI_API_THREAD_*) when mpi_api_init started it; -1 otherwise. */
+int mpi_api_thread_level(void);
 /* MPI_Finalize, once, if mpi_api_init started MPI. */
 void mpi_api_finalize(void);
 /* SS_EIO with "what: MPI's error string" when code is not MPI_SUCCESS (0); else SS_OK. */

@@ -1,5 +1,6 @@
 /* Value-with-unit parsing (see units.h): the unit tables SimGrid's platform parser accepts. */
 #include "common/units.h"
+#include "common/status.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -65,4 +66,18 @@ int units_parse_time(const char *text, double *seconds) {
 
 int units_parse_speed(const char *text, double *flops) {
     return parse_with(text, speed_units, flops);
+}
+
+int units_parse_option_time(const char *option, const char *what, const char *text,
+                            double *seconds) {
+    double s = 0;
+    if (!text || units_parse_time(text, &s) != 0)
+        return ss_error_set(SS_EUSAGE,
+                            "%s: cannot read %s '%s' (write a number and a unit: \"5us\", "
+                            "\"1.5ms\", \"100ns\", \"0s\")",
+                            option, what, text ? text : "");
+    if (!(s >= 0) || !isfinite(s))
+        return ss_error_set(SS_EUSAGE, "%s: %s '%s' must be >= 0", option, what, text);
+    *seconds = s;
+    return SS_OK;
 }

@@ -7,5 +7,10 @@
 int units_parse_bandwidth(const char *text, double *bytes_per_s);
 int units_parse_time(const char *text, double *seconds);
 int units_parse_speed(const char *text, double *flops);
+/* A time given to `option` (a latency, a deadline: `what` names it in messages): SS_OK and
+ * *seconds, or SS_EUSAGE naming the option and the valid forms, also for a negative or
+ * non-finite time. */
+int units_parse_option_time(const char *option, const char *what, const char *text,
+                            double *seconds);
 
 #endif

@@ -16,6 +16,7 @@
 #include "common/isolate.h"
 #include "sim/platform/platform_gen.h"
 #include "sim/policy/policy.h"
+#include "sim/simulate.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -144,7 +145,7 @@ static int coupling_simulated(const run_config *cfg, long steps, step_source *sr
     pc.eval_every = steps;
     policy_result pr;
     double t0 = outputs_wall_s();
-    rc = policy_run(&pc, cluster, src, NULL, NULL, &pr);
+    rc = sim_policy_run(&pc, cluster, src, NULL, NULL, &pr);
     res->wall_s = outputs_wall_s() - t0;
     res->sim_s = pr.sim_time_s;
     unlink(platform);

@@ -1,7 +1,14 @@
+/* Real mode's runner (syncsim real): MPI started by mpirun, one rank per worker and per
+ * parameter server; every rank opens the run as an emulation does, runs its worker's protocol
+ * (or a server) through policy_run over the MPI exchange, and the parts meet on rank 0, which
+ * writes the outputs. */
 #include "emu/real.h"
 #include "common/mpi_api.h"
 #include "common/status.h"
+#include "emu/run_internal.h"
 #include "sim/exchange/exchange_mpi.h"
+#include "sim/policy/policy_build.h"
+#include "sim/policy/policy_registry.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -212,5 +219,153 @@ int real_gather_records(exchange *ex, real_records *recs) {
     }
     free(all);
     free(counts);
+    return rc;
+}
+
+/* ---- the runner ---- */
+
+/* The non-blocking all-reduces of --overlap on run in OpenMPI's libnbc, whose own choice for
+ * large vectors took 1.7 times as long as the blocking ring on the testbed (a 1.8 MB cnn
+ * gradient at 1 Gbit/s): unless the user set it, libnbc runs the algorithm --collective names
+ * (its ring, Rabenseifner's halving and doubling for hd, recursive doubling for rd). Set
+ * before MPI starts, which reads its parameters from the environment then. */
+static void real_libnbc_algorithm(const char *collective) {
+    const char *alg = !strcmp(collective, "ring") ? "1"
+                      : !strcmp(collective, "hd") ? "3"
+                      : !strcmp(collective, "rd") ? "4"
+                                                  : NULL;
+    if (alg) setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", alg, 0);
+}
+
+/* MPI, as mpirun started this process: one rank per worker, then one per parameter server. */
+static int real_start(emu_run *r) {
+    if (!mpi_api_under_launcher())
+        return ss_error_set(SS_EUSAGE, "syncsim real runs one MPI rank per worker, plus one per "
+                                       "parameter server: start it under mpirun (mpirun -np N "
+                                       "syncsim real ...; on the testbed: scripts/testbed.sh run "
+                                       "-- syncsim real ...)");
+    real_libnbc_algorithm(r->cfg->collective);
+    /* --overlap on: a thread of the worker moves the buckets' all-reduces during the backward
+     * pass (sim/policy/policy_step.c) */
+    const int overlap = !strcmp(policy_option_value(r->cfg, "overlap")->text, "on");
+    const mpi_api *m;
+    int rc = mpi_api_init_level(&m, overlap ? MPI_API_THREAD_MULTIPLE : MPI_API_THREAD_FUNNELED);
+    if (rc != SS_OK) return rc;
+    m->comm_rank(m->comm_world, &r->rank);
+    m->comm_size(m->comm_world, &r->ranks);
+    return SS_OK;
+}
+
+/* The ranks mpirun started against the workers and servers the options ask for, before any
+ * data is loaded. */
+static int real_check_ranks(const emu_run *r) {
+    policy_config pc;
+    policy_build_env env = {.mode = POLICY_BUILD_RUN, .train_samples = 0};
+    int rc = policy_config_build(r->cfg, &env, &pc);
+    free((void *)pc.slowdown);
+    if (rc != SS_OK) return rc;
+    const int servers = run_servers_of(&pc);
+    if (r->ranks != r->cfg->workers + servers)
+        return ss_error_set(SS_EUSAGE,
+                            "syncsim real: mpirun started %d ranks; --workers %d with %d parameter "
+                            "server(s) needs %d (mpirun -np %d)",
+                            r->ranks, r->cfg->workers, servers, r->cfg->workers + servers,
+                            r->cfg->workers + servers);
+    if (pc.loss_tolerance > 0)
+        return ss_error_set(SS_EUSAGE, "syncsim real: DLCP (--loss-tolerance above 0) cannot run "
+                                       "on real processes: MPI cannot end a collective with part "
+                                       "of its data missing; use --loss-tolerance 0");
+    return SS_OK;
+}
+
+/* Every rank's status of the set-up, agreed before the ranks wait for each other: a rank that
+ * failed (its message printed) makes all of them stop, with the worst status. */
+static int real_agree(int rc) {
+    const mpi_api *m;
+    if (!mpi_api_started() || mpi_api_load(&m) != SS_OK) return rc;
+    int mine = rc, worst = rc;
+    if (m->allreduce(&mine, &worst, 1, m->type_int, m->op_max, m->comm_world) != 0) return rc;
+    if (rc == SS_OK && worst != SS_OK)
+        return ss_error_set(worst, "syncsim real: another rank could not start (its message "
+                                   "above)");
+    return rc;
+}
+
+/* Real mode's answer to an interruption (step_source.stop_check): mpirun passes SIGINT and
+ * SIGTERM on to every rank as SIGTERM, which they may see at slightly different steps.
+ * Asynchronous workers stop on their own (the servers let a finished worker's clock go);
+ * synchronous ones stop together, at the step after some worker voted to (a vote per step,
+ * waited one step later: exchange_mpi_stop_vote). */
+static int real_stop_check(void *ctx, long step) {
+    (void)step;
+    emu_run *r = ctx;
+    if (policy_is_async(&r->pc)) return outputs_interrupted();
+    int any = 0;
+    if (exchange_mpi_stop_vote(r->ex, outputs_interrupted(), &any) != SS_OK) return 0;
+    return any;
+}
+
+/* The run on this rank, then its parts combined on rank 0. The clock starts when every rank is
+ * ready (the exchange opens with a barrier), after the data are loaded. */
+static int simulate_real(emu_run *r) {
+    const policy_config *pc = &r->pc;
+    const int servers = r->ranks - r->cfg->workers;
+    exchange_mpi_opts xo = {.n_workers = r->cfg->workers, .n_servers = servers};
+    int rc = exchange_mpi_open(&xo, &r->ex);
+    if (rc != SS_OK) return rc;
+    outputs_install_interrupt_handler();
+    step_source *src = emulation_source(r->em);
+    if (r->rank < r->cfg->workers) {
+        src->stop_check = real_stop_check;
+        src->stop_ctx = r;
+    }
+    rc = policy_run(pc, r->ex, src, real_records_add, &r->recs, &r->pr);
+    /* stopped early: every worker's snapshot of its last step, for the last evaluation */
+    src->counters = NULL; /* the runner's, gone with it */
+    if (rc == SS_OK && src->stop_after > 0) {
+        const step_counters c = {r->pr.sync_steps, r->pr.bytes_sent};
+        emulation_snapshot_stop(r->em, r->rank, src->stop_after, r->ex->ops->now(r->ex->self), &c);
+    }
+    double stopped = src->stop_after > 0;
+    if (rc == SS_OK) rc = exchange_mpi_allreduce_doubles(r->ex, &stopped, 1, 1);
+    r->stopped = stopped > 0;
+    if (rc == SS_OK) rc = real_combine_results(r->ex, pc, &r->pr);
+    if (rc == SS_OK) rc = real_evaluate(r->ex, r->em, pc, r->stopped);
+    if (rc == SS_OK) rc = real_gather_records(r->ex, &r->recs);
+    if (rc != SS_OK || r->rank != 0) return rc;
+    for (size_t i = 0; i < r->recs.n; i++)
+        run_on_record(&r->ctx, &r->recs.v[i]);
+    r->worker_accuracy = emulation_worker_accuracy_mean(r->em);
+    return SS_OK;
+}
+
+int run_train_real(const run_request *rq, run_summary *sum) {
+    run_summary_init(sum);
+    run_config cfg = *rq->cfg;
+    if (!strcmp(cfg.device, "auto")) snprintf(cfg.device, sizeof cfg.device, "cpu");
+    run_request req = *rq;
+    req.cfg = &cfg;
+    emu_run r;
+    memset(&r, 0, sizeof r);
+    r.rq = &req;
+    r.cfg = &cfg;
+    r.ctx.cfg = &cfg;
+    r.ctx.tta_s = -1;
+    r.real = 1;
+    /* a signal during the start-up (MPI, the data) is kept: the run then stops after step 1 */
+    outputs_install_interrupt_handler();
+    policy_config_default(&r.pc);
+    const double wall0 = outputs_wall_s();
+    int rc = real_start(&r);
+    if (rc == SS_OK) rc = real_check_ranks(&r);
+    if (rc == SS_OK) rc = run_open(&r);
+    rc = real_agree(rc);
+    if (rc == SS_OK) {
+        if (r.rank == 0) run_print_banner(&r);
+        rc = simulate_real(&r);
+    }
+    if (rc == SS_OK && r.rank == 0) rc = run_finish(&r, sum, wall0);
+    run_close(&r);
+    if (mpi_api_started()) mpi_api_finalize();
     return rc;
 }

@@ -3,8 +3,7 @@
  * the run's outputs as an emulation writes them.
  *
  *     real_records recs = {0};
- *     policy_run_real(&pc, ex, rank, src, exchange_mpi_serve, exchange_mpi_worker_done,
- *                     real_records_add, &recs, &res);
+ *     policy_run(&pc, ex, src, real_records_add, &recs, &res);   // this rank
  *     real_combine_results(ex, &pc, &res);            // rank 0: the run's totals
  *     real_evaluate(ex, em, &pc, stopped);            // rank 0: metrics.csv through on_eval
  *     real_gather_records(ex, &recs);                 // rank 0: every step, by completion

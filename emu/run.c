@@ -1,68 +1,21 @@
+/* The emulated run's runner: options, data, platform and cluster, the emulation, the outputs,
+ * the simulation (sim_policy_run), and the summary. Real mode's runner (emu/real.c) takes the
+ * same steps over MPI ranks. */
 #include "emu/run.h"
 #include "common/csv.h"
-#include "common/outputs.h"
 #include "common/status.h"
-#include "emu/emulation.h"
-#include "sim/net/cluster.h"
-#include "sim/platform/platform_gen.h"
-#include "sim/policy/policy.h"
+#include "emu/memory.h"
+#include "emu/run_internal.h"
+#include "sim/exchange/exchange_mpi.h"
+#include "sim/net/collective.h"
 #include "sim/policy/policy_build.h"
 #include "sim/policy/policy_registry.h"
-#include "traces/trace.h"
-#include "analysis/gradient_dump.h"
-#include "emu/memory.h"
-#include "emu/real.h"
-#include "common/mpi_api.h"
-#include "sim/exchange/exchange_mpi.h"
+#include "sim/simulate.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct run_context {
-    const run_config *cfg;
-    afile metrics;   /* metrics.csv, one row per evaluation */
-    afile trace;     /* steps.trace, one record per worker step */
-    trace_writer tw; /* writes steps.trace in the trace format (traces/FORMAT.md) */
-    int tracing;
-    double tta_s;
-    sim_blob *curve;
-    progress bar;
-    long total_steps;
-    /* SelSync: Delta of every worker's steps after the warm-up, and worker 0's decisions after
-     * the calibration (--delta auto) */
-    long warmup_steps, calibrated_from;
-    double *deltas;
-    size_t n_deltas, cap_deltas;
-    long steps_after, syncs_after;
-} run_context;
-
-/* Everything one emulated run holds open, released by run_close(). */
-typedef struct emu_run {
-    const run_request *rq;
-    const run_config *cfg;
-    lr_schedule sched;
-    partition_kind part_kind;
-    int labels_k;
-    sim_network_model net_model;
-    dataset train, test;
-    device *dev;
-    model_spec spec;
-    long steps_per_epoch;
-    policy_config pc;
-    policy_result pr;
-    char platform[1024];
-    sim_cluster *cluster;
-    emulation *em;
-    run_context ctx;
-    double worker_accuracy; /* mean of the replicas' own final accuracies */
-    /* real mode (syncsim real): this process's rank; rank 0 writes the outputs; stopped: an
-     * interruption ended the run early on some rank */
-    int real, rank, ranks, stopped;
-    exchange *ex;
-    real_records recs;
-} emu_run;
 
 static void on_eval(void *ctx, const emulation_eval *ev) {
     run_context *rc = ctx;
@@ -83,7 +36,7 @@ static void on_eval(void *ctx, const emulation_eval *ev) {
                     rc->total_steps, ev->sim_time_s, ev->test_accuracy);
 }
 
-static void on_record(void *ctx, const step_record *r) {
+void run_on_record(void *ctx, const step_record *r) {
     run_context *rc = ctx;
     if (rc->warmup_steps >= 0 && r->step > rc->warmup_steps) {
         if (rc->n_deltas == rc->cap_deltas) {
@@ -190,7 +143,7 @@ static int clear_outputs(const run_config *cfg) {
 }
 
 /* The parameter-server hosts a policy uses: its servers under SSP/ASP or --collective ps. */
-static int servers_of(const policy_config *pc) {
+int run_servers_of(const policy_config *pc) {
     return (policy_is_async(pc) || pc->use_ps) ? pc->ps_servers : 0;
 }
 
@@ -200,7 +153,7 @@ static int options_servers(const run_config *cfg, int *servers) {
     policy_build_env env = {.mode = POLICY_BUILD_RUN, .train_samples = 0};
     int rc = policy_config_build(cfg, &env, &pc);
     free((void *)pc.slowdown);
-    *servers = rc == SS_OK ? servers_of(&pc) : 0;
+    *servers = rc == SS_OK ? run_servers_of(&pc) : 0;
     return rc;
 }
 
@@ -211,7 +164,7 @@ static int open_cluster(emu_run *r) {
     if (rc == SS_OK) rc = clear_outputs(r->cfg);
     if (rc == SS_OK) rc = outputs_open_dir(r->cfg, r->rq->config_ini);
     if (rc != SS_OK || r->real) return rc;
-    const int n_ps = servers_of(&r->pc);
+    const int n_ps = run_servers_of(&r->pc);
     if ((rc = prepare_platform(r->cfg, n_ps, r->platform, sizeof r->platform)) != SS_OK) return rc;
     sim_cluster_opts co = {.platform_path = r->platform,
                            .n_workers = r->cfg->workers,
@@ -323,7 +276,7 @@ static int check_options(emu_run *r, double *hosts) {
 }
 
 /* Opens everything the simulation needs, in the order that reports a bad option first. */
-static int run_open(emu_run *r) {
+int run_open(emu_run *r) {
     int rc;
     double hosts = 0;
     if ((rc = check_options(r, &hosts)) != SS_OK) return rc;
@@ -349,7 +302,7 @@ static int run_open(emu_run *r) {
     return open_outputs(r);
 }
 
-static void print_banner(const emu_run *r) {
+void run_print_banner(const emu_run *r) {
     const model *m = emulation_replica(r->em, 0);
     if (r->real)
         printf("syncsim real: %s, %d workers on %d MPI ranks, seed %llu\n",
@@ -379,7 +332,8 @@ static int simulate(emu_run *r) {
     outputs_install_interrupt_handler();
     r->ctx.total_steps = r->pc.steps;
     progress_begin(&r->ctx.bar, r->cfg->progress, r->pc.steps);
-    int rc = policy_run(&r->pc, r->cluster, emulation_source(r->em), on_record, &r->ctx, &r->pr);
+    int rc =
+        sim_policy_run(&r->pc, r->cluster, emulation_source(r->em), run_on_record, &r->ctx, &r->pr);
     progress_end(&r->ctx.bar);
     if (rc != SS_OK) return rc;
     const step_counters final = {r->pr.sync_steps, r->pr.bytes_sent};
@@ -482,7 +436,7 @@ static void summarize(emu_run *r, run_summary *s, long *div_step) {
 }
 
 /* Commits metrics.csv and steps.trace, writes summary.json, reports; the status of the run. */
-static int finish(emu_run *r, run_summary *sum, double wall0) {
+int run_finish(emu_run *r, run_summary *sum, double wall0) {
     long div_step = 0;
     summarize(r, sum, &div_step);
     int rc;
@@ -518,7 +472,7 @@ static int finish(emu_run *r, run_summary *sum, double wall0) {
     return rc;
 }
 
-static void run_close(emu_run *r) {
+void run_close(emu_run *r) {
     real_records_free(&r->recs);
     if (r->ex) exchange_mpi_close(r->ex);
     free(r->ctx.deltas);
@@ -554,159 +508,10 @@ int run_train_emulated(const run_request *rq, run_summary *sum, sim_blob *curve)
     const double wall0 = outputs_wall_s();
     int rc = run_open(&r);
     if (rc == SS_OK) {
-        print_banner(&r);
+        run_print_banner(&r);
         rc = simulate(&r);
     }
-    if (rc == SS_OK) rc = finish(&r, sum, wall0);
+    if (rc == SS_OK) rc = run_finish(&r, sum, wall0);
     run_close(&r);
-    return rc;
-}
-
-/* ---- real mode (syncsim real) ---- */
-
-/* The non-blocking all-reduces of --overlap on run in OpenMPI's libnbc, whose own choice for
- * large vectors took 1.7 times as long as the blocking ring on the testbed (a 1.8 MB cnn
- * gradient at 1 Gbit/s): unless the user set it, libnbc runs the algorithm --collective names
- * (its ring, Rabenseifner's halving and doubling for hd, recursive doubling for rd). Set
- * before MPI starts, which reads its parameters from the environment then. */
-static void real_libnbc_algorithm(const char *collective) {
-    const char *alg = !strcmp(collective, "ring") ? "1"
-                      : !strcmp(collective, "hd") ? "3"
-                      : !strcmp(collective, "rd") ? "4"
-                                                  : NULL;
-    if (alg) setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", alg, 0);
-}
-
-/* MPI, as mpirun started this process: one rank per worker, then one per parameter server. */
-static int real_start(emu_run *r) {
-    if (!mpi_api_under_launcher())
-        return ss_error_set(SS_EUSAGE, "syncsim real runs one MPI rank per worker, plus one per "
-                                       "parameter server: start it under mpirun (mpirun -np N "
-                                       "syncsim real ...; on the testbed: scripts/testbed.sh run "
-                                       "-- syncsim real ...)");
-    real_libnbc_algorithm(r->cfg->collective);
-    /* --overlap on: a thread of the worker moves the buckets' all-reduces during the backward
-     * pass (sim/policy/policy_step.c) */
-    const int overlap = !strcmp(policy_option_value(r->cfg, "overlap")->text, "on");
-    const mpi_api *m;
-    int rc = mpi_api_init_level(&m, overlap ? MPI_API_THREAD_MULTIPLE : MPI_API_THREAD_FUNNELED);
-    if (rc != SS_OK) return rc;
-    m->comm_rank(m->comm_world, &r->rank);
-    m->comm_size(m->comm_world, &r->ranks);
-    return SS_OK;
-}
-
-/* The ranks mpirun started against the workers and servers the options ask for, before any
- * data is loaded. */
-static int real_check_ranks(const emu_run *r) {
-    policy_config pc;
-    policy_build_env env = {.mode = POLICY_BUILD_RUN, .train_samples = 0};
-    int rc = policy_config_build(r->cfg, &env, &pc);
-    free((void *)pc.slowdown);
-    if (rc != SS_OK) return rc;
-    const int servers = servers_of(&pc);
-    if (r->ranks != r->cfg->workers + servers)
-        return ss_error_set(SS_EUSAGE,
-                            "syncsim real: mpirun started %d ranks; --workers %d with %d parameter "
-                            "server(s) needs %d (mpirun -np %d)",
-                            r->ranks, r->cfg->workers, servers, r->cfg->workers + servers,
-                            r->cfg->workers + servers);
-    if (pc.loss_tolerance > 0)
-        return ss_error_set(SS_EUSAGE, "syncsim real: DLCP (--loss-tolerance above 0) cannot run "
-                                       "on real processes: MPI cannot end a collective with part "
-                                       "of its data missing; use --loss-tolerance 0");
-    return SS_OK;
-}
-
-/* Every rank's status of the set-up, agreed before the ranks wait for each other: a rank that
- * failed (its message printed) makes all of them stop, with the worst status. */
-static int real_agree(int rc) {
-    const mpi_api *m;
-    if (!mpi_api_started() || mpi_api_load(&m) != SS_OK) return rc;
-    int mine = rc, worst = rc;
-    if (m->allreduce(&mine, &worst, 1, m->type_int, m->op_max, m->comm_world) != 0) return rc;
-    if (rc == SS_OK && worst != SS_OK)
-        return ss_error_set(worst, "syncsim real: another rank could not start (its message "
-                                   "above)");
-    return rc;
-}
-
-/* Real mode's answer to an interruption (step_source.stop_check): mpirun passes SIGINT and
- * SIGTERM on to every rank as SIGTERM, which they may see at slightly different steps.
- * Asynchronous workers stop on their own (the servers let a finished worker's clock go);
- * synchronous ones stop together, at the step after some worker voted to (a vote per step,
- * waited one step later: exchange_mpi_stop_vote). */
-static int real_stop_check(void *ctx, long step) {
-    (void)step;
-    emu_run *r = ctx;
-    if (policy_is_async(&r->pc)) return outputs_interrupted();
-    int any = 0;
-    if (exchange_mpi_stop_vote(r->ex, outputs_interrupted(), &any) != SS_OK) return 0;
-    return any;
-}
-
-/* The run on this rank, then its parts combined on rank 0. The clock starts when every rank is
- * ready (the exchange opens with a barrier), after the data are loaded. */
-static int simulate_real(emu_run *r) {
-    const policy_config *pc = &r->pc;
-    const int servers = r->ranks - r->cfg->workers;
-    exchange_mpi_opts xo = {.n_workers = r->cfg->workers, .n_servers = servers};
-    int rc = exchange_mpi_open(&xo, &r->ex);
-    if (rc != SS_OK) return rc;
-    outputs_install_interrupt_handler();
-    step_source *src = emulation_source(r->em);
-    if (r->rank < r->cfg->workers) {
-        src->stop_check = real_stop_check;
-        src->stop_ctx = r;
-    }
-    rc = policy_run_real(pc, r->ex, r->rank, src, exchange_mpi_serve, exchange_mpi_worker_done,
-                         real_records_add, &r->recs, &r->pr);
-    /* stopped early: every worker's snapshot of its last step, for the last evaluation */
-    src->counters = NULL; /* the runner's, gone with it */
-    if (rc == SS_OK && src->stop_after > 0) {
-        const step_counters c = {r->pr.sync_steps, r->pr.bytes_sent};
-        emulation_snapshot_stop(r->em, r->rank, src->stop_after, r->ex->ops->now(r->ex->self), &c);
-    }
-    double stopped = src->stop_after > 0;
-    if (rc == SS_OK) rc = exchange_mpi_allreduce_doubles(r->ex, &stopped, 1, 1);
-    r->stopped = stopped > 0;
-    if (rc == SS_OK) rc = real_combine_results(r->ex, pc, &r->pr);
-    if (rc == SS_OK) rc = real_evaluate(r->ex, r->em, pc, r->stopped);
-    if (rc == SS_OK) rc = real_gather_records(r->ex, &r->recs);
-    if (rc != SS_OK || r->rank != 0) return rc;
-    for (size_t i = 0; i < r->recs.n; i++)
-        on_record(&r->ctx, &r->recs.v[i]);
-    r->worker_accuracy = emulation_worker_accuracy_mean(r->em);
-    return SS_OK;
-}
-
-int run_train_real(const run_request *rq, run_summary *sum) {
-    run_summary_init(sum);
-    run_config cfg = *rq->cfg;
-    if (!strcmp(cfg.device, "auto")) snprintf(cfg.device, sizeof cfg.device, "cpu");
-    run_request req = *rq;
-    req.cfg = &cfg;
-    emu_run r;
-    memset(&r, 0, sizeof r);
-    r.rq = &req;
-    r.cfg = &cfg;
-    r.ctx.cfg = &cfg;
-    r.ctx.tta_s = -1;
-    r.real = 1;
-    /* a signal during the start-up (MPI, the data) is kept: the run then stops after step 1 */
-    outputs_install_interrupt_handler();
-    policy_config_default(&r.pc);
-    const double wall0 = outputs_wall_s();
-    int rc = real_start(&r);
-    if (rc == SS_OK) rc = real_check_ranks(&r);
-    if (rc == SS_OK) rc = run_open(&r);
-    rc = real_agree(rc);
-    if (rc == SS_OK) {
-        if (r.rank == 0) print_banner(&r);
-        rc = simulate_real(&r);
-    }
-    if (rc == SS_OK && r.rank == 0) rc = finish(&r, sum, wall0);
-    run_close(&r);
-    if (mpi_api_started()) mpi_api_finalize();
     return rc;
 }

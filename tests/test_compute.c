@@ -105,7 +105,8 @@ static void test_table_and_parse(void) {
     sim_compute_format(&c, buf, sizeof buf);
     CU_ASSERT_STRING_EQUAL(buf, "model:bf16");
     CU_ASSERT_EQUAL(sim_compute_parse("--compute", "model:fp8", &c), SS_EUSAGE);
-    CU_ASSERT_EQUAL(sim_compute_layers(&c, NULL, 0, NULL, NULL, NULL), SS_EUSAGE);
+    const sim_compute_host h = {.speed_flops = 15.7e12};
+    CU_ASSERT_EQUAL(sim_compute_layers(&c, &h, NULL, 0, NULL, NULL, NULL), SS_EUSAGE);
 }
 
 /* Jitter: 1 at cv 0, deterministic per (seed, worker, step), mean 1 and the asked CV. */

@@ -88,9 +88,16 @@ static void test_roles(void) {
     CU_ASSERT_EQUAL(exchange_mpi_rank(ex), world_rank);
     CU_ASSERT_EQUAL(exchange_mpi_is_server(ex), world_rank >= N_WORKERS);
     CU_ASSERT_STRING_EQUAL(ex->ops->name, "mpi");
-    CU_ASSERT_EQUAL(ex->ops->simulated, 0);
     double t = ex->ops->now(ex->self);
     CU_ASSERT(t >= 0);
+    /* real time: no modelled host to time layers on, and a compute of no slowdown waits nothing */
+    sim_compute_cfg cc = {.mode = SIM_COMPUTE_TRACE, .scale = 1};
+    sim_layer_cost layer = {.fwd_flops = 1e9, .bwd_flops = 2e9};
+    double fwd, bwd, opt;
+    CU_ASSERT_EQUAL(ex->ops->layer_times(ex->self, 0, &cc, &layer, 1, &fwd, &bwd, &opt), SS_EUSAGE);
+    sim_step_cost cost = {.trace_s = 3600, .slowdown = 1};
+    CU_ASSERT_EQUAL(ex->ops->compute(ex->self, 0, &cc, &cost, ex->ops->now(ex->self)), SS_OK);
+    CU_ASSERT(ex->ops->now(ex->self) - t < 600);
     exchange_mpi_close(ex);
 }
 

@@ -17,6 +17,7 @@
 #include "common/isolate.h"
 #include "sim/platform/platform_gen.h"
 #include "sim/policy/policy.h"
+#include "sim/simulate.h"
 #include "ss_test.h"
 #include "traces/profile.h"
 #include "traces/replay.h"
@@ -124,7 +125,8 @@ static int emulation_child(void *arg, sim_blob *out) {
     emulation *em;
     if ((rc = emulation_create(&ec, &em)) != SS_OK) return rc;
     policy_result res;
-    if ((rc = policy_run(&pc, cluster, emulation_source(em), NULL, NULL, &res)) != SS_OK) return rc;
+    if ((rc = sim_policy_run(&pc, cluster, emulation_source(em), NULL, NULL, &res)) != SS_OK)
+        return rc;
     model *m0 = emulation_replica(em, 0);
     size_t p = model_param_count(m0);
     size_t bytes = sizeof(overlap_outcome) + sizeof(float) * p * (size_t)pc.workers;

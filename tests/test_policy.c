@@ -10,6 +10,7 @@
 #include "sim/platform/platform_gen.h"
 #include "sim/policy/policy_inject.h"
 #include "sim/policy/policy.h"
+#include "sim/simulate.h"
 #include "ss_test.h"
 
 #include <simgrid/host.h>
@@ -135,7 +136,7 @@ static int run_case(void *arg, sim_blob *out) {
     emulation *em;
     if ((rc = emulation_create(&ec, &em)) != SS_OK) return rc;
     policy_result res;
-    rc = policy_run(&pc, cluster, emulation_source(em), NULL, NULL, &res);
+    rc = sim_policy_run(&pc, cluster, emulation_source(em), NULL, NULL, &res);
     if (rc != SS_OK) return rc;
 
     model *m0 = emulation_replica(em, 0);

@@ -15,6 +15,7 @@
 #include "cli/bench_network.h"
 #include "sim/net/collective.h"
 #include "sim/compute/compute.h"
+#include "sim/net/compute_charge.h"
 #include "common/isolate.h"
 #include "sim/platform/platform_gen.h"
 #include "sim/net/ps.h"
@@ -562,7 +563,8 @@ static void test_compute_parse(void) {
     CU_ASSERT_EQUAL(sim_compute_parse("--compute", "gpu", &c), SS_EUSAGE);
     sim_compute_cfg f = {.mode = SIM_COMPUTE_FLOPS, .scale = 1};
     sim_step_cost cost = {.flops = 15.7e12, .slowdown = 2};
-    SS_CHECK_CLOSE(sim_compute_duration_s(&f, &cost, 15.7e12), 2.0, 0, 1e-15);
+    const sim_compute_host v100 = {.speed_flops = 15.7e12};
+    SS_CHECK_CLOSE(sim_compute_duration_s(&f, &cost, &v100), 2.0, 0, 1e-15);
     sim_allreduce_algo a;
     CU_ASSERT_EQUAL(sim_allreduce_algo_parse("--allreduce", "halving-doubling", &a), SS_OK);
     CU_ASSERT_EQUAL(a, SIM_ALLREDUCE_HALVING_DOUBLING);

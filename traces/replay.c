@@ -5,6 +5,8 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "sim/policy/policy_registry.h"
+#include "sim/net/collective.h"
+#include "sim/simulate.h"
 
 #include <malloc.h>
 #include <math.h>
@@ -383,8 +385,8 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
         src->flops_as_sleep = 1;
         src->speed_flops = o->compute_speed_flops;
     }
-    rc = policy_run(&pc, cluster, replay_source_step_source(src), o->record, o->record_ctx,
-                    &out->res);
+    rc = sim_policy_run(&pc, cluster, replay_source_step_source(src), o->record, o->record_ctx,
+                        &out->res);
     out->pc = pc;
     out->pc.slowdown = NULL;
     free(slowdown);

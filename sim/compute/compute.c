@@ -6,10 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <simgrid/actor.h>
-#include <simgrid/engine.h>
-#include <simgrid/host.h>
-
 #include "common/status.h"
 
 int sim_compute_parse(const char *option, const char *text, sim_compute_cfg *out) {
@@ -78,18 +74,18 @@ static double slowdown_of(const sim_step_cost *cost) {
 }
 
 double sim_compute_duration_s(const sim_compute_cfg *cfg, const sim_step_cost *cost,
-                              double host_speed_flops) {
+                              const sim_compute_host *host) {
     SS_ASSERT(cfg != NULL && cost != NULL);
     double s;
     switch (cfg->mode) {
     case SIM_COMPUTE_FLOPS:
-        s = cost->flops / host_speed_flops;
+        s = cost->flops / host->speed_flops;
         break;
     case SIM_COMPUTE_MEASURED:
         s = cost->measured_s * cfg->scale;
         break;
     case SIM_COMPUTE_MODEL:
-        s = cfg->scale * sim_compute_layers_on(cfg->gpu ? cfg->gpu : sim_compute_host_gpu(),
+        s = cfg->scale * sim_compute_layers_on(cfg->gpu ? cfg->gpu : sim_compute_host_class(host),
                                                cfg->precision, cost->layers, cost->n_layers, NULL,
                                                NULL, NULL);
         break;
@@ -100,8 +96,9 @@ double sim_compute_duration_s(const sim_compute_cfg *cfg, const sim_step_cost *c
     return s * slowdown_of(cost);
 }
 
-int sim_compute_step(const sim_compute_cfg *cfg, const sim_step_cost *cost, double *elapsed_s) {
-    SS_ASSERT(cfg != NULL && cost != NULL);
+int sim_compute_charge(const sim_compute_cfg *cfg, const sim_step_cost *cost,
+                       const sim_compute_host *host, double *flops, double *seconds) {
+    SS_ASSERT(cfg != NULL && cost != NULL && host != NULL);
     if (cfg->mode == SIM_COMPUTE_MODEL && (!cost->layers || cost->n_layers < 1))
         return ss_error_set(SS_EUSAGE, "--compute model: the step source gives no per-layer "
                                        "data (use --compute flops)");
@@ -113,16 +110,8 @@ int sim_compute_step(const sim_compute_cfg *cfg, const sim_step_cost *cost, doub
         return ss_error_set(SS_EUSAGE,
                             "compute: step cost %g (slowdown %g) must be finite and >= 0", v,
                             cost->slowdown);
-    double t0 = simgrid_get_clock();
-    if (cfg->mode == SIM_COMPUTE_FLOPS) {
-        /* The slowdown stretches the work, so a straggler also shares its host longer. */
-        double flops = v * slowdown_of(cost);
-        if (flops > 0) sg_actor_execute(flops);
-    } else {
-        double s = sim_compute_duration_s(cfg, cost, 0);
-        if (s > 0) sg_actor_sleep_for(s);
-    }
-    if (elapsed_s) *elapsed_s = simgrid_get_clock() - t0;
+    *flops = cfg->mode == SIM_COMPUTE_FLOPS ? v * slowdown_of(cost) : 0;
+    *seconds = cfg->mode == SIM_COMPUTE_FLOPS ? 0 : sim_compute_duration_s(cfg, cost, host);
     return SS_OK;
 }
 
@@ -180,15 +169,16 @@ static int layers_valid(const sim_layer_cost *layers, int n) {
     return 1;
 }
 
-int sim_compute_layers(const sim_compute_cfg *cfg, const sim_layer_cost *layers, int n,
-                       double *fwd_s, double *bwd_s, double *optimizer_s) {
-    SS_ASSERT(cfg != NULL);
+int sim_compute_layers(const sim_compute_cfg *cfg, const sim_compute_host *host,
+                       const sim_layer_cost *layers, int n, double *fwd_s, double *bwd_s,
+                       double *optimizer_s) {
+    SS_ASSERT(cfg != NULL && host != NULL);
     if (!layers || n < 1 || !layers_valid(layers, n))
         return ss_error_set(SS_EUSAGE, "compute: %d layers, or a negative or non-finite count", n);
     if (cfg->mode != SIM_COMPUTE_MODEL) {
         /* the other modes time a step by its FLOPs on the host's speed: each layer by its own,
          * so the layers add up to that step; they count no update FLOPs */
-        const double speed = sg_host_get_speed(sg_host_self());
+        const double speed = host->speed_flops;
         for (int i = 0; i < n; i++) {
             if (fwd_s) fwd_s[i] = layers[i].fwd_flops / speed;
             if (bwd_s) bwd_s[i] = layers[i].bwd_flops / speed;
@@ -196,7 +186,7 @@ int sim_compute_layers(const sim_compute_cfg *cfg, const sim_layer_cost *layers,
         if (optimizer_s) *optimizer_s = 0;
         return SS_OK;
     }
-    const gpu_class *g = cfg->gpu ? cfg->gpu : sim_compute_host_gpu();
+    const gpu_class *g = cfg->gpu ? cfg->gpu : sim_compute_host_class(host);
     sim_compute_layers_on(g, cfg->precision, layers, n, fwd_s, bwd_s, optimizer_s);
     for (int i = 0; cfg->scale != 1.0 && i < n; i++) {
         if (fwd_s) fwd_s[i] *= cfg->scale;
@@ -206,16 +196,13 @@ int sim_compute_layers(const sim_compute_cfg *cfg, const sim_layer_cost *layers,
     return SS_OK;
 }
 
-const gpu_class *sim_compute_host_gpu(void) {
-    sg_host_t h = sg_host_self();
-    const char *name = sg_host_get_property_value(h, "gpu");
-    const gpu_class *g = NULL;
-    if (name && gpu_table_find("gpu", name, &g) == SS_OK) return g;
+const gpu_class *sim_compute_host_class(const sim_compute_host *host) {
+    if (host->gpu) return host->gpu;
     /* no (known) class: the one whose FP32 peak is nearest the host's speed */
-    const double speed = sg_host_get_speed(h);
+    const gpu_class *g = NULL;
     double best = INFINITY;
     for (int i = 0; i < gpu_table_count(); i++) {
-        double d = fabs(gpu_table_at(i)->peak_flops[SIM_PRECISION_FP32] - speed);
+        double d = fabs(gpu_table_at(i)->peak_flops[SIM_PRECISION_FP32] - host->speed_flops);
         if (d < best) {
             best = d;
             g = gpu_table_at(i);

@@ -1,13 +1,15 @@
-/* Compute time of a worker's step, charged to the calling actor in simulated time.
+/* Compute time of a worker's step: plain arithmetic over the step's cost and the host it runs
+ * on. Charging the time to a simulated actor is the SimGrid side's (sim/net/compute_charge.h).
  *
  *     sim_compute_cfg cc;  sim_compute_parse("--compute", "flops", &cc);   // the default
  *     sim_step_cost cost = {.flops = step_flops};          // counted by the kernels (fwd + bwd)
- *     double dt_s; sim_compute_step(&cc, &cost, &dt_s);     // inside the worker actor
+ *     sim_compute_host h = {.speed_flops = 15.7e12};       // the worker's host
+ *     double flops, s; sim_compute_charge(&cc, &cost, &h, &flops, &s);
  *
  * Modes:
- * - flops (default, deterministic): the step's FLOPs executed on the actor's host
- *   (sg_actor_execute), whose speed is the effective FLOP/s of its GPU class in the platform;
- *   concurrent executions on one host share its speed;
+ * - flops (default, deterministic): the step's FLOPs executed on the worker's host, whose speed
+ *   is the effective FLOP/s of its GPU class in the platform; concurrent executions on one host
+ *   share its speed;
  * - measured[:SCALE]: the real elapsed seconds of the step on this machine times SCALE
  *   (default 1), as a sleep: independent of the host's speed;
  * - trace: the seconds recorded in a trace (replay), as a sleep;
@@ -15,9 +17,10 @@
  *   max(FLOPs / achieved FLOP/s, bytes / achieved memory bandwidth) + launch overhead x kernels
  *   (a convolution or dense layer at the share of the FLOP/s its shape reaches, a normalization
  *   at the class's normalization bandwidth), on the GPU class of the host (its "gpu" property in
- * the platform; a host without one takes the class whose FP32 peak is nearest its speed) at the
- * configured precision, plus the optimizer step (sim/compute/gpu_table.h gives the rates and their
- * sources). It needs the step's layers (sim_layer_cost); a step source without them cannot use it.
+ *   the platform; a host without one takes the class whose FP32 peak is nearest its speed) at the
+ *   configured precision, plus the optimizer step (sim/compute/gpu_table.h gives the rates and
+ *   their sources). It needs the step's layers (sim_layer_cost); a step source without them
+ *   cannot use it.
  * A step's `slowdown` (stragglers, jitter) multiplies the time in every mode.
  */
 #ifndef SS_SIM_COMPUTE_H
@@ -38,8 +41,14 @@ typedef struct sim_compute_cfg {
                                 model mode: a factor on the modelled times (1, or validate
                                 scaling's calibration to a published single-GPU throughput) */
     sim_precision precision; /* model mode: fp32 (0, the default) | tf32 | fp16 | bf16 */
-    const gpu_class *gpu;    /* model mode: NULL = the class of the calling actor's host */
+    const gpu_class *gpu;    /* model mode: NULL = the class of the worker's host */
 } sim_compute_cfg;
+
+/* The host a worker computes on, as the model needs it. */
+typedef struct sim_compute_host {
+    double speed_flops;   /* the host's speed (flops mode; the class's fallback below) */
+    const gpu_class *gpu; /* its GPU class (NULL: the class whose FP32 peak is nearest speed) */
+} sim_compute_host;
 
 /* One layer of a step, as the step source knows it (forward and backward of the whole batch).
  * Activation bytes are counted at 4 bytes an element; the model scales them to the precision's
@@ -83,20 +92,24 @@ typedef struct sim_step_cost {
  * update of every parameter, memory bound). Returns the total. Deterministic. */
 double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_layer_cost *layers,
                              int n, double *fwd_s, double *bwd_s, double *optimizer_s);
-/* The same on cfg's GPU (cfg->gpu, else the calling actor's host's class: SimGrid context) in
- * model mode; in the other modes each layer's FLOPs on the host's speed, as flops mode times a
- * whole step, and no optimizer time (the bucketed overlap splits a step this way).
- * SS_EUSAGE for n < 1 or a negative or non-finite count. */
-int sim_compute_layers(const sim_compute_cfg *cfg, const sim_layer_cost *layers, int n,
-                       double *fwd_s, double *bwd_s, double *optimizer_s);
-/* The GPU class of the calling actor's host (see model mode above). */
-const gpu_class *sim_compute_host_gpu(void);
+/* The same on cfg's GPU (cfg->gpu, else the host's class) in model mode; in the other modes each
+ * layer's FLOPs on the host's speed, as flops mode times a whole step, and no optimizer time
+ * (the bucketed overlap splits a step this way). SS_EUSAGE for n < 1 or a negative or
+ * non-finite count. */
+int sim_compute_layers(const sim_compute_cfg *cfg, const sim_compute_host *host,
+                       const sim_layer_cost *layers, int n, double *fwd_s, double *bwd_s,
+                       double *optimizer_s);
+/* The GPU class of a host: its own, or the one whose FP32 peak is nearest its speed. */
+const gpu_class *sim_compute_host_class(const sim_compute_host *host);
 
-/* Simulated seconds the step takes on `host` speed_flops (flops mode; other modes ignore it). */
+/* Simulated seconds the step takes on `host` (its speed counts in flops mode only). */
 double sim_compute_duration_s(const sim_compute_cfg *cfg, const sim_step_cost *cost,
-                              double host_speed_flops);
-/* Charges the step to the calling actor (blocks it for the simulated duration); *elapsed_s (may
- * be NULL) = simulated time it took. SS_EUSAGE for a negative or non-finite cost. */
-int sim_compute_step(const sim_compute_cfg *cfg, const sim_step_cost *cost, double *elapsed_s);
+                              const sim_compute_host *host);
+/* What the step costs its host: *flops of work to execute there (flops mode: the slowdown
+ * stretches the work, so a straggler also shares its host longer) and *seconds to wait (the
+ * other modes); the other one is 0. SS_EUSAGE for a negative or non-finite cost, or model mode
+ * without the step's layers. */
+int sim_compute_charge(const sim_compute_cfg *cfg, const sim_step_cost *cost,
+                       const sim_compute_host *host, double *flops, double *seconds);
 
 #endif

@@ -51,6 +51,8 @@
 #ifndef SS_SIM_EXCHANGE_H
 #define SS_SIM_EXCHANGE_H
 
+#include "sim/compute/compute.h"
+
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,15 +98,41 @@ typedef struct exchange_ps_opts {
     exchange_ps_hooks hooks;
 } exchange_ps_opts;
 
+/* The workers a run hosted in this process, and when they ended. */
+typedef struct exchange_run_result {
+    double end_s;     /* now() when the last of them ended */
+    int first_worker; /* they are workers first_worker .. first_worker + n_here - 1 */
+    int n_here;       /* 0 on a process that only serves (an MPI server rank) */
+} exchange_run_result;
+
 typedef struct exchange_ops {
     const char *name; /* "simgrid", "mpi" */
-    /* 1: now() is simulated time, and a worker's compute must be charged to it (the step
-     * source's cost through the compute model); 0: real time, which the compute itself took. */
-    int simulated;
 
     /* The clock every time of a run is read on: seconds since the run started (simulated seconds
      * in the simulation). */
     double (*now)(void *self);
+
+    /* Runs the run's `workers` workers: worker(ctx, w) for each worker w hosted here, until they
+     * have all ended. The simulation: one actor per worker on its host, then the simulation
+     * until every actor ended; MPI: this rank's worker, or the parameter servers' loop on a
+     * server rank. Once per exchange; SS_EUSAGE when the workers do not match the exchange's. */
+    int (*run)(void *self, int workers, void (*worker)(void *ctx, int w), void *ctx,
+               exchange_run_result *out);
+
+    /* Lets worker `worker`'s computation of a step take its time: `cost` priced by the compute
+     * model `cfg` on the worker's host (sim/compute/compute.h). The simulation blocks the
+     * worker's actor for the priced time (its FLOPs run on the host in flops mode); MPI, where
+     * the computation took its real time since start_s (now() when the step source began it),
+     * sleeps a straggler's extra: (cost->slowdown - 1) times that time. SS_EUSAGE for a cost the
+     * model refuses. */
+    int (*compute)(void *self, int worker, const sim_compute_cfg *cfg, const sim_step_cost *cost,
+                   double start_s);
+    /* The model's per-layer times of a step on worker's host (sim_compute_layers), for the
+     * modelled overlap of the backward pass with the buckets. MPI has no modelled host:
+     * SS_EUSAGE (its layers take their real time). */
+    int (*layer_times)(void *self, int worker, const sim_compute_cfg *cfg,
+                       const sim_layer_cost *layers, int n, double *fwd_s, double *bwd_s,
+                       double *optimizer_s);
 
     /* The group of workers members[0..m-1] (sorted by rank; NULL: all n workers, member = rank).
      * The same list gives the same group every time; every member may ask for it on its own.
@@ -120,7 +148,8 @@ typedef struct exchange_ops {
      * fills r (may be NULL), frees the request and returns the operation's status. A started
      * all-reduce counts as one call on the group (the ordering rule above); at most 16 may be in
      * flight on a group; a member's run one after the other in the order started (SimGrid: one
-     * lane per member, as NCCL's stream; MPI: as the library progresses them). */
+     * lane per member, as NCCL's stream; MPI: as the library progresses them, with a thread of
+     * the backend testing them while the worker computes where MPI allows threads). */
     exchange_request *(*allreduce_start)(void *self, exchange_group *g, int member, float *buf,
                                          size_t count, double bytes);
     int (*test)(void *self, const exchange_request *rq);

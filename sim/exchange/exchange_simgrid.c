@@ -5,9 +5,11 @@
 #include "sim/exchange/exchange_simgrid.h"
 #include "common/status.h"
 #include "sim/net/background.h"
+#include "sim/net/compute_charge.h"
 #include "sim/net/internal.h"
 #include "sim/net/ps.h"
 
+#include <simgrid/actor.h>
 #include <simgrid/comm.h>
 #include <simgrid/cond.h>
 #include <simgrid/engine.h>
@@ -30,7 +32,7 @@ typedef struct gather_board {
     struct gather_board *next;
 } gather_board;
 
-typedef struct sg_exchange {
+typedef struct sx_exchange {
     exchange ex;
     sim_cluster *cluster;
     sim_coll_opts coll;
@@ -41,11 +43,14 @@ typedef struct sg_exchange {
     gather_board *boards;
     double ps_wire_jitter; /* sim_ps_opts.wire_jitter, with seed */
     uint64_t seed;
+    sim_compute_host *hosts; /* (n_workers) each worker's host, as the compute model sees it */
+    uint8_t *host_known;     /* (n_workers) 1 once hosts[w] is filled (by worker w's actor) */
+    int ran;                 /* run() was called */
     /* SSP's clocks: (n_workers) steps completed; guarded by mutex, waited on with advanced */
     long *clock;
     sg_mutex_t mutex;
     sg_cond_t advanced;
-} sg_exchange;
+} sx_exchange;
 
 static void result_of(const sim_coll_result *cr, exchange_result *r) {
     if (!r) return;
@@ -59,22 +64,22 @@ static sim_comm *comm_of(exchange_group *g) {
     return (sim_comm *)g;
 }
 
-static double sg_now(void *self) {
+static double sx_now(void *self) {
     (void)self;
     return simgrid_get_clock();
 }
 
-static exchange_group *sg_group(void *self, const int *members, int m) {
-    sg_exchange *x = self;
+static exchange_group *sx_group(void *self, const int *members, int m) {
+    sx_exchange *x = self;
     if (!members) return (exchange_group *)sim_cluster_world(x->cluster);
     return (exchange_group *)sim_cluster_group(x->cluster, members, m);
 }
 
-static int sg_allreduce(void *self, exchange_group *g, int member, float *buf, size_t count,
+static int sx_allreduce(void *self, exchange_group *g, int member, float *buf, size_t count,
                         double bytes, exchange_result *r) {
     (void)buf;
     (void)count;
-    sg_exchange *x = self;
+    sx_exchange *x = self;
     sim_coll_result cr = {0};
     int rc = sim_allreduce(comm_of(g), member, bytes, &x->coll, &cr);
     result_of(&cr, r);
@@ -83,28 +88,28 @@ static int sg_allreduce(void *self, exchange_group *g, int member, float *buf, s
 
 /* A request of this backend: an all-reduce in flight (sim/net/collective.h's request) or one
  * point-to-point message (a SimGrid comm). */
-typedef struct sg_request {
+typedef struct sx_request {
     sim_request *coll; /* all-reduce, or NULL */
     sg_comm_t comm;    /* message, until it is observed complete */
     int done;          /* message: 1 once observed complete (the comm is then released) */
     int status;        /* message: SS_OK, or the invalid call's status */
     void *payload;     /* a receive's landing place: the sender's token (no data is simulated) */
     exchange_result res;
-} sg_request;
+} sx_request;
 
-static exchange_request *sg_allreduce_start(void *self, exchange_group *g, int member, float *buf,
+static exchange_request *sx_allreduce_start(void *self, exchange_group *g, int member, float *buf,
                                             size_t count, double bytes) {
     (void)buf;
     (void)count;
-    sg_exchange *x = self;
-    sg_request *rq = ss_calloc(1, sizeof *rq);
+    sx_exchange *x = self;
+    sx_request *rq = ss_calloc(1, sizeof *rq);
     rq->coll = sim_allreduce_async(comm_of(g), member, bytes, &x->coll, NULL, NULL);
     return (exchange_request *)rq;
 }
 
 /* A message completes when SimGrid says so; the time it is observed is its end. test() may
  * change the request's state (it releases the comm), hence the cast. */
-static void p2p_observe(sg_request *rq, int block) {
+static void p2p_observe(sx_request *rq, int block) {
     if (rq->done) return;
     if (block) {
         sg_comm_wait(rq->comm);
@@ -116,17 +121,17 @@ static void p2p_observe(sg_request *rq, int block) {
     rq->res.end_s = simgrid_get_clock();
 }
 
-static int sg_test(void *self, const exchange_request *rq) {
+static int sx_test(void *self, const exchange_request *rq) {
     (void)self;
-    sg_request *r = (sg_request *)rq;
+    sx_request *r = (sx_request *)rq;
     if (r->coll) return sim_request_test(r->coll);
     p2p_observe(r, 0);
     return r->done;
 }
 
-static int sg_wait(void *self, exchange_request *rq, exchange_result *r) {
+static int sx_wait(void *self, exchange_request *rq, exchange_result *r) {
     (void)self;
-    sg_request *q = (sg_request *)rq;
+    sx_request *q = (sx_request *)rq;
     int rc;
     if (q->coll) {
         sim_coll_result cr = {0};
@@ -141,7 +146,7 @@ static int sg_wait(void *self, exchange_request *rq, exchange_result *r) {
     return rc;
 }
 
-static gather_board *board_of(sg_exchange *x, sim_comm *c, size_t count) {
+static gather_board *board_of(sx_exchange *x, sim_comm *c, size_t count) {
     gather_board *b = x->boards;
     while (b && b->comm != c)
         b = b->next;
@@ -160,9 +165,9 @@ static gather_board *board_of(sg_exchange *x, sim_comm *c, size_t count) {
     return b;
 }
 
-static int sg_allgather(void *self, exchange_group *g, int member, const void *mine, void *all,
+static int sx_allgather(void *self, exchange_group *g, int member, const void *mine, void *all,
                         size_t count, double bytes, exchange_result *r) {
-    sg_exchange *x = self;
+    sx_exchange *x = self;
     sim_comm *c = comm_of(g);
     uint8_t *row = NULL;
     if (mine && all && count > 0 && member >= 0 && member < sim_comm_size(c)) {
@@ -177,7 +182,7 @@ static int sg_allgather(void *self, exchange_group *g, int member, const void *m
     return rc;
 }
 
-static int sg_broadcast(void *self, exchange_group *g, int member, int root, float *buf,
+static int sx_broadcast(void *self, exchange_group *g, int member, int root, float *buf,
                         size_t count, double bytes, exchange_result *r) {
     (void)self;
     (void)buf;
@@ -188,7 +193,7 @@ static int sg_broadcast(void *self, exchange_group *g, int member, int root, flo
     return rc;
 }
 
-static int sg_send(void *self, exchange_group *g, int member, int dst, const float *buf,
+static int sx_send(void *self, exchange_group *g, int member, int dst, const float *buf,
                    size_t count, double bytes, exchange_result *r) {
     (void)self;
     (void)buf;
@@ -199,7 +204,7 @@ static int sg_send(void *self, exchange_group *g, int member, int dst, const flo
     return rc;
 }
 
-static int sg_recv(void *self, exchange_group *g, int member, int src, float *buf, size_t count,
+static int sx_recv(void *self, exchange_group *g, int member, int src, float *buf, size_t count,
                    double bytes, exchange_result *r) {
     (void)self;
     (void)buf;
@@ -225,8 +230,8 @@ static long p2p_wire_bytes(double bytes) {
     return b < 1 ? 1 : b;
 }
 
-static sg_request *p2p_request(sim_comm *c, int member, int peer, double bytes, const char *what) {
-    sg_request *rq = ss_calloc(1, sizeof *rq);
+static sx_request *p2p_request(sim_comm *c, int member, int peer, double bytes, const char *what) {
+    sx_request *rq = ss_calloc(1, sizeof *rq);
     rq->res.start_s = rq->res.end_s = simgrid_get_clock();
     int n = sim_comm_size(c);
     if (member < 0 || member >= n || peer < 0 || peer >= n || peer == member || !(bytes >= 0)) {
@@ -239,12 +244,12 @@ static sg_request *p2p_request(sim_comm *c, int member, int peer, double bytes, 
     return rq;
 }
 
-static exchange_request *sg_send_start(void *self, exchange_group *g, int member, int dst,
+static exchange_request *sx_send_start(void *self, exchange_group *g, int member, int dst,
                                        const float *buf, size_t count, double bytes) {
     (void)self;
     (void)buf;
     (void)count;
-    sg_request *rq = p2p_request(comm_of(g), member, dst, bytes, "send_start");
+    sx_request *rq = p2p_request(comm_of(g), member, dst, bytes, "send_start");
     if (rq->done) return (exchange_request *)rq;
     long wire = p2p_wire_bytes(bytes);
     rq->comm = sg_mailbox_put_async(p2p_async_mailbox(comm_of(g), member, dst), &sim_token, wire);
@@ -252,12 +257,12 @@ static exchange_request *sg_send_start(void *self, exchange_group *g, int member
     return (exchange_request *)rq;
 }
 
-static exchange_request *sg_recv_start(void *self, exchange_group *g, int member, int src,
+static exchange_request *sx_recv_start(void *self, exchange_group *g, int member, int src,
                                        float *buf, size_t count, double bytes) {
     (void)self;
     (void)buf;
     (void)count;
-    sg_request *rq = p2p_request(comm_of(g), member, src, bytes, "recv_start");
+    sx_request *rq = p2p_request(comm_of(g), member, src, bytes, "recv_start");
     if (rq->done) return (exchange_request *)rq;
     rq->comm = sg_mailbox_get_async(p2p_async_mailbox(comm_of(g), src, member), &rq->payload);
     rq->res.bytes_recv = (double)p2p_wire_bytes(bytes);
@@ -269,19 +274,23 @@ static exchange_request *sg_recv_start(void *self, exchange_group *g, int member
 static void ps_on_push(void *ctx, int server, int worker, int64_t round, const void *payload,
                        double now_s) {
     (void)now_s;
-    const sg_exchange *x = ctx;
+    const sx_exchange *x = ctx;
     x->ps_hooks.on_push(x->ps_hooks.ctx, server, worker, round, payload);
 }
 
 static void ps_on_pull(void *ctx, int server, int worker, int64_t round, double now_s) {
     (void)now_s;
-    const sg_exchange *x = ctx;
+    const sx_exchange *x = ctx;
     x->ps_hooks.on_pull(x->ps_hooks.ctx, server, worker, round);
 }
 
-static int sg_ps_start(void *self, const exchange_ps_opts *o) {
-    sg_exchange *x = self;
+static int sx_ps_start(void *self, const exchange_ps_opts *o) {
+    sx_exchange *x = self;
     if (x->ps) return ss_error_set(SS_EUSAGE, "exchange: the parameter servers run already");
+    if (sim_cluster_n_ps(x->cluster) < o->n_servers)
+        return ss_error_set(SS_EUSAGE,
+                            "the run needs %d parameter server host(s); the cluster maps %d",
+                            o->n_servers, sim_cluster_n_ps(x->cluster));
     x->ps_hooks = o->hooks;
     sim_ps_opts po = {.n_workers = x->n_workers,
                       .worker_hosts = sim_cluster_worker_hosts(x->cluster),
@@ -297,10 +306,10 @@ static int sg_ps_start(void *self, const exchange_ps_opts *o) {
     return sim_ps_start(&po, &x->ps);
 }
 
-static int sg_ps_push(void *self, int worker, const float *buf, size_t count, double bytes,
+static int sx_ps_push(void *self, int worker, const float *buf, size_t count, double bytes,
                       int64_t round, exchange_result *r) {
     (void)count;
-    sg_exchange *x = self;
+    sx_exchange *x = self;
     SS_ASSERT(x->ps != NULL);
     sim_coll_result cr = {0};
     int rc = sim_ps_push(x->ps, worker, bytes, round, buf, &cr);
@@ -308,11 +317,11 @@ static int sg_ps_push(void *self, int worker, const float *buf, size_t count, do
     return rc;
 }
 
-static int sg_ps_pull(void *self, int worker, float *buf, size_t count, double bytes, int64_t round,
+static int sx_ps_pull(void *self, int worker, float *buf, size_t count, double bytes, int64_t round,
                       exchange_result *r) {
     (void)buf;
     (void)count;
-    sg_exchange *x = self;
+    sx_exchange *x = self;
     SS_ASSERT(x->ps != NULL);
     sim_coll_result cr = {0};
     int rc = sim_ps_pull(x->ps, worker, bytes, round, &cr);
@@ -320,10 +329,10 @@ static int sg_ps_pull(void *self, int worker, float *buf, size_t count, double b
     return rc;
 }
 
-static int sg_ps_push_pull(void *self, int worker, float *buf, size_t count, double bytes,
+static int sx_ps_push_pull(void *self, int worker, float *buf, size_t count, double bytes,
                            int64_t round, exchange_result *r) {
     (void)count;
-    sg_exchange *x = self;
+    sx_exchange *x = self;
     SS_ASSERT(x->ps != NULL);
     sim_coll_result cr = {0};
     int rc = sim_ps_push_pull(x->ps, worker, bytes, round, buf, &cr);
@@ -333,15 +342,15 @@ static int sg_ps_push_pull(void *self, int worker, float *buf, size_t count, dou
 
 /* ---- SSP's clocks: shared by the actors, one simulated mutex and condition ---- */
 
-static long min_clock(const sg_exchange *x) {
+static long min_clock(const sx_exchange *x) {
     long m = x->clock[0];
     for (int i = 1; i < x->n_workers; i++)
         if (x->clock[i] < m) m = x->clock[i];
     return m;
 }
 
-static long sg_clock_wait(void *self, int worker, long staleness) {
-    sg_exchange *x = self;
+static long sx_clock_wait(void *self, int worker, long staleness) {
+    sx_exchange *x = self;
     sg_mutex_lock(x->mutex);
     if (staleness >= 0)
         while (x->clock[worker] - min_clock(x) > staleness)
@@ -351,8 +360,8 @@ static long sg_clock_wait(void *self, int worker, long staleness) {
     return gap;
 }
 
-static void sg_clock_advance(void *self, int worker, long clock, long *rounds) {
-    sg_exchange *x = self;
+static void sx_clock_advance(void *self, int worker, long clock, long *rounds) {
+    sx_exchange *x = self;
     sg_mutex_lock(x->mutex);
     x->clock[worker] = clock;
     if (clock != EXCHANGE_CLOCK_DONE && rounds && min_clock(x) == clock) (*rounds)++;
@@ -360,29 +369,93 @@ static void sg_clock_advance(void *self, int worker, long clock, long *rounds) {
     sg_mutex_unlock(x->mutex);
 }
 
-static const exchange_ops sg_ops = {.name = "simgrid",
-                                    .simulated = 1,
-                                    .now = sg_now,
-                                    .group = sg_group,
-                                    .allreduce = sg_allreduce,
-                                    .allreduce_start = sg_allreduce_start,
-                                    .test = sg_test,
-                                    .wait = sg_wait,
-                                    .allgather = sg_allgather,
-                                    .broadcast = sg_broadcast,
-                                    .send = sg_send,
-                                    .recv = sg_recv,
-                                    .send_start = sg_send_start,
-                                    .recv_start = sg_recv_start,
-                                    .ps_start = sg_ps_start,
-                                    .ps_push = sg_ps_push,
-                                    .ps_pull = sg_ps_pull,
-                                    .ps_push_pull = sg_ps_push_pull,
-                                    .clock_wait = sg_clock_wait,
-                                    .clock_advance = sg_clock_advance};
+/* ---- the workers and their compute ---- */
+
+typedef struct worker_start {
+    void (*fn)(void *ctx, int w);
+    void *ctx;
+    int w;
+} worker_start;
+
+static void worker_actor(void *arg) {
+    const worker_start *ws = arg;
+    ws->fn(ws->ctx, ws->w);
+}
+
+static int sx_run(void *self, int workers, void (*worker)(void *ctx, int w), void *ctx,
+                  exchange_run_result *out) {
+    sx_exchange *x = self;
+    memset(out, 0, sizeof *out);
+    if (x->ran) return ss_error_set(SS_EUSAGE, "exchange: the workers of a run run once");
+    if (workers != x->n_workers)
+        return ss_error_set(SS_EUSAGE, "policy: the cluster maps %d workers, the policy wants %d",
+                            x->n_workers, workers);
+    x->ran = 1;
+    worker_start *args = ss_calloc((size_t)workers, sizeof *args);
+    for (int w = 0; w < workers; w++) {
+        args[w] = (worker_start){.fn = worker, .ctx = ctx, .w = w};
+        sim_actor_spawn("worker", w, sim_cluster_worker_host(x->cluster, w), worker_actor,
+                        &args[w]);
+    }
+    int rc = sim_cluster_run(x->cluster, &out->end_s);
+    free(args);
+    out->first_worker = 0;
+    out->n_here = workers;
+    return rc;
+}
+
+/* Worker w's host (called by its own actor, which runs there). */
+static const sim_compute_host *host_of(sx_exchange *x, int w) {
+    SS_ASSERT(w >= 0 && w < x->n_workers);
+    if (!x->host_known[w]) {
+        sim_compute_host_of_self(&x->hosts[w]);
+        x->host_known[w] = 1;
+    }
+    return &x->hosts[w];
+}
+
+static int sx_compute(void *self, int worker, const sim_compute_cfg *cfg, const sim_step_cost *cost,
+                      double start_s) {
+    (void)start_s; /* the step source took no simulated time */
+    double flops = 0, seconds = 0;
+    int rc = sim_compute_charge(cfg, cost, host_of(self, worker), &flops, &seconds);
+    if (rc != SS_OK) return rc;
+    if (flops > 0) sg_actor_execute(flops);
+    if (seconds > 0) sg_actor_sleep_for(seconds);
+    return SS_OK;
+}
+
+static int sx_layer_times(void *self, int worker, const sim_compute_cfg *cfg,
+                          const sim_layer_cost *layers, int n, double *fwd_s, double *bwd_s,
+                          double *optimizer_s) {
+    return sim_compute_layers(cfg, host_of(self, worker), layers, n, fwd_s, bwd_s, optimizer_s);
+}
+
+static const exchange_ops sx_ops = {.name = "simgrid",
+                                    .now = sx_now,
+                                    .run = sx_run,
+                                    .compute = sx_compute,
+                                    .layer_times = sx_layer_times,
+                                    .group = sx_group,
+                                    .allreduce = sx_allreduce,
+                                    .allreduce_start = sx_allreduce_start,
+                                    .test = sx_test,
+                                    .wait = sx_wait,
+                                    .allgather = sx_allgather,
+                                    .broadcast = sx_broadcast,
+                                    .send = sx_send,
+                                    .recv = sx_recv,
+                                    .send_start = sx_send_start,
+                                    .recv_start = sx_recv_start,
+                                    .ps_start = sx_ps_start,
+                                    .ps_push = sx_ps_push,
+                                    .ps_pull = sx_ps_pull,
+                                    .ps_push_pull = sx_ps_push_pull,
+                                    .clock_wait = sx_clock_wait,
+                                    .clock_advance = sx_clock_advance};
 
 /* Cross traffic among every host of the run: the workers and the servers. */
-static int start_background(sg_exchange *x, double load, uint64_t seed) {
+static int start_background(sx_exchange *x, double load, uint64_t seed) {
     const int n = x->n_workers, nps = sim_cluster_n_ps(x->cluster);
     sg_host_t *hosts = ss_malloc(sizeof(sg_host_t) * (size_t)(n + nps));
     for (int w = 0; w < n; w++)
@@ -396,8 +469,8 @@ static int start_background(sg_exchange *x, double load, uint64_t seed) {
 
 int exchange_simgrid_open(sim_cluster *cluster, const exchange_simgrid_opts *o, exchange **out) {
     *out = NULL;
-    sg_exchange *x = ss_calloc(1, sizeof *x);
-    x->ex.ops = &sg_ops;
+    sx_exchange *x = ss_calloc(1, sizeof *x);
+    x->ex.ops = &sx_ops;
     x->ex.self = x;
     x->cluster = cluster;
     x->coll = o->coll;
@@ -405,8 +478,12 @@ int exchange_simgrid_open(sim_cluster *cluster, const exchange_simgrid_opts *o, 
     x->ps_wire_jitter = o->ps_wire_jitter;
     x->seed = o->seed;
     x->clock = ss_calloc((size_t)x->n_workers, sizeof(long));
+    x->hosts = ss_calloc((size_t)x->n_workers, sizeof *x->hosts);
+    x->host_known = ss_calloc((size_t)x->n_workers, 1);
     int rc = sim_coll_check(sim_cluster_world(cluster), &o->coll, "--collective");
     if (rc != SS_OK) {
+        free(x->host_known);
+        free(x->hosts);
         free(x->clock);
         free(x);
         return rc;
@@ -426,7 +503,7 @@ int exchange_simgrid_open(sim_cluster *cluster, const exchange_simgrid_opts *o, 
 
 void exchange_simgrid_close(exchange *ex) {
     if (!ex) return;
-    sg_exchange *x = ex->self;
+    sx_exchange *x = ex->self;
     if (x->ps) sim_ps_free(x->ps);
     sim_background_free(x->background);
     while (x->boards) {
@@ -439,6 +516,8 @@ void exchange_simgrid_close(exchange *ex) {
     }
     sg_cond_destroy(x->advanced);
     sg_mutex_destroy(x->mutex);
+    free(x->host_known);
+    free(x->hosts);
     free(x->clock);
     free(x);
 }

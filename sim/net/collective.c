@@ -75,37 +75,6 @@ double sim_comm_bytes_sent(const sim_comm *c, int member) {
     return c->bytes_sent[member];
 }
 
-/* ---------------------------------------------------------------- names */
-
-static const char *const algo_names[] = {"ring",        "ring-coarse", "hd", "tree", "hier",
-                                         "hier-coarse", "dbtree",      "rd", "auto"};
-#define ALGO_COUNT ((int)(sizeof algo_names / sizeof algo_names[0]))
-
-const char *sim_allreduce_algo_names(const char *sep, char *buf, size_t n) {
-    size_t len = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < ALGO_COUNT && len < n; i++)
-        len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? sep : "", algo_names[i]);
-    return buf;
-}
-
-int sim_allreduce_algo_parse(const char *option, const char *text, sim_allreduce_algo *out) {
-    if (text && strcasecmp(text, "halving-doubling") == 0) text = "hd";
-    for (int i = 0; i < ALGO_COUNT; i++) {
-        if (text && strcasecmp(text, algo_names[i]) == 0) {
-            *out = (sim_allreduce_algo)i;
-            return SS_OK;
-        }
-    }
-    char valid[128];
-    return ss_error_set(SS_EUSAGE, "%s: unknown all-reduce algorithm '%s' (valid: %s)", option,
-                        text ? text : "", sim_allreduce_algo_names(", ", valid, sizeof valid));
-}
-
-const char *sim_allreduce_algo_name(sim_allreduce_algo a) {
-    return (unsigned)a < (unsigned)ALGO_COUNT ? algo_names[a] : "?";
-}
-
 /* ---------------------------------------------------------------- one call's context */
 
 /* Instances reuse their mailboxes' names modulo this window: SimGrid never frees a mailbox, so
@@ -698,7 +667,7 @@ static int allreduce_seq(sim_comm *c, int member, uint64_t seq, double bytes,
     if (o->segment_bytes < 0 || !isfinite(o->segment_bytes))
         return ss_error_set(SS_EUSAGE, "all-reduce: segment size %g bytes, need >= 0",
                             o->segment_bytes);
-    if ((unsigned)o->algo >= (unsigned)ALGO_COUNT)
+    if ((unsigned)o->algo > (unsigned)SIM_ALLREDUCE_AUTO)
         return ss_error_set(SS_EUSAGE, "all-reduce: unknown algorithm %d", (int)o->algo);
     if (o->channels < 0 || o->channels > SIM_MAX_CHANNELS)
         return ss_error_set(SS_EUSAGE, "all-reduce: %d channels, need 1 to %d", o->channels,

@@ -139,13 +139,11 @@ double coll_exchange_merged(call *k, int dst, int src, double bytes, double unit
 /* The latency the merged flow from member `from` to `to` pays in coll_exchange_merged. */
 double coll_merged_latency_s(const call *k, int from, int to, double bytes, double unit_bytes,
                              double share);
-/* Whether the requested algorithm is NCCL-style (auto, hier, hier-coarse, dbtree): its calls
- * take a protocol; and the family (tree or ring) of the algorithm run. */
-int coll_is_nccl(sim_allreduce_algo requested);
 /* auto's algorithm (its closed form at scale) and protocol for an all-reduce of `bytes`, found
  * together in one search. */
 void coll_auto_resolve(sim_comm *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo *algo,
                        sim_nccl_protocol *proto);
+/* The family (tree or ring) of the algorithm run. */
 int coll_family(sim_allreduce_algo run);
 void coll_allgather_coarse(call *k, double bytes_per_member);
 

@@ -362,37 +362,6 @@ static const double step_us[3][2][3] = {
     {{5.0, 8.5, 50 - 2 * TREE_SIMPLE_CHUNK_US}, {2.7, 4.0, 9.6}},
 };
 
-static const char *const protocol_names[] = {"auto", "LL", "LL128", "Simple"};
-
-int sim_nccl_protocol_parse(const char *option, const char *text, sim_nccl_protocol *out) {
-    for (int i = 0; i < 4; i++)
-        if (text && !strcasecmp(text, protocol_names[i])) {
-            *out = (sim_nccl_protocol)i;
-            return SS_OK;
-        }
-    return ss_error_set(SS_EUSAGE, "%s: unknown protocol '%s' (valid: auto, LL, LL128, Simple)",
-                        option, text ? text : "");
-}
-
-const char *sim_nccl_protocol_name(sim_nccl_protocol p) {
-    return (unsigned)p < 4 ? protocol_names[p] : "?";
-}
-
-int coll_is_nccl_algo(sim_allreduce_algo a) {
-    return coll_is_nccl(a);
-}
-
-int coll_is_nccl(sim_allreduce_algo requested) {
-    return requested == SIM_ALLREDUCE_AUTO || requested == SIM_ALLREDUCE_HIER ||
-           requested == SIM_ALLREDUCE_HIER_COARSE || requested == SIM_ALLREDUCE_DBTREE;
-}
-
-int coll_takes_protocol(sim_allreduce_algo requested, sim_nccl_protocol p) {
-    return coll_is_nccl(requested) ||
-           (p != SIM_PROTOCOL_AUTO &&
-            (requested == SIM_ALLREDUCE_RING || requested == SIM_ALLREDUCE_RING_COARSE));
-}
-
 int coll_family(sim_allreduce_algo run) {
     return run == SIM_ALLREDUCE_DBTREE ? NCCL_FAMILY_TREE : NCCL_FAMILY_RING;
 }

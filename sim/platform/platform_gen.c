@@ -48,16 +48,7 @@ int platform_parse_bandwidth(const char *option, const char *text, double *bps) 
 }
 
 int platform_parse_latency(const char *option, const char *text, double *seconds) {
-    double s = 0;
-    if (!text || units_parse_time(text, &s) != 0)
-        return ss_error_set(SS_EUSAGE,
-                            "%s: cannot read latency '%s' (write a number and a unit: \"5us\", "
-                            "\"1.5ms\", \"100ns\", \"0s\")",
-                            option, text ? text : "");
-    if (!(s >= 0) || !isfinite(s))
-        return ss_error_set(SS_EUSAGE, "%s: latency '%s' must be >= 0", option, text);
-    *seconds = s;
-    return SS_OK;
+    return units_parse_option_time(option, "latency", text, seconds);
 }
 
 int platform_parse_topology(const char *option, const char *text, platform_topology *out) {

@@ -3,7 +3,7 @@
  *
  *     policy_config pc; policy_config_default(&pc); pc.kind = POLICY_SELSYNC; pc.delta = 0.3; ...
  *     policy_result res;
- *     policy_run(&pc, cluster, &source, record_fn, record_ctx, &res);   // inside one process
+ *     policy_run(&pc, ex, &source, record_fn, record_ctx, &res);  // ex: the simulation or MPI
  *
  * Definitions:
  * - BSP: compute, all-reduce the gradients (ring/tree/halving-doubling, or a PS), apply the mean.
@@ -19,10 +19,9 @@
 #ifndef SS_SIM_POLICY_H
 #define SS_SIM_POLICY_H
 
-#include "sim/net/cluster.h"
-#include "sim/net/collective.h"
 #include "sim/compute/compute.h"
 #include "sim/exchange/exchange.h"
+#include "sim/net/coll_opts.h"
 #include "sim/policy/step_source.h"
 
 #include <stdint.h>
@@ -194,21 +193,15 @@ typedef struct policy_result {
     double delta_chosen;
 } policy_result;
 
-/* Runs the policy on an open cluster (sim_cluster_open) with the given step source: spawns one
- * actor per worker (and the PS servers when used), runs the simulation, fills *res. `record`
- * (may be NULL) receives every step record in simulated-time order of completion. */
-int policy_run(const policy_config *pc, sim_cluster *cluster, step_source *src,
-               policy_record_fn record, void *record_ctx, policy_result *res);
-
-/* Real mode: this process is ONE rank of a run whose messages a data-moving exchange carries
- * (sim/exchange/exchange_mpi.h): worker `rank` (0..N-1) runs its protocol here, on its own replica;
- * a server rank (rank >= N, with `serve` its server loop) answers the parameter-server traffic.
- * `done` (may be NULL) is called by a worker when its protocol ended (the servers' loop ends
- * when every worker's has). *res holds THIS rank's part: its totals (compute_s and the others
- * are its own, not a mean), its bytes, and the clock when it finished; the caller combines the
- * ranks. Refused (SS_EUSAGE) for what real mode cannot run: DLCP's partial exchanges. */
-int policy_run_real(const policy_config *pc, exchange *ex, int rank, step_source *src,
-                    int (*serve)(exchange *ex), int (*done)(exchange *ex, int worker),
-                    policy_record_fn record, void *record_ctx, policy_result *res);
+/* Runs the policy over the exchange `ex` (opened by the caller: exchange_simgrid_open for the
+ * simulation, exchange_mpi_open for real mode), with the given step source: starts the parameter
+ * servers when the policy uses them and runs one protocol per worker the exchange hosts (every
+ * worker in the simulation, this rank's in real mode; a server rank serves). `record` (may be
+ * NULL) receives every step record in the order the steps complete. *res: the run's totals,
+ * with compute_s, comm_s and wait_s the mean over the workers hosted here (a real rank: its own;
+ * the caller combines the ranks). A source whose vectors the exchange moves (real mode) refuses
+ * DLCP's partial exchanges (SS_EUSAGE). */
+int policy_run(const policy_config *pc, exchange *ex, step_source *src, policy_record_fn record,
+               void *record_ctx, policy_result *res);
 
 #endif

@@ -3,7 +3,7 @@
 #include "common/number.h"
 #include "common/status.h"
 #include "common/jitter.h"
-#include "sim/platform/platform_gen.h"
+#include "common/units.h"
 
 #include <errno.h>
 #include <math.h>
@@ -86,7 +86,7 @@ int policy_option_apply(const policy_option *o, const run_policy_value *v, polic
     case POLICY_OPTION_DURATION: {
         char option[64];
         snprintf(option, sizeof option, "--%s", o->name);
-        return platform_parse_latency(option, v->text, (double *)field);
+        return units_parse_option_time(option, "duration", v->text, (double *)field);
     }
     }
     return ss_error_set(SS_EUSAGE, "--%s: unknown option type", o->name);

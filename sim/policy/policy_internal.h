@@ -70,17 +70,18 @@ static inline long policy_sync_id(long step, int which) {
     return 2 * step + which;
 }
 
-/* The exchange's clock (simulated seconds). */
+/* The exchange's clock (seconds: simulated, or real in real mode). */
 double policy_now(const policy_state *st);
 void policy_begin_step(policy_state *st, int w, long step, step_acc *a);
-/* Real mode: the vector worker w exchanges (step_source_ops.buffer; what: aggregate_what or
- * STEP_BUFFER_PS); NULL in the simulation, where the step source aggregates the replicas itself. */
+/* The vector worker w exchanges, for a source whose vectors the exchange moves (real mode:
+ * step_source_ops.buffer; what: aggregate_what or STEP_BUFFER_PS); NULL for a source that
+ * aggregates the replicas itself (the simulation). */
 float *policy_buffer(const policy_state *st, int w, int what);
-/* Real mode: the backend is done with policy_buffer(st, w, what), which kernels use next (a GPU's
- * shared memory goes back to the device, inside the exchange's time). */
+/* The exchange is done with policy_buffer(st, w, what), which kernels use next (a GPU's shared
+ * memory goes back to the device, inside the exchange's time). */
 void policy_buffer_done(const policy_state *st, int w, int what);
-/* Computes the step through the source and charges its time (simulated: the compute model's;
- * real: the time it took). */
+/* Computes the step through the source and lets its time pass through the exchange (the
+ * simulation: the compute model's; real mode: the time it took, and a straggler's extra). */
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats);
 /* The compute-time multiplier of worker w's step under --compute-jitter cv: lognormal, mean 1,
  * drawn from a stream of its own per (seed, w, step). 1 when cv is 0. */

@@ -1,9 +1,8 @@
-/* The policy runner: checks the configuration, sets up the state the worker actors share and the
- * exchange they talk through (the SimGrid backend, over the cluster), starts one actor per worker
- * on its protocol, runs the simulation and sums up the results. In real mode (policy_run_real)
- * the same protocol runs once, for this process's rank, over a given exchange. */
+/* The policy runner: checks the configuration, sets up the state the workers share, starts the
+ * parameter servers when the policy uses them, has the exchange run one protocol per worker it
+ * hosts (the simulation: every worker, one actor each; MPI: this rank's) and sums up the
+ * results. */
 #include "common/status.h"
-#include "sim/exchange/exchange_simgrid.h"
 #include "sim/policy/policy_internal.h"
 #include "sim/policy/policy_registry.h"
 #include "sim/policy/policy_workers.h"
@@ -26,21 +25,6 @@ static int check_policy(const policy_config *pc) {
         (pc->local_steps < 1 || pc->client_fraction <= 0 || pc->client_fraction > 1))
         return ss_error_set(SS_EUSAGE, "fedavg: local steps must be >= 1 and the client fraction "
                                        "in (0, 1]");
-    return SS_OK;
-}
-
-static int check_config(const policy_config *pc, const sim_cluster *c) {
-    int rc = check_policy(pc);
-    if (rc != SS_OK) return rc;
-    if (sim_cluster_n_workers(c) != pc->workers)
-        return ss_error_set(SS_EUSAGE, "policy: the cluster maps %d workers, the policy wants %d",
-                            sim_cluster_n_workers(c), pc->workers);
-    int needs_ps = pc->use_ps || policy_is_async(pc);
-    if (needs_ps && sim_cluster_n_ps(c) < pc->ps_servers)
-        return ss_error_set(SS_EUSAGE,
-                            "policy %s needs %d parameter server host(s); the cluster "
-                            "maps %d",
-                            policy_kind_name(pc->kind), pc->ps_servers, sim_cluster_n_ps(c));
     return SS_OK;
 }
 
@@ -89,109 +73,51 @@ static int start_exchange(policy_state *st) {
     return st->ex->ops->ps_start(st->ex->self, &po);
 }
 
-/* The exchange over the cluster (the simulation). */
-static int open_exchange(policy_state *st, sim_cluster *cluster) {
-    const policy_config *pc = st->pc;
-    exchange_simgrid_opts xo = {.coll = pc->coll,
-                                .background_load = pc->background_load,
-                                .seed = pc->seed,
-                                .ps_wire_jitter = pc->comm_jitter};
-    int rc = exchange_simgrid_open(cluster, &xo, &st->ex);
-    return rc == SS_OK ? start_exchange(st) : rc;
-}
-
-static void collect(const policy_state *st, double end_s, policy_result *res) {
-    const int n = st->pc->workers;
-    res->sim_time_s = end_s;
-    res->steps = st->pc->steps;
+/* Sums up the run: means over the workers hosted here (a real rank: its own worker). */
+static void collect(const policy_state *st, const exchange_run_result *ran, policy_result *res) {
+    res->sim_time_s = ran->end_s;
+    res->steps = st->src->stop_after > 0 ? st->src->stop_after : st->pc->steps;
     res->sync_steps = st->counters.sync_steps;
     res->lssr = 1.0 - (double)res->sync_steps / (double)res->steps;
     res->bytes_sent = st->counters.bytes_sent;
-    for (int w = 0; w < n; w++) {
+    const int n = ran->n_here;
+    for (int w = ran->first_worker; w < ran->first_worker + n; w++) {
         res->compute_s += st->compute_s[w] / n;
         res->comm_s += st->comm_s[w] / n;
         res->wait_s += st->wait_s[w] / n;
     }
 }
 
-int policy_run(const policy_config *pc, sim_cluster *cluster, step_source *src,
-               policy_record_fn record, void *record_ctx, policy_result *res) {
-    int rc = check_config(pc, cluster);
-    if (rc != SS_OK) return rc;
-    const int n = pc->workers;
-    memset(res, 0, sizeof *res);
-    policy_state st;
-    state_init(&st, pc, src, record, record_ctx, res);
-    src->counters = &st.counters;
-    rc = open_exchange(&st, cluster);
-    if (rc == SS_OK) {
-        void (*worker)(void *) = policy_registry_of_kind(pc->kind)->worker;
-        SS_ASSERT(worker != NULL);
-        worker_arg *args = ss_calloc((size_t)n, sizeof *args);
-        for (int w = 0; w < n; w++) {
-            args[w].st = &st;
-            args[w].rank = w;
-            sim_actor_spawn("worker", w, sim_cluster_worker_host(cluster, w), worker, &args[w]);
-        }
-        double end_s = 0;
-        rc = sim_cluster_run(cluster, &end_s);
-        free(args);
-        if (rc == SS_OK) collect(&st, end_s, res);
-    }
-    exchange_simgrid_close(st.ex);
-    state_free(&st);
-    src->counters = NULL;
-    return rc;
-}
-
-static int check_real(const policy_config *pc, const step_source *src) {
-    int rc = check_policy(pc);
-    if (rc != SS_OK) return rc;
-    if (pc->loss_tolerance > 0)
+/* A source whose vectors the exchange moves (real mode) cannot lose part of them in one
+ * collective, as DLCP's bounded-loss exchanges do. */
+static int check_source(const policy_config *pc, const step_source *src) {
+    if (src->ops->buffer && pc->loss_tolerance > 0)
         return ss_error_set(SS_EUSAGE, "real mode: DLCP's bounded-loss exchanges (--loss-tolerance "
                                        "above 0) drop chunks inside one collective, which MPI "
                                        "cannot; use 0");
-    if (!src->ops->buffer)
-        return ss_error_set(SS_EUSAGE,
-                            "real mode needs a step source with real tensors (%s has "
-                            "none)",
-                            src->ops->name);
     return SS_OK;
 }
 
-int policy_run_real(const policy_config *pc, exchange *ex, int rank, step_source *src,
-                    int (*serve)(exchange *ex), int (*done)(exchange *ex, int worker),
-                    policy_record_fn record, void *record_ctx, policy_result *res) {
-    int rc = check_real(pc, src);
+static void run_worker(void *ctx, int w) {
+    worker_arg arg = {.st = ctx, .rank = w};
+    policy_registry_of_kind(((policy_state *)ctx)->pc->kind)->worker(&arg);
+}
+
+int policy_run(const policy_config *pc, exchange *ex, step_source *src, policy_record_fn record,
+               void *record_ctx, policy_result *res) {
+    int rc = check_policy(pc);
+    if (rc == SS_OK) rc = check_source(pc, src);
     if (rc != SS_OK) return rc;
+    SS_ASSERT(policy_registry_of_kind(pc->kind)->worker != NULL);
     memset(res, 0, sizeof *res);
     policy_state st;
     state_init(&st, pc, src, record, record_ctx, res);
     src->counters = &st.counters;
     st.ex = ex;
     rc = start_exchange(&st);
-    if (rc == SS_OK && rank >= pc->workers) {
-        rc = serve ? serve(ex)
-                   : ss_error_set(SS_EUSAGE,
-                                  "real mode: rank %d is not a worker and "
-                                  "the exchange has no server loop",
-                                  rank);
-    } else if (rc == SS_OK) {
-        worker_arg arg = {.st = &st, .rank = rank};
-        policy_registry_of_kind(pc->kind)->worker(&arg);
-        if (done) rc = done(ex, rank);
-    }
-    if (rc == SS_OK) {
-        res->sim_time_s = ex->ops->now(ex->self);
-        res->steps = src->stop_after > 0 ? src->stop_after : pc->steps; /* interrupted: fewer */
-        res->sync_steps = st.counters.sync_steps;
-        res->bytes_sent = st.counters.bytes_sent;
-        if (rank < pc->workers) {
-            res->compute_s = st.compute_s[rank];
-            res->comm_s = st.comm_s[rank];
-            res->wait_s = st.wait_s[rank];
-        }
-    }
+    exchange_run_result ran;
+    if (rc == SS_OK) rc = ex->ops->run(ex->self, pc->workers, run_worker, &st, &ran);
+    if (rc == SS_OK) collect(&st, &ran, res);
     state_free(&st);
     src->counters = NULL;
     return rc;

@@ -59,7 +59,7 @@ void policy_ssp_hooks(exchange_ps_hooks *hooks, struct policy_state *st) {
     hooks->ctx = st;
     hooks->on_push = on_push;
     hooks->on_pull = on_pull;
-    if (!st->ex->ops->simulated && st->src->ops->buffer) {
+    if (st->src->ops->buffer) {
         hooks->push_buffer = push_buffer;
         hooks->pull_buffer = pull_buffer;
     }

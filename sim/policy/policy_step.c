@@ -18,13 +18,9 @@
 #include "common/jitter.h"
 #include "sim/policy/policy_internal.h"
 
-#include <errno.h>
 #include <math.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 double policy_now(const policy_state *st) {
     return st->ex->ops->now(st->ex->self);
@@ -66,46 +62,34 @@ static double compute_source(policy_state *st, int w, long step, int batch, step
     return step_slowdown(st, w, step);
 }
 
-/* Sleeps s seconds of real time (a straggler in real mode), resuming after signals. */
-static void sleep_real_s(double s) {
-    struct timespec ts = {.tv_sec = (time_t)s, .tv_nsec = (long)((s - floor(s)) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-/* Real mode: the step takes the time it really takes, measured on the exchange's clock; a
- * slowed worker (--slowdown, --straggler-*) really waits the extra time. */
-static void compute_real(policy_state *st, int w, long step, int batch, step_acc *a,
-                         step_stats *stats) {
-    step_cost cost;
-    const double t0 = policy_now(st);
-    double slowdown = compute_source(st, w, step, batch, &cost, a, stats);
-    if (slowdown > 1) sleep_real_s((slowdown - 1) * (policy_now(st) - t0));
+/* The step's computation takes its time through the exchange (the model's time in the
+ * simulation; in real mode it took its real time, and a straggler waits the extra): from t0, when
+ * the source began it, to now. */
+static void compute_time(policy_state *st, int w, const sim_compute_cfg *cc,
+                         const sim_step_cost *sc, double t0, step_acc *a) {
+    int rc = st->ex->ops->compute(st->ex->self, w, cc, sc, t0);
+    SS_ASSERT(rc == SS_OK);
     a->rec.compute_s += policy_now(st) - t0;
 }
 
 float *policy_buffer(const policy_state *st, int w, int what) {
-    if (st->ex->ops->simulated || !st->src->ops->buffer) return NULL;
+    if (!st->src->ops->buffer) return NULL;
     return st->src->ops->buffer(st->src->self, w, what);
 }
 
 static float *policy_buffer_part(const policy_state *st, int w, int what, size_t offset,
                                  size_t count) {
-    if (st->ex->ops->simulated || !st->src->ops->buffer_part) return policy_buffer(st, w, what);
+    if (!st->src->ops->buffer_part) return policy_buffer(st, w, what);
     return st->src->ops->buffer_part(st->src->self, w, what, offset, count);
 }
 
 void policy_buffer_done(const policy_state *st, int w, int what) {
-    if (!st->ex->ops->simulated && st->src->ops->buffer_done)
-        st->src->ops->buffer_done(st->src->self, w, what);
+    if (st->src->ops->buffer_done) st->src->ops->buffer_done(st->src->self, w, what);
 }
 
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats) {
-    if (!st->ex->ops->simulated) {
-        compute_real(st, w, step, batch, a, stats);
-        return;
-    }
     step_cost cost;
+    const double t0 = policy_now(st);
     double slowdown = compute_source(st, w, step, batch, &cost, a, stats);
     sim_step_cost sc = {.flops = cost.flops,
                         .measured_s = cost.measured_s,
@@ -113,10 +97,7 @@ void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, 
                         .slowdown = slowdown,
                         .layers = cost.layers,
                         .n_layers = cost.n_layers};
-    double dt = 0;
-    int rc = sim_compute_step(&st->pc->compute, &sc, &dt);
-    SS_ASSERT(rc == SS_OK);
-    a->rec.compute_s += dt;
+    compute_time(st, w, &st->pc->compute, &sc, t0, a);
 }
 
 /* The slot of synchronization `id` among all workers (key -1) or in the group whose first member
@@ -192,14 +173,11 @@ int policy_overlap_on(const policy_state *st) {
     return pc->overlap == POLICY_OVERLAP_ON && !st->has_ps && pc->loss_tolerance <= 0;
 }
 
-/* Charges `s` simulated seconds of compute to the calling worker. */
-static void charge_s(double s, step_acc *a) {
+/* Charges `s` seconds of the modelled compute to worker w. */
+static void charge_s(policy_state *st, int w, double s, step_acc *a) {
     static const sim_compute_cfg as_sleep = {.mode = SIM_COMPUTE_TRACE, .scale = 1.0};
-    sim_step_cost sc = {.trace_s = s, .slowdown = 1.0};
-    double dt = 0;
-    int rc = sim_compute_step(&as_sleep, &sc, &dt);
-    SS_ASSERT(rc == SS_OK);
-    a->rec.compute_s += dt;
+    const sim_step_cost sc = {.trace_s = s, .slowdown = 1.0};
+    compute_time(st, w, &as_sleep, &sc, policy_now(st), a);
 }
 
 /* The buckets in flight of one worker's step, oldest first. */
@@ -244,28 +222,24 @@ static void overlap_backward(policy_state *st, int w, long id, const sim_layer_c
         segment_s += bwd_s[i];
         bucket += layers[i].param_bytes;
         if (bucket > 0 && (bucket >= cap || i == lowest)) {
-            charge_s(segment_s * slowdown, a);
+            charge_s(st, w, segment_s * slowdown, a);
             segment_s = 0;
             bucket_start(st, w, &q, NULL, bucket);
             bucket = 0;
         }
     }
-    charge_s(segment_s * slowdown, a);
+    charge_s(st, w, segment_s * slowdown, a);
     double entry = policy_sync_enter(st, id, -1);
     while (q.count > 0)
         bucket_wait_oldest(st, &q);
     policy_sync_leave(st, id, -1, entry, q.bytes_sent, a);
 }
 
-/* Real mode: the backward pass calls back as each layer's gradient is written (step_source.
- * grad_ready); a bucket that closes starts its MPI_Iallreduce on its slice of the gradient, in
- * place. MPI moves data only inside its calls, so a thread of the worker tests the all-reduces
- * in flight every REAL_PROGRESS_US while the backward pass runs, as Horovod's background thread
- * drives MPI (MPI_THREAD_MULTIPLE; one lock orders its calls with the starts). The buckets are
- * the simulation's: reverse layer order, closed at the cap or at the first layer with
- * parameters. */
-#define REAL_PROGRESS_US 50
-
+/* A source whose vectors the exchange moves (real mode): the backward pass calls back as each
+ * layer's gradient is written (step_source.grad_ready); a bucket that closes starts its
+ * all-reduce on its slice of the gradient, in place, while the backward pass goes on (the
+ * exchange progresses it meanwhile). The buckets are those of the modelled form below: reverse
+ * layer order, closed at the cap or at the first layer with parameters. */
 typedef struct real_buckets {
     policy_state *st;
     int w;
@@ -274,22 +248,7 @@ typedef struct real_buckets {
     size_t end;    /* floats: where the open bucket ends; it starts at its last layer's offset */
     int lowest;    /* the first layer with parameters (-1: not known yet) */
     bucket_queue q;
-    pthread_mutex_t lock; /* the queue and the exchange's calls, between the two threads */
-    atomic_int stop;
 } real_buckets;
-
-static void *real_progress(void *arg) {
-    real_buckets *b = arg;
-    const struct timespec pause = {0, REAL_PROGRESS_US * 1000L};
-    while (!atomic_load(&b->stop)) {
-        pthread_mutex_lock(&b->lock);
-        for (int k = 0; k < b->q.count; k++)
-            b->st->ex->ops->test(b->st->ex->self, b->q.rq[(b->q.head + k) % OVERLAP_IN_FLIGHT]);
-        pthread_mutex_unlock(&b->lock);
-        nanosleep(&pause, NULL);
-    }
-    return NULL;
-}
 
 static void real_grad_ready(void *ctx, int layer, const step_cost *cost) {
     real_buckets *b = ctx;
@@ -306,9 +265,7 @@ static void real_grad_ready(void *ctx, int layer, const step_cost *cost) {
     if (b->bucket > 0 && (b->bucket >= b->cap || layer == b->lowest)) {
         float *g = policy_buffer_part(b->st, b->w, AGGREGATE_GRADS, offset, b->end - offset);
         SS_ASSERT(g != NULL && offset < b->end);
-        pthread_mutex_lock(&b->lock);
         bucket_start(b->st, b->w, &b->q, g + offset, (double)(b->end - offset) * sizeof(float));
-        pthread_mutex_unlock(&b->lock);
         b->end = offset;
         b->bucket = 0;
     }
@@ -320,18 +277,11 @@ static void overlap_step_real(policy_state *st, int w, long step, step_acc *a, s
                       .cap = st->pc->bucket_mb * 1024.0 * 1024.0,
                       .end = st->src->param_count, /* the first bucket ends with the vector */
                       .lowest = -1};
-    pthread_mutex_init(&b.lock, NULL);
-    atomic_init(&b.stop, 0);
-    pthread_t progress;
-    const int threaded = pthread_create(&progress, NULL, real_progress, &b) == 0;
     st->src->grad_ready = real_grad_ready;
     st->src->grad_ready_ctx = &b;
-    compute_real(st, w, step, st->pc->batch, a, stats);
+    policy_compute(st, w, step, st->pc->batch, a, stats);
     st->src->grad_ready = NULL;
     st->src->grad_ready_ctx = NULL;
-    atomic_store(&b.stop, 1);
-    if (threaded) pthread_join(progress, NULL);
-    pthread_mutex_destroy(&b.lock);
     SS_ASSERT(b.lowest >= 0 && b.end == 0); /* every bucket started */
     const long id = policy_sync_id(step, 1);
     double entry = policy_sync_enter(st, id, -1);
@@ -363,7 +313,7 @@ static void split_recorded(const sim_compute_cfg *cc, const step_cost *cost, dou
 }
 
 void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_stats *stats) {
-    if (!st->ex->ops->simulated) {
+    if (st->src->ops->buffer) {
         overlap_step_real(st, w, step, a, stats);
         return;
     }
@@ -372,18 +322,19 @@ void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_s
     const int n = cost.n_layers;
     SS_ASSERT(n > 0 && cost.layers); /* checked before the run: the source has per-layer data */
     double *fwd = ss_malloc(sizeof(double) * 2 * (size_t)n), *bwd = fwd + n, opt_s = 0;
-    int rc = sim_compute_layers(&st->pc->compute, cost.layers, n, fwd, bwd, &opt_s);
+    int rc = st->ex->ops->layer_times(st->ex->self, w, &st->pc->compute, cost.layers, n, fwd, bwd,
+                                      &opt_s);
     SS_ASSERT(rc == SS_OK);
     split_recorded(&st->pc->compute, &cost, fwd, bwd, n, &opt_s);
     double fwd_s = 0;
     for (int i = 0; i < n; i++)
         fwd_s += fwd[i];
-    charge_s(fwd_s * slowdown, a);
+    charge_s(st, w, fwd_s * slowdown, a);
     const long id = policy_sync_id(step, 1);
     const int workers = st->pc->workers;
     overlap_backward(st, w, id, cost.layers, n, bwd, slowdown, a);
     policy_aggregate(st, w, id, AGGREGATE_GRADS, NULL, workers, workers);
-    charge_s(opt_s * slowdown, a);
+    charge_s(st, w, opt_s * slowdown, a);
     free(fwd);
 }
 

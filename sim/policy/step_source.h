@@ -1,17 +1,17 @@
 /* The step source: what a policy actor asks of "the training" without knowing whether real
  * tensors stand behind it (emulation, emu/emulation.c) or a trace (replay, traces/).
  *
- * A policy (sim/policy_*.c) is the protocol of one worker actor. It calls the source to compute a
- * step (real gradient, or a recorded cost), advances simulated time by the cost, exchanges
- * messages through sim/net/collective.h, and, at the simulated moment a collective completes for
- * this worker, calls aggregate() so that the real averaging happens then.
+ * A policy (sim/policy/policy_*.c) is the protocol of one worker. It calls the source to
+ * compute a step (real gradient, or a recorded cost), lets the cost's time pass through the
+ * exchange (sim/exchange/exchange.h), exchanges messages through it, and, at the moment a
+ * collective completes for this worker, calls aggregate() so that the real averaging happens then.
  *
  *     step_cost c; step_stats st;
- *     src->ops->compute(src->self, w, step, batch, &c, &st);      // real forward/backward
- *     sim_compute_step(&c);                                        // simulated time passes
- *     coll_allreduce(...);                                         // messages cross the network
- *     src->ops->aggregate(src->self, seq, group, n, AGGREGATE_GRADS, NULL);  // real mean, now
- *     src->ops->apply_local(src->self, w, step);                   // optimizer step
+ *     src->ops->compute(src->self, w, step, batch, &c, &st);       // real forward/backward
+ *     ex->ops->compute(ex->self, w, &cfg, &cost_of_c, t0);          // its time passes
+ *     ex->ops->allreduce(ex->self, world, w, NULL, n, bytes, &r);   // messages cross the network
+ *     src->ops->aggregate(src->self, w, seq, NULL, n, n, AGGREGATE_GRADS, NULL, 0); // mean, now
+ *     src->ops->apply_local(src->self, w, step);                    // optimizer step
  */
 #ifndef SS_SIM_STEP_SOURCE_H
 #define SS_SIM_STEP_SOURCE_H

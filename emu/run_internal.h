@@ -1,0 +1,73 @@
+/* Internal to emu/: one emulated run's state and the steps of its runner (emu/run.c), shared
+ * with real mode's runner (emu/real.c), which runs the same steps over MPI ranks. */
+#ifndef SS_EMU_RUN_INTERNAL_H
+#define SS_EMU_RUN_INTERNAL_H
+
+#include "analysis/gradient_dump.h"
+#include "common/outputs.h"
+#include "emu/emulation.h"
+#include "emu/real.h"
+#include "emu/run.h"
+#include "sim/net/cluster.h"
+#include "sim/platform/platform_gen.h"
+#include "sim/policy/policy.h"
+#include "traces/trace.h"
+
+typedef struct run_context {
+    const run_config *cfg;
+    afile metrics;   /* metrics.csv, one row per evaluation */
+    afile trace;     /* steps.trace, one record per worker step */
+    trace_writer tw; /* writes steps.trace in the trace format (traces/FORMAT.md) */
+    int tracing;
+    double tta_s;
+    sim_blob *curve;
+    progress bar;
+    long total_steps;
+    /* SelSync: Delta of every worker's steps after the warm-up, and worker 0's decisions after
+     * the calibration (--delta auto) */
+    long warmup_steps, calibrated_from;
+    double *deltas;
+    size_t n_deltas, cap_deltas;
+    long steps_after, syncs_after;
+} run_context;
+
+/* Everything one emulated run holds open, released by run_close(). */
+typedef struct emu_run {
+    const run_request *rq;
+    const run_config *cfg;
+    lr_schedule sched;
+    partition_kind part_kind;
+    int labels_k;
+    sim_network_model net_model;
+    dataset train, test;
+    device *dev;
+    model_spec spec;
+    long steps_per_epoch;
+    policy_config pc;
+    policy_result pr;
+    char platform[1024];
+    sim_cluster *cluster;
+    emulation *em;
+    run_context ctx;
+    double worker_accuracy; /* mean of the replicas' own final accuracies */
+    /* real mode (syncsim real): this process's rank; rank 0 writes the outputs; stopped: an
+     * interruption ended the run early on some rank */
+    int real, rank, ranks, stopped;
+    exchange *ex;
+    real_records recs;
+} emu_run;
+
+/* A policy_record_fn: one step record into steps.trace (and the Delta table). */
+void run_on_record(void *ctx, const step_record *r);
+/* The parameter servers a policy's run uses (0 without). */
+int run_servers_of(const policy_config *pc);
+/* Opens what the run needs: options, data, platform and cluster (not in real mode), emulation,
+ * outputs (rank 0 in real mode). */
+int run_open(emu_run *r);
+/* The resolved configuration and the seed, printed at the start. */
+void run_print_banner(const emu_run *r);
+/* summary.json and the closing lines. */
+int run_finish(emu_run *r, run_summary *sum, double wall0);
+void run_close(emu_run *r);
+
+#endif
