@@ -26,9 +26,12 @@ anchors() {
             sub(/^#+[ \t]+/, "", h); sub(/[ \t]+#*[ \t]*$/, "", h)
             h = tolower(h)
             gsub(/[][!"#$%&'\''()*+,.\/:;<=>?@\\^`{|}~]/, "", h)
+            # the non-ASCII punctuation and symbols of these files (UTF-8): — – − × → · ≥ ≤
+            n = split("\342\200\224 \342\200\223 \342\210\222 \303\227 \342\206\222 \302\267 \342\211\245 \342\211\244", sym, " ")
+            for (i = 1; i <= n; i++) gsub(sym[i], "", h)
             gsub(/ /, "-", h)
-            n = seen[h]++
-            print (n ? h "-" n : h)
+            k = seen[h]++
+            print (k ? h "-" k : h)
         }' "$1"
 }
 
