@@ -32,7 +32,7 @@ try:
     import torch.nn as nn
 except ImportError:
     sys.stderr.write("pytorch_compare.py: PyTorch is not installed (see the header of this file "
-                     "or README.md, section Performance)\n")
+                     "or docs/PERFORMANCE.md)\n")
     sys.exit(2)
 
 

@@ -46,7 +46,7 @@ void options_print_help(unsigned command, const char *usage, FILE *out);
 void options_write_ini(unsigned command, const run_config *cfg, FILE *out);
 void options_print_table(unsigned command, const run_config *cfg, FILE *out);
 /* The learning rate of a run: --lr, or the default of its model and mode when --lr is 0. The
- * defaults reach the published-quality accuracies on Fashion-MNIST (README). */
+ * defaults reach the published-quality accuracies on Fashion-MNIST (docs/TRAINING.md). */
 double options_learning_rate(const run_config *cfg);
 /* Whether the option `name` was given explicitly (on the command line or in --config). */
 int options_was_set(const run_config *cfg, const char *name);

@@ -36,7 +36,7 @@ uint64_t sim_jitter_ps_stream(int dir, int server, int worker, int64_t round) {
  * every kernel from Python); its cnn at batch 64, 0.27236 (2.6 ms). logreg was not measured: a
  * smaller step bound by the host likewise, it takes the mlp's. GPU-bound steps vary far less:
  * ResNet-50 at batch 128 0.0011 (fp32) and 0.0019 (tf32) there, and 0.0018 and 0.0022 in the
- * published tf_cnn_benchmarks logs (README.md, "Jitter"): 0.002. */
+ * published tf_cnn_benchmarks logs (docs/JITTER.md): 0.002. */
 #define JITTER_MLP       0.30812
 #define JITTER_CNN       0.27236
 #define JITTER_GPU_BOUND 0.002

@@ -9,7 +9,7 @@
  * The factor is exp(sigma z - sigma^2 / 2), z standard normal, sigma^2 = ln(1 + cv^2): mean 1 and
  * coefficient of variation cv, always positive. Uses: --compute-jitter (a step's compute time,
  * sim/policy/policy_step.c) and --comm-jitter (the time a parameter-server message holds the
- * network, sim/net/ps.c). The published figures behind their defaults are in README.md ("Jitter").
+ * network, sim/net/ps.c). The published figures behind their defaults are in docs/JITTER.md.
  */
 #ifndef SS_SIM_JITTER_H
 #define SS_SIM_JITTER_H

@@ -159,7 +159,7 @@ static int bench_table(device *dev, int batch, const char *label, FILE *out) {
 
 /* OpenBLAS runs its AVX2 (Haswell) kernels when OPENBLAS_CORETYPE says so or when it does not
  * know the CPU; on a CPU with AVX-512 its SkylakeX/Cooperlake kernels are then much faster
- * (measured in README.md, section CPU performance). Says so when it applies. */
+ * (measured in docs/PERFORMANCE.md, "CPU performance against PyTorch"). Says so when it applies. */
 static void bench_coretype_hint(FILE *out) {
 #if defined(__x86_64__) && defined(__GNUC__)
     const char *core = openblas_get_corename();

@@ -226,10 +226,10 @@ static void expect_validate(const char *file, int rows, double lo, double hi, in
 }
 
 static void test_validate(void) {
-    /* with the tile overheads (fitted on the H100 alone, README "validate compute") the published
-     * median is 11.6 %; without them it was 22.8 %. VGG-16 and AlexNet on the P100 stay 34 to
-     * 41 % too slow (cuDNN's Winograd and FFT convolutions do fewer operations than counted),
-     * Inception v3 41 to 54 % too fast (15 rows) */
+    /* with the tile overheads (fitted on the H100 alone, docs/VALIDATION.md, "validate compute")
+     * the published median is 11.6 %; without them it was 22.8 %. VGG-16 and AlexNet on the P100
+     * stay 34 to 41 % too slow (cuDNN's Winograd and FFT convolutions do fewer operations than
+     * counted), Inception v3 41 to 54 % too fast (15 rows) */
     expect_validate("throughputs.csv", 15, 0.10, 0.13, 1);
     /* the throughputs measured on an H100: median 8.0 % over 21 rows (3.7 % over the 15 of
      * ResNet and VGG; VGG-16 fp32 -31.5 %: Winograd; AlexNet in tf32 and fp16 +38 to +104 %) */

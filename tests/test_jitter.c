@@ -277,7 +277,7 @@ static int same_file(const char *a, const char *b, const char *file) {
 
 /* Under the defaults (the mlp's measured compute jitter, 0.31; no communication jitter) the
  * default SSP run reaches the bound of 3 and never passes it; with the figure of GPU-bound
- * steps (0.002) its clock gap stays at 0-2 (README "SSP staleness and jitter"). */
+ * steps (0.002) its clock gap stays at 0-2 (docs/JITTER.md, "SSP staleness and jitter"). */
 static void test_ssp_defaults_bind(void) {
     CU_ASSERT_EQUAL_FATAL(run_ssp("", "defaults"), 0);
     long hist[4];

@@ -86,7 +86,7 @@ static void test_coarse_matches(void) {
     /* with each protocol: under LL (rates capped at a quarter) the closed form drifts up to
      * 3.3 % from 384 KiB to 1 MiB on this platform, whose four GPUs share one NIC: the capped
      * messages fill it exactly and the cross-traffic of LV08 slows them, while the merged flow,
-     * of another SMPI factor, stays just below (README, "Collectives"): bound 4 % there */
+     * of another SMPI factor, stays just below (docs/NETWORK.md, "Collectives"): bound 4 % there */
     static const double hier_sizes[] = {4, 16384, 65536, 262144, 393216, 1048576, 4194304};
     for (size_t i = 0; i < sizeof hier_sizes / sizeof hier_sizes[0]; i++) {
         for (int q = SIM_PROTOCOL_LL; q <= SIM_PROTOCOL_SIMPLE; q += 2) {

@@ -179,7 +179,7 @@ static void test_shipped_references(void) {
     CU_ASSERT_EQUAL_FATAL(validate_scaling(NULL, VALIDATE_SCALING_BOUND, out, &a), SS_OK);
     CU_ASSERT_EQUAL_FATAL(validate_scaling(NULL, VALIDATE_SCALING_BOUND, out, &b), SS_OK);
     /* ResNet-101, Inception v3 and VGG-16 at 128 and 512 GPUs, ResNet-50 on 8 A100s: median
-     * 4.0 %, VGG-16 falling from 128 to 512 GPUs and the others flat (README "validate
+     * 4.0 %, VGG-16 falling from 128 to 512 GPUs and the others flat (docs/VALIDATION.md, "validate
      * scaling") */
     CU_ASSERT_EQUAL(a.rows, 8);
     CU_ASSERT_EQUAL(a.skipped, 0);

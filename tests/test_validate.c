@@ -76,7 +76,7 @@ static void test_table_closed_form(void) {
 }
 
 /* The shipped references at the default bounds, the issue's targets: 10 % above 1 MiB, 30 %
- * below (README.md, "Validate against nccl-tests"); a tighter bound reports the excess with
+ * below (docs/VALIDATION.md, "validate network"); a tighter bound reports the excess with
  * exit 1. */
 static void test_references(void) {
     expect("validate network --references " SS_SOURCE_DIR "/traces/reference/nccl", 0,

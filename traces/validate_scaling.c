@@ -309,8 +309,8 @@ static void summarize(scaling_row *rows, int n, double bound, FILE *out,
                             : m % 2 == 1 ? errs[m / 2]
                                          : 0.5 * (errs[m / 2 - 1] + errs[m / 2]);
     res->shape_ok = shape_check(rows, n, out);
-    /* the shape is reported, not part of the bound (README "validate scaling": VGG-16's fall
-     * from 128 to 512 GPUs is not reproduced) */
+    /* the shape is reported, not part of the bound (docs/VALIDATION.md, "validate scaling":
+     * VGG-16's fall from 128 to 512 GPUs is not reproduced) */
     res->within_bound = m > 0 && res->median_rel_error <= bound;
     fprintf(out,
             "median |error| %.1f%% over %d rows (%d not predicted; bound %.0f%%): %s; shape %s\n",

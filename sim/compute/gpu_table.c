@@ -55,17 +55,16 @@
  *           multiprocessors over the H100's (peak / [SM]): the fixed costs of a tile (loading
  *           operands, writing results) take the same time whatever the tensor cores' speed, so a
  *           faster multiprocessor needs more channels to hide them. Checked on layers not fitted
- *           (ResNet-101, VGG-16) and on published throughputs of other classes (README).
- *   [NORM]  the same measurement: ResNet-50's batch-norm layers (with their ReLU and residual
- *           add) take 1.52 times (110.7 against 72.7 ms over fp32, tf32 and fp16) what the model
- *           gives at the copy bandwidth, so the H100's normalization bandwidth is 3012 / 1.52 =
- *           1981 GB/s, 0.591 of the peak. Other classes: not measured, their mem_fraction.
- *   [H200-MEAS] measured for the H200 itself with bench/torch_gpu.py (ceilings table) on an
- *           H200 (SXM, driver 580.159.04), 2026-11-23: FP32 51.2, TF32 382.6, FP16 703.8, BF16
- *           784.4 TFLOP/s, copy 4219.6 GB/s; traces/reference/compute/README.md gives the run.
- *           Its normalization bandwidth is the copy rate over the H100's 1.52 [NORM] (same
- *           multiprocessors), and its tile overheads are the H100's [TILE]: nothing was fitted
- *           on the H200, whose measured throughputs check the model (h200-measured.csv).
+ *           (ResNet-101, VGG-16) and on published throughputs of other classes
+ * (docs/VALIDATION.md). [NORM]  the same measurement: ResNet-50's batch-norm layers (with their
+ * ReLU and residual add) take 1.52 times (110.7 against 72.7 ms over fp32, tf32 and fp16) what the
+ * model gives at the copy bandwidth, so the H100's normalization bandwidth is 3012 / 1.52 = 1981
+ * GB/s, 0.591 of the peak. Other classes: not measured, their mem_fraction. [H200-MEAS] measured
+ * for the H200 itself with bench/torch_gpu.py (ceilings table) on an H200 (SXM, driver 580.159.04),
+ * 2026-11-23: FP32 51.2, TF32 382.6, FP16 703.8, BF16 784.4 TFLOP/s, copy 4219.6 GB/s;
+ * traces/reference/compute/README.md gives the run. Its normalization bandwidth is the copy rate
+ * over the H100's 1.52 [NORM] (same multiprocessors), and its tile overheads are the H100's [TILE]:
+ * nothing was fitted on the H200, whose measured throughputs check the model (h200-measured.csv).
  *   [LAUNCH] NVIDIA, Getting Started with CUDA Graphs,
  *           https://developer.nvidia.com/blog/cuda-graphs/ : back-to-back launches of a short
  *           kernel cost about 3.8 us each against 2.9 us of execution; syncsim charges 4 us per

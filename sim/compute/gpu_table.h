@@ -1,7 +1,7 @@
 /* GPU classes: peak FLOP/s per precision, memory bandwidth, the fractions of them that training
  * kernels reach, and the kernel launch overhead, for the per-layer compute model (compute.h) and
  * the generated platforms' host speed (platform_gen.h). Every number cites its source in
- * gpu_table.c and in README.md ("Compute time").
+ * gpu_table.c and in docs/COMPUTE.md.
  *
  *     const gpu_class *g;  if (gpu_table_find("--gpu", "a100", &g) != SS_OK) ...;
  *     sim_precision p;     sim_precision_parse("--precision", "fp16", &p);
@@ -55,7 +55,7 @@ double gpu_class_achieved_bw_Bps(const gpu_class *g);
 double gpu_class_norm_bw_Bps(const gpu_class *g);
 /* The share of gpu_class_achieved_flops that a matrix product of n output columns and reduction
  * length k reaches: 1 / (1 + n0/n + k0/k), where the tile overheads n0, k0 grow with the rate of
- * one multiprocessor (README "Compute time"); 1 where n or k is 0 (not known). */
+ * one multiprocessor (docs/COMPUTE.md); 1 where n or k is 0 (not known). */
 double gpu_class_matmul_efficiency(const gpu_class *g, sim_precision p, double n, double k);
 
 #endif

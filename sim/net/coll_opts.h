@@ -46,7 +46,7 @@ typedef enum sim_allreduce_algo {
     SIM_ALLREDUCE_AUTO /* picks per call among dbtree, ring (sim_allreduce_auto_channels) and, on
                           groups of multi-GPU nodes, hier, the one of least alpha-beta estimate (the
                           tuning rule of NCCL: per algorithm a latency plus size / bandwidth,
-                          the fastest wins; README "Collectives"), and their closed forms
+                          the fastest wins; docs/NETWORK.md, "Collectives"), and their closed forms
                           from SIM_COARSE_MIN_MEMBERS members on: ring-coarse on flat groups,
                           hier-coarse on nodes (where ring-coarse does not hold), unless dbtree */
 } sim_allreduce_algo;

@@ -461,9 +461,9 @@ static double est_bw(const sim_comm *c, int h, double bytes, double f) {
                 hop_set_shared_bandwidth_Bps(&c->est_hops[h], bytes));
 }
 
-/* The alpha-beta estimates auto compares (collective.h; README "Collectives"), each with the
- * factors of the messages it sends and the costs of protocol p: its base latency, its latency per
- * step over the slowest hop class of the kind, its fraction of the bandwidth. */
+/* The alpha-beta estimates auto compares (collective.h; docs/NETWORK.md, "Collectives"), each with
+ * the factors of the messages it sends and the costs of protocol p: its base latency, its latency
+ * per step over the slowest hop class of the kind, its fraction of the bandwidth. */
 typedef struct est_ctx {
     const sim_comm *c;
     const sim_topology *t;
@@ -555,7 +555,7 @@ static void choose(sim_comm *c, double bytes, const sim_coll_opts *o, sim_allred
         }
         /* auto takes hier under Simple only: it stands for NCCL's multi-rail rings where the
          * bandwidth decides; for latency-bound messages NCCL runs its ring or its tree, whose
-         * step counts hier's 2 (G - 1) + 2 (K - 1) undercut (README.md, "Collectives") */
+         * step counts hier's 2 (G - 1) + 2 (K - 1) undercut (docs/NETWORK.md, "Collectives") */
         if (nodes_apply && (only != SIM_ALLREDUCE_AUTO || p == SIM_PROTOCOL_SIMPLE) &&
             (any || only == SIM_ALLREDUCE_HIER || only == SIM_ALLREDUCE_HIER_COARSE)) {
             s = estimate_hier_s(&e, bytes, p);
