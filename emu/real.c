@@ -365,6 +365,8 @@ int run_train_real(const run_request *rq, run_summary *sum) {
         rc = simulate_real(&r);
     }
     if (rc == SS_OK && r.rank == 0) rc = run_finish(&r, sum, wall0);
+    real_records_free(&r.recs);
+    if (r.ex) exchange_mpi_close(r.ex);
     run_close(&r);
     if (mpi_api_started()) mpi_api_finalize();
     return rc;

@@ -6,7 +6,6 @@
 #include "common/status.h"
 #include "emu/memory.h"
 #include "emu/run_internal.h"
-#include "sim/exchange/exchange_mpi.h"
 #include "sim/net/collective.h"
 #include "sim/policy/policy_build.h"
 #include "sim/policy/policy_registry.h"
@@ -473,8 +472,6 @@ int run_finish(emu_run *r, run_summary *sum, double wall0) {
 }
 
 void run_close(emu_run *r) {
-    real_records_free(&r->recs);
-    if (r->ex) exchange_mpi_close(r->ex);
     free(r->ctx.deltas);
     free((void *)r->pc.slowdown);
     if (r->ctx.metrics.fp) afile_abort(&r->ctx.metrics);

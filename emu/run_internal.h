@@ -68,6 +68,7 @@ int run_open(emu_run *r);
 void run_print_banner(const emu_run *r);
 /* summary.json and the closing lines. */
 int run_finish(emu_run *r, run_summary *sum, double wall0);
+/* Releases what run_open opened (real mode closes its exchange and records first). */
 void run_close(emu_run *r);
 
 #endif

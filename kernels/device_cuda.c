@@ -35,11 +35,6 @@ typedef struct cuda_ctx {
     int managed; /* device_share_with_host: device_alloc gives managed memory */
 } cuda_ctx;
 
-void cuda_fail(const char *message, const char *call, const char *file, int line) {
-    fprintf(stderr, "syncsim: CUDA error at %s:%d: %s: %s\n", file, line, call, message);
-    abort();
-}
-
 static cuda_ctx *ctx_of(device *dev) {
     return (cuda_ctx *)dev->ctx;
 }

@@ -124,6 +124,8 @@ double platform_gpu_peak_flops(platform_gpu g); /* FP32 FLOP/s */
 /* Writes a bandwidth (bits/s) or a latency (s) with a SimGrid unit ("25Gbps", "5us") into buf. */
 void platform_format_bandwidth(double bps, char *buf, unsigned long buf_bytes);
 void platform_format_latency(double seconds, char *buf, unsigned long buf_bytes);
+/* Host speeds as the platforms write them: the largest unit giving a value >= 1 ("15.7Tf"). */
+void platform_format_speed(double flops, char *buf, unsigned long buf_bytes);
 
 /* SS_EUSAGE with a message naming the field when the spec is out of range. */
 int platform_spec_validate(const platform_gen_spec *spec);

@@ -142,20 +142,6 @@ typedef struct node_text {
     int g, r, leaf;
 } node_text;
 
-static void format_speed(double flops, char *buf, unsigned long n) {
-    /* host speeds as the flat generator writes them: the largest unit giving a value >= 1 */
-    static const char *const names[] = {"Pf", "Tf", "Gf", "Mf", "kf", "f"};
-    static const double scales[] = {1e15, 1e12, 1e9, 1e6, 1e3, 1};
-    int u = 5;
-    for (int i = 0; i < 6; i++) {
-        if (flops >= scales[i]) {
-            u = i;
-            break;
-        }
-    }
-    snprintf(buf, n, "%.15g%s", flops / scales[u], names[u]);
-}
-
 /* The comment at the top: the node structure and the worker -> GPU mapping. */
 static void write_sketch(const platform_gen_spec *s, const node_text *t, FILE *out) {
     int n = s->n_nodes, g = t->g, r = t->r;
@@ -356,7 +342,7 @@ int platform_generate_nodes(const platform_gen_spec *s, FILE *out) {
     t.gpu = platform_gpu_name(s->gpu);
     t.intra = sim_fabric_name(s->intra_fabric);
     t.nic = sim_fabric_name(s->nic_fabric);
-    format_speed(platform_gpu_peak_flops(s->gpu) * s->efficiency, t.speed, sizeof t.speed);
+    platform_format_speed(platform_gpu_peak_flops(s->gpu) * s->efficiency, t.speed, sizeof t.speed);
     platform_format_bandwidth(s->bandwidth_bps, t.bw, sizeof t.bw);
     platform_format_latency(s->latency_s, t.lat, sizeof t.lat);
     platform_format_bandwidth(s->intra_bandwidth_bps, t.intra_bw, sizeof t.intra_bw);
