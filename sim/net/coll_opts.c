@@ -4,7 +4,6 @@
 #include "common/status.h"
 
 #include <stdio.h>
-#include <string.h>
 #include <strings.h>
 
 static const char *const algo_names[] = {"ring",        "ring-coarse", "hd", "tree", "hier",

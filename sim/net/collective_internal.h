@@ -1,5 +1,5 @@
-/* Internal to the collectives (collective.c, collective_nccl.c): the group's state, one member's
- * call, and the message primitives every algorithm is written with. */
+/* Internal to the collectives (collective.c and coll_*.c): the group's state, one member's call,
+ * and the message primitives every algorithm is written with. */
 #ifndef SS_SIM_COLLECTIVE_INTERNAL_H
 #define SS_SIM_COLLECTIVE_INTERNAL_H
 
@@ -120,14 +120,37 @@ double coll_proto_set_step_s(const call *k, const hop_set *h);
 void coll_proto_set(call *k, int proto, int fam, int per_node, int n_nodes);
 /* The base latency of a call of protocol proto in family fam. */
 double coll_proto_base_s(int proto, int fam);
+/* The rate cap of protocol proto in family fam on `per_node` members per node (a fraction of a
+ * route's bandwidth), and its latency per step over a hop of class hw (sim_hw_class). */
+double coll_proto_fraction(int proto, int fam, int per_node, int n_nodes);
+double coll_proto_hw_step_s(int proto, int fam, int hw);
 
-/* Algorithms of collective_nccl.c (collective.h describes them). */
-int coll_topology(sim_comm *c);               /* reads c->topo once; status */
-void coll_ring(call *k, double bytes);        /* collective.c */
-void coll_ring_coarse(call *k, double bytes); /* collective.c */
-void coll_ring_channels(call *k, double bytes, int channels);
-void coll_hier(call *k, double bytes, int coarse);
-void coll_dbtree(call *k, double bytes);
+/* The group's topology (coll_hops.c): coll_topology reads c->topo once and returns the status;
+ * coll_topology_of gives it, or NULL for a group whose hosts carry none (treated as flat: a
+ * property error is reported before the simulation, by sim_coll_check). */
+int coll_topology(sim_comm *c);
+const sim_topology *coll_topology_of(sim_comm *c);
+
+/* One call's context (coll_msg.c): arguments checked, begun, ended (its bytes added to the
+ * member's and its result copied to r). */
+int coll_check_call(const sim_comm *c, int member, double bytes, const char *what);
+void coll_call_begin(call *k, sim_comm *c, int member, uint64_t seq, double seg_bytes);
+void coll_call_end(call *k, sim_coll_result *r);
+
+/* The all-reduce families, one file each (collective.h describes them): the rows of
+ * collective.c's table, and what the families share. */
+typedef void (*coll_run_fn)(call *k, double bytes, int channels);
+void coll_run_ring(call *k, double bytes, int channels); /* coll_ring.c */
+void coll_run_ring_coarse(call *k, double bytes, int channels);
+/* The ring in one channel, message-level and closed form (hier falls back on them). */
+void coll_ring(call *k, double bytes);
+void coll_ring_coarse(call *k, double bytes);
+void coll_run_hd(call *k, double bytes, int channels); /* coll_fold.c */
+void coll_run_rd(call *k, double bytes, int channels);
+void coll_run_tree(call *k, double bytes, int channels); /* coll_tree.c */
+void coll_run_hier(call *k, double bytes, int channels); /* coll_hier.c */
+void coll_run_hier_coarse(call *k, double bytes, int channels);
+void coll_run_dbtree(call *k, double bytes, int channels); /* coll_dbtree.c */
 /* The largest latency of a ring step for chunks of `bytes` (the group's ring hops). */
 double coll_ring_alpha_max_s(sim_comm *c, double bytes);
 /* Sends a closed form's merged flow of `bytes` to dst and receives one from src (-1: none),

@@ -1,0 +1,159 @@
+/* NCCL's double binary tree all-reduce. */
+#include "sim/net/collective.h"
+
+#include <math.h>
+#include <string.h>
+
+#include <simgrid/actor.h>
+#include <simgrid/comm.h>
+#include <simgrid/semaphore.h>
+
+#include "common/status.h"
+#include "sim/net/collective_internal.h"
+
+/* Children of position p (1..n) in the in-order binary tree: a position of lowest set bit b > 1
+ * has p - b/2 on its left and, on its right, p + the largest power of two <= b/2 that stays
+ * within n; odd positions are leaves. The root is the largest power of two <= n. */
+static void inorder_children(int p, int n, int *left, int *right) {
+    const int b = p & -p;
+    *left = *right = 0;
+    if (b == 1) return;
+    *left = p - b / 2;
+    for (int step = b / 2; step >= 1; step /= 2) {
+        if (p + step <= n) {
+            *right = p + step;
+            return;
+        }
+    }
+}
+
+/* The member at position p: tree 0 puts member r at position r + 1; tree 1 mirrors it (n even:
+ * n - r) or shifts it by one (n odd: (r + 1) mod n + 1), so that the inner nodes (even
+ * positions) of one are leaves of the other. */
+static int tree_member(int tree, int p, int n) {
+    if (tree == 0) return p - 1;
+    return n % 2 == 0 ? n - p : (p == 1 ? n - 1 : p - 2);
+}
+
+/* The links of every member in both trees (once): TREE_LINKS ints each, parent then up to three
+ * children (-1: none). On groups of multi-GPU nodes (NCCL's trees since 2.4): the double binary
+ * tree runs over the nodes, and inside each node the GPUs form a chain whose head joins the
+ * node-level tree (tree 0: head local 0, chain 0 -> 1 -> ... -> G-1; tree 1: head local G-1,
+ * chain G-1 -> ... -> 0, so that the two trees leave the node through different GPUs and NICs).
+ * On flat groups every member is a node of its own: the double binary tree over the members. */
+/* The member at position l of node k's chain in tree tr (position 0: the head); on flat groups
+ * (g = 1) member k. */
+static int chain_member(const sim_topology *t, int g, int tr, int k, int l) {
+    return g > 1 ? t->members[k * g + (tr == 0 ? l : g - 1 - l)] : k;
+}
+
+static void dbtree_links(sim_comm *c) {
+    if (c->tree_next[0]) return;
+    const int n = c->size;
+    const sim_topology *t = coll_topology_of(c);
+    const int g = t && t->per_node > 1 ? t->per_node : 1;
+    const int nodes = g > 1 ? t->n_nodes : n;
+    for (int tr = 0; tr < 2; tr++) {
+        int *nx = ss_malloc(sizeof(int) * TREE_LINKS * (size_t)n);
+        for (int i = 0; i < TREE_LINKS * n; i++)
+            nx[i] = -1;
+        for (int k = 0; k < nodes; k++)
+            for (int l = 1; l < g; l++) {
+                const int m = chain_member(t, g, tr, k, l), up = chain_member(t, g, tr, k, l - 1);
+                nx[TREE_LINKS * m] = up;
+                nx[TREE_LINKS * up + 1] = m;
+            }
+        for (int p = 1; p <= nodes; p++) {
+            int kids[2];
+            const int head = chain_member(t, g, tr, tree_member(tr, p, nodes), 0);
+            inorder_children(p, nodes, &kids[0], &kids[1]);
+            for (int j = 0; j < 2; j++) {
+                if (!kids[j]) continue;
+                const int child = chain_member(t, g, tr, tree_member(tr, kids[j], nodes), 0);
+                nx[TREE_LINKS * head + 2 + j] = child;
+                nx[TREE_LINKS * child] = head;
+            }
+        }
+        c->tree_next[tr] = nx;
+    }
+}
+
+/* One tree: reduce to the root (children's parts received together), then broadcast (sent to
+ * the children together); segments pipeline the reduction. */
+static void tree_half(call *k, const int *nx, double bytes) {
+    const int parent = nx[0];
+    const int nseg = k->seg_bytes > 0 ? (int)fmin(ceil(bytes / k->seg_bytes), 1e6) : 1;
+    k->seg_bytes = 0; /* segments are explicit here */
+    sg_comm_t up = NULL;
+    for (int s = 0; s < nseg; s++) {
+        const double b = coll_part_bytes(bytes, s, nseg);
+        step st;
+        st.n = 0;
+        for (int j = 1; j < TREE_LINKS; j++)
+            if (nx[j] >= 0) coll_post_recv(k, &st, nx[j], b);
+        coll_step_wait(&st);
+        if (parent >= 0) {
+            if (up) sg_comm_wait(up);
+            coll_proto_pause(k, parent);
+            step one;
+            one.n = 0;
+            coll_post_send(k, &one, parent, b);
+            up = one.comms[0];
+        }
+    }
+    if (up) sg_comm_wait(up);
+    for (int s = 0; s < nseg; s++) {
+        const double b = coll_part_bytes(bytes, s, nseg);
+        if (parent >= 0) coll_exchange(k, -1, 0, parent, b);
+        double pause_s = 0; /* the protocol's step to the slowest child */
+        for (int j = 1; j < TREE_LINKS; j++)
+            if (nx[j] >= 0) pause_s = fmax(pause_s, coll_proto_step_s(k, nx[j]));
+        if (pause_s > 0) sg_actor_sleep_for(pause_s);
+        step st;
+        st.n = 0;
+        for (int j = 1; j < TREE_LINKS; j++)
+            if (nx[j] >= 0) coll_post_send(k, &st, nx[j], b);
+        coll_step_wait(&st);
+    }
+}
+
+/* The second tree runs in a helper actor on the member's host, at the same time. */
+typedef struct tree_job {
+    call k;
+    const int *nx;
+    double bytes;
+    sg_sem_t done;
+} tree_job;
+
+static void tree_helper(int argc, char **argv) {
+    (void)argc;
+    (void)argv;
+    tree_job *j = sg_actor_self_get_data();
+    tree_half(&j->k, j->nx, j->bytes);
+    sg_sem_release(j->done);
+}
+
+static void coll_dbtree(call *k, double bytes) {
+    sim_comm *c = k->c;
+    dbtree_links(c);
+    tree_job j;
+    j.k = *k;
+    memset(&j.k.res, 0, sizeof j.k.res);
+    j.k.channel = 1;
+    j.nx = c->tree_next[1] + TREE_LINKS * k->member;
+    j.bytes = coll_part_bytes(bytes, 1, 2);
+    j.done = sg_sem_init(0);
+    sg_actor_t a = sg_actor_init("dbtree", c->hosts[k->member]);
+    sg_actor_set_data(a, &j);
+    sg_actor_start(a, tree_helper, 0, NULL);
+    tree_half(k, c->tree_next[0] + TREE_LINKS * k->member, coll_part_bytes(bytes, 0, 2));
+    sg_sem_acquire(j.done);
+    sg_sem_destroy(j.done);
+    k->res.bytes_sent += j.k.res.bytes_sent;
+    k->res.bytes_recv += j.k.res.bytes_recv;
+}
+
+void coll_run_dbtree(call *k, double bytes, int channels) {
+    (void)channels;
+    coll_dbtree(k, bytes);
+}
