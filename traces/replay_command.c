@@ -1,4 +1,4 @@
-/* The `syncsim replay` and `syncsim trace` drivers (replay_run.h): trace-driven replay of a
+/* The `syncsim replay` and `syncsim trace` drivers (replay_command.h): trace-driven replay of a
  * recorded run, of a run synthesized from a model profile, or of a real cluster's log
  * (traces/FORMAT.md).
  *
@@ -6,7 +6,7 @@
  * (traces/replay.h): one SimGrid simulation in this process. Options that are not given come
  * from the trace (its policy, its platform settings, its network model); --platform, --workers,
  * --collective, --network-model and the generated-platform options override them. */
-#include "traces/replay_run.h"
+#include "traces/replay_command.h"
 #include "sim/policy_build.h"
 #include "common/outputs.h"
 #include "common/rng.h"
