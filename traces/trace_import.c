@@ -1,10 +1,10 @@
 /* The CSV import of real per-step logs (trace.h "real logs", FORMAT.md "Real logs"). */
 #include "traces/trace_internal.h"
+#include "traces/input_file.h"
 #include "common/csv.h"
 #include "common/number.h"
 #include "common/status.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +25,10 @@ static const char *csv_names[CSV_COLS] = {"step",  "worker",  "compute_s", "sync
                                           "flops", "samples", "grad_norm", "loss"};
 #define CSV_REQUIRED    5  /* the first five */
 #define CSV_MAX_COLUMNS 64 /* of a log */
+/* what --import takes, for the message refusing another kind of file */
+#define CSV_VALID_FILE                                                                             \
+    "a log is a CSV file with a header line and one row per worker step (traces/FORMAT.md "        \
+    "\"Real logs\")"
 
 typedef struct csv_row {
     long step;
@@ -219,9 +223,10 @@ int trace_import_csv_stream(FILE *fp, const char *name, const policy_config *pc,
 }
 
 int trace_import_csv(const char *path, const policy_config *pc, double param_bytes, trace **out) {
-    FILE *fp = fopen(path, "r");
-    if (!fp) return ss_error_set(SS_EINPUT, "cannot open log %s: %s", path, strerror(errno));
-    int rc = trace_import_csv_stream(fp, path, pc, param_bytes, out);
+    FILE *fp;
+    int rc = traces_input_open(path, "log", CSV_VALID_FILE, 0, &fp);
+    if (rc != SS_OK) return rc;
+    rc = trace_import_csv_stream(fp, path, pc, param_bytes, out);
     fclose(fp);
     return rc;
 }

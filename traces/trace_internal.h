@@ -14,6 +14,9 @@
     "bytes_sent loss"
 #define TRACE_MAX_LINE    65536 /* bytes of one line */
 #define TRACE_MAX_WORKERS (1 << 20)
+/* what --trace takes, for the message refusing another kind of file */
+#define TRACE_VALID_FILE                                                                           \
+    "a trace is a steps.trace file written by syncsim train or replay --record (traces/FORMAT.md)"
 
 /* sim_layer_kind's names in "# layer" lines, indexed by the kind */
 extern const char *const trace_layer_kind_names[3];

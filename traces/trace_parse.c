@@ -1,6 +1,7 @@
 /* What the two trace readers (trace_read.c, trace_stream.c) share: reading a line, the first line,
  * the header lines and their completeness, and a version-2 record line. */
 #include "traces/trace_internal.h"
+#include "traces/input_file.h"
 #include "common/number.h"
 #include "common/status.h"
 #include "sim/policy_codec.h"
@@ -12,16 +13,8 @@
 /* sim_layer_kind's names in "# layer" lines */
 const char *const trace_layer_kind_names[3] = {"other", "matmul", "norm"};
 
-/* getline, bounded after the fact: a longer line is reported, not used */
 int trace_parse_line(FILE *fp, char **buf, size_t *cap, int *had_newline) {
-    ssize_t len = getline(buf, cap, fp);
-    if (len < 0) return 0;
-    *had_newline = len > 0 && (*buf)[len - 1] == '\n';
-    if (*had_newline) (*buf)[--len] = '\0';
-    if (len > 0 && (*buf)[len - 1] == '\r') (*buf)[--len] = '\0';
-    if (len > TRACE_MAX_LINE) return -1;
-    if (strlen(*buf) != (size_t)len) return -2; /* a NUL byte inside the line */
-    return 1;
+    return traces_input_line(fp, buf, cap, TRACE_MAX_LINE, had_newline);
 }
 
 /* "key = value" after a prefix: splits in place; -1 if there is no '='. */

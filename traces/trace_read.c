@@ -1,5 +1,6 @@
 /* The trace reader (trace.h): a whole trace into memory, its cells indexed by (step, worker). */
 #include "traces/trace_internal.h"
+#include "traces/input_file.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -160,9 +161,10 @@ int trace_read(FILE *fp, const char *name, trace **out) {
 }
 
 int trace_load(const char *path, trace **out) {
-    FILE *fp = fopen(path, "r");
-    if (!fp) return ss_error_set(SS_EINPUT, "cannot open trace %s: %s", path, strerror(errno));
-    int rc = trace_read(fp, path, out);
+    FILE *fp;
+    int rc = traces_input_open(path, "trace", TRACE_VALID_FILE, 0, &fp);
+    if (rc != SS_OK) return rc;
+    rc = trace_read(fp, path, out);
     fclose(fp);
     return rc;
 }

@@ -1,10 +1,10 @@
 /* Reading a trace record by record (trace.h "reading record by record"), version 2 checked as
  * trace_read checks it, version 1 read by its column names. */
 #include "traces/trace_internal.h"
+#include "traces/input_file.h"
 #include "common/number.h"
 #include "common/status.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -139,8 +139,9 @@ static int stream_advance(trace_stream *s, int *record) {
 
 int trace_stream_open(const char *path, trace_stream **out) {
     *out = NULL;
-    FILE *fp = fopen(path, "r");
-    if (!fp) return ss_error_set(SS_EINPUT, "cannot open trace %s: %s", path, strerror(errno));
+    FILE *fp;
+    int rc = traces_input_open(path, "trace", TRACE_VALID_FILE, 0, &fp);
+    if (rc != SS_OK) return rc;
     trace_stream *s = ss_calloc(1, sizeof *s);
     s->fp = fp;
     snprintf(s->name, sizeof s->name, "%s", path);
@@ -148,7 +149,7 @@ int trace_stream_open(const char *path, trace_stream **out) {
     s->r.sim_time_s = -1;
     s->nl = 1;
     policy_config_default(&s->r.pc);
-    int rc = stream_advance(s, &s->pending);
+    rc = stream_advance(s, &s->pending);
     if (rc == SS_OK && s->r.line == 0) rc = ss_error_set(SS_EINPUT, "%s: empty file", path);
     if (rc == SS_OK && s->version == TRACE_VERSION) {
         rc = trace_parse_check_header(&s->r);
