@@ -135,6 +135,54 @@ static void test_endless_line_bounded(void) {
 
 /* ---- real logs with missing rows ---- */
 
+/* A log of `steps` x `workers` rows, without the row (skip_step, skip_worker); skip_worker -1:
+ * without that step for every worker. */
+static char *log_text(int steps, int workers, int skip_step, int skip_worker) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *fp = open_memstream(&text, &len);
+    fprintf(fp, "step,worker,compute_s,sync_s,decision\n");
+    for (int s = 1; s <= steps; s++)
+        for (int w = 0; w < workers; w++)
+            if (!(s == skip_step && (skip_worker < 0 || w == skip_worker)))
+                fprintf(fp, "%d,%d,0.25,0.02,sync\n", s, w);
+    fclose(fp);
+    return text;
+}
+
+static int import_text(const char *text, trace **t) {
+    policy_config pc;
+    policy_config_default(&pc);
+    FILE *fp = fmemopen((void *)text, strlen(text), "r");
+    int rc = trace_import_csv_stream(fp, "log.csv", &pc, 4e6, t);
+    fclose(fp);
+    return rc;
+}
+
+/* A missing row used to cut the run silently at the step before it (one row of a 40-step log:
+ * 90 % of it discarded); the import refuses it, naming the file, the step and the worker. */
+static void test_import_missing_rows(void) {
+    trace *t = NULL;
+    char *text = log_text(40, 8, 0, 0);
+    CU_ASSERT_EQUAL(import_text(text, &t), SS_OK);
+    if (t) CU_ASSERT(t->steps_done == 40 && t->pc.steps == 40 && t->workers == 8);
+    trace_free(t);
+    free(text);
+    text = log_text(40, 8, 5, 3);
+    expect_message(import_text(text, &t), SS_EINPUT,
+                   "log.csv: no row for step 5 of worker 3 (1 of the 320 rows of steps 1..40 x "
+                   "workers 0..7 missing)");
+    CU_ASSERT_PTR_NULL(t);
+    free(text);
+    text = log_text(40, 8, 3, -1);
+    expect_message(import_text(text, &t), SS_EINPUT,
+                   "log.csv: no row for step 3 of worker 0 (8 of the 320 rows");
+    free(text);
+    /* a worker that logged nothing but is below the highest worker logged */
+    const char *gap = "step,worker,compute_s,sync_s,decision\n1,0,1,0,1\n1,2,1,0,1\n";
+    expect_message(import_text(gap, &t), SS_EINPUT, "log.csv: no row for step 1 of worker 1");
+}
+
 /* ---- trace version and profile batch ---- */
 
 /* ---- interruptions ---- */
@@ -155,6 +203,7 @@ static CU_TestInfo input_tests[] = {
      test_special_files_refused},
     {"an endless line: trace_read and profile_read stop at their line limit",
      test_endless_line_bounded},
+    {"trace_import_csv_stream: a missing row is refused, named", test_import_missing_rows},
     CU_TEST_INFO_NULL,
 };
 

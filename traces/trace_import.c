@@ -126,6 +126,9 @@ static int import_row(csv_import *im) {
         int rc = im->col[c] < 0 ? SS_OK : import_value(im, c, f[im->col[c]], &row.v[c]);
         if (rc != SS_OK) return rc;
     }
+    if (im->n_rows == (size_t)TRACE_MAX_CELLS)
+        return ss_error_set(SS_EINPUT, "%s:%ld: more than %ld rows (worker steps in memory)",
+                            im->name, r->line, (long)TRACE_MAX_CELLS);
     if (im->n_rows == im->cap_rows) {
         im->cap_rows = im->cap_rows ? 2 * im->cap_rows : 1024;
         im->rows = realloc(im->rows, im->cap_rows * sizeof *im->rows);
@@ -156,7 +159,31 @@ static int import_read(csv_import *im) {
     return SS_OK;
 }
 
-/* The rows into a trace of max_worker + 1 workers, cut after the last step all of them logged. */
+/* Every worker 0..max_worker logs every step 1..max_step: a missing row would cut the replay
+ * short (replay stops after the last step every worker completed) without a word, so the first
+ * missing one is named, with how many are missing. */
+static int import_check_complete(const csv_import *im, const trace *t) {
+    long missing = 0, first_step = 0;
+    int first_worker = 0;
+    for (long s = 1; s <= t->steps; s++)
+        for (int w = 0; w < t->workers; w++)
+            if (!trace_cell_at(t, s, w)->recorded && missing++ == 0) {
+                first_step = s;
+                first_worker = w;
+            }
+    if (missing == 0) return SS_OK;
+    char cut[96] = "";
+    if (first_step > 1)
+        snprintf(cut, sizeof cut, "; to replay steps 1..%ld, remove the rows of later steps",
+                 first_step - 1);
+    return ss_error_set(SS_EINPUT,
+                        "%s: no row for step %ld of worker %d (%ld of the %ld rows of steps 1..%ld "
+                        "x workers 0..%d missing): a log has one row per worker and step%s",
+                        im->name, first_step, first_worker, missing, t->steps * t->workers,
+                        t->steps, t->workers - 1, cut);
+}
+
+/* The rows into a trace of max_worker + 1 workers and max_step steps, every row there. */
 static int import_build(const csv_import *im, const policy_config *pc, double param_bytes,
                         trace **out) {
     policy_config ipc = *pc;
@@ -187,13 +214,11 @@ static int import_build(const csv_import *im, const policy_config *pc, double pa
     snprintf(t->meta.source, sizeof t->meta.source, "import");
     t->meta.param_bytes = param_bytes;
     t->meta.param_count = param_bytes / 4;
-    trace_finish(t);
-    if (t->steps_done < 1) {
+    if ((rc = import_check_complete(im, t)) != SS_OK) {
         trace_free(t);
-        return ss_error_set(SS_EINPUT, "%s: step 1 lacks a row for some worker (workers 0..%d)",
-                            im->name, im->max_worker);
+        return rc;
     }
-    t->pc.steps = t->steps_done;
+    trace_finish(t);
     *out = t;
     return SS_OK;
 }
