@@ -185,6 +185,27 @@ static void test_import_missing_rows(void) {
 
 /* ---- trace version and profile batch ---- */
 
+static void expect_trace_error(const char *text, const char *needle) {
+    FILE *fp = fmemopen((void *)text, strlen(text), "r");
+    trace *t = NULL;
+    int rc = trace_read(fp, "mem.trace", &t);
+    fclose(fp);
+    trace_free(t);
+    expect_message(rc, SS_EINPUT, needle);
+}
+
+/* A version past any integer was read as -1 and got "re-record it"; it is out of range, and the
+ * message says which version this syncsim reads. */
+static void test_trace_version_out_of_range(void) {
+    expect_trace_error("# syncsim-trace 99999999999999999999\n",
+                       "mem.trace:1: trace format version 99999999999999999999 is out of range; "
+                       "this syncsim reads version 2");
+    expect_trace_error("# syncsim-trace 2147483648\n", "is out of range");
+    expect_trace_error("# syncsim-trace -1\n", "mem.trace:1: malformed trace format version '-1'");
+    expect_trace_error("# syncsim-trace 2x\n", "malformed trace format version '2x'");
+    expect_trace_error("# syncsim-trace 3\n", "newer syncsim");
+}
+
 /* ---- interruptions ---- */
 
 static int suite_init(void) {
@@ -204,6 +225,7 @@ static CU_TestInfo input_tests[] = {
     {"an endless line: trace_read and profile_read stop at their line limit",
      test_endless_line_bounded},
     {"trace_import_csv_stream: a missing row is refused, named", test_import_missing_rows},
+    {"trace_read: a version past any integer is out of range", test_trace_version_out_of_range},
     CU_TEST_INFO_NULL,
 };
 

@@ -218,17 +218,45 @@ int trace_parse_record(const trace_parser *r, char *text, step_record *rec) {
 
 /* The first line: the magic and version. *version: TRACE_VERSION, or 1 for the old format
  * (no policy header; the caller decides whether it can use it). */
+/* "# syncsim-trace VERSION" (spaces or tabs between): the text of VERSION, or NULL for another
+ * line. */
+static const char *magic_version(const char *buf) {
+    const char *p = buf;
+    if (*p++ != '#') return NULL;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (strncmp(p, TRACE_MAGIC, strlen(TRACE_MAGIC))) return NULL;
+    p += strlen(TRACE_MAGIC);
+    if (*p != ' ' && *p != '\t') return NULL;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    return p;
+}
+
 int trace_parse_first_line(const trace_parser *r, const char *buf, int *version) {
-    int v = 0;
-    char rest = 0;
-    if (sscanf(buf, "# " TRACE_MAGIC " %d%c", &v, &rest) == 1) {
+    const char *text = magic_version(buf);
+    if (text) {
+        /* decimal digits only: a sign, a suffix or a number past any integer is not a version
+         * (strtol would have read 99999999999999999999 as -1 and advised re-recording) */
+        size_t digits = strspn(text, "0123456789");
+        if (digits == 0 || text[digits] != '\0')
+            return ss_error_set(
+                SS_EINPUT,
+                "%s:1: malformed trace format version '%.32s' (expected '# " TRACE_MAGIC " %d')",
+                r->name, text, TRACE_VERSION);
+        long v;
+        if (number_parse_long(text, 0, 1000000, &v))
+            return ss_error_set(SS_EINPUT,
+                                "%s:1: trace format version %.32s is out of range; this syncsim "
+                                "reads version %d",
+                                r->name, text, TRACE_VERSION);
         if (v != TRACE_VERSION)
             return ss_error_set(
-                SS_EINPUT, "%s:1: trace format version %d, this syncsim reads version %d; %s",
+                SS_EINPUT, "%s:1: trace format version %ld, this syncsim reads version %d; %s",
                 r->name, v, TRACE_VERSION,
                 v > TRACE_VERSION ? "it was written by a newer syncsim: upgrade syncsim"
                                   : "re-record it with this syncsim (syncsim train)");
-        *version = v;
+        *version = (int)v;
         return SS_OK;
     }
     if (!strncmp(buf, "# syncsim steps trace, format 1", 31)) {
