@@ -206,6 +206,33 @@ static void test_trace_version_out_of_range(void) {
     expect_trace_error("# syncsim-trace 3\n", "newer syncsim");
 }
 
+static void expect_profile_error(const char *text, const char *needle) {
+    FILE *fp = fmemopen((void *)text, strlen(text), "r");
+    model_profile p;
+    int rc = profile_read(fp, "mem.profile", &p);
+    fclose(fp);
+    if (rc == SS_OK) profile_free(&p);
+    expect_message(rc, SS_EINPUT, needle);
+}
+
+/* "batch 0" meant "not given" and the replay ran at batch 64; a batch outside 1..1000000 is
+ * refused, the file and line named. */
+static void test_profile_batch_range(void) {
+    expect_profile_error("syncsim-profile 1\nname t\nbatch 0\nlayer a 10 100\ntotal 10 100\n",
+                         "mem.profile:3: batch must be an integer from 1 to 1000000, not '0'");
+    expect_profile_error("syncsim-profile 1\nname t\nbatch 2e6\nlayer a 10 100\ntotal 10 100\n",
+                         "mem.profile:3: batch must be an integer from 1 to 1000000");
+    expect_profile_error("syncsim-profile 1\nname t\nbatch 3.5\nlayer a 10 100\ntotal 10 100\n",
+                         "mem.profile:3: batch must be an integer");
+    const char *ok = "syncsim-profile 1\nname t\nbatch 32\nlayer a 10 100\ntotal 10 100\n";
+    FILE *fp = fmemopen((void *)ok, strlen(ok), "r");
+    model_profile p;
+    CU_ASSERT_EQUAL(profile_read(fp, "mem.profile", &p), SS_OK);
+    fclose(fp);
+    CU_ASSERT_EQUAL(p.batch, 32);
+    profile_free(&p);
+}
+
 /* ---- interruptions ---- */
 
 static int suite_init(void) {
@@ -226,6 +253,7 @@ static CU_TestInfo input_tests[] = {
      test_endless_line_bounded},
     {"trace_import_csv_stream: a missing row is refused, named", test_import_missing_rows},
     {"trace_read: a version past any integer is out of range", test_trace_version_out_of_range},
+    {"profile_read: batch outside 1..1000000 refused", test_profile_batch_range},
     CU_TEST_INFO_NULL,
 };
 

@@ -171,9 +171,15 @@ static int read_key(profile_reader *r, char **f, int n, model_profile *out) {
         out->sample_bytes = v;
     else if (!strcmp(f[0], "published_params"))
         out->published_params = v;
-    else if (!strcmp(f[0], "batch"))
-        out->batch = v <= 1e6 ? (int)v : 0;
-    else if (strcmp(f[0], "classes"))
+    else if (!strcmp(f[0], "batch")) {
+        /* 0 would read as "not given" and replay at the default batch instead */
+        if (v < 1 || v > 1e6 || v != floor(v))
+            return ss_error_set(SS_EINPUT,
+                                "%s:%ld: batch must be an integer from 1 to 1000000, not "
+                                "'%.32s' (the paper's batch per worker)",
+                                r->name, r->line, f[1]);
+        out->batch = (int)v;
+    } else if (strcmp(f[0], "classes"))
         return bad(r->name, r->line, "unknown key ", f[0]);
     return SS_OK;
 }
