@@ -235,6 +235,118 @@ static void test_profile_batch_range(void) {
 
 /* ---- interruptions ---- */
 
+/* The size of the first file of dir whose name contains `part` (-1: none). */
+static long long file_with(const char *dir, const char *part) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    long long size = -1;
+    struct dirent *e;
+    while (size < 0 && (e = readdir(d)))
+        if (strstr(e->d_name, part)) {
+            char path[1024];
+            struct stat st;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            if (stat(path, &st) == 0) size = (long long)st.st_size;
+        }
+    closedir(d);
+    return size;
+}
+
+static double seconds_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Waits up to `limit_s` for the child to end; its wait status, or -1 (then it is killed). */
+static int wait_child(pid_t pid, double limit_s) {
+    const double t0 = seconds_now();
+    int status;
+    while (seconds_now() - t0 < limit_s) {
+        pid_t got = waitpid(pid, &status, WNOHANG);
+        if (got == pid) return status;
+        usleep(20000); /* polling the child's state, not standing in for it */
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return -1;
+}
+
+/* Starts a long replay with --record, waits until its steps.trace.tmp file holds records (the
+ * simulation is running: records are written as steps complete), sends `sig`, and checks: exit
+ * 130, summary.json with status "interrupted" and fewer steps than asked, the recorded steps.trace
+ * complete (its end line) and no temporary file left. */
+static void check_replay_interrupted(int workers, int sig, const char *name) {
+    char dir[512], log[600], steps[32], nworkers[32];
+    snprintf(dir, sizeof dir, "%s/%s", out_root, name);
+    snprintf(log, sizeof log, "%s.log", dir);
+    snprintf(nworkers, sizeof nworkers, "%d", workers);
+    /* more steps than run before the signal, few enough that the recorded trace (its header
+     * says the steps planned) fits in memory when read back */
+    snprintf(steps, sizeof steps, "%d", 50000);
+    char exe[600];
+    snprintf(exe, sizeof exe, "%s/syncsim", SS_BINARY_DIR);
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        if (!freopen(log, "w", stdout) || dup2(fileno(stdout), 2) < 0) _exit(99);
+        execl(exe, exe, "replay", "--profile", "resnet101", "--policy", "bsp", "--workers",
+              nworkers, "--steps", steps, "--record", "--out", dir, (char *)NULL);
+        _exit(98);
+    }
+    const double t0 = seconds_now();
+    int running = 0, status = 0;
+    while (!running && seconds_now() - t0 < 300) {
+        if (waitpid(pid, &status, WNOHANG) == pid) break; /* ended before running: fails below */
+        running = file_with(dir, "steps.trace.tmp.") > 0;
+        if (!running) usleep(20000);
+    }
+    if (!running) {
+        fprintf(stderr, "\n  %s: the replay never wrote a record (see %s)\n", name, log);
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        CU_FAIL_FATAL("replay running");
+    }
+    CU_ASSERT_EQUAL(kill(pid, sig), 0);
+    status = wait_child(pid, 300);
+    int code = status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code != 130) {
+        char cmd[700];
+        fprintf(stderr, "\n  %s: wait status %d (exit %d), log:\n", name, status, code);
+        snprintf(cmd, sizeof cmd, "tail -5 %s >&2", log);
+        CU_ASSERT_EQUAL(system(cmd), 0);
+    }
+    CU_ASSERT_EQUAL(code, 130);
+    char path[700];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    run_summary s;
+    CU_ASSERT_EQUAL_FATAL(summary_read(path, &s), SS_OK);
+    CU_ASSERT_STRING_EQUAL(s.status, "interrupted");
+    if (!(s.steps >= 1 && s.steps < 50000)) fprintf(stderr, "\n  %s: %ld steps\n", name, s.steps);
+    CU_ASSERT(s.steps >= 1 && s.steps < 50000);
+    CU_ASSERT_EQUAL(file_with(dir, ".tmp."), -1);
+    snprintf(path, sizeof path, "%s/steps.trace", dir);
+    trace *t = NULL;
+    int rc = trace_load(path, &t);
+    if (rc != SS_OK) fprintf(stderr, "\n  %s\n", ss_error_message());
+    CU_ASSERT_EQUAL(rc, SS_OK);
+    if (t) CU_ASSERT_EQUAL(t->steps_done, s.steps);
+    trace_free(t);
+}
+
+static void test_replay_sigint(void) {
+    check_replay_interrupted(64, SIGINT, "sigint-64");
+}
+
+static void test_replay_sigint_256(void) {
+    check_replay_interrupted(256, SIGINT, "sigint-256");
+}
+
+static void test_replay_sigterm(void) {
+    check_replay_interrupted(64, SIGTERM, "sigterm-64");
+}
+
 static int suite_init(void) {
     snprintf(out_root, sizeof out_root, "/tmp/ss_test_traces_input_%d", (int)getpid());
     return mkdir(out_root, 0700) == 0 ? 0 : 1;
@@ -257,9 +369,20 @@ static CU_TestInfo input_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+static CU_TestInfo interrupt_tests[] = {
+    {"syncsim replay: SIGINT at 64 workers: exit 130, interrupted, no temporary file",
+     test_replay_sigint},
+    {"syncsim replay: SIGINT at 256 workers: exit 130, interrupted, no temporary file",
+     test_replay_sigint_256},
+    {"syncsim replay --record: SIGTERM: exit 130, interrupted, steps.trace complete",
+     test_replay_sigterm},
+    CU_TEST_INFO_NULL,
+};
+
 int main(void) {
     CU_SuiteInfo suites[] = {
         {"traces bad input", suite_init, suite_clean, NULL, NULL, input_tests},
+        {"replay interrupted", suite_init, suite_clean, NULL, NULL, interrupt_tests},
         CU_SUITE_INFO_NULL,
     };
     return ss_test_main(suites);
