@@ -92,8 +92,8 @@ static ssize_t endless_read(void *cookie, char *buf, size_t size) {
 }
 
 /* In a child (bounded in time and memory, so that a reader without a line limit fails instead of
- * taking the machine): reads an endless line as a trace (which = 0) or a profile (1); exit 0 when
- * the reader refused it as too long. */
+ * taking the machine): reads an endless line as a trace (which = 0), a profile (1) or a log (2);
+ * exit 0 when the reader refused it as too long. */
 static int endless_child(int which) {
     alarm(30);
 #ifndef __SANITIZE_ADDRESS__
@@ -108,21 +108,28 @@ static int endless_child(int which) {
         trace *t = NULL;
         rc = trace_read(fp, "endless.trace", &t);
         trace_free(t);
-    } else {
+    } else if (which == 1) {
         model_profile p;
         rc = profile_read(fp, "endless.profile", &p);
+    } else {
+        policy_config pc;
+        policy_config_default(&pc);
+        trace *t = NULL;
+        rc = trace_import_csv_stream(fp, "endless.csv", &pc, 4e6, &t);
+        trace_free(t);
     }
     fclose(fp);
     const char *m = ss_error_message();
     if (rc == SS_EINPUT && (strstr(m, "endless.trace:1: line too long") ||
-                            strstr(m, "endless.profile:1: line too long")))
+                            strstr(m, "endless.profile:1: line too long") ||
+                            strstr(m, "endless.csv:1: line too long")))
         return 0;
-    fprintf(stderr, "\n  endless %s: status %d, '%s'\n", which ? "profile" : "trace", rc, m);
+    fprintf(stderr, "\n  endless %d: status %d, '%s'\n", which, rc, m);
     return 1;
 }
 
 static void test_endless_line_bounded(void) {
-    for (int which = 0; which < 2; which++) {
+    for (int which = 0; which < 3; which++) {
         fflush(NULL);
         pid_t pid = fork();
         CU_ASSERT_FATAL(pid >= 0);
@@ -361,7 +368,7 @@ static int suite_clean(void) {
 static CU_TestInfo input_tests[] = {
     {"directories, devices and FIFOs refused by type (trace, profile, log)",
      test_special_files_refused},
-    {"an endless line: trace_read and profile_read stop at their line limit",
+    {"an endless line: trace_read, profile_read and the import stop at their line limit",
      test_endless_line_bounded},
     {"trace_import_csv_stream: a missing row is refused, named", test_import_missing_rows},
     {"trace_read: a version past any integer is out of range", test_trace_version_out_of_range},

@@ -1,4 +1,5 @@
 /* The CSV import of real per-step logs (trace.h "real logs", FORMAT.md "Real logs"). */
+#define _GNU_SOURCE /* fopencookie */
 #include "traces/trace_internal.h"
 #include "traces/input_file.h"
 #include "common/csv.h"
@@ -223,12 +224,38 @@ static int import_build(const csv_import *im, const policy_config *pc, double pa
     return SS_OK;
 }
 
+/* The log as the CSV reader sees it: ended at the first line longer than TRACE_MAX_LINE (and a
+ * '\r'), because that reader notes a long line only at its end, which a file without line ends
+ * reaches after the whole file has gone into one field's memory. */
+typedef struct line_guard {
+    FILE *fp;
+    long chars; /* of the current line so far */
+    int too_long;
+} line_guard;
+
+static ssize_t guard_read(void *cookie, char *buf, size_t size) {
+    line_guard *g = cookie;
+    if (g->too_long) return 0;
+    size_t n = fread(buf, 1, size, g->fp);
+    for (size_t i = 0; i < n; i++) {
+        g->chars = buf[i] == '\n' ? 0 : g->chars + 1;
+        if (g->chars > TRACE_MAX_LINE + 1) {
+            g->too_long = 1;
+            return (ssize_t)i;
+        }
+    }
+    return (ssize_t)n;
+}
+
 int trace_import_csv_stream(FILE *fp, const char *name, const policy_config *pc, double param_bytes,
                             trace **out) {
     *out = NULL;
+    line_guard guard = {.fp = fp};
+    FILE *guarded = fopencookie(&guard, "r", (cookie_io_functions_t){.read = guard_read});
+    SS_ASSERT(guarded);
     csv_import im;
     memset(&im, 0, sizeof im);
-    csv_open_stream(&im.r, fp, name);
+    csv_open_stream(&im.r, guarded, name);
     im.r.skip_comments = 1;
     im.r.max_line = TRACE_MAX_LINE;
     im.name = name;
@@ -236,6 +263,8 @@ int trace_import_csv_stream(FILE *fp, const char *name, const policy_config *pc,
     for (int c = 0; c < CSV_COLS; c++)
         im.col[c] = -1;
     int rc = import_read(&im);
+    if (guard.too_long) /* whatever the reader made of the line cut short */
+        rc = ss_error_set(SS_EINPUT, "%s:%ld: line too long or binary", name, im.r.next_line);
     if (rc == SS_OK && !(param_bytes > 0))
         rc = ss_error_set(SS_EUSAGE,
                           "%s: importing a log needs the size of an exchange: give "
@@ -243,6 +272,7 @@ int trace_import_csv_stream(FILE *fp, const char *name, const policy_config *pc,
                           name);
     if (rc == SS_OK) rc = import_build(&im, pc, param_bytes, out);
     csv_close(&im.r);
+    fclose(guarded);
     free(im.rows);
     return rc;
 }
