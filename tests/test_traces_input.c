@@ -1,8 +1,8 @@
-/* CUnit suite of traces/'s bad input and interruptions (issue 32, round three): the readers of
- * traces, profiles and real logs refuse special files by their type and bound their lines; the
- * import refuses a log with missing rows; a trace's version past any integer and a profile's
- * batch 0 are refused with what is valid; SIGINT and SIGTERM end a replay as they end a training
- * run (exit 130, status "interrupted", no temporary file left). */
+/* CUnit suite of traces/'s bad input and interruptions: the readers of traces, profiles and real
+ * logs refuse special files by their type and bound their lines; the import refuses a log with
+ * missing rows; a trace's version past any integer and a profile's batch 0 are refused with what
+ * is valid; SIGINT and SIGTERM end a replay as they end a training run (exit 130, status
+ * "interrupted", no temporary file left). */
 #define _GNU_SOURCE /* fopencookie: an endless stream */
 #include "common/status.h"
 #include "common/summary.h"
