@@ -1,9 +1,9 @@
 /* syncsim replay: trace-driven replay of a recorded run, of a model profile or of a real log
- * (traces/replay_run.h does the work). */
+ * (traces/replay_command.h does the work). */
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/outputs.h"
-#include "traces/replay_run.h"
+#include "traces/replay_command.h"
 
 int cmd_replay(const run_config *cfg) {
     run_request rq;

@@ -4,7 +4,7 @@
 #include "common/afile.h"
 #include "common/outputs.h"
 #include "common/status.h"
-#include "traces/replay_run.h"
+#include "traces/replay_command.h"
 
 int cmd_trace(const run_config *cfg) {
     if (!cfg->replay_trace[0] && !cfg->replay_import[0])

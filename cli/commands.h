@@ -1,6 +1,6 @@
 /* The subcommands' entry points. Each returns a status; cli_main turns it into the exit code.
- * The work is done by runners outside cli/ (emu/run.h, traces/replay_run.h, ...); these only hand
- * them the resolved options. */
+ * The work is done by runners outside cli/ (emu/run.h, traces/replay_command.h, ...); these only
+ * hand them the resolved options. */
 #ifndef SS_CLI_COMMANDS_H
 #define SS_CLI_COMMANDS_H
 

@@ -1,4 +1,4 @@
-/* What a runner (emu/run.h, traces/replay_run.h) needs besides the resolved options: what only
+/* What a runner (emu/run.h, traces/replay_command.h) needs besides the resolved options: what only
  * the option table (cli/options.h) knows. The command line fills it in; tests may too.
  *
  *     run_request rq = {.cfg = &cfg, .config_ini = text, .lr = 0.05, .was_set = options_was_set};

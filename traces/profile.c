@@ -1,12 +1,22 @@
 /* Model profiles (profile.h). */
 #include "traces/profile.h"
+#include "traces/input_file.h"
 #include "common/number.h"
 #include "common/status.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* A profile's lines, and the whole file: the largest shipped profile is a few kilobytes, and
+ * PROFILE_MAX_LAYERS lines of this length would not reach the size bound */
+#define PROFILE_MAX_LINE  4095
+#define PROFILE_MAX_BYTES ((long long)64 << 20)
+/* what --profile takes, for the message refusing another kind of file */
+#define PROFILE_VALID_FILE                                                                         \
+    "a profile is a NAME.profile file (traces/FORMAT.md \"Model profiles\") or the NAME of one "   \
+    "in traces/profiles"
 
 #ifndef SS_PROFILE_DIR
 #define SS_PROFILE_DIR "traces/profiles"
@@ -161,9 +171,15 @@ static int read_key(profile_reader *r, char **f, int n, model_profile *out) {
         out->sample_bytes = v;
     else if (!strcmp(f[0], "published_params"))
         out->published_params = v;
-    else if (!strcmp(f[0], "batch"))
-        out->batch = v <= 1e6 ? (int)v : 0;
-    else if (strcmp(f[0], "classes"))
+    else if (!strcmp(f[0], "batch")) {
+        /* 0 would read as "not given" and replay at the default batch instead */
+        if (v < 1 || v > 1e6 || v != floor(v))
+            return ss_error_set(SS_EINPUT,
+                                "%s:%ld: batch must be an integer from 1 to 1000000, not "
+                                "'%.32s' (the paper's batch per worker)",
+                                r->name, r->line, f[1]);
+        out->batch = (int)v;
+    } else if (strcmp(f[0], "classes"))
         return bad(r->name, r->line, "unknown key ", f[0]);
     return SS_OK;
 }
@@ -247,14 +263,13 @@ int profile_read(FILE *fp, const char *name, model_profile *out) {
     char *buf = NULL;
     size_t cap = 0;
     int rc = SS_OK;
-    ssize_t len;
-    while (rc == SS_OK && (len = getline(&buf, &cap, fp)) >= 0) {
+    int got, nl;
+    while (rc == SS_OK && (got = traces_input_line(fp, &buf, &cap, PROFILE_MAX_LINE, &nl)) != 0) {
         r.line++;
-        if (len > 4096 || strlen(buf) != (size_t)len) {
+        if (got < 0) {
             rc = bad(name, r.line, "line too long or binary (corrupt file?)", NULL);
             break;
         }
-        buf[strcspn(buf, "\r\n")] = '\0';
         rc = read_line(&r, buf, out);
     }
     free(buf);
@@ -264,8 +279,9 @@ int profile_read(FILE *fp, const char *name, model_profile *out) {
 }
 
 int profile_load(const char *path, model_profile *out) {
-    FILE *fp = fopen(path, "r");
-    if (!fp) return ss_error_set(SS_EINPUT, "cannot open profile %s: %s", path, strerror(errno));
+    FILE *fp;
+    int orc = traces_input_open(path, "profile", PROFILE_VALID_FILE, PROFILE_MAX_BYTES, &fp);
+    if (orc != SS_OK) return orc;
     int rc = profile_read(fp, path, out);
     fclose(fp);
     return rc;
@@ -282,8 +298,7 @@ int profile_find(const char *name_or_path, model_profile *out) {
         return profile_load(name_or_path, out);
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.profile", profile_dir(), name_or_path);
-    FILE *fp = fopen(path, "r");
-    if (!fp)
+    if (access(path, F_OK) != 0)
         return ss_error_set(
             SS_EUSAGE,
             "--profile: no profile '%s' in %s (provided: resnet101, resnet50, vgg11, "
@@ -291,9 +306,7 @@ int profile_find(const char *name_or_path, model_profile *out) {
             ".profile "
             "file)",
             name_or_path, profile_dir());
-    int rc = profile_read(fp, path, out);
-    fclose(fp);
-    return rc;
+    return profile_load(path, out);
 }
 
 double profile_step_flops(const model_profile *p, int batch) {

@@ -41,6 +41,7 @@ struct replay_source {
     int trace_seconds;  /* 1: charge recorded seconds (trace mode), 0: recorded FLOPs */
     int flops_as_sleep; /* synthesized traces: FLOPs / host speed, charged as a sleep */
     double speed_flops; /* > 0: FLOPs are charged at this speed instead of the host's */
+    int interruptible;  /* replay_opts.interruptible */
 };
 
 int replay_scale_out_parse(const char *option, const char *text, replay_scale_out *out) {
@@ -89,6 +90,8 @@ static void rp_compute(void *self, int w, long step, int batch, step_cost *cost,
     cost->flops = 0;
     cost->measured_s = 0;
     cost->trace_s = 0;
+    /* interrupted: every worker finishes this step, as the emulation's workers do */
+    if (r->interruptible && outputs_interrupted() && !r->src.stop_after) r->src.stop_after = step;
     if (step > r->t->steps) { /* a recorded run that ended early: end here too */
         if (!r->src.stop_after) r->src.stop_after = step;
         return;
@@ -350,6 +353,9 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
     rc = sim_cluster_open(&co, &cluster);
     if (tmp[0]) unlink(tmp);
     if (rc != SS_OK) return rc;
+    /* SimGrid's engine, started by the cluster, put its own SIGINT handler in place (it exits
+     * 1, or aborts, without outputs): ours again, so that the step loop sees the flag */
+    if (o->interruptible) outputs_install_interrupt_handler();
     replay_choose_collective(t, cluster, &pc);
     /* fixed slow workers: FLOPs are replayed raw, so the slowdown applies again (worker j takes
      * recorded worker j mod N's); recorded seconds already include it */
@@ -381,6 +387,7 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
         }
     }
     replay_source *src = replay_source_create(t, pc.workers, o->scale_out, o->seed);
+    src->interruptible = o->interruptible;
     if (t->pc.compute.mode == SIM_COMPUTE_FLOPS && o->compute_speed_flops > 0) {
         src->flops_as_sleep = 1;
         src->speed_flops = o->compute_speed_flops;

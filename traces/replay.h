@@ -59,6 +59,10 @@ typedef struct replay_opts {
     const sim_coll_opts *coll;    /* NULL: the recorded collective (ring-coarse for large M) */
     policy_record_fn record;      /* may be NULL: receives the replay's own step records */
     void *record_ctx;
+    /* 1: SIGINT and SIGTERM end the replay after the step under way (common/outputs.h's flag,
+     * its handler installed again once SimGrid, which installs its own, has started); the
+     * result then has fewer steps. 0: SimGrid's handling (a command-line run sets 1). */
+    int interruptible;
 } replay_opts;
 
 replay_opts replay_opts_default(void);

@@ -1,11 +1,11 @@
-/* `syncsim bench replay` (replay_run.h): BSP replays of a model profile at scale, each in its own
- * process, and the message-level ring against SMPI's all-reduce of the same bytes. */
+/* `syncsim bench replay` (replay_command.h): BSP replays of a model profile at scale, each in its
+ * own process, and the message-level ring against SMPI's all-reduce of the same bytes. */
 #include "common/status.h"
 #include "cli/bench_network.h"
 #include "common/isolate.h"
 #include "traces/profile.h"
 #include "traces/replay.h"
-#include "traces/replay_run.h"
+#include "traces/replay_command.h"
 
 #include <math.h>
 #include <stdlib.h>

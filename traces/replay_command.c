@@ -1,4 +1,4 @@
-/* The `syncsim replay` and `syncsim trace` drivers (replay_run.h): trace-driven replay of a
+/* The `syncsim replay` and `syncsim trace` drivers (replay_command.h): trace-driven replay of a
  * recorded run, of a run synthesized from a model profile, or of a real cluster's log
  * (traces/FORMAT.md).
  *
@@ -6,7 +6,7 @@
  * (traces/replay.h): one SimGrid simulation in this process. Options that are not given come
  * from the trace (its policy, its platform settings, its network model); --platform, --workers,
  * --collective, --network-model and the generated-platform options override them. */
-#include "traces/replay_run.h"
+#include "traces/replay_command.h"
 #include "sim/policy/policy_build.h"
 #include "common/outputs.h"
 #include "common/rng.h"
@@ -294,6 +294,7 @@ typedef struct replay_cmd {
     afile rec_file; /* --record: OUT/steps.trace of the replay itself */
     trace_writer tw;
     replay_result rr;
+    int interrupted; /* SIGINT or SIGTERM ended the replay early */
 } replay_cmd;
 
 static void on_replay_record(void *ctx, const step_record *r) {
@@ -358,7 +359,7 @@ static void summarize(const replay_cmd *c, run_summary *s) {
     const trace *t = c->t;
     const policy_result *res = &c->rr.res;
     run_summary_init(s);
-    snprintf(s->status, sizeof s->status, "ok");
+    snprintf(s->status, sizeof s->status, "%s", c->interrupted ? "interrupted" : "ok");
     snprintf(s->mode, sizeof s->mode, "replay");
     snprintf(s->source, sizeof s->source, "%s", t->meta.source);
     snprintf(s->model, sizeof s->model, "%s", t->meta.model);
@@ -370,8 +371,9 @@ static void summarize(const replay_cmd *c, run_summary *s) {
     s->sim_time_s = res->sim_time_s;
     if (t->sim_time_s >= 0) {
         s->recorded_sim_time_s = t->sim_time_s;
-        s->relative_difference =
-            t->sim_time_s > 0 ? (res->sim_time_s - t->sim_time_s) / t->sim_time_s : 0;
+        if (!c->interrupted) /* part of the run against all of it: no comparison */
+            s->relative_difference =
+                t->sim_time_s > 0 ? (res->sim_time_s - t->sim_time_s) / t->sim_time_s : 0;
     }
     s->steps = res->steps;
     s->sync_steps = res->sync_steps;
@@ -393,6 +395,7 @@ static void print_result(const replay_cmd *c) {
     const run_request *rq = c->rq;
     const trace *t = c->t;
     const replay_result *rr = &c->rr;
+    if (c->interrupted) printf("interrupted after step %ld of %ld: ", rr->res.steps, rr->pc.steps);
     printf("simulated time %.9g s (compute %.6g, comm %.6g, wait %.6g per worker), %ld of %ld "
            "steps synchronized (LSSR %.3f), %.4g GB sent; wall %.2f s\n",
            rr->res.sim_time_s, rr->res.compute_s, rr->res.comm_s, rr->res.wait_s,
@@ -403,10 +406,12 @@ static void print_result(const replay_cmd *c) {
     int same_run = rr->pc.workers == t->pc.workers;
     for (int i = 0; i < 8; i++)
         same_run = same_run && !options_given(rq, changes[i]);
-    if (t->sim_time_s >= 0 && same_run)
+    /* an interrupted replay ran part of the run: no comparison with the whole */
+    const int recorded = t->sim_time_s >= 0 && !c->interrupted;
+    if (recorded && same_run)
         printf("recorded simulated time %.9g s: relative difference %.3g\n", t->sim_time_s,
                t->sim_time_s > 0 ? (rr->res.sim_time_s - t->sim_time_s) / t->sim_time_s : 0.0);
-    else if (t->sim_time_s >= 0)
+    else if (recorded)
         printf("recorded simulated time %.9g s (on the recorded cluster and workers)\n",
                t->sim_time_s);
     printf("outputs: %s/{config.ini,%s%ssummary.json}\n", c->cfg->out_dir,
@@ -421,8 +426,11 @@ static int replay_simulate(replay_cmd *c) {
            policy_kind_name(c->pc.kind), c->pc.workers, t->workers,
            replay_scale_out_name(c->ro.scale_out), c->pc.steps, c->platform);
     fflush(stdout);
+    c->ro.interruptible = 1;
     int rc = replay_run(t, &c->ro, &c->rr);
     if (rc != SS_OK) return rc;
+    c->interrupted = outputs_interrupted();
+    /* interrupted too: the record holds the steps replayed, and ends with its end line */
     if (c->rec_file.fp) {
         trace_writer_end(&c->tw, c->rr.res.sim_time_s);
         if ((rc = afile_commit(&c->rec_file)) != SS_OK) return rc;
@@ -431,7 +439,7 @@ static int replay_simulate(replay_cmd *c) {
     summarize(c, &sum);
     if (summary_write(c->cfg, &sum) != SS_OK) fprintf(stderr, "syncsim: %s\n", ss_error_message());
     print_result(c);
-    return SS_OK;
+    return c->interrupted ? SS_EINTERRUPT : SS_OK;
 }
 
 int replay_command(const run_request *rq) {
@@ -439,9 +447,16 @@ int replay_command(const run_request *rq) {
     memset(&c, 0, sizeof c);
     c.rq = rq;
     c.cfg = rq->cfg;
+    /* from the start, so that a signal while the trace loads is not lost (replay_run installs
+     * the handler again once SimGrid has put its own) */
+    outputs_install_interrupt_handler();
     int rc = replay_build_trace(rq, &c.t);
     if (rc == SS_OK) rc = replay_setup(&c);
     if (rc == SS_OK && c.cfg->replay_record) rc = open_record(&c);
+    if (rc == SS_OK && outputs_interrupted()) {
+        fprintf(stderr, "syncsim: interrupted before the replay started\n");
+        rc = SS_EINTERRUPT;
+    }
     if (rc == SS_OK) rc = replay_simulate(&c);
     if (c.rec_file.fp) afile_abort(&c.rec_file);
     trace_free(c.t);

@@ -5,8 +5,8 @@
  *     run_request rq = {.cfg = &cfg, .config_ini = ini, .was_set = options_was_set};
  *     int rc = replay_command(&rq);    // once per process: it starts SimGrid
  */
-#ifndef SS_TRACES_REPLAY_RUN_H
-#define SS_TRACES_REPLAY_RUN_H
+#ifndef SS_TRACES_REPLAY_COMMAND_H
+#define SS_TRACES_REPLAY_COMMAND_H
 
 #include "common/run_request.h"
 #include "traces/trace.h"
