@@ -37,13 +37,6 @@ int ss_status_exit_code(int status) {
     }
 }
 
-const char *ss_status_name(int status) {
-    static const char *names[] = {"ok",    "usage",  "input",    "io",
-                                  "nomem", "device", "diverged", "interrupted"};
-    if (status < 0 || status >= (int)(sizeof names / sizeof names[0])) return "unknown";
-    return names[status];
-}
-
 void ss_assert_fail(const char *cond, const char *file, int line) {
     fprintf(stderr, "syncsim: internal error at %s:%d: assertion '%s' failed\n", file, line, cond);
     abort();

@@ -30,8 +30,6 @@ int ss_error_set(int status, const char *fmt, ...) __attribute__((format(printf,
 const char *ss_error_message(void);
 /* Exit code of a status: 0 ok, 2 usage, 3 diverged, 130 interrupted, 1 any other runtime error. */
 int ss_status_exit_code(int status);
-/* Short name of a status ("usage", "input", ...). */
-const char *ss_status_name(int status);
 
 /* Aborts with file:line and the failed condition: for broken invariants, never for bad input. */
 #define SS_ASSERT(cond)                                                                            \

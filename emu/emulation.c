@@ -668,10 +668,6 @@ void emulation_evaluate_given(emulation *e, const float *const *params, const fl
     evaluate_model(e, step, now_s, counters);
 }
 
-void emulation_params_download(emulation *e, int w, float *host) {
-    device_download(e->cfg.dev, host, model_params(e->replicas[w]), e->params);
-}
-
 int emulation_ps_download(emulation *e, float *host) {
     if (!e->ps_params) return 0;
     device_download(e->cfg.dev, host, e->ps_params, e->params);

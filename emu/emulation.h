@@ -124,8 +124,6 @@ size_t emulation_snapshots(const emulation *e, const emulation_snapshot **snaps,
 void emulation_evaluate_given(emulation *e, const float *const *params, const float *ps, long step,
                               double now_s, const step_counters *counters, double train_loss,
                               double samples);
-/* Copies worker w's parameters into host memory (P floats). */
-void emulation_params_download(emulation *e, int w, float *host);
 /* The parameter server's parameters into host memory (P floats); 0 when the run has none. */
 int emulation_ps_download(emulation *e, float *host);
 

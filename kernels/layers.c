@@ -357,10 +357,6 @@ double layer_backward_flops(const layer *l) {
     return f;
 }
 
-const char *layer_kind_name(layer_kind kind) {
-    return layer_kinds[kind].name;
-}
-
 double loss_forward_flops(int classes) {
     return 4.0 * classes;
 }

@@ -118,7 +118,6 @@ void layer_backward(device *dev, layer *l, int batch, const float *x, const floa
 
 double layer_forward_flops(const layer *l);  /* per sample */
 double layer_backward_flops(const layer *l); /* per sample */
-const char *layer_kind_name(layer_kind kind);
 /* Memory traffic and launches of a layer, for the GPU compute model (sim/compute/compute.h): bytes
  * read and written per sample by the forward pass (input and output activations) and by the
  * backward pass (output gradient, saved input or output, input gradient when need_dx), at 4 bytes

@@ -265,14 +265,6 @@ const model_view *model_view_at(const model *m, int i) {
     return &m->views[i];
 }
 
-device *model_device(const model *m) {
-    return m->dev;
-}
-
-const model_spec *model_get_spec(const model *m) {
-    return &m->spec;
-}
-
 double model_forward_flops_per_sample(const model *m) {
     return m->forward_flops;
 }

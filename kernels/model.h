@@ -64,8 +64,6 @@ float *model_params(model *m); /* (P) device buffer */
 float *model_grads(model *m);  /* (P) device buffer, filled by model_forward_backward */
 int model_view_count(const model *m);
 const model_view *model_view_at(const model *m, int i);
-device *model_device(const model *m);
-const model_spec *model_get_spec(const model *m);
 
 /* Exact FLOPs for one sample: forward, and backward (gradients of inputs and of parameters). */
 double model_forward_flops_per_sample(const model *m);

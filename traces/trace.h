@@ -127,8 +127,6 @@ typedef struct trace_stream trace_stream;
 int trace_stream_open(const char *path, trace_stream **out);
 /* The next record: *got = 1, or 0 after the last (the file then checked complete). */
 int trace_stream_next(trace_stream *s, step_record *rec, int *got);
-/* 1 or TRACE_VERSION. */
-int trace_stream_version(const trace_stream *s);
 /* The columns of the file, in its order (version 2: the 13 of the format). */
 int trace_stream_n_columns(const trace_stream *s);
 const char *trace_stream_column(const trace_stream *s, int i);

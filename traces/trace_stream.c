@@ -196,10 +196,6 @@ int trace_stream_next(trace_stream *s, step_record *rec, int *got) {
     return SS_OK;
 }
 
-int trace_stream_version(const trace_stream *s) {
-    return s->version;
-}
-
 int trace_stream_n_columns(const trace_stream *s) {
     return s->n_cols;
 }

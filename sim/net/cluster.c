@@ -250,10 +250,6 @@ const sg_host_t *sim_cluster_worker_hosts(const sim_cluster *c) {
 const sg_host_t *sim_cluster_ps_hosts(const sim_cluster *c) {
     return c->ps_hosts;
 }
-const char *sim_cluster_platform_path(const sim_cluster *c) {
-    return c->platform_path;
-}
-
 sim_comm *sim_cluster_world(sim_cluster *c) {
     return c->world;
 }

@@ -74,7 +74,6 @@ sg_host_t sim_cluster_worker_host(const sim_cluster *c, int worker); /* 0 <= wor
 sg_host_t sim_cluster_ps_host(const sim_cluster *c, int server);     /* 0 <= server < n_ps */
 const sg_host_t *sim_cluster_worker_hosts(const sim_cluster *c);     /* (n_workers) */
 const sg_host_t *sim_cluster_ps_hosts(const sim_cluster *c);         /* (n_ps) */
-const char *sim_cluster_platform_path(const sim_cluster *c);
 
 /* Starts an actor named "<name>-<index>" on `host` running fn(data) (SimGrid's C actors take
  * argc/argv; this passes a pointer instead). Callable before sim_cluster_run() and from actors. */

@@ -59,16 +59,6 @@ int sim_comm_size(const sim_comm *c) {
     return c->size;
 }
 
-sg_host_t sim_comm_host(const sim_comm *c, int member) {
-    SS_ASSERT(member >= 0 && member < c->size);
-    return c->hosts[member];
-}
-
-double sim_comm_bytes_sent(const sim_comm *c, int member) {
-    SS_ASSERT(member >= 0 && member < c->size);
-    return c->bytes_sent[member];
-}
-
 /* The all-reduce algorithms as they run, one row per sim_allreduce_algo (coll_opts.c names them
  * in the same order); auto resolves to another row before it runs. An algorithm is its family's
  * coll_<family>.c, its row here and its name there. */

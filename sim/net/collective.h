@@ -41,9 +41,6 @@ typedef struct sim_comm sim_comm; /* opaque: a group of members on hosts */
 sim_comm *sim_comm_create(int size, const sg_host_t *hosts);
 void sim_comm_destroy(sim_comm *c); /* after the simulation, or when no member uses it any more */
 int sim_comm_size(const sim_comm *c);
-sg_host_t sim_comm_host(const sim_comm *c, int member);
-/* Total bytes sent by `member` in all collectives of this group so far. */
-double sim_comm_bytes_sent(const sim_comm *c, int member);
 
 /* Per-call cost of the NCCL-style all-reduces under the Simple protocol (see sim_nccl_protocol):
  * Ring 8.4 us (ring, ring channels, hier and their closed forms), Tree 0 us (dbtree); and the

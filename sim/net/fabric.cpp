@@ -191,14 +191,6 @@ const char *sim_fabric_valid_names(void) {
     return "ethernet, infiniband, roce, nvlink, pcie";
 }
 
-double sim_fabric_lv08_latency_factor(sim_fabric f) {
-    return static_cast<unsigned>(f) < SIM_FABRIC_COUNT ? lat_factor[f] : lat_factor[0];
-}
-
-double sim_fabric_lv08_bandwidth_factor(sim_fabric f) {
-    return static_cast<unsigned>(f) < SIM_FABRIC_COUNT ? bw_factor[f] : bw_factor[0];
-}
-
 void sim_fabric_install(sim_factor_set set) {
     factors = set;
     installed = false;

@@ -45,10 +45,6 @@ const char *sim_fabric_name(sim_fabric f);
 /* "ethernet, infiniband, roce, nvlink, pcie": for messages. */
 const char *sim_fabric_valid_names(void);
 
-/* The factors of one fabric under LV08 (CM02: 1). */
-double sim_fabric_lv08_latency_factor(sim_fabric f);
-double sim_fabric_lv08_bandwidth_factor(sim_fabric f);
-
 /* The factors a run applies: none (CM02, ns-3), LV08's, SMPI's size-dependent ones, or SMPI's
  * below 64 KiB and a persistent stream's from there (TCP-stream). */
 typedef enum sim_factor_set {

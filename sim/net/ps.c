@@ -389,8 +389,3 @@ sim_request *sim_ps_push_async(sim_ps *ps, int worker, double bytes, int64_t rou
     sg_actor_start(a, push_helper, 0, NULL);
     return rq;
 }
-
-double sim_ps_bytes_sent(const sim_ps *ps, int worker) {
-    SS_ASSERT(ps != NULL && worker >= 0 && worker < ps->o.n_workers);
-    return ps->bytes_sent[worker];
-}

@@ -91,7 +91,4 @@ int sim_ps_push_pull(sim_ps *ps, int worker, double bytes, int64_t round, const 
 sim_request *sim_ps_push_async(sim_ps *ps, int worker, double bytes, int64_t round,
                                const void *payload, sim_done_fn done, void *ctx);
 
-/* Total bytes sent by worker `worker` (pushes and pull requests) so far. */
-double sim_ps_bytes_sent(const sim_ps *ps, int worker);
-
 #endif
