@@ -80,6 +80,15 @@ float *policy_buffer(const policy_state *st, int w, int what);
 /* The exchange is done with policy_buffer(st, w, what), which kernels use next (a GPU's shared
  * memory goes back to the device, inside the exchange's time). */
 void policy_buffer_done(const policy_state *st, int w, int what);
+/* The source computes worker w's step (real gradient or recorded cost) into *cost, *stats and the
+ * record; returns the step's slowdown (stragglers, jitter). Takes no time itself. */
+double policy_compute_source(policy_state *st, int w, long step, int batch, step_cost *cost,
+                             step_acc *a, step_stats *stats);
+/* The step's computation takes its time through the exchange (the model's in the simulation; in
+ * real mode its real time, and a straggler's extra): from t0, when the source began it, to now,
+ * added to the record. */
+void policy_compute_time(policy_state *st, int w, const sim_compute_cfg *cc,
+                         const sim_step_cost *sc, double t0, step_acc *a);
 /* Computes the step through the source and lets its time pass through the exchange (the
  * simulation: the compute model's; real mode: the time it took, and a straggler's extra). */
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats);
