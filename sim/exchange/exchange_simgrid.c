@@ -5,16 +5,10 @@
 #include "sim/exchange/exchange_simgrid.h"
 #include "common/status.h"
 #include "sim/net/background.h"
+#include "sim/net/actors.h"
 #include "sim/net/compute_charge.h"
-#include "sim/net/internal.h"
 #include "sim/net/ps.h"
 
-#include <simgrid/actor.h>
-#include <simgrid/comm.h>
-#include <simgrid/cond.h>
-#include <simgrid/engine.h>
-#include <simgrid/mailbox.h>
-#include <simgrid/mutex.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,10 +40,7 @@ typedef struct sx_exchange {
     sim_compute_host *hosts; /* (n_workers) each worker's host, as the compute model sees it */
     uint8_t *host_known;     /* (n_workers) 1 once hosts[w] is filled (by worker w's actor) */
     int ran;                 /* run() was called */
-    /* SSP's clocks: (n_workers) steps completed; guarded by mutex, waited on with advanced */
-    long *clock;
-    sg_mutex_t mutex;
-    sg_cond_t advanced;
+    sim_clocks *clocks;      /* SSP's staleness bound */
 } sx_exchange;
 
 static void result_of(const sim_coll_result *cr, exchange_result *r) {
@@ -66,7 +57,7 @@ static sim_comm *comm_of(exchange_group *g) {
 
 static double sx_now(void *self) {
     (void)self;
-    return simgrid_get_clock();
+    return sim_now();
 }
 
 static exchange_group *sx_group(void *self, const int *members, int m) {
@@ -87,14 +78,10 @@ static int sx_allreduce(void *self, exchange_group *g, int member, float *buf, s
 }
 
 /* A request of this backend: an all-reduce in flight (sim/net/collective.h's request) or one
- * point-to-point message (a SimGrid comm). */
+ * point-to-point message (sim/net/actors.h). */
 typedef struct sx_request {
     sim_request *coll; /* all-reduce, or NULL */
-    sg_comm_t comm;    /* message, until it is observed complete */
-    int done;          /* message: 1 once observed complete (the comm is then released) */
-    int status;        /* message: SS_OK, or the invalid call's status */
-    void *payload;     /* a receive's landing place: the sender's token (no data is simulated) */
-    exchange_result res;
+    sim_message *msg;  /* message, or NULL */
 } sx_request;
 
 static exchange_request *sx_allreduce_start(void *self, exchange_group *g, int member, float *buf,
@@ -107,41 +94,18 @@ static exchange_request *sx_allreduce_start(void *self, exchange_group *g, int m
     return (exchange_request *)rq;
 }
 
-/* A message completes when SimGrid says so; the time it is observed is its end. test() may
- * change the request's state (it releases the comm), hence the cast. */
-static void p2p_observe(sx_request *rq, int block) {
-    if (rq->done) return;
-    if (block) {
-        sg_comm_wait(rq->comm);
-    } else if (!sg_comm_test(rq->comm)) {
-        return;
-    }
-    rq->comm = NULL;
-    rq->done = 1;
-    rq->res.end_s = simgrid_get_clock();
-}
-
 static int sx_test(void *self, const exchange_request *rq) {
     (void)self;
-    sx_request *r = (sx_request *)rq;
-    if (r->coll) return sim_request_test(r->coll);
-    p2p_observe(r, 0);
-    return r->done;
+    const sx_request *r = (const sx_request *)rq;
+    return r->coll ? sim_request_test(r->coll) : sim_message_test(r->msg);
 }
 
 static int sx_wait(void *self, exchange_request *rq, exchange_result *r) {
     (void)self;
     sx_request *q = (sx_request *)rq;
-    int rc;
-    if (q->coll) {
-        sim_coll_result cr = {0};
-        rc = sim_request_wait(q->coll, &cr);
-        result_of(&cr, r);
-    } else {
-        p2p_observe(q, 1);
-        rc = q->status;
-        if (r) *r = q->res;
-    }
+    sim_coll_result cr = {0};
+    int rc = q->coll ? sim_request_wait(q->coll, &cr) : sim_message_wait(q->msg, &cr);
+    result_of(&cr, r);
     free(q);
     return rc;
 }
@@ -215,45 +179,15 @@ static int sx_recv(void *self, exchange_group *g, int member, int src, float *bu
     return rc;
 }
 
-/* ---- non-blocking point to point: one SimGrid put or get per message, on mailboxes of their
- * own per group and ordered pair, so that messages started together are concurrent flows ---- */
-
-static sg_mailbox_t p2p_async_mailbox(const sim_comm *c, int src, int dst) {
-    char name[96];
-    snprintf(name, sizeof name, "x%p.%d.%d", (const void *)c, src, dst);
-    return sg_mailbox_by_name(name);
-}
-
-/* SimGrid moves whole bytes: round, never below one (as the collectives do). */
-static long p2p_wire_bytes(double bytes) {
-    long b = lround(bytes);
-    return b < 1 ? 1 : b;
-}
-
-static sx_request *p2p_request(sim_comm *c, int member, int peer, double bytes, const char *what) {
-    sx_request *rq = ss_calloc(1, sizeof *rq);
-    rq->res.start_s = rq->res.end_s = simgrid_get_clock();
-    int n = sim_comm_size(c);
-    if (member < 0 || member >= n || peer < 0 || peer >= n || peer == member || !(bytes >= 0)) {
-        rq->status = ss_error_set(SS_EUSAGE,
-                                  "%s: member %d, peer %d, %.17g bytes (group of %d: members "
-                                  "0..%d, peer other than the member, bytes >= 0)",
-                                  what, member, peer, bytes, n, n - 1);
-        rq->done = 1;
-    }
-    return rq;
-}
+/* ---- non-blocking point to point (sim/net/actors.h) ---- */
 
 static exchange_request *sx_send_start(void *self, exchange_group *g, int member, int dst,
                                        const float *buf, size_t count, double bytes) {
     (void)self;
     (void)buf;
     (void)count;
-    sx_request *rq = p2p_request(comm_of(g), member, dst, bytes, "send_start");
-    if (rq->done) return (exchange_request *)rq;
-    long wire = p2p_wire_bytes(bytes);
-    rq->comm = sg_mailbox_put_async(p2p_async_mailbox(comm_of(g), member, dst), &sim_token, wire);
-    rq->res.bytes_sent = (double)wire;
+    sx_request *rq = ss_calloc(1, sizeof *rq);
+    rq->msg = sim_send_start(comm_of(g), member, dst, bytes);
     return (exchange_request *)rq;
 }
 
@@ -262,10 +196,8 @@ static exchange_request *sx_recv_start(void *self, exchange_group *g, int member
     (void)self;
     (void)buf;
     (void)count;
-    sx_request *rq = p2p_request(comm_of(g), member, src, bytes, "recv_start");
-    if (rq->done) return (exchange_request *)rq;
-    rq->comm = sg_mailbox_get_async(p2p_async_mailbox(comm_of(g), src, member), &rq->payload);
-    rq->res.bytes_recv = (double)p2p_wire_bytes(bytes);
+    sx_request *rq = ss_calloc(1, sizeof *rq);
+    rq->msg = sim_recv_start(comm_of(g), member, src, bytes);
     return (exchange_request *)rq;
 }
 
@@ -340,33 +272,16 @@ static int sx_ps_push_pull(void *self, int worker, float *buf, size_t count, dou
     return rc;
 }
 
-/* ---- SSP's clocks: shared by the actors, one simulated mutex and condition ---- */
-
-static long min_clock(const sx_exchange *x) {
-    long m = x->clock[0];
-    for (int i = 1; i < x->n_workers; i++)
-        if (x->clock[i] < m) m = x->clock[i];
-    return m;
-}
+/* ---- SSP's clocks (sim/net/actors.h) ---- */
 
 static long sx_clock_wait(void *self, int worker, long staleness) {
     sx_exchange *x = self;
-    sg_mutex_lock(x->mutex);
-    if (staleness >= 0)
-        while (x->clock[worker] - min_clock(x) > staleness)
-            sg_cond_wait(x->advanced, x->mutex);
-    long gap = x->clock[worker] - min_clock(x);
-    sg_mutex_unlock(x->mutex);
-    return gap;
+    return sim_clocks_wait(x->clocks, worker, staleness);
 }
 
 static void sx_clock_advance(void *self, int worker, long clock, long *rounds) {
     sx_exchange *x = self;
-    sg_mutex_lock(x->mutex);
-    x->clock[worker] = clock;
-    if (clock != EXCHANGE_CLOCK_DONE && rounds && min_clock(x) == clock) (*rounds)++;
-    sg_cond_notify_all(x->advanced);
-    sg_mutex_unlock(x->mutex);
+    sim_clocks_advance(x->clocks, worker, clock, clock == EXCHANGE_CLOCK_DONE ? NULL : rounds);
 }
 
 /* ---- the workers and their compute ---- */
@@ -420,8 +335,7 @@ static int sx_compute(void *self, int worker, const sim_compute_cfg *cfg, const 
     double flops = 0, seconds = 0;
     int rc = sim_compute_charge(cfg, cost, host_of(self, worker), &flops, &seconds);
     if (rc != SS_OK) return rc;
-    if (flops > 0) sg_actor_execute(flops);
-    if (seconds > 0) sg_actor_sleep_for(seconds);
+    sim_actor_compute(flops, seconds);
     return SS_OK;
 }
 
@@ -477,19 +391,16 @@ int exchange_simgrid_open(sim_cluster *cluster, const exchange_simgrid_opts *o, 
     x->n_workers = sim_cluster_n_workers(cluster);
     x->ps_wire_jitter = o->ps_wire_jitter;
     x->seed = o->seed;
-    x->clock = ss_calloc((size_t)x->n_workers, sizeof(long));
     x->hosts = ss_calloc((size_t)x->n_workers, sizeof *x->hosts);
     x->host_known = ss_calloc((size_t)x->n_workers, 1);
     int rc = sim_coll_check(sim_cluster_world(cluster), &o->coll, "--collective");
     if (rc != SS_OK) {
         free(x->host_known);
         free(x->hosts);
-        free(x->clock);
         free(x);
         return rc;
     }
-    x->mutex = sg_mutex_init();
-    x->advanced = sg_cond_init();
+    x->clocks = sim_clocks_create(x->n_workers);
     if (o->background_load > 0) {
         rc = start_background(x, o->background_load, o->seed);
         if (rc != SS_OK) {
@@ -514,10 +425,8 @@ void exchange_simgrid_close(exchange *ex) {
         free(b->calls);
         free(b);
     }
-    sg_cond_destroy(x->advanced);
-    sg_mutex_destroy(x->mutex);
+    sim_clocks_destroy(x->clocks);
     free(x->host_known);
     free(x->hosts);
-    free(x->clock);
     free(x);
 }
