@@ -14,7 +14,7 @@
 #include "common/run_request.h"
 #include "common/status.h"
 #include "sim/net/cluster.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "common/isolate.h"
 #include "sim/platform/platform_gen.h"
 

@@ -17,7 +17,7 @@
 #include <stdio.h>
 
 #include "sim/net/cluster.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #define BENCH_NETWORK_MAX_SIZES 16
 

@@ -1,7 +1,7 @@
 #include "cli/options.h"
 #include "common/number.h"
 #include "common/status.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "sim/compute/gpu_table.h"
 #include "sim/policy/policy_build.h"
 #include "sim/policy/policy_registry.h"
@@ -120,8 +120,8 @@ static const opt_def head_rows[] = {
      "with size-dependent TCP factors; TCP-stream: SMPI's below 64 KiB, a warm stream's above)",
      SIM},
     {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0,
-     CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL /* sim/net/collective.h's, ps */, "C",
-     "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
+     CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL /* sim/net/coll/collective.h's, ps */,
+     "C", "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
     {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN | CMD_REPLAY, NULL,
      "BYTES", "cut collective messages into segments of this size (0: whole)", SIM},
     {"channels", OPT_TYPE_INT, F(channels), "1", 1, 16, CMD_RUN | CMD_REPLAY, NULL, "C",
@@ -305,7 +305,8 @@ static int set_value(const opt_def *o, const char *text, run_config *cfg, const 
 static char policy_choices[256];                          /* "|bsp|ssp|..." */
 static char compare_policies[RUN_CONFIG_TEXT];            /* compare's default --policies */
 static char enum_choices[RUN_CONFIG_POLICY_OPTIONS][256]; /* "a|b|c" of an ENUM option */
-static char collective_choices[128]; /* the all-reduce algorithms (sim/net/collective.h), and ps */
+static char
+    collective_choices[128]; /* the all-reduce algorithms (sim/net/coll/collective.h), and ps */
 
 /* The row of policy option k: its slot in run_config, and the policies whose row lists it. */
 static opt_def policy_option_row(int k) {

@@ -12,7 +12,7 @@
 #include "common/status.h"
 #include "cli/bench_network.h"
 #include "sim/net/cluster.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #define VALIDATE_MAX_SIZES 256
 #define VALIDATE_MAX_REFS  64

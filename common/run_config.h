@@ -48,7 +48,7 @@ typedef struct run_config {
     char topology[16];              /* generated platform: star | fat-tree */
     char gpu[16];                   /* generated platform: v100 | a100 | h100 */
     char network_model[16];         /* LV08 | CM02 | ns-3 | SMPI | TCP-stream */
-    char collective[16];            /* an algorithm of sim/net/collective.h | ps */
+    char collective[16];            /* an algorithm of sim/net/coll/collective.h | ps */
     double segment_bytes;           /* collective segmentation (0 = none) */
     int channels;                   /* rings at once of the ring all-reduce */
     char protocol[8];               /* NCCL-style algorithms: auto | LL | LL128 | Simple */

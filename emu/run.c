@@ -6,7 +6,7 @@
 #include "common/status.h"
 #include "emu/memory.h"
 #include "emu/run_internal.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "sim/policy/policy_build.h"
 #include "sim/policy/policy_registry.h"
 #include "sim/simulate.h"

@@ -9,7 +9,7 @@
 #include "common/status.h"
 #include "cli/bench_network.h"
 #include "sim/net/cluster.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "sim/platform/platform_gen.h"
 
 #define BW_BPS      1e9   /* 1 Gbps per link */

@@ -13,7 +13,7 @@
 #include "common/status.h"
 #include "sim/net/cluster.h"
 #include "cli/bench_network.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "sim/compute/compute.h"
 #include "sim/net/compute_charge.h"
 #include "common/isolate.h"

@@ -3,7 +3,7 @@
 #include "common/status.h"
 #include "sim/net/background.h"
 #include "sim/net/cluster.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "common/isolate.h"
 #include "sim/platform/platform_gen.h"
 #include "ss_test.h"

@@ -1,4 +1,4 @@
-/* CUnit suite of the node-aware collectives (sim/net/collective.h, sim/net/topology.h):
+/* CUnit suite of the node-aware collectives (sim/net/coll/collective.h, sim/net/topology.h):
  * hierarchical all-reduce, multi-channel rings and the double binary tree against their closed
  * forms under CM02, their coarse forms against the message-level ones, auto's choices, the refusal
  * of hier on a flat platform, and the topology read from host properties. The node platforms are
@@ -16,7 +16,7 @@
 
 #include "common/status.h"
 #include "sim/net/cluster.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "common/isolate.h"
 #include "sim/platform/platform_gen.h"
 #include "sim/net/topology.h"

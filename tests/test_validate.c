@@ -5,7 +5,7 @@
 #include "common/status.h"
 #include "cli/bench_network.h"
 #include "sim/net/cluster.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "cli/validate_network.h"
 
 #include <string.h>

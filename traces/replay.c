@@ -5,7 +5,7 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "sim/policy/policy_registry.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "sim/simulate.h"
 
 #include <malloc.h>

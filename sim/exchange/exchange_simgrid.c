@@ -1,6 +1,7 @@
 /* The exchange over SimGrid (see exchange_simgrid.h): each operation is the collective, PS or
- * point-to-point call of sim/net/collective.h and sim/net/ps.h that moves its bytes; buffers are
- * ignored except the all-gather's, whose few bytes are copied through a board shared by the actors.
+ * point-to-point call of sim/net/coll/collective.h and sim/net/ps.h that moves its bytes; buffers
+ * are ignored except the all-gather's, whose few bytes are copied through a board shared by the
+ * actors.
  */
 #include "sim/exchange/exchange_simgrid.h"
 #include "common/status.h"
@@ -77,7 +78,7 @@ static int sx_allreduce(void *self, exchange_group *g, int member, float *buf, s
     return rc;
 }
 
-/* A request of this backend: an all-reduce in flight (sim/net/collective.h's request) or one
+/* A request of this backend: an all-reduce in flight (sim/net/coll/collective.h's request) or one
  * point-to-point message (sim/net/actors.h). */
 typedef struct sx_request {
     sim_request *coll; /* all-reduce, or NULL */

@@ -1,5 +1,5 @@
 /* The simulation backend of the exchange (sim/exchange/exchange.h): the workers are SimGrid actors
- * of an open cluster, collectives are sim/net/collective.h's messages, the parameter servers
+ * of an open cluster, collectives are sim/net/coll/collective.h's messages, the parameter servers
  * sim/net/ps.h's actors, the clock SimGrid's simulated clock. Buffers are never read or written:
  * the step source does the arithmetic (see exchange.h).
  *
@@ -14,7 +14,7 @@
 #define SS_SIM_EXCHANGE_SIMGRID_H
 
 #include "sim/net/cluster.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "sim/exchange/exchange.h"
 
 #include <stdint.h>

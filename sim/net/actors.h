@@ -11,7 +11,7 @@
 #ifndef SS_SIM_NET_ACTORS_H
 #define SS_SIM_NET_ACTORS_H
 
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 /* The simulated clock, seconds. */
 double sim_now(void);

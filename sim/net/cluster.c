@@ -12,7 +12,7 @@
 #include <simgrid/host.h>
 
 #include "common/status.h"
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "sim/net/fabric.h"
 
 typedef struct sim_group_entry {

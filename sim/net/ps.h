@@ -35,7 +35,7 @@
 #include <stdint.h>
 #include <simgrid/forward.h>
 
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 typedef enum sim_ps_mode {
     SIM_PS_SYNC = 0, /* a pull of round r waits for every worker's push of round r */

@@ -21,7 +21,7 @@
 
 #include "sim/compute/compute.h"
 #include "sim/exchange/exchange.h"
-#include "sim/net/coll_opts.h"
+#include "sim/net/coll/coll_opts.h"
 #include "sim/policy/step_source.h"
 
 #include <stdint.h>

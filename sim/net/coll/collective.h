@@ -29,7 +29,7 @@
 #ifndef SS_SIM_COLLECTIVE_H
 #define SS_SIM_COLLECTIVE_H
 
-#include "sim/net/coll_opts.h"
+#include "sim/net/coll/coll_opts.h"
 
 #include <simgrid/forward.h>
 #include <stddef.h>

@@ -1,6 +1,6 @@
 /* auto: the all-reduce algorithm, channel count and protocol of least alpha-beta estimate, as
  * NCCL's tuning picks them; and the check of a group's options before a run. */
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include <simgrid/host.h>
 
 #include "common/status.h"
-#include "sim/net/collective_internal.h"
+#include "sim/net/coll/collective_internal.h"
 
 /* The kinds of hop sets auto reads. */
 enum { HOPS_RING, HOPS_INTRA, HOPS_RAIL };

@@ -1,5 +1,5 @@
 /* NCCL's double binary tree all-reduce. */
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #include <math.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include <simgrid/semaphore.h>
 
 #include "common/status.h"
-#include "sim/net/collective_internal.h"
+#include "sim/net/coll/collective_internal.h"
 
 /* Children of position p (1..n) in the in-order binary tree: a position of lowest set bit b > 1
  * has p - b/2 on its left and, on its right, p + the largest power of two <= b/2 that stays

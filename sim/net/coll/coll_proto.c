@@ -1,10 +1,10 @@
 /* NCCL's protocols (LL, LL128, Simple) as NCCL 2.7.5's cost model prices them: a base latency
  * per call, a latency per step, a rate cap per message. */
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #include <simgrid/actor.h>
 
-#include "sim/net/collective_internal.h"
+#include "sim/net/coll/collective_internal.h"
 #include "sim/net/fabric.h"
 
 /* NCCL 2.7.5, src/graph/tuning.cc (collective.h, sim_nccl_protocol): baseLat and hwLat in us, by

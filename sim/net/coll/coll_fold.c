@@ -1,10 +1,10 @@
 /* Halving-doubling (Rabenseifner) and recursive doubling, with the fold of the members past a
  * power of two. */
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #include <math.h>
 
-#include "sim/net/collective_internal.h"
+#include "sim/net/coll/collective_internal.h"
 
 /* The fold of a group of n members into the largest power of two p2 <= n (Rabenseifner's and
  * recursive doubling's): the first 2r members (r = n - p2) pair up, the even one sends its

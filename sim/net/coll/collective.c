@@ -1,7 +1,7 @@
 /* Collectives as messages over SimGrid mailboxes (see collective.h): the groups, the entry
  * points, the table of all-reduce algorithms (one family per coll_<family>.c), and the
  * asynchronous form. */
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -16,7 +16,7 @@
 #include <simgrid/semaphore.h>
 
 #include "common/status.h"
-#include "sim/net/collective_internal.h"
+#include "sim/net/coll/collective_internal.h"
 #include "sim/net/internal.h"
 
 static int comm_next_id;

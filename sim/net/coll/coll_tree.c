@@ -1,13 +1,13 @@
 /* The binary-tree all-reduce: reduce to member 0, broadcast down the same tree, pipelined by
  * segments. */
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #include <math.h>
 
 #include <simgrid/comm.h>
 #include <simgrid/mailbox.h>
 
-#include "sim/net/collective_internal.h"
+#include "sim/net/coll/collective_internal.h"
 #include "sim/net/internal.h"
 
 /* Binary tree in heap order: reduce to 0, broadcast from 0; pipelined by segments. */

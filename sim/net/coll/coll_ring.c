@@ -1,6 +1,6 @@
 /* The ring all-reduce: message-level, closed form (ring-coarse), and several rings at once
  * (channels). */
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 #include <simgrid/actor.h>
 
 #include "common/status.h"
-#include "sim/net/collective_internal.h"
+#include "sim/net/coll/collective_internal.h"
 
 /* Chunk j of N of the vector (the ring's unit). */
 /* All chunks have the same size M/N (rounded to whole bytes when sent): chunks that differ by

@@ -1,5 +1,5 @@
 /* The collectives' options: names and parsing (see coll_opts.h). */
-#include "sim/net/coll_opts.h"
+#include "sim/net/coll/coll_opts.h"
 
 #include "common/status.h"
 

@@ -1,10 +1,10 @@
 /* The hierarchical all-reduce of multi-GPU nodes (NCCL-style): intra-node rings around a ring
  * per rail; and its closed form. */
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #include <simgrid/actor.h>
 
-#include "sim/net/collective_internal.h"
+#include "sim/net/coll/collective_internal.h"
 
 /* One ring phase (reduce-scatter or all-gather) of `bytes` among list[0..n-1], this member at
  * position pos: n-1 steps of bytes/n. */

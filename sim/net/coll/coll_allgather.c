@@ -1,5 +1,5 @@
 /* The all-gather: Bruck's messages, or their closed form at scale. */
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #include <math.h>
 
@@ -8,7 +8,7 @@
 #include <simgrid/host.h>
 
 #include "common/status.h"
-#include "sim/net/collective_internal.h"
+#include "sim/net/coll/collective_internal.h"
 
 /* Bruck's steps as messages, or their closed form. */
 static int allgather_seq(sim_comm *c, int member, double bytes_per_member, int coarse,

@@ -1,6 +1,6 @@
 /* Hop sets: routes' latencies and bandwidths as the network model charges them, and a group's
  * topology. */
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include <xbt/dynar.h>
 
 #include "common/status.h"
-#include "sim/net/collective_internal.h"
+#include "sim/net/coll/collective_internal.h"
 #include "sim/net/fabric.h"
 
 double coll_hop_latency_s(sg_host_t src, sg_host_t dst, double bytes) {

@@ -1,6 +1,6 @@
 /* The message primitives every collective is written with: one call's context, mailboxes, sends
  * and receives of a step, and the merged flows of the closed forms. */
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -14,7 +14,7 @@
 #include <simgrid/mailbox.h>
 
 #include "common/status.h"
-#include "sim/net/collective_internal.h"
+#include "sim/net/coll/collective_internal.h"
 #include "sim/net/fabric.h"
 #include "sim/net/internal.h"
 

@@ -7,7 +7,7 @@
 
 #include <simgrid/forward.h>
 
-#include "sim/net/collective.h"
+#include "sim/net/coll/collective.h"
 #include "sim/net/topology.h"
 
 /* The slowest of a set of hops as the network model charges a message of a given size: the
