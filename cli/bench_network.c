@@ -51,7 +51,7 @@ typedef struct bench_run {
     double bytes;
     sim_network_model model;
     sim_allreduce_algo algo;
-    sim_comm *world;
+    sim_group *world;
     int incast; /* 1: every worker pushes `bytes` to server 0 at once (BENCH_INCAST) */
     sim_nccl_protocol protocol;
 } bench_run;
@@ -109,7 +109,7 @@ static int bench_one(void *arg, sim_blob *result) {
     }
     if (r->incast) sim_actor_spawn("server", 0, sim_cluster_ps_host(c, 0), incast_server_main, r);
     double end_s = 0;
-    st = sim_cluster_run(c, &end_s);
+    st = sim_cluster_simulate(c, &end_s);
     sim_blob_append(result, &end_s, sizeof end_s);
     /* what the all-reduce ran: auto's algorithm, and the protocol of NCCL's algorithms */
     char ran[BENCH_RAN_LEN] = "";

@@ -10,7 +10,7 @@
  *
  *     static int one_run(void *arg, sim_blob *result) {      // runs in the child
  *         sim_cluster *c; int st = sim_cluster_open(arg, &c); if (st) return st;
- *         ... spawn actors, sim_cluster_run(c, &end_s) ...
+ *         ... spawn actors, sim_cluster_simulate(c, &end_s) ...
  *         sim_blob_append(result, &end_s, sizeof end_s);
  *         sim_cluster_close(c); return SS_OK;
  *     }

@@ -6,6 +6,7 @@
 #include "common/mpi_api.h"
 #include "common/status.h"
 #include "sim/exchange/exchange_mpi.h"
+#include "exchange_cases.h"
 #include "ss_test.h"
 
 #include <stdint.h>
@@ -560,7 +561,40 @@ static void test_side_channel(void) {
     exchange_mpi_close(ex);
 }
 
+/* ---------------------------------------------------------------- the conformance table */
+
+/* Every row of exchange_cases.h over MPI: the worker ranks run the row's worker through
+ * run_workers; the server ranks serve the rows with parameter servers and sit the others out. */
+static void test_conformance(void) {
+    NEED_MPI();
+    CU_ASSERT_EQUAL_FATAL(N_WORKERS, CASE_WORKERS);
+    for (int i = 0; i < EXCHANGE_CASE_COUNT; i++) {
+        const exchange_case *row = &exchange_cases[i];
+        case_state c = {.ex = open_exchange(), .n_servers = n_servers()};
+        exchange_ps_opts po = case_ps_opts(&c);
+        if (row->ps) CU_ASSERT_EQUAL_FATAL(c.ex->ops->ps_start(c.ex->self, &po), SS_OK);
+        if (row->ps || !exchange_mpi_is_server(c.ex)) {
+            case_run run = {&c, row};
+            exchange_hosted hosted;
+            CU_ASSERT_EQUAL(
+                c.ex->ops->run_workers(c.ex->self, CASE_WORKERS, case_worker, &run, &hosted),
+                SS_OK);
+            CU_ASSERT_EQUAL(hosted.n_here, exchange_mpi_is_server(c.ex) ? 0 : 1);
+            if (hosted.n_here) CU_ASSERT_EQUAL(hosted.first_worker, world_rank);
+        }
+        if (c.failures) fprintf(stderr, "\n  rank %d, %s: %s\n", world_rank, row->name, c.first);
+        CU_ASSERT_EQUAL(c.failures, 0);
+        if (row->worker == case_ps_hooks && exchange_mpi_is_server(c.ex)) {
+            /* this server's hook saw each worker's push and pull of both rounds */
+            CU_ASSERT_EQUAL(c.pushes, 2 * CASE_WORKERS);
+            CU_ASSERT_EQUAL(c.pulls, 2 * CASE_WORKERS);
+        }
+        exchange_mpi_close(c.ex);
+    }
+}
+
 static CU_TestInfo tests[] = {
+    {"conformance table (exchange_cases.h) on the MPI backend", test_conformance},
     {"open outside mpirun: says to use mpirun", test_open_outside_mpirun},
     {"open: bad options", test_bad_options},
     {"open: world size must be workers + servers", test_world_size_mismatch},

@@ -131,7 +131,7 @@ static int ps_run(void *arg, sim_blob *result) {
     ps_actor a = {ps, c, &out};
     sim_actor_spawn("worker", 0, sim_cluster_worker_host(cl, 0), ps_worker, &a);
     double end_s;
-    st = sim_cluster_run(cl, &end_s);
+    st = sim_cluster_simulate(cl, &end_s);
     sim_blob_append(result, &out, sizeof out);
     sim_ps_free(ps);
     sim_cluster_close(cl);

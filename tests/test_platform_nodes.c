@@ -94,7 +94,7 @@ static int route_run(void *arg, sim_blob *result) {
     static char payload = 1;
     sim_actor_spawn("tx", 0, a, sender, &payload);
     sim_actor_spawn("rx", 0, b, receiver, NULL);
-    sim_cluster_run(c, &out.transfer_s);
+    sim_cluster_simulate(c, &out.transfer_s);
     sim_blob_append(result, &out, sizeof out);
     sim_cluster_close(c);
     return SS_OK;

@@ -365,7 +365,7 @@ static int run_inject(void *arg, sim_blob *out) {
                         &actors[w]);
     }
     double end_s;
-    if ((rc = sim_cluster_run(cluster, &end_s)) != SS_OK) return rc;
+    if ((rc = sim_cluster_simulate(cluster, &end_s)) != SS_OK) return rc;
     inject_outcome o = {0};
     o.route_latency_s = sg_host_get_route_latency(sim_cluster_worker_host(cluster, 0),
                                                   sim_cluster_worker_host(cluster, 1));

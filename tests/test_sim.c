@@ -89,7 +89,7 @@ static void worker_main(void *data) {
     worker_arg *a = data;
     const scen *s = a->s;
     sim_coll_result r = {0};
-    sim_comm *world = sim_cluster_world(a->c);
+    sim_group *world = sim_cluster_world(a->c);
     int st = SS_OK;
     switch (s->kind) {
     case SCEN_ALLREDUCE:
@@ -112,7 +112,7 @@ static void worker_main(void *data) {
         int g0 = a->rank / s->group * s->group, ranks[64];
         for (int i = 0; i < s->group; i++)
             ranks[i] = g0 + i;
-        sim_comm *g = sim_cluster_group(a->c, ranks, s->group);
+        sim_group *g = sim_cluster_group(a->c, ranks, s->group);
         st = sim_allreduce(g, a->rank - g0, s->bytes, &s->co, &r);
         break;
     }
@@ -180,7 +180,7 @@ static int scen_run(void *arg, sim_blob *result) {
             fmax(out.alpha_max_s,
                  sg_host_get_route_latency(sim_cluster_worker_host(c, w),
                                            sim_cluster_worker_host(c, (w + 1) % s->n_workers)));
-    st = sim_cluster_run(c, &out.end_s);
+    st = sim_cluster_simulate(c, &out.end_s);
     sim_blob_append(result, &out, sizeof out);
     sim_ps_free(ps);
     free(args);

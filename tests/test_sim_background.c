@@ -20,7 +20,7 @@ typedef struct bg_case {
 } bg_case;
 
 typedef struct member_arg {
-    sim_comm *world;
+    sim_group *world;
     int member;
     double end_s;
 } member_arg;
@@ -63,7 +63,7 @@ static int run_bg(void *arg, sim_blob *out) {
         sim_actor_spawn("member", w, sim_cluster_worker_host(cl, w), member, &args[w]);
     }
     double end;
-    if ((rc = sim_cluster_run(cl, &end)) != SS_OK) return rc;
+    if ((rc = sim_cluster_simulate(cl, &end)) != SS_OK) return rc;
     double bytes = sim_background_bytes(bg);
     sim_blob_append(out, &args[0].end_s, sizeof(double));
     sim_blob_append(out, &bytes, sizeof(double));

@@ -1,4 +1,5 @@
-/* CUnit suite of the exchange's SimGrid backend (sim/exchange/exchange_simgrid.h): the non-blocking
+/* CUnit suite of the exchange's SimGrid backend (sim/exchange/exchange_simgrid.h): the conformance
+ * table every backend passes (exchange_cases.h), and beyond it: the non-blocking
  * all-reduce ends when the blocking one does, the all-gather delivers every member's bytes,
  * groups are the same object for the same list, the staleness bound holds, and the parameter
  * servers' hooks see every shard. */
@@ -6,6 +7,7 @@
 #include "sim/exchange/exchange_simgrid.h"
 #include "common/isolate.h"
 #include "sim/platform/platform_gen.h"
+#include "exchange_cases.h"
 #include "ss_test.h"
 
 #include <simgrid/actor.h>
@@ -126,7 +128,7 @@ static int run_exchange(void *arg, sim_blob *out) {
         sim_actor_spawn("worker", w, sim_cluster_worker_host(cl, w), worker, &args[w]);
     }
     double end;
-    if ((rc = sim_cluster_run(cl, &end)) != SS_OK) return rc;
+    if ((rc = sim_cluster_simulate(cl, &end)) != SS_OK) return rc;
     exchange_simgrid_close(c.ex);
     sim_blob_append(out, &c.out, sizeof c.out);
     unlink(path);
@@ -170,7 +172,62 @@ static void test_staleness_and_ps(void) {
         CU_ASSERT(o.end_s[w] <= o.end_s[0] + 1e-12); /* nobody ends after the slow worker */
 }
 
+/* One row of the conformance table (exchange_cases.h) in a simulation of its own: 4 workers and
+ * 2 servers on a generated star, the ring all-reduce. */
+static int run_case(void *arg, sim_blob *out) {
+    const exchange_case *row = &exchange_cases[*(const int *)arg];
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/ss_test_exchange_case_%d.xml", (int)getpid());
+    platform_gen_spec s = platform_gen_default();
+    s.n_hosts = CASE_WORKERS;
+    s.n_ps = 2;
+    FILE *fp = fopen(path, "w");
+    int rc = platform_generate(&s, fp);
+    fclose(fp);
+    if (rc != SS_OK) return rc;
+    sim_cluster_opts o = {.platform_path = path, .n_workers = CASE_WORKERS, .n_ps = 2};
+    sim_cluster *cl;
+    rc = sim_cluster_open(&o, &cl);
+    unlink(path);
+    if (rc != SS_OK) return rc;
+    case_state c = {.n_servers = 2};
+    exchange_simgrid_opts xo = {.coll = {.algo = SIM_ALLREDUCE_RING}};
+    if ((rc = exchange_simgrid_open(cl, &xo, &c.ex)) != SS_OK) return rc;
+    exchange_ps_opts po = case_ps_opts(&c);
+    if (row->ps && (rc = c.ex->ops->ps_start(c.ex->self, &po)) != SS_OK) return rc;
+    case_run run = {&c, row};
+    exchange_hosted hosted;
+    rc = c.ex->ops->run_workers(c.ex->self, CASE_WORKERS, case_worker, &run, &hosted);
+    exchange_simgrid_close(c.ex);
+    if (rc != SS_OK) return rc;
+    CASE_CHECK(&c, -1, hosted.first_worker == 0 && hosted.n_here == CASE_WORKERS);
+    c.ex = NULL;
+    sim_blob_append(out, &c, sizeof c);
+    return SS_OK;
+}
+
+static void test_conformance(void) {
+    for (int i = 0; i < EXCHANGE_CASE_COUNT; i++) {
+        sim_blob b = {0};
+        int rc = sim_run_isolated(run_case, &i, &b);
+        if (rc != SS_OK)
+            fprintf(stderr, "\n  %s: %s\n", exchange_cases[i].name, ss_error_message());
+        CU_ASSERT_FATAL(rc == SS_OK && b.bytes == sizeof(case_state));
+        case_state c;
+        memcpy(&c, b.data, sizeof c);
+        sim_blob_free(&b);
+        if (c.failures) fprintf(stderr, "\n  %s: %s\n", exchange_cases[i].name, c.first);
+        CU_ASSERT_EQUAL(c.failures, 0);
+        if (exchange_cases[i].ps && exchange_cases[i].worker == case_ps_hooks) {
+            /* each server's hook saw each worker's push and pull of both rounds */
+            CU_ASSERT_EQUAL(c.pushes, 2 * CASE_WORKERS * 2);
+            CU_ASSERT_EQUAL(c.pulls, 2 * CASE_WORKERS * 2);
+        }
+    }
+}
+
 static CU_TestInfo exchange_tests[] = {
+    {"conformance table (exchange_cases.h) on the SimGrid backend", test_conformance},
     {"blocking and non-blocking all-reduce, all-gather, groups", test_collectives},
     {"staleness bound, PS hooks", test_staleness_and_ps},
     CU_TEST_INFO_NULL};

@@ -141,7 +141,7 @@ typedef struct job_out {
 
 typedef struct member_arg {
     const job *j;
-    sim_comm *world;
+    sim_group *world;
     int rank;
     job_out *out;
 } member_arg;
@@ -162,7 +162,7 @@ static void member_main(void *p) {
 }
 
 static void job_inspect(const job *j, sim_cluster *c, job_out *out) {
-    sim_comm *world = sim_cluster_world(c);
+    sim_group *world = sim_cluster_world(c);
     if (j->kind == JOB_PICK) {
         for (int i = 0; i < j->n_picks; i++) {
             sim_allreduce_algo a = sim_allreduce_auto_pick(world, j->pick_bytes[i], &j->co);
@@ -209,7 +209,7 @@ static int job_run(void *arg, sim_blob *result) {
             args[w] = (member_arg){j, sim_cluster_world(c), w, &out};
             sim_actor_spawn("member", w, sim_cluster_worker_host(c, w), member_main, &args[w]);
         }
-        st = sim_cluster_run(c, NULL);
+        st = sim_cluster_simulate(c, NULL);
     } else {
         job_inspect(j, c, &out);
     }

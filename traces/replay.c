@@ -293,7 +293,7 @@ static void replay_choose_collective(const trace *t, sim_cluster *cluster, polic
     if (pc->coll.channels <= 1 && recorded && atoi(recorded) > 1 &&
         atoi(recorded) <= SIM_MAX_CHANNELS)
         pc->coll.channels = atoi(recorded);
-    sim_comm *world = sim_cluster_world(cluster);
+    sim_group *world = sim_cluster_world(cluster);
     if (pc->coll.algo == SIM_ALLREDUCE_RING && pc->coll.channels <= 1 &&
         pc->coll.segment_bytes <= 0 && pc->workers >= SIM_COARSE_MIN_MEMBERS &&
         replay_flat(cluster, pc->workers)) {

@@ -98,12 +98,12 @@ typedef struct exchange_ps_opts {
     exchange_ps_hooks hooks;
 } exchange_ps_opts;
 
-/* The workers a run hosted in this process, and when they ended. */
-typedef struct exchange_run_result {
+/* The workers an exchange hosted in this process (run_workers), and when they ended. */
+typedef struct exchange_hosted {
     double end_s;     /* now() when the last of them ended */
     int first_worker; /* they are workers first_worker .. first_worker + n_here - 1 */
     int n_here;       /* 0 on a process that only serves (an MPI server rank) */
-} exchange_run_result;
+} exchange_hosted;
 
 typedef struct exchange_ops {
     const char *name; /* "simgrid", "mpi" */
@@ -116,8 +116,8 @@ typedef struct exchange_ops {
      * have all ended. The simulation: one actor per worker on its host, then the simulation
      * until every actor ended; MPI: this rank's worker, or the parameter servers' loop on a
      * server rank. Once per exchange; SS_EUSAGE when the workers do not match the exchange's. */
-    int (*run)(void *self, int workers, void (*worker)(void *ctx, int w), void *ctx,
-               exchange_run_result *out);
+    int (*run_workers)(void *self, int workers, void (*worker)(void *ctx, int w), void *ctx,
+                       exchange_hosted *out);
 
     /* Lets worker `worker`'s computation of a step take its time: `cost` priced by the compute
      * model `cfg` on the worker's host (sim/compute/compute.h). The simulation blocks the

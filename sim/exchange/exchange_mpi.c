@@ -73,8 +73,8 @@ int exchange_mpi_is_server(const exchange *ex) {
 
 /* ---------------------------------------------------------------- the workers, their compute */
 
-static int mx_run(void *self, int workers, void (*worker)(void *ctx, int w), void *ctx,
-                  exchange_run_result *out) {
+static int mx_run_workers(void *self, int workers, void (*worker)(void *ctx, int w), void *ctx,
+                          exchange_hosted *out) {
     mx_exchange *x = self;
     memset(out, 0, sizeof *out);
     if (workers != x->n_workers)
@@ -86,7 +86,8 @@ static int mx_run(void *self, int workers, void (*worker)(void *ctx, int w), voi
         rc = exchange_mpi_serve(&x->ex);
     } else {
         worker(ctx, x->rank);
-        rc = exchange_mpi_worker_done(&x->ex, x->rank);
+        /* the servers serve until every worker says it is done; without them, nobody listens */
+        rc = x->ps_started ? exchange_mpi_worker_done(&x->ex, x->rank) : SS_OK;
         out->first_worker = x->rank;
         out->n_here = 1;
     }
@@ -122,7 +123,7 @@ static int mx_layer_times(void *self, int worker, const sim_compute_cfg *cfg,
 
 static const exchange_ops mx_ops = {.name = "mpi",
                                     .now = mx_now,
-                                    .run = mx_run,
+                                    .run_workers = mx_run_workers,
                                     .compute = mx_compute,
                                     .layer_times = mx_layer_times,
                                     .group = mx_group_of,

@@ -20,7 +20,7 @@
  * after; no member completes call k + 1 before every member has returned from call k, so row
  * k % 2 is free again when call k + 2 writes it. */
 typedef struct gather_board {
-    sim_comm *comm;
+    sim_group *comm;
     size_t count;     /* bytes of one member's part */
     uint8_t *rows[2]; /* (size * count) each */
     long *calls;      /* (size) all-gathers each member has made on this group */
@@ -52,8 +52,8 @@ static void result_of(const sim_coll_result *cr, exchange_result *r) {
     r->bytes_recv = cr->bytes_recv;
 }
 
-static sim_comm *comm_of(exchange_group *g) {
-    return (sim_comm *)g;
+static sim_group *group_of(exchange_group *g) {
+    return (sim_group *)g;
 }
 
 static double sx_now(void *self) {
@@ -73,7 +73,7 @@ static int sx_allreduce(void *self, exchange_group *g, int member, float *buf, s
     (void)count;
     sx_exchange *x = self;
     sim_coll_result cr = {0};
-    int rc = sim_allreduce(comm_of(g), member, bytes, &x->coll, &cr);
+    int rc = sim_allreduce(group_of(g), member, bytes, &x->coll, &cr);
     result_of(&cr, r);
     return rc;
 }
@@ -81,8 +81,8 @@ static int sx_allreduce(void *self, exchange_group *g, int member, float *buf, s
 /* A request of this backend: an all-reduce in flight (sim/net/coll/collective.h's request) or one
  * point-to-point message (sim/net/actors.h). */
 typedef struct sx_request {
-    sim_request *coll; /* all-reduce, or NULL */
-    sim_message *msg;  /* message, or NULL */
+    sim_request *coll;    /* all-reduce, or NULL */
+    sim_p2p_request *msg; /* message, or NULL */
 } sx_request;
 
 static exchange_request *sx_allreduce_start(void *self, exchange_group *g, int member, float *buf,
@@ -91,32 +91,32 @@ static exchange_request *sx_allreduce_start(void *self, exchange_group *g, int m
     (void)count;
     sx_exchange *x = self;
     sx_request *rq = ss_calloc(1, sizeof *rq);
-    rq->coll = sim_allreduce_async(comm_of(g), member, bytes, &x->coll, NULL, NULL);
+    rq->coll = sim_allreduce_async(group_of(g), member, bytes, &x->coll, NULL, NULL);
     return (exchange_request *)rq;
 }
 
 static int sx_test(void *self, const exchange_request *rq) {
     (void)self;
     const sx_request *r = (const sx_request *)rq;
-    return r->coll ? sim_request_test(r->coll) : sim_message_test(r->msg);
+    return r->coll ? sim_request_test(r->coll) : sim_p2p_test(r->msg);
 }
 
 static int sx_wait(void *self, exchange_request *rq, exchange_result *r) {
     (void)self;
     sx_request *q = (sx_request *)rq;
     sim_coll_result cr = {0};
-    int rc = q->coll ? sim_request_wait(q->coll, &cr) : sim_message_wait(q->msg, &cr);
+    int rc = q->coll ? sim_request_wait(q->coll, &cr) : sim_p2p_wait(q->msg, &cr);
     result_of(&cr, r);
     free(q);
     return rc;
 }
 
-static gather_board *board_of(sx_exchange *x, sim_comm *c, size_t count) {
+static gather_board *board_of(sx_exchange *x, sim_group *c, size_t count) {
     gather_board *b = x->boards;
     while (b && b->comm != c)
         b = b->next;
     if (!b) {
-        size_t n = (size_t)sim_comm_size(c);
+        size_t n = (size_t)sim_group_size(c);
         b = ss_calloc(1, sizeof *b);
         b->comm = c;
         b->count = count;
@@ -133,16 +133,16 @@ static gather_board *board_of(sx_exchange *x, sim_comm *c, size_t count) {
 static int sx_allgather(void *self, exchange_group *g, int member, const void *mine, void *all,
                         size_t count, double bytes, exchange_result *r) {
     sx_exchange *x = self;
-    sim_comm *c = comm_of(g);
+    sim_group *c = group_of(g);
     uint8_t *row = NULL;
-    if (mine && all && count > 0 && member >= 0 && member < sim_comm_size(c)) {
+    if (mine && all && count > 0 && member >= 0 && member < sim_group_size(c)) {
         gather_board *b = board_of(x, c, count);
         row = b->rows[b->calls[member]++ & 1];
         memcpy(row + (size_t)member * count, mine, count);
     }
     sim_coll_result cr = {0};
     int rc = sim_allgather_opts(c, member, bytes, &x->coll, &cr);
-    if (rc == SS_OK && row) memcpy(all, row, (size_t)sim_comm_size(c) * count);
+    if (rc == SS_OK && row) memcpy(all, row, (size_t)sim_group_size(c) * count);
     result_of(&cr, r);
     return rc;
 }
@@ -153,7 +153,7 @@ static int sx_broadcast(void *self, exchange_group *g, int member, int root, flo
     (void)buf;
     (void)count;
     sim_coll_result cr = {0};
-    int rc = sim_broadcast(comm_of(g), member, root, bytes, &cr);
+    int rc = sim_broadcast(group_of(g), member, root, bytes, &cr);
     result_of(&cr, r);
     return rc;
 }
@@ -164,7 +164,7 @@ static int sx_send(void *self, exchange_group *g, int member, int dst, const flo
     (void)buf;
     (void)count;
     sim_coll_result cr = {0};
-    int rc = sim_send(comm_of(g), member, dst, bytes, &cr);
+    int rc = sim_send(group_of(g), member, dst, bytes, &cr);
     result_of(&cr, r);
     return rc;
 }
@@ -175,7 +175,7 @@ static int sx_recv(void *self, exchange_group *g, int member, int src, float *bu
     (void)buf;
     (void)count;
     sim_coll_result cr = {0};
-    int rc = sim_recv(comm_of(g), member, src, bytes, &cr);
+    int rc = sim_recv(group_of(g), member, src, bytes, &cr);
     result_of(&cr, r);
     return rc;
 }
@@ -188,7 +188,7 @@ static exchange_request *sx_send_start(void *self, exchange_group *g, int member
     (void)buf;
     (void)count;
     sx_request *rq = ss_calloc(1, sizeof *rq);
-    rq->msg = sim_send_start(comm_of(g), member, dst, bytes);
+    rq->msg = sim_p2p_send_start(group_of(g), member, dst, bytes);
     return (exchange_request *)rq;
 }
 
@@ -198,7 +198,7 @@ static exchange_request *sx_recv_start(void *self, exchange_group *g, int member
     (void)buf;
     (void)count;
     sx_request *rq = ss_calloc(1, sizeof *rq);
-    rq->msg = sim_recv_start(comm_of(g), member, src, bytes);
+    rq->msg = sim_p2p_recv_start(group_of(g), member, src, bytes);
     return (exchange_request *)rq;
 }
 
@@ -298,11 +298,11 @@ static void worker_actor(void *arg) {
     ws->fn(ws->ctx, ws->w);
 }
 
-static int sx_run(void *self, int workers, void (*worker)(void *ctx, int w), void *ctx,
-                  exchange_run_result *out) {
+static int sx_run_workers(void *self, int workers, void (*worker)(void *ctx, int w), void *ctx,
+                          exchange_hosted *out) {
     sx_exchange *x = self;
     memset(out, 0, sizeof *out);
-    if (x->ran) return ss_error_set(SS_EUSAGE, "exchange: the workers of a run run once");
+    if (x->ran) return ss_error_set(SS_EUSAGE, "exchange: run_workers is called once per exchange");
     if (workers != x->n_workers)
         return ss_error_set(SS_EUSAGE, "policy: the cluster maps %d workers, the policy wants %d",
                             x->n_workers, workers);
@@ -313,7 +313,7 @@ static int sx_run(void *self, int workers, void (*worker)(void *ctx, int w), voi
         sim_actor_spawn("worker", w, sim_cluster_worker_host(x->cluster, w), worker_actor,
                         &args[w]);
     }
-    int rc = sim_cluster_run(x->cluster, &out->end_s);
+    int rc = sim_cluster_simulate(x->cluster, &out->end_s);
     free(args);
     out->first_worker = 0;
     out->n_here = workers;
@@ -348,7 +348,7 @@ static int sx_layer_times(void *self, int worker, const sim_compute_cfg *cfg,
 
 static const exchange_ops sx_ops = {.name = "simgrid",
                                     .now = sx_now,
-                                    .run = sx_run,
+                                    .run_workers = sx_run_workers,
                                     .compute = sx_compute,
                                     .layer_times = sx_layer_times,
                                     .group = sx_group,

@@ -26,7 +26,7 @@ void sim_actor_compute(double flops, double seconds) {
 
 /* ---- non-blocking messages ---- */
 
-struct sim_message {
+struct sim_p2p_request {
     sg_comm_t comm; /* until it is observed complete */
     int done;       /* 1 once observed complete (the comm is then released) */
     int status;     /* SS_OK, or the invalid call's status */
@@ -34,7 +34,7 @@ struct sim_message {
     sim_coll_result res;
 };
 
-static sg_mailbox_t message_mailbox(const sim_comm *c, int src, int dst) {
+static sg_mailbox_t message_mailbox(const sim_group *c, int src, int dst) {
     char name[96];
     snprintf(name, sizeof name, "x%p.%d.%d", (const void *)c, src, dst);
     return sg_mailbox_by_name(name);
@@ -46,10 +46,11 @@ static long message_wire_bytes(double bytes) {
     return b < 1 ? 1 : b;
 }
 
-static sim_message *message_new(sim_comm *c, int member, int peer, double bytes, const char *what) {
-    sim_message *m = ss_calloc(1, sizeof *m);
+static sim_p2p_request *message_new(sim_group *c, int member, int peer, double bytes,
+                                    const char *what) {
+    sim_p2p_request *m = ss_calloc(1, sizeof *m);
     m->res.start_s = m->res.end_s = simgrid_get_clock();
-    int n = sim_comm_size(c);
+    int n = sim_group_size(c);
     if (member < 0 || member >= n || peer < 0 || peer >= n || peer == member || !(bytes >= 0)) {
         m->status = ss_error_set(SS_EUSAGE,
                                  "%s: member %d, peer %d, %.17g bytes (group of %d: members "
@@ -60,8 +61,8 @@ static sim_message *message_new(sim_comm *c, int member, int peer, double bytes,
     return m;
 }
 
-sim_message *sim_send_start(sim_comm *c, int member, int dst, double bytes) {
-    sim_message *m = message_new(c, member, dst, bytes, "send_start");
+sim_p2p_request *sim_p2p_send_start(sim_group *c, int member, int dst, double bytes) {
+    sim_p2p_request *m = message_new(c, member, dst, bytes, "send_start");
     if (m->done) return m;
     long wire = message_wire_bytes(bytes);
     m->comm = sg_mailbox_put_async(message_mailbox(c, member, dst), &sim_token, wire);
@@ -69,15 +70,15 @@ sim_message *sim_send_start(sim_comm *c, int member, int dst, double bytes) {
     return m;
 }
 
-sim_message *sim_recv_start(sim_comm *c, int member, int src, double bytes) {
-    sim_message *m = message_new(c, member, src, bytes, "recv_start");
+sim_p2p_request *sim_p2p_recv_start(sim_group *c, int member, int src, double bytes) {
+    sim_p2p_request *m = message_new(c, member, src, bytes, "recv_start");
     if (m->done) return m;
     m->comm = sg_mailbox_get_async(message_mailbox(c, src, member), &m->payload);
     m->res.bytes_recv = (double)message_wire_bytes(bytes);
     return m;
 }
 
-static void observe(sim_message *m, int block) {
+static void observe(sim_p2p_request *m, int block) {
     if (m->done) return;
     if (block) {
         sg_comm_wait(m->comm);
@@ -89,12 +90,12 @@ static void observe(sim_message *m, int block) {
     m->res.end_s = simgrid_get_clock();
 }
 
-int sim_message_test(sim_message *m) {
+int sim_p2p_test(sim_p2p_request *m) {
     observe(m, 0);
     return m->done;
 }
 
-int sim_message_wait(sim_message *m, sim_coll_result *r) {
+int sim_p2p_wait(sim_p2p_request *m, sim_coll_result *r) {
     observe(m, 1);
     int rc = m->status;
     if (r) *r = m->res;

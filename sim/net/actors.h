@@ -3,8 +3,8 @@
  *
  *     double t = sim_now();
  *     sim_actor_compute(flops, seconds);          // the calling actor runs, then sleeps
- *     sim_message *m = sim_send_start(comm, me, peer, bytes);
- *     ... sim_message_test(m) ...; sim_message_wait(m, &r);
+ *     sim_p2p_request *m = sim_p2p_send_start(comm, me, peer, bytes);
+ *     ... sim_p2p_test(m) ...; sim_p2p_wait(m, &r);
  *     sim_clocks *k = sim_clocks_create(n);       // before the actors run
  *     sim_clocks_wait(k, w, s); sim_clocks_advance(k, w, c, &rounds);
  */
@@ -23,14 +23,14 @@ void sim_actor_compute(double flops, double seconds);
  * of its own per group and ordered pair, so that messages started together are concurrent flows
  * (matched in start order per pair). An invalid call (member or peer out of range, peer the
  * member, bytes < 0) completes at once with SS_EUSAGE. */
-typedef struct sim_message sim_message; /* opaque */
-sim_message *sim_send_start(sim_comm *c, int member, int dst, double bytes);
-sim_message *sim_recv_start(sim_comm *c, int member, int src, double bytes);
+typedef struct sim_p2p_request sim_p2p_request; /* opaque */
+sim_p2p_request *sim_p2p_send_start(sim_group *c, int member, int dst, double bytes);
+sim_p2p_request *sim_p2p_recv_start(sim_group *c, int member, int src, double bytes);
 /* 1 once complete (never blocks); the time it is observed complete is its end. */
-int sim_message_test(sim_message *m);
+int sim_p2p_test(sim_p2p_request *m);
 /* Blocks until complete, fills r (may be NULL: start, end, bytes), frees the message and returns
  * its status. */
-int sim_message_wait(sim_message *m, sim_coll_result *r);
+int sim_p2p_wait(sim_p2p_request *m, sim_coll_result *r);
 
 /* The workers' clocks of SSP's staleness bound (steps completed, 0 at the start), shared by the
  * actors of one simulation. */

@@ -3,7 +3,7 @@
  * production network (DLCP's setting).
  *
  *     sim_background *bg; sim_background_start(hosts, n, 0.3, seed, &bg);  // before the run
- *     ... sim_cluster_run() ...;  sim_background_free(bg);
+ *     ... sim_cluster_simulate() ...;  sim_background_free(bg);
  *
  * Every host of the list (a run uses its workers and parameter servers) runs a daemon sender: in
  * each period of SIM_BACKGROUND_PERIOD_S it picks a random other host and sends it load x B x

@@ -18,7 +18,7 @@
 typedef struct sim_group_entry {
     int n;
     int *ranks;
-    sim_comm *comm;
+    sim_group *comm;
     struct sim_group_entry *next;
 } sim_group_entry;
 
@@ -28,7 +28,7 @@ struct sim_cluster {
     int n_ps;
     sg_host_t *worker_hosts; /* (n_workers) */
     sg_host_t *ps_hosts;     /* (n_ps) */
-    sim_comm *world;
+    sim_group *world;
     sim_group_entry *groups;
 };
 
@@ -179,7 +179,7 @@ static int bind_hosts(const sim_cluster_opts *o, const sim_platform_info *info,
         else
             c->ps_hosts[i - nw] = h;
     }
-    c->world = sim_comm_create(c->n_workers, c->worker_hosts);
+    c->world = sim_group_create(c->n_workers, c->worker_hosts);
     *out = c;
     return SS_OK;
 }
@@ -208,7 +208,7 @@ int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out) {
     return st;
 }
 
-int sim_cluster_run(sim_cluster *c, double *end_s) {
+int sim_cluster_simulate(sim_cluster *c, double *end_s) {
     SS_ASSERT(c != NULL);
     simgrid_run();
     if (end_s) *end_s = simgrid_get_clock();
@@ -219,11 +219,11 @@ void sim_cluster_close(sim_cluster *c) {
     if (!c) return;
     for (sim_group_entry *g = c->groups, *next; g; g = next) {
         next = g->next;
-        sim_comm_destroy(g->comm);
+        sim_group_destroy(g->comm);
         free(g->ranks);
         free(g);
     }
-    if (c->world) sim_comm_destroy(c->world);
+    if (c->world) sim_group_destroy(c->world);
     free(c->platform_path);
     free(c->worker_hosts);
     free(c->ps_hosts);
@@ -250,11 +250,11 @@ const sg_host_t *sim_cluster_worker_hosts(const sim_cluster *c) {
 const sg_host_t *sim_cluster_ps_hosts(const sim_cluster *c) {
     return c->ps_hosts;
 }
-sim_comm *sim_cluster_world(sim_cluster *c) {
+sim_group *sim_cluster_world(sim_cluster *c) {
     return c->world;
 }
 
-sim_comm *sim_cluster_group(sim_cluster *c, const int *ranks, int n) {
+sim_group *sim_cluster_group(sim_cluster *c, const int *ranks, int n) {
     SS_ASSERT(c != NULL && ranks != NULL && n > 0);
     for (sim_group_entry *g = c->groups; g; g = g->next) {
         if (g->n == n && memcmp(g->ranks, ranks, (size_t)n * sizeof(int)) == 0) return g->comm;
@@ -268,7 +268,7 @@ sim_comm *sim_cluster_group(sim_cluster *c, const int *ranks, int n) {
         SS_ASSERT(ranks[i] >= 0 && ranks[i] < c->n_workers);
         hosts[i] = c->worker_hosts[ranks[i]];
     }
-    g->comm = sim_comm_create(n, hosts);
+    g->comm = sim_group_create(n, hosts);
     free(hosts);
     g->next = c->groups;
     c->groups = g;

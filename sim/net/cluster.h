@@ -6,8 +6,8 @@
  *     if (sim_cluster_open(&o, &c) != SS_OK) return ...;       // once per process: see isolate.h
  *     for (int w = 0; w < 16; w++)
  *         sim_actor_spawn("worker", w, sim_cluster_worker_host(c, w), worker_main, &args[w]);
- *     double end_s; sim_cluster_run(c, &end_s);                 // returns when all actors ended
- *     sim_cluster_close(c);
+ *     double end_s; sim_cluster_simulate(c, &end_s);                 // returns when all actors
+ * ended sim_cluster_close(c);
  *
  * The platform is checked first (platform_check.h: what a valid platform is, and which host is
  * which worker and server).
@@ -63,7 +63,7 @@ typedef struct sim_cluster sim_cluster; /* opaque */
  * process returns SS_EUSAGE (run each simulation with sim_run_isolated()). */
 int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out);
 /* Runs the simulation until every non-daemon actor has ended; *end_s = simulated clock then. */
-int sim_cluster_run(sim_cluster *c, double *end_s);
+int sim_cluster_simulate(sim_cluster *c, double *end_s);
 /* Frees the mapping and every group made by sim_cluster_group(); SimGrid's engine itself lives on
  * until the process exits. */
 void sim_cluster_close(sim_cluster *c);
@@ -76,18 +76,19 @@ const sg_host_t *sim_cluster_worker_hosts(const sim_cluster *c);     /* (n_worke
 const sg_host_t *sim_cluster_ps_hosts(const sim_cluster *c);         /* (n_ps) */
 
 /* Starts an actor named "<name>-<index>" on `host` running fn(data) (SimGrid's C actors take
- * argc/argv; this passes a pointer instead). Callable before sim_cluster_run() and from actors. */
+ * argc/argv; this passes a pointer instead). Callable before sim_cluster_simulate() and from
+ * actors. */
 sg_actor_t sim_actor_spawn(const char *name, int index, sg_host_t host, void (*fn)(void *data),
                            void *data);
 
 /* Forward declaration (collective.h): a group of members that run collectives together. */
-typedef struct sim_comm sim_comm;
+typedef struct sim_group sim_group;
 
 /* The group of all workers; member index = worker rank. Owned by the cluster. */
-sim_comm *sim_cluster_world(sim_cluster *c);
+sim_group *sim_cluster_world(sim_cluster *c);
 /* The group of workers ranks[0..n-1] (member i = ranks[i]), created on the first call and the SAME
  * object for every later call with the same list in the same order, so every member of a DS-Sync
  * group can ask for it independently from its own actor. Owned by the cluster. */
-sim_comm *sim_cluster_group(sim_cluster *c, const int *ranks, int n);
+sim_group *sim_cluster_group(sim_cluster *c, const int *ranks, int n);
 
 #endif

@@ -4,11 +4,12 @@
  *     sim_ps_opts po = {.n_workers = n, .worker_hosts = sim_cluster_worker_hosts(c),
  *                       .n_servers = k, .server_hosts = sim_cluster_ps_hosts(c),
  *                       .mode = SIM_PS_SYNC, .hooks = {.ctx = emu, .on_push = apply_grad}};
- *     sim_ps *ps; sim_ps_start(&po, &ps);         // before sim_cluster_run(): spawns the servers
+ *     sim_ps *ps; sim_ps_start(&po, &ps);         // before sim_cluster_simulate(): spawns the
+ * servers
  *     // worker actor w, step i:
  *     sim_ps_push(ps, w, grad_bytes, i, grad_ptr, &r);   // returns when all shards arrived
  *     sim_ps_pull(ps, w, param_bytes, i, &r);            // returns when all shards came back
- *     // after sim_cluster_run(): sim_ps_free(ps);
+ *     // after sim_cluster_simulate(): sim_ps_free(ps);
  *
  * Messages: worker w and server s talk through mailboxes "ps<id>.w<w>.s<s>" (push, pull request)
  * and "ps<id>.s<s>.w<w>" (pull reply). A push of M bytes sends shard s of size M/K (the remainder
@@ -71,7 +72,7 @@ typedef struct sim_ps_opts {
 
 typedef struct sim_ps sim_ps; /* opaque */
 
-/* Spawns the K server actors (daemons). Call before sim_cluster_run() or from an actor. */
+/* Spawns the K server actors (daemons). Call before sim_cluster_simulate() or from an actor. */
 int sim_ps_start(const sim_ps_opts *o, sim_ps **out);
 /* Frees the PS; after the simulation has ended. */
 void sim_ps_free(sim_ps *ps);

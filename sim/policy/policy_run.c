@@ -74,7 +74,7 @@ static int start_exchange(policy_state *st) {
 }
 
 /* Sums up the run: means over the workers hosted here (a real rank: its own worker). */
-static void collect(const policy_state *st, const exchange_run_result *ran, policy_result *res) {
+static void collect(const policy_state *st, const exchange_hosted *ran, policy_result *res) {
     res->sim_time_s = ran->end_s;
     res->steps = st->src->stop_after > 0 ? st->src->stop_after : st->pc->steps;
     res->sync_steps = st->counters.sync_steps;
@@ -115,8 +115,8 @@ int policy_run(const policy_config *pc, exchange *ex, step_source *src, policy_r
     src->counters = &st.counters;
     st.ex = ex;
     rc = start_exchange(&st);
-    exchange_run_result ran;
-    if (rc == SS_OK) rc = ex->ops->run(ex->self, pc->workers, run_worker, &st, &ran);
+    exchange_hosted ran;
+    if (rc == SS_OK) rc = ex->ops->run_workers(ex->self, pc->workers, run_worker, &st, &ran);
     if (rc == SS_OK) collect(&st, &ran, res);
     state_free(&st);
     src->counters = NULL;

@@ -11,7 +11,7 @@
 #include "sim/net/coll/collective_internal.h"
 
 /* Bruck's steps as messages, or their closed form. */
-static int allgather_seq(sim_comm *c, int member, double bytes_per_member, int coarse,
+static int allgather_seq(sim_group *c, int member, double bytes_per_member, int coarse,
                          sim_coll_result *r) {
     int st = coll_check_call(c, member, bytes_per_member, "all-gather");
     if (st) return st;
@@ -31,11 +31,11 @@ static int allgather_seq(sim_comm *c, int member, double bytes_per_member, int c
     return SS_OK;
 }
 
-int sim_allgather(sim_comm *c, int member, double bytes_per_member, sim_coll_result *r) {
+int sim_allgather(sim_group *c, int member, double bytes_per_member, sim_coll_result *r) {
     return sim_allgather_opts(c, member, bytes_per_member, NULL, r);
 }
 
-int sim_allgather_opts(sim_comm *c, int member, double bytes_per_member, const sim_coll_opts *o,
+int sim_allgather_opts(sim_group *c, int member, double bytes_per_member, const sim_coll_opts *o,
                        sim_coll_result *r) {
     /* auto, and the closed forms of the all-reduce, take the closed form at scale */
     int coarse = o &&
@@ -45,13 +45,13 @@ int sim_allgather_opts(sim_comm *c, int member, double bytes_per_member, const s
     return allgather_seq(c, member, bytes_per_member, coarse, r);
 }
 
-int sim_allgather_coarse(sim_comm *c, int member, double bytes_per_member, sim_coll_result *r) {
+int sim_allgather_coarse(sim_group *c, int member, double bytes_per_member, sim_coll_result *r) {
     return allgather_seq(c, member, bytes_per_member, 1, r);
 }
 
 /* Sum over Bruck's steps of the slowest pair's latency and the step's bytes over the narrowest
  * route (once per group and size). */
-static double gather_closed_form_s(sim_comm *c, double bytes_per_member) {
+static double gather_closed_form_s(sim_group *c, double bytes_per_member) {
     if (c->gather_coarse_s >= 0 && c->gather_coarse_bytes == bytes_per_member)
         return c->gather_coarse_s;
     const int n = c->size;
@@ -73,7 +73,7 @@ static double gather_closed_form_s(sim_comm *c, double bytes_per_member) {
 }
 
 void coll_allgather_coarse(call *k, double bytes_per_member) {
-    sim_comm *c = k->c;
+    sim_group *c = k->c;
     const int n = c->size;
     const double t_s = gather_closed_form_s(c, bytes_per_member);
     if (!c->barrier) c->barrier = sg_barrier_init((unsigned)n);

@@ -15,7 +15,7 @@ enum { HOPS_RING, HOPS_INTRA, HOPS_RAIL };
 
 /* The hops of each kind (once), each kind's hops as running at once: a ring's steps, the
  * intra-node rings of every node, the rail rings of every rail. */
-static void auto_figures(sim_comm *c, const sim_topology *t) {
+static void auto_figures(sim_group *c, const sim_topology *t) {
     if (c->est_ready) return;
     const int n = c->size;
     const int g = t && t->per_node > 1 ? t->per_node : 0;
@@ -41,14 +41,14 @@ static void auto_figures(sim_comm *c, const sim_topology *t) {
 }
 
 /* Latency and bandwidth of the slowest hop of kind h for messages of `bytes`. */
-static double est_alpha(const sim_comm *c, int h, double bytes) {
+static double est_alpha(const sim_group *c, int h, double bytes) {
     return hop_set_latency_s(&c->est_hops[h], bytes);
 }
 
 /* The bandwidth a message of the kind gets under protocol fraction f: the protocol's cap on its
  * route, or its share where the kind's hops meet on a link (a NIC of G / R GPUs, a PCIe switch
  * uplink of two GPUs), whichever is smaller. */
-static double est_bw(const sim_comm *c, int h, double bytes, double f) {
+static double est_bw(const sim_group *c, int h, double bytes, double f) {
     return fmin(f * hop_set_bandwidth_Bps(&c->est_hops[h], bytes),
                 hop_set_shared_bandwidth_Bps(&c->est_hops[h], bytes));
 }
@@ -57,7 +57,7 @@ static double est_bw(const sim_comm *c, int h, double bytes, double f) {
  * the factors of the messages it sends and the costs of protocol p: its base latency, its latency
  * per step over the slowest hop class of the kind, its fraction of the bandwidth. */
 typedef struct est_ctx {
-    const sim_comm *c;
+    const sim_group *c;
     const sim_topology *t;
     int per_node, nodes; /* 1 and the group size on flat groups */
 } est_ctx;
@@ -67,7 +67,7 @@ static double est_step(const est_ctx *e, int h, int p, int fam) {
 }
 
 static double estimate_ring_s(const est_ctx *e, double bytes, double bw_scale, int p) {
-    const sim_comm *c = e->c;
+    const sim_group *c = e->c;
     const int n = c->size, fam = NCCL_FAMILY_RING;
     const double chunk = bytes / n, f = coll_proto_fraction(p, fam, e->per_node, e->nodes);
     const double a = est_alpha(c, HOPS_RING, chunk) + est_step(e, HOPS_RING, p, fam);
@@ -79,7 +79,7 @@ static double estimate_ring_s(const est_ctx *e, double bytes, double bw_scale, i
  * chains inside them (NCCL's own tree latency, tuning.cc: 2 ((nRanks/nNodes - 1) intraLat +
  * log2(nNodes) interLat)). */
 static double estimate_dbtree_s(const est_ctx *e, double bytes, int p) {
-    const sim_comm *c = e->c;
+    const sim_group *c = e->c;
     const int fam = NCCL_FAMILY_TREE, nodes_apply = e->per_node > 1 && e->nodes > 1;
     const double f = coll_proto_fraction(p, fam, e->per_node, e->nodes);
     const int inter = nodes_apply ? HOPS_RAIL : HOPS_RING;
@@ -96,7 +96,7 @@ static double estimate_dbtree_s(const est_ctx *e, double bytes, int p) {
 }
 
 static double estimate_hier_s(const est_ctx *e, double bytes, int p) {
-    const sim_comm *c = e->c;
+    const sim_group *c = e->c;
     const sim_topology *t = e->t;
     const int g = t->per_node, nodes = t->n_nodes, fam = NCCL_FAMILY_RING;
     const double f = coll_proto_fraction(p, fam, g, nodes);
@@ -111,7 +111,7 @@ static double estimate_hier_s(const est_ctx *e, double bytes, int p) {
                 rail / est_bw(c, HOPS_RAIL, rail, f));
 }
 
-int sim_allreduce_auto_channels(sim_comm *c, const sim_coll_opts *o) {
+int sim_allreduce_auto_channels(sim_group *c, const sim_coll_opts *o) {
     if (o && o->channels > 1) return o->channels;
     const sim_topology *t = c->size > 1 ? coll_topology_of(c) : NULL;
     if (!t || t->per_node < 2 || t->n_nodes < 2) return 1;
@@ -120,7 +120,7 @@ int sim_allreduce_auto_channels(sim_comm *c, const sim_coll_opts *o) {
 
 /* The (algorithm, protocol) of least estimate for an all-reduce of `bytes`: among `only` (or
  * ring, hier on nodes, dbtree when only is AUTO), with o->protocol if named, else LL or Simple. */
-static void choose(sim_comm *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo only,
+static void choose(sim_group *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo only,
                    sim_allreduce_algo *algo, sim_nccl_protocol *proto) {
     const sim_topology *t = coll_topology_of(c);
     auto_figures(c, t);
@@ -160,7 +160,7 @@ static void choose(sim_comm *c, double bytes, const sim_coll_opts *o, sim_allred
     }
 }
 
-void coll_auto_resolve(sim_comm *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo *algo,
+void coll_auto_resolve(sim_group *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo *algo,
                        sim_nccl_protocol *proto) {
     if (c->size < 2) {
         *algo = SIM_ALLREDUCE_RING;
@@ -177,14 +177,14 @@ void coll_auto_resolve(sim_comm *c, double bytes, const sim_coll_opts *o, sim_al
     }
 }
 
-sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_coll_opts *o) {
+sim_allreduce_algo sim_allreduce_auto_pick(sim_group *c, double bytes, const sim_coll_opts *o) {
     sim_allreduce_algo a;
     sim_nccl_protocol p;
     coll_auto_resolve(c, bytes, o, &a, &p);
     return a;
 }
 
-sim_nccl_protocol sim_allreduce_protocol(sim_comm *c, sim_allreduce_algo requested,
+sim_nccl_protocol sim_allreduce_protocol(sim_group *c, sim_allreduce_algo requested,
                                          sim_allreduce_algo algo, double bytes,
                                          const sim_coll_opts *o) {
     if (!coll_takes_protocol(requested, o ? o->protocol : SIM_PROTOCOL_AUTO) || c->size < 2)
@@ -197,7 +197,7 @@ sim_nccl_protocol sim_allreduce_protocol(sim_comm *c, sim_allreduce_algo request
     return p;
 }
 
-int sim_coll_check(sim_comm *c, const sim_coll_opts *o, const char *option) {
+int sim_coll_check(sim_group *c, const sim_coll_opts *o, const char *option) {
     if (o->channels < 0 || o->channels > SIM_MAX_CHANNELS)
         return ss_error_set(SS_EUSAGE, "--channels: %d, need 1 to %d", o->channels,
                             SIM_MAX_CHANNELS);

@@ -47,7 +47,7 @@ static int chain_member(const sim_topology *t, int g, int tr, int k, int l) {
     return g > 1 ? t->members[k * g + (tr == 0 ? l : g - 1 - l)] : k;
 }
 
-static void dbtree_links(sim_comm *c) {
+static void dbtree_links(sim_group *c) {
     if (c->tree_next[0]) return;
     const int n = c->size;
     const sim_topology *t = coll_topology_of(c);
@@ -134,7 +134,7 @@ static void tree_helper(int argc, char **argv) {
 }
 
 static void coll_dbtree(call *k, double bytes) {
-    sim_comm *c = k->c;
+    sim_group *c = k->c;
     dbtree_links(c);
     tree_job j;
     j.k = *k;

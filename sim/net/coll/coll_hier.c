@@ -29,7 +29,7 @@ static void ring_phase_coarse(call *k, const int *list, int n, int pos, double b
 }
 
 /* The hops of the intra-node rings and of the rail rings (once). */
-static void hier_hops(sim_comm *c, const sim_topology *t) {
+static void hier_hops(sim_group *c, const sim_topology *t) {
     if (c->intra_hops.ready) return;
     const int g = t->per_node, nodes = t->n_nodes;
     hop_set_clear(&c->intra_hops);
@@ -46,7 +46,7 @@ static void hier_hops(sim_comm *c, const sim_topology *t) {
 }
 
 static void coll_hier(call *k, double bytes, int coarse) {
-    sim_comm *c = k->c;
+    sim_group *c = k->c;
     const sim_topology *t = coll_topology_of(c);
     if (!t || t->per_node < 1) {
         /* nodes of unequal member counts: no rails to pair; the ring */

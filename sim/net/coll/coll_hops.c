@@ -113,14 +113,14 @@ double hop_set_shared_bandwidth_Bps(const hop_set *h, double bytes) {
     return fmin(h->tcp_shared_Bps * sim_fabric_tcp_bandwidth_factor(bytes), h->other_shared_Bps);
 }
 
-int coll_topology(sim_comm *c) {
+int coll_topology(sim_group *c) {
     if (c->topo) return SS_OK;
     return sim_topology_read(c->hosts, c->size, &c->topo);
 }
 
 /* The group's topology; a property error is reported before the simulation (sim_coll_check),
  * so here it can only be a group made later: treated as flat. */
-const sim_topology *coll_topology_of(sim_comm *c) {
+const sim_topology *coll_topology_of(sim_group *c) {
     if (coll_topology(c) != SS_OK) return NULL;
     return c->topo;
 }

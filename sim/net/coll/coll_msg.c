@@ -220,7 +220,7 @@ static double merged_rate(double x, double cap, double share, double raw) {
     return fmin(cap, share * raw * sim_fabric_tcp_bandwidth_factor(x));
 }
 
-static void merged_plan(sim_comm *c, int from, int to, double bytes, double unit_bytes,
+static void merged_plan(sim_group *c, int from, int to, double bytes, double unit_bytes,
                         double share, double frac, double *wire, double *wait_s) {
     *wire = bytes;
     *wait_s = 0;
@@ -253,7 +253,7 @@ static void merged_plan(sim_comm *c, int from, int to, double bytes, double unit
 
 double coll_exchange_merged(call *k, int dst, int src, double bytes, double unit_bytes,
                             double share) {
-    sim_comm *c = k->c;
+    sim_group *c = k->c;
     double lat_s = 0, wait_s = 0, wire, w;
     step st;
     st.n = 0;
@@ -282,7 +282,7 @@ double coll_merged_latency_s(const call *k, int from, int to, double bytes, doub
     return coll_hop_latency_s(k->c->hosts[from], k->c->hosts[to], wire);
 }
 
-int coll_check_call(const sim_comm *c, int member, double bytes, const char *what) {
+int coll_check_call(const sim_group *c, int member, double bytes, const char *what) {
     if (!c) return ss_error_set(SS_EUSAGE, "%s: no group", what);
     if (member < 0 || member >= c->size)
         return ss_error_set(SS_EUSAGE, "%s: member %d out of range (group of %d)", what, member,
@@ -292,7 +292,7 @@ int coll_check_call(const sim_comm *c, int member, double bytes, const char *wha
     return SS_OK;
 }
 
-void coll_call_begin(call *k, sim_comm *c, int member, uint64_t seq, double seg_bytes) {
+void coll_call_begin(call *k, sim_group *c, int member, uint64_t seq, double seg_bytes) {
     memset(k, 0, sizeof *k);
     k->c = c;
     k->member = member;

@@ -34,7 +34,7 @@ void coll_ring(call *k, double bytes) {
 
 /* The hops between ring neighbours (read once per group): a message-level ring step lasts as
  * long as its slowest hop, since everyone waits for its predecessor. */
-double coll_ring_alpha_max_s(sim_comm *c, double bytes) {
+double coll_ring_alpha_max_s(sim_group *c, double bytes) {
     if (!c->ring_hops.ready) {
         hop_set_clear(&c->ring_hops);
         for (int i = 0; i < c->size; i++)
@@ -65,7 +65,7 @@ void coll_ring_coarse(call *k, double bytes) {
 
 /* Channel orders: on regular nodes, channel ch visits the nodes in order and inside each starts
  * at local index ch G / C; otherwise the member order. */
-static void channel_orders(sim_comm *c, int channels) {
+static void channel_orders(sim_group *c, int channels) {
     if (c->channel_count == channels) return;
     const int n = c->size;
     free(c->channel_next);
@@ -89,7 +89,7 @@ static void channel_orders(sim_comm *c, int channels) {
 }
 
 static void coll_ring_channels(call *k, double bytes, int channels) {
-    sim_comm *c = k->c;
+    sim_group *c = k->c;
     const int n = c->size, i = k->member;
     channel_orders(c, channels);
     const double chunk = bytes / channels / n;

@@ -21,9 +21,9 @@
 
 static int comm_next_id;
 
-sim_comm *sim_comm_create(int size, const sg_host_t *hosts) {
+sim_group *sim_group_create(int size, const sg_host_t *hosts) {
     SS_ASSERT(size > 0 && hosts != NULL);
-    sim_comm *c = ss_calloc(1, sizeof *c);
+    sim_group *c = ss_calloc(1, sizeof *c);
     c->id = comm_next_id++;
     c->size = size;
     c->hosts = ss_malloc((size_t)size * sizeof(sg_host_t));
@@ -36,7 +36,7 @@ sim_comm *sim_comm_create(int size, const sg_host_t *hosts) {
 
 static void lane_close(async_lane *l);
 
-void sim_comm_destroy(sim_comm *c) {
+void sim_group_destroy(sim_group *c) {
     if (!c) return;
     free(c->hosts);
     free(c->next_seq);
@@ -55,7 +55,7 @@ void sim_comm_destroy(sim_comm *c) {
     free(c);
 }
 
-int sim_comm_size(const sim_comm *c) {
+int sim_group_size(const sim_group *c) {
     return c->size;
 }
 
@@ -76,7 +76,7 @@ static const coll_run_fn allreduce_algos[] = {
 _Static_assert(sizeof allreduce_algos / sizeof allreduce_algos[0] == SIM_ALLREDUCE_AUTO + 1,
                "one row per all-reduce algorithm");
 
-static int allreduce_seq(sim_comm *c, int member, uint64_t seq, double bytes,
+static int allreduce_seq(sim_group *c, int member, uint64_t seq, double bytes,
                          const sim_coll_opts *o, sim_coll_result *r) {
     static const sim_coll_opts defaults = {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO};
     if (!o) o = &defaults;
@@ -118,14 +118,14 @@ static int allreduce_seq(sim_comm *c, int member, uint64_t seq, double bytes,
     return SS_OK;
 }
 
-int sim_allreduce(sim_comm *c, int member, double bytes, const sim_coll_opts *o,
+int sim_allreduce(sim_group *c, int member, double bytes, const sim_coll_opts *o,
                   sim_coll_result *r) {
     int st = coll_check_call(c, member, bytes, "all-reduce");
     if (st) return st;
     return allreduce_seq(c, member, c->next_seq[member]++, bytes, o, r);
 }
 
-int sim_broadcast(sim_comm *c, int member, int root, double bytes, sim_coll_result *r) {
+int sim_broadcast(sim_group *c, int member, int root, double bytes, sim_coll_result *r) {
     int st = coll_check_call(c, member, bytes, "broadcast");
     if (st) return st;
     if (root < 0 || root >= c->size)
@@ -148,13 +148,13 @@ int sim_broadcast(sim_comm *c, int member, int root, double bytes, sim_coll_resu
 }
 
 /* Point-to-point messages use instance "p" mailboxes: matched in order, no numbering. */
-static sg_mailbox_t p2p_mailbox(const sim_comm *c, int src, int dst) {
+static sg_mailbox_t p2p_mailbox(const sim_group *c, int src, int dst) {
     char name[96];
     snprintf(name, sizeof name, "c%d.p.%d.%d", c->id, src, dst);
     return sg_mailbox_by_name(name);
 }
 
-int sim_send(sim_comm *c, int member, int dst, double bytes, sim_coll_result *r) {
+int sim_send(sim_group *c, int member, int dst, double bytes, sim_coll_result *r) {
     int st = coll_check_call(c, member, bytes, "send");
     if (st) return st;
     if (dst < 0 || dst >= c->size)
@@ -168,7 +168,7 @@ int sim_send(sim_comm *c, int member, int dst, double bytes, sim_coll_result *r)
     return SS_OK;
 }
 
-int sim_recv(sim_comm *c, int member, int src, double bytes, sim_coll_result *r) {
+int sim_recv(sim_group *c, int member, int src, double bytes, sim_coll_result *r) {
     int st = coll_check_call(c, member, bytes, "recv");
     if (st) return st;
     if (src < 0 || src >= c->size)
@@ -222,7 +222,7 @@ struct sim_request {
     char error[512]; /* the message of a failed status, kept from the helper actor */
     sim_coll_result res;
     /* what to run */
-    sim_comm *c;
+    sim_group *c;
     int member;
     uint64_t seq;
     double bytes;
@@ -260,7 +260,7 @@ static void lane_helper(int argc, char **argv) {
     }
 }
 
-sim_request *sim_allreduce_async(sim_comm *c, int member, double bytes, const sim_coll_opts *o,
+sim_request *sim_allreduce_async(sim_group *c, int member, double bytes, const sim_coll_opts *o,
                                  sim_done_fn done, void *ctx) {
     sim_request *rq = ss_calloc(1, sizeof *rq);
     rq->done_sem = sg_sem_init(0);

@@ -5,7 +5,7 @@
  * caller acts then (the emulator averages the replicas at that moment). A worker actor of a
  * BSP policy, for instance:
  *
- *     sim_comm *world = sim_cluster_world(cluster);
+ *     sim_group *world = sim_cluster_world(cluster);
  *     sim_coll_opts co = {.algo = SIM_ALLREDUCE_RING};
  *     for (step...) {
  *         sim_compute_step(&cc, &cost, NULL);                 // compute_charge.h
@@ -34,13 +34,13 @@
 #include <simgrid/forward.h>
 #include <stddef.h>
 
-typedef struct sim_comm sim_comm; /* opaque: a group of members on hosts */
+typedef struct sim_group sim_group; /* opaque: a group of members on hosts */
 
 /* A group of `size` members, member i on hosts[i] (hosts may repeat). Any process-wide unique
  * object: groups of a cluster are better made with sim_cluster_world()/sim_cluster_group(). */
-sim_comm *sim_comm_create(int size, const sg_host_t *hosts);
-void sim_comm_destroy(sim_comm *c); /* after the simulation, or when no member uses it any more */
-int sim_comm_size(const sim_comm *c);
+sim_group *sim_group_create(int size, const sg_host_t *hosts);
+void sim_group_destroy(sim_group *c); /* after the simulation, or when no member uses it any more */
+int sim_group_size(const sim_group *c);
 
 /* Per-call cost of the NCCL-style all-reduces under the Simple protocol (see sim_nccl_protocol):
  * Ring 8.4 us (ring, ring channels, hier and their closed forms), Tree 0 us (dbtree); and the
@@ -59,22 +59,22 @@ int sim_comm_size(const sim_comm *c);
 
 /* The algorithm auto would run for an all-reduce of `bytes` on group c with options o (o->algo
  * may be anything: it is ignored). Call after the platform is loaded. */
-sim_allreduce_algo sim_allreduce_auto_pick(sim_comm *c, double bytes, const sim_coll_opts *o);
+sim_allreduce_algo sim_allreduce_auto_pick(sim_group *c, double bytes, const sim_coll_opts *o);
 /* The protocol an NCCL-style algorithm `algo` (resolved: not auto) runs an all-reduce of `bytes`
  * with: o->protocol if named, else the one auto's estimates prefer; SIM_PROTOCOL_AUTO (none) for
  * the plain algorithms. */
-sim_nccl_protocol sim_allreduce_protocol(sim_comm *c, sim_allreduce_algo requested,
+sim_nccl_protocol sim_allreduce_protocol(sim_group *c, sim_allreduce_algo requested,
                                          sim_allreduce_algo algo, double bytes,
                                          const sim_coll_opts *o);
 /* The channels auto's ring runs with: o->channels when above 1, else, on groups spanning
  * several multi-GPU nodes, one per NIC of a node (as NCCL opens at least one channel per NIC),
  * else 1. */
-int sim_allreduce_auto_channels(sim_comm *c, const sim_coll_opts *o);
+int sim_allreduce_auto_channels(sim_group *c, const sim_coll_opts *o);
 
 /* Whether options o can run on group c (before the simulation starts): hier and hier-coarse need
  * a group where some node holds more than one member; channels 1..SIM_MAX_CHANNELS. SS_EUSAGE
  * saying why not, naming `option`. */
-int sim_coll_check(sim_comm *c, const sim_coll_opts *o, const char *option);
+int sim_coll_check(sim_group *c, const sim_coll_opts *o, const char *option);
 
 typedef struct sim_coll_result {
     double start_s;    /* simulated clock when the member called */
@@ -85,31 +85,31 @@ typedef struct sim_coll_result {
 
 /* All-reduce of `bytes` (the whole vector M) in group c, called by member `member`. Returns at the
  * moment this member holds the full result. `o` NULL = ring, no segmentation. `r` may be NULL. */
-int sim_allreduce(sim_comm *c, int member, double bytes, const sim_coll_opts *o,
+int sim_allreduce(sim_group *c, int member, double bytes, const sim_coll_opts *o,
                   sim_coll_result *r);
 
 /* All-gather: every member contributes `bytes_per_member` (SelSync's flags: a few bytes) and
  * returns holding everybody's. Bruck's algorithm: ceil(log2 N) steps for any N, latency-bound for
  * small sizes; step k sends min(2^k, N - 2^k) blocks to member - 2^k. */
-int sim_allgather(sim_comm *c, int member, double bytes_per_member, sim_coll_result *r);
+int sim_allgather(sim_group *c, int member, double bytes_per_member, sim_coll_result *r);
 
 /* The same all-gather where opts ask for it in closed form (o->algo auto, ring-coarse or
  * hier-coarse, and at least SIM_COARSE_MIN_MEMBERS members), else Bruck's messages. Closed form:
  * every member waits for the last to arrive, then for sum over Bruck's steps k of (the largest
  * route latency of step k's pairs x the model's latency factor + the step's bytes / the smallest
  * route bandwidth); on uniform platforms the message-level time within 1 %. */
-int sim_allgather_opts(sim_comm *c, int member, double bytes_per_member, const sim_coll_opts *o,
+int sim_allgather_opts(sim_group *c, int member, double bytes_per_member, const sim_coll_opts *o,
                        sim_coll_result *r);
 /* The closed form itself, whatever the group's size. */
-int sim_allgather_coarse(sim_comm *c, int member, double bytes_per_member, sim_coll_result *r);
+int sim_allgather_coarse(sim_group *c, int member, double bytes_per_member, sim_coll_result *r);
 
 /* Broadcast of `bytes` from member `root` down a binomial tree (ceil(log2 N) rounds). */
-int sim_broadcast(sim_comm *c, int member, int root, double bytes, sim_coll_result *r);
+int sim_broadcast(sim_group *c, int member, int root, double bytes, sim_coll_result *r);
 
 /* Point-to-point over the group's mailboxes (data injection, custom protocols): send returns when
  * the data has arrived; recv returns when the message from `src` arrived. Matched in order. */
-int sim_send(sim_comm *c, int member, int dst, double bytes, sim_coll_result *r);
-int sim_recv(sim_comm *c, int member, int src, double bytes, sim_coll_result *r);
+int sim_send(sim_group *c, int member, int dst, double bytes, sim_coll_result *r);
+int sim_recv(sim_group *c, int member, int src, double bytes, sim_coll_result *r);
 
 /* ---- asynchronous form: start now, get a callback at completion, wait later ---- */
 
@@ -124,7 +124,7 @@ typedef void (*sim_done_fn)(void *ctx, int member, const sim_coll_result *r);
  * on the member's host. `done` (may be NULL) is called at completion. The request must be waited
  * for (sim_request_wait). An async all-reduce counts as one call of the member on the group (the
  * numbering rule above). */
-sim_request *sim_allreduce_async(sim_comm *c, int member, double bytes, const sim_coll_opts *o,
+sim_request *sim_allreduce_async(sim_group *c, int member, double bytes, const sim_coll_opts *o,
                                  sim_done_fn done, void *ctx);
 /* 1 if the request has completed (never blocks). */
 int sim_request_test(const sim_request *rq);

@@ -52,7 +52,7 @@ typedef struct mailbox_cache {
 
 typedef struct async_lane async_lane; /* collective.c */
 
-struct sim_comm {
+struct sim_group {
     int id;             /* unique in the process: names the group's mailboxes */
     int size;           /* members */
     sg_host_t *hosts;   /* (size) */
@@ -76,7 +76,7 @@ struct sim_comm {
 
 /* The state of one member in one collective instance. */
 typedef struct call {
-    sim_comm *c;
+    sim_group *c;
     int member;
     uint64_t seq;     /* instance number (same on every member) */
     double seg_bytes; /* 0 = whole messages */
@@ -128,13 +128,13 @@ double coll_proto_hw_step_s(int proto, int fam, int hw);
 /* The group's topology (coll_hops.c): coll_topology reads c->topo once and returns the status;
  * coll_topology_of gives it, or NULL for a group whose hosts carry none (treated as flat: a
  * property error is reported before the simulation, by sim_coll_check). */
-int coll_topology(sim_comm *c);
-const sim_topology *coll_topology_of(sim_comm *c);
+int coll_topology(sim_group *c);
+const sim_topology *coll_topology_of(sim_group *c);
 
 /* One call's context (coll_msg.c): arguments checked, begun, ended (its bytes added to the
  * member's and its result copied to r). */
-int coll_check_call(const sim_comm *c, int member, double bytes, const char *what);
-void coll_call_begin(call *k, sim_comm *c, int member, uint64_t seq, double seg_bytes);
+int coll_check_call(const sim_group *c, int member, double bytes, const char *what);
+void coll_call_begin(call *k, sim_group *c, int member, uint64_t seq, double seg_bytes);
 void coll_call_end(call *k, sim_coll_result *r);
 
 /* The all-reduce families, one file each (collective.h describes them): the rows of
@@ -152,7 +152,7 @@ void coll_run_hier(call *k, double bytes, int channels); /* coll_hier.c */
 void coll_run_hier_coarse(call *k, double bytes, int channels);
 void coll_run_dbtree(call *k, double bytes, int channels); /* coll_dbtree.c */
 /* The largest latency of a ring step for chunks of `bytes` (the group's ring hops). */
-double coll_ring_alpha_max_s(sim_comm *c, double bytes);
+double coll_ring_alpha_max_s(sim_group *c, double bytes);
 /* Sends a closed form's merged flow of `bytes` to dst and receives one from src (-1: none),
  * sized so that a TCP route gives it the bandwidth factor of the `unit_bytes` messages it stands
  * for (they differ under SMPI; `share`: the part of the route's bandwidth each flow of the closed
@@ -164,7 +164,7 @@ double coll_merged_latency_s(const call *k, int from, int to, double bytes, doub
                              double share);
 /* auto's algorithm (its closed form at scale) and protocol for an all-reduce of `bytes`, found
  * together in one search. */
-void coll_auto_resolve(sim_comm *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo *algo,
+void coll_auto_resolve(sim_group *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo *algo,
                        sim_nccl_protocol *proto);
 /* The family (tree or ring) of the algorithm run. */
 int coll_family(sim_allreduce_algo run);
