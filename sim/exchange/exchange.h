@@ -1,5 +1,5 @@
 /* The exchange: every message a policy's worker sends or waits for, behind one interface, the way
- * the step source (sim/policy/step_source.h) hides compute. The policies (sim/policy_*.c) call only
+ * the step source (sim/policy/step_source.h) hides compute. The policies (sim/policy/) call only
  * this; the backend decides what a message is: the simulation (sim/exchange/exchange_simgrid.h:
  * SimGrid actors, mailboxes and flows), or MPI (sim/exchange/exchange_mpi.h: one process per
  * worker, real data on a real network; `syncsim real`).

@@ -6,8 +6,8 @@
  *     exchange *ex;
  *     if (exchange_mpi_open(&o, &ex) != SS_OK) ... ss_error_message()
  *     ex->ops->ps_start(ex->self, &ps);     // every rank, when the policy uses servers
- *     if (exchange_mpi_is_server(ex)) exchange_mpi_serve(ex);   // until every worker is done
- *     else { ... the policy's worker exchange_mpi_rank(ex) ...; exchange_mpi_worker_done(ex, w); }
+ *     ex->ops->run_workers(ex->self, N, worker, ctx, &hosted);  // this rank's worker, or serve
+ *                                           // (exchange_mpi_serve) until every worker is done
  *     exchange_mpi_barrier(ex); exchange_mpi_gather_bytes(...);  // the runner's side channel
  *     exchange_mpi_close(ex);
  *

@@ -5,10 +5,10 @@
  *
  *     exchange_simgrid_opts o = {.coll = pc->coll, .background_load = 0.3, .seed = seed};
  *     exchange *ex;
- *     exchange_simgrid_open(cluster, &o, &ex);   // before sim_cluster_simulate(): starts cross
- * traffic ex->ops->ps_start(ex->self, &pso);         // idem, when servers are used
- *     ... spawn the worker actors, sim_cluster_simulate() ...
- *     exchange_simgrid_close(ex);                // after the run
+ *     exchange_simgrid_open(cluster, &o, &ex);      // starts the cross traffic
+ *     ex->ops->ps_start(ex->self, &pso);            // when servers are used
+ *     ex->ops->run_workers(ex->self, n, worker, ctx, &hosted);   // the whole simulation
+ *     exchange_simgrid_close(ex);
  */
 #ifndef SS_SIM_EXCHANGE_SIMGRID_H
 #define SS_SIM_EXCHANGE_SIMGRID_H
