@@ -225,16 +225,15 @@ void partition_destroy(partition *p) {
     free(p);
 }
 
-int partition_create(const dataset *train, int workers, partition_kind kind, int labels_per_worker,
-                     uint64_t seed, partition **out) {
-    *out = NULL;
+int partition_check(const dataset *train, int workers, partition_kind kind, int labels_per_worker) {
     if (workers < 1) return ss_error_set(SS_EUSAGE, "%d workers: need at least 1", workers);
     if ((size_t)workers > train->n)
         return ss_error_set(SS_EUSAGE, "%d workers but only %zu training samples in %s", workers,
                             train->n, train->name);
     if (kind == PARTITION_NONIID) {
         if (labels_per_worker < 1 || labels_per_worker > train->classes)
-            return ss_error_set(SS_EUSAGE, "noniid:%d: labels per worker must be 1..%d (%s)",
+            return ss_error_set(SS_EUSAGE,
+                                "--partition noniid:%d: labels per worker must be 1..%d (%s)",
                                 labels_per_worker, train->classes, train->name);
         if ((long)workers * labels_per_worker < train->classes)
             return ss_error_set(SS_EUSAGE,
@@ -246,6 +245,14 @@ int partition_create(const dataset *train, int workers, partition_kind kind, int
         return ss_error_set(SS_EUSAGE, "unknown partition kind %d: expected %s", (int)kind,
                             valid_forms);
     }
+    return SS_OK;
+}
+
+int partition_create(const dataset *train, int workers, partition_kind kind, int labels_per_worker,
+                     uint64_t seed, partition **out) {
+    *out = NULL;
+    int rc = partition_check(train, workers, kind, labels_per_worker);
+    if (rc != SS_OK) return rc;
     partition *p = ss_calloc(1, sizeof *p);
     p->kind = kind;
     p->workers = workers;

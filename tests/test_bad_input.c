@@ -1,0 +1,201 @@
+/* CUnit suite of bad and hostile inputs to every subcommand, run as a user runs the program
+ * (build/syncsim as a child process). Every case is a row: the arguments, the exit code (2 usage,
+ * 1 runtime) and a fragment the message must hold (the option, file or line, and what would be
+ * valid). After every case the outputs of an earlier good run (@G) must be untouched, and no
+ * temporary file may be left in the scratch directory.
+ *
+ * Placeholders in the arguments: @T the scratch directory, @G the good run's output directory,
+ * @S the source tree. */
+#include "ss_test.h"
+
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char tmp_dir[256], good_dir[300];
+
+/* The good run's files, as they were after it. */
+#define GOOD_FILES 5
+static const char *const good_names[GOOD_FILES] = {"config.ini", "metrics.csv", "platform.xml",
+                                                   "steps.trace", "summary.json"};
+static char *good_text[GOOD_FILES];
+static size_t good_len[GOOD_FILES];
+
+static int cases_run, cases_passed;
+
+typedef struct bad_case {
+    const char *args; /* after "syncsim " */
+    int code;         /* expected exit code */
+    const char *frag; /* expected in the output (NULL: any) */
+} bad_case;
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    size_t cap = 1 << 16, n = 0, k;
+    char *buf = malloc(cap);
+    while ((k = fread(buf + n, 1, cap - n, fp)) > 0) {
+        n += k;
+        if (n == cap) buf = realloc(buf, cap *= 2);
+    }
+    fclose(fp);
+    *len = n;
+    return buf;
+}
+
+/* 1 when the good run's files are all there, as they were. */
+static int good_untouched(char *why, size_t n) {
+    char path[600];
+    for (int i = 0; i < GOOD_FILES; i++) {
+        snprintf(path, sizeof path, "%s/%s", good_dir, good_names[i]);
+        size_t len = 0;
+        char *text = read_all(path, &len);
+        int same = text && len == good_len[i] && memcmp(text, good_text[i], len) == 0;
+        free(text);
+        if (!same) {
+            snprintf(why, n, "%s changed or removed", path);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* 1 when no "*.tmp.*" file is left under dir (recursively). */
+static int no_tmp_files(const char *dir, char *why, size_t n) {
+    DIR *d = opendir(dir);
+    if (!d) return 1;
+    struct dirent *e;
+    int ok = 1;
+    while (ok && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char path[1200];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) != 0) continue;
+        if (S_ISDIR(st.st_mode))
+            ok = no_tmp_files(path, why, n);
+        else if (strstr(e->d_name, ".tmp.")) {
+            snprintf(why, n, "temporary file %s left behind", path);
+            unlink(path);
+            ok = 0;
+        }
+    }
+    closedir(d);
+    return ok;
+}
+
+/* args with the placeholders replaced. */
+static void expand(const char *args, char *out, size_t n) {
+    size_t len = 0;
+    for (const char *p = args; *p && len + 1 < n; p++) {
+        const char *sub = NULL;
+        if (p[0] == '@' && p[1] == 'T') sub = tmp_dir;
+        if (p[0] == '@' && p[1] == 'G') sub = good_dir;
+        if (p[0] == '@' && p[1] == 'S') sub = SS_SOURCE_DIR;
+        if (sub) {
+            len += (size_t)snprintf(out + len, n - len, "%s", sub);
+            p++;
+        } else {
+            out[len++] = *p;
+        }
+    }
+    out[len < n ? len : n - 1] = '\0';
+}
+
+/* Runs one case; 1 when it behaved. Failures are printed with the output. */
+static int run_case(const bad_case *c) {
+    char args[4096], cmd[4700], why[1300] = "";
+    expand(c->args, args, sizeof args);
+    /* no terminal input, and a bound on time: a case that hangs is a failure, not a stuck suite */
+    snprintf(cmd, sizeof cmd, "cd %s && timeout -s KILL 120 %s/syncsim %s </dev/null 2>&1", tmp_dir,
+             SS_BINARY_DIR, args);
+    char *out = NULL;
+    int rc = ss_test_shell(cmd, &out);
+    int ok = rc == c->code;
+    if (!ok) snprintf(why, sizeof why, "exit %d, expected %d", rc, c->code);
+    if (ok && c->frag && !strstr(out, c->frag)) {
+        snprintf(why, sizeof why, "the message lacks '%s'", c->frag);
+        ok = 0;
+    }
+    if (ok && strstr(out, "syncsim: ") == NULL && c->code != 0) {
+        snprintf(why, sizeof why, "no 'syncsim: ' message");
+        ok = 0;
+    }
+    if (ok) ok = good_untouched(why, sizeof why);
+    if (ok) ok = no_tmp_files(tmp_dir, why, sizeof why);
+    if (!ok) fprintf(stderr, "\n  syncsim %s\n  %s; output:\n%.2000s\n", args, why, out);
+    free(out);
+    cases_run++;
+    cases_passed += ok;
+    return ok;
+}
+
+static void run_cases(const bad_case *cases, int n) {
+    int failed = 0;
+    for (int i = 0; i < n; i++)
+        failed += !run_case(&cases[i]);
+    CU_ASSERT_EQUAL(failed, 0);
+}
+
+static int suite_init(void) {
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ss_test_bad_XXXXXX");
+    if (!mkdtemp(tmp_dir)) return 1;
+    snprintf(good_dir, sizeof good_dir, "%s/good", tmp_dir);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "%s/syncsim train --policy bsp --workers 8 --dataset synthetic --epochs 0.01 --out "
+             "%s >/dev/null 2>&1",
+             SS_BINARY_DIR, good_dir);
+    if (system(cmd) != 0) return 1;
+    for (int i = 0; i < GOOD_FILES; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s/%s", good_dir, good_names[i]);
+        if (!(good_text[i] = read_all(path, &good_len[i]))) return 1;
+    }
+    return 0;
+}
+
+static int suite_clean(void) {
+    for (int i = 0; i < GOOD_FILES; i++)
+        free(good_text[i]);
+    printf("\n  bad inputs: %d cases, %d passed\n", cases_run, cases_passed);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
+    return system(cmd) == 0 ? 0 : 1;
+}
+
+#define RUN8 "train --policy bsp --workers 8 --dataset synthetic --epochs 0.01 --out @G "
+
+/* Usage errors that need the options together (or the data set) are found before OUT is
+ * touched; an input that is one of OUT's files is refused, never deleted. */
+static const bad_case late_usage[] = {
+    {RUN8 "--nodes 3", 2, "--nodes 3"},
+    {RUN8 "--nodes 2 --nics-per-node 8", 2, "--nics-per-node"},
+    {RUN8 "--collective hier", 2, "--collective hier"},
+    {RUN8 "--nodes 2 --intra pcie3 --p2p off", 2, "--p2p off"},
+    {RUN8 "--partition noniid:20", 2, "--partition noniid:20"},
+    {RUN8 "--dump-gradients 5000", 2, "--dump-gradients"},
+    {RUN8 "--platform @G/steps.trace", 2, "an output this run replaces"},
+    {RUN8 "--platform @G/summary.json", 2, "an output this run replaces"},
+    {RUN8 "--platform @G/metrics.csv", 2, "an output this run replaces"},
+};
+
+static void test_late_usage(void) {
+    run_cases(late_usage, (int)(sizeof late_usage / sizeof late_usage[0]));
+}
+
+static CU_TestInfo bad_tests[] = {
+    {"late usage errors and inputs inside OUT leave OUT untouched", test_late_usage},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_SuiteInfo suites[] = {
+    {"bad inputs", suite_init, suite_clean, NULL, NULL, bad_tests},
+    CU_SUITE_INFO_NULL,
+};
+
+int main(void) {
+    return ss_test_main(suites);
+}
