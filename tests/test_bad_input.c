@@ -186,7 +186,54 @@ static void test_late_usage(void) {
     run_cases(late_usage, (int)(sizeof late_usage / sizeof late_usage[0]));
 }
 
+/* Runs a shell command in the scratch directory; its exit code, its output in *out. */
+static int shell_in_tmp(const char *script, char **out) {
+    char cmd[8192], text[3800];
+    expand(script, text, sizeof text);
+    snprintf(cmd, sizeof cmd, "cd %s && S=%s/syncsim && ( %s ) 2>&1", tmp_dir, SS_BINARY_DIR, text);
+    int rc = ss_test_shell(cmd, out);
+    if (rc != 0) fprintf(stderr, "\n  %s\n  exit %d, output:\n%.3000s\n", text, rc, *out);
+    return rc;
+}
+
+/* compare: platform files of the same base name get directories of their own (the shipped
+ * references are all platform.xml), a point listed twice is refused, and a re-run into the same
+ * --out leaves none of the earlier runs or figures: report then counts this compare's runs. */
+static void test_compare_dirs(void) {
+    char *out = NULL;
+    const char *common = "--workers 2 --dataset synthetic --epochs 0.01 --jobs 2";
+    char script[2048];
+    snprintf(
+        script, sizeof script,
+        "mkdir -p na nb && $S platform --hosts 2 > na/platform.xml && $S platform --hosts 2 "
+        "--bandwidth 5Gbps > nb/platform.xml && $S compare %s --policies bsp,ssp "
+        "--networks 5Gbps,100Gbps --out cmp >/dev/null && $S report cmp --out cmp/rep "
+        ">/dev/null && $S compare %s --policies bsp --networks na/platform.xml,nb/platform.xml "
+        "--out cmp >/dev/null && ls cmp/runs && cut -d, -f1,2 cmp/compare.csv && $S report "
+        "cmp --out cmp/rep && ls cmp/rep",
+        common, common);
+    CU_ASSERT_EQUAL_FATAL(shell_in_tmp(script, &out), 0);
+    CU_ASSERT(strstr(out, "bsp-5Gbps") == NULL); /* the earlier compare's runs are gone */
+    CU_ASSERT(strstr(out, "ssp-100Gbps") == NULL);
+    CU_ASSERT(strstr(out, "bsp,platform\n") != NULL);
+    CU_ASSERT(strstr(out, "bsp,nb-platform\n") != NULL);
+    CU_ASSERT(strstr(out, "syncsim report: 2 runs") != NULL);
+    CU_ASSERT(strstr(out, "timeline-3") == NULL); /* the earlier report had more figures */
+    free(out);
+}
+
+static const bad_case compare_twice[] = {
+    {"compare --policies bsp,bsp --workers 2 --out @G", 2, "'bsp' is listed twice"},
+    {"compare --networks 5Gbps,5Gbps --workers 2 --out @G", 2, "'5Gbps' is listed twice"},
+};
+
+static void test_compare_twice(void) {
+    run_cases(compare_twice, (int)(sizeof compare_twice / sizeof compare_twice[0]));
+}
+
 static CU_TestInfo bad_tests[] = {
+    {"compare: runs of same-named platforms apart, no stale run or figure", test_compare_dirs},
+    {"compare: a point listed twice is refused", test_compare_twice},
     {"late usage errors and inputs inside OUT leave OUT untouched", test_late_usage},
     CU_TEST_INFO_NULL,
 };
