@@ -177,6 +177,7 @@ int cli_main(int argc, char **argv) {
         first = 3;
     }
     run_config cfg;
+    options_name_command(sc->name);
     int rc = options_parse(sc->command, argc - first, argv + first, &cfg);
     if (rc != SS_OK) return fail(rc);
     if (cfg.help) {

@@ -193,15 +193,24 @@ static int sweep_run(int argc, char **argv, int rank, int size) {
     const char *file = NULL;
     char **opts = ss_calloc((size_t)argc + 1, sizeof(char *));
     int n_opts = 0;
+    const char *extra = NULL;
     for (int a = 0; a < argc; a++) {
-        if (strncmp(argv[a], "--", 2) != 0 && !file)
-            file = argv[a];
-        else
-            opts[n_opts++] = argv[a];
+        if (strncmp(argv[a], "--", 2) != 0) {
+            if (file && !extra) extra = argv[a];
+            if (!file) file = argv[a];
+            continue;
+        }
+        opts[n_opts++] = argv[a];
+        if (options_takes_value(CMD_SWEEP, argv[a]) && a + 1 < argc) opts[n_opts++] = argv[++a];
     }
     run_config cfg;
     int rc = options_parse(CMD_SWEEP, n_opts, opts, &cfg);
     free(opts);
+    if (rc == SS_OK && extra)
+        rc = ss_error_set(SS_EUSAGE,
+                          "sweep takes one sweep file ('%s' and '%s' given): syncsim sweep "
+                          "FILE.ini [--jobs J] [--resume] [--shard I/K] [--out DIR]",
+                          file, extra);
     if (rc != SS_OK) return rc;
     if (cfg.help) {
         if (rank == 0) print_help();

@@ -40,6 +40,13 @@ void options_defaults(run_config *cfg);
 /* Checks cross-option rules (ranges that depend on each other, options that do not apply to the
  * chosen policy). Called by options_parse; exposed for sweeps. */
 int options_validate(unsigned command, const run_config *cfg);
+/* The subcommand's name in messages when it is not the table's (`syncsim real` takes train's
+ * options). */
+void options_name_command(const char *name);
+/* 1 when the argument `arg` ("--jobs") is an option of `command` whose value is the next
+ * argument (not a flag, no "=VALUE"): subcommands with positional words (sweep FILE, report
+ * DIR...) tell their words from option values with it. */
+int options_takes_value(unsigned command, const char *arg);
 /* Prints the help of a subcommand from the table. */
 void options_print_help(unsigned command, const char *usage, FILE *out);
 /* Writes the resolved configuration as INI (re-runnable with --config), or a table for humans. */

@@ -115,8 +115,10 @@ static int run_case(const bad_case *c) {
     int rc = ss_test_shell(cmd, &out);
     int ok = rc == c->code;
     if (!ok) snprintf(why, sizeof why, "exit %d, expected %d", rc, c->code);
-    if (ok && c->frag && !strstr(out, c->frag)) {
-        snprintf(why, sizeof why, "the message lacks '%s'", c->frag);
+    char frag[600] = "";
+    if (c->frag) expand(c->frag, frag, sizeof frag);
+    if (ok && c->frag && !strstr(out, frag)) {
+        snprintf(why, sizeof why, "the message lacks '%s'", frag);
         ok = 0;
     }
     if (ok && strstr(out, "syncsim: ") == NULL && c->code != 0) {
@@ -231,7 +233,57 @@ static void test_compare_twice(void) {
     run_cases(compare_twice, (int)(sizeof compare_twice / sizeof compare_twice[0]));
 }
 
+/* Fixtures the rows name: bad configuration files, a directory, platform files. */
+static void make_fixtures(void) {
+    char script[3000];
+    snprintf(script, sizeof script,
+             "mkdir -p dir && printf '[trian]\\nepochs = 1\\n' > section.ini && "
+             "printf '[train]\\nhelp = true\\n' > help.ini && "
+             "printf '[train]\\nconfig = x.ini\\n' > config.ini && "
+             "printf '[train]\\nmodel = ml\\0p\\n' > nul.ini && "
+             "printf '[train]\\nepochs 5\\n' > malformed.ini && "
+             "printf '[train]\\npolicy = bsp\\nstaleness = 3\\n' > policy.ini && "
+             "head -c 1000000 /dev/zero | tr '\\0' a | sed 's/^/model = /' > long.ini && "
+             "$S platform --hosts 8 > plain.xml && "
+             "printf '\\357\\273\\277' > bom.xml && cat plain.xml >> bom.xml && "
+             "sed 's/$/\\r/' bom.xml > bomcrlf.xml && "
+             "sed 's/bw=\"[^\"]*\"/bw=\"0x10Gbps\"/' plain.xml > hexbw.xml && "
+             "sed 's/speed=\"[^\"]*\"/speed=\"0x1p4Tf\"/' plain.xml > hexspeed.xml");
+    char *out = NULL;
+    CU_ASSERT_EQUAL_FATAL(shell_in_tmp(script, &out), 0);
+    free(out);
+}
+
+/* Configuration files: special files refused by type, limits on size and lines, every problem
+ * with the file and line. */
+static const bad_case config_files[] = {
+    {"train --config /dev/zero --out @G", 2, "--config /dev/zero: a character device"},
+    {"train --config /dev/urandom --out @G", 2, "--config /dev/urandom: a character device"},
+    {"train --config @T/dir --out @G", 2, "a directory, not a file"},
+    {"train --config @T/nowhere.ini --out @G", 2, "nowhere.ini: cannot open"},
+    {"train --config @T/section.ini --out @G", 2, "section.ini:1: unknown section [trian]"},
+    {"train --config @T/help.ini --out @G", 2, "help.ini:2: key 'help' belongs on the command"},
+    {"train --config @T/config.ini --out @G", 2, "config.ini:2: key 'config' belongs on the"},
+    {"train --config @T/nul.ini --out @G", 2, "nul.ini:2: a NUL byte"},
+    {"train --config @T/long.ini --out @G", 2, "long.ini:1: line too long"},
+    {"train --config @T/malformed.ini --out @G", 2, "malformed.ini:2: malformed line"},
+    {"train --config @T/policy.ini --out @G", 2, "policy.ini:3: key 'staleness' does not apply"},
+    {"replay --config /dev/zero --out @G", 2, "a character device"},
+    {"compare --config @T/dir --out @G", 2, "a directory, not a file"},
+    {"sweep @T/dir", 2, "a directory, not a file"},
+    {"sweep /dev/zero", 2, "a character device"},
+    {"sweep --jobs 2 @T/nowhere.ini", 2, "sweep file @T/nowhere.ini: cannot open"},
+    {"sweep @T/a.ini @T/b.ini", 2, "sweep takes one sweep file"},
+    {"real --bogus", 2, "unknown option --bogus for 'syncsim real'"},
+};
+
+static void test_config_files(void) {
+    make_fixtures();
+    run_cases(config_files, (int)(sizeof config_files / sizeof config_files[0]));
+}
+
 static CU_TestInfo bad_tests[] = {
+    {"configuration files: special files, limits, sections, file and line", test_config_files},
     {"compare: runs of same-named platforms apart, no stale run or figure", test_compare_dirs},
     {"compare: a point listed twice is refused", test_compare_twice},
     {"late usage errors and inputs inside OUT leave OUT untouched", test_late_usage},
