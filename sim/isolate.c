@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/afile.h"
+#include "common/outputs.h"
 #include "common/status.h"
 
 /* What the child writes first, then msg_bytes of message, then blob_bytes of result. */
@@ -74,36 +76,101 @@ static void child_main(int fd, sim_isolated_fn fn, void *arg) {
     _exit(bad ? 3 : 0);
 }
 
+static volatile sig_atomic_t isolate_signal; /* SIGINT/SIGTERM while a child runs */
+
+static void isolate_on_signal(int sig) {
+    isolate_signal = sig;
+}
+
+/* The interruption of a child: killed at once, since SimGrid's own SIGINT handler calls exit()
+ * from the signal (atexit handlers, malloc: it deadlocked), and waited for; the caller's handler
+ * then sees the signal as if no child had run (a flag for a run that stops cleanly). */
+static int isolate_interrupted(pid_t pid, const struct sigaction *old_int,
+                               const struct sigaction *old_term) {
+    const int sig = isolate_signal;
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+    }
+    const struct sigaction *old = sig == SIGINT ? old_int : old_term;
+    if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) raise(sig);
+    return ss_error_set(SS_EINTERRUPT, "interrupted (%s): the simulation was stopped",
+                        sig == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
 int sim_run_isolated(sim_isolated_fn fn, void *arg, sim_blob *result) {
     SS_ASSERT(fn != NULL && result != NULL);
+    if (outputs_interrupted()) /* the caller was interrupted between two simulations */
+        return ss_error_set(SS_EINTERRUPT, "interrupted: no further simulation started");
     int fds[2];
     if (pipe(fds) != 0)
         return ss_error_set(SS_EIO, "simulation: cannot create a pipe: %s", strerror(errno));
+    /* SIGINT and SIGTERM are the parent's to handle: the child is forked with them blocked (it
+     * keeps them blocked) and dies with the parent */
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = isolate_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigset_t stop, before;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    isolate_signal = 0;
+    sigprocmask(SIG_BLOCK, &stop, &before);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    const pid_t parent = getpid();
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
+        const int err = errno;
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        sigprocmask(SIG_SETMASK, &before, NULL);
         close(fds[0]);
         close(fds[1]);
-        return ss_error_set(SS_EIO, "simulation: cannot fork: %s", strerror(errno));
+        return ss_error_set(SS_EIO, "simulation: cannot fork: %s", strerror(err));
     }
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1); /* the parent died before prctl */
         close(fds[0]);
         child_main(fds[1], fn, arg);
     }
+    sigprocmask(SIG_SETMASK, &before, NULL);
     close(fds[1]);
     sim_blob raw = {0};
     unsigned char buf[65536];
+    int st = SS_OK;
     for (;;) {
+        if (isolate_signal) {
+            st = SS_EINTERRUPT;
+            break;
+        }
+        struct pollfd pfd = {fds[0], POLLIN, 0};
+        if (poll(&pfd, 1, 100) <= 0) continue; /* a signal, or 100 ms: look at the flag */
         ssize_t n = read(fds[0], buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         sim_blob_append(&raw, buf, (size_t)n);
     }
     close(fds[0]);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (st == SS_EINTERRUPT) {
+        sim_blob_free(&raw);
+        return isolate_interrupted(pid, &old_int, &old_term);
+    }
     int wstatus = 0;
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
-    int st;
+    if (isolate_signal) { /* came as the child ended: still the user's request to stop */
+        const int sig = isolate_signal;
+        const struct sigaction *old = sig == SIGINT ? &old_int : &old_term;
+        if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) raise(sig);
+        sim_blob_free(&raw);
+        return ss_error_set(SS_EINTERRUPT, "interrupted (%s)",
+                            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    }
     isolate_header h;
     if (WIFSIGNALED(wstatus)) {
         int sig = WTERMSIG(wstatus);

@@ -23,6 +23,12 @@
  * child. A child that dies (SimGrid abort, signal, exit without reporting) gives SS_EIO with a
  * message naming the signal or exit code; SimGrid's own text is on stderr above it.
  *
+ * SIGINT and SIGTERM belong to the parent while a child runs: the child runs with them blocked
+ * (SimGrid's own SIGINT handler calls exit() inside the signal, which can deadlock) and dies with
+ * the parent. On one, the parent kills the child, waits for it, passes the signal on to its own
+ * handler if it has one (common/outputs.h's flag) and returns SS_EINTERRUPT; nothing is left
+ * running. A caller already interrupted (outputs_interrupted()) starts no child.
+ *
  * Many whole runs side by side (`compare`, `sweep`) go through the job pool, sim_pool_run(): each
  * job a forked child with its output in its own log file, at most J at once, and one behaviour on
  * SIGINT/SIGTERM for all of them (see sim_pool_run):

@@ -6,12 +6,15 @@
  *
  * Placeholders in the arguments: @T the scratch directory, @G the good run's output directory,
  * @S the source tree. */
+#define _GNU_SOURCE /* memmem */
 #include "ss_test.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmp_dir[256], good_dir[300];
@@ -319,7 +322,86 @@ static void test_config_files(void) {
     run_cases(config_files, (int)(sizeof config_files / sizeof config_files[0]));
 }
 
+/* Starts `syncsim ARGS` in a process group of its own (stdout and stderr to LOG), waits until
+ * LOG holds `ready` (at most 300 s: a loaded machine), sends `sig` to the whole group as a
+ * terminal's Ctrl-C does, and waits for the program (at most 300 s). Returns its exit code (-1:
+ * it never got ready, or did not end); *left: 1 when a process of the group is still alive
+ * after it ended (killed then, so no test leaves one). */
+static int interrupt_run(const char *args, const char *ready, int sig, const char *log, int *left) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "cd %s && exec %s/syncsim %s > %s 2>&1 </dev/null", tmp_dir,
+             SS_BINARY_DIR, args, log);
+    *left = 0;
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    int code = -1, status;
+    for (int i = 0; i < 3000; i++) { /* poll the log, 0.1 s apart */
+        size_t len = 0;
+        char *text = read_all(log, &len);
+        int got = text && memmem(text, len, ready, strlen(ready)) != NULL;
+        free(text);
+        if (got) break;
+        if (waitpid(pid, &status, WNOHANG) == pid) { /* ended before it was ready */
+            kill(-pid, SIGKILL);
+            return -1;
+        }
+        usleep(100000);
+    }
+    kill(-pid, sig);
+    for (int i = 0; i < 3000; i++) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid) {
+            code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            break;
+        }
+        usleep(100000);
+    }
+    if (code < 0) kill(-pid, SIGKILL), waitpid(pid, &status, 0);
+    for (int i = 0; i < 50 && kill(-pid, 0) == 0; i++) /* an orphan would still be in the group */
+        usleep(100000);
+    if (kill(-pid, 0) == 0) {
+        *left = 1;
+        kill(-pid, SIGKILL);
+    }
+    return code;
+}
+
+/* validate network and scaling on SIGINT or SIGTERM to the process group: exit 130, no process
+ * left behind (a child once deadlocked in SimGrid's exit handler), a message. */
+static void test_validate_interrupted(void) {
+    static const struct {
+        const char *args, *ready;
+        int sig;
+    } cases[] = {{"validate network --references @S/traces/reference/nccl", "size_bytes", SIGINT},
+                 {"validate network --references @S/traces/reference/nccl", "size_bytes", SIGTERM},
+                 {"validate scaling --scaling-references "
+                  "@S/traces/reference/scaling/scaling.csv",
+                  "gpus published", SIGINT}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char args[1024], log[600];
+        expand(cases[k].args, args, sizeof args);
+        snprintf(log, sizeof log, "%s/interrupt-%zu.log", tmp_dir, k);
+        int left;
+        int code = interrupt_run(args, cases[k].ready, cases[k].sig, log, &left);
+        size_t len = 0;
+        char *text = read_all(log, &len);
+        int ok = code == 130 && !left && text && strstr(text, "interrupted");
+        if (!ok)
+            fprintf(stderr, "\n  syncsim %s: exit %d, processes left %d, log:\n%.1500s\n", args,
+                    code, left, text ? text : "");
+        CU_ASSERT(ok);
+        free(text);
+    }
+}
+
 static CU_TestInfo bad_tests[] = {
+    {"validate network and scaling: SIGINT/SIGTERM exit 130, no process left",
+     test_validate_interrupted},
     {"platform files: byte-order mark, hexadecimal values, unknown GPU class", test_platform_files},
     {"configuration files: special files, limits, sections, file and line", test_config_files},
     {"compare: runs of same-named platforms apart, no stale run or figure", test_compare_dirs},
