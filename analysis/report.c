@@ -317,7 +317,12 @@ static int figure_accuracy(const run_record *runs, const report_options *o, cons
     for (int i = 0; i < ng; i++) {
         double *t, *a;
         size_t m;
-        if (run_curve_read(runs[g[i].first].dir, &t, &a, &m) != SS_OK || m == 0) continue;
+        int rc = run_curve_read(runs[g[i].first].dir, &t, &a, &m);
+        if (rc != SS_OK) {
+            fclose(fp);
+            return rc;
+        }
+        if (m == 0) continue;
         char title[560];
         sanitize_title(g[i].label, title, sizeof title);
         fprintf(fp, "%ssim_time_s,%s\n", blocks ? "\n\n" : "", title);
@@ -686,7 +691,8 @@ int report_dirs(char *const *dirs_in, int n_in, const report_options *o_in) {
         rc = run_dirs_find(dirs_in[i], &dirs, &n);
     run_record *runs = rc == SS_OK ? ss_calloc((size_t)n, sizeof *runs) : NULL;
     for (int i = 0; i < n && rc == SS_OK; i++)
-        rc = run_record_read(dirs[i], &runs[i]);
+        if ((rc = run_record_read(dirs[i], &runs[i])) == SS_OK)
+            rc = run_record_check_files(dirs[i]);
     if (rc == SS_OK) {
         char out[1200], path[1300];
         if (o_in->out_dir)

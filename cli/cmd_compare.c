@@ -46,15 +46,21 @@ typedef struct compare_ctx {
     double t0_s;
 } compare_ctx;
 
-/* Splits a comma-separated list into items (in place). */
+/* Splits a comma-separated list into items (in place); -1 on an empty item ("a,,b" is a typo),
+ * -2 past max items. */
 static int split_list(char *text, char **items, int max) {
     int n = 0;
-    for (char *tok = strtok(text, ","); tok && n < max; tok = strtok(NULL, ",")) {
+    for (char *tok = text;;) {
+        char *comma = strchr(tok, ',');
+        if (comma) *comma = '\0';
         while (*tok == ' ')
             tok++;
-        if (*tok) items[n++] = tok;
+        if (!*tok) return -1;
+        if (n == max) return -2;
+        items[n++] = tok;
+        if (!comma) return n;
+        tok = comma + 1;
     }
-    return n;
 }
 
 static int is_platform_file(const char *network) {
@@ -113,8 +119,12 @@ static int plan_runs(compare_ctx *c) {
     c->n_pols = split_list(c->policies_text, c->pols, 16);
     c->n_nets = split_list(c->networks_text, c->nets, 16);
     if (c->n_pols < 1 || c->n_nets < 1)
-        return ss_error_set(SS_EUSAGE, "compare needs at least one policy (--policies) and one "
-                                       "network (--networks)");
+        return ss_error_set(SS_EUSAGE,
+                            "%s '%s': expected a comma-separated list of at most 16 items, none "
+                            "empty (e.g. %s)",
+                            c->n_pols < 1 ? "--policies" : "--networks",
+                            c->n_pols < 1 ? c->cfg.policies : c->cfg.networks,
+                            c->n_pols < 1 ? "bsp,ssp" : "5Gbps,100Gbps");
     if (c->n_pols * c->n_nets > COMPARE_MAX_RUNS)
         return ss_error_set(SS_EUSAGE, "compare: at most %d runs (%d policies x %d networks asked)",
                             COMPARE_MAX_RUNS, c->n_pols, c->n_nets);

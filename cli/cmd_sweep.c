@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/outputs.h"
+#include "common/number.h"
 #include "common/status.h"
 #include "sim/isolate.h"
 
@@ -151,12 +152,15 @@ static int run_points(const sweep_plan *p, const run_config *cfg, int first, int
 
 /* "I/K" -> first, count. */
 static int parse_shard(const char *text, int *index, int *count) {
-    char *end;
-    long i = strtol(text, &end, 10);
-    if (end == text || *end != '/') goto bad;
-    const char *k_text = end + 1;
-    long k = strtol(k_text, &end, 10);
-    if (end == k_text || *end || k < 1 || k > 100000 || i < 0 || i >= k) goto bad;
+    char i_text[32];
+    const char *slash = strchr(text, '/');
+    long i, k;
+    if (!slash || (size_t)(slash - text) >= sizeof i_text) goto bad;
+    memcpy(i_text, text, (size_t)(slash - text));
+    i_text[slash - text] = '\0';
+    if (number_parse_long(i_text, 0, 100000, &i) || number_parse_long(slash + 1, 1, 100000, &k) ||
+        i >= k)
+        goto bad;
     *index = (int)i;
     *count = (int)k;
     return SS_OK;

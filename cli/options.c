@@ -4,6 +4,7 @@
 #include "common/status.h"
 #include "sim/collective.h"
 #include "sim/gpu_table.h"
+#include "sim/platform_gen.h"
 #include "sim/policy_build.h"
 #include "sim/policy_registry.h"
 
@@ -494,10 +495,26 @@ static const policy_option *row_policy_option(const opt_def *o) {
     return policy_option_at((int)((o->offset - first) / sizeof(run_policy_value)));
 }
 
-/* A policy option kept as text (a threshold) is still checked when it is given. */
+/* A policy option kept as text (a threshold, a duration) is still checked when it is given; so
+ * are the bandwidths and latencies of a generated platform, named by their metavar. */
 static int check_policy_text(const opt_def *o, const char *text, const char *where) {
     const policy_option *po = row_policy_option(o);
     run_policy_value v;
+    if (!po && o->metavar && !strcmp(o->metavar, "BW") && text[0]) {
+        double bps;
+        return platform_parse_bandwidth(where, text, &bps);
+    }
+    if (!po && o->metavar && !strcmp(o->metavar, "T") && text[0] && strcmp(text, "tier")) {
+        double s;
+        return platform_parse_latency(where, text, &s);
+    }
+    if (po && po->type == POLICY_OPTION_DURATION) {
+        if (policy_option_parse(po, text, &v) == SS_OK) return SS_OK;
+        return ss_error_set(SS_EUSAGE,
+                            "%s: invalid value '%s' (expected a duration >= 0: a decimal number "
+                            "and a unit, e.g. 500ms, 2s, 0s)",
+                            where, text);
+    }
     if (!po || po->type != POLICY_OPTION_THRESHOLD || policy_option_parse(po, text, &v) == SS_OK)
         return SS_OK;
     return ss_error_set(SS_EUSAGE,

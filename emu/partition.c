@@ -18,6 +18,7 @@
 #include "emu/partition.h"
 
 #include "common/rng.h"
+#include "common/number.h"
 #include "common/status.h"
 
 #include <stdio.h>
@@ -68,10 +69,8 @@ int partition_parse(const char *text, partition_kind *kind, int *labels_per_work
         }
     }
     if (strncmp(text, "noniid:", 7) == 0) {
-        const char *digits = text + 7;
-        char *end;
-        long k = strtol(digits, &end, 10);
-        if (end != digits && *end == '\0' && k >= 1 && k <= 256) {
+        long k;
+        if (number_parse_long(text + 7, 1, 256, &k) == 0) {
             *kind = PARTITION_NONIID;
             *labels_per_worker = (int)k;
             return SS_OK;

@@ -140,7 +140,12 @@ static int run_case(const bad_case *c) {
         snprintf(why, sizeof why, "no 'syncsim: ' message");
         ok = 0;
     }
-    if (ok && !(ok = good_untouched(why, sizeof why))) restore_good();
+    char touched[700];
+    if (!good_untouched(touched, sizeof touched)) { /* checked, and put back, after every case */
+        restore_good();
+        if (ok) snprintf(why, sizeof why, "%s", touched);
+        ok = 0;
+    }
     if (ok) ok = no_tmp_files(tmp_dir, why, sizeof why);
     if (!ok) fprintf(stderr, "\n  syncsim %s\n  %s; output:\n%.2000s\n", args, why, out);
     free(out);
@@ -399,7 +404,70 @@ static void test_validate_interrupted(void) {
     }
 }
 
+/* Hexadecimal, blanks and empty items: refused in every number a user gives, with units or in
+ * lists (strtod read "0x10Gbps" as 16 Gbps). */
+static const bad_case numbers[] = {
+    {RUN8 "--bandwidth 0x10Gbps", 2, "option --bandwidth: cannot read bandwidth '0x10Gbps'"},
+    {RUN8 "--bandwidth 0x1p4Gbps", 2, "option --bandwidth: cannot read bandwidth"},
+    {RUN8 "--latency 0x10us", 2, "option --latency: cannot read latency '0x10us'"},
+    {RUN8 "--nodes 2 --intra-latency 0x5us", 2, "option --intra-latency: cannot read latency"},
+    {RUN8 "--nodes 2 --intra-bandwidth 0x5GBps", 2, "option --intra-bandwidth: cannot read"},
+    {"train --policy selsync --loss-tolerance 0.1 --deadline 0x1s --out @G", 2,
+     "option --deadline: invalid value '0x1s' (expected a duration >= 0"},
+    {"train --policy selsync --loss-tolerance 0.1 --deadline -1s --out @G", 2,
+     "option --deadline: invalid value '-1s' (expected a duration >= 0"},
+    {"compare --networks 0x10Gbps --workers 2 --out @G", 2, "--networks: cannot read bandwidth"},
+    {"compare --networks 5Gbps,,100Gbps --workers 2 --out @G", 2, "--networks"},
+    {"platform --bandwidth 0x10Gbps", 2, "option --bandwidth: cannot read bandwidth"},
+    {"bench network --sizes 0x10", 2, "--sizes: '0x10' is not a size list"},
+    {"bench network --sizes 8,,16", 2, "--sizes: '8,,16' is not a size list"},
+    {"bench network --sizes 8:1GiB:x0x2", 2, "--sizes"},
+    {"bench network --smpi --hosts-list 0x10", 2, "--hosts-list: '0x10' is not a list"},
+    {RUN8 "--slow-workers 0,,1", 2, "--slow-workers: '0,,1' is not a list of distinct"},
+    {RUN8 "--slow-workers 1,1", 2, "--slow-workers: '1,1' is not a list of distinct"},
+    {RUN8 "--slow-workers 0x1", 2, "--slow-workers"},
+    {RUN8 "--dump-gradients 1,,2", 2, "--dump-gradients: '1,,2' is not a list of steps"},
+    {RUN8 "--dump-gradients 0x1", 2, "--dump-gradients"},
+    {RUN8 "--partition noniid:0x2", 2, "noniid:0x2"},
+    {RUN8 "--compute measured:0x2", 2, "--compute: bad scale"},
+    {"sweep @T/a.ini --shard 0x1/2", 2, "--shard: '0x1/2'"},
+    {RUN8 "--seed 0x10", 2, "option --seed"},
+    {RUN8 "--lr 0x1p-4", 2, "option --lr"},
+    {RUN8 "--batch 0x40", 2, "option --batch"},
+};
+
+static void test_numbers(void) {
+    run_cases(numbers, (int)(sizeof numbers / sizeof numbers[0]));
+}
+
+/* report: a malformed cell, a NaN, a summary value of the wrong type, a truncated trace are
+ * errors naming the file and line, not blanks in the tables. */
+static const bad_case reports[] = {
+    {"report @T/rhex --out @T/rhex/rep", 1, "rhex/metrics.csv:2: sim_time_s '0x10' is not a"},
+    {"report @T/rnan --out @T/rnan/rep", 1, "rnan/metrics.csv:2: test_accuracy 'nan' is not"},
+    {"report @T/rhigh --out @T/rhigh/rep", 1, "rhigh/summary.json: \"test_accuracy\" is not a"},
+    {"report @T/rcut --out @T/rcut/rep", 1, "rcut/steps.trace:"},
+    {"report @T/rzero --out @T/rzero/rep", 1, "rzero/summary.json: a character device"},
+    {"report @T/nowhere", 1, "nowhere"},
+};
+
+static void test_reports(void) {
+    char *out = NULL;
+    const char *script =
+        "for d in rhex rnan rhigh rcut rzero; do rm -rf $d; cp -r @G $d; done && "
+        "sed -i '2s/^\\([^,]*,[^,]*,\\)[^,]*/\\10x10/' rhex/metrics.csv && "
+        "sed -i '2s/^\\([^,]*,[^,]*,[^,]*,[^,]*,[^,]*,\\)[^,]*/\\1nan/' rnan/metrics.csv && "
+        "sed -i 's/\"test_accuracy\":[^,]*/\"test_accuracy\": \"high\"/' rhigh/summary.json && "
+        "head -c $(( $(stat -c %s @G/steps.trace) - 7 )) @G/steps.trace > rcut/steps.trace && "
+        "rm rzero/summary.json && ln -s /dev/zero rzero/summary.json";
+    CU_ASSERT_EQUAL_FATAL(shell_in_tmp(script, &out), 0);
+    free(out);
+    run_cases(reports, (int)(sizeof reports / sizeof reports[0]));
+}
+
 static CU_TestInfo bad_tests[] = {
+    {"numbers: no hexadecimal, no empty list item, anywhere", test_numbers},
+    {"report: malformed cells, NaN, wrong JSON types, truncated traces are errors", test_reports},
     {"validate network and scaling: SIGINT/SIGTERM exit 130, no process left",
      test_validate_interrupted},
     {"platform files: byte-order mark, hexadecimal values, unknown GPU class", test_platform_files},
