@@ -40,7 +40,9 @@ static int run_platform(const run_config *cfg, const char *target) {
 }
 
 static int run_bench(const run_config *cfg, const char *target) {
-    if (!strcmp(target, "kernels")) return bench_kernels(cfg->device, cfg->batch, stdout);
+    if (!strcmp(target, "kernels"))
+        return bench_kernels(cfg->device, cfg->batch,
+                             options_was_set(cfg, "model") ? cfg->model : NULL, stdout);
     if (!strcmp(target, "coupling")) return cmd_bench_coupling(cfg);
     if (!strcmp(target, "replay")) return cmd_bench_replay(cfg);
     run_request rq = {.cfg = cfg, .was_set = options_was_set};

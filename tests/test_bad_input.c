@@ -253,6 +253,44 @@ static void test_compare_twice(void) {
     run_cases(compare_twice, (int)(sizeof compare_twice / sizeof compare_twice[0]));
 }
 
+/* Writes an IDX file of unsigned bytes: dims (n, ...) then data. */
+static void write_idx(const char *name, int n_dims, const unsigned *dims, const unsigned char *data,
+                      size_t bytes) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/idx/%s", tmp_dir, name);
+    FILE *fp = fopen(path, "wb");
+    CU_ASSERT_FATAL(fp != NULL);
+    unsigned char head[4] = {0, 0, 8, (unsigned char)n_dims};
+    fwrite(head, 1, 4, fp);
+    for (int i = 0; i < n_dims; i++) {
+        unsigned char d[4] = {(unsigned char)(dims[i] >> 24), (unsigned char)(dims[i] >> 16),
+                              (unsigned char)(dims[i] >> 8), (unsigned char)dims[i]};
+        fwrite(d, 1, 4, fp);
+    }
+    fwrite(data, 1, bytes, fp);
+    fclose(fp);
+}
+
+/* An IDX set of 200 training images of 10 classes where one label byte is 200. */
+static void make_corrupt_idx(void) {
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/idx", tmp_dir);
+    mkdir(dir, 0777);
+    enum { N = 200, T = 20, PX = 28 * 28 };
+    static unsigned char px[N * PX], labels[N];
+    for (size_t i = 0; i < sizeof px; i++)
+        px[i] = (unsigned char)(i * 2654435761u >> 24);
+    for (int i = 0; i < N; i++)
+        labels[i] = (unsigned char)(i % 10);
+    labels[17] = 200;
+    const unsigned train[3] = {N, 28, 28}, train_l[1] = {N}, test[3] = {T, 28, 28}, test_l[1] = {T};
+    write_idx("train-images-idx3-ubyte", 3, train, px, sizeof px);
+    write_idx("train-labels-idx1-ubyte", 1, train_l, labels, N);
+    write_idx("t10k-images-idx3-ubyte", 3, test, px, (size_t)T * PX);
+    labels[17] = 7;
+    write_idx("t10k-labels-idx1-ubyte", 1, test_l, labels, T);
+}
+
 /* Fixtures the rows name: bad configuration files, a directory, platform files. */
 static void make_fixtures(void) {
     char script[3000];
@@ -465,7 +503,22 @@ static void test_reports(void) {
     run_cases(reports, (int)(sizeof reports / sizeof reports[0]));
 }
 
+/* Inputs that silently changed the run: a corrupt IDX label, --model ignored by bench kernels. */
+static const bad_case silent[] = {
+    {"train --dataset @T/idx --epochs 0.01 --out @G", 1,
+     "train-labels-idx1-ubyte: label 200 of sample 17 makes 201 classes"},
+    {RUN8 "--dataset @T/idx", 1, "label 200 of sample 17"},
+    {"bench kernels --model resnet", 2, "bench kernels --model resnet: the kernel benchmark runs"},
+    {"bench kernels --model mlp:32", 2, "logreg, mlp or cnn"},
+};
+
+static void test_silent(void) {
+    make_corrupt_idx();
+    run_cases(silent, (int)(sizeof silent / sizeof silent[0]));
+}
+
 static CU_TestInfo bad_tests[] = {
+    {"inputs that silently changed a run: IDX label, bench kernels --model", test_silent},
     {"numbers: no hexadecimal, no empty list item, anywhere", test_numbers},
     {"report: malformed cells, NaN, wrong JSON types, truncated traces are errors", test_reports},
     {"validate network and scaling: SIGINT/SIGTERM exit 130, no process left",
