@@ -804,6 +804,89 @@ int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
     return options_validate(command, cfg);
 }
 
+/* ---- options that only apply with another one ---- */
+
+static void format_value(const opt_def *o, const run_config *cfg, char *buf, size_t n);
+
+static const run_policy_value *policy_value(const run_config *cfg, const char *name) {
+    return policy_option_slot((run_config *)cfg, name);
+}
+
+static int with_nodes(unsigned command, const run_config *cfg) {
+    (void)command;
+    return cfg->nodes > 0;
+}
+
+static int with_loss_tolerance(unsigned command, const run_config *cfg) {
+    return policy_value(cfg, "loss-tolerance")->d > 0 ||
+           (command == CMD_COMPARE && strstr(cfg->policies, "dlcp") != NULL);
+}
+
+static int with_servers(unsigned command, const run_config *cfg) {
+    if (command != CMD_TRAIN || !strcmp(cfg->collective, "ps")) return 1;
+    const policy_info *p = cfg->policy[0] ? policy_registry_find(cfg->policy) : NULL;
+    return !p || p->needs_ps;
+}
+
+static int with_slow_workers(unsigned command, const run_config *cfg) {
+    (void)command;
+    return cfg->slow_workers[0] != '\0';
+}
+
+static int with_overlap(unsigned command, const run_config *cfg) {
+    const char *overlap = policy_value(cfg, "overlap")->text;
+    return strcmp(overlap, "off") != 0 && (command != CMD_TRAIN || strcmp(overlap, "auto") != 0);
+}
+
+/* An option given with a value of its own that nothing would read: refused, as an option of
+ * another policy is, rather than ignored. A value equal to the default is harmless (config.ini
+ * writes every option). */
+static const struct {
+    const char *name;
+    int (*applies)(unsigned command, const run_config *cfg);
+    const char *when;
+} requirements[] = {
+    {"gpus-per-node", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"nics-per-node", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"intra", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"intra-bandwidth", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"intra-latency", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"fabric", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"pcie-switch", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"p2p", with_nodes, "with --nodes N and --pcie-switch K"},
+    {"deadline", with_loss_tolerance, "with --loss-tolerance EPS > 0 (DLCP)"},
+    {"ps-servers", with_servers, "with parameter servers: --policy ssp or asp, or --collective ps"},
+    {"slow-factor", with_slow_workers, "with --slow-workers LIST"},
+    {"bucket-mb", with_overlap,
+     "with overlap: --overlap on (auto is off in emulation; replays of profiles overlap)"},
+};
+
+/* 1 when row i holds its default value in cfg. */
+static int holds_default(unsigned command, int i, const run_config *cfg) {
+    char a[RUN_CONFIG_TEXT + 32], b[RUN_CONFIG_TEXT + 32];
+    run_config *def = ss_malloc(sizeof *def);
+    memcpy(def, &table_defaults, sizeof *def);
+    apply_command_defaults(command, def);
+    format_value(&options_table[i], cfg, a, sizeof a);
+    format_value(&options_table[i], def, b, sizeof b);
+    free(def);
+    return strcmp(a, b) == 0;
+}
+
+static int check_requirements(unsigned command, const run_config *cfg) {
+    for (size_t k = 0; k < sizeof requirements / sizeof requirements[0]; k++) {
+        int i = find_option_for(command, requirements[k].name);
+        if (i < 0 || !(options_table[i].commands & command) || !cfg->set[i] ||
+            requirements[k].applies(command, cfg) || holds_default(command, i, cfg))
+            continue;
+        char where[400];
+        option_where(i, where, sizeof where);
+        return ss_error_set(SS_EUSAGE, "%s applies only %s; here nothing would read it", where,
+                            requirements[k].when);
+    }
+    return SS_OK;
+}
+
 /* The policy bit of the configured policy. */
 static unsigned policy_bit(const run_config *cfg) {
     const policy_info *p = policy_registry_find(cfg->policy);
@@ -814,7 +897,8 @@ static unsigned policy_bit(const run_config *cfg) {
 int options_validate(unsigned command, const run_config *cfg) {
     table_init();
     int rc = validate_common(command, cfg);
-    if (rc != SS_OK || command != CMD_TRAIN) return rc; /* compare checks each run's policy */
+    if (rc != SS_OK) return rc;
+    if (command != CMD_TRAIN) return check_requirements(command, cfg); /* compare: each run's */
     const unsigned pol = policy_bit(cfg);
     const policy_info *p = pol == POL_SINGLE ? NULL
                            : cfg->policy[0]  ? policy_registry_find(cfg->policy)
@@ -840,6 +924,7 @@ int options_validate(unsigned command, const run_config *cfg) {
                             "--platform FILE contradicts --bandwidth, --latency, --topology, "
                             "--gpu, --gpu-efficiency and --nodes, which describe a generated "
                             "platform");
+    if ((rc = check_requirements(command, cfg)) != SS_OK) return rc;
     return p && p->check ? p->check(cfg, options_was_set) : SS_OK;
 }
 
@@ -967,6 +1052,23 @@ int options_lookup(unsigned command, const char *name, unsigned *policies) {
     if (i < 0 || !(options_table[i].commands & command) || is_meta(&options_table[i])) return 0;
     if (policies) *policies = options_table[i].policies;
     return 1;
+}
+
+int options_row_count(void) {
+    table_init();
+    return OPTIONS_COUNT;
+}
+
+void options_row_at(int i, options_row_info *out) {
+    static const char *const kinds[] = {
+        [OPT_TYPE_U64] = "u64",       [OPT_TYPE_INT] = "int",       [OPT_TYPE_LONG] = "long",
+        [OPT_TYPE_DOUBLE] = "double", [OPT_TYPE_STRING] = "string", [OPT_TYPE_CHOICE] = "choice",
+        [OPT_TYPE_FLAG] = "flag",     [OPT_TYPE_AUTO] = "auto"};
+    table_init();
+    SS_ASSERT(i >= 0 && i < OPTIONS_COUNT);
+    const opt_def *o = &options_table[i];
+    *out = (options_row_info){o->name, kinds[o->type], o->metavar, o->choices,
+                              o->min,  o->max,         o->commands};
 }
 
 int options_takes_value(unsigned command, const char *arg) {

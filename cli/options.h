@@ -47,6 +47,18 @@ void options_name_command(const char *name);
  * argument (not a flag, no "=VALUE"): subcommands with positional words (sweep FILE, report
  * DIR...) tell their words from option values with it. */
 int options_takes_value(unsigned command, const char *arg);
+/* A row of the option table as tools and tests see it (tests/test_bad_input.c derives every
+ * option's bad values from it). kind: "int", "long", "double", "u64", "string", "choice", "flag"
+ * or "auto"; min and max bound int, long and double; choices: "a|b|c" of a choice; commands: the
+ * CMD_* bits that accept it. */
+typedef struct options_row_info {
+    const char *name, *kind, *metavar, *choices;
+    double min, max;
+    unsigned commands;
+} options_row_info;
+int options_row_count(void);
+void options_row_at(int i, options_row_info *out);
+
 /* Prints the help of a subcommand from the table. */
 void options_print_help(unsigned command, const char *usage, FILE *out);
 /* Writes the resolved configuration as INI (re-runnable with --config), or a table for humans. */

@@ -8,6 +8,9 @@
  * @S the source tree. */
 #define _GNU_SOURCE /* memmem */
 #include "ss_test.h"
+#include "cli/options.h"
+
+#include <stdarg.h>
 
 #include <dirent.h>
 #include <signal.h>
@@ -517,7 +520,164 @@ static void test_silent(void) {
     run_cases(silent, (int)(sizeof silent / sizeof silent[0]));
 }
 
+/* Options that do nothing without another one are refused, as other policies' options are. */
+static const bad_case requirements[] = {
+    {RUN8 "--policy selsync --deadline 1s", 2, "option --deadline applies only with --loss"},
+    {RUN8 "--ps-servers 2", 2, "option --ps-servers applies only with parameter servers"},
+    {RUN8 "--slow-factor 3", 2, "option --slow-factor applies only with --slow-workers"},
+    {RUN8 "--bucket-mb 10", 2, "option --bucket-mb applies only with overlap"},
+    {RUN8 "--overlap off --bucket-mb 10", 2, "option --bucket-mb applies only with overlap"},
+    {RUN8 "--gpus-per-node 4", 2, "option --gpus-per-node applies only with --nodes N"},
+    {RUN8 "--fabric infiniband", 2, "option --fabric applies only with --nodes N"},
+    {"platform --hosts 8 --nics-per-node 2", 2, "option --nics-per-node applies only with --nodes"},
+    {"compare --deadline 1s --workers 2 --out @G", 2, "option --deadline applies only with"},
+};
+
+static void test_requirements(void) {
+    run_cases(requirements, (int)(sizeof requirements / sizeof requirements[0]));
+}
+
+/* ---- the generated matrix: every option of the table, its bad values by kind ---- */
+
+/* The subcommands as a user types them, with the option-table bit each parses with. */
+static const struct {
+    const char *words;
+    unsigned command;
+} subcommands[] = {{"train", CMD_TRAIN},
+                   {"compare", CMD_COMPARE},
+                   {"platform", CMD_PLATFORM},
+                   {"bench network", CMD_BENCH},
+                   {"replay", CMD_REPLAY},
+                   {"validate network", CMD_VALIDATE},
+                   {"sweep @T/none.ini", CMD_SWEEP},
+                   {"report @G", CMD_REPORT}};
+#define SUBCOMMANDS ((int)(sizeof subcommands / sizeof subcommands[0]))
+
+/* 1 when some row named `name` accepts `command` (replay's --trace FILE and train's --trace are
+ * two rows of one name). */
+static int name_accepted(const char *name, unsigned command) {
+    options_row_info r;
+    for (int i = 0; i < options_row_count(); i++) {
+        options_row_at(i, &r);
+        if (!strcmp(r.name, name) && (r.commands & command)) return 1;
+    }
+    return 0;
+}
+
+/* The bad values of a row, by kind (NULL-terminated in vals, formatted into buf). */
+static int bad_values(const options_row_info *r, char vals[][64]) {
+    int n = 0;
+#define ADD(...) snprintf(vals[n++], 64, __VA_ARGS__)
+    if (!strcmp(r->kind, "int") || !strcmp(r->kind, "long")) {
+        ADD("abc"), ADD("0x10"), ADD("1.5"), ADD("%s", ""), ADD("%.0f", r->min - 1);
+        ADD("%.0f", r->max + 1), ADD("99999999999999999999999");
+    } else if (!strcmp(r->kind, "double")) {
+        ADD("abc"), ADD("0x10"), ADD("nan"), ADD("inf"), ADD("%s", ""), ADD("1e999");
+        ADD("%.17g", r->min - 1), ADD("%.17g", r->max * 10 + 1);
+    } else if (!strcmp(r->kind, "u64")) {
+        ADD("-1"), ADD("0x10"), ADD("%s", ""), ADD("1.5"), ADD("99999999999999999999999");
+    } else if (!strcmp(r->kind, "choice")) {
+        const char *c = r->choices + (r->choices[0] == '|');
+        size_t w = strcspn(c, "|");
+        ADD("bogus"), ADD("%.*s ", (int)w, c);
+        if (r->choices[0] != '|') ADD("%s", ""); /* "|a|b": empty is a choice (--policy '') */
+    } else if (!strcmp(r->kind, "auto")) {
+        ADD("maybe"), ADD("%s", "");
+    } else if (!strcmp(r->kind, "string") && !strcmp(r->metavar, "BW")) {
+        ADD("0x10Gbps"), ADD("25"), ADD("-5Gbps"), ADD("nanGbps"), ADD("25 Gbps");
+    } else if (!strcmp(r->kind, "string") && !strcmp(r->metavar, "T")) {
+        ADD("0x10us"), ADD("5"), ADD("-1us"), ADD("nanus");
+    }
+#undef ADD
+    return n;
+}
+
+/* Appends a case: (buf is the args), expected 2 and a fragment. */
+typedef struct case_list {
+    bad_case *c;
+    char (*args)[256], (*frag)[160];
+    int n, cap;
+} case_list;
+
+static void push(case_list *l, const char *frag, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void push(case_list *l, const char *frag, const char *fmt, ...) {
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 512;
+        l->c = realloc(l->c, sizeof *l->c * (size_t)l->cap);
+        l->args = realloc(l->args, sizeof *l->args * (size_t)l->cap);
+        l->frag = realloc(l->frag, sizeof *l->frag * (size_t)l->cap);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(l->args[l->n], sizeof l->args[0], fmt, ap);
+    va_end(ap);
+    snprintf(l->frag[l->n], sizeof l->frag[0], "%s", frag);
+    l->n++;
+}
+
+/* The cases of every option: its kind's bad values (on the first subcommand that takes it, as
+ * --name VALUE and --name=VALUE), its value missing, a misspelling, and it given to each
+ * subcommand that does not take it. The next option of the table gets its cases for free. */
+static void matrix_cases(case_list *l) {
+    options_row_info r;
+    char frag[160];
+    for (int i = 0; i < options_row_count(); i++) {
+        options_row_at(i, &r);
+        int first = -1;
+        for (int s = 0; s < SUBCOMMANDS && first < 0; s++)
+            if (r.commands & subcommands[s].command) first = s;
+        if (first < 0) continue;
+        const char *sc = subcommands[first].words;
+        const char *out = name_accepted("out", subcommands[first].command) ? " --out @G" : "";
+        char vals[16][64];
+        int nv = bad_values(&r, vals);
+        snprintf(frag, sizeof frag, "option --%s", r.name);
+        for (int v = 0; v < nv; v++) {
+            push(l, frag, "%s --%s '%s'%s", sc, r.name, vals[v], out);
+            if (v == 1) push(l, frag, "%s --%s='%s'%s", sc, r.name, vals[v], out);
+        }
+        if (!strcmp(r.kind, "flag")) {
+            push(l, frag, "%s --%s=maybe%s", sc, r.name, out);
+            push(l, frag, "%s --%s=2%s", sc, r.name, out);
+        }
+        snprintf(frag, sizeof frag, "unknown option --%szz", r.name);
+        push(l, frag, "%s --%szz 1%s", sc, r.name, out);
+        if (strcmp(r.kind, "flag")) {
+            snprintf(frag, sizeof frag, "option --%s needs a value", r.name);
+            push(l, frag, "%s%s --%s", sc, out, r.name);
+        }
+        /* given where it does not apply: one subcommand per option, in turn, so that every
+         * subcommand gets its share while the matrix stays fast (~0.1 s a case) */
+        for (int k = 0, given = 0; k < SUBCOMMANDS && given < 1; k++) {
+            const int s = (i + k) % SUBCOMMANDS;
+            const unsigned bit = subcommands[s].command;
+            const char *o = name_accepted("out", bit) ? " --out @G" : "";
+            if (!name_accepted(r.name, bit)) {
+                given++;
+                snprintf(frag, sizeof frag, "option --%s does not apply to 'syncsim %s'", r.name,
+                         strtok(strcpy((char[64]){0}, subcommands[s].words), " "));
+                push(l, frag, "%s --%s 1%s", subcommands[s].words, r.name, o);
+            }
+        }
+    }
+}
+
+static void test_matrix(void) {
+    case_list l = {0};
+    matrix_cases(&l);
+    for (int k = 0; k < l.n; k++)
+        l.c[k] = (bad_case){l.args[k], 2, l.frag[k]};
+    run_cases(l.c, l.n);
+    free(l.c);
+    free(l.args);
+    free(l.frag);
+}
+
 static CU_TestInfo bad_tests[] = {
+    {"options that need another option are refused without it", test_requirements},
+    {"every option of the table: bad values by kind, missing value, misspelled, not applicable",
+     test_matrix},
     {"inputs that silently changed a run: IDX label, bench kernels --model", test_silent},
     {"numbers: no hexadecimal, no empty list item, anywhere", test_numbers},
     {"report: malformed cells, NaN, wrong JSON types, truncated traces are errors", test_reports},
