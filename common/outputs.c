@@ -129,6 +129,7 @@ void outputs_install_interrupt_handler(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* a closed terminal: stop as cleanly, leave no .tmp file */
 }
 
 int outputs_interrupted(void) {

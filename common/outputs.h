@@ -49,7 +49,8 @@ void progress_end(progress *p);
 /* Wall-clock seconds (monotonic). */
 double outputs_wall_s(void);
 
-/* SIGINT/SIGTERM set a flag that long loops poll, so they stop cleanly and write their outputs. */
+/* SIGINT/SIGTERM/SIGHUP set a flag that long loops poll, so they stop cleanly and write their
+ * outputs. */
 void outputs_install_interrupt_handler(void);
 int outputs_interrupted(void);
 

@@ -674,7 +674,29 @@ static void test_matrix(void) {
     free(l.frag);
 }
 
+/* SIGHUP (a closed terminal) stops a training run as SIGINT does: exit 130, a summary that says
+ * interrupted, no temporary file. */
+static void test_train_hangup(void) {
+    char args[1024], log[600], path[700];
+    expand("train --policy bsp --workers 4 --dataset synthetic --epochs 1000 --progress no --out "
+           "@T/hup",
+           args, sizeof args);
+    snprintf(log, sizeof log, "%s/hup.log", tmp_dir);
+    int left;
+    int code = interrupt_run(args, "syncsim train:", SIGHUP, log, &left);
+    CU_ASSERT_EQUAL(code, 130);
+    CU_ASSERT(!left);
+    snprintf(path, sizeof path, "%s/hup/summary.json", tmp_dir);
+    size_t len = 0;
+    char *text = read_all(path, &len);
+    CU_ASSERT(text && strstr(text, "\"interrupted\""));
+    free(text);
+    char why[1300];
+    CU_ASSERT(no_tmp_files(tmp_dir, why, sizeof why));
+}
+
 static CU_TestInfo bad_tests[] = {
+    {"train: SIGHUP stops the run as SIGINT does", test_train_hangup},
     {"options that need another option are refused without it", test_requirements},
     {"every option of the table: bad values by kind, missing value, misspelled, not applicable",
      test_matrix},
