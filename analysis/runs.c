@@ -1,5 +1,6 @@
 #include "analysis/runs.h"
 #include "common/csv.h"
+#include "common/ini_text.h"
 #include "common/number.h"
 #include "common/status.h"
 #include "common/summary.h"
@@ -7,7 +8,6 @@
 #include "traces/trace.h"
 
 #include <dirent.h>
-#include <ini.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,14 +30,15 @@ static double count_or_nan(long n) {
     return n >= 0 ? (double)n : NAN; /* a null count reads back negative */
 }
 
-static int config_handler(void *user, const char *section, const char *name, const char *value) {
-    (void)section;
+static int config_handler(void *user, const char *section, const char *name, const char *value,
+                          char *problem, size_t n) {
+    (void)section, (void)problem, (void)n;
     run_record *r = user;
-    if (r->n_keys == RUN_RECORD_MAX_KEYS) return 1;
+    if (!name || r->n_keys == RUN_RECORD_MAX_KEYS) return 0;
     snprintf(r->key[r->n_keys], sizeof r->key[0], "%s", name);
     snprintf(r->value[r->n_keys], sizeof r->value[0], "%s", value);
     r->n_keys++;
-    return 1;
+    return 0;
 }
 
 int run_record_complete(const char *dir) {
@@ -75,8 +76,9 @@ int run_record_read(const char *dir, run_record *r) {
     char path[1200];
     snprintf(path, sizeof path, "%s/config.ini", dir);
     int have_config = file_exists(path);
-    if (have_config && ini_parse(path, config_handler, r) != 0)
-        return ss_error_set(SS_EINPUT, "%s: malformed INI file", path);
+    int rc;
+    if (have_config && (rc = ini_text_parse(path, "config", SS_EINPUT, config_handler, r)) != SS_OK)
+        return rc;
     const char *v;
     long x;
     if ((v = run_record_get(r, "policy"))) snprintf(r->policy, sizeof r->policy, "%s", v);
@@ -99,7 +101,7 @@ int run_record_read(const char *dir, run_record *r) {
     snprintf(path, sizeof path, "%s/summary.json", dir);
     struct stat st; /* anything there by that name: a directory or device is refused by reading */
     const int have_summary = stat(path, &st) == 0;
-    int rc; /* a summary that is there but malformed is an error, not a failed run */
+    /* a summary that is there but malformed is an error, not a failed run */
     if (have_summary && (rc = read_summary(dir, &s)) != SS_OK) return rc;
     if (!have_summary && !have_config)
         return ss_error_set(SS_EINPUT, "%s: not a run directory", dir);

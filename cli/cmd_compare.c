@@ -197,10 +197,11 @@ static int check_runs(const compare_ctx *c) {
     return rc;
 }
 
-/* An earlier compare's results in OUT: its table and plot, and the run directories that this
- * compare does not plan (a report of OUT would count them as current). A planned run clears its
- * own directory when it starts. Only the files a run writes are removed; a directory holding
- * anything else stays, without a summary.json, so it counts as no run. */
+/* An earlier compare's results in OUT: its table and plot, and its runs' files (a run of this
+ * compare that fails before it writes would otherwise show the earlier summary as its own; a
+ * run this compare does not plan would count in a report of OUT). Only the files a run writes
+ * are removed, and the directories this compare does not plan; a directory holding anything
+ * else stays, without a summary.json, so it counts as no run. */
 static int clear_earlier(const compare_ctx *c) {
     static const char *const results[] = {"compare.csv", "compare.png", "compare.gp", NULL};
     static const char *const run_files[] = {
@@ -222,9 +223,8 @@ static int clear_earlier(const compare_ctx *c) {
         int planned = 0;
         for (int j = 0; j < c->n; j++)
             planned |= !strcmp(c->runs[j].dir, dir.out_dir);
-        if (planned) continue;
         rc = outputs_clear(&dir, run_files);
-        rmdir(dir.out_dir); /* fails, as it should, where other files remain */
+        if (!planned) rmdir(dir.out_dir); /* fails, as it should, where other files remain */
     }
     closedir(d);
     return rc;
