@@ -1,5 +1,6 @@
 #include "analysis/gradient_dump.h"
 #include "common/afile.h"
+#include "common/number.h"
 #include "common/status.h"
 
 #include <stdio.h>
@@ -20,25 +21,22 @@ int gradient_dump_create(const char *steps, const char *out_dir, gradient_dump *
     if (!steps || !steps[0]) return SS_OK;
     gradient_dump *gd = ss_calloc(1, sizeof *gd);
     snprintf(gd->dir, sizeof gd->dir, "%s", out_dir);
-    const char *p = steps;
-    while (*p) {
-        char *end;
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || (*end && *end != ',')) {
-            free(gd);
-            return ss_error_set(SS_EUSAGE,
-                                "--dump-gradients: '%s' is not a list of steps (positive "
-                                "integers separated by commas, e.g. 1,100,500)",
-                                steps);
-        }
-        if (gd->n_steps == GRADIENT_DUMP_MAX_STEPS) {
-            free(gd);
+    double v[GRADIENT_DUMP_MAX_STEPS];
+    int rc = number_parse_list(steps, 1, v, GRADIENT_DUMP_MAX_STEPS, &gd->n_steps);
+    for (int i = 0; rc == 0 && i < gd->n_steps; i++)
+        if (v[i] < 1) rc = -1;
+    if (rc != 0) {
+        free(gd);
+        if (rc == -2)
             return ss_error_set(SS_EUSAGE, "--dump-gradients: at most %d steps",
                                 GRADIENT_DUMP_MAX_STEPS);
-        }
-        gd->steps[gd->n_steps++] = v;
-        p = *end ? end + 1 : end;
+        return ss_error_set(SS_EUSAGE,
+                            "--dump-gradients: '%s' is not a list of steps (positive integers "
+                            "separated by commas, e.g. 1,100,500)",
+                            steps);
     }
+    for (int i = 0; i < gd->n_steps; i++)
+        gd->steps[i] = (long)v[i];
     *out = gd;
     return SS_OK;
 }
@@ -47,6 +45,13 @@ void gradient_dump_destroy(gradient_dump *gd) {
     if (!gd) return;
     free(gd->host);
     free(gd);
+}
+
+long gradient_dump_last_step(const gradient_dump *gd) {
+    long last = 0;
+    for (int i = 0; gd && i < gd->n_steps; i++)
+        if (gd->steps[i] > last) last = gd->steps[i];
+    return last;
 }
 
 int gradient_dump_wants(const gradient_dump *gd, long step) {

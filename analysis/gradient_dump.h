@@ -29,6 +29,8 @@ typedef struct gradient_dump gradient_dump;
  * dump). SS_EUSAGE naming --dump-gradients on a bad list. */
 int gradient_dump_create(const char *steps, const char *out_dir, gradient_dump **out);
 void gradient_dump_destroy(gradient_dump *gd);
+/* The largest step of the list (0 for NULL). */
+long gradient_dump_last_step(const gradient_dump *gd);
 /* 1 if `step` is in the list (gd may be NULL: 0). */
 int gradient_dump_wants(const gradient_dump *gd, long step);
 /* Downloads the (n) device gradient and writes its sample; errors are reported on stderr once,

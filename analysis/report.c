@@ -7,11 +7,13 @@
 #include "sim/policy/policy_registry.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Keys that describe how a run was launched or recorded, not what it computes. */
 static const char *const ignored_keys[] = {"seed",   "out",      "progress",       "trace",
@@ -315,7 +317,12 @@ static int figure_accuracy(const run_record *runs, const report_options *o, cons
     for (int i = 0; i < ng; i++) {
         double *t, *a;
         size_t m;
-        if (run_curve_read(runs[g[i].first].dir, &t, &a, &m) != SS_OK || m == 0) continue;
+        int rc = run_curve_read(runs[g[i].first].dir, &t, &a, &m);
+        if (rc != SS_OK) {
+            fclose(fp);
+            return rc;
+        }
+        if (m == 0) continue;
         char title[560];
         sanitize_title(g[i].label, title, sizeof title);
         fprintf(fp, "%ssim_time_s,%s\n", blocks ? "\n\n" : "", title);
@@ -595,8 +602,53 @@ static int figure_kde(const run_record *runs, int n, const report_options *o) {
     return SS_OK;
 }
 
+/* 1 for a file an earlier report wrote: its tables, its figures (numbered or not) and their
+ * data, scripts and terminal versions. */
+static int is_report_file(const char *name) {
+    static const char *const tables[] = {"report.md", "report.csv", "runs.csv", "replot.sh", NULL};
+    static const char *const figures[] = {"accuracy",  "breakdown", "scaling", "delta-",
+                                          "timeline-", "kde-",      NULL};
+    for (int i = 0; tables[i]; i++)
+        if (!strcmp(name, tables[i])) return 1;
+    const char *dot = strrchr(name, '.');
+    if (!dot || (strcmp(dot, ".csv") && strcmp(dot, ".gp") && strcmp(dot, ".png") &&
+                 strcmp(dot, ".svg") && strcmp(dot, ".txt")))
+        return 0;
+    for (int i = 0; figures[i]; i++) {
+        size_t len = strlen(figures[i]);
+        if (strncmp(name, figures[i], len)) continue;
+        const char *p = name + len;
+        if (figures[i][len - 1] != '-') return p == dot; /* "accuracy.png" */
+        if (p == dot) return 0;
+        while (p < dot && *p >= '0' && *p <= '9')
+            p++;
+        return p == dot; /* "timeline-12.svg" */
+    }
+    return 0;
+}
+
+/* Removes an earlier report's files from OUT: a report with fewer groups must not leave
+ * timeline-3.* or delta-2.* of the earlier one looking current. Other files stay. */
+static int clear_report_files(const char *out_dir) {
+    DIR *d = opendir(out_dir);
+    if (!d) return SS_OK;
+    struct dirent *e;
+    char path[1400];
+    int rc = SS_OK;
+    while (rc == SS_OK && (e = readdir(d))) {
+        if (!is_report_file(e->d_name)) continue;
+        snprintf(path, sizeof path, "%s/%s", out_dir, e->d_name);
+        if (unlink(path) != 0 && errno != ENOENT)
+            rc = ss_error_set(SS_EIO, "cannot remove the earlier report's %s: %s", path,
+                              strerror(errno));
+    }
+    closedir(d);
+    return rc;
+}
+
 int report_write(const run_record *runs, int n, const report_options *o) {
     int rc = ss_mkdir_p(o->out_dir);
+    if (rc == SS_OK) rc = clear_report_files(o->out_dir);
     if (rc != SS_OK) return rc;
     char path[1200];
     snprintf(path, sizeof path, "%s/replot.sh", o->out_dir);
@@ -639,7 +691,8 @@ int report_dirs(char *const *dirs_in, int n_in, const report_options *o_in) {
         rc = run_dirs_find(dirs_in[i], &dirs, &n);
     run_record *runs = rc == SS_OK ? ss_calloc((size_t)n, sizeof *runs) : NULL;
     for (int i = 0; i < n && rc == SS_OK; i++)
-        rc = run_record_read(dirs[i], &runs[i]);
+        if ((rc = run_record_read(dirs[i], &runs[i])) == SS_OK)
+            rc = run_record_check_files(dirs[i]);
     if (rc == SS_OK) {
         char out[1200], path[1300];
         if (o_in->out_dir)

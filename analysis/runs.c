@@ -1,12 +1,13 @@
 #include "analysis/runs.h"
 #include "common/csv.h"
+#include "common/ini_text.h"
+#include "common/number.h"
 #include "common/status.h"
 #include "common/summary.h"
 #include "sim/policy/policy_registry.h"
 #include "traces/trace.h"
 
 #include <dirent.h>
-#include <ini.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,14 +30,15 @@ static double count_or_nan(long n) {
     return n >= 0 ? (double)n : NAN; /* a null count reads back negative */
 }
 
-static int config_handler(void *user, const char *section, const char *name, const char *value) {
-    (void)section;
+static int config_handler(void *user, const char *section, const char *name, const char *value,
+                          char *problem, size_t n) {
+    (void)section, (void)problem, (void)n;
     run_record *r = user;
-    if (r->n_keys == RUN_RECORD_MAX_KEYS) return 1;
+    if (!name || r->n_keys == RUN_RECORD_MAX_KEYS) return 0;
     snprintf(r->key[r->n_keys], sizeof r->key[0], "%s", name);
     snprintf(r->value[r->n_keys], sizeof r->value[0], "%s", value);
     r->n_keys++;
-    return 1;
+    return 0;
 }
 
 int run_record_complete(const char *dir) {
@@ -74,20 +76,33 @@ int run_record_read(const char *dir, run_record *r) {
     char path[1200];
     snprintf(path, sizeof path, "%s/config.ini", dir);
     int have_config = file_exists(path);
-    if (have_config && ini_parse(path, config_handler, r) != 0)
-        return ss_error_set(SS_EINPUT, "%s: malformed INI file", path);
+    int rc;
+    if (have_config && (rc = ini_text_parse(path, "config", SS_EINPUT, config_handler, r)) != SS_OK)
+        return rc;
     const char *v;
+    long x;
     if ((v = run_record_get(r, "policy"))) snprintf(r->policy, sizeof r->policy, "%s", v);
-    if ((v = run_record_get(r, "workers"))) r->workers = atoi(v);
-    if ((v = run_record_get(r, "batch"))) r->batch = atoi(v);
-    if ((v = run_record_get(r, "seed"))) r->seed = strtod(v, NULL);
+    static const char *const counts[] = {"workers", "batch"};
+    for (int k = 0; k < 2; k++) {
+        if (!(v = run_record_get(r, counts[k]))) continue;
+        if (number_parse_long(v, 1, 1L << 30, &x) != 0)
+            return ss_error_set(SS_EINPUT, "%s: %s = '%s' is not a whole number >= 1", path,
+                                counts[k], v);
+        *(k ? &r->batch : &r->workers) = (int)x;
+    }
+    if ((v = run_record_get(r, "seed")) && number_parse_double(v, &r->seed) != 0)
+        return ss_error_set(SS_EINPUT, "%s: seed = '%s' is not a whole number", path, v);
     if ((v = run_record_get(r, "platform")) && v[0])
         snprintf(r->platform, sizeof r->platform, "%s", v);
     else if ((v = run_record_get(r, "bandwidth")))
         snprintf(r->platform, sizeof r->platform, "%s", v);
 
     run_summary s;
-    const int have_summary = read_summary(dir, &s) == SS_OK;
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    struct stat st; /* anything there by that name: a directory or device is refused by reading */
+    const int have_summary = stat(path, &st) == 0;
+    /* a summary that is there but malformed is an error, not a failed run */
+    if (have_summary && (rc = read_summary(dir, &s)) != SS_OK) return rc;
     if (!have_summary && !have_config)
         return ss_error_set(SS_EINPUT, "%s: not a run directory", dir);
     if (have_summary) record_summary(r, &s);
@@ -180,12 +195,14 @@ static void curve_push(double **time_s, double **accuracy, size_t *n, size_t *ca
     (*n)++;
 }
 
-/* A cell as a number: NaN when empty or not a number. */
-static double cell_number(const csv_reader *r, int col) {
-    if (col >= r->n_fields) return NAN;
-    char *end;
-    const double x = strtod(r->field[col], &end);
-    return end == r->field[col] ? NAN : x;
+/* A cell as a number: NaN when empty; SS_EINPUT naming the file, line and column when it is
+ * anything but a decimal number ("0x10", "nan", "high" are refused, not read as 16 or blank). */
+static int cell_number(const csv_reader *r, int col, const char *name, double *x) {
+    *x = NAN;
+    if (col >= r->n_fields || !r->field[col][0]) return SS_OK;
+    if (number_parse_double(r->field[col], x) == 0) return SS_OK;
+    return ss_error_set(SS_EINPUT, "%s:%ld: %s '%.40s' is not a decimal number", r->name, r->line,
+                        name, r->field[col]);
 }
 
 int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *n) {
@@ -206,8 +223,13 @@ int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *
         return ss_error_set(SS_EINPUT, "%s: no sim_time_s or test_accuracy column", path);
     }
     size_t cap = 0;
-    while ((rc = csv_next(&r, &got)) == SS_OK && got)
-        curve_push(time_s, accuracy, n, &cap, cell_number(&r, ct), cell_number(&r, ca));
+    while ((rc = csv_next(&r, &got)) == SS_OK && got) {
+        double t, a;
+        if ((rc = cell_number(&r, ct, "sim_time_s", &t)) != SS_OK ||
+            (rc = cell_number(&r, ca, "test_accuracy", &a)) != SS_OK)
+            break;
+        curve_push(time_s, accuracy, n, &cap, t, a);
+    }
     csv_close(&r);
     if (rc != SS_OK) {
         free(*time_s);
@@ -216,6 +238,28 @@ int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *
         *n = 0;
     }
     return rc;
+}
+
+int run_record_check_files(const char *dir) {
+    char path[1200];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    if (stat(path, &st) == 0) {
+        double *t, *a;
+        size_t m;
+        int rc = run_curve_read(dir, &t, &a, &m);
+        if (rc != SS_OK) return rc;
+        free(t);
+        free(a);
+    }
+    snprintf(path, sizeof path, "%s/steps.trace", dir);
+    if (stat(path, &st) == 0) {
+        trace_table tt;
+        int rc = trace_table_read(path, 0, &tt);
+        if (rc != SS_OK) return rc;
+        trace_table_free(&tt);
+    }
+    return SS_OK;
 }
 
 double run_curve_tta_s(const double *time_s, const double *accuracy, size_t n, double target) {

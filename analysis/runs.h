@@ -51,6 +51,9 @@ void run_dirs_free(char **dirs, int n);
  * of (sim_time_s, test_accuracy), malloc'ed (NaN for an empty cell). SS_EINPUT if missing or
  * malformed ("FILE:LINE: ..."). */
 int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *n);
+/* The run's metrics.csv and steps.trace, where there are, read whole: SS_EINPUT naming the file
+ * and line of a malformed cell or a truncated trace (a report shows no blank for it). */
+int run_record_check_files(const char *dir);
 /* First simulated time at which the curve reaches target; -1 if never. */
 double run_curve_tta_s(const double *time_s, const double *accuracy, size_t n, double target);
 

@@ -1,6 +1,7 @@
 #include "analysis/sweep.h"
 #include "common/afile.h"
 #include "common/csv.h"
+#include "common/infile.h"
 #include "common/status.h"
 #include "common/summary.h"
 
@@ -352,9 +353,11 @@ static int plan_read(const char *path, ini_reader reader, void *stream, const ch
 int sweep_plan_load(const char *path, const char *out_dir, const sweep_options *opts,
                     sweep_plan **out) {
     *out = NULL;
+    int rc = infile_check(path, "sweep file", INFILE_MAX_TEXT, SS_EUSAGE);
+    if (rc != SS_OK) return rc;
     FILE *fp = fopen(path, "r");
     if (!fp) return ss_error_set(SS_EUSAGE, "sweep: cannot open %s: %s", path, strerror(errno));
-    int rc = plan_read(path, (ini_reader)fgets, fp, out_dir, opts, out);
+    rc = plan_read(path, (ini_reader)fgets, fp, out_dir, opts, out);
     fclose(fp);
     return rc;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/afile.h"
+#include "common/number.h"
 #include "common/csv.h"
 #include "common/run_request.h"
 #include "common/status.h"
@@ -346,10 +347,9 @@ static int parse_one_size(const char *text, double *bytes) {
                  {"MB", 1e6},
                  {"GB", 1e9},
                  {"TB", 1e12}};
-    char *end;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || errno || !isfinite(v)) return -1;
+    const char *end;
+    double v;
+    if (number_parse_prefix(text, &v, &end) != 0) return -1;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
         if (!strcmp(end, units[i].unit)) {
             *bytes = v * units[i].scale;
@@ -376,9 +376,7 @@ static int parse_size_range(const char *option, const char *text, double *sizes,
     if (parse_one_size(a, &lo) || parse_one_size(b, &hi) || hi < lo || (c[0] != 'x' && c[0] != '+'))
         return sizes_usage(option, text);
     if (c[0] == 'x') {
-        char *end;
-        step = strtod(c + 1, &end);
-        if (*end || !(step > 1)) return sizes_usage(option, text);
+        if (number_parse_double(c + 1, &step) != 0 || !(step > 1)) return sizes_usage(option, text);
     } else if (parse_one_size(c + 1, &step)) {
         return sizes_usage(option, text);
     }
@@ -397,13 +395,16 @@ int bench_parse_sizes(const char *option, const char *text, double *sizes, int m
     if (strlen(text) >= sizeof buf) return sizes_usage(option, text);
     snprintf(buf, sizeof buf, "%s", text);
     *n = 0;
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    for (char *tok = buf;;) { /* every item, empty ones too ("8,,16" is a typo) */
+        char *comma = strchr(tok, ',');
+        if (comma) *comma = '\0';
         if (*n == max) return ss_error_set(SS_EUSAGE, "%s: more than %d sizes", option, max);
-        if (parse_one_size(tok, &sizes[*n])) return sizes_usage(option, tok);
+        if (parse_one_size(tok, &sizes[*n])) return sizes_usage(option, text);
         (*n)++;
+        if (!comma) break;
+        tok = comma + 1;
     }
-    return *n ? SS_OK : sizes_usage(option, text);
+    return SS_OK;
 }
 
 int bench_network_sizes(const bench_sizes_opts *o, bench_sizes_row *rows) {
@@ -519,20 +520,19 @@ static int check_platform_options(const run_request *rq) {
 
 static int run_smpi_comparison(const run_config *cfg, FILE *out) {
     bench_network_opts o = bench_network_default();
-    char list[RUN_CONFIG_TEXT], *save = NULL;
-    snprintf(list, sizeof list, "%s", cfg->bench_hosts);
-    o.n_sizes = 0;
-    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *end;
-        long v = strtol(tok, &end, 10);
-        if (*end || v < 2 || v > 65536)
-            return ss_error_set(SS_EUSAGE, "--hosts-list: '%s' is not a host count in [2, 65536]",
-                                tok);
-        if (o.n_sizes == BENCH_NETWORK_MAX_SIZES)
-            return ss_error_set(SS_EUSAGE, "--hosts-list: at most %d values",
-                                BENCH_NETWORK_MAX_SIZES);
-        o.hosts[o.n_sizes++] = (int)v;
-    }
+    double hosts[BENCH_NETWORK_MAX_SIZES];
+    int rc = number_parse_list(cfg->bench_hosts, 1, hosts, BENCH_NETWORK_MAX_SIZES, &o.n_sizes);
+    if (rc == -2)
+        return ss_error_set(SS_EUSAGE, "--hosts-list: at most %d values", BENCH_NETWORK_MAX_SIZES);
+    for (int i = 0; rc == 0 && i < o.n_sizes; i++)
+        if (hosts[i] < 2 || hosts[i] > 65536) rc = -1;
+    if (rc != 0)
+        return ss_error_set(SS_EUSAGE,
+                            "--hosts-list: '%s' is not a list of host counts in [2, 65536] "
+                            "(e.g. 16,64,256)",
+                            cfg->bench_hosts);
+    for (int i = 0; i < o.n_sizes; i++)
+        o.hosts[i] = (int)hosts[i];
     o.bytes = cfg->bench_bytes;
     o.max_smpi_hosts = cfg->max_smpi_hosts;
     return bench_network(&o, out);

@@ -40,7 +40,9 @@ static int run_platform(const run_config *cfg, const char *target) {
 }
 
 static int run_bench(const run_config *cfg, const char *target) {
-    if (!strcmp(target, "kernels")) return bench_kernels(cfg->device, cfg->batch, stdout);
+    if (!strcmp(target, "kernels"))
+        return bench_kernels(cfg->device, cfg->batch,
+                             options_was_set(cfg, "model") ? cfg->model : NULL, stdout);
     if (!strcmp(target, "coupling")) return cmd_bench_coupling(cfg);
     if (!strcmp(target, "replay")) return cmd_bench_replay(cfg);
     run_request rq = {.cfg = cfg, .was_set = options_was_set};
@@ -177,6 +179,7 @@ int cli_main(int argc, char **argv) {
         first = 3;
     }
     run_config cfg;
+    options_name_command(sc->name);
     int rc = options_parse(sc->command, argc - first, argv + first, &cfg);
     if (rc != SS_OK) return fail(rc);
     if (cfg.help) {

@@ -18,9 +18,11 @@
 
 #include "emu/run.h"
 #include "sim/platform/platform_gen.h"
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define COMPARE_MAX_RUNS       64
 #define COMPARE_DLCP_TOLERANCE 0.1 /* eps of the "-dlcp" policies unless --loss-tolerance */
@@ -44,15 +46,21 @@ typedef struct compare_ctx {
     double t0_s;
 } compare_ctx;
 
-/* Splits a comma-separated list into items (in place). */
+/* Splits a comma-separated list into items (in place); -1 on an empty item ("a,,b" is a typo),
+ * -2 past max items. */
 static int split_list(char *text, char **items, int max) {
     int n = 0;
-    for (char *tok = strtok(text, ","); tok && n < max; tok = strtok(NULL, ",")) {
+    for (char *tok = text;;) {
+        char *comma = strchr(tok, ',');
+        if (comma) *comma = '\0';
         while (*tok == ' ')
             tok++;
-        if (*tok) items[n++] = tok;
+        if (!*tok) return -1;
+        if (n == max) return -2;
+        items[n++] = tok;
+        if (!comma) return n;
+        tok = comma + 1;
     }
-    return n;
 }
 
 static int is_platform_file(const char *network) {
@@ -67,6 +75,43 @@ static void network_label(const char *network, char *buf, size_t n) {
     if (dot) *dot = '\0';
 }
 
+/* Two runs of the same point would write the same directory at once. */
+static int listed_once(const char *option, char *const *items, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (!strcmp(items[i], items[j]))
+                return ss_error_set(SS_EUSAGE,
+                                    "%s: '%s' is listed twice (each item once: every run writes "
+                                    "a directory of its own)",
+                                    option, items[i]);
+    return SS_OK;
+}
+
+/* The label of network k, unique among the first k+1: the platform file's base name, else its
+ * directory's name and base name ("a-platform" for a/platform.xml beside b/platform.xml), else
+ * with its position ("platform-2"). */
+static void unique_label(char *const *nets, int k, char (*labels)[64], size_t n) {
+    network_label(nets[k], labels[k], n);
+    for (int round = 0; round < 2; round++) {
+        int taken = 0;
+        for (int j = 0; j < k; j++)
+            taken |= !strcmp(labels[j], labels[k]);
+        if (!taken) return;
+        char base[64];
+        network_label(nets[k], base, sizeof base);
+        if (round == 0) {
+            char dir[256];
+            snprintf(dir, sizeof dir, "%s", nets[k]);
+            char *slash = strrchr(dir, '/');
+            if (slash) *slash = '\0';
+            slash = strrchr(dir, '/');
+            snprintf(labels[k], n, "%.30s-%.30s", slash ? slash + 1 : dir, base);
+        } else {
+            snprintf(labels[k], n, "%.50s-%d", base, k + 1);
+        }
+    }
+}
+
 /* The lists of --policies and --networks, checked, and one run per (network, policy). */
 static int plan_runs(compare_ctx *c) {
     snprintf(c->policies_text, sizeof c->policies_text, "%s", c->cfg.policies);
@@ -74,19 +119,29 @@ static int plan_runs(compare_ctx *c) {
     c->n_pols = split_list(c->policies_text, c->pols, 16);
     c->n_nets = split_list(c->networks_text, c->nets, 16);
     if (c->n_pols < 1 || c->n_nets < 1)
-        return ss_error_set(SS_EUSAGE, "compare needs at least one policy (--policies) and one "
-                                       "network (--networks)");
+        return ss_error_set(SS_EUSAGE,
+                            "%s '%s': expected a comma-separated list of at most 16 items, none "
+                            "empty (e.g. %s)",
+                            c->n_pols < 1 ? "--policies" : "--networks",
+                            c->n_pols < 1 ? c->cfg.policies : c->cfg.networks,
+                            c->n_pols < 1 ? "bsp,ssp" : "5Gbps,100Gbps");
     if (c->n_pols * c->n_nets > COMPARE_MAX_RUNS)
         return ss_error_set(SS_EUSAGE, "compare: at most %d runs (%d policies x %d networks asked)",
                             COMPARE_MAX_RUNS, c->n_pols, c->n_nets);
     for (int p = 0; p < c->n_pols; p++) /* every point's policy before running any */
         if (policy_registry_check_listed(c->pols[p]) != SS_OK) return SS_EUSAGE;
+    int rc = listed_once("--policies", c->pols, c->n_pols);
+    if (rc == SS_OK) rc = listed_once("--networks", c->nets, c->n_nets);
+    if (rc != SS_OK) return rc;
+    char labels[16][64];
+    for (int k = 0; k < c->n_nets; k++)
+        unique_label(c->nets, k, labels, sizeof labels[0]);
     for (int k = 0; k < c->n_nets; k++)
         for (int p = 0; p < c->n_pols; p++) {
             compare_row *r = &c->runs[c->n++];
             snprintf(r->policy, sizeof r->policy, "%s", c->pols[p]);
             snprintf(r->network, sizeof r->network, "%s", c->nets[k]);
-            network_label(c->nets[k], r->label, sizeof r->label);
+            snprintf(r->label, sizeof r->label, "%s", labels[k]);
             r->panel = k;
             r->reference = compare_is_reference(r->policy);
             char dir[sizeof r->dir];
@@ -142,6 +197,39 @@ static int check_runs(const compare_ctx *c) {
     return rc;
 }
 
+/* An earlier compare's results in OUT: its table and plot, and its runs' files (a run of this
+ * compare that fails before it writes would otherwise show the earlier summary as its own; a
+ * run this compare does not plan would count in a report of OUT). Only the files a run writes
+ * are removed, and the directories this compare does not plan; a directory holding anything
+ * else stays, without a summary.json, so it counts as no run. */
+static int clear_earlier(const compare_ctx *c) {
+    static const char *const results[] = {"compare.csv", "compare.png", "compare.gp", NULL};
+    static const char *const run_files[] = {
+        "summary.json", "metrics.csv", "steps.trace", "platform.xml",
+        "config.ini",   "log.txt",     NULL};
+    int rc = outputs_clear(&c->cfg, results);
+    char runs_dir[1100];
+    snprintf(runs_dir, sizeof runs_dir, "%s/runs", c->cfg.out_dir);
+    DIR *d = rc == SS_OK ? opendir(runs_dir) : NULL;
+    if (!d) return rc;
+    struct dirent *e;
+    while (rc == SS_OK && (e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        run_config dir;
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s", runs_dir, e->d_name);
+        if (strlen(path) >= sizeof dir.out_dir) continue;
+        memcpy(dir.out_dir, path, strlen(path) + 1);
+        int planned = 0;
+        for (int j = 0; j < c->n; j++)
+            planned |= !strcmp(c->runs[j].dir, dir.out_dir);
+        rc = outputs_clear(&dir, run_files);
+        if (!planned) rmdir(dir.out_dir); /* fails, as it should, where other files remain */
+    }
+    closedir(d);
+    return rc;
+}
+
 /* The child: one emulation (its output in DIR/log.txt); every emulated run computes with one
  * BLAS thread (emu/run.c), so the results do not depend on --jobs. */
 static int job_run(void *ctx, int j) {
@@ -183,6 +271,7 @@ int cmd_compare(const run_config *cfg_in) {
     c->cfg = *cfg_in;
     int rc = plan_runs(c);
     if (rc == SS_OK) rc = check_runs(c);
+    if (rc == SS_OK) rc = clear_earlier(c);
     if (rc == SS_OK) rc = outputs_begin(CMD_COMPARE, &c->cfg);
     if (rc != SS_OK) {
         free(c);

@@ -27,9 +27,7 @@ static int report_run(int argc, char **argv) {
             continue;
         }
         opts[n_opts++] = argv[a];
-        /* every report option but --help takes a value */
-        if (!strchr(argv[a], '=') && strcmp(argv[a], "--help") && a + 1 < argc)
-            opts[n_opts++] = argv[++a];
+        if (options_takes_value(CMD_REPORT, argv[a]) && a + 1 < argc) opts[n_opts++] = argv[++a];
     }
     run_config cfg;
     int rc = options_parse(CMD_REPORT, n_opts, opts, &cfg);

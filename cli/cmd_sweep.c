@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/outputs.h"
+#include "common/number.h"
 #include "common/status.h"
 #include "common/isolate.h"
 
@@ -151,12 +152,15 @@ static int run_points(const sweep_plan *p, const run_config *cfg, int first, int
 
 /* "I/K" -> first, count. */
 static int parse_shard(const char *text, int *index, int *count) {
-    char *end;
-    long i = strtol(text, &end, 10);
-    if (end == text || *end != '/') goto bad;
-    const char *k_text = end + 1;
-    long k = strtol(k_text, &end, 10);
-    if (end == k_text || *end || k < 1 || k > 100000 || i < 0 || i >= k) goto bad;
+    char i_text[32];
+    const char *slash = strchr(text, '/');
+    long i, k;
+    if (!slash || (size_t)(slash - text) >= sizeof i_text) goto bad;
+    memcpy(i_text, text, (size_t)(slash - text));
+    i_text[slash - text] = '\0';
+    if (number_parse_long(i_text, 0, 100000, &i) || number_parse_long(slash + 1, 1, 100000, &k) ||
+        i >= k)
+        goto bad;
     *index = (int)i;
     *count = (int)k;
     return SS_OK;
@@ -193,15 +197,24 @@ static int sweep_run(int argc, char **argv, int rank, int size) {
     const char *file = NULL;
     char **opts = ss_calloc((size_t)argc + 1, sizeof(char *));
     int n_opts = 0;
+    const char *extra = NULL;
     for (int a = 0; a < argc; a++) {
-        if (strncmp(argv[a], "--", 2) != 0 && !file)
-            file = argv[a];
-        else
-            opts[n_opts++] = argv[a];
+        if (strncmp(argv[a], "--", 2) != 0) {
+            if (file && !extra) extra = argv[a];
+            if (!file) file = argv[a];
+            continue;
+        }
+        opts[n_opts++] = argv[a];
+        if (options_takes_value(CMD_SWEEP, argv[a]) && a + 1 < argc) opts[n_opts++] = argv[++a];
     }
     run_config cfg;
     int rc = options_parse(CMD_SWEEP, n_opts, opts, &cfg);
     free(opts);
+    if (rc == SS_OK && extra)
+        rc = ss_error_set(SS_EUSAGE,
+                          "sweep takes one sweep file ('%s' and '%s' given): syncsim sweep "
+                          "FILE.ini [--jobs J] [--resume] [--shard I/K] [--out DIR]",
+                          file, extra);
     if (rc != SS_OK) return rc;
     if (cfg.help) {
         if (rank == 0) print_help();

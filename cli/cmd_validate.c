@@ -3,6 +3,7 @@
  * traces/validate_scaling.c, analysis/validate_real.c); each exits 1 past its bounds. */
 #include "analysis/validate_real.h"
 #include "cli/commands.h"
+#include "common/outputs.h"
 #include "common/status.h"
 #include "cli/validate_network.h"
 #include "traces/validate_compute.h"
@@ -16,11 +17,21 @@ static int within_bound(int rc, int within, const char *what) {
     return ss_error_set(SS_EINPUT, "validate %s exceeds the bound", what);
 }
 
+/* SIGINT/SIGTERM stop a validation as they stop a run: the simulation running is killed (no
+ * process is left), no further one starts, and the exit code is 130. */
+static int interruptible(int rc) {
+    if (rc == SS_OK && outputs_interrupted())
+        rc = ss_error_set(SS_EINTERRUPT, "interrupted: the validation is incomplete");
+    if (rc == SS_EINTERRUPT) fprintf(stderr, "syncsim: validate %s\n", ss_error_message());
+    return rc;
+}
+
 int cmd_validate(const run_config *cfg) {
     validate_opts o = {.root = cfg->validate_refs,
                        .max_large = cfg->validate_max_large,
                        .max_small = cfg->validate_max_small};
-    return validate_network(&o, stdout);
+    outputs_install_interrupt_handler();
+    return interruptible(validate_network(&o, stdout));
 }
 
 int cmd_validate_compute(const run_config *cfg) {
@@ -32,8 +43,9 @@ int cmd_validate_compute(const run_config *cfg) {
 
 int cmd_validate_scaling(const run_config *cfg) {
     validate_scaling_result r = {0};
-    int rc = validate_scaling(cfg->validate_scaling[0] ? cfg->validate_scaling : NULL,
-                              cfg->validate_scaling_max_error, stdout, &r);
+    outputs_install_interrupt_handler();
+    int rc = interruptible(validate_scaling(cfg->validate_scaling[0] ? cfg->validate_scaling : NULL,
+                                            cfg->validate_scaling_max_error, stdout, &r));
     return within_bound(rc, r.within_bound, "scaling: the median error (--max-scaling-error)");
 }
 

@@ -1,14 +1,15 @@
 #include "cli/options.h"
+#include "common/ini_text.h"
 #include "common/number.h"
 #include "common/status.h"
 #include "sim/net/coll/collective.h"
 #include "sim/compute/gpu_table.h"
+#include "sim/platform/platform_gen.h"
 #include "sim/policy/policy_build.h"
 #include "sim/policy/policy_registry.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <ini.h>
 #include <math.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -427,6 +428,18 @@ static int find_option_for(unsigned command, const char *name) {
     return find_option(name);
 }
 
+/* The name messages give the subcommand: `syncsim real` parses train's options. */
+static const char *command_label_override;
+
+void options_name_command(const char *name) {
+    command_label_override = name;
+}
+
+static const char *command_name(unsigned command);
+static const char *command_label(unsigned command) {
+    return command_label_override ? command_label_override : command_name(command);
+}
+
 static const char *command_name(unsigned command) {
     switch (command) {
     case CMD_TRAIN:
@@ -485,10 +498,26 @@ static const policy_option *row_policy_option(const opt_def *o) {
     return policy_option_at((int)((o->offset - first) / sizeof(run_policy_value)));
 }
 
-/* A policy option kept as text (a threshold) is still checked when it is given. */
+/* A policy option kept as text (a threshold, a duration) is still checked when it is given; so
+ * are the bandwidths and latencies of a generated platform, named by their metavar. */
 static int check_policy_text(const opt_def *o, const char *text, const char *where) {
     const policy_option *po = row_policy_option(o);
     run_policy_value v;
+    if (!po && o->metavar && !strcmp(o->metavar, "BW") && text[0]) {
+        double bps;
+        return platform_parse_bandwidth(where, text, &bps);
+    }
+    if (!po && o->metavar && !strcmp(o->metavar, "T") && text[0] && strcmp(text, "tier")) {
+        double s;
+        return platform_parse_latency(where, text, &s);
+    }
+    if (po && po->type == POLICY_OPTION_DURATION) {
+        if (policy_option_parse(po, text, &v) == SS_OK) return SS_OK;
+        return ss_error_set(SS_EUSAGE,
+                            "%s: invalid value '%s' (expected a duration >= 0: a decimal number "
+                            "and a unit, e.g. 500ms, 2s, 0s)",
+                            where, text);
+    }
     if (!po || po->type != POLICY_OPTION_THRESHOLD || policy_option_parse(po, text, &v) == SS_OK)
         return SS_OK;
     return ss_error_set(SS_EUSAGE,
@@ -579,55 +608,106 @@ void options_defaults(run_config *cfg) {
 typedef struct ini_context {
     unsigned command;
     run_config *cfg;
-    int status;
-    char problem[512]; /* what is wrong with the key that stopped the parse */
     unsigned char seen[RUN_CONFIG_MAX_OPTIONS]; /* keys already given in the file */
 } ini_context;
 
-/* inih reports the line of the first key a handler refuses, so the handler only says what is
- * wrong; read_config_file() puts the file and line in front. */
-static int config_key_handler(void *user, const char *section, const char *name,
-                              const char *value) {
-    (void)section;
+/* Where each option of the configuration being parsed was given: its file and line, for the
+ * checks of options_validate() that come after the file was read (0: not from a file). */
+static __thread const char *config_path;
+static __thread long config_line[RUN_CONFIG_MAX_OPTIONS];
+
+/* "option --NAME", or "FILE:LINE: key 'NAME'" for an option a configuration file gave. */
+static const char *option_where(int i, char *buf, size_t n) {
+    if (config_path && config_line[i] > 0)
+        snprintf(buf, n, "%s:%ld: key '%s'", config_path, config_line[i], options_table[i].name);
+    else
+        snprintf(buf, n, "option --%s", options_table[i].name);
+    return buf;
+}
+
+/* The sections a configuration may have: the subcommands that write one (config.ini starts with
+ * [train], [compare] or [replay]), or none. */
+static const char *const config_sections[] = {"train", "compare", "replay", "real", NULL};
+
+static int config_section(const char *section, char *problem, size_t n) {
+    const char *near = NULL;
+    for (int i = 0; config_sections[i]; i++) {
+        if (!strcmp(section, config_sections[i])) return 0;
+        if (edit_distance(section, config_sections[i]) <= 2) near = config_sections[i];
+    }
+    snprintf(problem, n, "unknown section [%s] (valid: [train], [compare], [replay], [real])%s%s%s",
+             section, near ? "; did you mean [" : "", near ? near : "", near ? "]?" : "");
+    return -1;
+}
+
+static int config_key_handler(void *user, const char *section, const char *name, const char *value,
+                              char *problem, size_t n) {
     ini_context *c = user;
-    if (c->status != SS_OK) return 0;
+    if (!name) return config_section(section, problem, n);
+    if (!strcmp(name, "config") || !strcmp(name, "help")) {
+        snprintf(problem, n,
+                 "key '%s' belongs on the command line (--%s), not in a configuration file", name,
+                 name);
+        return -1;
+    }
     int i = find_option_for(c->command, name);
-    if (i < 0 || !(options_table[i].commands & c->command) || !strcmp(name, "config")) {
+    if (i < 0 || !(options_table[i].commands & c->command)) {
         const char *near = closest_option(c->command, name);
-        snprintf(c->problem, sizeof c->problem, "unknown key '%s' for 'syncsim %s'%s%s%s", name,
-                 command_name(c->command), near ? "; did you mean '" : "", near ? near : "",
+        if (near && (!strcmp(near, "config") || !strcmp(near, "help"))) near = NULL;
+        snprintf(problem, n, "unknown key '%s' for 'syncsim %s'%s%s%s", name,
+                 command_label(c->command), near ? "; did you mean '" : "", near ? near : "",
                  near ? "'?" : "");
-        c->status = SS_EUSAGE;
-        return 0;
+        return -1;
     }
     if (c->seen[i]) {
-        snprintf(c->problem, sizeof c->problem,
-                 "key '%s' is given twice (a configuration gives each key once)", name);
-        c->status = SS_EUSAGE;
-        return 0;
+        snprintf(problem, n, "key '%s' is given twice (a configuration gives each key once)", name);
+        return -1;
     }
     c->seen[i] = 1;
     char where[96];
     snprintf(where, sizeof where, "key '%s'", name);
-    c->status = set_value(&options_table[i], value, c->cfg, where);
-    if (c->status != SS_OK) {
-        snprintf(c->problem, sizeof c->problem, "%s", ss_error_message());
-        return 0;
+    if (set_value(&options_table[i], value, c->cfg, where) != SS_OK) {
+        snprintf(problem, n, "%s", ss_error_message());
+        return -1;
     }
     c->cfg->set[i] = 1;
-    return 1;
+    return 0;
+}
+
+/* Line numbers for option_where(): the handler sees keys, not lines, so the file's lines are
+ * matched to its keys once more here. */
+static void config_lines(const char *path, unsigned command) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) return;
+    char buf[512];
+    long line = 0;
+    int whole = 1;
+    while (fgets(buf, sizeof buf, fp)) {
+        const int start = whole;
+        whole = strchr(buf, '\n') != NULL;
+        if (!start) continue;
+        line++;
+        char *eq = strchr(buf, '=');
+        if (!eq) continue;
+        char *k = buf;
+        while (isspace((unsigned char)*k))
+            k++;
+        char *e = eq;
+        while (e > k && isspace((unsigned char)e[-1]))
+            e--;
+        *e = '\0';
+        int i = find_option_for(command, k);
+        if (i >= 0) config_line[i] = line;
+    }
+    fclose(fp);
 }
 
 static int read_config_file(unsigned command, const char *path, run_config *cfg) {
-    FILE *fp = fopen(path, "r");
-    if (!fp) return ss_error_set(SS_EUSAGE, "--config: cannot open %s: %s", path, strerror(errno));
-    ini_context c = {command, cfg, SS_OK, "", {0}};
-    int line = ini_parse_file(fp, config_key_handler, &c);
-    fclose(fp);
-    if (c.status != SS_OK) return ss_error_set(c.status, "%s:%d: %s", path, line, c.problem);
-    if (line != 0)
-        return ss_error_set(SS_EUSAGE, "%s:%d: malformed line (expected 'key = value')", path,
-                            line);
+    ini_context c = {command, cfg, {0}};
+    int rc = ini_text_parse(path, "--config", SS_EUSAGE, config_key_handler, &c);
+    if (rc != SS_OK) return rc;
+    config_path = path;
+    config_lines(path, command);
     return SS_OK;
 }
 
@@ -664,6 +744,8 @@ static int validate_common(unsigned command, const run_config *cfg) {
 
 int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
     table_init();
+    config_path = NULL;
+    memset(config_line, 0, sizeof config_line);
     options_defaults(cfg);
     apply_command_defaults(command, cfg);
     /* --config first, so that the command line overrides the file. */
@@ -684,7 +766,7 @@ int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
             return ss_error_set(SS_EUSAGE,
                                 "unexpected argument '%s' for 'syncsim %s' (options start with "
                                 "--; see syncsim %s --help)",
-                                arg, command_name(command), command_name(command));
+                                arg, command_label(command), command_label(command));
         char name[64];
         const char *eq = strchr(arg + 2, '=');
         size_t nl = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
@@ -696,9 +778,9 @@ int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
             const char *near = closest_option(command, name);
             if (i >= 0)
                 return ss_error_set(SS_EUSAGE, "option --%s does not apply to 'syncsim %s'", name,
-                                    command_name(command));
+                                    command_label(command));
             return ss_error_set(SS_EUSAGE, "unknown option --%s for 'syncsim %s'%s%s%s", name,
-                                command_name(command), near ? "; did you mean --" : "",
+                                command_label(command), near ? "; did you mean --" : "",
                                 near ? near : "", near ? "?" : "");
         }
         const opt_def *o = &options_table[i];
@@ -725,6 +807,89 @@ int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
     return options_validate(command, cfg);
 }
 
+/* ---- options that only apply with another one ---- */
+
+static void format_value(const opt_def *o, const run_config *cfg, char *buf, size_t n);
+
+static const run_policy_value *policy_value(const run_config *cfg, const char *name) {
+    return policy_option_slot((run_config *)cfg, name);
+}
+
+static int with_nodes(unsigned command, const run_config *cfg) {
+    (void)command;
+    return cfg->nodes > 0;
+}
+
+static int with_loss_tolerance(unsigned command, const run_config *cfg) {
+    return policy_value(cfg, "loss-tolerance")->d > 0 ||
+           (command == CMD_COMPARE && strstr(cfg->policies, "dlcp") != NULL);
+}
+
+static int with_servers(unsigned command, const run_config *cfg) {
+    if (command != CMD_TRAIN || !strcmp(cfg->collective, "ps")) return 1;
+    const policy_info *p = cfg->policy[0] ? policy_registry_find(cfg->policy) : NULL;
+    return !p || p->needs_ps;
+}
+
+static int with_slow_workers(unsigned command, const run_config *cfg) {
+    (void)command;
+    return cfg->slow_workers[0] != '\0';
+}
+
+static int with_overlap(unsigned command, const run_config *cfg) {
+    const char *overlap = policy_value(cfg, "overlap")->text;
+    return strcmp(overlap, "off") != 0 && (command != CMD_TRAIN || strcmp(overlap, "auto") != 0);
+}
+
+/* An option given with a value of its own that nothing would read: refused, as an option of
+ * another policy is, rather than ignored. A value equal to the default is harmless (config.ini
+ * writes every option). */
+static const struct {
+    const char *name;
+    int (*applies)(unsigned command, const run_config *cfg);
+    const char *when;
+} requirements[] = {
+    {"gpus-per-node", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"nics-per-node", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"intra", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"intra-bandwidth", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"intra-latency", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"fabric", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"pcie-switch", with_nodes, "with --nodes N (a generated platform of multi-GPU nodes)"},
+    {"p2p", with_nodes, "with --nodes N and --pcie-switch K"},
+    {"deadline", with_loss_tolerance, "with --loss-tolerance EPS > 0 (DLCP)"},
+    {"ps-servers", with_servers, "with parameter servers: --policy ssp or asp, or --collective ps"},
+    {"slow-factor", with_slow_workers, "with --slow-workers LIST"},
+    {"bucket-mb", with_overlap,
+     "with overlap: --overlap on (auto is off in emulation; replays of profiles overlap)"},
+};
+
+/* 1 when row i holds its default value in cfg. */
+static int holds_default(unsigned command, int i, const run_config *cfg) {
+    char a[RUN_CONFIG_TEXT + 32], b[RUN_CONFIG_TEXT + 32];
+    run_config *def = ss_malloc(sizeof *def);
+    memcpy(def, &table_defaults, sizeof *def);
+    apply_command_defaults(command, def);
+    format_value(&options_table[i], cfg, a, sizeof a);
+    format_value(&options_table[i], def, b, sizeof b);
+    free(def);
+    return strcmp(a, b) == 0;
+}
+
+static int check_requirements(unsigned command, const run_config *cfg) {
+    for (size_t k = 0; k < sizeof requirements / sizeof requirements[0]; k++) {
+        int i = find_option_for(command, requirements[k].name);
+        if (i < 0 || !(options_table[i].commands & command) || !cfg->set[i] ||
+            requirements[k].applies(command, cfg) || holds_default(command, i, cfg))
+            continue;
+        char where[400];
+        option_where(i, where, sizeof where);
+        return ss_error_set(SS_EUSAGE, "%s applies only %s; here nothing would read it", where,
+                            requirements[k].when);
+    }
+    return SS_OK;
+}
+
 /* The policy bit of the configured policy. */
 static unsigned policy_bit(const run_config *cfg) {
     const policy_info *p = policy_registry_find(cfg->policy);
@@ -735,7 +900,8 @@ static unsigned policy_bit(const run_config *cfg) {
 int options_validate(unsigned command, const run_config *cfg) {
     table_init();
     int rc = validate_common(command, cfg);
-    if (rc != SS_OK || command != CMD_TRAIN) return rc; /* compare checks each run's policy */
+    if (rc != SS_OK) return rc;
+    if (command != CMD_TRAIN) return check_requirements(command, cfg); /* compare: each run's */
     const unsigned pol = policy_bit(cfg);
     const policy_info *p = pol == POL_SINGLE ? NULL
                            : cfg->policy[0]  ? policy_registry_find(cfg->policy)
@@ -743,15 +909,15 @@ int options_validate(unsigned command, const run_config *cfg) {
     for (int i = 0; i < OPTIONS_COUNT; i++) {
         const opt_def *o = &options_table[i];
         if (!cfg->set[i] || !o->policies || (o->policies & pol)) continue;
+        char where[400];
+        option_where(i, where, sizeof where);
         if (pol == POL_SINGLE) {
             char names[256];
             return ss_error_set(SS_EUSAGE,
-                                "option --%s needs a simulated run: add --policy (%s) or "
-                                "--workers N",
-                                o->name, policy_registry_names(", ", names, sizeof names));
+                                "%s needs a simulated run: add --policy (%s) or --workers N", where,
+                                policy_registry_names(", ", names, sizeof names));
         }
-        return ss_error_set(SS_EUSAGE, "option --%s does not apply to --policy %s", o->name,
-                            p->name);
+        return ss_error_set(SS_EUSAGE, "%s does not apply to --policy %s", where, p->name);
     }
     if (options_was_set(cfg, "platform") &&
         (options_was_set(cfg, "bandwidth") || options_was_set(cfg, "topology") ||
@@ -761,6 +927,7 @@ int options_validate(unsigned command, const run_config *cfg) {
                             "--platform FILE contradicts --bandwidth, --latency, --topology, "
                             "--gpu, --gpu-efficiency and --nodes, which describe a generated "
                             "platform");
+    if ((rc = check_requirements(command, cfg)) != SS_OK) return rc;
     return p && p->check ? p->check(cfg, options_was_set) : SS_OK;
 }
 
@@ -888,6 +1055,31 @@ int options_lookup(unsigned command, const char *name, unsigned *policies) {
     if (i < 0 || !(options_table[i].commands & command) || is_meta(&options_table[i])) return 0;
     if (policies) *policies = options_table[i].policies;
     return 1;
+}
+
+int options_row_count(void) {
+    table_init();
+    return OPTIONS_COUNT;
+}
+
+void options_row_at(int i, options_row_info *out) {
+    static const char *const kinds[] = {
+        [OPT_TYPE_U64] = "u64",       [OPT_TYPE_INT] = "int",       [OPT_TYPE_LONG] = "long",
+        [OPT_TYPE_DOUBLE] = "double", [OPT_TYPE_STRING] = "string", [OPT_TYPE_CHOICE] = "choice",
+        [OPT_TYPE_FLAG] = "flag",     [OPT_TYPE_AUTO] = "auto"};
+    table_init();
+    SS_ASSERT(i >= 0 && i < OPTIONS_COUNT);
+    const opt_def *o = &options_table[i];
+    *out = (options_row_info){o->name, kinds[o->type], o->metavar, o->choices,
+                              o->min,  o->max,         o->commands};
+}
+
+int options_takes_value(unsigned command, const char *arg) {
+    table_init();
+    if (strncmp(arg, "--", 2) != 0 || strchr(arg, '=')) return 0;
+    int i = find_option_for(command, arg + 2);
+    return i >= 0 && (options_table[i].commands & command) &&
+           options_table[i].type != OPT_TYPE_FLAG;
 }
 
 const char *options_closest(unsigned command, const char *name) {

@@ -40,6 +40,25 @@ void options_defaults(run_config *cfg);
 /* Checks cross-option rules (ranges that depend on each other, options that do not apply to the
  * chosen policy). Called by options_parse; exposed for sweeps. */
 int options_validate(unsigned command, const run_config *cfg);
+/* The subcommand's name in messages when it is not the table's (`syncsim real` takes train's
+ * options). */
+void options_name_command(const char *name);
+/* 1 when the argument `arg` ("--jobs") is an option of `command` whose value is the next
+ * argument (not a flag, no "=VALUE"): subcommands with positional words (sweep FILE, report
+ * DIR...) tell their words from option values with it. */
+int options_takes_value(unsigned command, const char *arg);
+/* A row of the option table as tools and tests see it (tests/test_bad_input.c derives every
+ * option's bad values from it). kind: "int", "long", "double", "u64", "string", "choice", "flag"
+ * or "auto"; min and max bound int, long and double; choices: "a|b|c" of a choice; commands: the
+ * CMD_* bits that accept it. */
+typedef struct options_row_info {
+    const char *name, *kind, *metavar, *choices;
+    double min, max;
+    unsigned commands;
+} options_row_info;
+int options_row_count(void);
+void options_row_at(int i, options_row_info *out);
+
 /* Prints the help of a subcommand from the table. */
 void options_print_help(unsigned command, const char *usage, FILE *out);
 /* Writes the resolved configuration as INI (re-runnable with --config), or a table for humans. */

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "common/csv.h"
+#include "common/number.h"
 #include "common/status.h"
 #include "cli/bench_network.h"
 #include "sim/net/cluster.h"
@@ -43,10 +44,9 @@ double validate_median_abs(double *x, int n) {
 /* One key of reference.csv into r; SS_EINPUT naming the file and line. */
 static int reference_key(reference *r, const char *file, long line, const char *key,
                          const char *value) {
-    char *end;
     if (!strcmp(key, "ranks")) {
-        long v = strtol(value, &end, 10);
-        if (*end || v < 2 || v > 65536)
+        long v;
+        if (number_parse_long(value, 2, 65536, &v) != 0)
             return ss_error_set(SS_EINPUT, "%s:%ld: ranks '%s' is not an integer in [2, 65536]",
                                 file, line, value);
         r->ranks = (int)v;
@@ -104,10 +104,9 @@ static int read_measured(reference *r) {
         st = ss_error_set(SS_EINPUT, "%s:1: expected the header size_bytes,time_us", file);
     r->n = 0;
     while (st == SS_OK && (st = csv_next(&c, &got)) == SS_OK && got) {
-        char *e1, *e2;
-        double s = c.n_fields == 2 ? strtod(c.field[0], &e1) : NAN;
-        double t = c.n_fields == 2 ? strtod(c.field[1], &e2) : NAN;
-        if (c.n_fields != 2 || *e1 || *e2 || !(s >= 1) || !(t > 0)) {
+        double s = NAN, t = NAN;
+        if (c.n_fields != 2 || number_parse_double(c.field[0], &s) ||
+            number_parse_double(c.field[1], &t) || !(s >= 1) || !(t > 0)) {
             st = ss_error_set(SS_EINPUT,
                               "%s:%ld: expected a size in bytes >= 1 and a time in "
                               "microseconds > 0",

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/afile.h"
+#include "common/outputs.h"
 #include "common/status.h"
 
 /* What the child writes first, then msg_bytes of message, then blob_bytes of result. */
@@ -74,34 +76,88 @@ static void child_main(int fd, sim_isolated_fn fn, void *arg) {
     _exit(bad ? 3 : 0);
 }
 
+static volatile sig_atomic_t isolate_signal; /* SIGINT/SIGTERM/SIGHUP while a child runs */
+
+static void isolate_on_signal(int sig) {
+    isolate_signal = sig;
+}
+
+/* The signals that stop a run, and the caller's handlers of them while a child runs. */
+static const int stop_signals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+/* The caller's handler sees the signal as if no child had run (a flag for a run that stops
+ * cleanly); SS_EINTERRUPT. */
+static int isolate_pass_on(const struct sigaction *old) {
+    const int sig = isolate_signal;
+    for (int k = 0; k < 3; k++)
+        if (stop_signals[k] == sig && old[k].sa_handler != SIG_DFL && old[k].sa_handler != SIG_IGN)
+            raise(sig);
+    return ss_error_set(SS_EINTERRUPT, "interrupted (%s): the simulation was stopped",
+                        strsignal(sig));
+}
+
 int sim_run_isolated(sim_isolated_fn fn, void *arg, sim_blob *result) {
     SS_ASSERT(fn != NULL && result != NULL);
+    if (outputs_interrupted()) /* the caller was interrupted between two simulations */
+        return ss_error_set(SS_EINTERRUPT, "interrupted: no further simulation started");
     int fds[2];
     if (pipe(fds) != 0)
         return ss_error_set(SS_EIO, "simulation: cannot create a pipe: %s", strerror(errno));
+    /* SIGINT, SIGTERM and SIGHUP are the parent's to handle: the child is forked with them
+     * blocked (it keeps them blocked: SimGrid's own SIGINT handler calls exit() inside the
+     * signal, which deadlocked on malloc's lock) and dies with the parent */
+    struct sigaction sa, old[3];
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = isolate_on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigset_t stop, before;
+    sigemptyset(&stop);
+    for (int k = 0; k < 3; k++)
+        sigaddset(&stop, stop_signals[k]);
+    isolate_signal = 0;
+    sigprocmask(SIG_BLOCK, &stop, &before);
+    for (int k = 0; k < 3; k++)
+        sigaction(stop_signals[k], &sa, &old[k]);
+    const pid_t parent = getpid();
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return ss_error_set(SS_EIO, "simulation: cannot fork: %s", strerror(errno));
-    }
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1); /* the parent died before prctl */
         close(fds[0]);
         child_main(fds[1], fn, arg);
+    }
+    const int fork_errno = errno;
+    sigprocmask(SIG_SETMASK, &before, NULL);
+    if (pid < 0) {
+        for (int k = 0; k < 3; k++)
+            sigaction(stop_signals[k], &old[k], NULL);
+        close(fds[0]);
+        close(fds[1]);
+        return ss_error_set(SS_EIO, "simulation: cannot fork: %s", strerror(fork_errno));
     }
     close(fds[1]);
     sim_blob raw = {0};
     unsigned char buf[65536];
     for (;;) {
+        if (isolate_signal) break;
+        struct pollfd pfd = {fds[0], POLLIN, 0};
+        if (poll(&pfd, 1, 100) <= 0) continue; /* a signal, or 100 ms: look at the flag */
         ssize_t n = read(fds[0], buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
         sim_blob_append(&raw, buf, (size_t)n);
     }
     close(fds[0]);
+    if (isolate_signal) kill(pid, SIGKILL); /* interrupted: nothing left running */
     int wstatus = 0;
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+    for (int k = 0; k < 3; k++)
+        sigaction(stop_signals[k], &old[k], NULL);
+    if (isolate_signal) { /* also when it came as the child ended: the user's request to stop */
+        sim_blob_free(&raw);
+        return isolate_pass_on(old);
     }
     int st;
     isolate_header h;
@@ -142,7 +198,7 @@ typedef struct pool_state {
     const sim_pool *pool;
     sim_job_end *ends;
     pid_t *pids; /* (n_jobs) 0: not running */
-    struct sigaction old_int, old_term;
+    struct sigaction old_int, old_term, old_hup;
     double t0_s;
     int next, running, kill_sent;
 } pool_state;
@@ -158,6 +214,7 @@ static double monotonic_s(void) {
 static void pool_child(pool_state *s, int j) {
     sigaction(SIGINT, &s->old_int, NULL);
     sigaction(SIGTERM, &s->old_term, NULL);
+    sigaction(SIGHUP, &s->old_hup, NULL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     const sim_pool *p = s->pool;
     if (p->log_path) {
@@ -259,6 +316,7 @@ int sim_pool_run(const sim_pool *pool, sim_job_end *ends, sim_pool_report *rep) 
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &s.old_int);
     sigaction(SIGTERM, &sa, &s.old_term);
+    sigaction(SIGHUP, &sa, &s.old_hup);
     int rc = SS_OK;
     for (;;) {
         if (rc == SS_OK) rc = pool_launch(&s, rep);
@@ -269,6 +327,7 @@ int sim_pool_run(const sim_pool *pool, sim_job_end *ends, sim_pool_report *rep) 
     rep->interrupted = pool_signals > 0;
     sigaction(SIGINT, &s.old_int, NULL);
     sigaction(SIGTERM, &s.old_term, NULL);
+    sigaction(SIGHUP, &s.old_hup, NULL);
     for (int j = 0; j < pool->n_jobs; j++)
         rep->not_started += !s.ends[j].started;
     rep->not_started -= rep->skipped;

@@ -23,6 +23,12 @@
  * child. A child that dies (SimGrid abort, signal, exit without reporting) gives SS_EIO with a
  * message naming the signal or exit code; SimGrid's own text is on stderr above it.
  *
+ * SIGINT, SIGTERM and SIGHUP belong to the parent while a child runs: the child runs with them
+ * blocked (SimGrid's own SIGINT handler calls exit() inside the signal, which can deadlock) and
+ * dies with the parent. On one, the parent kills the child, waits for it, passes the signal on to
+ * its own handler if it has one (common/outputs.h's flag) and returns SS_EINTERRUPT; nothing is
+ * left running. A caller already interrupted (outputs_interrupted()) starts no child.
+ *
  * Many whole runs side by side (`compare`, `sweep`) go through the job pool, sim_pool_run(): each
  * job a forked child with its output in its own log file, at most J at once, and one behaviour on
  * SIGINT/SIGTERM for all of them (see sim_pool_run):
@@ -92,13 +98,13 @@ typedef struct sim_pool {
 typedef struct sim_pool_report {
     int started, skipped, not_started; /* not_started: never reached (interrupted, stopped) */
     int failed;                        /* started jobs with an exit code other than 0 */
-    int interrupted;                   /* SIGINT or SIGTERM arrived while the pool ran */
+    int interrupted;                   /* SIGINT, SIGTERM or SIGHUP arrived while the pool ran */
 } sim_pool_report;
 
 /* Runs the jobs, at most max_running children at once, and waits for every child it started.
- * While it runs, SIGINT and SIGTERM are caught (the previous handlers are restored on return,
- * and are the children's): on the first signal no job starts any more and every running child
- * gets SIGTERM, so that it stops cleanly and its outputs say "interrupted"; a second signal
+ * While it runs, SIGINT, SIGTERM and SIGHUP are caught (the previous handlers are restored on
+ * return, and are the children's): on the first signal no job starts any more and every running
+ * child gets SIGTERM, so that it stops cleanly and its outputs say "interrupted"; a second signal
  * SIGKILLs them. Children die with the parent (PR_SET_PDEATHSIG), so a killed pool leaves no
  * orphan. `ends` (n_jobs entries, may be NULL) and `rep` (may be NULL) say what became of each
  * job. Returns SS_OK, prepare()'s status, or SS_EIO when fork fails; an interruption is not an

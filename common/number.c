@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Digits at *p; returns how many and moves *p past them. */
 static int digits(const char **p) {
@@ -31,6 +32,54 @@ int number_is_decimal(const char *text, int integer_only) {
         if (digits(&p) == 0) return 0;
     }
     return *p == '\0';
+}
+
+/* Length of the longest decimal real at the start of text (0: none). */
+static size_t decimal_prefix(const char *text) {
+    const char *p = text;
+    if (*p == '+' || *p == '-') p++;
+    int mantissa = digits(&p);
+    if (*p == '.') {
+        p++;
+        mantissa += digits(&p);
+    }
+    if (mantissa == 0) return 0;
+    if (*p == 'e' || *p == 'E') {
+        const char *q = p + 1;
+        if (*q == '+' || *q == '-') q++;
+        if (digits(&q) > 0) p = q; /* else "5E" is 5 followed by the unit "E..." */
+    }
+    return (size_t)(p - text);
+}
+
+int number_parse_prefix(const char *text, double *out, const char **rest) {
+    size_t n = text ? decimal_prefix(text) : 0;
+    char buf[128];
+    if (n == 0 || n >= sizeof buf) return -1;
+    memcpy(buf, text, n);
+    buf[n] = '\0';
+    if (number_parse_double(buf, out) != 0) return -1;
+    *rest = text + n;
+    return 0;
+}
+
+int number_parse_list(const char *text, int integer_only, double *values, int max, int *count) {
+    *count = 0;
+    if (!text || !*text) return -1;
+    for (const char *p = text;;) {
+        size_t len = strcspn(p, ",");
+        char item[128];
+        if (len == 0 || len >= sizeof item) return -1;
+        memcpy(item, p, len);
+        item[len] = '\0';
+        double v;
+        long long iv;
+        if (integer_only ? number_parse_llong(item, &iv) : number_parse_double(item, &v)) return -1;
+        if (*count == max) return -2;
+        values[(*count)++] = integer_only ? (double)iv : v;
+        if (p[len] == '\0') return 0;
+        p += len + 1;
+    }
 }
 
 int number_parse_double(const char *text, double *out) {

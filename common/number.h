@@ -18,4 +18,12 @@ int number_parse_llong(const char *text, long long *out);
 /* A decimal integer in [lo, hi]: 0 on success, -1 otherwise (syntax, overflow, range). */
 int number_parse_long(const char *text, long lo, long hi, long *out);
 
+/* A decimal real at the start of `text`, followed by anything (a unit: "25Gbps", "1.5e3us"):
+ * 0 with the value and *rest at what follows, -1 when text does not start with one. Hexadecimal
+ * never reads as a number here: "0x10Gbps" is 0 followed by "x10Gbps", which no unit table has. */
+int number_parse_prefix(const char *text, double *out, const char **rest);
+/* A comma-separated list of decimal numbers (integers with integer_only), no empty item and no
+ * blank: 0 with `count` values, -1 on a malformed list, -2 when it has more than `max` items. */
+int number_parse_list(const char *text, int integer_only, double *values, int max, int *count);
+
 #endif

@@ -36,6 +36,23 @@ int outputs_clear(const run_config *cfg, const char *const *names) {
     return SS_OK;
 }
 
+int outputs_check_input(const run_config *cfg, const char *option, const char *input) {
+    static const char *const written[] = {
+        "summary.json", "metrics.csv", "steps.trace", "config.ini", "compare.csv", "log.txt", NULL};
+    struct stat in, out;
+    if (!input[0] || stat(input, &in) != 0) return SS_OK; /* the reader names a missing file */
+    char path[1024];
+    for (int i = 0; written[i]; i++) {
+        outputs_path(cfg, written[i], path, sizeof path);
+        if (stat(path, &out) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+            return ss_error_set(SS_EUSAGE,
+                                "%s %s: this is %s, an output this run replaces; copy it out of "
+                                "%s or give another --out",
+                                option, input, path, cfg->out_dir);
+    }
+    return SS_OK;
+}
+
 int outputs_is_generated(const run_config *cfg, const char *name) {
     if (!cfg->platform[0]) return 1;
     char path[1024];
@@ -112,6 +129,7 @@ void outputs_install_interrupt_handler(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* a closed terminal: stop as cleanly, leave no .tmp file */
 }
 
 int outputs_interrupted(void) {

@@ -23,6 +23,10 @@ int outputs_open_dir(const run_config *cfg, const char *config_ini);
  * written last, so a run that fails or is killed leaves none: it counts as unfinished. Only these
  * names go, never other files; a missing file is fine. */
 int outputs_clear(const run_config *cfg, const char *const *names);
+/* SS_EUSAGE naming `option` when the input file `input` is one of the files a run writes in OUT
+ * (summary.json, metrics.csv, steps.trace, config.ini, compare.csv, log.txt): clearing OUT would
+ * delete it. OUT/platform.xml as an input is kept (outputs_is_generated). */
+int outputs_check_input(const run_config *cfg, const char *option, const char *input);
 /* 1 unless OUT/name is the platform file the user named (--platform OUT/platform.xml): only a
  * file the run generates under that name may be replaced. */
 int outputs_is_generated(const run_config *cfg, const char *name);
@@ -45,7 +49,8 @@ void progress_end(progress *p);
 /* Wall-clock seconds (monotonic). */
 double outputs_wall_s(void);
 
-/* SIGINT/SIGTERM set a flag that long loops poll, so they stop cleanly and write their outputs. */
+/* SIGINT/SIGTERM/SIGHUP set a flag that long loops poll, so they stop cleanly and write their
+ * outputs. */
 void outputs_install_interrupt_handler(void);
 int outputs_interrupted(void);
 

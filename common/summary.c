@@ -1,4 +1,5 @@
 #include "common/summary.h"
+#include "common/infile.h"
 #include "common/outputs.h"
 #include "common/status.h"
 
@@ -192,20 +193,25 @@ static void read_hist(const cJSON *a, long *hist, int *bins) {
     }
 }
 
-/* A value of the wrong JSON type reads as absent, as null does. */
-static void read_field(const cJSON *j, const field *f, run_summary *s) {
+/* An absent or null value leaves the field absent; a value of another JSON type ("test_accuracy":
+ * "high") is an error naming the file and the key, never a blank in a report. */
+static int read_field(const char *path, const cJSON *j, const field *f, run_summary *s) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, f->key);
     if (!v && !strcmp(f->key, "wall_s")) v = cJSON_GetObjectItemCaseSensitive(j, "wall_time_s");
     void *dst = (char *)s + f->offset;
+    if (!v || cJSON_IsNull(v)) return SS_OK;
+    const char *want = f->type == F_STR ? "a string" : f->type == F_HIST ? "an array" : "a number";
+    if ((f->type == F_STR && !cJSON_IsString(v)) || (f->type == F_HIST && !cJSON_IsArray(v)) ||
+        (f->type != F_STR && f->type != F_HIST && !cJSON_IsNumber(v)))
+        return ss_error_set(SS_EINPUT, "%s: \"%s\" is not %s (or null)", path, f->key, want);
     if (f->type == F_STR) {
-        if (cJSON_IsString(v)) snprintf(dst, f->size, "%s", v->valuestring);
-        return;
+        snprintf(dst, f->size, "%s", v->valuestring);
+        return SS_OK;
     }
     if (f->type == F_HIST) {
-        if (cJSON_IsArray(v)) read_hist(v, dst, (int *)((char *)s + f->aux));
-        return;
+        read_hist(v, dst, (int *)((char *)s + f->aux));
+        return SS_OK;
     }
-    if (!cJSON_IsNumber(v)) return;
     const double x = v->valuedouble;
     switch (f->type) {
     case F_NUM:
@@ -224,16 +230,15 @@ static void read_field(const cJSON *j, const field *f, run_summary *s) {
     default:
         break;
     }
+    return SS_OK;
 }
 
 int summary_read(const char *path, run_summary *s) {
     run_summary_init(s);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return ss_error_set(SS_EINPUT, "%s: cannot open", path);
     char *text = NULL;
-    size_t cap = 0;
-    ssize_t len = getdelim(&text, &cap, '\0', fp);
-    fclose(fp);
+    size_t len = 0;
+    int rc = infile_read(path, "summary", INFILE_MAX_TEXT, SS_EINPUT, &text, &len);
+    if (rc != SS_OK) return rc;
     cJSON *j = len > 0 ? cJSON_Parse(text) : NULL;
     free(text);
     if (!cJSON_IsObject(j)) {
@@ -247,8 +252,8 @@ int summary_read(const char *path, run_summary *s) {
         return ss_error_set(SS_EINPUT, "%s: summary schema %g, this syncsim reads up to %d", path,
                             version, SUMMARY_SCHEMA);
     }
-    for (int i = 0; i < FIELD_COUNT; i++)
-        read_field(j, &fields[i], s);
+    for (int i = 0; i < FIELD_COUNT && rc == SS_OK; i++)
+        rc = read_field(path, j, &fields[i], s);
     cJSON_Delete(j);
-    return SS_OK;
+    return rc;
 }

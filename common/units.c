@@ -1,5 +1,6 @@
 /* Value-with-unit parsing (see units.h): the unit tables SimGrid's platform parser accepts. */
 #include "common/units.h"
+#include "common/number.h"
 #include "common/status.h"
 
 #include <math.h>
@@ -43,10 +44,9 @@ static const unit_row speed_units[] = {
     {"Mflops", 1e6}, {"Gflops", 1e9}, {"Tflops", 1e12}, {"Pflops", 1e15}, {NULL, 0}};
 
 static int parse_with(const char *text, const unit_row *units, double *out) {
-    if (!text || !*text) return -1;
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || !isfinite(v)) return -1;
+    const char *end;
+    double v;
+    if (number_parse_prefix(text, &v, &end) != 0) return -1;
     for (const unit_row *u = units; u->name; u++) {
         if (strcmp(end, u->name) == 0) {
             *out = v * u->scale;

@@ -1,6 +1,7 @@
 /* Internal: SimGrid-style values with units ("25Gbps", "5us", "15.7Tf"), shared by the platform
  * checker and the generator. Each returns 0 and the value in SI base units (bytes/s, s, flop/s),
- * or -1 when the text is not a number followed by a known unit. */
+ * or -1 when the text is not a decimal number (common/number.h: no hexadecimal, no inf or nan)
+ * followed by a known unit. */
 #ifndef SS_SIM_UNITS_H
 #define SS_SIM_UNITS_H
 

@@ -397,8 +397,26 @@ static int load_idx_dir(const char *name, const char *dir, const char *missing_h
     }
     /* K = largest train label + 1 (10 for MNIST and Fashion-MNIST). */
     int classes = 0;
-    for (size_t i = 0; i < d_train[0]; i++)
-        if (y_train[i] >= classes) classes = y_train[i] + 1;
+    size_t top = 0, count[256] = {0};
+    for (size_t i = 0; i < d_train[0]; i++) {
+        count[y_train[i]]++;
+        if (y_train[i] >= classes) classes = y_train[i] + 1, top = i;
+    }
+    /* Classes without a training sample: one corrupt label byte (200) would make a model of
+     * 201 classes, 20 times the parameters and exchanged bytes, without a word. A tiny set may
+     * lack a few classes; a set of 10 samples per class or more lacks none, and no set lacks
+     * most of them. */
+    int empty = 0, first_empty = -1;
+    for (int k = 0; k < classes; k++)
+        if (!count[k] && empty++ == 0) first_empty = k;
+    if (empty > classes / 2 || (empty && d_train[0] >= 10 * (size_t)classes)) {
+        st = ss_error_set(SS_EINPUT,
+                          "%s: label %d of sample %zu makes %d classes, but %d of them (the "
+                          "first: %d) have no training sample; labels must run 0..K-1 (a "
+                          "corrupt label byte?)",
+                          paths[1], classes - 1, top, classes, empty, first_empty);
+        goto fail;
+    }
     for (size_t i = 0; i < d_test[0]; i++) {
         if (y_test[i] >= classes) {
             st = ss_error_set(SS_EINPUT,

@@ -18,6 +18,7 @@
 #include "emu/partition.h"
 
 #include "common/rng.h"
+#include "common/number.h"
 #include "common/status.h"
 
 #include <stdio.h>
@@ -68,10 +69,8 @@ int partition_parse(const char *text, partition_kind *kind, int *labels_per_work
         }
     }
     if (strncmp(text, "noniid:", 7) == 0) {
-        const char *digits = text + 7;
-        char *end;
-        long k = strtol(digits, &end, 10);
-        if (end != digits && *end == '\0' && k >= 1 && k <= 256) {
+        long k;
+        if (number_parse_long(text + 7, 1, 256, &k) == 0) {
             *kind = PARTITION_NONIID;
             *labels_per_worker = (int)k;
             return SS_OK;
@@ -225,16 +224,15 @@ void partition_destroy(partition *p) {
     free(p);
 }
 
-int partition_create(const dataset *train, int workers, partition_kind kind, int labels_per_worker,
-                     uint64_t seed, partition **out) {
-    *out = NULL;
+int partition_check(const dataset *train, int workers, partition_kind kind, int labels_per_worker) {
     if (workers < 1) return ss_error_set(SS_EUSAGE, "%d workers: need at least 1", workers);
     if ((size_t)workers > train->n)
         return ss_error_set(SS_EUSAGE, "%d workers but only %zu training samples in %s", workers,
                             train->n, train->name);
     if (kind == PARTITION_NONIID) {
         if (labels_per_worker < 1 || labels_per_worker > train->classes)
-            return ss_error_set(SS_EUSAGE, "noniid:%d: labels per worker must be 1..%d (%s)",
+            return ss_error_set(SS_EUSAGE,
+                                "--partition noniid:%d: labels per worker must be 1..%d (%s)",
                                 labels_per_worker, train->classes, train->name);
         if ((long)workers * labels_per_worker < train->classes)
             return ss_error_set(SS_EUSAGE,
@@ -246,6 +244,14 @@ int partition_create(const dataset *train, int workers, partition_kind kind, int
         return ss_error_set(SS_EUSAGE, "unknown partition kind %d: expected %s", (int)kind,
                             valid_forms);
     }
+    return SS_OK;
+}
+
+int partition_create(const dataset *train, int workers, partition_kind kind, int labels_per_worker,
+                     uint64_t seed, partition **out) {
+    *out = NULL;
+    int rc = partition_check(train, workers, kind, labels_per_worker);
+    if (rc != SS_OK) return rc;
     partition *p = ss_calloc(1, sizeof *p);
     p->kind = kind;
     p->workers = workers;

@@ -36,6 +36,9 @@ typedef struct partition partition;
 int partition_parse(const char *text, partition_kind *kind, int *labels_per_worker);
 const char *partition_kind_name(partition_kind kind);
 
+/* The checks of partition_create() alone (workers, samples, noniid's k against the classes):
+ * a run makes them before it writes anything. */
+int partition_check(const dataset *train, int workers, partition_kind kind, int labels_per_worker);
 /* labels_per_worker is used by NONIID only (1 <= k <= classes). */
 int partition_create(const dataset *train, int workers, partition_kind kind, int labels_per_worker,
                      uint64_t seed, partition **out);

@@ -146,13 +146,16 @@ int run_servers_of(const policy_config *pc) {
     return (policy_is_async(pc) || pc->use_ps) ? pc->ps_servers : 0;
 }
 
-/* The servers the options ask for, before the training set is loaded (options only). */
-static int options_servers(const run_config *cfg, int *servers) {
+/* The servers the options ask for, before the training set is loaded (options only), and the
+ * all-reduce algorithm when the run all-reduces (else SIM_ALLREDUCE_RING, which any platform
+ * runs). */
+static int options_servers(const run_config *cfg, int *servers, sim_allreduce_algo *algo) {
     policy_config pc;
     policy_build_env env = {.mode = POLICY_BUILD_RUN, .train_samples = 0};
     int rc = policy_config_build(cfg, &env, &pc);
     free((void *)pc.slowdown);
     *servers = rc == SS_OK ? run_servers_of(&pc) : 0;
+    *algo = rc == SS_OK && !run_servers_of(&pc) ? pc.coll.algo : SIM_ALLREDUCE_RING;
     return rc;
 }
 
@@ -236,18 +239,22 @@ static int open_outputs(emu_run *r) {
 static int check_platform(emu_run *r, double *hosts) {
     const run_config *cfg = r->cfg;
     int n_ps;
-    int rc = options_servers(cfg, &n_ps);
+    sim_allreduce_algo algo;
+    int rc = options_servers(cfg, &n_ps, &algo);
     if (rc != SS_OK) return rc;
     if (!cfg->platform[0]) {
         platform_gen_spec spec;
         *hosts = (double)cfg->workers + n_ps;
-        return platform_spec_from_config(cfg, cfg->workers, n_ps, &spec);
+        if ((rc = platform_spec_from_config(cfg, cfg->workers, n_ps, &spec)) != SS_OK) return rc;
+        return sim_coll_check_flat(algo, spec.n_nodes == 0, "--collective");
     }
+    if ((rc = outputs_check_input(cfg, "--platform", cfg->platform)) != SS_OK) return rc;
     sim_platform_info info;
     if ((rc = sim_platform_check(cfg->platform, &info)) != SS_OK) return rc;
     *hosts = info.n_hosts;
-    const int enough = info.n_hosts >= cfg->workers + n_ps;
+    const int enough = info.n_hosts >= cfg->workers + n_ps, flat = info.n_nodes == 0;
     sim_platform_info_free(&info);
+    if ((rc = sim_coll_check_flat(algo, flat, "--collective")) != SS_OK) return rc;
     if (!enough)
         return ss_error_set(SS_EUSAGE,
                             "--platform %s has %.0f hosts; %d workers and %d servers "
@@ -274,6 +281,23 @@ static int check_options(emu_run *r, double *hosts) {
     return rc;
 }
 
+/* The checks that need the data set and the step count, before OUT/ is touched: the partition
+ * against the classes, --dump-gradients against the last step. */
+static int check_against_data(emu_run *r) {
+    int rc = partition_check(&r->train, r->cfg->workers, r->part_kind, r->labels_k);
+    if (rc != SS_OK) return rc;
+    gradient_dump *gd = NULL;
+    if ((rc = gradient_dump_create(r->cfg->dump_gradients, "", &gd)) != SS_OK) return rc;
+    const long last = gradient_dump_last_step(gd);
+    gradient_dump_destroy(gd);
+    if (last > r->pc.steps)
+        return ss_error_set(SS_EUSAGE,
+                            "--dump-gradients: step %ld is past the run's last step (%ld steps; "
+                            "give steps 1 to %ld, or more --epochs)",
+                            last, r->pc.steps, r->pc.steps);
+    return SS_OK;
+}
+
 /* Opens everything the simulation needs, in the order that reports a bad option first. */
 int run_open(emu_run *r) {
     int rc;
@@ -296,6 +320,7 @@ int run_open(emu_run *r) {
     if ((rc = memory_check_run(r->dev, &r->spec, r->cfg->workers, policy_max_batch(&r->pc),
                                hosts)) != SS_OK)
         return rc;
+    if ((rc = check_against_data(r)) != SS_OK) return rc;
     if ((rc = open_cluster(r)) != SS_OK) return rc;
     if ((rc = create_emulation(r)) != SS_OK) return rc;
     return open_outputs(r);

@@ -133,7 +133,7 @@ static int bench_model(device *dev, model_arch arch, int batch, double min_s, be
 
 /* The SGEMM line and one row per model at the device's current thread count. On the CPU the
  * rates over process CPU time follow ("cpu" columns), compared with the SGEMM's CPU-time rate. */
-static int bench_table(device *dev, int batch, const char *label, FILE *out) {
+static int bench_table(device *dev, int batch, int only, const char *label, FILE *out) {
     const int sgemm_n = 2048, cpu = dev->kind == DEVICE_KIND_CPU;
     rate_pair sgemm = bench_sgemm_gflops(dev, sgemm_n);
     fprintf(out, "%s\nsgemm %dx%dx%d: %.1f GFLOP/s (best of 5)", label, sgemm_n, sgemm_n, sgemm_n,
@@ -144,6 +144,7 @@ static int bench_table(device *dev, int batch, const char *label, FILE *out) {
     if (cpu) fprintf(out, " %14s %10s", "samples/cpu-s", "cpu vs sg");
     fputc('\n', out);
     for (int a = MODEL_ARCH_LOGREG; a <= MODEL_ARCH_CNN; a++) {
+        if (only >= 0 && a != only) continue;
         bench_result res;
         int status = bench_model(dev, (model_arch)a, batch, 2.0, &res);
         if (status != SS_OK) return status;
@@ -177,8 +178,16 @@ static void bench_coretype_hint(FILE *out) {
 #endif
 }
 
-int bench_kernels(const char *device_request, int batch, FILE *out) {
+int bench_kernels(const char *device_request, int batch, const char *model_name, FILE *out) {
     if (batch < 1) return ss_error_set(SS_EUSAGE, "bench: batch must be positive (got %d)", batch);
+    int only = -1;
+    for (int a = MODEL_ARCH_LOGREG; model_name && a <= MODEL_ARCH_CNN; a++)
+        if (!strcmp(model_name, model_arch_name((model_arch)a))) only = a;
+    if (model_name && only < 0)
+        return ss_error_set(SS_EUSAGE,
+                            "bench kernels --model %s: the kernel benchmark runs logreg, mlp or "
+                            "cnn (without --model: all three)",
+                            model_name);
     device *dev;
     char notice[256];
     int status = device_open(device_request, &dev, notice, sizeof notice);
@@ -192,12 +201,12 @@ int bench_kernels(const char *device_request, int batch, FILE *out) {
         snprintf(label, sizeof label, "-- %d BLAS thread%s", threads, threads > 1 ? "s" : "");
     else
         snprintf(label, sizeof label, "-- %s", device_name(dev));
-    status = bench_table(dev, batch, label, out);
+    status = bench_table(dev, batch, only, label, out);
     /* the CPU on one thread as well: the figures a comparison with another framework's
      * single-thread run needs (bench/pytorch_compare.py) */
     if (status == SS_OK && threads > 1) {
         openblas_set_num_threads(1);
-        status = bench_table(dev, batch, "-- 1 BLAS thread", out);
+        status = bench_table(dev, batch, only, "-- 1 BLAS thread", out);
         openblas_set_num_threads(threads);
     }
     device_close(dev);

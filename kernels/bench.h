@@ -1,6 +1,6 @@
 /* Kernel benchmark: training throughput of each model against the machine's SGEMM rate.
  *
- *     bench_kernels("auto", 64, stdout);
+ *     bench_kernels("auto", 64, NULL, stdout);    // "mlp" instead of NULL: that model only
  *
  * For logreg, mlp and cnn on 1x28x28 inputs with 10 classes (random data) it prints samples/s
  * and achieved GFLOP/s (counted forward + backward FLOPs per sample times samples, plus the SGD
@@ -17,6 +17,8 @@
 
 #include <stdio.h>
 
-int bench_kernels(const char *device_request, int batch, FILE *out);
+/* model_name: "logreg", "mlp" or "cnn" for that model alone (SS_EUSAGE for another), NULL for
+ * all three. */
+int bench_kernels(const char *device_request, int batch, const char *model_name, FILE *out);
 
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/number.h"
 #include "common/status.h"
 
 int sim_compute_parse(const char *option, const char *text, sim_compute_cfg *out) {
@@ -29,9 +30,7 @@ int sim_compute_parse(const char *option, const char *text, sim_compute_cfg *out
     if (strncmp(text, "measured", 8) == 0) {
         double scale = 1.0;
         if (text[8] == ':') {
-            char *end;
-            scale = strtod(text + 9, &end);
-            if (end == text + 9 || *end != '\0' || !(scale > 0) || !isfinite(scale))
+            if (number_parse_double(text + 9, &scale) != 0 || !(scale > 0))
                 return ss_error_set(SS_EUSAGE, "%s: bad scale in '%s' (%s)", option, text, valid);
         } else if (text[8] != '\0') {
             return ss_error_set(SS_EUSAGE, "%s: unknown compute mode '%s' (%s)", option, text,

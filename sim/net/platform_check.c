@@ -13,8 +13,11 @@
 #include <libxml/parser.h>
 #include <libxml/tree.h>
 
+#include "common/infile.h"
+#include "common/number.h"
 #include "common/status.h"
 #include "common/units.h"
+#include "sim/compute/gpu_table.h"
 #include "sim/net/fabric.h"
 
 /* Largest number of hosts a platform may list (cluster radicals are expanded in memory). */
@@ -125,9 +128,8 @@ static int check_value(const check_ctx *c, const xmlNode *n, const char *name, c
         case VALUE_LATENCY:
             bad = 0;
             if (units_parse_time(tok, &v) != 0) { /* a bare 0 is accepted, as SimGrid does */
-                char *end;
-                double z = strtod(tok, &end);
-                bad = !(end != tok && *end == '\0' && z == 0);
+                double z;
+                bad = !(number_parse_double(tok, &z) == 0 && z == 0);
                 v = 0;
             }
             if (bad || v < 0) {
@@ -294,6 +296,13 @@ static int check_fabric_prop(const check_ctx *c, const xmlNode *n) {
                           n->parent ? (const char *)n->parent->name : "?", owner ? owner : "",
                           sim_fabric_valid_names());
         xmlFree(owner);
+    }
+    const gpu_class *g;
+    if (!st && id && strcmp(id, "gpu") == 0 && gpu_table_find("gpu", v, &g) != SS_OK) {
+        char names[256];
+        st = ss_error_set(
+            SS_EINPUT, "%s:%ld: <prop id=\"gpu\" value=\"%s\">: unknown GPU class (valid: %s)",
+            c->path, (long)xmlGetLineNo(n), v ? v : "", gpu_table_names(", ", names, sizeof names));
     }
     xmlFree(id);
     xmlFree(v);
@@ -595,9 +604,26 @@ int sim_platform_check(const char *path, sim_platform_info *info) {
     SS_ASSERT(info != NULL);
     memset(info, 0, sizeof *info);
     if (!path || !*path) return ss_error_set(SS_EUSAGE, "no platform file given");
+    int rc = infile_check(path, "platform", INFILE_MAX_TEXT, SS_EINPUT);
+    if (rc != SS_OK) return rc;
     FILE *f = fopen(path, "rb");
     if (!f) return ss_error_set(SS_EINPUT, "platform %s: cannot open: %s", path, strerror(errno));
+    unsigned char head[4] = {0};
+    const size_t got = fread(head, 1, sizeof head, f);
     fclose(f);
+    /* libxml2 reads a byte-order mark; SimGrid's own parser stops at it ("Unexpected character
+     * in prolog") and aborts the process */
+    if (got >= 3 && head[0] == 0xEF && head[1] == 0xBB && head[2] == 0xBF)
+        return ss_error_set(SS_EINPUT,
+                            "platform %s:1: the file starts with a UTF-8 byte-order mark, which "
+                            "SimGrid cannot read; save it without one (e.g. sed -i '1s/^\\xEF\\xBB"
+                            "\\xBF//' FILE)",
+                            path);
+    if (got >= 2 && ((head[0] == 0xFE && head[1] == 0xFF) || (head[0] == 0xFF && head[1] == 0xFE)))
+        return ss_error_set(SS_EINPUT,
+                            "platform %s:1: the file is UTF-16 (byte-order mark); SimGrid reads "
+                            "UTF-8 or ASCII: convert it (e.g. iconv -f UTF-16 -t UTF-8)",
+                            path);
     xml_first_error first = {0};
     xmlDoc *doc = platform_parse(path, NULL, 0, &first);
     return platform_check_doc(path, doc, &first, info);

@@ -43,8 +43,7 @@ int platform_spec_validate(const platform_gen_spec *s) {
                             "--network-model ns-3: %d hosts (workers + PS); the routed star "
                             "ns-3 needs is written for at most %d",
                             s->n_hosts + s->n_ps, PLATFORM_ROUTED_MAX_HOSTS);
-    int g;
-    if (s->n_nodes != 0) return platform_spec_gpus_per_node(s, &g);
+    if (s->n_nodes != 0) return platform_spec_validate_nodes(s);
     return SS_OK;
 }
 
@@ -322,5 +321,5 @@ int platform_spec_from_config(const run_config *cfg, int n_hosts, int n_ps,
     /* ns-3 cannot load a <cluster> (platforms/README.md): write the star as explicit routes */
     spec->routed = !strcasecmp(cfg->network_model, "ns-3");
     if ((rc = cfg->nodes > 0 ? node_spec_from_config(cfg, spec) : SS_OK)) return rc;
-    return spec->routed ? platform_spec_validate(spec) : SS_OK;
+    return platform_spec_validate(spec);
 }

@@ -97,6 +97,9 @@ int platform_apply_intra(const char *option, const char *text, platform_gen_spec
 int platform_parse_nic_fabric(const char *option, const char *text, sim_fabric *out);
 /* G of a node spec: gpus_per_node, or n_hosts / n_nodes (SS_EUSAGE when it does not divide). */
 int platform_spec_gpus_per_node(const platform_gen_spec *spec, int *g);
+/* Every check of the node options (--nodes, --gpus-per-node, --nics-per-node, the intra-node
+ * fabric, --pcie-switch, --p2p) that generating the platform makes: SS_EUSAGE naming the option. */
+int platform_spec_validate_nodes(const platform_gen_spec *spec);
 /* Writes the routed star (routed = 1) to `out`: called by platform_generate(). */
 int platform_generate_routed(const platform_gen_spec *spec, FILE *out);
 /* Writes a node platform (n_nodes > 0) to `out`: called by platform_generate(). */

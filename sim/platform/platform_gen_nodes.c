@@ -128,6 +128,11 @@ static int validate_nodes(const platform_gen_spec *s, int *g) {
     return SS_OK;
 }
 
+int platform_spec_validate_nodes(const platform_gen_spec *s) {
+    int g;
+    return validate_nodes(s, &g);
+}
+
 /* Hosts per leaf switch: the smallest divisor of n that is >= sqrt(n) (as the flat fat tree). */
 static int leaf_nodes(int n) {
     int d = (int)ceil(sqrt((double)n));

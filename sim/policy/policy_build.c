@@ -24,6 +24,16 @@ static int threshold_parse(const policy_option *o, const char *text, double *out
     return SS_OK;
 }
 
+/* A DURATION: a decimal number with a time unit ("500ms", "2s"), or a bare 0; never negative. */
+static int duration_parse(const char *text, double *seconds) {
+    double x;
+    if (units_parse_time(text, &x) != 0 && (number_parse_double(text, &x) != 0 || x != 0))
+        return SS_EUSAGE;
+    if (!(x >= 0)) return SS_EUSAGE;
+    *seconds = x;
+    return SS_OK;
+}
+
 int policy_option_parse(const policy_option *o, const char *text, run_policy_value *v) {
     memset(v, 0, sizeof *v);
     switch (o->type) {
@@ -49,12 +59,20 @@ int policy_option_parse(const policy_option *o, const char *text, run_policy_val
         snprintf(v->text, sizeof v->text, "%s", text);
         return SS_OK;
     }
-    case POLICY_OPTION_ENUM:
     case POLICY_OPTION_DURATION:
+    case POLICY_OPTION_ENUM: {
+        double s;
+        if (o->type == POLICY_OPTION_DURATION && duration_parse(text, &s) != SS_OK) break;
         if (strlen(text) >= sizeof v->text) break;
         snprintf(v->text, sizeof v->text, "%s", text);
         return SS_OK;
     }
+    }
+    if (o->type == POLICY_OPTION_DURATION)
+        return ss_error_set(SS_EUSAGE,
+                            "--%s: invalid value '%s' (expected a duration >= 0: a decimal number "
+                            "and a unit, e.g. 500ms, 2s, 0s)",
+                            o->name, text);
     if (o->type == POLICY_OPTION_THRESHOLD)
         return ss_error_set(SS_EUSAGE,
                             "--%s: invalid value '%s' (expected a decimal number in [%g, %g], or "
@@ -83,11 +101,10 @@ int policy_option_apply(const policy_option *o, const run_policy_value *v, polic
         if (threshold_parse(o, v->text, (double *)field) != SS_OK)
             return ss_error_set(SS_EUSAGE, "--%s: invalid value '%s'", o->name, v->text);
         return SS_OK;
-    case POLICY_OPTION_DURATION: {
-        char option[64];
-        snprintf(option, sizeof option, "--%s", o->name);
-        return units_parse_option_time(option, "duration", v->text, (double *)field);
-    }
+    case POLICY_OPTION_DURATION:
+        if (duration_parse(v->text, (double *)field) != SS_OK)
+            return ss_error_set(SS_EUSAGE, "--%s: invalid duration '%s'", o->name, v->text);
+        return SS_OK;
     }
     return ss_error_set(SS_EUSAGE, "--%s: unknown option type", o->name);
 }
@@ -122,17 +139,22 @@ static int parse_slowdown(const run_config *cfg, policy_config *pc) {
     double *slow = ss_malloc(sizeof(double) * (size_t)cfg->workers);
     for (int i = 0; i < cfg->workers; i++)
         slow[i] = 1.0;
-    char list[RUN_CONFIG_TEXT];
-    snprintf(list, sizeof list, "%s", cfg->slow_workers);
-    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-        char *end;
-        long r = strtol(tok, &end, 10);
-        if (*end || end == tok || r < 0 || r >= cfg->workers) {
-            free(slow);
-            return ss_error_set(SS_EUSAGE, "--slow-workers: '%s' is not a worker rank in [0, %d]",
-                                tok, cfg->workers - 1);
-        }
-        slow[r] = cfg->slow_factor;
+    double *ranks = ss_malloc(sizeof(double) * (size_t)cfg->workers);
+    int n = 0, rc = number_parse_list(cfg->slow_workers, 1, ranks, cfg->workers, &n);
+    for (int i = 0; rc == 0 && i < n; i++)
+        for (int j = 0; j < i; j++)
+            if (ranks[j] == ranks[i]) rc = -1; /* a rank twice: a typo for another */
+    for (int i = 0; rc == 0 && i < n; i++) {
+        if (ranks[i] < 0 || ranks[i] >= cfg->workers) rc = -1;
+        if (rc == 0) slow[(int)ranks[i]] = cfg->slow_factor;
+    }
+    free(ranks);
+    if (rc != 0) {
+        free(slow);
+        return ss_error_set(SS_EUSAGE,
+                            "--slow-workers: '%s' is not a list of distinct worker ranks in "
+                            "[0, %d] (e.g. 0,5)",
+                            cfg->slow_workers, cfg->workers - 1);
     }
     pc->slowdown = slow;
     return SS_OK;

@@ -203,14 +203,17 @@ int sim_coll_check(sim_group *c, const sim_coll_opts *o, const char *option) {
                             SIM_MAX_CHANNELS);
     int rc = coll_topology(c);
     if (rc != SS_OK) return rc;
-    if ((o->algo == SIM_ALLREDUCE_HIER || o->algo == SIM_ALLREDUCE_HIER_COARSE) &&
-        sim_topology_is_flat(c->topo))
+    return sim_coll_check_flat(o->algo, sim_topology_is_flat(c->topo), option);
+}
+
+int sim_coll_check_flat(sim_allreduce_algo algo, int flat, const char *option) {
+    if ((algo == SIM_ALLREDUCE_HIER || algo == SIM_ALLREDUCE_HIER_COARSE) && flat)
         return ss_error_set(SS_EUSAGE,
                             "%s %s: every worker of this platform is a node of its own (no two "
                             "workers' hosts share a 'node' property), so there is no intra-node "
                             "phase to run; use a platform of multi-GPU nodes "
                             "(syncsim platform --nodes N --gpus-per-node G) or ring, "
                             "ring-coarse, dbtree or auto",
-                            option, sim_allreduce_algo_name(o->algo));
+                            option, sim_allreduce_algo_name(algo));
     return SS_OK;
 }

@@ -75,6 +75,9 @@ int sim_allreduce_auto_channels(sim_group *c, const sim_coll_opts *o);
  * a group where some node holds more than one member; channels 1..SIM_MAX_CHANNELS. SS_EUSAGE
  * saying why not, naming `option`. */
 int sim_coll_check(sim_group *c, const sim_coll_opts *o, const char *option);
+/* The part of sim_coll_check() a platform's description decides before any simulation: hier
+ * and hier-coarse need multi-GPU nodes (flat: every worker a node of its own). */
+int sim_coll_check_flat(sim_allreduce_algo algo, int flat, const char *option);
 
 typedef struct sim_coll_result {
     double start_s;    /* simulated clock when the member called */
