@@ -241,7 +241,8 @@ static void validate_small(const char *policy, const char *extra, const char *ne
         "%s/vr-%s 2>&1",
         policy, extra, tmp_dir, policy);
     int rc = ss_test_shell(cmd, &out);
-    if (rc != 0 && rc != 1) fprintf(stderr, "\n%s\n%s\n", cmd, out);
+    if ((rc != 0 && rc != 1) || !out || !strstr(out, needle))
+        fprintf(stderr, "\n%s\n%s\n", cmd, out ? out : "");
     CU_ASSERT_TRUE(rc == 0 || rc == 1);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, needle));
     free(out);
