@@ -52,10 +52,9 @@ typedef struct validate_real_opts {
  * model shares a server's link evenly, so the workers' pushes end together and the pulls follow
  * in lockstep; real TCP's uneven shares stagger them and overlap pushes with pulls. A CV of 0.2
  * on every server message breaks that symmetry as the real runs do: over the seven SSP runs
- * measured on the testbed (mlp and cnn, 100 Mbit/s and 1 Gbit/s), LV08's time error went from
- * a median of +40 % (-12 % to +59 %) to +5 % (-8 % to +17 %), and its clock gaps reach the
- * bound as the real runs' do. It was chosen on those runs (0.1: +11 %, 0.3: +10 %); docs/REAL.md,
- * "validate real". */
+ * measured on the testbed (mlp and cnn, 100 Mbit/s and 1 Gbit/s), LV08's median time error is
+ * +5 % (-8 % to +17 %) with it and +40 % (-12 % to +59 %) without, and its clock gaps reach the
+ * bound as the real runs' do; 0.1 gives +11 %, 0.3 +10 % (docs/REAL.md, "validate real"). */
 #define VALIDATE_REAL_PS_JITTER 0.2
 
 typedef struct validate_real_result {

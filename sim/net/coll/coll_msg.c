@@ -140,9 +140,9 @@ double coll_part_bytes(double bytes, int i, int n) {
            (i == n - 1 ? bytes - floor(bytes) : 0);
 }
 
-/* Sends are waited for with the step's receives. (Detached sends were tried: SimGrid 3.32 keeps
- * detached comms in a list it searches linearly, which made 1024-host rings slower.) */
-/* Sends `bytes` to dst, each message's rate capped at rate_Bps (0: no cap). */
+/* Sends `bytes` to dst, each message's rate capped at rate_Bps (0: no cap). Sends are waited for
+ * with the step's receives, not detached: SimGrid 3.32 keeps detached comms in a list it searches
+ * linearly, which slows 1024-host rings. */
 static void post_send_rate(call *k, step *s, int dst, double bytes, double rate_Bps) {
     int n = n_segments(k, bytes);
     sg_mailbox_t mb = coll_mailbox(k, k->member, dst);
