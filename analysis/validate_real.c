@@ -342,7 +342,7 @@ static int testbed(const validate_real_opts *o, const char *verb, int hosts, FIL
     testbed_cmd(o, &a, verb);
     if (!strcmp(verb, "up")) {
         arg(&a, "%d", hosts);
-        arg(&a, "%.0fkbit", o->rate_bps / 1e3);
+        arg(&a, "%.0fkbit", 8 * o->rate_Bps / 1e3);
         if (o->delay_s > 0) arg(&a, "%.6gms", o->delay_s * 1e3); /* 0: no netem needed */
     }
     return run_command(&a, log, out, NULL);
@@ -360,7 +360,7 @@ static int write_platform(const validate_real_opts *o, const char *model, const 
     arg(&a, "--ps");
     arg(&a, "1");
     arg(&a, "--bandwidth");
-    arg(&a, "%.0fbps", o->rate_bps);
+    arg(&a, "%.0fbps", 8 * o->rate_Bps);
     arg(&a, "--latency");
     arg(&a, "%.9gs", o->delay_s > 0 ? o->delay_s : 1e-6);
     arg(&a, "--network-model"); /* ns-3 takes the star as explicit routes */
@@ -420,8 +420,8 @@ static int report_case(const validate_real_opts *o, const char *policy, const ca
                 policy, name, cr->real.total_s, p->total_s, 100 * et, cr->real.comm_s, p->comm_s,
                 100 * ec, p->wall_s);
         fprintf(csv, "%s,%s,%d,%.0f,%.9g,%.9g,%.9g,%.6f,%.9g,%.9g,%.6f,%.3f,%.6f,%.6f,%.4f\n",
-                policy, name, o->workers, o->rate_bps, o->delay_s, cr->real.total_s, p->total_s, et,
-                cr->real.comm_s, p->comm_s, ec, p->wall_s, cr->real.accuracy, cr->emu.accuracy,
+                policy, name, o->workers, 8 * o->rate_Bps, o->delay_s, cr->real.total_s, p->total_s,
+                et, cr->real.comm_s, p->comm_s, ec, p->wall_s, cr->real.accuracy, cr->emu.accuracy,
                 acc_pp);
         if (fabs(et) < best_time) best_time = fabs(et);
         if (fabs(ec) < best_comm) best_comm = fabs(ec);
@@ -490,7 +490,7 @@ int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
     fprintf(out, "testbed: %d hosts at %.4g Mbit/s, %.4g ms per link direction\n", o->workers + 1,
-            o->rate_bps / 1e6, o->delay_s * 1e3);
+            8 * o->rate_Bps / 1e6, o->delay_s * 1e3);
     int st = testbed(o, "up", o->workers + 1, out, log);
     if (st != 0) {
         char why[512];
@@ -568,6 +568,6 @@ int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *re
                             "algorithm 4), hd (its Rabenseifner, 6) or rd (its recursive "
                             "doubling, 3): the all-reduces both the real run and syncsim have",
                             cfg->collective);
-    o.rate_bps = 8 * bytes_per_s;
+    o.rate_Bps = bytes_per_s;
     return validate_real(&o, out, res);
 }

@@ -31,7 +31,7 @@ typedef struct validate_real_opts {
     const char *policies;   /* comma-separated, e.g. "bsp,selsync,ssp" */
     const char *collective; /* the synchronous policies' all-reduce: "ring", "hd" or "rd" */
     int workers;            /* N (SSP adds one parameter-server rank) */
-    double rate_bps;        /* testbed link rate, bits/s */
+    double rate_Bps;        /* testbed link rate, bytes/s (bits in tc's and the CSV's) */
     double delay_s;         /* testbed delay added on each link direction */
     const char *model;
     const char *dataset;

@@ -30,7 +30,7 @@ bench_network_opts bench_network_default(void) {
     bench_network_opts o = {.bytes = 1e8,
                             .n_sizes = 4,
                             .hosts = {16, 64, 256, 1024},
-                            .bandwidth_bps = 25e9,
+                            .bandwidth_Bps = 25e9 / 8,
                             .latency_s = 5e-6,
                             .model = SIM_NETWORK_CM02,
                             .max_smpi_hosts = 256,
@@ -218,7 +218,7 @@ static int write_inputs(const bench_network_opts *o, const char *dir, int n, cha
         return ss_error_set(SS_EUSAGE, "bench network: work directory '%s' contains a quote", dir);
     platform_gen_spec sp = platform_gen_default();
     sp.n_hosts = n;
-    sp.bandwidth_bps = o->bandwidth_bps;
+    sp.bandwidth_Bps = o->bandwidth_Bps;
     sp.latency_s = o->latency_s;
     FILE *f = fopen(platform, "w");
     if (!f)
@@ -256,7 +256,7 @@ int bench_network(const bench_network_opts *o, FILE *out) {
     int have_smpirun = program_on_path(smpirun);
     int have_prog = SS_SMPI_ALLREDUCE[0] && access(SS_SMPI_ALLREDUCE, X_OK) == 0;
     char bw[64], lat[64];
-    platform_format_bandwidth(o->bandwidth_bps, bw, sizeof bw);
+    platform_format_bandwidth(o->bandwidth_Bps, bw, sizeof bw);
     platform_format_latency(o->latency_s, lat, sizeof lat);
     fprintf(out,
             "# bench network: all-reduce of %.0f bytes, star platform, %s links, %s per link, "

@@ -25,7 +25,7 @@ typedef struct bench_network_opts {
     double bytes;                       /* all-reduce size M (default 100 MB = 1e8 bytes) */
     int n_sizes;                        /* entries of hosts[] used (default 4) */
     int hosts[BENCH_NETWORK_MAX_SIZES]; /* N values (default 16, 64, 256, 1024) */
-    double bandwidth_bps;               /* per link (default 25 Gbps) */
+    double bandwidth_Bps;               /* per link, bytes/s (default 25 Gbps) */
     double latency_s;                   /* per link (default 5 us) */
     sim_network_model model;            /* default CM02, also used for SMPI */
     int max_smpi_hosts;                 /* skip SMPI above this N (default 256) */

@@ -25,7 +25,7 @@ static inline int net_star_write(const char *prefix, int n, int n_ps, int routed
     platform_gen_spec s = platform_gen_default();
     s.n_hosts = n;
     s.n_ps = n_ps;
-    s.bandwidth_bps = bw_bps;
+    s.bandwidth_Bps = bw_bps / 8;
     s.latency_s = lat_s;
     s.routed = routed;
     return platform_generate_file(&s, buf);

@@ -63,7 +63,7 @@ static int open_cluster(int workers, double efficiency, sim_cluster **cluster) {
     snprintf(platform, sizeof platform, "/tmp/ss_test_overlap_%d.xml", (int)getpid());
     platform_gen_spec ps = platform_gen_default();
     ps.n_hosts = workers;
-    ps.bandwidth_bps = 10e9;
+    ps.bandwidth_Bps = 10e9 / 8;
     ps.latency_s = 5e-7; /* the buckets' latency terms count: they serialize, one lane */
     ps.efficiency = efficiency;
     int rc = platform_generate_file(&ps, platform);
@@ -252,7 +252,7 @@ static int profile_child(void *arg, sim_blob *out) {
     if (rc != SS_OK) return rc;
     replay_opts ro = replay_opts_default();
     ro.model = SIM_NETWORK_CM02;
-    ro.gen.bandwidth_bps = 10e9;
+    ro.gen.bandwidth_Bps = 10e9 / 8;
     ro.gen.latency_s = 1e-6;
     replay_result rr;
     rc = replay_run(t, &ro, &rr);

@@ -28,9 +28,9 @@ static platform_gen_spec node_spec(sim_fabric nic, sim_fabric intra) {
     s.n_hosts = 8;
     s.n_nodes = 2;
     s.nics_per_node = 2;
-    s.bandwidth_bps = 80e9;
+    s.bandwidth_Bps = 80e9 / 8;
     s.latency_s = 5e-6;
-    s.intra_bandwidth_bps = 800e9;
+    s.intra_bandwidth_Bps = 800e9 / 8;
     s.intra_latency_s = 1e-6;
     s.intra_fabric = intra;
     s.nic_fabric = nic;
@@ -216,7 +216,7 @@ static void test_flat_lv08_unchanged(void) {
     const char *p = SS_BINARY_DIR "/tests/flat_lv08.xml";
     platform_gen_spec s = platform_gen_default();
     s.n_hosts = 4;
-    s.bandwidth_bps = 80e9;
+    s.bandwidth_Bps = 80e9 / 8;
     s.latency_s = 5e-6;
     write_spec(&s, p);
     route_out r = route(p, 4, SIM_NETWORK_LV08, 0, 3);
@@ -332,7 +332,7 @@ static void test_bad_generator(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "--intra: unknown intra-node fabric"));
     snprintf(cfg.intra, sizeof cfg.intra, "nvlink3");
     CU_ASSERT_EQUAL_FATAL(platform_spec_from_config(&cfg, 16, 0, &s), SS_OK);
-    CU_ASSERT_EQUAL(s.intra_bandwidth_bps, 2400e9);
+    CU_ASSERT_EQUAL(s.intra_bandwidth_Bps, 2400e9 / 8);
     CU_ASSERT_EQUAL(s.nic_fabric, SIM_FABRIC_INFINIBAND);
 }
 

@@ -25,7 +25,7 @@ typedef struct policy_case {
     double lr;
     const char *model; /* "mlp:64" ... */
     int cm02;          /* CM02 network model (closed forms) */
-    double bandwidth_bps;
+    double bandwidth_Bps;
     double latency_s;
     double slowdown[TP_MAX_WORKERS];
     int use_slowdown;
@@ -57,7 +57,7 @@ static void case_default(policy_case *c, policy_kind kind, int workers, long ste
     c->momentum = 0.0;
     c->lr = 0.1;
     c->model = "mlp:64";
-    c->bandwidth_bps = 10e9;
+    c->bandwidth_Bps = 10e9 / 8;
     c->latency_s = 10e-6;
     c->partition = PARTITION_SELDP;
     c->efficiency = 1.0;
@@ -89,7 +89,7 @@ static int run_case(void *arg, sim_blob *out) {
     platform_gen_spec ps = platform_gen_default();
     ps.n_hosts = pc.workers;
     ps.n_ps = n_ps;
-    ps.bandwidth_bps = c->bandwidth_bps;
+    ps.bandwidth_Bps = c->bandwidth_Bps;
     ps.latency_s = c->latency_s;
     ps.efficiency = c->efficiency;
     FILE *fp = fopen(platform, "w");
@@ -338,7 +338,7 @@ static int run_inject(void *arg, sim_blob *out) {
     snprintf(platform, sizeof platform, "/tmp/ss_test_inject_%d.xml", (int)getpid());
     platform_gen_spec ps = platform_gen_default();
     ps.n_hosts = c->n;
-    ps.bandwidth_bps = c->bw_bps;
+    ps.bandwidth_Bps = c->bw_bps / 8;
     ps.latency_s = c->lat_s;
     FILE *fp = fopen(platform, "w");
     SS_ASSERT(fp);
@@ -506,7 +506,7 @@ static void test_straggler_closed_form(void) {
         c.slowdown[i] = 1.0;
     c.slowdown[2] = 3.0;
     policy_outcome *o = run(&c);
-    double b_Bps = c.bandwidth_bps / 8.0, m = o->param_bytes;
+    double b_Bps = c.bandwidth_Bps, m = o->param_bytes;
     double compute = o->flops_per_step / o->host_speed_flops;
     double ring = 2.0 * (n - 1) * o->route_latency_s + 2.0 * (n - 1) / n * m / b_Bps;
     SS_CHECK_CLOSE(o->res.sim_time_s, steps * (3 * compute + ring), 0, 1e-6);
@@ -571,9 +571,9 @@ static void test_bsp_time_closed_form(void) {
     const int n = 4, steps = 12;
     case_default(&c, POLICY_BSP, n, steps);
     c.cm02 = 1;
-    c.bandwidth_bps = 5e9;
+    c.bandwidth_Bps = 5e9 / 8;
     policy_outcome *o = run(&c);
-    double b_Bps = c.bandwidth_bps / 8.0;
+    double b_Bps = c.bandwidth_Bps;
     double m = o->param_bytes;
     double step_s = o->flops_per_step / o->host_speed_flops + 2.0 * (n - 1) * o->route_latency_s +
                     2.0 * (n - 1) / n * m / b_Bps;

@@ -43,7 +43,7 @@ static int run_bg(void *arg, sim_blob *out) {
     platform_gen_spec s = platform_gen_default();
     s.n_hosts = 4;
     s.n_ps = 4;
-    s.bandwidth_bps = 10e9;
+    s.bandwidth_Bps = 10e9 / 8;
     FILE *fp = fopen(path, "w");
     int rc = platform_generate(&s, fp);
     fclose(fp);

@@ -363,7 +363,7 @@ static void test_pcie_switch_closed_form(void) {
         sp.n_hosts = 4;
         sp.n_nodes = 1;
         sp.intra_fabric = SIM_FABRIC_PCIE;
-        sp.intra_bandwidth_bps = 8 * b;
+        sp.intra_bandwidth_Bps = b;
         sp.intra_latency_s = l;
         sp.pcie_switch = 2;
         sp.p2p = p2p;
@@ -459,7 +459,7 @@ static void test_dbtree_nodes_latency(void) {
  * ring would. */
 static void test_ring_coarse_protocol(void) {
     const int n = SIM_COARSE_MIN_MEMBERS;
-    const double m = 64e6, b = platform_gen_default().bandwidth_bps / 8;
+    const double m = 64e6, b = platform_gen_default().bandwidth_Bps;
     job j = allreduce_job(star_platform(n), n, SIM_NETWORK_CM02, SIM_ALLREDUCE_AUTO, 1, m);
     j.co.protocol = SIM_PROTOCOL_LL;
     job_out o = run_job(&j);

@@ -461,7 +461,7 @@ static int replay_child(void *arg, sim_blob *out) {
     ro.seed = rc_->seed;
     /* the recorded generated platform: bandwidth from the config, latency 5us, as trained */
     const char *bw = trace_config_get(t, "bandwidth");
-    if (!bw || platform_parse_bandwidth("bw", bw, &ro.gen.bandwidth_bps) != SS_OK) return SS_EINPUT;
+    if (!bw || platform_parse_bandwidth("bw", bw, &ro.gen.bandwidth_Bps) != SS_OK) return SS_EINPUT;
     ro.gen.latency_s = 5e-6;
     const char *model = trace_config_get(t, "network-model");
     if (model) sim_network_model_parse("model", model, &ro.model);
@@ -595,7 +595,7 @@ static int profile_child(void *arg, sim_blob *out) {
     if (rc != SS_OK) return rc;
     replay_opts ro = replay_opts_default();
     ro.model = SIM_NETWORK_CM02;
-    ro.gen.bandwidth_bps = 10e9;
+    ro.gen.bandwidth_Bps = 10e9 / 8;
     ro.gen.latency_s = 5e-6;
     replay_result rr;
     rc = replay_run(t, &ro, &rr);

@@ -187,7 +187,7 @@ int replay_bench(const run_request *rq, FILE *out) {
     if (rc != SS_OK) return rc;
     const platform_gen_spec gen = replay_opts_default().gen;
     char bw[32], lat[32];
-    platform_format_bandwidth(gen.bandwidth_bps, bw, sizeof bw);
+    platform_format_bandwidth(gen.bandwidth_Bps, bw, sizeof bw);
     platform_format_latency(gen.latency_s, lat, sizeof lat);
     fprintf(out,
             "# bench replay: BSP, %s (%.4g parameters, %.4g MB per exchange), batch %d, star "

@@ -90,10 +90,10 @@ static int positive_int(const char *s, long max, int *out) {
  * tier of the bandwidth (platform_gen.h), GPUs joined inside a server by the row's intra fabric. */
 static int row_fabrics(const csv_reader *r, platform_gen_spec *s) {
     *s = platform_gen_default();
-    int rc = platform_parse_bandwidth("bandwidth", r->field[C_BW], &s->bandwidth_bps);
+    int rc = platform_parse_bandwidth("bandwidth", r->field[C_BW], &s->bandwidth_Bps);
     if (rc == SS_OK) rc = platform_apply_intra("intra", r->field[C_INTRA], s);
     if (rc == SS_OK) rc = platform_parse_nic_fabric("fabric", r->field[C_FABRIC], &s->nic_fabric);
-    s->latency_s = platform_tier_latency_s(s->bandwidth_bps);
+    s->latency_s = platform_tier_latency_s(s->bandwidth_Bps);
     s->nics_per_node = 1;
     return rc;
 }

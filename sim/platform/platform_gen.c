@@ -17,9 +17,9 @@ int platform_spec_validate(const platform_gen_spec *s) {
     SS_ASSERT(s != NULL);
     if (s->n_hosts < 1 || s->n_hosts > 65536)
         return ss_error_set(SS_EUSAGE, "--hosts: %d, need 1 to 65536", s->n_hosts);
-    if (!(s->bandwidth_bps > 0) || !isfinite(s->bandwidth_bps))
+    if (!(s->bandwidth_Bps > 0) || !isfinite(s->bandwidth_Bps))
         return ss_error_set(SS_EUSAGE, "--bandwidth: %g bps, need > 0 (e.g. \"25Gbps\")",
-                            s->bandwidth_bps);
+                            8 * s->bandwidth_Bps);
     if (!(s->latency_s >= 0) || !isfinite(s->latency_s))
         return ss_error_set(SS_EUSAGE, "--latency: %g s, need >= 0 (e.g. \"5us\")", s->latency_s);
     if ((unsigned)s->topology > PLATFORM_TOPOLOGY_FAT_TREE)
@@ -186,7 +186,7 @@ static void write_routed_body(const platform_gen_spec *s, const char *speed, con
 
 int platform_generate_routed(const platform_gen_spec *s, FILE *out) {
     char bw[64], lat[64], lat2[64], speed[64];
-    platform_format_bandwidth(s->bandwidth_bps, bw, sizeof bw);
+    platform_format_bandwidth(s->bandwidth_Bps, bw, sizeof bw);
     platform_format_latency(s->latency_s, lat, sizeof lat);
     platform_format_latency(2 * s->latency_s, lat2, sizeof lat2);
     platform_format_speed(platform_gpu_peak_flops(s->gpu) * s->efficiency, speed, sizeof speed);
@@ -219,7 +219,7 @@ int platform_generate(const platform_gen_spec *s, FILE *out) {
     if (s->n_nodes > 0) return platform_generate_nodes(s, out);
     if (s->routed) return platform_generate_routed(s, out);
     char bw[64], lat[64], speed[64];
-    platform_format_bandwidth(s->bandwidth_bps, bw, sizeof bw);
+    platform_format_bandwidth(s->bandwidth_Bps, bw, sizeof bw);
     platform_format_latency(s->latency_s, lat, sizeof lat);
     double flops = platform_gpu_peak_flops(s->gpu) * s->efficiency;
     platform_format_speed(flops, speed, sizeof speed);
@@ -273,7 +273,8 @@ int platform_generate_file(const platform_gen_spec *spec, const char *path) {
     return afile_commit(&f);
 }
 
-double platform_tier_latency_s(double bps) {
+double platform_tier_latency_s(double bandwidth_Bps) {
+    const double bps = 8 * bandwidth_Bps; /* the tiers are named in bits */
     return bps <= 5e9    ? 25e-6
            : bps <= 10e9 ? 15e-6
            : bps <= 25e9 ? 10e-6
@@ -295,7 +296,7 @@ static int node_spec_from_config(const run_config *cfg, platform_gen_spec *spec)
         return rc;
     if (cfg->intra_bandwidth[0] &&
         (rc = platform_parse_bandwidth("--intra-bandwidth", cfg->intra_bandwidth,
-                                       &spec->intra_bandwidth_bps)))
+                                       &spec->intra_bandwidth_Bps)))
         return rc;
     if (cfg->intra_latency[0] && (rc = platform_parse_latency("--intra-latency", cfg->intra_latency,
                                                               &spec->intra_latency_s)))
@@ -310,14 +311,14 @@ int platform_spec_from_config(const run_config *cfg, int n_hosts, int n_ps,
     spec->n_hosts = n_hosts;
     spec->n_ps = n_ps;
     spec->efficiency = cfg->gpu_efficiency;
-    if ((rc = platform_parse_bandwidth("--bandwidth", cfg->bandwidth, &spec->bandwidth_bps)) ||
+    if ((rc = platform_parse_bandwidth("--bandwidth", cfg->bandwidth, &spec->bandwidth_Bps)) ||
         (strcmp(cfg->latency, "tier") &&
          (rc = platform_parse_latency("--latency", cfg->latency, &spec->latency_s))) ||
         (rc = platform_parse_topology("--topology", cfg->topology, &spec->topology)) ||
         (rc = platform_parse_gpu("--gpu", cfg->gpu, &spec->gpu)))
         return rc;
     if (!strcmp(cfg->latency, "tier"))
-        spec->latency_s = platform_tier_latency_s(spec->bandwidth_bps);
+        spec->latency_s = platform_tier_latency_s(spec->bandwidth_Bps);
     /* ns-3 cannot load a <cluster> (platforms/README.md): write the star as explicit routes */
     spec->routed = !strcasecmp(cfg->network_model, "ns-3");
     if ((rc = cfg->nodes > 0 ? node_spec_from_config(cfg, spec) : SS_OK)) return rc;

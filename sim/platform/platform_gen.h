@@ -1,7 +1,7 @@
 /* Platform generator for `syncsim platform`: prints a SimGrid platform XML of N GPU hosts.
  *
  *     platform_gen_spec s = platform_gen_default();         // 16 v100 hosts, 25Gbps, 10us, star
- *     if (platform_parse_bandwidth("--bandwidth", "25Gbps", &s.bandwidth_bps) != SS_OK) ...
+ *     if (platform_parse_bandwidth("--bandwidth", "25Gbps", &s.bandwidth_Bps) != SS_OK) ...
  *     if (platform_parse_latency("--latency", "5us", &s.latency_s) != SS_OK) ...
  *     if (platform_generate(&s, stdout) != SS_OK) fprintf(stderr, "%s\n", ss_error_message());
  *
@@ -50,7 +50,7 @@ typedef enum platform_gpu {
 
 typedef struct platform_gen_spec {
     int n_hosts;          /* worker hosts, 1..65536 */
-    double bandwidth_bps; /* per link, bits per second (> 0) */
+    double bandwidth_Bps; /* per link, bytes per second (> 0) */
     double latency_s;     /* per link, seconds (>= 0) */
     platform_topology topology;
     platform_gpu gpu;
@@ -59,16 +59,16 @@ typedef struct platform_gen_spec {
 
     /* Node platforms (n_nodes > 0; platform_gen_nodes.c): n_nodes servers of G GPUs each, the
      * GPUs of a server joined by intra-node links, R NICs per server (GPU g on NIC g * R / G)
-     * whose links (bandwidth_bps, latency_s, nic_fabric) meet above the servers in `topology`. */
+     * whose links (bandwidth_Bps, latency_s, nic_fabric) meet above the servers in `topology`. */
     int n_nodes;                /* 0: a flat cluster of n_hosts hosts; else 1..8192 */
     int gpus_per_node;          /* G, 1..1024; 0: n_hosts / n_nodes (which must divide) */
     int nics_per_node;          /* R, 1..G */
-    double intra_bandwidth_bps; /* per GPU and direction (> 0) */
+    double intra_bandwidth_Bps; /* per GPU and direction, bytes per second (> 0) */
     double intra_latency_s;     /* per intra-node link (>= 0); a GPU-to-GPU route has two */
     sim_fabric intra_fabric;    /* SIM_FABRIC_NVLINK or SIM_FABRIC_PCIE */
     sim_fabric nic_fabric;      /* SIM_FABRIC_ETHERNET, _INFINIBAND or _ROCE */
     /* PCIe nodes: GPUs local g sit in groups of `pcie_switch` behind switch g / pcie_switch,
-     * whose uplink to the CPU (intra_bandwidth_bps per direction) every route between switches,
+     * whose uplink to the CPU (intra_bandwidth_Bps per direction) every route between switches,
      * and every route to a NIC, crosses (NICs sit at the CPU); 0: no switch. p2p 0: the GPUs
      * cannot reach each other peer to peer (GeForce cards; NCCL's shared-memory transport), so
      * routes between GPUs of one switch cross its uplink too, through host memory. */
@@ -111,8 +111,8 @@ platform_gen_spec platform_gen_default(void);
 
 /* "25Gbps", "100Mbps", "1.25GBps", "100MBps", "800kbps", "1e9bps", "3Bps" (bits with "bps",
  * bytes with "Bps"; prefixes k M G T, also Ki Mi Gi Ti); > 0 and finite. SS_EUSAGE naming
- * `option` and the valid forms otherwise. *bps in bits per second. */
-int platform_parse_bandwidth(const char *option, const char *text, double *bps);
+ * `option` and the valid forms otherwise. *Bps in bytes per second. */
+int platform_parse_bandwidth(const char *option, const char *text, double *Bps);
 /* "5us", "1.5ms", "0.001s", "100ns", "0s" (unit required); >= 0 and finite; SS_EUSAGE otherwise. */
 int platform_parse_latency(const char *option, const char *text, double *seconds);
 /* "star" | "fat-tree" (also "fattree", "fat_tree"). */
@@ -124,8 +124,9 @@ const char *platform_topology_name(platform_topology t);
 const char *platform_gpu_name(platform_gpu g);
 double platform_gpu_peak_flops(platform_gpu g); /* FP32 FLOP/s */
 
-/* Writes a bandwidth (bits/s) or a latency (s) with a SimGrid unit ("25Gbps", "5us") into buf. */
-void platform_format_bandwidth(double bps, char *buf, unsigned long buf_bytes);
+/* Writes a bandwidth (bytes/s; written in bits) or a latency (s) with a SimGrid unit ("25Gbps",
+ * "5us") into buf. */
+void platform_format_bandwidth(double Bps, char *buf, unsigned long buf_bytes);
 void platform_format_latency(double seconds, char *buf, unsigned long buf_bytes);
 /* Host speeds as the platforms write them: the largest unit giving a value >= 1 ("15.7Tf"). */
 void platform_format_speed(double flops, char *buf, unsigned long buf_bytes);
@@ -140,7 +141,7 @@ int platform_generate_file(const platform_gen_spec *spec, const char *path);
 /* Link latency of a generated platform when --latency is "tier": the tier of the bandwidth
  * (platforms/README.md): <= 5 Gbps 25 us, <= 10 Gbps 15 us, <= 25 Gbps 10 us, <= 40 Gbps 5 us,
  * faster 1 us. */
-double platform_tier_latency_s(double bandwidth_bps);
+double platform_tier_latency_s(double bandwidth_Bps);
 /* The generated platform of a run (train, replay, compare, `syncsim platform`) from its options
  * --bandwidth, --latency, --topology, --gpu and --gpu-efficiency, for n_hosts workers and n_ps
  * servers, and with --nodes N > 0 a node platform from --gpus-per-node, --nics-per-node, --intra,

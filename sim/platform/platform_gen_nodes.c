@@ -56,7 +56,7 @@ static const struct {
 int platform_apply_intra(const char *option, const char *text, platform_gen_spec *spec) {
     for (int i = 0; i < N_INTRA_PRESETS; i++) {
         if (text && strcasecmp(text, intra_presets[i].name) == 0) {
-            spec->intra_bandwidth_bps = 8 * intra_presets[i].bytes_per_s;
+            spec->intra_bandwidth_Bps = intra_presets[i].bytes_per_s;
             spec->intra_latency_s = intra_presets[i].link_latency_s;
             spec->intra_fabric = intra_presets[i].fabric;
             return SS_OK;
@@ -104,9 +104,9 @@ static int validate_nodes(const platform_gen_spec *s, int *g) {
                             "--nics-per-node: %d, need 1 to the GPUs per node (%d): GPU g sends "
                             "through NIC g * R / G",
                             s->nics_per_node, *g);
-    if (!(s->intra_bandwidth_bps > 0) || !isfinite(s->intra_bandwidth_bps))
+    if (!(s->intra_bandwidth_Bps > 0) || !isfinite(s->intra_bandwidth_Bps))
         return ss_error_set(SS_EUSAGE, "--intra-bandwidth: %g bps, need > 0",
-                            s->intra_bandwidth_bps);
+                            8 * s->intra_bandwidth_Bps);
     if (!(s->intra_latency_s >= 0) || !isfinite(s->intra_latency_s))
         return ss_error_set(SS_EUSAGE, "--intra-latency: %g s, need >= 0", s->intra_latency_s);
     if (s->intra_fabric != SIM_FABRIC_NVLINK && s->intra_fabric != SIM_FABRIC_PCIE)
@@ -348,11 +348,11 @@ int platform_generate_nodes(const platform_gen_spec *s, FILE *out) {
     t.intra = sim_fabric_name(s->intra_fabric);
     t.nic = sim_fabric_name(s->nic_fabric);
     platform_format_speed(platform_gpu_peak_flops(s->gpu) * s->efficiency, t.speed, sizeof t.speed);
-    platform_format_bandwidth(s->bandwidth_bps, t.bw, sizeof t.bw);
+    platform_format_bandwidth(s->bandwidth_Bps, t.bw, sizeof t.bw);
     platform_format_latency(s->latency_s, t.lat, sizeof t.lat);
-    platform_format_bandwidth(s->intra_bandwidth_bps, t.intra_bw, sizeof t.intra_bw);
+    platform_format_bandwidth(s->intra_bandwidth_Bps, t.intra_bw, sizeof t.intra_bw);
     platform_format_latency(s->intra_latency_s, t.intra_lat, sizeof t.intra_lat);
-    platform_format_bandwidth(s->bandwidth_bps * t.r, t.uplink_bw, sizeof t.uplink_bw);
+    platform_format_bandwidth(s->bandwidth_Bps * t.r, t.uplink_bw, sizeof t.uplink_bw);
     fprintf(out, "<?xml version='1.0'?>\n"
                  "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
                  "<platform version=\"4.1\">\n");

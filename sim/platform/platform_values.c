@@ -15,7 +15,7 @@ static const char *const topology_names[] = {"star", "fat-tree"};
 
 platform_gen_spec platform_gen_default(void) {
     return (platform_gen_spec){.n_hosts = 16,
-                               .bandwidth_bps = 25e9,
+                               .bandwidth_Bps = 25e9 / 8,
                                .latency_s = 10e-6,
                                .topology = PLATFORM_TOPOLOGY_STAR,
                                .gpu = PLATFORM_GPU_V100,
@@ -25,14 +25,13 @@ platform_gen_spec platform_gen_default(void) {
                                .gpus_per_node = 0,
                                .nics_per_node = 1,
                                .p2p = 1,
-                               .intra_bandwidth_bps =
-                                   8 * 300e9, /* nvlink3 (platform_gen_nodes.c) */
+                               .intra_bandwidth_Bps = 300e9, /* nvlink3 (platform_gen_nodes.c) */
                                .intra_latency_s = 0.3e-6,
                                .intra_fabric = SIM_FABRIC_NVLINK,
                                .nic_fabric = SIM_FABRIC_ETHERNET};
 }
 
-int platform_parse_bandwidth(const char *option, const char *text, double *bps) {
+int platform_parse_bandwidth(const char *option, const char *text, double *Bps) {
     double bytes_per_s = 0;
     if (!text || units_parse_bandwidth(text, &bytes_per_s) != 0)
         return ss_error_set(SS_EUSAGE,
@@ -42,7 +41,7 @@ int platform_parse_bandwidth(const char *option, const char *text, double *bps) 
     if (!(bytes_per_s > 0) || !isfinite(bytes_per_s))
         return ss_error_set(SS_EUSAGE, "%s: bandwidth '%s' must be > 0 (e.g. \"25Gbps\")", option,
                             text);
-    *bps = bytes_per_s * 8;
+    *Bps = bytes_per_s;
     return SS_OK;
 }
 
@@ -97,10 +96,11 @@ static void format_unit(double v, const char *const *names, const double *scales
     snprintf(buf, buf_bytes, "%.15g%s", v / scales[u], names[u]);
 }
 
-void platform_format_bandwidth(double bps, char *buf, unsigned long buf_bytes) {
+void platform_format_bandwidth(double Bps, char *buf, unsigned long buf_bytes) {
+    /* in bits, as platforms name bandwidths */
     static const char *const names[] = {"Tbps", "Gbps", "Mbps", "kbps", "bps"};
     static const double scales[] = {1e12, 1e9, 1e6, 1e3, 1};
-    format_unit(bps, names, scales, 5, buf, buf_bytes);
+    format_unit(8 * Bps, names, scales, 5, buf, buf_bytes);
 }
 
 void platform_format_latency(double seconds, char *buf, unsigned long buf_bytes) {
