@@ -378,6 +378,10 @@ static const bad_case config_files[] = {
     {"sweep --jobs 2 @T/nowhere.ini", 2, "sweep file @T/nowhere.ini: cannot open"},
     {"sweep @T/a.ini @T/b.ini", 2, "sweep takes one sweep file"},
     {"real --bogus", 2, "unknown option --bogus for 'syncsim real'"},
+    {"validate compute --throughputs /dev/zero", 1, "CSV file /dev/zero: a character device"},
+    {"validate compute --throughputs @T/dir", 1, "CSV file @T/dir: a directory"},
+    {"validate network --references /dev/zero", 1, "/dev/zero"},
+    {"report @T/dir", 1, "no run found"},
 };
 
 #define PLAT "train --policy bsp --workers 8 --dataset synthetic --epochs 0.01 --out @G --platform "
@@ -746,7 +750,8 @@ static CU_TestInfo bad_tests[] = {
     {"validate network and scaling: SIGINT/SIGTERM exit 130, no process left",
      test_validate_interrupted},
     {"platform files: byte-order mark, hexadecimal values, unknown GPU class", test_platform_files},
-    {"configuration files: special files, limits, sections, file and line", test_config_files},
+    {"configuration and other files: special files, limits, sections, file and line",
+     test_config_files},
     {"compare: runs of same-named platforms apart, no stale run or figure", test_compare_dirs},
     {"compare: a point listed twice is refused", test_compare_twice},
     {"late usage errors and inputs inside OUT leave OUT untouched", test_late_usage},
