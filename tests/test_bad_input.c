@@ -4,16 +4,22 @@
  * valid). After every case the outputs of an earlier good run (@G) must be untouched, and no
  * temporary file may be left in the scratch directory.
  *
+ * Most rows are generated from the option table (options_row_at): each option's bad values by its
+ * kind (integers, reals, choices, bandwidths, times...), its value missing, a misspelling, and the
+ * option given to a subcommand that does not take it; the rest are written by hand for files,
+ * platforms, reports and combinations. Cases run two at a time: about 0.1 s each, mostly the
+ * loading of the program's libraries. Interruptions (SIGINT, SIGTERM, SIGHUP) have tests of
+ * their own, which wait for a line of output before they signal.
+ *
  * Placeholders in the arguments: @T the scratch directory, @G the good run's output directory,
  * @S the source tree. */
 #define _GNU_SOURCE /* memmem */
 #include "ss_test.h"
 #include "cli/options.h"
 
-#include <stdarg.h>
-
 #include <dirent.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
