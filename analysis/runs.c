@@ -31,8 +31,8 @@ static double count_or_nan(long n) {
 }
 
 static int config_handler(void *user, const char *section, const char *name, const char *value,
-                          char *problem, size_t n) {
-    (void)section, (void)problem, (void)n;
+                          long line, char *problem, size_t n) {
+    (void)section, (void)line, (void)problem, (void)n;
     run_record *r = user;
     if (!name || r->n_keys == RUN_RECORD_MAX_KEYS) return 0;
     snprintf(r->key[r->n_keys], sizeof r->key[0], "%s", name);

@@ -641,7 +641,7 @@ static int config_section(const char *section, char *problem, size_t n) {
 }
 
 static int config_key_handler(void *user, const char *section, const char *name, const char *value,
-                              char *problem, size_t n) {
+                              long line, char *problem, size_t n) {
     ini_context *c = user;
     if (!name) return config_section(section, problem, n);
     if (!strcmp(name, "config") || !strcmp(name, "help")) {
@@ -671,35 +671,8 @@ static int config_key_handler(void *user, const char *section, const char *name,
         return -1;
     }
     c->cfg->set[i] = 1;
+    config_line[i] = line;
     return 0;
-}
-
-/* Line numbers for option_where(): the handler sees keys, not lines, so the file's lines are
- * matched to its keys once more here. */
-static void config_lines(const char *path, unsigned command) {
-    FILE *fp = fopen(path, "r");
-    if (!fp) return;
-    char buf[512];
-    long line = 0;
-    int whole = 1;
-    while (fgets(buf, sizeof buf, fp)) {
-        const int start = whole;
-        whole = strchr(buf, '\n') != NULL;
-        if (!start) continue;
-        line++;
-        char *eq = strchr(buf, '=');
-        if (!eq) continue;
-        char *k = buf;
-        while (isspace((unsigned char)*k))
-            k++;
-        char *e = eq;
-        while (e > k && isspace((unsigned char)e[-1]))
-            e--;
-        *e = '\0';
-        int i = find_option_for(command, k);
-        if (i >= 0) config_line[i] = line;
-    }
-    fclose(fp);
 }
 
 static int read_config_file(unsigned command, const char *path, run_config *cfg) {
@@ -707,7 +680,6 @@ static int read_config_file(unsigned command, const char *path, run_config *cfg)
     int rc = ini_text_parse(path, "--config", SS_EUSAGE, config_key_handler, &c);
     if (rc != SS_OK) return rc;
     config_path = path;
-    config_lines(path, command);
     return SS_OK;
 }
 
@@ -802,6 +774,7 @@ int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
         int rc = set_value(o, value, cfg, where);
         if (rc != SS_OK) return rc;
         cfg->set[i] = 1;
+        config_line[i] = 0; /* the command line's value, not the file's */
         if (!strcmp(name, "help") && cfg->help) return SS_OK;
     }
     return options_validate(command, cfg);

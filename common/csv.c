@@ -1,5 +1,6 @@
 /* CSV writer and reader that agree on quoting (csv.h). */
 #include "common/csv.h"
+#include "common/infile.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -44,6 +45,12 @@ void csv_open_stream(csv_reader *r, FILE *fp, const char *name) {
 }
 
 int csv_open(csv_reader *r, const char *path) {
+    /* a directory or a device (/dev/zero) would read nothing, or forever */
+    int rc = infile_check(path, "CSV file", (size_t)-1, SS_EINPUT);
+    if (rc != SS_OK) {
+        memset(r, 0, sizeof *r);
+        return rc;
+    }
     FILE *fp = fopen(path, "r");
     if (!fp) {
         memset(r, 0, sizeof *r);
@@ -51,6 +58,7 @@ int csv_open(csv_reader *r, const char *path) {
     }
     csv_open_stream(r, fp, path);
     r->own_fp = 1;
+    r->max_line = (long)INFILE_MAX_LINE; /* a caller may set another bound */
     return SS_OK;
 }
 

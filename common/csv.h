@@ -42,7 +42,8 @@ typedef struct csv_reader {
     long bad_line; /* the first line over max_line or with a NUL byte, 0 if none */
 } csv_reader;
 
-/* Opens path; SS_EINPUT naming it if it cannot be opened. */
+/* Opens path; SS_EINPUT naming it if it cannot be opened or is not a regular file (a directory,
+ * a device: common/infile.h). max_line starts at INFILE_MAX_LINE. */
 int csv_open(csv_reader *r, const char *path);
 /* Reads from an open stream (not closed by csv_close); `name` appears in messages. */
 void csv_open_stream(csv_reader *r, FILE *fp, const char *name);

@@ -48,7 +48,7 @@ int ini_text_parse(const char *path, const char *what, int status, ini_text_hand
             }
             *close = '\0';
             snprintf(section, sizeof section, "%s", trim(s + 1));
-            if (handler(user, section, NULL, NULL, problem, sizeof problem) != 0) rc = status;
+            if (handler(user, section, NULL, NULL, line, problem, sizeof problem) != 0) rc = status;
             continue;
         }
         char *eq = strchr(s, '=');
@@ -70,7 +70,7 @@ int ini_text_parse(const char *path, const char *what, int status, ini_text_hand
             rc = status;
             break;
         }
-        if (handler(user, section, key, value, problem, sizeof problem) != 0) rc = status;
+        if (handler(user, section, key, value, line, problem, sizeof problem) != 0) rc = status;
     }
     free(text);
     if (rc != SS_OK) return ss_error_set(status, "%s:%ld: %s", path, line, problem);

@@ -4,7 +4,8 @@
  * byte-order mark and CRLF line ends are accepted. Every problem names the file and line.
  *
  *     static int on_key(void *user, const char *section, const char *key, const char *value,
- *                       char *problem, size_t n) { ... snprintf(problem, n, "..."); return -1; }
+ *                       long line, char *problem, size_t n) {
+ *         ... snprintf(problem, n, "..."); return -1; }
  *     rc = ini_text_parse(path, "--config", SS_EUSAGE, on_key, ctx);
  */
 #ifndef SS_COMMON_INI_TEXT_H
@@ -13,10 +14,10 @@
 #include <stddef.h>
 
 /* Called for each key (section "" before any [section]) and once for each "[section]" line with
- * key NULL. Returns 0 to go on; else it wrote what is wrong into problem[0..n) and the parse
- * stops with "PATH:LINE: problem". */
+ * key NULL; line: its line number. Returns 0 to go on; else it wrote what is wrong into
+ * problem[0..n) and the parse stops with "PATH:LINE: problem". */
 typedef int (*ini_text_handler)(void *user, const char *section, const char *key, const char *value,
-                                char *problem, size_t n);
+                                long line, char *problem, size_t n);
 
 /* Reads and parses `path`; SS_OK, or `status` with a message naming `what`, the file and the
  * line (the handler's own status is `status` too). */

@@ -4,16 +4,22 @@
  * valid). After every case the outputs of an earlier good run (@G) must be untouched, and no
  * temporary file may be left in the scratch directory.
  *
+ * Most rows are generated from the option table (options_row_at): each option's bad values by its
+ * kind (integers, reals, choices, bandwidths, times...), its value missing, a misspelling, and the
+ * option given to a subcommand that does not take it; the rest are written by hand for files,
+ * platforms, reports and combinations. Cases run two at a time: about 0.1 s each, mostly the
+ * loading of the program's libraries. Interruptions (SIGINT, SIGTERM, SIGHUP) have tests of
+ * their own, which wait for a line of output before they signal.
+ *
  * Placeholders in the arguments: @T the scratch directory, @G the good run's output directory,
  * @S the source tree. */
 #define _GNU_SOURCE /* memmem */
 #include "ss_test.h"
 #include "cli/options.h"
 
-#include <stdarg.h>
-
 #include <dirent.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -122,45 +128,85 @@ static void expand(const char *args, char *out, size_t n) {
     out[len < n ? len : n - 1] = '\0';
 }
 
-/* Runs one case; 1 when it behaved. Failures are printed with the output. */
-static int run_case(const bad_case *c) {
-    char args[4096], cmd[4700], why[1300] = "";
-    expand(c->args, args, sizeof args);
-    /* no terminal input, and a bound on time: a case that hangs is a failure, not a stuck suite */
-    snprintf(cmd, sizeof cmd, "cd %s && timeout -s KILL 120 %s/syncsim %s </dev/null 2>&1", tmp_dir,
-             SS_BINARY_DIR, args);
-    char *out = NULL;
-    int rc = ss_test_shell(cmd, &out);
-    int ok = rc == c->code;
-    if (!ok) snprintf(why, sizeof why, "exit %d, expected %d", rc, c->code);
-    char frag[600] = "";
-    if (c->frag) expand(c->frag, frag, sizeof frag);
-    if (ok && c->frag && !strstr(out, frag)) {
-        snprintf(why, sizeof why, "the message lacks '%s'", frag);
-        ok = 0;
-    }
-    if (ok && strstr(out, "syncsim: ") == NULL && c->code != 0) {
-        snprintf(why, sizeof why, "no 'syncsim: ' message");
-        ok = 0;
-    }
-    char touched[700];
-    if (!good_untouched(touched, sizeof touched)) { /* checked, and put back, after every case */
-        restore_good();
-        if (ok) snprintf(why, sizeof why, "%s", touched);
-        ok = 0;
-    }
-    if (ok) ok = no_tmp_files(tmp_dir, why, sizeof why);
-    if (!ok) fprintf(stderr, "\n  syncsim %s\n  %s; output:\n%.2000s\n", args, why, out);
-    free(out);
-    cases_run++;
-    cases_passed += ok;
-    return ok;
+/* Reads a child's whole output and its exit code (-1: it did not exit). */
+static int finish(FILE *p, char **output) {
+    size_t cap = 1 << 14, len = 0, n;
+    char *buf = malloc(cap);
+    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0)
+        if ((len += n) + 4096 > cap) buf = realloc(buf, cap *= 2);
+    buf[len] = '\0';
+    int status = pclose(p);
+    *output = buf;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* Starts one case: its expanded arguments in args, its output to come through the pipe. */
+static FILE *start(const bad_case *c, char *args, size_t n) {
+    char cmd[4700];
+    expand(c->args, args, n);
+    /* no terminal input, and a bound on time: a case that hangs is a failure, not a stuck suite */
+    snprintf(cmd, sizeof cmd, "cd %s && exec timeout -s KILL 120 %s/syncsim %s </dev/null 2>&1",
+             tmp_dir, SS_BINARY_DIR, args);
+    fflush(NULL);
+    return popen(cmd, "r");
+}
+
+/* Whether a finished case behaved: exit code, message. */
+static int judge(const bad_case *c, int rc, const char *out, char *why, size_t n) {
+    if (rc != c->code) {
+        snprintf(why, n, "exit %d, expected %d", rc, c->code);
+        return 0;
+    }
+    char frag[600] = "";
+    if (c->frag) expand(c->frag, frag, sizeof frag);
+    if (c->frag && !strstr(out, frag)) {
+        snprintf(why, n, "the message lacks '%s'", frag);
+        return 0;
+    }
+    if (strstr(out, "syncsim: ") == NULL && c->code != 0) {
+        snprintf(why, n, "no 'syncsim: ' message");
+        return 0;
+    }
+    return 1;
+}
+
+/* Runs the cases two at a time (each is a process that mostly loads its libraries: ~0.1 s);
+ * after each pair the good run's files must be untouched (else put back) and no temporary file
+ * left. Every failure is printed with its output. */
 static void run_cases(const bad_case *cases, int n) {
     int failed = 0;
-    for (int i = 0; i < n; i++)
-        failed += !run_case(&cases[i]);
+    for (int i = 0; i < n; i += 2) {
+        const int m = i + 1 < n ? 2 : 1;
+        char args[2][4096], why[2][1300] = {"", ""}, *out[2];
+        FILE *p[2];
+        int ok[2];
+        for (int k = 0; k < m; k++)
+            p[k] = start(&cases[i + k], args[k], sizeof args[k]);
+        for (int k = 0; k < m; k++) {
+            int rc = p[k] ? finish(p[k], &out[k]) : -1;
+            if (!p[k]) out[k] = strdup("");
+            ok[k] = judge(&cases[i + k], rc, out[k], why[k], sizeof why[k]);
+        }
+        char shared[1300] = "";
+        if (!good_untouched(shared, sizeof shared))
+            restore_good();
+        else
+            no_tmp_files(tmp_dir, shared, sizeof shared);
+        for (int k = 0; k < m; k++) {
+            if (shared[0] && ok[k]) {
+                snprintf(why[k], sizeof why[k], "%s (this case or the one run beside it)", shared);
+                ok[k] = 0;
+            }
+            if (!ok[k])
+                fprintf(stderr, "\n  syncsim %s\n  %s; output:\n%.2000s\n", args[k], why[k],
+                        out[k]);
+            free(out[k]);
+            failed += !ok[k];
+            cases_passed += ok[k];
+            cases_run++;
+        }
+    }
+    printf("  (%d cases, %d passed) ", n, n - failed);
     CU_ASSERT_EQUAL(failed, 0);
 }
 
@@ -338,6 +384,10 @@ static const bad_case config_files[] = {
     {"sweep --jobs 2 @T/nowhere.ini", 2, "sweep file @T/nowhere.ini: cannot open"},
     {"sweep @T/a.ini @T/b.ini", 2, "sweep takes one sweep file"},
     {"real --bogus", 2, "unknown option --bogus for 'syncsim real'"},
+    {"validate compute --throughputs /dev/zero", 1, "CSV file /dev/zero: a character device"},
+    {"validate compute --throughputs @T/dir", 1, "CSV file @T/dir: a directory"},
+    {"validate network --references /dev/zero", 1, "/dev/zero"},
+    {"report @T/dir", 1, "no run found"},
 };
 
 #define PLAT "train --policy bsp --workers 8 --dataset synthetic --epochs 0.01 --out @G --platform "
@@ -706,7 +756,8 @@ static CU_TestInfo bad_tests[] = {
     {"validate network and scaling: SIGINT/SIGTERM exit 130, no process left",
      test_validate_interrupted},
     {"platform files: byte-order mark, hexadecimal values, unknown GPU class", test_platform_files},
-    {"configuration files: special files, limits, sections, file and line", test_config_files},
+    {"configuration and other files: special files, limits, sections, file and line",
+     test_config_files},
     {"compare: runs of same-named platforms apart, no stale run or figure", test_compare_dirs},
     {"compare: a point listed twice is refused", test_compare_twice},
     {"late usage errors and inputs inside OUT leave OUT untouched", test_late_usage},
