@@ -94,7 +94,7 @@ static void incast_server_main(void *data) {
     free(got);
 }
 
-static int bench_one(void *arg, sim_blob *result) {
+static int bench_one(void *arg, isolate_blob *result) {
     bench_run *r = arg;
     sim_cluster_opts o = {
         .platform_path = r->platform, .n_workers = r->n, .n_ps = r->incast, .model = r->model};
@@ -111,7 +111,7 @@ static int bench_one(void *arg, sim_blob *result) {
     if (r->incast) sim_actor_spawn("server", 0, sim_cluster_ps_host(c, 0), incast_server_main, r);
     double end_s = 0;
     st = sim_cluster_simulate(c, &end_s);
-    sim_blob_append(result, &end_s, sizeof end_s);
+    isolate_blob_append(result, &end_s, sizeof end_s);
     /* what the all-reduce ran: auto's algorithm, and the protocol of NCCL's algorithms */
     char ran[BENCH_RAN_LEN] = "";
     if (st == SS_OK && !r->incast) {
@@ -124,16 +124,16 @@ static int bench_one(void *arg, sim_blob *result) {
                  p != SIM_PROTOCOL_AUTO ? "/" : "",
                  p != SIM_PROTOCOL_AUTO ? sim_nccl_protocol_name(p) : "");
     }
-    sim_blob_append(result, ran, sizeof ran);
+    isolate_blob_append(result, ran, sizeof ran);
     free(ws);
     sim_cluster_close(c);
     return st;
 }
 
 static int bench_sim(bench_run *r, double *sim_s, double *wall_s, char *ran) {
-    sim_blob b = {0};
+    isolate_blob b = {0};
     double t0 = wall_now_s();
-    int st = sim_run_isolated(bench_one, r, &b);
+    int st = isolate_call(bench_one, r, &b);
     *wall_s = wall_now_s() - t0;
     if (st == SS_OK && b.bytes == sizeof *sim_s + BENCH_RAN_LEN) {
         memcpy(sim_s, b.data, sizeof *sim_s);
@@ -142,7 +142,7 @@ static int bench_sim(bench_run *r, double *sim_s, double *wall_s, char *ran) {
             ran[BENCH_RAN_LEN - 1] = 0;
         }
     }
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
     return st;
 }
 

@@ -243,7 +243,7 @@ static int job_run(void *ctx, int j) {
     return ss_status_exit_code(rc);
 }
 
-static void job_done(void *ctx, int j, const sim_job_end *end) {
+static void job_done(void *ctx, int j, const isolate_job_end *end) {
     compare_ctx *c = ctx;
     compare_row *r = &c->runs[j];
     r->exit_code = end->exit_code;
@@ -285,10 +285,10 @@ int cmd_compare(const run_config *cfg_in) {
     fflush(stdout);
     outputs_install_interrupt_handler();
     c->t0_s = outputs_wall_s();
-    sim_job_end ends[COMPARE_MAX_RUNS];
-    sim_pool_report rep;
-    const sim_pool pool = {c->n, cfg->jobs, c, NULL, job_log_path, job_run, job_done};
-    rc = sim_pool_run(&pool, ends, &rep);
+    isolate_job_end ends[COMPARE_MAX_RUNS];
+    isolate_pool_report rep;
+    const isolate_pool pool = {c->n, cfg->jobs, c, NULL, job_log_path, job_run, job_done};
+    rc = isolate_pool_run(&pool, ends, &rep);
     for (int i = 0; i < c->n; i++)
         c->runs[i].started = ends[i].started;
     compare_rows_tta(c->runs, c->n, TTA_DEFAULT_MARGIN);

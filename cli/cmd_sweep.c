@@ -121,7 +121,7 @@ static int job_run(void *ctx, int k) {
     return ss_status_exit_code(rc);
 }
 
-static void job_done(void *ctx, int k, const sim_job_end *end) {
+static void job_done(void *ctx, int k, const isolate_job_end *end) {
     sweep_jobs *s = ctx;
     const int i = job_point(s, k);
     char dir[1200];
@@ -142,9 +142,9 @@ static int run_points(const sweep_plan *p, const run_config *cfg, int first, int
     sweep_jobs s = {p, cfg, first, stride, 0, 0, who, cnt, outputs_wall_s()};
     for (int i = first; i < p->n_points; i += stride)
         s.mine++;
-    const sim_pool pool = {s.mine, cfg->jobs, &s, job_prepare, job_log_path, job_run, job_done};
-    sim_pool_report rep;
-    const int rc = sim_pool_run(&pool, NULL, &rep);
+    const isolate_pool pool = {s.mine, cfg->jobs, &s, job_prepare, job_log_path, job_run, job_done};
+    isolate_pool_report rep;
+    const int rc = isolate_pool_run(&pool, NULL, &rep);
     fflush(stdout);
     *interrupted = rep.interrupted;
     return rc;

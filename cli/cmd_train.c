@@ -6,7 +6,7 @@
 #include "emu/run.h"
 
 /* The runner of `kind` (0 single, 1 emulated, 2 real) on the resolved options. */
-static int run_kind(const run_config *cfg, int kind, run_summary *sum, sim_blob *curve) {
+static int run_kind(const run_config *cfg, int kind, run_summary *sum, isolate_blob *curve) {
     run_request rq;
     outputs_request(CMD_TRAIN, cfg, kind == 0, &rq);
     int rc = kind == 0   ? run_train_single(&rq, sum)
@@ -16,7 +16,7 @@ static int run_kind(const run_config *cfg, int kind, run_summary *sum, sim_blob 
     return rc;
 }
 
-int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve) {
+int run_emulation(const run_config *cfg, run_summary *sum, isolate_blob *curve) {
     return run_kind(cfg, 1, sum, curve);
 }
 

@@ -30,6 +30,6 @@ int cmd_report_main(int argc, char **argv);
 /* One emulated training run of the resolved options (emu/run.h run_train_emulated), in the
  * current process, which must not have started SimGrid yet: what compare and sweep run in their
  * children. If curve is not NULL, the evaluations are appended to it (run_curve_point). */
-int run_emulation(const run_config *cfg, run_summary *sum, sim_blob *curve);
+int run_emulation(const run_config *cfg, run_summary *sum, isolate_blob *curve);
 
 #endif

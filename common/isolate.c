@@ -1,4 +1,4 @@
-/* sim_run_isolated: fork, run, pipe the status, message and result back; sim_pool_run: many
+/* isolate_call: fork, run, pipe the status, message and result back; isolate_pool_run: many
  * such children, J at once, with logs and one interruption rule (see isolate.h). */
 #include "common/isolate.h"
 
@@ -30,7 +30,7 @@ typedef struct isolate_header {
 
 #define ISOLATE_MAGIC 0x53494d31u /* "SIM1" */
 
-void sim_blob_append(sim_blob *b, const void *data, size_t bytes) {
+void isolate_blob_append(isolate_blob *b, const void *data, size_t bytes) {
     SS_ASSERT(b != NULL && (data != NULL || bytes == 0));
     if (b->bytes + bytes > b->cap_bytes) {
         size_t cap = b->cap_bytes ? b->cap_bytes : 256;
@@ -45,7 +45,7 @@ void sim_blob_append(sim_blob *b, const void *data, size_t bytes) {
     b->bytes += bytes;
 }
 
-void sim_blob_free(sim_blob *b) {
+void isolate_blob_free(isolate_blob *b) {
     if (!b) return;
     free(b->data);
     memset(b, 0, sizeof *b);
@@ -63,8 +63,8 @@ static int write_all(int fd, const void *data, size_t bytes) {
     return 0;
 }
 
-static void child_main(int fd, sim_isolated_fn fn, void *arg) {
-    sim_blob result = {0};
+static void child_main(int fd, isolate_fn fn, void *arg) {
+    isolate_blob result = {0};
     int status = fn(arg, &result);
     const char *msg = status == SS_OK ? "" : ss_error_message();
     isolate_header h = {ISOLATE_MAGIC, status, strlen(msg), result.bytes};
@@ -96,7 +96,7 @@ static int isolate_pass_on(const struct sigaction *old) {
                         strsignal(sig));
 }
 
-int sim_run_isolated(sim_isolated_fn fn, void *arg, sim_blob *result) {
+int isolate_call(isolate_fn fn, void *arg, isolate_blob *result) {
     SS_ASSERT(fn != NULL && result != NULL);
     if (outputs_interrupted()) /* the caller was interrupted between two simulations */
         return ss_error_set(SS_EINTERRUPT, "interrupted: no further simulation started");
@@ -137,7 +137,7 @@ int sim_run_isolated(sim_isolated_fn fn, void *arg, sim_blob *result) {
         return ss_error_set(SS_EIO, "simulation: cannot fork: %s", strerror(fork_errno));
     }
     close(fds[1]);
-    sim_blob raw = {0};
+    isolate_blob raw = {0};
     unsigned char buf[65536];
     for (;;) {
         if (isolate_signal) break;
@@ -146,7 +146,7 @@ int sim_run_isolated(sim_isolated_fn fn, void *arg, sim_blob *result) {
         ssize_t n = read(fds[0], buf, sizeof buf);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;
-        sim_blob_append(&raw, buf, (size_t)n);
+        isolate_blob_append(&raw, buf, (size_t)n);
     }
     close(fds[0]);
     if (isolate_signal) kill(pid, SIGKILL); /* interrupted: nothing left running */
@@ -156,7 +156,7 @@ int sim_run_isolated(sim_isolated_fn fn, void *arg, sim_blob *result) {
     for (int k = 0; k < 3; k++)
         sigaction(stop_signals[k], &old[k], NULL);
     if (isolate_signal) { /* also when it came as the child ended: the user's request to stop */
-        sim_blob_free(&raw);
+        isolate_blob_free(&raw);
         return isolate_pass_on(old);
     }
     int st;
@@ -178,10 +178,10 @@ int sim_run_isolated(sim_isolated_fn fn, void *arg, sim_blob *result) {
             st = h.status;
             if (st != SS_OK)
                 ss_error_set(st, "%.*s", (int)h.msg_bytes, (const char *)raw.data + sizeof h);
-            sim_blob_append(result, raw.data + sizeof h + h.msg_bytes, h.blob_bytes);
+            isolate_blob_append(result, raw.data + sizeof h + h.msg_bytes, h.blob_bytes);
         }
     }
-    sim_blob_free(&raw);
+    isolate_blob_free(&raw);
     return st;
 }
 
@@ -195,8 +195,8 @@ static void pool_on_signal(int sig) {
 }
 
 typedef struct pool_state {
-    const sim_pool *pool;
-    sim_job_end *ends;
+    const isolate_pool *pool;
+    isolate_job_end *ends;
     pid_t *pids; /* (n_jobs) 0: not running */
     struct sigaction old_int, old_term, old_hup;
     double t0_s;
@@ -216,7 +216,7 @@ static void pool_child(pool_state *s, int j) {
     sigaction(SIGTERM, &s->old_term, NULL);
     sigaction(SIGHUP, &s->old_hup, NULL);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
-    const sim_pool *p = s->pool;
+    const isolate_pool *p = s->pool;
     if (p->log_path) {
         char log[1400];
         p->log_path(p->ctx, j, log, sizeof log);
@@ -240,8 +240,8 @@ static void pool_child(pool_state *s, int j) {
 }
 
 /* Starts jobs until max_running run, the list ends, a signal came or prepare() refuses. */
-static int pool_launch(pool_state *s, sim_pool_report *rep) {
-    const sim_pool *p = s->pool;
+static int pool_launch(pool_state *s, isolate_pool_report *rep) {
+    const isolate_pool *p = s->pool;
     while (s->running < p->max_running && s->next < p->n_jobs && !pool_signals) {
         const int j = s->next;
         const int st = p->prepare ? p->prepare(p->ctx, j) : SS_OK;
@@ -275,7 +275,7 @@ static void pool_forward_signals(pool_state *s) {
 
 /* Waits for a child to end, at most 50 ms (a signal that arrives just before a blocking wait
  * would otherwise reach the children only when one of them ends); 0 when none is left. */
-static int pool_reap(pool_state *s, sim_pool_report *rep) {
+static int pool_reap(pool_state *s, isolate_pool_report *rep) {
     int wstatus;
     pid_t pid = waitpid(-1, &wstatus, WNOHANG);
     if (pid < 0) return errno == EINTR ? 1 : 0;
@@ -288,7 +288,7 @@ static int pool_reap(pool_state *s, sim_pool_report *rep) {
         if (s->pids[j] != pid) continue;
         s->pids[j] = 0;
         s->running--;
-        sim_job_end *e = &s->ends[j];
+        isolate_job_end *e = &s->ends[j];
         e->finished = 1;
         e->signal = WIFSIGNALED(wstatus) ? WTERMSIG(wstatus) : 0;
         e->exit_code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + e->signal;
@@ -299,9 +299,9 @@ static int pool_reap(pool_state *s, sim_pool_report *rep) {
     return 1;
 }
 
-int sim_pool_run(const sim_pool *pool, sim_job_end *ends, sim_pool_report *rep) {
+int isolate_pool_run(const isolate_pool *pool, isolate_job_end *ends, isolate_pool_report *rep) {
     SS_ASSERT(pool && pool->run && pool->max_running >= 1 && pool->n_jobs >= 0);
-    sim_pool_report local;
+    isolate_pool_report local;
     if (!rep) rep = &local;
     memset(rep, 0, sizeof *rep);
     const size_t n = (size_t)(pool->n_jobs ? pool->n_jobs : 1);

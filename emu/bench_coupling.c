@@ -171,7 +171,7 @@ static void coupling_plain(int n, long steps, int batch, step_source *src, coupl
 }
 
 /* One variant, in its own process: its result goes back through `out`. */
-static int coupling_run(void *varg, sim_blob *out) {
+static int coupling_run(void *varg, isolate_blob *out) {
     const coupling_arg *a = varg;
     const run_config *cfg = a->rq->cfg;
     coupling_state s;
@@ -196,7 +196,7 @@ static int coupling_run(void *varg, sim_blob *out) {
     if (rc == SS_OK) {
         res.accuracy = emulation_last_eval(s.em)->test_accuracy;
         res.checksum = checksum_params(s.dev, emulation_replica(s.em, 0));
-        sim_blob_append(out, &res, sizeof res);
+        isolate_blob_append(out, &res, sizeof res);
     }
     coupling_close(&s);
     return rc;
@@ -207,16 +207,16 @@ static int coupling_fastest(const run_request *rq, coupling_result r[3]) {
     for (int rep = 0; rep < BENCH_COUPLING_REPEAT; rep++)
         for (int v = 0; v < 3; v++) {
             coupling_arg a = {rq, v};
-            sim_blob blob = {0};
-            int rc = sim_run_isolated(coupling_run, &a, &blob);
+            isolate_blob blob = {0};
+            int rc = isolate_call(coupling_run, &a, &blob);
             if (rc != SS_OK) return rc;
             coupling_result one;
             if (blob.bytes != sizeof one) {
-                sim_blob_free(&blob);
+                isolate_blob_free(&blob);
                 return ss_error_set(SS_EIO, "bench coupling: malformed result");
             }
             memcpy(&one, blob.data, sizeof one);
-            sim_blob_free(&blob);
+            isolate_blob_free(&blob);
             if (rep == 0 || one.wall_s < r[v].wall_s) r[v] = one;
         }
     return SS_OK;

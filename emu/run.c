@@ -29,7 +29,7 @@ static void on_eval(void *ctx, const emulation_eval *ev) {
         rc->tta_s = ev->sim_time_s;
     if (rc->curve) {
         run_curve_point p = {ev->sim_time_s, ev->test_accuracy};
-        sim_blob_append(rc->curve, &p, sizeof p);
+        isolate_blob_append(rc->curve, &p, sizeof p);
     }
     progress_update(&rc->bar, ev->step, "step %ld/%ld  sim %.2f s  acc %.4f", ev->step,
                     rc->total_steps, ev->sim_time_s, ev->test_accuracy);
@@ -517,7 +517,7 @@ int run_check_emulated(const run_request *rq) {
     return check_options(&r, &hosts);
 }
 
-int run_train_emulated(const run_request *rq, run_summary *sum, sim_blob *curve) {
+int run_train_emulated(const run_request *rq, run_summary *sum, isolate_blob *curve) {
     run_summary_init(sum);
     emu_run r;
     memset(&r, 0, sizeof r);

@@ -35,7 +35,7 @@ int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *
  * partition, the injection batch, the PS learning-rate scale, the platform (generated or
  * --platform), the policy. If curve is not NULL, the evaluations are appended to it as
  * run_curve_point records. SS_EDIVERGED / SS_EINTERRUPT with complete outputs. */
-int run_train_emulated(const run_request *rq, run_summary *sum, sim_blob *curve);
+int run_train_emulated(const run_request *rq, run_summary *sum, isolate_blob *curve);
 /* Checks everything the options of an emulated run decide without loading data or creating
  * OUT/ (the policy's own rules, its options, the platform, the model's text, --dump-gradients):
  * run_train_emulated does it first; compare does it for every run before starting any. */

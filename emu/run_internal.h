@@ -20,7 +20,7 @@ typedef struct run_context {
     trace_writer tw; /* writes steps.trace in the trace format (traces/FORMAT.md) */
     int tracing;
     double tta_s;
-    sim_blob *curve;
+    isolate_blob *curve;
     progress bar;
     long total_steps;
     /* SelSync: Delta of every worker's steps after the warm-up, and worker 0's decisions after

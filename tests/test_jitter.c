@@ -107,7 +107,7 @@ static void ps_worker(void *data) {
     }
 }
 
-static int ps_run(void *arg, sim_blob *result) {
+static int ps_run(void *arg, isolate_blob *result) {
     const ps_case *c = arg;
     sim_cluster_opts o = {
         .platform_path = c->platform, .n_workers = 1, .n_ps = 1, .model = SIM_NETWORK_CM02};
@@ -132,21 +132,21 @@ static int ps_run(void *arg, sim_blob *result) {
     sim_actor_spawn("worker", 0, sim_cluster_worker_host(cl, 0), ps_worker, &a);
     double end_s;
     st = sim_cluster_simulate(cl, &end_s);
-    sim_blob_append(result, &out, sizeof out);
+    isolate_blob_append(result, &out, sizeof out);
     sim_ps_free(ps);
     sim_cluster_close(cl);
     return st;
 }
 
 static ps_out run_ps(const ps_case *c) {
-    sim_blob b = {0};
+    isolate_blob b = {0};
     ps_out out;
-    int st = sim_run_isolated(ps_run, (void *)c, &b);
+    int st = isolate_call(ps_run, (void *)c, &b);
     if (st != SS_OK) fprintf(stderr, "\n  scenario failed: %s\n", ss_error_message());
     CU_ASSERT_EQUAL_FATAL(st, SS_OK);
     CU_ASSERT_EQUAL_FATAL(b.bytes, sizeof out);
     memcpy(&out, b.data, sizeof out);
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
     return out;
 }
 

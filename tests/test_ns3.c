@@ -1,6 +1,6 @@
 /* The ns-3 network model (--network-model ns-3): SimGrid's packet-level TCP against closed forms
  * and against LV08/CM02, the platforms it refuses, and determinism. Every simulation runs in its
- * own process (sim_run_isolated through bench_network_allreduce). */
+ * own process (isolate_call through bench_network_allreduce). */
 #include "net_star.h"
 
 #include <unistd.h>

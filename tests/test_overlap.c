@@ -2,7 +2,7 @@
  * --bucket-mb): BSP's simulated time on CM02 against the closed form of the bucket schedule, in
  * emulation (real gradients: the final parameters are bit-identical to overlap off) and in replay
  * of a profile (per-layer times), and the refusal of a trace without per-layer data. Each run is
- * a whole SimGrid simulation in its own process (sim_run_isolated).
+ * a whole SimGrid simulation in its own process (isolate_call).
  *
  * The closed form of one step: the forward pass F = sum_i f_i, then the backward pass in reverse
  * layer order; bucket k closes after the layer that fills it (>= the cap) or holds the first
@@ -83,7 +83,7 @@ static void outcome_network(overlap_outcome *o, sim_cluster *cluster) {
 
 /* Emulated BSP, mlp 16-256-256-4 with a batch of 16 on hosts slowed so that compute and
  * communication are of the same order. */
-static int emulation_child(void *arg, sim_blob *out) {
+static int emulation_child(void *arg, isolate_blob *out) {
     const overlap_case *c = arg;
     policy_config pc;
     policy_config_default(&pc);
@@ -145,14 +145,14 @@ static int emulation_child(void *arg, sim_blob *out) {
     o->params = p;
     for (int w = 0; w < pc.workers; w++)
         device_download(dev, o->w + (size_t)w * p, model_params(emulation_replica(em, w)), p);
-    sim_blob_append(out, o, bytes);
+    isolate_blob_append(out, o, bytes);
     free(o);
     return SS_OK;
 }
 
-static overlap_outcome *run(sim_isolated_fn fn, const overlap_case *c) {
-    sim_blob blob = {0};
-    if (sim_run_isolated(fn, (void *)c, &blob) != SS_OK) {
+static overlap_outcome *run(isolate_fn fn, const overlap_case *c) {
+    isolate_blob blob = {0};
+    if (isolate_call(fn, (void *)c, &blob) != SS_OK) {
         fprintf(stderr, "\n  run failed: %s\n", ss_error_message());
         CU_FAIL_FATAL("simulation failed");
     }
@@ -225,7 +225,7 @@ static void test_emulation_closed_form_bit_identical(void) {
 }
 
 /* Replay of the alexnet profile (8 layers with parameters, 57 M parameters at batch 128). */
-static int profile_child(void *arg, sim_blob *out) {
+static int profile_child(void *arg, isolate_blob *out) {
     const overlap_case *c = arg;
     model_profile p;
     int rc = profile_find("alexnet", &p);
@@ -261,7 +261,7 @@ static int profile_child(void *arg, sim_blob *out) {
         o->res = rr.res;
         o->host_speed_flops = rr.host_speed_flops;
         o->route_latency_s = 2 * ro.gen.latency_s; /* two links between two hosts of a star */
-        sim_blob_append(out, o, sizeof *o);
+        isolate_blob_append(out, o, sizeof *o);
     }
     free(o);
     return rc;

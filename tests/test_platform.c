@@ -28,7 +28,7 @@ typedef struct load_out {
     char last_worker[64];
 } load_out;
 
-static int load_run(void *arg, sim_blob *result) {
+static int load_run(void *arg, isolate_blob *result) {
     const load_req *r = arg;
     sim_cluster_opts o = {.platform_path = r->path, .n_workers = r->n_workers, .n_ps = r->n_ps};
     sim_cluster *c;
@@ -44,17 +44,17 @@ static int load_run(void *arg, sim_blob *result) {
         snprintf(out.first_ps, sizeof out.first_ps, "%s",
                  sg_host_get_name(sim_cluster_ps_host(c, 0)));
     }
-    sim_blob_append(result, &out, sizeof out);
+    isolate_blob_append(result, &out, sizeof out);
     sim_cluster_close(c);
     return SS_OK;
 }
 
 static int load(const char *path, int n_workers, int n_ps, load_out *out) {
     load_req r = {path, n_workers, n_ps};
-    sim_blob b = {0};
-    int st = sim_run_isolated(load_run, &r, &b);
+    isolate_blob b = {0};
+    int st = isolate_call(load_run, &r, &b);
     if (st == SS_OK && b.bytes == sizeof *out) memcpy(out, b.data, sizeof *out);
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
     return st;
 }
 
@@ -371,7 +371,7 @@ static void test_check_mem_equals_file(void) {
 }
 
 /* A second engine in one process is refused with a clear message (not a SimGrid abort). */
-static int twice_run(void *arg, sim_blob *result) {
+static int twice_run(void *arg, isolate_blob *result) {
     (void)result;
     sim_cluster_opts o = {.platform_path = arg, .n_workers = 2};
     sim_cluster *a, *b;
@@ -385,26 +385,26 @@ static int twice_run(void *arg, sim_blob *result) {
 static void test_engine_once(void) {
     char path[512];
     snprintf(path, sizeof path, "%s/platforms/cluster_25gbps_16.xml", SS_SOURCE_DIR);
-    sim_blob b = {0};
-    int st = sim_run_isolated(twice_run, path, &b);
+    isolate_blob b = {0};
+    int st = isolate_call(twice_run, path, &b);
     CU_ASSERT_EQUAL(st, SS_EUSAGE);
-    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "sim_run_isolated"));
-    sim_blob_free(&b);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "isolate_call"));
+    isolate_blob_free(&b);
 }
 
 /* The isolation: a child that aborts gives SS_EIO naming the signal, the parent lives on. */
-static int abort_run(void *arg, sim_blob *result) {
+static int abort_run(void *arg, isolate_blob *result) {
     (void)arg;
     (void)result;
     abort();
 }
 
 static void test_isolate_abort(void) {
-    sim_blob b = {0};
-    int st = sim_run_isolated(abort_run, NULL, &b);
+    isolate_blob b = {0};
+    int st = isolate_call(abort_run, NULL, &b);
     CU_ASSERT_EQUAL(st, SS_EIO);
     CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "signal 6"));
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
 }
 
 static CU_TestInfo platform_tests[] = {
@@ -416,7 +416,7 @@ static CU_TestInfo platform_tests[] = {
     {"sim_cluster_open bad platforms: SS_EINPUT/SS_EUSAGE, no abort", test_bad_platforms},
     {"sim_platform_check_mem: same hosts or message as the file", test_check_mem_equals_file},
     {"sim_cluster_open twice in one process", test_engine_once},
-    {"sim_run_isolated child abort", test_isolate_abort},
+    {"isolate_call child abort", test_isolate_abort},
     CU_TEST_INFO_NULL};
 
 int main(void) {

@@ -70,7 +70,7 @@ static void receiver(void *data) {
     sg_mailbox_get(sg_mailbox_by_name("m"));
 }
 
-static int route_run(void *arg, sim_blob *result) {
+static int route_run(void *arg, isolate_blob *result) {
     const route_req *r = arg;
     sim_cluster_opts o = {
         .platform_path = r->path, .n_workers = r->n_workers, .model = (sim_network_model)r->model};
@@ -95,20 +95,20 @@ static int route_run(void *arg, sim_blob *result) {
     sim_actor_spawn("tx", 0, a, sender, &payload);
     sim_actor_spawn("rx", 0, b, receiver, NULL);
     sim_cluster_simulate(c, &out.transfer_s);
-    sim_blob_append(result, &out, sizeof out);
+    isolate_blob_append(result, &out, sizeof out);
     sim_cluster_close(c);
     return SS_OK;
 }
 
 static route_out route(const char *path, int n_workers, int model, int src, int dst) {
     route_req r = {path, n_workers, model, src, dst};
-    sim_blob b = {0};
+    isolate_blob b = {0};
     route_out out = {0};
-    int st = sim_run_isolated(route_run, &r, &b);
+    int st = isolate_call(route_run, &r, &b);
     if (st != SS_OK) fprintf(stderr, "%s\n", ss_error_message());
     SS_ASSERT(st == SS_OK && b.bytes == sizeof out);
     memcpy(&out, b.data, sizeof out);
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
     return out;
 }
 

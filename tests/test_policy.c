@@ -1,7 +1,7 @@
 /* CUnit suite of the policies with real gradients (emulation): equivalences between policies,
  * the staleness bound of SSP as the simulated clock makes it, BSP's simulated time against the
  * closed form, and determinism. Each run is a whole SimGrid simulation in its own process
- * (sim_run_isolated), on a small synthetic data set. */
+ * (isolate_call), on a small synthetic data set. */
 #include "common/status.h"
 #include "emu/emulation.h"
 #include "sim/net/cluster.h"
@@ -77,7 +77,7 @@ static void synthetic(dataset *train, dataset *test) {
 }
 
 /* The child: platform, cluster, emulation, policy; returns a policy_outcome. */
-static int run_case(void *arg, sim_blob *out) {
+static int run_case(void *arg, isolate_blob *out) {
     const policy_case *c = arg;
     policy_config pc = c->pc;
     if (c->use_slowdown) pc.slowdown = c->slowdown;
@@ -157,7 +157,7 @@ static int run_case(void *arg, sim_blob *out) {
     o->sample_bytes = emulation_source(em)->sample_bytes;
     for (int w = 0; w < pc.workers; w++)
         device_download(dev, o->w + (size_t)w * p, model_params(emulation_replica(em, w)), p);
-    sim_blob_append(out, o, bytes);
+    isolate_blob_append(out, o, bytes);
     free(o);
     unlink(platform);
     return SS_OK;
@@ -165,8 +165,8 @@ static int run_case(void *arg, sim_blob *out) {
 
 /* Runs a case in its own process; the caller frees the outcome. */
 static policy_outcome *run(const policy_case *c) {
-    sim_blob blob = {0};
-    int rc = sim_run_isolated(run_case, (void *)c, &blob);
+    isolate_blob blob = {0};
+    int rc = isolate_call(run_case, (void *)c, &blob);
     if (rc != SS_OK) {
         fprintf(stderr, "\n  run failed: %s\n", ss_error_message());
         CU_FAIL_FATAL("simulation failed");
@@ -332,7 +332,7 @@ static void inject_actor_main(void *data) {
     a->rc = policy_inject_exchange(a->ex, a->world, a->rank, a->n, a->chosen, a->bytes, 0, &a->t);
 }
 
-static int run_inject(void *arg, sim_blob *out) {
+static int run_inject(void *arg, isolate_blob *out) {
     const inject_case *c = arg;
     char platform[64];
     snprintf(platform, sizeof platform, "/tmp/ss_test_inject_%d.xml", (int)getpid());
@@ -377,7 +377,7 @@ static int run_inject(void *arg, sim_blob *out) {
     }
     exchange_simgrid_close(ex);
     sim_cluster_close(cluster);
-    sim_blob_append(out, &o, sizeof o);
+    isolate_blob_append(out, &o, sizeof o);
     return SS_OK;
 }
 
@@ -392,8 +392,8 @@ static void test_inject_concurrent_closed_form(void) {
                                         {8, 1, 1e5, 1e9, 1e-3}};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const inject_case *c = &cases[i];
-        sim_blob blob = {0};
-        int rc = sim_run_isolated(run_inject, (void *)c, &blob);
+        isolate_blob blob = {0};
+        int rc = isolate_call(run_inject, (void *)c, &blob);
         CU_ASSERT_FATAL(rc == SS_OK && blob.bytes == sizeof(inject_outcome));
         const inject_outcome *o = (const inject_outcome *)blob.data;
         double b_Bps = c->bw_bps / 8.0;
@@ -411,7 +411,7 @@ static void test_inject_concurrent_closed_form(void) {
         fprintf(stderr, "\n  N=%d k=%d: %.9g s, closed form %.9g s (one after another: %.9g s)",
                 c->n, c->k, o->elapsed_s[0], want,
                 c->k * (c->n - 1) * (o->route_latency_s + c->bytes / b_Bps));
-        sim_blob_free(&blob);
+        isolate_blob_free(&blob);
     }
     fprintf(stderr, "\n");
 }

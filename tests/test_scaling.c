@@ -20,13 +20,13 @@ typedef struct replay_case {
     replay_opts ro;
 } replay_case;
 
-static int replay_child(void *arg, sim_blob *out) {
+static int replay_child(void *arg, isolate_blob *out) {
     replay_case *rc = arg;
     replay_result rr;
     int st = replay_run(rc->t, &rc->ro, &rr);
     if (st == SS_OK) {
-        sim_blob_append(out, &rr.res.sim_time_s, sizeof(double));
-        sim_blob_append(out, &rr.host_speed_flops, sizeof(double));
+        isolate_blob_append(out, &rr.res.sim_time_s, sizeof(double));
+        isolate_blob_append(out, &rr.host_speed_flops, sizeof(double));
     }
     return st;
 }
@@ -48,10 +48,10 @@ static int replay_one(const model_profile *p, sim_compute_cfg compute, const gpu
     replay_case rc = {t, replay_opts_default()};
     rc.ro.workers = 1;
     rc.ro.compute_gpu = g;
-    sim_blob b = {0};
-    st = sim_run_isolated(replay_child, &rc, &b);
+    isolate_blob b = {0};
+    st = isolate_call(replay_child, &rc, &b);
     if (st == SS_OK && b.bytes == 2 * sizeof(double)) memcpy(out, b.data, 2 * sizeof(double));
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
     trace_free(t);
     return st;
 }

@@ -1,6 +1,6 @@
 /* CUnit suite of the SimGrid side: collectives against their closed forms (CM02), coarse vs
  * message-level, PS incast, concurrent groups, golden simulated times, async requests.
- * Every scenario runs in its own process (sim_run_isolated): SimGrid's engine exists once per
+ * Every scenario runs in its own process (isolate_call): SimGrid's engine exists once per
  * process. Platforms are generated into the build directory by platform_generate(). */
 #include <math.h>
 #include <stdio.h>
@@ -146,7 +146,7 @@ static void worker_main(void *data) {
     if (a->rank == 0) a->out->bytes_sent0 = r.bytes_sent;
 }
 
-static int scen_run(void *arg, sim_blob *result) {
+static int scen_run(void *arg, isolate_blob *result) {
     const scen *s = arg;
     sim_cluster_opts o = {.platform_path = s->platform,
                           .n_workers = s->n_workers,
@@ -181,7 +181,7 @@ static int scen_run(void *arg, sim_blob *result) {
                  sg_host_get_route_latency(sim_cluster_worker_host(c, w),
                                            sim_cluster_worker_host(c, (w + 1) % s->n_workers)));
     st = sim_cluster_simulate(c, &out.end_s);
-    sim_blob_append(result, &out, sizeof out);
+    isolate_blob_append(result, &out, sizeof out);
     sim_ps_free(ps);
     free(args);
     sim_cluster_close(c);
@@ -189,15 +189,15 @@ static int scen_run(void *arg, sim_blob *result) {
 }
 
 static scen_out run_scen(const scen *s) {
-    sim_blob b = {0};
+    isolate_blob b = {0};
     scen_out out;
     memset(&out, 0, sizeof out);
-    int st = sim_run_isolated(scen_run, (void *)s, &b);
+    int st = isolate_call(scen_run, (void *)s, &b);
     if (st != SS_OK) fprintf(stderr, "\n  scenario failed: %s\n", ss_error_message());
     CU_ASSERT_EQUAL_FATAL(st, SS_OK);
     CU_ASSERT_EQUAL_FATAL(b.bytes, sizeof out);
     memcpy(&out, b.data, sizeof out);
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
     return out;
 }
 

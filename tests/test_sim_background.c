@@ -36,7 +36,7 @@ static void member(void *p) {
 }
 
 /* 4 workers running all-reduces, and 4 more hosts (on their own switch, joined by a FATPIPE). */
-static int run_bg(void *arg, sim_blob *out) {
+static int run_bg(void *arg, isolate_blob *out) {
     const bg_case *c = arg;
     char path[64];
     snprintf(path, sizeof path, "/tmp/ss_test_bg_%d.xml", (int)getpid());
@@ -65,8 +65,8 @@ static int run_bg(void *arg, sim_blob *out) {
     double end;
     if ((rc = sim_cluster_simulate(cl, &end)) != SS_OK) return rc;
     double bytes = sim_background_bytes(bg);
-    sim_blob_append(out, &args[0].end_s, sizeof(double));
-    sim_blob_append(out, &bytes, sizeof(double));
+    isolate_blob_append(out, &args[0].end_s, sizeof(double));
+    isolate_blob_append(out, &bytes, sizeof(double));
     sim_background_free(bg);
     unlink(path);
     return SS_OK;
@@ -74,15 +74,15 @@ static int run_bg(void *arg, sim_blob *out) {
 
 static void run_case(int where, double load, double *t, double *bg_bytes) {
     bg_case c = {where, load};
-    sim_blob b = {0};
-    int rc = sim_run_isolated(run_bg, &c, &b);
+    isolate_blob b = {0};
+    int rc = isolate_call(run_bg, &c, &b);
     if (rc != SS_OK) fprintf(stderr, "\n  %s\n", ss_error_message());
     CU_ASSERT_FATAL(rc == SS_OK && b.bytes == 2 * sizeof(double));
     double v[2];
     memcpy(v, b.data, sizeof v);
     *t = v[0];
     *bg_bytes = v[1];
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
 }
 
 static void test_background_shared_and_disjoint(void) {

@@ -103,7 +103,7 @@ static void worker(void *p) {
         collectives(a->ctx, a->rank);
 }
 
-static int run_exchange(void *arg, sim_blob *out) {
+static int run_exchange(void *arg, isolate_blob *out) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/ss_test_exchange_%d.xml", (int)getpid());
     platform_gen_spec s = platform_gen_default();
@@ -130,19 +130,19 @@ static int run_exchange(void *arg, sim_blob *out) {
     double end;
     if ((rc = sim_cluster_simulate(cl, &end)) != SS_OK) return rc;
     exchange_simgrid_close(c.ex);
-    sim_blob_append(out, &c.out, sizeof c.out);
+    isolate_blob_append(out, &c.out, sizeof c.out);
     unlink(path);
     return SS_OK;
 }
 
 static case_out run_mode(int mode) {
-    sim_blob b = {0};
-    int rc = sim_run_isolated(run_exchange, &mode, &b);
+    isolate_blob b = {0};
+    int rc = isolate_call(run_exchange, &mode, &b);
     if (rc != SS_OK) fprintf(stderr, "\n  %s\n", ss_error_message());
     CU_ASSERT_FATAL(rc == SS_OK && b.bytes == sizeof(case_out));
     case_out o;
     memcpy(&o, b.data, sizeof o);
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
     return o;
 }
 
@@ -174,7 +174,7 @@ static void test_staleness_and_ps(void) {
 
 /* One row of the conformance table (exchange_cases.h) in a simulation of its own: 4 workers and
  * 2 servers on a generated star, the ring all-reduce. */
-static int run_case(void *arg, sim_blob *out) {
+static int run_case(void *arg, isolate_blob *out) {
     const exchange_case *row = &exchange_cases[*(const int *)arg];
     char path[64];
     snprintf(path, sizeof path, "/tmp/ss_test_exchange_case_%d.xml", (int)getpid());
@@ -202,20 +202,20 @@ static int run_case(void *arg, sim_blob *out) {
     if (rc != SS_OK) return rc;
     CASE_CHECK(&c, -1, hosted.first_worker == 0 && hosted.n_here == CASE_WORKERS);
     c.ex = NULL;
-    sim_blob_append(out, &c, sizeof c);
+    isolate_blob_append(out, &c, sizeof c);
     return SS_OK;
 }
 
 static void test_conformance(void) {
     for (int i = 0; i < EXCHANGE_CASE_COUNT; i++) {
-        sim_blob b = {0};
-        int rc = sim_run_isolated(run_case, &i, &b);
+        isolate_blob b = {0};
+        int rc = isolate_call(run_case, &i, &b);
         if (rc != SS_OK)
             fprintf(stderr, "\n  %s: %s\n", exchange_cases[i].name, ss_error_message());
         CU_ASSERT_FATAL(rc == SS_OK && b.bytes == sizeof(case_state));
         case_state c;
         memcpy(&c, b.data, sizeof c);
-        sim_blob_free(&b);
+        isolate_blob_free(&b);
         if (c.failures) fprintf(stderr, "\n  %s: %s\n", exchange_cases[i].name, c.first);
         CU_ASSERT_EQUAL(c.failures, 0);
         if (exchange_cases[i].ps && exchange_cases[i].worker == case_ps_hooks) {

@@ -191,7 +191,7 @@ static void job_inspect(const job *j, sim_cluster *c, job_out *out) {
     }
 }
 
-static int job_run(void *arg, sim_blob *result) {
+static int job_run(void *arg, isolate_blob *result) {
     const job *j = arg;
     sim_cluster_opts o = {.platform_path = j->platform, .n_workers = j->n, .model = j->model};
     sim_cluster *c;
@@ -213,22 +213,22 @@ static int job_run(void *arg, sim_blob *result) {
     } else {
         job_inspect(j, c, &out);
     }
-    sim_blob_append(result, &out, sizeof out);
+    isolate_blob_append(result, &out, sizeof out);
     free(args);
     sim_cluster_close(c);
     return st;
 }
 
 static job_out run_job(const job *j) {
-    sim_blob b = {0};
+    isolate_blob b = {0};
     job_out out;
     memset(&out, 0, sizeof out);
-    int st = sim_run_isolated(job_run, (void *)j, &b);
+    int st = isolate_call(job_run, (void *)j, &b);
     if (st != SS_OK) fprintf(stderr, "\n  job failed: %s\n", ss_error_message());
     CU_ASSERT_EQUAL_FATAL(st, SS_OK);
     CU_ASSERT_EQUAL_FATAL(b.bytes, sizeof out);
     memcpy(&out, b.data, sizeof out);
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
     return out;
 }
 
@@ -291,14 +291,14 @@ static void test_topology_bad_property(void) {
     /* the platform check refuses it before any collective runs, naming file, line, host and
      * property */
     job j = {.platform = path, .n = 2, .kind = JOB_TOPOLOGY};
-    sim_blob b = {0};
-    int st = sim_run_isolated(job_run, (void *)&j, &b);
+    isolate_blob b = {0};
+    int st = isolate_call(job_run, (void *)&j, &b);
     CU_ASSERT_NOT_EQUAL(st, SS_OK);
     const char *msg = ss_error_message();
     CU_ASSERT_PTR_NOT_NULL(strstr(msg, "nodes_bad.xml:5"));
     CU_ASSERT_PTR_NOT_NULL(strstr(msg, "host id=\"a\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(msg, "\"node\""));
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
 }
 
 /* ---------------------------------------------------------------- closed forms (CM02) */

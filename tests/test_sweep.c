@@ -457,20 +457,20 @@ static int pool_job(void *ctx, int j) {
     return j == 3 ? 5 : 0;
 }
 
-static void pool_done(void *ctx, int j, const sim_job_end *e) {
+static void pool_done(void *ctx, int j, const isolate_job_end *e) {
     pool_ctx *c = ctx;
     CU_ASSERT(e->started && e->finished);
     c->order[c->n_done++] = j;
 }
 
 static void test_pool_runs_logs_skips(void) {
-    /* sim_pool_run: J at once, a log per job, skipped jobs, exit codes */
+    /* isolate_pool_run: J at once, a log per job, skipped jobs, exit codes */
     pool_ctx c = {.n_done = 0};
     snprintf(c.dir, sizeof c.dir, "%s/pool", root);
-    sim_job_end ends[5];
-    sim_pool_report rep;
-    const sim_pool pool = {5, 2, &c, pool_prepare, pool_log, pool_job, pool_done};
-    CU_ASSERT_EQUAL(sim_pool_run(&pool, ends, &rep), SS_OK);
+    isolate_job_end ends[5];
+    isolate_pool_report rep;
+    const isolate_pool pool = {5, 2, &c, pool_prepare, pool_log, pool_job, pool_done};
+    CU_ASSERT_EQUAL(isolate_pool_run(&pool, ends, &rep), SS_OK);
     CU_ASSERT_EQUAL(rep.started, 4);
     CU_ASSERT_EQUAL(rep.skipped, 1);
     CU_ASSERT_EQUAL(rep.not_started, 0);
@@ -501,13 +501,13 @@ static int pool_interrupting_job(void *ctx, int j) {
 }
 
 static void test_pool_interrupted(void) {
-    /* sim_pool_run: SIGTERM stops the launches, the running child gets SIGTERM */
+    /* isolate_pool_run: SIGTERM stops the launches, the running child gets SIGTERM */
     pool_ctx c = {.n_done = 0};
     snprintf(c.dir, sizeof c.dir, "%s/pool-int", root);
-    sim_job_end ends[4];
-    sim_pool_report rep;
-    const sim_pool pool = {4, 1, &c, NULL, pool_log, pool_interrupting_job, pool_done};
-    CU_ASSERT_EQUAL(sim_pool_run(&pool, ends, &rep), SS_OK);
+    isolate_job_end ends[4];
+    isolate_pool_report rep;
+    const isolate_pool pool = {4, 1, &c, NULL, pool_log, pool_interrupting_job, pool_done};
+    CU_ASSERT_EQUAL(isolate_pool_run(&pool, ends, &rep), SS_OK);
     CU_ASSERT_EQUAL(rep.interrupted, 1);
     CU_ASSERT_EQUAL(rep.started, 1);
     CU_ASSERT_EQUAL(rep.not_started, 3);
@@ -530,8 +530,8 @@ static CU_TestInfo run_tests[] = {
     {"cmd_sweep_main --resume after SIGKILL: same CSV", test_sweep_killed_then_resumed},
     {"mpirun -np 2 syncsim sweep: same CSV", test_sweep_mpi},
     {"cmd_sweep_main: invalid point reported, rest run", test_sweep_invalid_point_runs_the_rest},
-    {"sim_pool_run: J at once, logs, skipped and failed jobs", test_pool_runs_logs_skips},
-    {"sim_pool_run: SIGTERM stops launches and the running job", test_pool_interrupted},
+    {"isolate_pool_run: J at once, logs, skipped and failed jobs", test_pool_runs_logs_skips},
+    {"isolate_pool_run: SIGTERM stops launches and the running job", test_pool_interrupted},
     CU_TEST_INFO_NULL};
 
 int main(void) {

@@ -2,7 +2,7 @@
  * mismatch), the model profiles (published parameter counts), the CSV import of real logs, and
  * replay: a replay of an emulation's trace on the recorded platform reproduces its simulated time
  * (relative difference <= 1e-9) for every policy, and scale-out is deterministic. Emulations and
- * replays each run in their own process (sim_run_isolated), on tiny synthetic runs. */
+ * replays each run in their own process (isolate_call), on tiny synthetic runs. */
 #include "cli/options.h"
 #include "cli/commands.h"
 #include "common/afile.h"
@@ -425,7 +425,7 @@ typedef struct emu_case {
     double rel_tol;   /* 0: 1e-9 (exact replay) */
 } emu_case;
 
-static int train_child(void *arg, sim_blob *out) {
+static int train_child(void *arg, isolate_blob *out) {
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", (const char *)arg);
     char *argv[64];
@@ -439,7 +439,7 @@ static int train_child(void *arg, sim_blob *out) {
     if (!freopen("/dev/null", "w", stdout)) return ss_error_set(SS_EIO, "freopen");
     run_summary sum;
     rc = run_emulation(&cfg, &sum, NULL);
-    if (rc == SS_OK) sim_blob_append(out, &sum.sim_time_s, sizeof sum.sim_time_s);
+    if (rc == SS_OK) isolate_blob_append(out, &sum.sim_time_s, sizeof sum.sim_time_s);
     return rc;
 }
 
@@ -450,7 +450,7 @@ typedef struct replay_case {
     uint64_t seed;
 } replay_case;
 
-static int replay_child(void *arg, sim_blob *out) {
+static int replay_child(void *arg, isolate_blob *out) {
     const replay_case *rc_ = arg;
     trace *t;
     int rc = trace_load(rc_->path, &t);
@@ -468,23 +468,23 @@ static int replay_child(void *arg, sim_blob *out) {
     replay_result rr;
     rc = replay_run(t, &ro, &rr);
     if (rc == SS_OK) {
-        sim_blob_append(out, &rr.res.sim_time_s, sizeof(double));
-        sim_blob_append(out, &t->sim_time_s, sizeof(double));
+        isolate_blob_append(out, &rr.res.sim_time_s, sizeof(double));
+        isolate_blob_append(out, &t->sim_time_s, sizeof(double));
     }
     trace_free(t);
     return rc;
 }
 
-static double run_double(sim_isolated_fn fn, void *arg, double *second) {
-    sim_blob b = {0};
-    int rc = sim_run_isolated(fn, arg, &b);
+static double run_double(isolate_fn fn, void *arg, double *second) {
+    isolate_blob b = {0};
+    int rc = isolate_call(fn, arg, &b);
     if (rc != SS_OK) fprintf(stderr, "\n  child failed: %s\n", ss_error_message());
     CU_ASSERT_EQUAL_FATAL(rc, SS_OK);
     CU_ASSERT_FATAL(b.bytes >= sizeof(double));
     double v;
     memcpy(&v, b.data, sizeof v);
     if (second && b.bytes >= 2 * sizeof(double)) memcpy(second, b.data + sizeof v, sizeof v);
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
     return v;
 }
 
@@ -570,7 +570,7 @@ static void test_replay_scale_out(void) {
 
 /* A synthesized BSP run on CM02 against the closed form: S (F/speed + ring all-reduce). `arg`:
  * the text of a profile, or NULL for the shipped alexnet. */
-static int profile_child(void *arg, sim_blob *out) {
+static int profile_child(void *arg, isolate_blob *out) {
     model_profile p;
     int rc;
     if (arg) {
@@ -603,8 +603,8 @@ static int profile_child(void *arg, sim_blob *out) {
         double n = 8, m = t->meta.param_bytes, alpha = 2 * 5e-6, bw = 10e9 / 8;
         double expect = 5 * (profile_step_flops(&p, 128) / rr.host_speed_flops +
                              2 * (n - 1) * alpha + 2 * (n - 1) / n * m / bw);
-        sim_blob_append(out, &rr.res.sim_time_s, sizeof(double));
-        sim_blob_append(out, &expect, sizeof(double));
+        isolate_blob_append(out, &rr.res.sim_time_s, sizeof(double));
+        isolate_blob_append(out, &expect, sizeof(double));
     }
     trace_free(t);
     return rc;

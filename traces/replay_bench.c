@@ -16,11 +16,11 @@ typedef struct bench_case {
     replay_opts ro;
 } bench_case;
 
-static int bench_child(void *arg, sim_blob *out) {
+static int bench_child(void *arg, isolate_blob *out) {
     bench_case *bc = arg;
     replay_result rr;
     int rc = replay_run(bc->t, &bc->ro, &rr);
-    if (rc == SS_OK) sim_blob_append(out, &rr, sizeof rr);
+    if (rc == SS_OK) isolate_blob_append(out, &rr, sizeof rr);
     return rc;
 }
 
@@ -31,10 +31,10 @@ static int bench_one(const trace *t, int workers, sim_allreduce_algo algo, sim_n
     bc.ro.model = model;
     sim_coll_opts co = {.algo = algo, .segment_bytes = 0};
     bc.ro.coll = &co;
-    sim_blob b = {0};
-    int rc = sim_run_isolated(bench_child, &bc, &b);
+    isolate_blob b = {0};
+    int rc = isolate_call(bench_child, &bc, &b);
     if (rc == SS_OK && b.bytes == sizeof *rr) memcpy(rr, b.data, sizeof *rr);
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
     return rc;
 }
 

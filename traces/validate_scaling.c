@@ -153,11 +153,11 @@ typedef struct scaling_case {
     replay_opts ro;
 } scaling_case;
 
-static int case_child(void *arg, sim_blob *out) {
+static int case_child(void *arg, isolate_blob *out) {
     scaling_case *sc = arg;
     replay_result rr;
     int rc = replay_run(sc->t, &sc->ro, &rr);
-    if (rc == SS_OK) sim_blob_append(out, &rr.res.sim_time_s, sizeof rr.res.sim_time_s);
+    if (rc == SS_OK) isolate_blob_append(out, &rr.res.sim_time_s, sizeof rr.res.sim_time_s);
     return rc;
 }
 
@@ -191,10 +191,10 @@ static int replay_time(const scaling_row *row, const model_profile *prof, int gp
     sc.ro.gen = node_spec(row, gpus);
     sim_coll_opts co = row->coll;
     sc.ro.coll = &co;
-    sim_blob b = {0};
-    rc = sim_run_isolated(case_child, &sc, &b);
+    isolate_blob b = {0};
+    rc = isolate_call(case_child, &sc, &b);
     if (rc == SS_OK && b.bytes == sizeof *t_s) memcpy(t_s, b.data, sizeof *t_s);
-    sim_blob_free(&b);
+    isolate_blob_free(&b);
     trace_free(t);
     return rc;
 }

@@ -77,7 +77,7 @@ static int check_open(const sim_cluster_opts *o) {
                             (int)o->model);
     if (engine_created)
         return ss_error_set(SS_EUSAGE, "SimGrid's engine can be created once per process; run "
-                                       "each simulation with sim_run_isolated()");
+                                       "each simulation with isolate_call()");
     return SS_OK;
 }
 

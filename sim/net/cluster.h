@@ -60,7 +60,7 @@ typedef struct sim_cluster sim_cluster; /* opaque */
 /* Validates the platform (sim_platform_check), checks it has enough hosts ("platform F has 8
  * hosts; 16 workers requested": SS_EUSAGE), initializes SimGrid with the model, loads the
  * platform and maps the hosts. SimGrid's engine exists once per process: a second call in the same
- * process returns SS_EUSAGE (run each simulation with sim_run_isolated()). */
+ * process returns SS_EUSAGE (run each simulation with isolate_call()). */
 int sim_cluster_open(const sim_cluster_opts *o, sim_cluster **out);
 /* Runs the simulation until every non-daemon actor has ended; *end_s = simulated clock then. */
 int sim_cluster_simulate(sim_cluster *c, double *end_s);
