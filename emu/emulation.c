@@ -438,34 +438,16 @@ static void em_buffer_done(void *self, int w, int what) {
 
 /* In the simulation the source holds every replica and averages them itself (aggregate); in
  * real mode the exchange moves the worker's own vectors, which buffer() hands it. */
-static const step_source_ops emulation_ops = {
-    .name = "emulation",
-    .compute = em_compute,
-    .apply_local = em_apply_local,
-    .aggregate = em_aggregate,
-    .ps_apply = em_ps_apply,
-    .ps_pull = em_ps_pull,
-    .inject = em_inject,
-    .step_done = em_step_done,
-    .chunk_order = em_chunk_order,
-    .forced_decision = em_forced_decision,
-};
-
-static const step_source_ops emulation_real_ops = {
-    .buffer = em_buffer,
-    .buffer_part = em_buffer_part,
-    .buffer_done = em_buffer_done,
-    .name = "emulation",
-    .compute = em_compute,
-    .apply_local = em_apply_local,
-    .aggregate = em_aggregate,
-    .ps_apply = em_ps_apply,
-    .ps_pull = em_ps_pull,
-    .inject = em_inject,
-    .step_done = em_step_done,
-    .chunk_order = em_chunk_order,
-    .forced_decision = em_forced_decision,
-};
+#define EMULATION_OPS                                                                              \
+    .name = "emulation", .compute = em_compute, .apply_local = em_apply_local,                     \
+    .aggregate = em_aggregate, .ps_apply = em_ps_apply, .ps_pull = em_ps_pull,                     \
+    .inject = em_inject, .step_done = em_step_done, .chunk_order = em_chunk_order,                 \
+    .forced_decision = em_forced_decision
+static const step_source_ops emulation_ops = {EMULATION_OPS};
+static const step_source_ops emulation_real_ops = {EMULATION_OPS, .buffer = em_buffer,
+                                                   .buffer_part = em_buffer_part,
+                                                   .buffer_done = em_buffer_done};
+#undef EMULATION_OPS
 
 /* ---- life cycle ---- */
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define N 4
+#define N CASE_WORKERS
 
 typedef struct case_out {
     double end_s[N];      /* last call's end, per worker */
@@ -103,19 +103,27 @@ static void worker(void *p) {
         collectives(a->ctx, a->rank);
 }
 
-static int run_exchange(void *arg, isolate_blob *out) {
+/* The simulation of this process: N workers and 2 servers on a generated star. */
+static int open_star(sim_cluster **cl) {
     char path[64];
     snprintf(path, sizeof path, "/tmp/ss_test_exchange_%d.xml", (int)getpid());
     platform_gen_spec s = platform_gen_default();
     s.n_hosts = N;
     s.n_ps = 2;
     FILE *fp = fopen(path, "w");
+    if (!fp) return ss_error_set(SS_EIO, "%s: cannot write", path);
     int rc = platform_generate(&s, fp);
     fclose(fp);
-    if (rc != SS_OK) return rc;
     sim_cluster_opts o = {.platform_path = path, .n_workers = N, .n_ps = 2};
+    if (rc == SS_OK) rc = sim_cluster_open(&o, cl);
+    unlink(path);
+    return rc;
+}
+
+static int run_exchange(void *arg, isolate_blob *out) {
     sim_cluster *cl;
-    if ((rc = sim_cluster_open(&o, &cl)) != SS_OK) return rc;
+    int rc = open_star(&cl);
+    if (rc != SS_OK) return rc;
     run_ctx c = {.mode = *(const int *)arg,
                  .out = {.gather_ok = 1, .group_same = 1, .calls_ok = 1}};
     exchange_simgrid_opts xo = {.coll = {.algo = SIM_ALLREDUCE_RING}};
@@ -131,7 +139,6 @@ static int run_exchange(void *arg, isolate_blob *out) {
     if ((rc = sim_cluster_simulate(cl, &end)) != SS_OK) return rc;
     exchange_simgrid_close(c.ex);
     isolate_blob_append(out, &c.out, sizeof c.out);
-    unlink(path);
     return SS_OK;
 }
 
@@ -172,23 +179,12 @@ static void test_staleness_and_ps(void) {
         CU_ASSERT(o.end_s[w] <= o.end_s[0] + 1e-12); /* nobody ends after the slow worker */
 }
 
-/* One row of the conformance table (exchange_cases.h) in a simulation of its own: 4 workers and
- * 2 servers on a generated star, the ring all-reduce. */
+/* One row of the conformance table (exchange_cases.h) in a simulation of its own: the star of
+ * open_star, the ring all-reduce. */
 static int run_case(void *arg, isolate_blob *out) {
     const exchange_case *row = &exchange_cases[*(const int *)arg];
-    char path[64];
-    snprintf(path, sizeof path, "/tmp/ss_test_exchange_case_%d.xml", (int)getpid());
-    platform_gen_spec s = platform_gen_default();
-    s.n_hosts = CASE_WORKERS;
-    s.n_ps = 2;
-    FILE *fp = fopen(path, "w");
-    int rc = platform_generate(&s, fp);
-    fclose(fp);
-    if (rc != SS_OK) return rc;
-    sim_cluster_opts o = {.platform_path = path, .n_workers = CASE_WORKERS, .n_ps = 2};
     sim_cluster *cl;
-    rc = sim_cluster_open(&o, &cl);
-    unlink(path);
+    int rc = open_star(&cl);
     if (rc != SS_OK) return rc;
     case_state c = {.n_servers = 2};
     exchange_simgrid_opts xo = {.coll = {.algo = SIM_ALLREDUCE_RING}};
