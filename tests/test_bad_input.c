@@ -251,6 +251,9 @@ static const bad_case late_usage[] = {
     {RUN8 "--platform @G/steps.trace", 2, "an output this run replaces"},
     {RUN8 "--platform @G/summary.json", 2, "an output this run replaces"},
     {RUN8 "--platform @G/metrics.csv", 2, "an output this run replaces"},
+    {"compare --partition noniid:20 --dataset synthetic --workers 2 --out @G", 2,
+     "--partition noniid:20: labels per worker must be 1..10"},
+    {"compare --dataset @T/nowhere --workers 2 --out @G", 2, "unknown data set"},
 };
 
 static void test_late_usage(void) {
