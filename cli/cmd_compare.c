@@ -193,6 +193,25 @@ static int check_runs(const compare_ctx *c) {
         rc = run_check_emulated(&rq);
         outputs_request_free(&rq);
     }
+    /* then what needs the training set (the same for every run), loaded once, without a device:
+     * the children open theirs after the fork */
+    dataset train, test;
+    const int load = rc == SS_OK;
+    if (load)
+        rc = dataset_load(c->cfg.dataset, c->cfg.data_dir[0] ? c->cfg.data_dir : NULL, c->cfg.seed,
+                          &train, &test);
+    const int loaded = load && rc == SS_OK;
+    for (int j = 0; j < c->n && loaded && rc == SS_OK; j++) {
+        run_config_of(c, j, cfg);
+        run_request rq;
+        outputs_request(CMD_TRAIN, cfg, 0, &rq);
+        rc = run_check_emulated_data(&rq, &train);
+        outputs_request_free(&rq);
+    }
+    if (loaded) {
+        dataset_free(&train);
+        dataset_free(&test);
+    }
     free(cfg);
     return rc;
 }

@@ -239,6 +239,26 @@ static int validate_common(unsigned command, const run_config *cfg) {
     return SS_OK;
 }
 
+/* A check over several options (a policy's own, a contradiction) names them as options; where
+ * the first one it names came from the configuration file, its file and line are added. */
+static int with_config_line(unsigned command, int rc) {
+    if (rc == SS_OK || !config_path || strstr(ss_error_message(), config_path)) return rc;
+    char message[1024];
+    snprintf(message, sizeof message, "%s", ss_error_message());
+    for (const char *p = strstr(message, "--"); p; p = strstr(p + 2, "--")) {
+        char name[64];
+        size_t n = 0;
+        for (const char *q = p + 2; (isalnum((unsigned char)*q) || *q == '-') && n < 63; q++)
+            name[n++] = *q;
+        name[n] = '\0';
+        int i = n ? find_option_for(command, name) : -1;
+        if (i >= 0 && config_line[i] > 0)
+            return ss_error_set(rc, "%s (%s:%ld: key '%s')", message, config_path, config_line[i],
+                                name);
+    }
+    return rc;
+}
+
 int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
     config_path = NULL;
     memset(config_line, 0, sizeof config_line);
@@ -301,7 +321,7 @@ int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
         config_line[i] = 0; /* the command line's value, not the file's */
         if (!strcmp(name, "help") && cfg->help) return SS_OK;
     }
-    return options_validate(command, cfg);
+    return with_config_line(command, options_validate(command, cfg));
 }
 
 /* ---- options that only apply with another one ---- */

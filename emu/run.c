@@ -517,6 +517,19 @@ int run_check_emulated(const run_request *rq) {
     return check_options(&r, &hosts);
 }
 
+int run_check_emulated_data(const run_request *rq, const dataset *train) {
+    emu_run r;
+    memset(&r, 0, sizeof r);
+    r.rq = rq;
+    r.cfg = rq->cfg;
+    r.train = *train; /* borrowed: never freed here */
+    int rc = parse_run_options(&r);
+    if (rc == SS_OK) rc = make_policy(r.cfg, train->n, &r.pc, &r.steps_per_epoch);
+    if (rc == SS_OK) rc = check_against_data(&r);
+    free((void *)r.pc.slowdown);
+    return rc;
+}
+
 int run_train_emulated(const run_request *rq, run_summary *sum, isolate_blob *curve) {
     run_summary_init(sum);
     emu_run r;

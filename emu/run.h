@@ -40,6 +40,10 @@ int run_train_emulated(const run_request *rq, run_summary *sum, isolate_blob *cu
  * OUT/ (the policy's own rules, its options, the platform, the model's text, --dump-gradients):
  * run_train_emulated does it first; compare does it for every run before starting any. */
 int run_check_emulated(const run_request *rq);
+/* The checks of an emulated run that need its training set (loaded by the caller, once for
+ * several runs): the policy's steps, the partition against the classes, --dump-gradients against
+ * the last step. compare makes them before it touches its output directory. */
+int run_check_emulated_data(const run_request *rq, const dataset *train);
 
 /* syncsim real: this process is one MPI rank (mpirun -np N + servers) of a run of the same
  * policy code over a real network (emu/real.h): worker ranks train their own replica, server

@@ -251,6 +251,9 @@ static const bad_case late_usage[] = {
     {RUN8 "--platform @G/steps.trace", 2, "an output this run replaces"},
     {RUN8 "--platform @G/summary.json", 2, "an output this run replaces"},
     {RUN8 "--platform @G/metrics.csv", 2, "an output this run replaces"},
+    {"compare --partition noniid:20 --dataset synthetic --workers 2 --out @G", 2,
+     "--partition noniid:20: labels per worker must be 1..10"},
+    {"compare --dataset @T/nowhere --workers 2 --out @G", 2, "unknown data set"},
 };
 
 static void test_late_usage(void) {
@@ -350,6 +353,10 @@ static void make_fixtures(void) {
              "printf '[train]\\nmodel = ml\\0p\\n' > nul.ini && "
              "printf '[train]\\nepochs 5\\n' > malformed.ini && "
              "printf '[train]\\npolicy = bsp\\nstaleness = 3\\n' > policy.ini && "
+             "printf '[train]\\npolicy = fedavg\\nlocal-steps = 4\\nlocal-epochs = 1\\n' > "
+             "fedavg.ini && "
+             "printf '[train]\\npolicy = bsp\\nplatform = x.xml\\nbandwidth = 5Gbps\\n' > "
+             "contra.ini && "
              "head -c 1000000 /dev/zero | tr '\\0' a | sed 's/^/model = /' > long.ini && "
              "$S platform --hosts 8 > plain.xml && "
              "printf '\\357\\273\\277' > bom.xml && cat plain.xml >> bom.xml && "
@@ -377,6 +384,9 @@ static const bad_case config_files[] = {
     {"train --config @T/long.ini --out @G", 2, "long.ini:1: line too long"},
     {"train --config @T/malformed.ini --out @G", 2, "malformed.ini:2: malformed line"},
     {"train --config @T/policy.ini --out @G", 2, "policy.ini:3: key 'staleness' does not apply"},
+    {"train --config @T/fedavg.ini --out @G", 2, "give one (@T/fedavg.ini:4: key 'local-epochs')"},
+    {"train --config @T/contra.ini --out @G", 2, "contradicts"},
+    {"train --config @T/contra.ini --out @G", 2, "(@T/contra.ini:3: key 'platform')"},
     {"replay --config /dev/zero --out @G", 2, "a character device"},
     {"compare --config @T/dir --out @G", 2, "a directory, not a file"},
     {"sweep @T/dir", 2, "a directory, not a file"},
