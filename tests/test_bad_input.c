@@ -413,7 +413,7 @@ static const bad_case platform_files[] = {
     {PLAT "@T/tpu.xml", 1, "value=\"tpu9000\">: unknown GPU class (valid: "},
     {PLAT "@T/dir", 1, "platform @T/dir: a directory, not a file"},
     {PLAT "/dev/zero", 1, "platform /dev/zero: a character device"},
-    {"replay --profile resnet101 --workers 4 --steps 2 --out @T/rp --platform @T/bom.xml", 1,
+    {"replay --profile resnet101 --workers 4 --steps 2 --out @G --platform @T/bom.xml", 1,
      "byte-order mark"},
     {"bench network --sizes 8 --platform @T/bom.xml", 1, "byte-order mark"},
 };

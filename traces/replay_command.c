@@ -7,6 +7,7 @@
  * from the trace (its policy, its platform settings, its network model); --platform, --workers,
  * --collective, --network-model and the generated-platform options override them. */
 #include "traces/replay_command.h"
+#include "sim/net/platform_check.h"
 #include "sim/policy/policy_build.h"
 #include "common/outputs.h"
 #include "common/rng.h"
@@ -301,7 +302,7 @@ static void on_replay_record(void *ctx, const step_record *r) {
     trace_writer_record(&((replay_cmd *)ctx)->tw, r);
 }
 
-/* Scale-out, network model, platform; OUT/ with config.ini; the policy configuration. */
+/* Scale-out, network model, platform, the policy configuration; then OUT/ with config.ini. */
 static int replay_setup(replay_cmd *c) {
     const run_config *cfg = c->cfg;
     const trace *t = c->t;
@@ -315,13 +316,20 @@ static int replay_setup(replay_cmd *c) {
     const char *model = setting(c->rq, t, "network-model", "network-model", cfg->network_model);
     if ((rc = sim_network_model_parse("--network-model", model, &ro->model)) != SS_OK) return rc;
     if ((rc = resolve_platform(c->rq, t, ro, c->platform, sizeof c->platform)) != SS_OK) return rc;
+    /* every check before OUT is touched: a given platform file, and the policy's configuration */
+    if (ro->platform_path) {
+        sim_platform_info info;
+        if ((rc = sim_platform_check(ro->platform_path, &info)) != SS_OK) return rc;
+        sim_platform_info_free(&info);
+    }
+    if ((rc = replay_policy_config(t, ro, &c->pc)) != SS_OK) return rc;
     if ((rc = outputs_open_dir(cfg, c->rq->config_ini)) != SS_OK) return rc;
     if (!ro->platform_path) {
         outputs_path(cfg, "platform.xml", c->gen_path, sizeof c->gen_path);
         ro->gen_path = c->gen_path;
         snprintf(c->platform, sizeof c->platform, "%s", c->gen_path);
     }
-    return replay_policy_config(t, ro, &c->pc);
+    return SS_OK;
 }
 
 /* --record: OUT/steps.trace of the replay, its header the recorded configuration lines and then
