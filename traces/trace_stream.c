@@ -210,5 +210,6 @@ void trace_stream_close(trace_stream *s) {
     free(s->buf);
     free(s->r.config);
     free(s->r.slowdown_text);
+    free(s->r.layers); /* the header's layer lines: a stream keeps no trace to hand them to */
     free(s);
 }
