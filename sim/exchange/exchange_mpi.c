@@ -86,8 +86,7 @@ static int mx_run_workers(void *self, int workers, void (*worker)(void *ctx, int
         rc = exchange_mpi_serve(&x->ex);
     } else {
         worker(ctx, x->rank);
-        /* the servers serve until every worker says it is done; without them, nobody listens */
-        rc = x->ps_started ? exchange_mpi_worker_done(&x->ex, x->rank) : SS_OK;
+        rc = exchange_mpi_worker_done(&x->ex, x->rank);
         out->first_worker = x->rank;
         out->n_here = 1;
     }

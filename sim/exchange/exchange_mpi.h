@@ -51,7 +51,8 @@ int exchange_mpi_rank(const exchange *ex);
 int exchange_mpi_is_server(const exchange *ex);
 /* A server rank, after ps_start: answers the workers until every one called worker_done. */
 int exchange_mpi_serve(exchange *ex);
-/* Worker `worker` (this rank) tells every server it has finished. */
+/* Worker `worker` (this rank) tells every server it has finished (nothing when ps_start was not
+ * called: no server listens). */
 int exchange_mpi_worker_done(exchange *ex, int worker);
 
 /* The runner's side channel over ALL ranks, outside any measured protocol. */

@@ -193,6 +193,9 @@ int exchange_mpi_worker_done(exchange *ex, int worker) {
     if (worker != x->rank || worker >= x->n_workers)
         return ss_error_set(SS_EUSAGE, "worker_done: worker %d on rank %d (workers 0..%d)", worker,
                             x->rank, x->n_workers - 1);
+    /* the servers serve until every worker says it is done; servers not started listen to none
+     * (the message would stay queued for a later exchange's server loop) */
+    if (!x->ps_started) return SS_OK;
     ps_header h = {MSG_DONE, worker, 0, 0};
     for (int s = 0; s < x->n_servers; s++) {
         int rc = check_mpi(
