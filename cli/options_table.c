@@ -31,7 +31,9 @@ static const opt_def head_rows[] = {
      CMD_RUN | CMD_SWEEP | CMD_REPORT | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL, "DIR",
      "output directory (created if needed; bench network: only when given)", 0},
     {"device", OPT_TYPE_CHOICE, F(device), "auto", 0, 0, CMD_RUN | CMD_BENCH, "auto|cpu|cuda", "D",
-     "compute device; auto takes a usable GPU, else the CPU", 0},
+     "compute device; auto takes a usable GPU, else the CPU (the banner's device line says which; "
+     "--device cuda says why no GPU is usable)",
+     0},
     {"model", OPT_TYPE_STRING, F(model), "mlp", 0, 0, CMD_RUN | CMD_BENCH | CMD_VALIDATE, NULL, "M",
      "logreg | mlp | mlp:W1,W2,... (hidden widths) | cnn", 0},
     {"dataset", OPT_TYPE_STRING, F(dataset), "fashion-mnist", 0, 0,

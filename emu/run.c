@@ -85,13 +85,13 @@ int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *
     *dev = NULL;
     memset(train, 0, sizeof *train);
     memset(test, 0, sizeof *test);
-    char notice[512] = "";
-    int rc = device_open(cfg->device, dev, notice, sizeof notice);
+    /* auto on a machine without a usable GPU runs on the CPU without a notice: the banner's
+     * device line says which device ran, and --device cuda says why no GPU is usable */
+    int rc = device_open(cfg->device, dev, NULL, 0);
     if (rc != SS_OK) {
         *dev = NULL;
         return rc;
     }
-    if (notice[0]) fprintf(stderr, "%s\n", notice);
     rc =
         dataset_load(cfg->dataset, cfg->data_dir[0] ? cfg->data_dir : NULL, cfg->seed, train, test);
     if (rc == SS_OK)

@@ -129,7 +129,14 @@ static void test_identical_runs(void) {
                  "train --policy selsync --workers 4 --dataset synthetic --model mlp:32 "
                  "--epochs 0.5 --delta 0.02 --bandwidth 10Gbps --seed 5 --out %s/same%d",
                  tmp_dir, k);
-        expect(args, 0, "ok: test accuracy", NULL);
+        char *out = NULL;
+        CU_ASSERT_EQUAL(run_syncsim(args, &out), 0);
+        CU_ASSERT_PTR_NOT_NULL(out ? strstr(out, "ok: test accuracy") : NULL);
+        /* --device auto (the default) without a GPU runs on the CPU without a CUDA notice; the
+         * banner names the device */
+        CU_ASSERT_PTR_NULL(out ? strstr(out, "CUDA") : "");
+        CU_ASSERT_PTR_NOT_NULL(out ? strstr(out, "\ndevice ") : NULL);
+        free(out);
     }
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char a[400], b[400];
