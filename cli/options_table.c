@@ -86,7 +86,7 @@ static const opt_def head_rows[] = {
      "SimGrid network model (CM02: plain flows; ns-3: packet-level TCP, stars only; SMPI: LV08 "
      "with size-dependent TCP factors; TCP-stream: SMPI's below 64 KiB, a warm stream's above)",
      SIM},
-    {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0,
+    {"collective", OPT_TYPE_CHOICE, F(collective), "auto", 0, 0,
      CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL /* sim/net/coll/collective.h's, ps */,
      "C", "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
     {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN | CMD_REPLAY, NULL,
@@ -104,9 +104,14 @@ static const opt_def head_rows[] = {
      "(counted FLOPs on the host's speed) | measured[:SCALE] (train); replay --profile: model "
      "(where the profile has per-layer data) | flops",
      SIM},
-    {"precision", OPT_TYPE_CHOICE, F(precision), "fp32", 0, 0, CMD_RUN | CMD_REPLAY,
-     "fp32|tf32|fp16|bf16", "P",
-     "--compute model: arithmetic precision (fp16/bf16: mixed precision on tensor cores)", SIM},
+    {"precision", OPT_TYPE_CHOICE, F(precision), "pytorch", 0, 0, CMD_RUN | CMD_REPLAY,
+     "pytorch|fp32|tf32|fp16|bf16", "P",
+     "--compute model: arithmetic precision. pytorch: fp32 as PyTorch runs it by default, "
+     "convolutions on TF32 tensor cores where the GPU has them (A100, H100, H200, RTX 3090; "
+     "cudnn.allow_tf32 is True), other products in strict FP32 (matmul.allow_tf32 is False); "
+     "fp32: strict FP32 everywhere; tf32: every product on TF32; fp16/bf16: mixed precision "
+     "(AMP) on tensor cores",
+     SIM},
     {"compute-jitter", OPT_TYPE_STRING, F(compute_jitter), "auto", 0, 0, CMD_RUN, NULL, "CV",
      "CV of step compute times (auto: the model's measured CV, mlp 0.31, cnn 0.27; 0: none)", SIM},
     {"partition", OPT_TYPE_STRING, F(partition), "", 0, 0, CMD_RUN, NULL, "P",

@@ -83,6 +83,7 @@ typedef struct model_layer_cost {
     double param_bytes;          /* 4 x the layer's parameters */
     int kernels;
     int matmul;            /* a dense or convolution layer: a matrix product, N x K */
+    int conv;              /* that product is a convolution */
     double gemm_n, gemm_k; /* its output features/channels, reduction length */
 } model_layer_cost;
 int model_cost_layer_count(const model *m);

@@ -181,7 +181,7 @@ static void test_profiles(void) {
         int matmul = 0;
         for (int j = 0; j < p.layers; j++) {
             const sim_layer_cost *l = &p.layer_costs[j];
-            if (l->kind != SIM_LAYER_MATMUL) continue;
+            if (!sim_layer_is_product(l->kind)) continue;
             matmul++;
             CU_ASSERT(l->gemm_n >= 1 && l->gemm_k >= 1);
             CU_ASSERT(l->param_bytes >= 4 * l->gemm_n * l->gemm_k &&

@@ -223,9 +223,9 @@ static void test_trace_bad_input(void) {
     for (const char *q = text; strncmp(q, "# layer ", 8); q = strchr(q, '\n') + 1)
         layer_line++;
     snprintf(want, sizeof want, "mem.trace:%d:", layer_line);
-    e = edit_line(text, layer_line, "# layer conv 1 2 3 4 32 2 4 2", 0);
+    e = edit_line(text, layer_line, "# layer gemm 1 2 3 4 32 2 4 2", 0);
     expect_error(e, want);
-    expect_error(e, "other, matmul or norm");
+    expect_error(e, "other, matmul, norm or conv");
     free(e);
     e = edit_line(text, layer_line, "# layer matmul 1 2 3 -4 32 2 4 2", 0);
     expect_error(e, "finite numbers >= 0");
