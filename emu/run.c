@@ -127,6 +127,7 @@ static int parse_run_options(emu_run *r) {
     const policy_info *pol = policy_registry_find(cfg->policy); /* "": the baseline */
     if (!pol) pol = policy_registry_baseline();
     const char *part_text = cfg->partition[0] ? cfg->partition : pol->default_partition;
+    snprintf(r->partition, sizeof r->partition, "%s", part_text);
     if ((rc = partition_parse(part_text, &r->part_kind, &r->labels_k)) != SS_OK) return rc;
     return sim_network_model_parse("--network-model", cfg->network_model, &r->net_model);
 }
@@ -326,6 +327,21 @@ int run_open(emu_run *r) {
     return open_outputs(r);
 }
 
+/* The exchange of synchronous steps, as the banner and summary.json name it: "auto", "ring, 4
+ * channels", "tree, protocol LL", "ps". */
+static void run_describe_exchange(const policy_config *pc, char *buf, size_t n) {
+    if (pc->use_ps) {
+        snprintf(buf, n, "ps");
+        return;
+    }
+    int used = snprintf(buf, n, "%s", sim_allreduce_algo_name(pc->coll.algo));
+    if (pc->coll.channels > 1 && used >= 0 && (size_t)used < n)
+        used += snprintf(buf + used, n - (size_t)used, ", %d channels", pc->coll.channels);
+    if (pc->coll.protocol != SIM_PROTOCOL_AUTO && used >= 0 && (size_t)used < n)
+        snprintf(buf + used, n - (size_t)used, ", protocol %s",
+                 sim_nccl_protocol_name(pc->coll.protocol));
+}
+
 void run_print_banner(const emu_run *r) {
     const model *m = emulation_replica(r->em, 0);
     if (r->real)
@@ -340,6 +356,20 @@ void run_print_banner(const emu_run *r) {
            "evaluation every %ld\n",
            device_name(r->dev), r->cfg->model, model_param_count(m), model_param_bytes(m) / 1e6,
            r->pc.steps, r->pc.eval_every);
+    char exchange[64], compute[48];
+    run_describe_exchange(&r->pc, exchange, sizeof exchange);
+    sim_compute_format(&r->pc.compute, compute, sizeof compute);
+    if (r->pc.compute.mode == SIM_COMPUTE_MODEL && !strchr(compute, ':'))
+        snprintf(compute, sizeof compute, "model, precision %s",
+                 sim_precision_name(r->pc.compute.precision));
+    if (r->real)
+        printf("data %s, partition %s, batch %d\n", r->train.name, r->partition, r->cfg->batch);
+    else
+        printf("data %s, partition %s, batch %d | exchange %s | compute %s on %s | network "
+               "%s, %s\n",
+               r->train.name, r->partition, r->cfg->batch, exchange, compute, r->cfg->gpu,
+               r->cfg->platform[0] ? r->cfg->platform : r->cfg->bandwidth,
+               r->cfg->platform[0] ? "given" : r->cfg->topology);
     const sim_allreduce_algo a = r->pc.coll.algo;
     if (!r->real && r->cfg->workers >= SIM_COARSE_MIN_MEMBERS && !r->pc.use_ps &&
         (a == SIM_ALLREDUCE_RING || a == SIM_ALLREDUCE_HIER))
@@ -409,6 +439,11 @@ static void summarize_setup(const emu_run *r, run_summary *s) {
     snprintf(s->device, sizeof s->device, "%s", device_name(r->dev));
     snprintf(s->model, sizeof s->model, "%s", cfg->model);
     snprintf(s->dataset, sizeof s->dataset, "%s", r->train.name);
+    snprintf(s->partition, sizeof s->partition, "%s", r->partition);
+    run_describe_exchange(&r->pc, s->collective, sizeof s->collective);
+    if (r->pc.compute.mode == SIM_COMPUTE_MODEL)
+        snprintf(s->precision, sizeof s->precision, "%s",
+                 sim_precision_name(r->pc.compute.precision));
     s->batch = cfg->batch;
     s->lr = r->rq->lr;
     s->local_batch = policy_local_batch(&r->pc);

@@ -38,6 +38,7 @@ typedef struct emu_run {
     lr_schedule sched;
     partition_kind part_kind;
     int labels_k;
+    char partition[64]; /* as given, or the policy's default */
     sim_network_model net_model;
     dataset train, test;
     device *dev;
