@@ -413,6 +413,26 @@ static double quantile(const double *v, size_t n, double q) {
     return v[k > 0 ? k - 1 : 0];
 }
 
+/* SelSync with a fixed delta that synchronized at every step after the warm-up (delta below the
+ * range of Delta: the run was BSP) or at none (above it: local SGD); Delta's scale grows with
+ * the worker count, so a threshold from another setting often lands there. */
+static void warn_degenerate_delta(const emu_run *r, const run_summary *sum) {
+    const run_context *c = &r->ctx;
+    if (r->pc.delta < 0 || c->steps_after < 10 || !isfinite(sum->delta_p50)) return;
+    const int all = c->syncs_after == c->steps_after, none = c->syncs_after == 0;
+    if (!all && !none) return;
+    fprintf(stderr,
+            "warning: --delta %g is %s the largest worker's Delta at every one of the %ld steps "
+            "after the warm-up, so SelSync %s: this run is %s (Delta of all workers: p50 %.4g, "
+            "p90 %.4g, p99 %.4g, max %.4g at %d workers; a step's largest grows with the "
+            "worker count). A delta inside that range, or --delta auto:R for a target LSSR R, "
+            "makes SelSync choose\n",
+            r->pc.delta, all ? "below" : "above", c->steps_after,
+            all ? "synchronized at every one" : "synchronized at none",
+            all ? "BSP" : "local SGD without averaging", sum->delta_p50, sum->delta_p90,
+            sum->delta_p99, sum->delta_max, r->cfg->workers);
+}
+
 /* SelSync: Delta's distribution after the warm-up; with --delta auto, the target, the delta
  * chosen and the LSSR reached after the calibration. */
 static void summarize_delta(emu_run *r, run_summary *s) {
@@ -528,6 +548,7 @@ int run_finish(emu_run *r, run_summary *sum, double wall0) {
         printf("delta auto: target LSSR %.3f, delta chosen %.4g, LSSR after the calibration "
                "%.3f (whole run %.3f)\n",
                sum->delta_target_lssr, sum->delta_chosen, sum->lssr_after_calibration, sum->lssr);
+    warn_degenerate_delta(r, sum);
     return rc;
 }
 
