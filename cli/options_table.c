@@ -115,7 +115,9 @@ static const opt_def head_rows[] = {
     {"compute-jitter", OPT_TYPE_STRING, F(compute_jitter), "auto", 0, 0, CMD_RUN, NULL, "CV",
      "CV of step compute times (auto: the model's measured CV, mlp 0.31, cnn 0.27; 0: none)", SIM},
     {"partition", OPT_TYPE_STRING, F(partition), "", 0, 0, CMD_RUN, NULL, "P",
-     "defdp | seldp | seldp-perm | noniid:K (default: seldp for selsync, defdp otherwise)", SIM},
+     "defdp | seldp | seldp-perm | noniid:K (K labels per worker) | dirichlet:ALPHA (label skew, "
+     "e.g. 0.5) (default: seldp for selsync, defdp otherwise)",
+     SIM},
     {"target-accuracy", OPT_TYPE_DOUBLE, F(target_accuracy), "0", 0, 1, CMD_TRAIN, NULL, "A",
      "test accuracy whose first simulated time is reported as tta_s (0: none)", SIM},
     {"dump-gradients", OPT_TYPE_STRING, F(dump_gradients), "", 0, 0, CMD_TRAIN, NULL, "STEPS",

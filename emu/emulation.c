@@ -495,7 +495,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
     if (rc == SS_OK)
         rc = model_create(cfg->dev, cfg->spec, cfg->seed, cfg->max_batch, &e->eval_model);
     if (rc == SS_OK)
-        rc = partition_create(cfg->train, n, cfg->partition, cfg->labels_per_worker, cfg->seed,
+        rc = partition_create(cfg->train, n, cfg->partition, cfg->partition_param, cfg->seed,
                               &e->part);
     if (rc == SS_OK) rc = gradient_dump_create(cfg->dump_gradients, cfg->out_dir, &e->dump);
     if (rc != SS_OK) {

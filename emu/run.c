@@ -128,7 +128,7 @@ static int parse_run_options(emu_run *r) {
     if (!pol) pol = policy_registry_baseline();
     const char *part_text = cfg->partition[0] ? cfg->partition : pol->default_partition;
     snprintf(r->partition, sizeof r->partition, "%s", part_text);
-    if ((rc = partition_parse(part_text, &r->part_kind, &r->labels_k)) != SS_OK) return rc;
+    if ((rc = partition_parse(part_text, &r->part_kind, &r->partition_param)) != SS_OK) return rc;
     return sim_network_model_parse("--network-model", cfg->network_model, &r->net_model);
 }
 
@@ -197,7 +197,7 @@ static int create_emulation(emu_run *r) {
         .batch = local_batch,
         .max_batch = max_batch,
         .partition = r->part_kind,
-        .labels_per_worker = r->labels_k,
+        .partition_param = r->partition_param,
         .schedule = r->sched,
         .momentum = cfg->momentum,
         .weight_decay = cfg->weight_decay,
@@ -285,7 +285,7 @@ static int check_options(emu_run *r, double *hosts) {
 /* The checks that need the data set and the step count, before OUT/ is touched: the partition
  * against the classes, --dump-gradients against the last step. */
 static int check_against_data(emu_run *r) {
-    int rc = partition_check(&r->train, r->cfg->workers, r->part_kind, r->labels_k);
+    int rc = partition_check(&r->train, r->cfg->workers, r->part_kind, r->partition_param);
     if (rc != SS_OK) return rc;
     gradient_dump *gd = NULL;
     if ((rc = gradient_dump_create(r->cfg->dump_gradients, "", &gd)) != SS_OK) return rc;

@@ -117,7 +117,7 @@ static int emulation_child(void *arg, isolate_blob *out) {
                            .batch = pc.batch,
                            .max_batch = pc.batch,
                            .partition = PARTITION_DEFDP,
-                           .labels_per_worker = 1,
+                           .partition_param = 1,
                            .schedule = sched,
                            .momentum = 0.9,
                            .eval_every = pc.eval_every,

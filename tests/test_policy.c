@@ -123,7 +123,7 @@ static int run_case(void *arg, isolate_blob *out) {
                            .batch = policy_local_batch(&pc),
                            .max_batch = pc.batch * pc.workers,
                            .partition = c->partition,
-                           .labels_per_worker = 1,
+                           .partition_param = 1,
                            .schedule = sched,
                            .momentum = c->momentum,
                            .eval_every = pc.eval_every,
