@@ -531,11 +531,13 @@ int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *re
     if (n <= 0) return ss_error_set(SS_EIO, "validate real: cannot find the syncsim binary");
     exe[n] = 0;
     const char *testbed = getenv("SYNCSIM_TESTBED");
+    /* auto (the default) has no OpenMPI counterpart: the real run and syncsim both run the ring */
+    const char *collective = strcmp(cfg->collective, "auto") ? cfg->collective : "ring";
     validate_real_opts o = {.exe = exe,
                             .testbed = testbed ? testbed : SS_SOURCE_DIR "/scripts/testbed.sh",
                             .out_dir = cfg->out_dir,
                             .policies = cfg->policy[0] ? cfg->policy : "bsp,selsync,ssp",
-                            .collective = cfg->collective,
+                            .collective = collective,
                             .workers = cfg->workers,
                             .model = cfg->model,
                             .dataset = cfg->dataset,
@@ -561,12 +563,12 @@ int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *re
                             "delay added on each link direction; it needs the "
                             "kernel's netem)",
                             cfg->latency);
-    if (strcmp(cfg->collective, "ring") && strcmp(cfg->collective, "hd") &&
-        strcmp(cfg->collective, "rd"))
+    if (strcmp(collective, "ring") && strcmp(collective, "hd") && strcmp(collective, "rd"))
         return ss_error_set(SS_EUSAGE,
                             "validate real --collective %s: ring (OpenMPI's ring, tuned "
                             "algorithm 4), hd (its Rabenseifner, 6) or rd (its recursive "
-                            "doubling, 3): the all-reduces both the real run and syncsim have",
+                            "doubling, 3), or auto for ring: the all-reduces both the real run "
+                            "and syncsim have",
                             cfg->collective);
     o.rate_Bps = bytes_per_s;
     return validate_real(&o, out, res);

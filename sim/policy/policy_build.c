@@ -117,7 +117,7 @@ void policy_config_default(policy_config *pc) {
     pc->batch = 32;
     pc->eval_every = 0;
     pc->ps_servers = 1;
-    pc->coll.algo = SIM_ALLREDUCE_RING;
+    pc->coll.algo = SIM_ALLREDUCE_AUTO;
     pc->coll.channels = 1;
     pc->compute.mode = SIM_COMPUTE_FLOPS;
     pc->compute.scale = 1.0;
