@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Opens OUT/name for a figure's data. */
 static FILE *open_data(const report_options *o, const char *name) {
@@ -33,6 +34,10 @@ int figure_accuracy(const run_record *runs, const report_options *o, const repor
     for (int i = 0; i < ng; i++) {
         double *t, *a;
         size_t m;
+        char metrics[1200];
+        struct stat st; /* replays record no accuracy: no metrics.csv, no curve */
+        snprintf(metrics, sizeof metrics, "%s/metrics.csv", runs[g[i].first].dir);
+        if (stat(metrics, &st) != 0) continue;
         int rc = run_curve_read(runs[g[i].first].dir, &t, &a, &m);
         if (rc != SS_OK) {
             fclose(fp);

@@ -118,6 +118,14 @@ const char *run_record_get(const run_record *r, const char *key) {
     return NULL;
 }
 
+int run_key_is_launch(const char *key) {
+    static const char *const keys[] = {"seed",   "out",      "progress",       "trace",
+                                       "config", "data-dir", "dump-gradients", NULL};
+    for (int i = 0; keys[i]; i++)
+        if (!strcmp(keys[i], key)) return 1;
+    return 0;
+}
+
 static int is_run_dir(const char *dir) {
     char path[1200];
     snprintf(path, sizeof path, "%s/config.ini", dir);
@@ -126,8 +134,27 @@ static int is_run_dir(const char *dir) {
     return file_exists(path);
 }
 
+int run_name_compare(const char *a, const char *b) {
+    while (*a && *b) {
+        if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+            /* a number against a number: by value ("5Gbps" < "25Gbps", "0.05" < "0.3") */
+            char *ea, *eb;
+            const double x = strtod(a, &ea), y = strtod(b, &eb);
+            if (x != y) return x < y ? -1 : 1;
+            const int la = (int)(ea - a), lb = (int)(eb - b); /* "1" before "1.0" */
+            const int c = la != lb ? (la < lb ? -1 : 1) : strncmp(a, b, (size_t)la);
+            if (c) return c;
+            a = ea, b = eb;
+            continue;
+        }
+        if (*a != *b) return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        a++, b++;
+    }
+    return (unsigned char)*a - (unsigned char)*b;
+}
+
 static int compare_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return run_name_compare(*(char *const *)a, *(char *const *)b);
 }
 
 static void push_dir(char ***dirs, int *n, const char *path) {

@@ -1,6 +1,7 @@
 /* analysis/: statistics over seeds (GSL) against known values, run directories read back, the
  * report's groups, TTA and speedup, diverged runs counted, and the figures as non-empty PNG and
  * SVG files. */
+#include "analysis/compare.h"
 #include "analysis/gradient_dump.h"
 #include "analysis/report.h"
 #include "analysis/runs.h"
@@ -287,9 +288,12 @@ static void test_report_analyze(void) {
     report_options o = {.out_dir = NULL, .target_margin = 0.005, .key_applies = key_applies};
     report_group *g;
     int ng, gid[8];
+    tta_result t[8];
     double tta[8], speed[8];
     make_runs();
-    CU_ASSERT_EQUAL_FATAL(report_analyze(runs, n_runs, &o, &g, &ng, gid, tta, speed), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(report_analyze(runs, n_runs, &o, &g, &ng, gid, t), SS_OK);
+    for (int i = 0; i < n_runs; i++)
+        tta[i] = t[i].tta_s, speed[i] = t[i].speedup;
     CU_ASSERT_EQUAL_FATAL(ng, 2);
     CU_ASSERT_STRING_EQUAL(g[0].label, "bsp");
     CU_ASSERT_STRING_EQUAL(g[1].label, "selsync");
@@ -312,7 +316,9 @@ static void test_report_analyze(void) {
     o.target_margin = 0.02;
     free(g);
     make_runs();
-    CU_ASSERT_EQUAL_FATAL(report_analyze(runs, n_runs, &o, &g, &ng, gid, tta, speed), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(report_analyze(runs, n_runs, &o, &g, &ng, gid, t), SS_OK);
+    for (int i = 0; i < n_runs; i++)
+        tta[i] = t[i].tta_s, speed[i] = t[i].speedup;
     CU_ASSERT_EQUAL(g[1].tta_reached, 2);
     SS_CHECK_CLOSE(speed[3], 2, 1e-9, 0);
     SS_CHECK_CLOSE(g[1].speedup.mean, 2, 1e-9, 0);
@@ -402,6 +408,197 @@ static void test_gradient_dump(void) {
     SS_CHECK_CLOSE(last, 9999, 0, 0);
 }
 
+/* ---- one TTA definition: compare, report, sweep ---- */
+
+/* A run as compare, train or replay writes it: config.ini with `config` (policy keys included),
+ * summary.json, and (accuracy >= 0) a metrics.csv whose accuracy rises linearly to `accuracy`
+ * at t_end; accuracy < 0: a replay, no accuracy recorded and no metrics.csv. */
+static void make_run_cfg(const char *dir, const char *policy, const char *config, double accuracy,
+                         double t_end) {
+    CU_ASSERT_EQUAL_FATAL(ss_mkdir_p(dir), SS_OK);
+    char text[2048];
+    snprintf(text, sizeof text, "[train]\nseed = 1\nout = %s\npolicy = %s\nworkers = 8\n%s", dir,
+             policy, config);
+    write_file(dir, "config.ini", text);
+    char acc[32] = "null";
+    if (accuracy >= 0) snprintf(acc, sizeof acc, "%.6f", accuracy);
+    snprintf(text, sizeof text,
+             "{\"status\": \"ok\", \"policy\": \"%s\", \"workers\": 8, \"test_accuracy\": %s, "
+             "\"sim_time_s\": %g, \"lssr\": 0.5, \"bytes_sent\": 1e9, \"steps\": 100, "
+             "\"compute_s\": 1, \"comm_s\": 2, \"wait_s\": 0.5, \"seed\": 1}",
+             policy, acc, t_end);
+    write_file(dir, "summary.json", text);
+    if (accuracy < 0) return;
+    size_t len = (size_t)snprintf(text, sizeof text, "step,epoch,sim_time_s,test_accuracy\n");
+    for (int k = 1; k <= 10; k++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%d,%g,%g,%.6f\n", 10 * k, 0.1 * k,
+                                t_end * k / 10, accuracy * (0.5 + 0.05 * k));
+    write_file(dir, "metrics.csv", text);
+}
+
+/* overlap and bucket-mb apply to bsp only, delta to selsync only (as the option table says) */
+static int compare_key_applies(const char *key, const char *policy) {
+    if (!strcmp(key, "delta")) return !strcmp(policy, "selsync");
+    if (!strcmp(key, "overlap") || !strcmp(key, "bucket-mb")) return !strcmp(policy, "bsp");
+    return 1;
+}
+
+static int read_dir_runs(const char *dir, run_record **out) {
+    char **dirs = NULL;
+    int n = 0;
+    CU_ASSERT_EQUAL_FATAL(run_dirs_find(dir, &dirs, &n), SS_OK);
+    run_record *r = calloc((size_t)n, sizeof *r);
+    for (int i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(run_record_read(dirs[i], &r[i]), SS_OK);
+    run_dirs_free(dirs, n);
+    *out = r;
+    return n;
+}
+
+static int file_has(const char *path, const char *text) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) return 0;
+    static char buf[1 << 16];
+    size_t m = fread(buf, 1, sizeof buf - 1, fp);
+    buf[m] = '\0';
+    fclose(fp);
+    return strstr(buf, text) != NULL;
+}
+
+static void test_tta_one_definition(void) {
+    /* A compare's directory: its bsp run's config.ini has overlap and bucket-mb, its selsync
+     * run's has delta instead. report must find the bsp run as the reference (it did not: "-"
+     * and "reached 0/1") and give compare's numbers. */
+    char cmp[300], bsp[400], sel[400];
+    snprintf(cmp, sizeof cmp, "%s/cmp", root);
+    snprintf(bsp, sizeof bsp, "%s/runs/bsp-5Gbps", cmp);
+    snprintf(sel, sizeof sel, "%s/runs/selsync-5Gbps", cmp);
+    make_run_cfg(bsp, "bsp", "bandwidth = 5Gbps\nmodel = mlp\noverlap = auto\nbucket-mb = 25\n",
+                 0.88, 7.2);
+    make_run_cfg(sel, "selsync", "bandwidth = 5Gbps\nmodel = mlp\ndelta = 0.05\n", 0.878, 2.7);
+    compare_row rows[2] = {{.policy = "bsp", .network = "5Gbps", .reference = 1},
+                           {.policy = "selsync", .network = "5Gbps"}};
+    snprintf(rows[0].dir, sizeof rows[0].dir, "%.300s", bsp);
+    snprintf(rows[1].dir, sizeof rows[1].dir, "%.300s", sel);
+    for (int i = 0; i < 2; i++)
+        compare_row_read(&rows[i]);
+    compare_rows_tta(rows, 2, TTA_DEFAULT_MARGIN);
+    CU_ASSERT(isfinite(rows[1].tta_s) && rows[1].speedup > 1);
+
+    run_record *r;
+    const int n = read_dir_runs(cmp, &r);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(r[1].policy, "selsync");
+    for (int with_table = 0; with_table < 2; with_table++) { /* also without key_applies */
+        report_options o = {.target_margin = TTA_DEFAULT_MARGIN,
+                            .key_applies = with_table ? compare_key_applies : NULL};
+        report_group *g;
+        int ng, gid[2];
+        tta_result t[2];
+        CU_ASSERT_EQUAL_FATAL(report_analyze(r, n, &o, &g, &ng, gid, t), SS_OK);
+        CU_ASSERT_EQUAL(t[1].status, TTA_REACHED);
+        SS_CHECK_CLOSE(t[1].tta_s, rows[1].tta_s, 1e-12, 0);
+        SS_CHECK_CLOSE(t[1].speedup, rows[1].speedup, 1e-12, 0);
+        SS_CHECK_CLOSE(t[0].tta_s, rows[0].tta_s, 1e-12, 0);
+        CU_ASSERT_EQUAL(g[1].tta_reached, 1);
+        CU_ASSERT_EQUAL(g[1].tta_measured, 1);
+        free(g);
+    }
+    /* the reference the one function finds is the bsp run; a key both policies have that
+     * differs (model) makes it not comparable, with the key named */
+    char why[1200];
+    CU_ASSERT_EQUAL(tta_reference_find(r, n, 1, compare_key_applies, why, sizeof why), 0);
+    char *model = (char *)run_record_get(&r[1], "model");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+    snprintf(model, RUN_RECORD_TEXT, "cnn");
+    CU_ASSERT_EQUAL(tta_reference_find(r, n, 1, compare_key_applies, why, sizeof why), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "model=cnn vs mlp"));
+    free(r);
+}
+
+static void test_tta_no_reference_and_replays(void) {
+    /* a selsync run on 100Gbps beside a bsp run on 5Gbps: no BSP run to measure against, said
+     * in a warning that names the differing key; replays (no accuracy): n/a, not "0/N" */
+    if (system("gnuplot --version > /dev/null 2>&1") != 0)
+        SS_SKIP("gnuplot missing: report not written");
+    char dir[300], a[400], b[400], c[400], d[400];
+    snprintf(dir, sizeof dir, "%s/noref", root);
+    snprintf(a, sizeof a, "%s/points/policy=bsp,bandwidth=5Gbps", dir);
+    snprintf(b, sizeof b, "%s/points/policy=selsync,bandwidth=100Gbps", dir);
+    snprintf(c, sizeof c, "%s/points/replay=bsp", dir);
+    snprintf(d, sizeof d, "%s/points/replay=selsync", dir);
+    make_run_cfg(a, "bsp", "bandwidth = 5Gbps\n", 0.88, 7);
+    make_run_cfg(b, "selsync", "bandwidth = 100Gbps\ndelta = 0.05\n", 0.87, 1);
+    make_run_cfg(c, "bsp", "bandwidth = 1Gbps\nprofile = resnet101\n", -1, 30);
+    make_run_cfg(d, "selsync", "bandwidth = 1Gbps\nprofile = resnet101\n", -1, 20);
+    run_record *r;
+    const int n = read_dir_runs(dir, &r);
+    CU_ASSERT_EQUAL_FATAL(n, 4);
+    char out[400];
+    snprintf(out, sizeof out, "%s/report", dir);
+    FILE *term = fopen("/dev/null", "w");
+    report_options o = {.out_dir = out,
+                        .target_margin = TTA_DEFAULT_MARGIN,
+                        .key_applies = compare_key_applies,
+                        .terminal = term,
+                        .max_run_figures = 2};
+    report_group *g;
+    int ng, gid[4];
+    tta_result t[4];
+    CU_ASSERT_EQUAL_FATAL(report_analyze(r, n, &o, &g, &ng, gid, t), SS_OK);
+    int sel = -1, rep = -1;
+    for (int i = 0; i < n; i++) {
+        if (strstr(r[i].dir, "policy=selsync")) sel = i;
+        if (strstr(r[i].dir, "replay=selsync")) rep = i;
+    }
+    CU_ASSERT_FATAL(sel >= 0 && rep >= 0);
+    CU_ASSERT_EQUAL(t[sel].status, TTA_NO_REFERENCE);
+    CU_ASSERT_EQUAL(t[rep].status, TTA_NO_ACCURACY);
+    CU_ASSERT_EQUAL(g[gid[rep]].no_accuracy, 1);
+    CU_ASSERT_EQUAL(g[gid[rep]].tta_measured, 0);
+    free(g);
+    CU_ASSERT_EQUAL(report_write(r, n, &o), SS_OK);
+    fclose(term);
+    char path[500];
+    snprintf(path, sizeof path, "%s/report.md", out);
+    CU_ASSERT(file_has(path, "## Warnings"));
+    CU_ASSERT(file_has(path, "bandwidth=100Gbps vs 5Gbps"));
+    CU_ASSERT(file_has(path, "| n/a | n/a | n/a |"));
+    CU_ASSERT(file_has(path, "| no BSP | no BSP | no BSP |"));
+    CU_ASSERT(!file_has(path, " 0/1 |"));
+    snprintf(path, sizeof path, "%s/runs.csv", out);
+    CU_ASSERT(file_has(path, ",n/a\n"));
+    CU_ASSERT(file_has(path, ",no_bsp\n"));
+    free(r);
+}
+
+static void test_natural_order(void) {
+    /* run_name_compare: numbers by value, so a report lists 1Gbps, 10Gbps, 100Gbps and 4, 16,
+     * 64 workers in that order (strcmp put 100Gbps before 10Gbps before 1Gbps) */
+    CU_ASSERT(run_name_compare("bsp-1Gbps", "bsp-10Gbps") < 0);
+    CU_ASSERT(run_name_compare("bsp-10Gbps", "bsp-100Gbps") < 0);
+    CU_ASSERT(run_name_compare("workers=4,seed=2", "workers=16,seed=1") < 0);
+    CU_ASSERT(run_name_compare("workers=64", "workers=16") > 0);
+    CU_ASSERT(run_name_compare("delta=0.05", "delta=0.3") < 0);
+    CU_ASSERT(run_name_compare("bsp-5Gbps", "selsync-5Gbps") < 0);
+    CU_ASSERT_EQUAL(run_name_compare("a=1", "a=1"), 0);
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/natural", root);
+    static const char *const names[] = {"workers=64", "workers=16", "workers=4", NULL};
+    for (int i = 0; names[i]; i++) {
+        char d[400];
+        snprintf(d, sizeof d, "%s/points/%s", dir, names[i]);
+        make_run_cfg(d, "bsp", "bandwidth = 5Gbps\n", 0.8, 1);
+    }
+    char **dirs = NULL;
+    int n = 0;
+    CU_ASSERT_EQUAL_FATAL(run_dirs_find(dir, &dirs, &n), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    CU_ASSERT(strstr(dirs[0], "workers=4") && strstr(dirs[1], "workers=16") &&
+              strstr(dirs[2], "workers=64"));
+    run_dirs_free(dirs, n);
+}
+
 static CU_TestInfo stats_tests[] = {
     {"stats_summarize: mean, sd, 95% CI of known data", test_stats_summarize_known},
     {"stats_summarize: NaN, one value, none", test_stats_summarize_edges},
@@ -415,6 +612,9 @@ static CU_TestInfo report_tests[] = {
     {"report_analyze: groups, TTA, speedup, diverged", test_report_analyze},
     {"report_write: tables and PNG/SVG figures", test_report_write_figures},
     {"gradient_dump: step lists and samples", test_gradient_dump},
+    {"one TTA: compare and report agree when policy keys differ", test_tta_one_definition},
+    {"TTA: no BSP run warned, replays n/a", test_tta_no_reference_and_replays},
+    {"natural order of run directories", test_natural_order},
     CU_TEST_INFO_NULL};
 
 int main(void) {
