@@ -141,24 +141,34 @@ int compare_rows_write_csv(const char *path, const compare_row *rows, int n, int
 
 int compare_rows_plot(const char *out_dir, const compare_row *rows, int n, int n_panels,
                       int workers, FILE *terminal) {
+    (void)workers; /* in the setting, read from the runs */
     plots_curve *curves = ss_calloc((size_t)(n ? n : 1), sizeof *curves);
     char(*titles)[128] = ss_calloc((size_t)(n_panels ? n_panels : 1), sizeof *titles);
     const char **title_of = ss_calloc((size_t)(n_panels ? n_panels : 1), sizeof *title_of);
-    int m = 0;
+    run_record *recs = ss_calloc((size_t)(n ? n : 1), sizeof *recs);
+    int m = 0, n_recs = 0;
     for (int k = 0; k < n_panels; k++) {
         title_of[k] = titles[k];
         for (int i = 0; i < n; i++) {
             if (rows[i].panel != k) continue;
-            if (!titles[k][0])
-                snprintf(titles[k], sizeof titles[k], "%d workers, %s", workers, rows[i].label);
-            if (rows[i].ok) curves[m++] = (plots_curve){rows[i].dir, rows[i].policy, k};
+            if (!titles[k][0]) snprintf(titles[k], sizeof titles[k], "%s", rows[i].label);
+            if (!rows[i].ok) continue;
+            curves[m++] = (plots_curve){rows[i].dir, rows[i].policy, k};
+            if (run_record_read(rows[i].dir, &recs[n_recs]) == SS_OK) n_recs++;
         }
     }
+    /* the title names the setting the panels share: model, data, partition, workers, GPU... */
+    char setting[1024] = "", title[1200];
+    if (n_recs) run_setting_text(recs, n_recs, n_panels == 1, setting, sizeof setting);
+    snprintf(title, sizeof title, "test accuracy against simulated time%s%s",
+             setting[0] ? ": " : "", setting);
+    free(recs);
     char replot[1200];
     snprintf(replot, sizeof replot, "%s/replot.sh", out_dir);
     remove(replot); /* plots_accuracy_panels appends this figure's commands */
     if (terminal) fflush(terminal);
-    int rc = plots_accuracy_panels(out_dir, "compare", curves, m, title_of, n_panels, terminal);
+    int rc =
+        plots_accuracy_panels(out_dir, "compare", curves, m, title_of, n_panels, title, terminal);
     free(curves);
     free(titles);
     free(title_of);

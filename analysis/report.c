@@ -72,8 +72,9 @@ static void group_label(const run_record *r, const run_record *runs, int n, cons
 /* Each group's counts and statistics over its runs that finished (ok). */
 static void group_statistics(const run_record *runs, int n, const int *gid, const tta_result *tta,
                              report_group *g, int ng) {
-    double *v[9];
-    for (int k = 0; k < 9; k++)
+    enum { V = 12 };
+    double *v[V];
+    for (int k = 0; k < V; k++)
         v[k] = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
     for (int gi = 0; gi < ng; gi++) {
         report_group *G = &g[gi];
@@ -104,6 +105,11 @@ static void group_statistics(const run_record *runs, int n, const int *gid, cons
             v[6][m] = r->compute_s;
             v[7][m] = r->comm_s;
             v[8][m] = r->wait_s;
+            /* per step: runs of a group may differ in steps (ssp, fedavg rounds) */
+            const double steps = r->steps > 0 ? r->steps : NAN;
+            v[9][m] = r->compute_s / steps;
+            v[10][m] = r->comm_s / steps;
+            v[11][m] = r->wait_s / steps;
             m++;
         }
         G->accuracy = stats_summarize(v[0], m);
@@ -115,8 +121,11 @@ static void group_statistics(const run_record *runs, int n, const int *gid, cons
         G->compute_s = stats_summarize(v[6], m);
         G->comm_s = stats_summarize(v[7], m);
         G->wait_s = stats_summarize(v[8], m);
+        G->compute_step_s = stats_summarize(v[9], m);
+        G->comm_step_s = stats_summarize(v[10], m);
+        G->wait_step_s = stats_summarize(v[11], m);
     }
-    for (int k = 0; k < 9; k++)
+    for (int k = 0; k < V; k++)
         free(v[k]);
 }
 
@@ -313,8 +322,8 @@ static char *tta_warnings(const run_record *runs, int n, const report_options *o
     return text;
 }
 
-/* 1 for a file an earlier report wrote: its tables, its figures (numbered or not) and their
- * data, scripts and terminal versions. */
+/* 1 for a file an earlier report wrote: its tables, its figures (named after their group or
+ * run, or numbered by earlier versions) and their data, scripts and terminal versions. */
 static int is_report_file(const char *name) {
     static const char *const tables[] = {"report.md", "report.csv", "runs.csv", "replot.sh", NULL};
     static const char *const figures[] = {"accuracy",  "breakdown", "scaling", "delta-",
@@ -330,10 +339,7 @@ static int is_report_file(const char *name) {
         if (strncmp(name, figures[i], len)) continue;
         const char *p = name + len;
         if (figures[i][len - 1] != '-') return p == dot; /* "accuracy.png" */
-        if (p == dot) return 0;
-        while (p < dot && *p >= '0' && *p <= '9')
-            p++;
-        return p == dot; /* "timeline-12.svg" */
+        return p < dot;                                  /* "timeline-selsync.svg", "delta-3.png" */
     }
     return 0;
 }
@@ -379,10 +385,10 @@ int report_write(const run_record *runs, int n, const report_options *o) {
         }
     }
     if (rc == SS_OK) rc = write_tables(runs, n, o, g, ng, gid, tta, warnings);
-    if (rc == SS_OK) rc = figure_accuracy(runs, o, g, ng);
-    if (rc == SS_OK) rc = figure_breakdown(o, g, ng);
-    if (rc == SS_OK) rc = figure_delta(runs, o, g, ng);
-    if (rc == SS_OK) rc = figure_timeline(runs, o, g, ng);
+    if (rc == SS_OK) rc = figure_accuracy(runs, n, o, g, ng);
+    if (rc == SS_OK) rc = figure_breakdown(runs, n, o, g, ng);
+    if (rc == SS_OK) rc = figure_delta(runs, n, o, g, ng);
+    if (rc == SS_OK) rc = figure_timeline(runs, n, o, g, ng);
     if (rc == SS_OK) rc = figure_scaling(runs, n, o);
     if (rc == SS_OK) rc = figure_kde(runs, n, o);
     free(g);

@@ -38,6 +38,7 @@ typedef struct report_group {
     int no_reference; /* ok runs with an accuracy but no BSP run of their configuration */
     stats_summary accuracy, tta_s, speedup, lssr, bytes_sent, sim_time_s;
     stats_summary compute_s, comm_s, wait_s;
+    stats_summary compute_step_s, comm_step_s, wait_step_s; /* per step of a worker */
     int first; /* index of its run with the lowest seed */
 } report_group;
 

@@ -3,6 +3,7 @@
  * SVG files. */
 #include "analysis/compare.h"
 #include "analysis/gradient_dump.h"
+#include "analysis/plots.h"
 #include "analysis/report.h"
 #include "analysis/runs.h"
 #include "analysis/stats.h"
@@ -135,7 +136,7 @@ static void make_run(const char *name, const char *policy, const char *delta, in
         for (int w = 0; w < 4; w++)
             fprintf(fp, "%d %d %g %g %g %g %g %d\n", w, s, t_end * (s - 1) / 100, 0.4 * t_end / 100,
                     (s % 3 == 0) ? 0.5 * t_end / 100 : 0, 0.0,
-                    0.6 * exp(-s / 30.0) * (1 + 0.3 * sin(s)), (s % 3 == 0));
+                    0.6 * exp(-s / 30.0) * (1 + 0.3 * sin(s)) * (1 + 0.1 * w), (s % 3 == 0));
     fclose(fp);
 }
 
@@ -326,6 +327,16 @@ static void test_report_analyze(void) {
     free(g);
 }
 
+static int file_has(const char *path, const char *text) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) return 0;
+    static char buf[1 << 16];
+    size_t m = fread(buf, 1, sizeof buf - 1, fp);
+    buf[m] = '\0';
+    fclose(fp);
+    return strstr(buf, text) != NULL;
+}
+
 static long file_size(const char *dir, const char *name) {
     char path[700];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -356,11 +367,27 @@ static void test_report_write_figures(void) {
                         .max_run_figures = 4};
     CU_ASSERT_EQUAL(report_write(runs, n_runs, &o), SS_OK);
     fclose(term);
-    static const char *const files[] = {
-        "report.md",      "report.csv",     "runs.csv",       "accuracy.png", "accuracy.svg",
-        "accuracy.txt",   "breakdown.png",  "breakdown.svg",  "delta-1.png",  "delta-1.svg",
-        "timeline-1.png", "timeline-1.svg", "timeline-2.png", "scaling.png",  "scaling.svg",
-        "kde-1.png",      "kde-1.svg",      "replot.sh",      "accuracy.gp",  NULL};
+    /* figures named after their group or run, not numbered */
+    static const char *const files[] = {"report.md",
+                                        "report.csv",
+                                        "runs.csv",
+                                        "accuracy.png",
+                                        "accuracy.svg",
+                                        "accuracy.txt",
+                                        "breakdown.png",
+                                        "breakdown.svg",
+                                        "delta-selsync.png",
+                                        "delta-selsync.svg",
+                                        "timeline-bsp.png",
+                                        "timeline-bsp.svg",
+                                        "timeline-selsync.png",
+                                        "scaling.png",
+                                        "scaling.svg",
+                                        "kde-policy-selsync_delta-0.05_seed-1.png",
+                                        "kde-policy-selsync_delta-0.05_seed-1.svg",
+                                        "replot.sh",
+                                        "accuracy.gp",
+                                        NULL};
     for (int i = 0; files[i]; i++) {
         long size = file_size(out, files[i]);
         if (size <= 0) fprintf(stderr, "\n  %s/%s: size %ld\n", out, files[i], size);
@@ -377,6 +404,41 @@ static void test_report_write_figures(void) {
         found |= !strncmp(line, "selsync,selsync,3,2,1,0,", 24);
     fclose(fp);
     CU_ASSERT(found);
+    /* Delta: per step the largest over the workers (the decision's quantity): worker 3's, 1.3
+     * times worker 0's; step 3 synchronized */
+    snprintf(path, sizeof path, "%s/delta-selsync.csv", out);
+    fp = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    int rows = 0;
+    while (fgets(line, sizeof line, fp)) {
+        int step, sync;
+        double d;
+        if (sscanf(line, "%d,%lf,%d", &step, &d, &sync) != 3) continue;
+        rows++;
+        SS_CHECK_CLOSE(d, 0.6 * exp(-step / 30.0) * (1 + 0.3 * sin(step)) * 1.3, 1e-6, 1e-12);
+        CU_ASSERT_EQUAL(sync, step % 3 == 0);
+    }
+    fclose(fp);
+    CU_ASSERT_EQUAL(rows, 100);
+    /* breakdown per step of a worker: bsp's compute 0.4 t_end over 100 steps, t_end 10, 12, 14
+     * s: 48 ms; communication 0.5 t_end: 60 ms */
+    snprintf(path, sizeof path, "%s/breakdown.csv", out);
+    fp = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    found = 0;
+    while (fgets(line, sizeof line, fp)) {
+        double c, m, w;
+        if (strncmp(line, "bsp,", 4) || sscanf(line + 4, "%lf,%lf,%lf", &c, &m, &w) != 3) continue;
+        found = 1;
+        SS_CHECK_CLOSE(c, 48, 1e-9, 0);
+        SS_CHECK_CLOSE(m, 60, 1e-9, 0);
+    }
+    fclose(fp);
+    CU_ASSERT(found);
+    /* titles name the setting; each policy in its own colour (bsp black, selsync vermillion) */
+    snprintf(path, sizeof path, "%s/replot.sh", out);
+    CU_ASSERT(file_has(path, "logreg, partition defdp/seldp, 4 workers, batch 32, 5Gbps"));
+    CU_ASSERT(file_has(path, "'#000000:B:1 #D55E00:S:1'"));
 }
 
 static void test_gradient_dump(void) {
@@ -453,16 +515,6 @@ static int read_dir_runs(const char *dir, run_record **out) {
     run_dirs_free(dirs, n);
     *out = r;
     return n;
-}
-
-static int file_has(const char *path, const char *text) {
-    FILE *fp = fopen(path, "r");
-    if (!fp) return 0;
-    static char buf[1 << 16];
-    size_t m = fread(buf, 1, sizeof buf - 1, fp);
-    buf[m] = '\0';
-    fclose(fp);
-    return strstr(buf, text) != NULL;
 }
 
 static void test_tta_one_definition(void) {
@@ -599,6 +651,21 @@ static void test_natural_order(void) {
     run_dirs_free(dirs, n);
 }
 
+static void test_policy_colours(void) {
+    /* one colour per policy whatever the set of policies run (the colour cycled with the
+     * position before); groups of one policy differ by dash type; -dlcp keeps its base colour */
+    const char *a[] = {"bsp", "ssp", "selsync"}, *b[] = {"selsync"}, *c[] = {"selsync", "selsync"};
+    char sa[200], sb[200], sc[200];
+    plots_styles(a, 3, sa, sizeof sa);
+    plots_styles(b, 1, sb, sizeof sb);
+    plots_styles(c, 2, sc, sizeof sc);
+    CU_ASSERT_STRING_EQUAL(sa, "#000000:B:1 #CC79A7:P:1 #D55E00:S:1");
+    CU_ASSERT_STRING_EQUAL(sb, "#D55E00:S:1");
+    CU_ASSERT_STRING_EQUAL(sc, "#D55E00:S:1 #D55E00:S:2");
+    CU_ASSERT_STRING_EQUAL(plots_policy_colour("selsync-dlcp"), plots_policy_colour("selsync"));
+    CU_ASSERT_EQUAL(plots_policy_mark("bsp-dlcp"), 'b');
+}
+
 static CU_TestInfo stats_tests[] = {
     {"stats_summarize: mean, sd, 95% CI of known data", test_stats_summarize_known},
     {"stats_summarize: NaN, one value, none", test_stats_summarize_edges},
@@ -615,6 +682,7 @@ static CU_TestInfo report_tests[] = {
     {"one TTA: compare and report agree when policy keys differ", test_tta_one_definition},
     {"TTA: no BSP run warned, replays n/a", test_tta_no_reference_and_replays},
     {"natural order of run directories", test_natural_order},
+    {"one colour per policy in every figure", test_policy_colours},
     CU_TEST_INFO_NULL};
 
 int main(void) {
