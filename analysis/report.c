@@ -274,7 +274,10 @@ static int write_tables(const run_record *runs, int n, const report_options *o,
         const report_group *G = &g[i];
         fprintf(f.fp, "| %s | %d | %d | %d | %d |", G->label, G->runs, G->ok, G->diverged,
                 G->failed);
-        md_cell(f.fp, G->accuracy, 1, "%.4f");
+        if (G->ok && G->no_accuracy == G->ok)
+            fprintf(f.fp, " n/a |"); /* replays record no accuracy */
+        else
+            md_cell(f.fp, G->accuracy, 1, "%.4f");
         /* n/a: no accuracy recorded (replays); "no BSP": no reference to measure against */
         const char *none = !G->tta_measured && G->no_accuracy    ? "n/a"
                            : !G->tta_measured && G->no_reference ? "no BSP"

@@ -125,27 +125,42 @@ int figure_breakdown(const run_record *runs, int n, const report_options *o, con
                         o->terminal);
 }
 
+/* The line of the scaling figure a run belongs to: its network, and its GPU when given
+ * ("10Gbps v100"): one worker of the same GPU is the reference. */
+static void scaling_line(const run_record *r, char *buf, size_t n) {
+    const char *base = strrchr(r->platform, '/');
+    const char *gpu = run_record_get(r, "gpu");
+    snprintf(buf, n, "%s%s%s", base ? base + 1 : r->platform, gpu && gpu[0] ? " " : "",
+             gpu ? gpu : "");
+}
+
 /* BSP scaling: throughput with N workers over that of one worker doing the same steps without
- * communication, N x compute_s / sim_time_s, averaged per (platform, N). */
+ * communication, N x compute_s / sim_time_s, averaged per (platform, GPU, N). */
 int figure_scaling(const run_record *runs, int n, const report_options *o) {
     const char *baseline = policy_registry_baseline()->name;
-    char platforms[32][RUN_RECORD_TEXT];
-    int n_plat = 0;
+    char(*lines)[RUN_RECORD_TEXT + 48] = ss_calloc(32, sizeof *lines);
+    char key[RUN_RECORD_TEXT + 48];
+    int n_lines = 0;
     for (int i = 0; i < n; i++) {
         if (strcmp(runs[i].policy, baseline) || strcmp(runs[i].status, "ok")) continue;
+        scaling_line(&runs[i], key, sizeof key);
         int k = 0;
-        while (k < n_plat && strcmp(platforms[k], runs[i].platform))
+        while (k < n_lines && strcmp(lines[k], key))
             k++;
-        if (k == n_plat && n_plat < 32)
-            snprintf(platforms[n_plat++], RUN_RECORD_TEXT, "%s", runs[i].platform);
+        if (k == n_lines && n_lines < 32) snprintf(lines[n_lines++], sizeof lines[0], "%s", key);
     }
-    if (!n_plat) return SS_OK;
+    if (!n_lines) {
+        free(lines);
+        return SS_OK;
+    }
     FILE *fp = open_data(o, "scaling.csv");
-    if (!fp) return ss_error_set(SS_EIO, "%s/scaling.csv: cannot write", o->out_dir);
-    for (int k = 0; k < n_plat; k++) {
-        char title[RUN_RECORD_TEXT];
-        const char *base = strrchr(platforms[k], '/');
-        sanitize_title(base ? base + 1 : platforms[k], title, sizeof title);
+    if (!fp) {
+        free(lines);
+        return ss_error_set(SS_EIO, "%s/scaling.csv: cannot write", o->out_dir);
+    }
+    for (int k = 0; k < n_lines; k++) {
+        char title[RUN_RECORD_TEXT + 48];
+        sanitize_title(lines[k], title, sizeof title);
         /* one worker is the reference: 1 by definition */
         fprintf(fp, "%sworkers,%s\n1,1\n", k ? "\n\n" : "", title);
         /* one row per worker count, in increasing order: the mean over seeds */
@@ -154,9 +169,10 @@ int figure_scaling(const run_record *runs, int n, const report_options *o) {
             int m = 0, larger = 0;
             for (int j = 0; j < n; j++) {
                 const run_record *s = &runs[j];
-                if (strcmp(s->policy, baseline) || strcmp(s->status, "ok") ||
-                    strcmp(s->platform, platforms[k]) || !(s->sim_time_s > 0))
+                if (strcmp(s->policy, baseline) || strcmp(s->status, "ok") || !(s->sim_time_s > 0))
                     continue;
+                scaling_line(s, key, sizeof key);
+                if (strcmp(key, lines[k])) continue;
                 larger |= s->workers > workers;
                 if (s->workers != workers) continue;
                 sum += s->workers * s->compute_s / s->sim_time_s;
@@ -167,6 +183,7 @@ int figure_scaling(const run_record *runs, int n, const report_options *o) {
         }
     }
     fclose(fp);
+    free(lines);
     char title[1400];
     figure_title("BSP throughput relative to one worker", runs, n, 0, title, sizeof title);
     return plots_render(o->out_dir, "scaling", "scaling.csv", "scaling", title, NULL, NULL);

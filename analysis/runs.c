@@ -131,6 +131,7 @@ static void setting_value(const run_record *r, int item, char *buf, size_t n) {
         v = run_record_get(r, "dataset");
         break;
     case 2: {
+        if (!run_record_get(r, "dataset")) return; /* a replay: no data, no partition */
         v = run_record_get(r, "partition");
         const policy_info *p = policy_registry_find(r->policy);
         if ((!v || !v[0]) && p && p->default_partition) v = p->default_partition;

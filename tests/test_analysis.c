@@ -105,7 +105,8 @@ static void make_run(const char *name, const char *policy, const char *delta, in
     CU_ASSERT_EQUAL_FATAL(ss_mkdir_p(dir), SS_OK);
     char text[2048];
     snprintf(text, sizeof text,
-             "[train]\nseed = %d\nout = %s\nmodel = logreg\npolicy = %s\nworkers = 4\n"
+             "[train]\nseed = %d\nout = %s\nmodel = logreg\ndataset = synthetic\npolicy = "
+             "%s\nworkers = 4\n"
              "bandwidth = 5Gbps\ndelta = %s\nstaleness = 3\n",
              seed, dir, policy, delta);
     write_file(dir, "config.ini", text);
@@ -437,7 +438,8 @@ static void test_report_write_figures(void) {
     CU_ASSERT(found);
     /* titles name the setting; each policy in its own colour (bsp black, selsync vermillion) */
     snprintf(path, sizeof path, "%s/replot.sh", out);
-    CU_ASSERT(file_has(path, "logreg, partition defdp/seldp, 4 workers, batch 32, 5Gbps"));
+    CU_ASSERT(
+        file_has(path, "logreg, synthetic, partition defdp/seldp, 4 workers, batch 32, 5Gbps"));
     CU_ASSERT(file_has(path, "'#000000:B:1 #D55E00:S:1'"));
 }
 

@@ -11,7 +11,7 @@ set termoption noenhanced
 set datafile separator ','
 stats data using 1 nooutput
 blocks = STATS_blocks
-set key bottom left
+set key top left
 set grid
 set title (ARGC >= 4) ? ARG4 : 'BSP throughput relative to one worker'
 set xlabel 'workers'
