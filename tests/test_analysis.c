@@ -8,6 +8,7 @@
 #include "analysis/runs.h"
 #include "analysis/stats.h"
 #include "analysis/tta.h"
+#include "analysis/validate_real.h"
 #include "common/afile.h"
 #include "common/status.h"
 #include "ss_test.h"
@@ -668,6 +669,34 @@ static void test_policy_colours(void) {
     CU_ASSERT_EQUAL(plots_policy_mark("bsp-dlcp"), 'b');
 }
 
+static void test_validate_real_fit_host(void) {
+    /* validate real's default case on a host with fewer cores than ranks: a core per rank, and
+     * what changed said (4 workers and an SSP server on 2 cores exited 1 there) */
+    char pol[256], why[1024];
+    int w;
+    CU_ASSERT_EQUAL(
+        validate_real_fit_host(2, "bsp,selsync,ssp", 4, pol, sizeof pol, &w, why, sizeof why), 1);
+    CU_ASSERT_STRING_EQUAL(pol, "bsp,selsync");
+    CU_ASSERT_EQUAL(w, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "2 cores for up to 5 ranks"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "ssp left out"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "--workers 4 --policy bsp,selsync,ssp"));
+    /* enough cores: as requested */
+    CU_ASSERT_EQUAL(
+        validate_real_fit_host(16, "bsp,selsync,ssp", 4, pol, sizeof pol, &w, why, sizeof why), 0);
+    CU_ASSERT_STRING_EQUAL(pol, "bsp,selsync,ssp");
+    CU_ASSERT_EQUAL(w, 4);
+    CU_ASSERT_STRING_EQUAL(why, "");
+    /* 4 cores: ssp's server and 3 workers fit, every policy on 3 workers */
+    CU_ASSERT_EQUAL(validate_real_fit_host(4, "bsp,selsync,ssp", 4, pol, sizeof pol, &w, NULL, 0),
+                    1);
+    CU_ASSERT_STRING_EQUAL(pol, "bsp,selsync,ssp");
+    CU_ASSERT_EQUAL(w, 3);
+    /* nothing fits */
+    CU_ASSERT_EQUAL(validate_real_fit_host(2, "ssp", 4, pol, sizeof pol, &w, NULL, 0), -1);
+    CU_ASSERT(validate_real_host_cores() >= 1);
+}
+
 static CU_TestInfo stats_tests[] = {
     {"stats_summarize: mean, sd, 95% CI of known data", test_stats_summarize_known},
     {"stats_summarize: NaN, one value, none", test_stats_summarize_edges},
@@ -685,6 +714,7 @@ static CU_TestInfo report_tests[] = {
     {"TTA: no BSP run warned, replays n/a", test_tta_no_reference_and_replays},
     {"natural order of run directories", test_natural_order},
     {"one colour per policy in every figure", test_policy_colours},
+    {"validate real: the default case fitted to the host's cores", test_validate_real_fit_host},
     CU_TEST_INFO_NULL};
 
 int main(void) {
