@@ -45,10 +45,9 @@ void compare_rows_tta(compare_row *rows, int n, double margin) {
     run_record *rec = ss_malloc(sizeof *rec), *ref_rec = ss_malloc(sizeof *ref_rec);
     for (int i = 0; i < n; i++) {
         compare_row *r = &rows[i];
-        const compare_row *ref = NULL; /* the reference run of its network */
+        const compare_row *ref = NULL; /* the reference run of its network and partition */
         for (int j = 0; j < n && !ref; j++)
-            if (!strcmp(rows[j].network, r->network) && rows[j].reference && rows[j].ok)
-                ref = &rows[j];
+            if (rows[j].panel == r->panel && rows[j].reference && rows[j].ok) ref = &rows[j];
         row_record(r, rec);
         if (ref) row_record(ref, ref_rec);
         const tta_result t = tta_measure(rec, ref ? (ref == r ? rec : ref_rec) : NULL, margin);
@@ -67,26 +66,27 @@ static void print_delta(FILE *fp, const compare_row *rows, int n) {
         const compare_row *r = &rows[i];
         if (!r->ok || !isfinite(r->delta_q[0])) continue;
         if (!header++)
-            fprintf(fp, "\n%-12s %-12s %9s %9s %9s %9s  (Delta after the warm-up)\n", "policy",
-                    "network", "p50", "p90", "p99", "max");
-        fprintf(fp, "%-12s %-12s %9.4g %9.4g %9.4g %9.4g\n", r->policy, r->label, r->delta_q[0],
-                r->delta_q[1], r->delta_q[2], r->delta_q[3]);
+            fprintf(fp, "\n%-12s %-12s %-12s %9s %9s %9s %9s  (Delta after the warm-up)\n",
+                    "policy", "network", "partition", "p50", "p90", "p99", "max");
+        fprintf(fp, "%-12s %-12s %-12s %9.4g %9.4g %9.4g %9.4g\n", r->policy, r->label,
+                r->partition, r->delta_q[0], r->delta_q[1], r->delta_q[2], r->delta_q[3]);
     }
 }
 
 void compare_rows_print(FILE *fp, const compare_row *rows, int n) {
-    fprintf(fp, "\n%-12s %-12s %9s %9s %11s %11s %8s %6s %8s %8s\n", "policy", "network",
-            "accuracy", "workers", "sim time", "TTA(BSP)", "speedup", "LSSR", "GB sent", "dropped");
+    fprintf(fp, "\n%-12s %-12s %-12s %9s %9s %11s %11s %8s %6s %8s %8s\n", "policy", "network",
+            "partition", "accuracy", "workers", "sim time", "TTA(BSP)", "speedup", "LSSR",
+            "GB sent", "dropped");
     for (int i = 0; i < n; i++) {
         const compare_row *r = &rows[i];
         if (!r->ok && !r->started) {
-            fprintf(fp, "%-12s %-12s  not run (interrupted before it started)\n", r->policy,
-                    r->label);
+            fprintf(fp, "%-12s %-12s %-12s  not run (interrupted before it started)\n", r->policy,
+                    r->label, r->partition);
             continue;
         }
         if (!r->ok) {
-            fprintf(fp, "%-12s %-12s  failed (exit %d): see %s/log.txt\n", r->policy, r->label,
-                    r->exit_code, r->dir);
+            fprintf(fp, "%-12s %-12s %-12s  failed (exit %d): see %s/log.txt\n", r->policy,
+                    r->label, r->partition, r->exit_code, r->dir);
             continue;
         }
         char note[32] = "";
@@ -95,9 +95,9 @@ void compare_rows_print(FILE *fp, const compare_row *rows, int n) {
         const tta_result t = {r->tta, NAN, r->tta_s, NAN, r->speedup};
         tta_cell(&t, 2, tta, sizeof tta);
         if (isfinite(r->speedup)) snprintf(speed, sizeof speed, "%.2fx", r->speedup);
-        fprintf(fp, "%-12s %-12s %9.4f %9.4f %9.2f s %11s %8s %6.3f %8.3f %7.2f%%%s\n", r->policy,
-                r->label, r->accuracy, r->worker_accuracy, r->sim_time_s, tta, speed, r->lssr,
-                r->bytes_sent / 1e9, 100.0 * r->dropped, note);
+        fprintf(fp, "%-12s %-12s %-12s %9.4f %9.4f %9.2f s %11s %8s %6.3f %8.3f %7.2f%%%s\n",
+                r->policy, r->label, r->partition, r->accuracy, r->worker_accuracy, r->sim_time_s,
+                tta, speed, r->lssr, r->bytes_sent / 1e9, 100.0 * r->dropped, note);
     }
     print_delta(fp, rows, n);
 }
@@ -107,6 +107,8 @@ static void write_csv_row(FILE *fp, const compare_row *r, int workers) {
     csv_write_field(fp, r->policy);
     fputc(',', fp);
     csv_write_field(fp, r->label);
+    fputc(',', fp);
+    csv_write_field(fp, r->partition);
     fprintf(fp, ",%d,", workers);
     if (!r->ok) {
         fprintf(fp, ",,,,,,,,,,,,%s\n", r->started ? "failed" : "not_run");
@@ -131,9 +133,10 @@ int compare_rows_write_csv(const char *path, const compare_row *rows, int n, int
     afile f;
     int rc = afile_open(&f, path);
     if (rc != SS_OK) return rc;
-    fprintf(f.fp, "policy,platform,workers,test_accuracy,sim_time_s,tta_s,speedup_vs_bsp,lssr,"
-                  "bytes_sent,dropped_fraction,worker_accuracy_mean,delta_p50,delta_p90,"
-                  "delta_p99,delta_max,status\n");
+    fprintf(f.fp,
+            "policy,platform,partition,workers,test_accuracy,sim_time_s,tta_s,speedup_vs_bsp,lssr,"
+            "bytes_sent,dropped_fraction,worker_accuracy_mean,delta_p50,delta_p90,"
+            "delta_p99,delta_max,status\n");
     for (int i = 0; i < n; i++)
         write_csv_row(f.fp, &rows[i], workers);
     return afile_commit(&f);
@@ -141,6 +144,9 @@ int compare_rows_write_csv(const char *path, const compare_row *rows, int n, int
 
 int compare_rows_plot(const char *out_dir, const compare_row *rows, int n, int n_panels,
                       int workers, FILE *terminal) {
+    int several_partitions = 0; /* then a panel's title names its partition too */
+    for (int i = 1; i < n; i++)
+        several_partitions |= strcmp(rows[i].partition, rows[0].partition) != 0;
     (void)workers; /* in the setting, read from the runs */
     plots_curve *curves = ss_calloc((size_t)(n ? n : 1), sizeof *curves);
     char(*titles)[128] = ss_calloc((size_t)(n_panels ? n_panels : 1), sizeof *titles);
@@ -151,7 +157,10 @@ int compare_rows_plot(const char *out_dir, const compare_row *rows, int n, int n
         title_of[k] = titles[k];
         for (int i = 0; i < n; i++) {
             if (rows[i].panel != k) continue;
-            if (!titles[k][0]) snprintf(titles[k], sizeof titles[k], "%s", rows[i].label);
+            if (!titles[k][0])
+                snprintf(titles[k], sizeof titles[k], "%s%s%s", rows[i].label,
+                         several_partitions ? ", " : "",
+                         several_partitions ? rows[i].partition : "");
             if (!rows[i].ok) continue;
             curves[m++] = (plots_curve){rows[i].dir, rows[i].policy, k};
             if (run_record_read(rows[i].dir, &recs[n_recs]) == SS_OK) n_recs++;

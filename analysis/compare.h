@@ -15,13 +15,14 @@
 #include <stdio.h>
 
 typedef struct compare_row {
-    char policy[16];   /* as listed: "bsp", "selsync-dlcp" */
-    char network[256]; /* bandwidth, or a platform file */
-    char label[64];    /* network as shown: "5Gbps", or the file's base name */
-    char dir[352];     /* the run's directory */
-    int panel;         /* its network's index (one figure panel per network) */
-    int reference;     /* 1: TTA target and speedup of its network are measured against it */
-    int started;       /* its process ran */
+    char policy[16];    /* as listed: "bsp", "selsync-dlcp" */
+    char network[256];  /* bandwidth, or a platform file */
+    char label[64];     /* network as shown: "5Gbps", or the file's base name */
+    char partition[32]; /* "iid" (each policy's default) or a --partition value */
+    char dir[352];      /* the run's directory */
+    int panel;          /* its (network, partition)'s index (one figure panel each) */
+    int reference;      /* 1: TTA target and speedup of its panel are measured against it */
+    int started;        /* its process ran */
     int exit_code;
     /* read back */
     int ok; /* summary.json read (status ok, diverged or interrupted) */

@@ -1,9 +1,10 @@
 /* syncsim compare: the same training under several policies and networks, side by side.
  *
- * Each (network, policy) point is one emulation in its own process (SimGrid runs one simulation
- * per process), up to --jobs at once through the job pool (common/isolate.h), writing
- * OUT/runs/<policy>-<network>/. The comparison is then read back from those directories
- * (analysis/compare.h): BSP's final accuracy on each network, less 0.5 points, is the target
+ * Each (network, partition, policy) point is one emulation in its own process (SimGrid runs one
+ * simulation per process), up to --jobs at once through the job pool (common/isolate.h), writing
+ * OUT/runs/<policy>-<network>[-<partition>]/. The comparison is then read back from those
+ * directories (analysis/compare.h): BSP's final accuracy on each network and partition, less 0.5
+ * points, is the target
  * whose first simulated time (TTA) every policy is measured at, and the speedup is
  * TTA(BSP) / TTA(policy). Results: a table on stdout, OUT/compare.csv, OUT/compare.png (accuracy
  * against simulated time) and a terminal plot. */
@@ -38,9 +39,10 @@ static int compare_is_reference(const char *policy) {
 
 typedef struct compare_ctx {
     run_config cfg;
-    char policies_text[RUN_CONFIG_TEXT], networks_text[RUN_CONFIG_TEXT];
-    char *pols[16], *nets[16];
-    int n_pols, n_nets, n;
+    char policies_text[RUN_CONFIG_TEXT], networks_text[RUN_CONFIG_TEXT],
+        partitions_text[RUN_CONFIG_TEXT];
+    char *pols[16], *nets[16], *parts[8];
+    int n_pols, n_nets, n_parts, n;
     compare_row runs[COMPARE_MAX_RUNS];
     int done;
     double t0_s;
@@ -113,12 +115,34 @@ static void unique_label(char *const *nets, int k, char (*labels)[64], size_t n)
     }
 }
 
-/* The lists of --policies and --networks, checked, and one run per (network, policy). */
+/* "iid" is each policy's own partition (the --partition default); the others are --partition
+ * values, checked by the runs' checks. */
+static int is_iid(const char *partition) {
+    return !strcmp(partition, "iid");
+}
+
+/* The partitions: --partition P alone (given, --partitions not) runs P only. */
+static int plan_partitions(compare_ctx *c) {
+    const char *list = c->cfg.partition[0] ? c->cfg.partition : c->cfg.partitions;
+    snprintf(c->partitions_text, sizeof c->partitions_text, "%s", list);
+    c->n_parts = split_list(c->partitions_text, c->parts, 8);
+    if (c->n_parts < 1)
+        return ss_error_set(SS_EUSAGE,
+                            "--partitions '%s': expected a comma-separated list of at most 8 "
+                            "partitions, none empty (e.g. iid,noniid:2 or iid,dirichlet:0.5)",
+                            list);
+    return listed_once("--partitions", c->parts, c->n_parts);
+}
+
+/* The lists of --policies, --networks and --partitions, checked, and one run per (network,
+ * partition, policy). */
 static int plan_runs(compare_ctx *c) {
     snprintf(c->policies_text, sizeof c->policies_text, "%s", c->cfg.policies);
     snprintf(c->networks_text, sizeof c->networks_text, "%s", c->cfg.networks);
     c->n_pols = split_list(c->policies_text, c->pols, 16);
     c->n_nets = split_list(c->networks_text, c->nets, 16);
+    int rc = plan_partitions(c);
+    if (rc != SS_OK) return rc;
     if (c->n_pols < 1 || c->n_nets < 1)
         return ss_error_set(SS_EUSAGE,
                             "%s '%s': expected a comma-separated list of at most 16 items, none "
@@ -126,30 +150,43 @@ static int plan_runs(compare_ctx *c) {
                             c->n_pols < 1 ? "--policies" : "--networks",
                             c->n_pols < 1 ? c->cfg.policies : c->cfg.networks,
                             c->n_pols < 1 ? "bsp,ssp" : "5Gbps,100Gbps");
-    if (c->n_pols * c->n_nets > COMPARE_MAX_RUNS)
-        return ss_error_set(SS_EUSAGE, "compare: at most %d runs (%d policies x %d networks asked)",
-                            COMPARE_MAX_RUNS, c->n_pols, c->n_nets);
+    if (c->n_pols * c->n_nets * c->n_parts > COMPARE_MAX_RUNS)
+        return ss_error_set(SS_EUSAGE,
+                            "compare: at most %d runs (%d policies x %d networks x %d partitions "
+                            "asked)",
+                            COMPARE_MAX_RUNS, c->n_pols, c->n_nets, c->n_parts);
     for (int p = 0; p < c->n_pols; p++) /* every point's policy before running any */
         if (policy_registry_check_listed(c->pols[p]) != SS_OK) return SS_EUSAGE;
-    int rc = listed_once("--policies", c->pols, c->n_pols);
+    rc = listed_once("--policies", c->pols, c->n_pols);
     if (rc == SS_OK) rc = listed_once("--networks", c->nets, c->n_nets);
     if (rc != SS_OK) return rc;
     char labels[16][64];
     for (int k = 0; k < c->n_nets; k++)
         unique_label(c->nets, k, labels, sizeof labels[0]);
     for (int k = 0; k < c->n_nets; k++)
-        for (int p = 0; p < c->n_pols; p++) {
-            compare_row *r = &c->runs[c->n++];
-            snprintf(r->policy, sizeof r->policy, "%s", c->pols[p]);
-            snprintf(r->network, sizeof r->network, "%s", c->nets[k]);
-            snprintf(r->label, sizeof r->label, "%s", labels[k]);
-            r->panel = k;
-            r->reference = compare_is_reference(r->policy);
-            char dir[sizeof r->dir];
-            snprintf(dir, sizeof dir, "%s/runs/%s-%s", c->cfg.out_dir, r->policy, r->label);
-            memcpy(r->dir, dir, sizeof dir);
-            r->tta_s = r->speedup = NAN;
-        }
+        for (int q = 0; q < c->n_parts; q++)
+            for (int p = 0; p < c->n_pols; p++) {
+                compare_row *r = &c->runs[c->n++];
+                snprintf(r->policy, sizeof r->policy, "%s", c->pols[p]);
+                snprintf(r->network, sizeof r->network, "%s", c->nets[k]);
+                snprintf(r->label, sizeof r->label, "%s", labels[k]);
+                snprintf(r->partition, sizeof r->partition, "%s", c->parts[q]);
+                r->panel = k * c->n_parts + q;
+                r->reference = compare_is_reference(r->policy);
+                /* one partition: the directory of a compare without them; several: suffixed,
+                 * ':' as '-' (runs/fedavg-5Gbps-noniid-2) */
+                char suffix[40] = "";
+                if (c->n_parts > 1) {
+                    snprintf(suffix, sizeof suffix, "-%s", r->partition);
+                    for (char *s = suffix; *s; s++)
+                        if (*s == ':' || *s == '/') *s = '-';
+                }
+                char dir[sizeof r->dir];
+                snprintf(dir, sizeof dir, "%s/runs/%s-%s%s", c->cfg.out_dir, r->policy, r->label,
+                         suffix);
+                memcpy(r->dir, dir, sizeof dir);
+                r->tta_s = r->speedup = NAN;
+            }
     return SS_OK;
 }
 
@@ -169,6 +206,7 @@ static void run_config_of(const compare_ctx *c, int j, run_config *out) {
         eps->d = COMPARE_DLCP_TOLERANCE;
     snprintf(cfg.policy, sizeof cfg.policy, "%s", policy);
     snprintf(cfg.out_dir, sizeof cfg.out_dir, "%s", r->dir);
+    snprintf(cfg.partition, sizeof cfg.partition, "%s", is_iid(r->partition) ? "" : r->partition);
     cfg.progress = 0;
     if (is_platform_file(r->network))
         snprintf(cfg.platform, sizeof cfg.platform, "%s", r->network);
@@ -276,8 +314,9 @@ static void job_done(void *ctx, int j, const isolate_job_end *end) {
     r->exit_code = end->exit_code;
     compare_row_read(r);
     const double now = outputs_wall_s();
-    printf("  [%d/%d] %-12s %-12s %s (run %.1f s; %.1f s elapsed)\n", ++c->done, c->n, r->policy,
-           r->label, r->ok ? r->status : "FAILED, see log.txt", now - c->start_s[j], now - c->t0_s);
+    printf("  [%d/%d] %-12s %-12s %-12s %s (run %.1f s; %.1f s elapsed)\n", ++c->done, c->n,
+           r->policy, r->label, r->partition, r->ok ? r->status : "FAILED, see log.txt",
+           now - c->start_s[j], now - c->t0_s);
     fflush(stdout);
 }
 
@@ -324,8 +363,8 @@ int cmd_compare(const run_config *cfg_in) {
     char path[1024];
     outputs_path(cfg, "compare.csv", path, sizeof path);
     if (rc == SS_OK) rc = compare_rows_write_csv(path, c->runs, c->n, cfg->workers);
-    if (rc == SS_OK &&
-        compare_rows_plot(cfg->out_dir, c->runs, c->n, c->n_nets, cfg->workers, stdout) != SS_OK)
+    if (rc == SS_OK && compare_rows_plot(cfg->out_dir, c->runs, c->n, c->n_nets * c->n_parts,
+                                         cfg->workers, stdout) != SS_OK)
         fprintf(stderr, "syncsim: %s\n", ss_error_message());
     if (rc == SS_OK)
         printf("outputs: %s/{compare.csv,compare.png,compare.gp,config.ini}, runs/*/ (wall %.0f "

@@ -145,6 +145,11 @@ static const opt_def tail_rows[] = {
      "compare: policies to run", 0},
     {"networks", OPT_TYPE_STRING, F(networks), "5Gbps,100Gbps", 0, 0, CMD_COMPARE, NULL, "LIST",
      "compare: link bandwidths of generated clusters, or platform files", 0},
+    {"partitions", OPT_TYPE_STRING, F(partitions), "iid,noniid:2", 0, 0, CMD_COMPARE, NULL, "LIST",
+     "compare: data partitions side by side, each a panel with its own BSP reference: iid (each "
+     "policy's own: seldp for selsync, defdp otherwise) or a --partition value (noniid:K, "
+     "dirichlet:ALPHA...); --partition P alone runs P only",
+     0},
     {"jobs", OPT_TYPE_INT, F(jobs), "2", 1, 256, CMD_COMPARE | CMD_SWEEP, NULL, "J",
      "compare, sweep: runs at once (each in its own process)", 0},
     {"resume", OPT_TYPE_FLAG, F(resume), "false", 0, 0, CMD_SWEEP, NULL, "",

@@ -72,9 +72,10 @@ typedef struct run_config {
     double background_load; /* cross traffic */
 
     /* compare */
-    char policies[RUN_CONFIG_TEXT]; /* comma-separated policies */
-    char networks[RUN_CONFIG_TEXT]; /* comma-separated bandwidths, or platform files */
-    int jobs;                       /* runs at once */
+    char policies[RUN_CONFIG_TEXT];   /* comma-separated policies */
+    char networks[RUN_CONFIG_TEXT];   /* comma-separated bandwidths, or platform files */
+    char partitions[RUN_CONFIG_TEXT]; /* compare: comma-separated partitions, "iid" the default */
+    int jobs;                         /* runs at once */
 
     /* sweep, report */
     int resume;                           /* sweep: skip points whose summary.json is complete */

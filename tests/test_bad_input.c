@@ -299,6 +299,10 @@ static void test_compare_dirs(void) {
 static const bad_case compare_twice[] = {
     {"compare --policies bsp,bsp --workers 2 --out @G", 2, "'bsp' is listed twice"},
     {"compare --networks 5Gbps,5Gbps --workers 2 --out @G", 2, "'5Gbps' is listed twice"},
+    {"compare --partitions iid,iid --workers 2 --out @G", 2, "'iid' is listed twice"},
+    {"compare --partitions iid,,noniid:2 --workers 2 --out @G", 2, "--partitions 'iid,,noniid:2'"},
+    {"compare --partitions iid,noniid:20 --dataset synthetic --workers 2 --out @G", 2,
+     "--partition noniid:20: labels per worker must be 1..10"},
 };
 
 static void test_compare_twice(void) {

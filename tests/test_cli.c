@@ -278,12 +278,13 @@ static void test_replay_config(void) {
     free(t2);
 }
 
-/* compare: one row per (network, policy), TTA and speedup against BSP. */
+/* compare: one row per (network, partition, policy), TTA and speedup against the BSP run of
+ * the same network and partition. */
 static void test_compare(void) {
     char args[600], *out = NULL;
     snprintf(args, sizeof args,
              "compare --policies bsp,selsync,fedavg --networks 5Gbps,100Gbps --workers 4 "
-             "--dataset synthetic --model mlp:32 --epochs 1 --out %s/cmp",
+             "--partitions iid,noniid:3 --dataset synthetic --model mlp:32 --epochs 1 --out %s/cmp",
              tmp_dir);
     int rc = run_syncsim(args, &out);
     CU_ASSERT_EQUAL(rc, 0);
@@ -295,17 +296,28 @@ static void test_compare(void) {
     CU_ASSERT_FATAL(fp != NULL);
     char line[512];
     CU_ASSERT(fgets(line, sizeof line, fp) != NULL);
-    const char *header =
-        "policy,platform,workers,test_accuracy,sim_time_s,tta_s,speedup_vs_bsp,lssr,bytes_sent";
+    const char *header = "policy,platform,partition,workers,test_accuracy,sim_time_s,tta_s,speedup_"
+                         "vs_bsp,lssr,bytes_sent";
     CU_ASSERT(strncmp(line, header, strlen(header)) == 0);
-    int rows = 0, bsp_speedup_one = 0;
+    int rows = 0, bsp_speedup_one = 0, noniid = 0;
     while (fgets(line, sizeof line, fp)) {
         rows++;
         if (!strncmp(line, "bsp,", 4) && strstr(line, ",1.000000,")) bsp_speedup_one++;
+        noniid += strstr(line, ",noniid:3,") != NULL;
     }
     fclose(fp);
-    CU_ASSERT_EQUAL(rows, 6);
-    CU_ASSERT_EQUAL(bsp_speedup_one, 2);
+    CU_ASSERT_EQUAL(rows, 12);
+    CU_ASSERT_EQUAL(noniid, 6);
+    CU_ASSERT_EQUAL(bsp_speedup_one, 4); /* each network and partition has its own reference */
+    /* the runs of a partition are in directories of their own, and ran on it */
+    snprintf(path, sizeof path, "%s/cmp/runs/fedavg-5Gbps-noniid-3/summary.json", tmp_dir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "grep -q '\"partition\":.*\"noniid:3\"' %s", path);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+    snprintf(cmd, sizeof cmd,
+             "grep -q '\"partition\":.*\"seldp\"' %s/cmp/runs/selsync-5Gbps-iid/summary.json",
+             tmp_dir);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
 }
 
 static CU_TestInfo cli_tests[] = {

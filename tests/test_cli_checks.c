@@ -159,7 +159,7 @@ static void test_blas_threads(void) {
     CU_ASSERT_FATAL(sum != NULL);
     CU_ASSERT(strstr(sum, " 1 threads)") != NULL);
     free(sum);
-    const char *cmp = "compare --policies bsp,selsync --networks 5Gbps " TINY;
+    const char *cmp = "compare --policies bsp,selsync --networks 5Gbps --partitions iid " TINY;
     char args[512];
     for (int j = 1; j <= 2; j++) {
         snprintf(args, sizeof args, "%s --jobs %d --out c%d", cmp, j, j);
