@@ -170,10 +170,14 @@ static int synth_decisions(const run_config *cfg, long steps, int8_t **out) {
         trace *rec;
         int rc = trace_load(cfg->replay_decisions, &rec);
         if (rc != SS_OK) return rc;
-        SS_ASSERT(rec->steps_done >= steps); /* selsync_steps checked it */
-        memcpy(d, rec->decisions, (size_t)steps);
+        /* selsync_steps checked the steps; the file may have changed since */
+        const long n = rec->steps_done;
+        if (n >= steps) memcpy(d, rec->decisions, (size_t)steps);
         trace_free(rec);
-        return SS_OK;
+        return n >= steps
+                   ? SS_OK
+                   : ss_error_set(SS_EINPUT, "--decisions %s: changed while read (%ld steps)",
+                                  cfg->replay_decisions, n);
     }
     rng r;
     rng_seed(&r, cfg->seed, RNG_STREAM_POLICY + 16);
