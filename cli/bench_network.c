@@ -55,6 +55,7 @@ typedef struct bench_run {
     sim_group *world;
     int incast; /* 1: every worker pushes `bytes` to server 0 at once (BENCH_INCAST) */
     sim_nccl_protocol protocol;
+    int channels; /* ring's channels (0 or 1: one ring) */
 } bench_run;
 
 typedef struct bench_worker {
@@ -64,7 +65,8 @@ typedef struct bench_worker {
 
 static void bench_worker_main(void *data) {
     bench_worker *w = data;
-    sim_coll_opts co = {.algo = w->run->algo, .protocol = w->run->protocol};
+    sim_coll_opts co = {
+        .algo = w->run->algo, .protocol = w->run->protocol, .channels = w->run->channels};
     int st = sim_allreduce(w->run->world, w->rank, w->run->bytes, &co, NULL);
     SS_ASSERT(st == SS_OK);
 }
@@ -115,12 +117,17 @@ static int bench_one(void *arg, isolate_blob *result) {
     /* what the all-reduce ran: auto's algorithm, and the protocol of NCCL's algorithms */
     char ran[BENCH_RAN_LEN] = "";
     if (st == SS_OK && !r->incast) {
-        const sim_coll_opts co = {.algo = r->algo, .protocol = r->protocol};
+        const sim_coll_opts co = {
+            .algo = r->algo, .protocol = r->protocol, .channels = r->channels};
         const sim_allreduce_algo a = r->algo == SIM_ALLREDUCE_AUTO
                                          ? sim_allreduce_auto_pick(r->world, r->bytes, &co)
                                          : r->algo;
         const sim_nccl_protocol p = sim_allreduce_protocol(r->world, r->algo, a, r->bytes, &co);
-        snprintf(ran, sizeof ran, "%s%s%s", sim_allreduce_algo_name(a),
+        const int ch = r->algo == SIM_ALLREDUCE_AUTO ? sim_allreduce_auto_channels(r->world, &co)
+                                                     : r->channels;
+        char channels[24] = "";
+        if (a == SIM_ALLREDUCE_RING && ch > 1) snprintf(channels, sizeof channels, "x%d", ch);
+        snprintf(ran, sizeof ran, "%s%s%s%s", sim_allreduce_algo_name(a), channels,
                  p != SIM_PROTOCOL_AUTO ? "/" : "",
                  p != SIM_PROTOCOL_AUTO ? sim_nccl_protocol_name(p) : "");
     }
@@ -278,8 +285,8 @@ int bench_network(const bench_network_opts *o, FILE *out) {
         char platform[1024], hostfile[1024];
         int st = write_inputs(o, dir, n, platform, hostfile, sizeof platform);
         if (st) return st;
-        bench_run r = {platform,           n,    o->bytes, o->model,
-                       SIM_ALLREDUCE_RING, NULL, 0,        SIM_PROTOCOL_AUTO};
+        bench_run r = {platform, n, o->bytes,          o->model, SIM_ALLREDUCE_RING,
+                       NULL,     0, SIM_PROTOCOL_AUTO, 1};
         double ring_s = 0, ring_w = 0, coarse_s = 0, coarse_w = 0;
         if ((st = bench_sim(&r, &ring_s, &ring_w, NULL))) return st;
         r.algo = SIM_ALLREDUCE_RING_COARSE;
@@ -313,10 +320,17 @@ int bench_network(const bench_network_opts *o, FILE *out) {
 int bench_network_allreduce_protocol(const char *platform, int n, double bytes,
                                      sim_network_model model, int algo, sim_nccl_protocol protocol,
                                      double *sim_s, double *wall_s, char *ran) {
+    return bench_network_allreduce_channels(platform, n, bytes, model, algo, protocol, 1, sim_s,
+                                            wall_s, ran);
+}
+
+int bench_network_allreduce_channels(const char *platform, int n, double bytes,
+                                     sim_network_model model, int algo, sim_nccl_protocol protocol,
+                                     int channels, double *sim_s, double *wall_s, char *ran) {
     int incast = algo == BENCH_INCAST;
     bench_run r = {
-        platform, n,      bytes,   model, incast ? SIM_ALLREDUCE_RING : (sim_allreduce_algo)algo,
-        NULL,     incast, protocol};
+        platform, n,      bytes,    model,   incast ? SIM_ALLREDUCE_RING : (sim_allreduce_algo)algo,
+        NULL,     incast, protocol, channels};
     *sim_s = NAN;
     if (ran) ran[0] = 0;
     return bench_sim(&r, sim_s, wall_s, ran);
@@ -417,9 +431,9 @@ int bench_network_sizes(const bench_sizes_opts *o, bench_sizes_row *rows) {
     for (int i = 0; i < o->n_sizes; i++) {
         double sim_s, wall_s;
         char ran[BENCH_RAN_LEN];
-        int st =
-            bench_network_allreduce_protocol(o->platform, o->n_workers, o->sizes_bytes[i], o->model,
-                                             o->algo, o->protocol, &sim_s, &wall_s, ran);
+        int st = bench_network_allreduce_channels(o->platform, o->n_workers, o->sizes_bytes[i],
+                                                  o->model, o->algo, o->protocol, o->channels,
+                                                  &sim_s, &wall_s, ran);
         if (st) return st;
         double algbw = o->sizes_bytes[i] / sim_s / 1e9;
         /* incast: the rate into the server, n pushes of size bytes over time */
@@ -435,6 +449,8 @@ static const char *algo_label(int algo) {
 }
 
 void bench_sizes_print(const bench_sizes_opts *o, const bench_sizes_row *rows, FILE *out) {
+    char channels[32] = "";
+    if (o->channels > 1) snprintf(channels, sizeof channels, ", %d channels", o->channels);
     if (o->algo == BENCH_INCAST)
         fprintf(out,
                 "# bench network: incast, %d workers each push size bytes to one parameter "
@@ -444,10 +460,10 @@ void bench_sizes_print(const bench_sizes_opts *o, const bench_sizes_row *rows, F
                 o->n_workers, o->platform, sim_network_model_name(o->model));
     else
         fprintf(out,
-                "# bench network: all-reduce (%s) of %d workers on %s, network model %s\n"
+                "# bench network: all-reduce (%s%s) of %d workers on %s, network model %s\n"
                 "# algbw = size/time, busbw = algbw x 2(n-1)/n (nccl-tests doc/PERFORMANCE.md)\n",
-                sim_allreduce_algo_name((sim_allreduce_algo)o->algo), o->n_workers, o->platform,
-                sim_network_model_name(o->model));
+                sim_allreduce_algo_name((sim_allreduce_algo)o->algo), channels, o->n_workers,
+                o->platform, sim_network_model_name(o->model));
     fprintf(out, "#%14s %14s %6s %12s %10s %10s %10s  %s\n", "size (B)", "count", "type",
             "time (us)", "algbw", "busbw", "wall (s)", "ran");
     for (int i = 0; i < o->n_sizes; i++)
@@ -553,6 +569,10 @@ static int table_options(const run_request *rq, bench_sizes_opts *o) {
     else
         o->algo = (int)algo;
     if ((st = sim_nccl_protocol_parse("--protocol", cfg->protocol, &o->protocol))) return st;
+    o->channels = cfg->channels > 0 ? cfg->channels : 1;
+    if (o->channels > 1 && o->algo != SIM_ALLREDUCE_RING && o->algo != SIM_ALLREDUCE_AUTO)
+        return ss_error_set(SS_EUSAGE, "--channels %d applies to --collective ring or auto, not %s",
+                            o->channels, cfg->collective);
     if (o->protocol != SIM_PROTOCOL_AUTO &&
         (o->algo == BENCH_INCAST || !coll_takes_protocol(algo, o->protocol)))
         return ss_error_set(SS_EUSAGE,
@@ -578,6 +598,12 @@ int bench_network_run(const run_request *rq, FILE *out) {
     st = bench_network_sizes(&o, rows);
     if (tmp) remove(path);
     o.platform = shown;
+    if (st == SS_OK && rq->was_set &&
+        (rq->was_set(cfg, "gpu") || rq->was_set(cfg, "gpu-efficiency")))
+        fprintf(out,
+                "# --gpu %s (efficiency %g): the generated hosts' speed, as a replay's; the "
+                "all-reduce computes nothing, so its times do not depend on it\n",
+                cfg->gpu, cfg->gpu_efficiency);
     if (st == SS_OK) bench_sizes_print(&o, rows, out);
     if (st == SS_OK && rq->was_set && rq->was_set(cfg, "out")) {
         char csv[RUN_CONFIG_TEXT + 32];

@@ -64,6 +64,7 @@ typedef struct bench_sizes_opts {
     sim_network_model model;
     int algo;                   /* sim_allreduce_algo (collective.h), or BENCH_INCAST */
     sim_nccl_protocol protocol; /* the NCCL-style algorithms' protocol (0: auto) */
+    int channels;               /* ring and auto's ring: rings run at once (0 or 1: one) */
 } bench_sizes_opts;
 
 /* Room for what an all-reduce ran ("hier/LL", "ring"). */
@@ -99,6 +100,11 @@ int bench_network_allreduce(const char *platform, int n, double bytes, sim_netwo
 int bench_network_allreduce_protocol(const char *platform, int n, double bytes,
                                      sim_network_model model, int algo, sim_nccl_protocol protocol,
                                      double *sim_s, double *wall_s, char *ran);
+/* The same with the ring's channels (sim_coll_opts.channels; 0 or 1: one ring); `ran` also says
+ * the channels of a ring ("ringx4"). */
+int bench_network_allreduce_channels(const char *platform, int n, double bytes,
+                                     sim_network_model model, int algo, sim_nccl_protocol protocol,
+                                     int channels, double *sim_s, double *wall_s, char *ran);
 
 /* `syncsim bench network` from its options: --smpi runs bench_network() over --hosts-list at
  * --bytes; otherwise the table over --sizes on --platform FILE or the generated platform of

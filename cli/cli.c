@@ -93,6 +93,30 @@ static const subcommand subcommands[] = {
 };
 #define SUBCOMMAND_COUNT ((int)(sizeof subcommands / sizeof subcommands[0]))
 
+/* bench's targets: each its own rows of the option table, its own usage and --help. */
+static const struct {
+    const char *name;
+    unsigned command;
+    const char *usage, *summary;
+} bench_targets[] = {
+    {"kernels", CMD_BENCH_KERNELS, "syncsim bench kernels [options]",
+     "one worker's training step against SGEMM, on the CPU or the GPU"},
+    {"network", CMD_BENCH_NETWORK, "syncsim bench network [options]",
+     "an nccl-tests-like all-reduce table over --sizes; --smpi: the ring against SMPI"},
+    {"coupling", CMD_BENCH_COUPLING, "syncsim bench coupling [options]",
+     "the same training with and without SimGrid: what the coupling costs"},
+    {"replay", CMD_BENCH_REPLAY, "syncsim bench replay [options]",
+     "replay of a profile at scale (BSP, one all-reduce a step), and against SMPI"},
+};
+#define BENCH_TARGETS ((int)(sizeof bench_targets / sizeof bench_targets[0]))
+
+static void print_bench_help(FILE *out) {
+    fprintf(out, "usage: syncsim bench kernels|network|coupling|replay [options]\n\ntargets:\n");
+    for (int i = 0; i < BENCH_TARGETS; i++)
+        fprintf(out, "  %-10s %s\n", bench_targets[i].name, bench_targets[i].summary);
+    fprintf(out, "\nsyncsim bench TARGET --help lists the options each target takes.\n");
+}
+
 /* Whether `word` is one of the subcommand's targets. */
 static int is_target(const subcommand *sc, const char *word) {
     size_t n = strlen(word);
@@ -164,8 +188,11 @@ int cli_main(int argc, char **argv) {
     const char *target = "";
     if (sc->targets) {
         /* bench and validate take a target word before their options */
-        if (argc >= 3 && !strcmp(argv[2], "--help")) {
-            options_print_help(sc->command, sc->usage, stdout);
+        if (argc >= 3 && (!strcmp(argv[2], "--help") || !strcmp(argv[2], "-h"))) {
+            if (sc->command == CMD_BENCH)
+                print_bench_help(stdout);
+            else
+                options_print_help(sc->command, sc->usage, stdout);
             return 0;
         }
         if (argc < 3 || !is_target(sc, argv[2])) {
@@ -179,11 +206,21 @@ int cli_main(int argc, char **argv) {
         first = 3;
     }
     run_config cfg;
-    options_name_command(sc->name);
-    int rc = options_parse(sc->command, argc - first, argv + first, &cfg);
+    unsigned command = sc->command;
+    const char *usage = sc->usage;
+    char label[64];
+    snprintf(label, sizeof label, "%s", sc->name);
+    for (int i = 0; sc->command == CMD_BENCH && i < BENCH_TARGETS; i++)
+        if (!strcmp(target, bench_targets[i].name)) {
+            command = bench_targets[i].command;
+            usage = bench_targets[i].usage;
+            snprintf(label, sizeof label, "bench %s", target);
+        }
+    options_name_command(label);
+    int rc = options_parse(command, argc - first, argv + first, &cfg);
     if (rc != SS_OK) return fail(rc);
     if (cfg.help) {
-        options_print_help(sc->command, sc->usage, stdout);
+        options_print_help(command, usage, stdout);
         return 0;
     }
     rc = sc->run(&cfg, target);

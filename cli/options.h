@@ -17,11 +17,16 @@ enum cli_command {
     CMD_TRAIN = 1 << 0,
     CMD_COMPARE = 1 << 1,
     CMD_PLATFORM = 1 << 2,
-    CMD_BENCH = 1 << 3,
     CMD_REPLAY = 1 << 4,
     CMD_SWEEP = 1 << 5,
     CMD_REPORT = 1 << 6,
     CMD_VALIDATE = 1 << 7,
+    /* bench's targets: each parses, and lists in --help, only the options it takes */
+    CMD_BENCH_KERNELS = 1 << 8,
+    CMD_BENCH_NETWORK = 1 << 9,
+    CMD_BENCH_COUPLING = 1 << 10,
+    CMD_BENCH_REPLAY = 1 << 11,
+    CMD_BENCH = CMD_BENCH_KERNELS | CMD_BENCH_NETWORK | CMD_BENCH_COUPLING | CMD_BENCH_REPLAY,
 };
 
 /* Policies, as bits, for the rows that apply to some policies only: POL_SINGLE (train without

@@ -70,6 +70,9 @@ int edit_distance(const char *a, const char *b);
 int command_default_at(int k, const char **name, unsigned *command, const char **def);
 /* The default of row i for `command`: the subcommand's own, else the row's. */
 const char *default_for(unsigned command, int i);
+/* --help's text for row i where `command` resolves it otherwise: 1 and *help (and *def, when the
+ * subcommand states its own default), else 0. */
+int command_help_of(unsigned command, int i, const char **help, const char **def);
 /* The bit in a row's `policies` of the run's policy (POL_OF; simulated or not). */
 unsigned policy_bit(const run_config *cfg);
 /* A row's value in cfg as text (as config.ini writes it). */

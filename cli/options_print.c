@@ -2,6 +2,7 @@
  * options.h). */
 #include "cli/options_internal.h"
 #include "common/status.h"
+#include "traces/profile.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -48,8 +49,21 @@ void options_print_table(unsigned command, const run_config *cfg, FILE *out) {
     fprintf(out, "+----------------------+--------------------------------------------+\n");
 }
 
+/* What --help says before the options, for subcommands that resolve options in more ways than
+ * a default. */
+static const char *help_preamble(unsigned command) {
+    if (command == CMD_REPLAY)
+        return "A trace's recorded settings (policy, platform, network model, collective, batch)\n"
+               "apply wherever an option is not given; the defaults below are those of --profile\n"
+               "and --import, and of a trace that records no such setting.\n";
+    return NULL;
+}
+
 void options_print_help(unsigned command, const char *usage, FILE *out) {
-    fprintf(out, "usage: %s\n\noptions:\n", usage);
+    fprintf(out, "usage: %s\n\n", usage);
+    const char *pre = help_preamble(command);
+    if (pre) fprintf(out, "%s\n", pre);
+    fprintf(out, "options:\n");
     for (int i = 0; i < opt_count(); i++) {
         const opt_def *o = &opt_rows()[i];
         if (!(o->commands & command)) continue;
@@ -60,9 +74,12 @@ void options_print_help(unsigned command, const char *usage, FILE *out) {
             snprintf(range, sizeof range, " [%g..%g]", o->min, o->max);
         else if (o->type == OPT_TYPE_CHOICE)
             snprintf(range, sizeof range, " (%s)", o->choices + (o->choices[0] == '|'));
-        fprintf(out, "  %-26s %s%s", left, o->help, range);
-        const char *def = default_for(command, i);
+        const char *help = o->help, *def = default_for(command, i);
+        command_help_of(command, i, &help, &def);
+        fprintf(out, "  %-26s %s%s", left, help, range);
         if (def && def[0] && o->type != OPT_TYPE_FLAG) fprintf(out, " (default %s)", def);
         fputc('\n', out);
+        /* the shipped profiles, from their files: name, input, batch, what they are */
+        if (!strcmp(o->name, "profile")) profile_print_list(out, "      ");
     }
 }

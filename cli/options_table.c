@@ -28,27 +28,33 @@ static const opt_def head_rows[] = {
     {"seed", OPT_TYPE_U64, F(seed), "1", 0, 0, CMD_RUN | CMD_REPLAY | CMD_VALIDATE, NULL, "S",
      "seed of every random choice; the same seed gives the same run bit for bit", 0},
     {"out", OPT_TYPE_STRING, F(out_dir), "out", 0, 0,
-     CMD_RUN | CMD_SWEEP | CMD_REPORT | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL, "DIR",
-     "output directory (created if needed; bench network: only when given)", 0},
-    {"device", OPT_TYPE_CHOICE, F(device), "auto", 0, 0, CMD_RUN | CMD_BENCH, "auto|cpu|cuda", "D",
+     CMD_RUN | CMD_SWEEP | CMD_REPORT | CMD_REPLAY | CMD_BENCH_NETWORK | CMD_VALIDATE, NULL, "DIR",
+     "output directory (created if needed)", 0},
+    {"device", OPT_TYPE_CHOICE, F(device), "auto", 0, 0,
+     CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING, "auto|cpu|cuda", "D",
      "compute device; auto takes a usable GPU, else the CPU (the banner's device line says which; "
      "--device cuda says why no GPU is usable)",
      0},
-    {"model", OPT_TYPE_STRING, F(model), "mlp", 0, 0, CMD_RUN | CMD_BENCH | CMD_VALIDATE, NULL, "M",
+    {"model", OPT_TYPE_STRING, F(model), "mlp", 0, 0,
+     CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "M",
      "logreg | mlp | mlp:W1,W2,... (hidden widths) | cnn", 0},
     {"dataset", OPT_TYPE_STRING, F(dataset), "fashion-mnist", 0, 0,
-     CMD_RUN | CMD_BENCH | CMD_VALIDATE, NULL, "NAME|PATH",
+     CMD_RUN | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "NAME|PATH",
      "fashion-mnist | mnist | cifar10 | synthetic | a directory of IDX or CIFAR-10 files", 0},
-    {"data-dir", OPT_TYPE_STRING, F(data_dir), "", 0, 0, CMD_RUN | CMD_BENCH | CMD_VALIDATE, NULL,
-     "DIR", "directory of the named data set (default: its Debian package's directory)", 0},
-    {"epochs", OPT_TYPE_DOUBLE, F(epochs), "5", 0.001, 10000, CMD_RUN | CMD_BENCH | CMD_VALIDATE,
-     NULL, "E", "passes over the training set by all workers together (fractions allowed)", 0},
+    {"data-dir", OPT_TYPE_STRING, F(data_dir), "", 0, 0,
+     CMD_RUN | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "DIR",
+     "directory of the named data set (default: its Debian package's directory)", 0},
+    {"epochs", OPT_TYPE_DOUBLE, F(epochs), "5", 0.001, 10000,
+     CMD_RUN | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "E",
+     "passes over the training set by all workers together (fractions allowed)", 0},
     {"batch", OPT_TYPE_INT, F(batch), "64", 1, 65536,
-     CMD_RUN | CMD_BENCH | CMD_REPLAY | CMD_VALIDATE, NULL, "B", "mini-batch size per worker", 0},
-    {"lr", OPT_TYPE_DOUBLE, F(lr), "0", 0, 100, CMD_RUN | CMD_BENCH, NULL, "X",
+     CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING | CMD_BENCH_REPLAY | CMD_REPLAY |
+         CMD_VALIDATE,
+     NULL, "B", "mini-batch size per worker", 0},
+    {"lr", OPT_TYPE_DOUBLE, F(lr), "0", 0, 100, CMD_RUN | CMD_BENCH_COUPLING, NULL, "X",
      "learning rate (0: one worker 0.01 logreg, else 0.02; several workers 0.05, cnn 0.02)", 0},
-    {"momentum", OPT_TYPE_DOUBLE, F(momentum), "0.9", 0, 0.9999, CMD_RUN | CMD_BENCH, NULL, "X",
-     "SGD momentum (0 = plain SGD)", 0},
+    {"momentum", OPT_TYPE_DOUBLE, F(momentum), "0.9", 0, 0.9999, CMD_RUN | CMD_BENCH_COUPLING, NULL,
+     "X", "SGD momentum (0 = plain SGD)", 0},
     {"weight-decay", OPT_TYPE_DOUBLE, F(weight_decay), "0", 0, 1, CMD_RUN, NULL, "X",
      "L2 weight decay", 0},
     {"lr-schedule", OPT_TYPE_STRING, F(lr_schedule), "constant", 0, 0, CMD_RUN, NULL, "S",
@@ -63,40 +69,45 @@ static const opt_def head_rows[] = {
     {"policy", OPT_TYPE_CHOICE, F(policy), "", 0, 0, CMD_TRAIN | CMD_REPLAY | CMD_VALIDATE,
      NULL /* registry */, "P",
      "synchronization policy; without it (and with one worker) train runs without simulation", 0},
-    {"workers", OPT_TYPE_INT, F(workers), "1", 1, 4096, CMD_RUN | CMD_BENCH | CMD_VALIDATE, NULL,
-     "N", "workers (each a SimGrid actor with a real replica)", 0},
-    {"platform", OPT_TYPE_STRING, F(platform), "", 0, 0, CMD_TRAIN | CMD_REPLAY | CMD_BENCH, NULL,
-     "FILE", "SimGrid platform file (default: a star cluster generated from the options below)",
-     SIM},
+    {"workers", OPT_TYPE_INT, F(workers), "1", 1, 4096,
+     CMD_RUN | CMD_BENCH_NETWORK | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "N",
+     "workers (each a SimGrid actor with a real replica)", 0},
+    {"platform", OPT_TYPE_STRING, F(platform), "", 0, 0, CMD_TRAIN | CMD_REPLAY | CMD_BENCH_NETWORK,
+     NULL, "FILE",
+     "SimGrid platform file (default: a star cluster generated from the options below)", SIM},
     {"bandwidth", OPT_TYPE_STRING, F(bandwidth), "25Gbps", 0, 0,
-     CMD_TRAIN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL, "BW",
+     CMD_TRAIN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK | CMD_VALIDATE, NULL, "BW",
      "generated platform: link bandwidth (5Gbps, 100Gbps, 1.25GBps...)", SIM},
     {"latency", OPT_TYPE_STRING, F(latency), "tier", 0, 0,
-     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL, "T",
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK | CMD_VALIDATE, NULL, "T",
      "generated platform: link latency (5us, 1ms...; tier: by bandwidth, 25us at 5Gbps down to "
      "1us at 100Gbps)",
      SIM},
     {"topology", OPT_TYPE_CHOICE, F(topology), "star", 0, 0,
-     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, "star|fat-tree", "T",
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, "star|fat-tree", "T",
      "generated platform: topology", SIM},
-    {"gpu", OPT_TYPE_CHOICE, F(gpu), "v100", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY, NULL, "G",
+    {"gpu", OPT_TYPE_CHOICE, F(gpu), "v100", 0, 0,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, NULL, "G",
      "generated platform: GPU class (host speed = its FP32 FLOP/s)", SIM},
     {"network-model", OPT_TYPE_CHOICE, F(network_model), "LV08", 0, 0,
-     CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_PLATFORM, "LV08|CM02|ns-3|SMPI|TCP-stream", "M",
+     CMD_RUN | CMD_REPLAY | CMD_BENCH_NETWORK | CMD_PLATFORM, "LV08|CM02|ns-3|SMPI|TCP-stream", "M",
      "SimGrid network model (CM02: plain flows; ns-3: packet-level TCP, stars only; SMPI: LV08 "
      "with size-dependent TCP factors; TCP-stream: SMPI's below 64 KiB, a warm stream's above)",
      SIM},
     {"collective", OPT_TYPE_CHOICE, F(collective), "auto", 0, 0,
-     CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL /* sim/net/coll/collective.h's, ps */,
-     "C", "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
+     CMD_RUN | CMD_REPLAY | CMD_BENCH_NETWORK | CMD_VALIDATE,
+     NULL /* sim/net/coll/collective.h's, ps */, "C",
+     "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
     {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN | CMD_REPLAY, NULL,
      "BYTES", "cut collective messages into segments of this size (0: whole)", SIM},
-    {"channels", OPT_TYPE_INT, F(channels), "1", 1, 16, CMD_RUN | CMD_REPLAY, NULL, "C",
+    {"channels", OPT_TYPE_INT, F(channels), "1", 1, 16, CMD_RUN | CMD_REPLAY | CMD_BENCH_NETWORK,
+     NULL, "C",
      "ring all-reduce: split the vector over C rings run at once (on nodes, through different "
      "GPUs and NICs, as NCCL's channels)",
      SIM},
-    {"protocol", OPT_TYPE_CHOICE, F(protocol), "auto", 0, 0, CMD_RUN | CMD_REPLAY | CMD_BENCH,
-     "auto|LL|LL128|Simple", "P", "NCCL protocol of auto, hier, hier-coarse, dbtree", SIM},
+    {"protocol", OPT_TYPE_CHOICE, F(protocol), "auto", 0, 0,
+     CMD_RUN | CMD_REPLAY | CMD_BENCH_NETWORK, "auto|LL|LL128|Simple", "P",
+     "NCCL protocol of auto, hier, hier-coarse, dbtree", SIM},
     {"ps-servers", OPT_TYPE_INT, F(ps_servers), "1", 1, 1024, CMD_RUN | CMD_REPLAY, NULL, "K",
      "parameter servers (shards) for ssp, asp or --collective ps", SIM},
     {"compute", OPT_TYPE_STRING, F(compute), "model", 0, 0, CMD_RUN | CMD_REPLAY, NULL, "MODE",
@@ -163,15 +174,17 @@ static const opt_def tail_rows[] = {
     {"ps", OPT_TYPE_INT, F(ps_hosts), "0", 0, 1024, CMD_PLATFORM, NULL, "K",
      "platform: parameter-server hosts (role=ps)", 0},
     {"gpu-efficiency", OPT_TYPE_DOUBLE, F(gpu_efficiency), "1", 1e-6, 1,
-     CMD_RUN | CMD_PLATFORM | CMD_REPLAY, NULL, "F",
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, NULL, "F",
      "generated platform: host speed as a fraction of the GPU's peak FP32 FLOP/s", SIM},
-    {"sizes", OPT_TYPE_STRING, F(bench_sizes), "8:1GiB:x2", 0, 0, CMD_BENCH, NULL, "LIST|B:E:xF",
+    {"sizes", OPT_TYPE_STRING, F(bench_sizes), "8:1GiB:x2", 0, 0, CMD_BENCH_NETWORK, NULL,
+     "LIST|B:E:xF",
      "bench network: message sizes in bytes, a list (1KiB,1GiB) or a range as nccl-tests' -b -e "
      "-f (8:1GiB:x2; B:E:+STEP adds); units K M G T = powers of 1024, KB MB GB TB = of 1000",
      0},
-    {"hosts-list", OPT_TYPE_STRING, F(bench_hosts), "16,64,256,1024", 0, 0, CMD_BENCH, NULL, "LIST",
+    {"hosts-list", OPT_TYPE_STRING, F(bench_hosts), "16,64,256,1024", 0, 0,
+     CMD_BENCH_NETWORK | CMD_BENCH_REPLAY, NULL, "LIST",
      "bench network --smpi, bench replay: host counts", 0},
-    {"smpi", OPT_TYPE_FLAG, F(bench_smpi), "false", 0, 0, CMD_BENCH, NULL, "",
+    {"smpi", OPT_TYPE_FLAG, F(bench_smpi), "false", 0, 0, CMD_BENCH_NETWORK, NULL, "",
      "bench network: the ring against SMPI's MPI_Allreduce over --hosts-list at --bytes", 0},
     {"references", OPT_TYPE_STRING, F(validate_refs), "traces/reference/nccl", 0, 0, CMD_VALIDATE,
      NULL, "DIR", "validate network: directory of references (one subdirectory each)", 0},
@@ -192,66 +205,69 @@ static const opt_def tail_rows[] = {
      "validate scaling: bound on the median relative error of the efficiencies", 0},
     /* generated node platforms: multi-GPU servers (sim/platform/platform_gen.h,
        platforms/README.md) */
-    {"nodes", OPT_TYPE_INT, F(nodes), "0", 0, 8192, CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH,
-     NULL, "N",
+    {"nodes", OPT_TYPE_INT, F(nodes), "0", 0, 8192,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, NULL, "N",
      "generated platform: servers of several GPUs each, filled in order (0: one GPU per host)",
      SIM},
     {"gpus-per-node", OPT_TYPE_INT, F(gpus_per_node), "0", 0, 1024,
-     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "G",
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, NULL, "G",
      "generated platform with --nodes: GPUs per server (0: workers, or --hosts, / --nodes)", SIM},
     {"nics-per-node", OPT_TYPE_INT, F(nics_per_node), "1", 1, 1024,
-     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "R",
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, NULL, "R",
      "generated platform with --nodes: NICs (rails) per server; GPU g uses NIC g*R/G", SIM},
     {"intra", OPT_TYPE_CHOICE, F(intra), "nvlink3", 0, 0,
-     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, "nvlink3|nvlink4|pcie3|pcie4", "F",
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, "nvlink3|nvlink4|pcie3|pcie4", "F",
      "generated platform with --nodes: GPU-to-GPU fabric inside a server (nvlink3 300GBps, "
      "nvlink4 450GBps, pcie3 15.75GBps, pcie4 31.5GBps per GPU and direction)",
      SIM},
     {"intra-bandwidth", OPT_TYPE_STRING, F(intra_bandwidth), "", 0, 0,
-     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "BW",
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, NULL, "BW",
      "generated platform with --nodes: per-GPU intra-node bandwidth (default: --intra's)", SIM},
     {"intra-latency", OPT_TYPE_STRING, F(intra_latency), "", 0, 0,
-     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "T",
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, NULL, "T",
      "generated platform with --nodes: intra-node link latency (default: --intra's)", SIM},
     {"fabric", OPT_TYPE_CHOICE, F(fabric), "ethernet", 0, 0,
-     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, "ethernet|infiniband|roce", "F",
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, "ethernet|infiniband|roce", "F",
      "generated platform with --nodes: what the NIC links are (LV08's TCP factors: ethernet only)",
      SIM},
     {"pcie-switch", OPT_TYPE_INT, F(pcie_switch), "0", 0, 1024,
-     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH, NULL, "K",
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, NULL, "K",
      "generated PCIe nodes: GPUs per PCIe switch, sharing its uplink (0: none)", SIM},
-    {"p2p", OPT_TYPE_CHOICE, F(p2p), "on", 0, 0, CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH,
-     "on|off", "M", "with --pcie-switch: off: GPUs exchange via host memory (GeForce)", SIM},
-    {"sizes", OPT_TYPE_STRING, F(bench_hosts), "16,64,256,1024", 0, 0, CMD_BENCH, NULL, "LIST",
-     "bench network: host counts", 0},
-    {"bytes", OPT_TYPE_DOUBLE, F(bench_bytes), "1e8", 1, 1e13, CMD_BENCH, NULL, "M",
+    {"p2p", OPT_TYPE_CHOICE, F(p2p), "on", 0, 0,
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK, "on|off", "M",
+     "with --pcie-switch: off: GPUs exchange via host memory (GeForce)", SIM},
+    {"bytes", OPT_TYPE_DOUBLE, F(bench_bytes), "1e8", 1, 1e13, CMD_BENCH_NETWORK, NULL, "M",
      "bench network --smpi: all-reduce size in bytes", 0},
-    {"max-smpi-hosts", OPT_TYPE_INT, F(max_smpi_hosts), "256", 0, 65536, CMD_BENCH, NULL, "N",
+    {"max-smpi-hosts", OPT_TYPE_INT, F(max_smpi_hosts), "256", 0, 65536,
+     CMD_BENCH_NETWORK | CMD_BENCH_REPLAY, NULL, "N",
      "bench network --smpi, bench replay: run SMPI up to this many hosts (it is slow beyond)", 0},
     /* replay and trace (traces/FORMAT.md); "trace" and "workers" repeat names of train rows:
      * find_option_for() picks the row of the subcommand */
     {"trace", OPT_TYPE_STRING, F(replay_trace), "", 0, 0, CMD_REPLAY, NULL, "FILE",
      "replay: a recorded steps.trace (syncsim train writes OUT/steps.trace)", 0},
-    {"profile", OPT_TYPE_STRING, F(replay_profile), "", 0, 0, CMD_REPLAY | CMD_BENCH, NULL,
+    {"profile", OPT_TYPE_STRING, F(replay_profile), "", 0, 0, CMD_REPLAY | CMD_BENCH_REPLAY, NULL,
      "NAME|FILE",
-     "replay: synthesize the trace from a model profile (resnet101, vgg11, alexnet, transformer, "
-     "or a .profile file)",
+     "replay: synthesize the trace from a model profile: a NAME listed below, or a .profile file",
      0},
     {"import", OPT_TYPE_STRING, F(replay_import), "", 0, 0, CMD_REPLAY, NULL, "CSV",
      "replay: a per-step log of a real cluster (columns step,worker,compute_s,sync_s,decision)", 0},
     {"workers", OPT_TYPE_INT, F(replay_workers), "0", 0, 65536, CMD_REPLAY, NULL, "M",
-     "replay: workers (0: as recorded; more than recorded scales out)", 0},
-    {"steps", OPT_TYPE_LONG, F(replay_steps), "0", 0, 1e9, CMD_REPLAY | CMD_BENCH, NULL, "S",
-     "replay: global steps (0: all recorded; 100 for --profile)", 0},
+     "replay: workers (0: as recorded, 16 for --profile; more than recorded scales out)", 0},
+    {"steps", OPT_TYPE_LONG, F(replay_steps), "0", 0, 1e9, CMD_REPLAY | CMD_BENCH_REPLAY, NULL, "S",
+     "replay: global steps (0: all recorded; for --profile the --decisions trace's, else 100)", 0},
     {"scale-out", OPT_TYPE_CHOICE, F(replay_scale_out), "round-robin", 0, 0, CMD_REPLAY,
      "round-robin|sample", "HOW",
      "replay, more workers than recorded: worker j replays recorded worker j mod N, or a "
      "recorded worker drawn each step (seeded)",
      0},
-    {"sync-fraction", OPT_TYPE_DOUBLE, F(replay_sync_fraction), "1", 0, 1, CMD_REPLAY, NULL, "F",
-     "replay --profile --policy selsync: fraction of steps that synchronize (seeded draws)", 0},
+    {"sync-fraction", OPT_TYPE_DOUBLE, F(replay_sync_fraction), NULL, 0, 1, CMD_REPLAY, NULL, "F",
+     "replay --profile --policy selsync: each step synchronizes with probability F (1 - LSSR, "
+     "seeded draws); no default: this or --decisions is required",
+     0},
     {"decisions", OPT_TYPE_STRING, F(replay_decisions), "", 0, 0, CMD_REPLAY, NULL, "FILE",
-     "replay --profile --policy selsync: the per-step decisions of this recorded trace", 0},
+     "replay --profile --policy selsync: the per-step decisions of this recorded trace (its "
+     "first --steps steps; more steps than it records are refused)",
+     0},
     {"param-bytes", OPT_TYPE_DOUBLE, F(replay_param_bytes), "0", 0, 1e13, CMD_REPLAY, NULL, "B",
      "replay --import: bytes of one exchange (0: 4 x the parameters of --profile)", 0},
     {"record", OPT_TYPE_FLAG, F(replay_record), "false", 0, 0, CMD_REPLAY, NULL, "",
@@ -419,6 +435,14 @@ const char *command_name(unsigned command) {
         return "platform";
     case CMD_BENCH:
         return "bench";
+    case CMD_BENCH_KERNELS:
+        return "bench kernels";
+    case CMD_BENCH_NETWORK:
+        return "bench network";
+    case CMD_BENCH_COUPLING:
+        return "bench coupling";
+    case CMD_BENCH_REPLAY:
+        return "bench replay";
     case CMD_REPLAY:
         return "replay";
     case CMD_SWEEP:
@@ -479,6 +503,53 @@ static const struct {
                         {"latency", CMD_VALIDATE, "0s"},
                         {"epochs", CMD_VALIDATE, "0.2"}};
 #define COMMAND_DEFAULTS ((int)(sizeof command_defaults / sizeof command_defaults[0]))
+
+/* What --help says of a row for some subcommands instead of its own help and default, where the
+ * subcommand resolves it otherwise (replay takes a profile's batch; bench replay its own steps).
+ * Nothing here is applied: the code of the subcommand does what the text says. */
+static const struct {
+    const char *name;
+    unsigned command;
+    const char *help, *def;
+} command_help[] = {
+    {"batch", CMD_REPLAY,
+     "replay --profile, --import: mini-batch size per worker (a trace replays its recorded batch)",
+     "the profile's, listed under --profile (64 where it gives none); 64 for --import"},
+    {"batch", CMD_BENCH_REPLAY, "mini-batch size per worker", "the profile's"},
+    {"batch", CMD_BENCH_KERNELS, "mini-batch size of the training step timed", "64"},
+    {"policy", CMD_REPLAY, "synchronization policy",
+     "the trace's; bsp for --profile and --import (selsync for a log with local steps)"},
+    {"profile", CMD_BENCH_REPLAY, "model profile replayed: a NAME or a .profile file", "resnet101"},
+    {"steps", CMD_BENCH_REPLAY, "global steps of each replay", "1000"},
+    {"out", CMD_BENCH_NETWORK, "also write the table to DIR/bench_network.csv",
+     "none: the table on stdout only"},
+    {"gpu", CMD_BENCH_NETWORK,
+     "generated platform: GPU class, the hosts' speed as in a replay's platform; the all-reduce "
+     "computes nothing, so its times do not depend on it",
+     NULL},
+    {"gpu-efficiency", CMD_BENCH_NETWORK,
+     "generated platform: host speed as a fraction of the GPU's peak FP32 FLOP/s (no effect on "
+     "the all-reduce's times, as --gpu)",
+     NULL},
+    {"workers", CMD_BENCH_NETWORK, "workers mapped on the platform's hosts",
+     "every worker host of --platform FILE, 16 on a generated platform"},
+    {"workers", CMD_BENCH_COUPLING, "workers", "8"},
+    {"epochs", CMD_BENCH_COUPLING, "passes over the training set by all workers together", "1"},
+    {"hosts-list", CMD_BENCH_REPLAY, "worker counts replayed", "1024,4096,65536"},
+    {"model", CMD_BENCH_KERNELS, "logreg | mlp | cnn: the model timed", "all three"},
+};
+#define COMMAND_HELP ((int)(sizeof command_help / sizeof command_help[0]))
+
+int command_help_of(unsigned command, int i, const char **help, const char **def) {
+    for (int k = 0; k < COMMAND_HELP; k++)
+        if ((command_help[k].command & command) &&
+            !strcmp(command_help[k].name, options_table[i].name)) {
+            *help = command_help[k].help;
+            if (command_help[k].def) *def = command_help[k].def;
+            return 1;
+        }
+    return 0;
+}
 
 /* The default of row i for `command`: the subcommand's own, else the row's. */
 int command_default_at(int k, const char **name, unsigned *command, const char **def) {

@@ -610,7 +610,7 @@ static const struct {
 } subcommands[] = {{"train", CMD_TRAIN},
                    {"compare", CMD_COMPARE},
                    {"platform", CMD_PLATFORM},
-                   {"bench network", CMD_BENCH},
+                   {"bench network", CMD_BENCH_NETWORK},
                    {"replay", CMD_REPLAY},
                    {"validate network", CMD_VALIDATE},
                    {"sweep @T/none.ini", CMD_SWEEP},
@@ -719,8 +719,12 @@ static void matrix_cases(case_list *l) {
             const char *o = name_accepted("out", bit) ? " --out @G" : "";
             if (!name_accepted(r.name, bit)) {
                 given++;
+                /* messages name the subcommand, and bench's target ("bench network") */
+                char label[64];
+                snprintf(label, sizeof label, "%s", subcommands[s].words);
+                if (strncmp(label, "bench ", 6)) label[strcspn(label, " ")] = '\0';
                 snprintf(frag, sizeof frag, "option --%s does not apply to 'syncsim %s'", r.name,
-                         strtok(strcpy((char[64]){0}, subcommands[s].words), " "));
+                         label);
                 push(l, frag, "%s --%s 1%s", subcommands[s].words, r.name, o);
             }
         }

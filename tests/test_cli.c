@@ -320,6 +320,85 @@ static void test_compare(void) {
     CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
 }
 
+/* How many times `needle` occurs in `text`. */
+static int count_of(const char *text, const char *needle) {
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Each bench target's --help lists the options it takes, each once, and no other; the target
+ * refuses the others. */
+static void test_bench_help_per_target(void) {
+    static const struct {
+        const char *target;
+        const char *has[6], *lacks[6];
+    } targets[] = {
+        {"kernels", {"--device ", "--model ", "--batch "}, {"--sizes ", "--epochs ", "--profile "}},
+        {"network",
+         {"--sizes ", "--channels ", "--gpu ", "--collective ", "--hosts-list "},
+         {"--epochs ", "--lr ", "--momentum ", "--dataset ", "--device ", "--profile "}},
+        {"coupling", {"--epochs ", "--lr ", "--dataset ", "--workers "}, {"--sizes ", "--gpu "}},
+        {"replay",
+         {"--profile ", "--steps ", "--hosts-list ", "(default 1024,4096,65536)"},
+         {"--sizes ", "--epochs ", "--device "}},
+    };
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+        char args[128], *out = NULL;
+        snprintf(args, sizeof args, "bench %s --help", targets[i].target);
+        CU_ASSERT_EQUAL(run_syncsim(args, &out), 0);
+        for (int k = 0; k < 6 && targets[i].has[k]; k++) {
+            char left[64];
+            snprintf(left, sizeof left, "\n  %s", targets[i].has[k]);
+            const int n = targets[i].has[k][0] == '-' ? count_of(out, left)
+                                                      : count_of(out, targets[i].has[k]);
+            if (n != 1) fprintf(stderr, "\n  %s: '%s' %d times\n", args, targets[i].has[k], n);
+            CU_ASSERT_EQUAL(n, 1);
+        }
+        for (int k = 0; k < 6 && targets[i].lacks[k]; k++) {
+            char left[64];
+            snprintf(left, sizeof left, "\n  %s", targets[i].lacks[k]);
+            if (strstr(out, left)) fprintf(stderr, "\n  %s lists %s\n", args, targets[i].lacks[k]);
+            CU_ASSERT_PTR_NULL(strstr(out, left));
+        }
+        free(out);
+    }
+    expect("bench network --epochs 2", 2, "--epochs does not apply to 'syncsim bench network'",
+           NULL);
+    expect("bench --help", 0, "syncsim bench TARGET --help", "network ");
+}
+
+/* bench network takes what a replay's exchange runs with: --channels splits the ring (on nodes
+ * with a NIC per channel, the all-reduce takes about half the time), --gpu shapes the generated
+ * hosts as a replay's do and, since the all-reduce computes nothing, changes no time, which the
+ * table says. */
+static void test_bench_network_channels_gpu(void) {
+    const char *base = "bench network --workers 4 --nodes 2 --gpus-per-node 2 --nics-per-node 2 "
+                       "--sizes 64MiB --collective ring";
+    const char *extra[] = {"", "--channels 2", "--gpu h100"};
+    double us[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        char args[512], *out = NULL;
+        snprintf(args, sizeof args, "%s %s", base, extra[i]);
+        CU_ASSERT_EQUAL_FATAL(run_syncsim(args, &out), 0);
+        const char *row = strstr(out, "\n       67108864 ");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+        double size, count, algbw, busbw, wall;
+        char type[16], ran[32];
+        CU_ASSERT_EQUAL(sscanf(row, "%lf %lf %15s %lf %lf %lf %lf %31s", &size, &count, type,
+                               &us[i], &algbw, &busbw, &wall, ran),
+                        8);
+        if (i == 1) CU_ASSERT_STRING_EQUAL(ran, "ringx2");
+        if (i == 2) CU_ASSERT_PTR_NOT_NULL(strstr(out, "its times do not depend on it"));
+        free(out);
+    }
+    SS_CHECK_CLOSE(us[1], 0.55 * us[0], 0, 0.1); /* two NICs: about half the time */
+    CU_ASSERT_EQUAL(us[2], us[0]);
+    expect("bench network --workers 4 --sizes 1MiB --channels 2 --collective tree", 2,
+           "--channels 2 applies to --collective ring or auto, not tree", NULL);
+}
+
 static CU_TestInfo cli_tests[] = {
     {"syncsim: usage errors exit 2 and name the option", test_usage_errors},
     {"syncsim: input errors exit 1 (2 for a request the platform cannot meet)", test_input_errors},
@@ -332,6 +411,10 @@ static CU_TestInfo cli_tests[] = {
     {"syncsim train: a delta that makes SelSync BSP or local SGD is said", test_degenerate_delta},
     {"syncsim train: measured compute leaves the model as the modelled one does",
      test_measured_same_model},
+    {"syncsim bench TARGET --help: each target's options, once; others refused",
+     test_bench_help_per_target},
+    {"syncsim bench network: --channels splits the ring, --gpu changes no time and says so",
+     test_bench_network_channels_gpu},
     CU_TEST_INFO_NULL,
 };
 

@@ -14,6 +14,7 @@
 #include "traces/replay.h"
 #include "traces/trace.h"
 
+#include <dirent.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -734,8 +735,9 @@ static void test_cli_replay(void) {
              "replay --trace %s/traces/samples/bsp_logreg_4.trace --comm-jitter 0.1",
              SS_SOURCE_DIR);
     expect_cli(args, 2, "--comm-jitter does not apply to policy bsp");
-    expect_cli("replay --profile resnet101 --policy selsync --staleness 2 --steps 2", 2,
-               "--staleness does not apply to policy selsync");
+    expect_cli("replay --profile resnet101 --policy selsync --sync-fraction 0.5 --staleness 2 "
+               "--steps 2",
+               2, "--staleness does not apply to policy selsync");
     snprintf(args, sizeof args,
              "replay --import %s/traces/samples/example_log_8.csv --profile resnet101 --out "
              "%s/cli-import",
@@ -784,6 +786,227 @@ static void test_cli_replay_overlap(void) {
     expect_cli(args, 2, "has no per-layer data");
 }
 
+/* ---- replay's options as a user reads and gives them ---- */
+
+/* The text of a file (caller frees; NULL if unreadable). */
+static char *file_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    int c;
+    while ((c = fgetc(f)) != EOF)
+        fputc(c, mem);
+    fclose(f);
+    fclose(mem);
+    return buf;
+}
+
+/* The line of `text` that starts with `start` (after spaces), into line; 0 if none. */
+static int line_starting(const char *text, const char *start, char *line, size_t n) {
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+        const char *q = p;
+        while (*q == ' ')
+            q++;
+        if (!strncmp(q, start, strlen(start))) {
+            snprintf(line, n, "%.*s", (int)strcspn(q, "\n"), q);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A profile's replay takes the profile's batch (resnet50: 256), and says so: --help states it,
+ * the header prints it, summary.json and config.ini record it (a --config re-run replays the
+ * same batch); --batch given wins; a trace replays its recorded batch and refuses --batch. */
+static void test_cli_replay_batch(void) {
+    char args[2048], path[600], line[512];
+    char *out = NULL;
+    CU_ASSERT_EQUAL_FATAL(run_syncsim("replay --help", &out), 0);
+    CU_ASSERT_FATAL(line_starting(out, "--batch ", line, sizeof line));
+    if (strstr(line, "(default 64)") || !strstr(line, "the profile's"))
+        fprintf(stderr, "\n  replay --help: %s\n", line);
+    CU_ASSERT_PTR_NULL(strstr(line, "(default 64)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "the profile's"));
+    free(out);
+    const struct {
+        const char *given, *dir;
+        int batch;
+        const char *said;
+    } runs[] = {{"", "batch-profile", 256, "batch 256 (the profile's)"},
+                {"--batch 32", "batch-given", 32, "batch 32 (given)"}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args,
+                 "replay --profile resnet50 --workers 2 --steps 2 %s --out %s/%s", runs[i].given,
+                 out_root, runs[i].dir);
+        expect_cli(args, 0, runs[i].said);
+        snprintf(path, sizeof path, "%s/%s/summary.json", out_root, runs[i].dir);
+        run_summary s;
+        CU_ASSERT_EQUAL_FATAL(summary_read(path, &s), SS_OK);
+        CU_ASSERT_EQUAL(s.batch, runs[i].batch);
+        snprintf(path, sizeof path, "%s/%s/config.ini", out_root, runs[i].dir);
+        char *ini = file_text(path), want[32];
+        snprintf(want, sizeof want, "batch = %d\n", runs[i].batch);
+        CU_ASSERT_FATAL(ini != NULL);
+        const char *at = strstr(ini, want);
+        CU_ASSERT_PTR_NOT_NULL(at);
+        if (at) CU_ASSERT_PTR_NULL(strstr(at + 1, "batch = ")); /* once */
+        free(ini);
+    }
+    /* the recorded batch re-runs as it ran */
+    snprintf(args, sizeof args, "replay --config %s/batch-profile/config.ini --out %s/batch-again",
+             out_root, out_root);
+    expect_cli(args, 0, "batch 256 (given)");
+    run_summary a, b;
+    snprintf(path, sizeof path, "%s/batch-profile/summary.json", out_root);
+    CU_ASSERT_EQUAL_FATAL(summary_read(path, &a), SS_OK);
+    snprintf(path, sizeof path, "%s/batch-again/summary.json", out_root);
+    CU_ASSERT_EQUAL_FATAL(summary_read(path, &b), SS_OK);
+    CU_ASSERT_EQUAL(a.sim_time_s, b.sim_time_s);
+    /* a trace: its recorded batch in the header and the summary; --batch refused */
+    snprintf(args, sizeof args,
+             "replay --trace %s/traces/samples/bsp_logreg_4.trace --out %s/batch-trace",
+             SS_SOURCE_DIR, out_root);
+    expect_cli(args, 0, "batch 16 (recorded)");
+    snprintf(path, sizeof path, "%s/batch-trace/summary.json", out_root);
+    CU_ASSERT_EQUAL_FATAL(summary_read(path, &a), SS_OK);
+    CU_ASSERT_EQUAL(a.batch, 16);
+    snprintf(args, sizeof args,
+             "replay --trace %s/traces/samples/bsp_logreg_4.trace --batch 32 --out %s/batch-no",
+             SS_SOURCE_DIR, out_root);
+    expect_cli(args, 2, "replays its recorded steps (batch 16)");
+}
+
+/* --decisions never starts the recorded sequence again: --steps defaults to the steps it records,
+ * and more are refused, naming the file, its step count and the options that fix it; the replay
+ * synchronizes exactly the recorded steps. */
+static void test_cli_replay_decisions_no_wrap(void) {
+    char args[2048], path[600], rec[512];
+    snprintf(rec, sizeof rec, "%s/traces/samples/selsync_mlp_4.trace", SS_SOURCE_DIR);
+    trace *t = NULL;
+    CU_ASSERT_EQUAL_FATAL(trace_load(rec, &t), SS_OK);
+    const long n = t->steps_done;
+    long synced_all = 0, synced_50 = 0;
+    for (long i = 0; i < n; i++) {
+        synced_all += t->decisions[i];
+        if (i < 50) synced_50 += t->decisions[i];
+    }
+    trace_free(t);
+    CU_ASSERT_FATAL(n > 50);
+    char msg[600];
+    snprintf(args, sizeof args,
+             "replay --profile vgg11 --policy selsync --decisions %s --workers 2 --steps %ld "
+             "--out %s/dec-long",
+             rec, n + 1, out_root);
+    snprintf(msg, sizeof msg, "--decisions %s records %ld complete steps, fewer than --steps %ld",
+             rec, n, n + 1);
+    expect_cli(args, 2, msg);
+    snprintf(msg, sizeof msg, "give --steps %ld or fewer", n);
+    expect_cli(args, 2, msg);
+    snprintf(path, sizeof path, "%s/dec-long", out_root);
+    CU_ASSERT_EQUAL(access(path, F_OK), -1); /* refused before OUT is touched */
+    const struct {
+        const char *steps, *dir;
+        long want_steps, want_synced;
+    } runs[] = {{"", "dec-all", n, synced_all}, {"--steps 50", "dec-50", 50, synced_50}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args,
+                 "replay --profile vgg11 --policy selsync --decisions %s --workers 2 %s --out "
+                 "%s/%s",
+                 rec, runs[i].steps, out_root, runs[i].dir);
+        expect_cli(args, 0, "selsync decisions: the first");
+        snprintf(path, sizeof path, "%s/%s/summary.json", out_root, runs[i].dir);
+        run_summary s;
+        CU_ASSERT_EQUAL_FATAL(summary_read(path, &s), SS_OK);
+        CU_ASSERT_EQUAL(s.steps, runs[i].want_steps);
+        CU_ASSERT_EQUAL(s.sync_steps, runs[i].want_synced);
+    }
+}
+
+/* SelSync from a profile has no silent fraction: without --sync-fraction or --decisions it is
+ * refused, saying what to give; the fraction given is printed in the header; --sync-fraction
+ * with another policy, or with --decisions, is refused rather than ignored. */
+static void test_cli_replay_selsync_fraction(void) {
+    char args[1024];
+    snprintf(args, sizeof args, "replay --profile vgg11 --policy selsync --workers 2 --out %s/sf0",
+             out_root);
+    expect_cli(args, 2, "needs the steps' decisions: --decisions TRACE");
+    expect_cli(args, 2, "--sync-fraction F");
+    snprintf(args, sizeof args,
+             "replay --profile vgg11 --policy selsync --sync-fraction 0.25 --workers 2 --steps 40 "
+             "--out %s/sf25",
+             out_root);
+    expect_cli(args, 0, "each step synchronizes with probability 0.25");
+    char path[600];
+    snprintf(path, sizeof path, "%s/sf25/summary.json", out_root);
+    run_summary s;
+    CU_ASSERT_EQUAL_FATAL(summary_read(path, &s), SS_OK);
+    CU_ASSERT(s.sync_steps > 0 && s.sync_steps < 20); /* 10 expected of 40: not every step */
+    expect_cli("replay --profile vgg11 --policy bsp --sync-fraction 0.5", 2,
+               "are for --profile --policy selsync");
+    snprintf(args, sizeof args,
+             "replay --profile vgg11 --policy selsync --sync-fraction 0.5 --decisions "
+             "%s/traces/samples/selsync_mlp_4.trace",
+             SS_SOURCE_DIR);
+    expect_cli(args, 2, "exclude each other");
+}
+
+/* --progress yes draws replay's progress on stderr (steps done of the total, simulated and wall
+ * time), as train's; --progress no draws none. */
+static void test_cli_replay_progress(void) {
+    char args[1024];
+    for (int yes = 0; yes < 2; yes++) {
+        snprintf(args, sizeof args,
+                 "%s/syncsim replay --profile resnet101 --policy bsp --workers 2 --steps 20 "
+                 "--progress %s --out %s/progress%d 2>&1 >/dev/null",
+                 SS_BINARY_DIR, yes ? "yes" : "no", out_root, yes);
+        char *err = NULL; /* stderr alone */
+        CU_ASSERT_EQUAL(ss_test_shell(args, &err), 0);
+        const char *last = strstr(err, "step 20/20  sim ");
+        if (yes ? !last || !strstr(last, " s  wall ") : strstr(err, "step ") != NULL)
+            fprintf(stderr, "\n  --progress %s, stderr:\n%s\n", yes ? "yes" : "no", err);
+        if (yes) {
+            CU_ASSERT_PTR_NOT_NULL(last);
+            CU_ASSERT(last && strstr(last, " s  wall ") != NULL);
+        } else {
+            CU_ASSERT_PTR_NULL(strstr(err, "step "));
+        }
+        free(err);
+    }
+}
+
+/* replay --help lists every profile of traces/profiles with its input and batch, read from the
+ * files (a profile added there appears without another edit). */
+static void test_cli_replay_help_profiles(void) {
+    char *out = NULL;
+    CU_ASSERT_EQUAL_FATAL(run_syncsim("replay --help", &out), 0);
+    char dir[600];
+    snprintf(dir, sizeof dir, "%s/traces/profiles", SS_SOURCE_DIR);
+    DIR *d = opendir(dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    struct dirent *e;
+    int listed = 0;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l <= 8 || strcmp(e->d_name + l - 8, ".profile")) continue;
+        char path[900], name[256], line[512], want[300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(name, sizeof name, "%.*s ", (int)(l - 8), e->d_name);
+        model_profile p;
+        CU_ASSERT_EQUAL_FATAL(profile_load(path, &p), SS_OK);
+        snprintf(want, sizeof want, "%s, batch %d: %s", p.input, p.batch, p.description);
+        int ok = line_starting(out, name, line, sizeof line) && strstr(line, want);
+        if (!ok) fprintf(stderr, "\n  replay --help lacks '%s%s'\n", name, want);
+        CU_ASSERT(ok);
+        listed += ok;
+        profile_free(&p);
+    }
+    closedir(d);
+    CU_ASSERT(listed >= 8);
+    free(out);
+}
+
 static int suite_init(void) {
     snprintf(out_root, sizeof out_root, "/tmp/ss_test_traces_%d", (int)getpid());
     return ss_mkdir_p(out_root) == SS_OK ? 0 : 1;
@@ -818,6 +1041,16 @@ static CU_TestInfo replay_tests[] = {
      test_cli_replay_overlap},
     {"syncsim replay of 4096 workers (no stack guard pages above 1024)",
      test_cli_replay_many_workers},
+    {"syncsim replay --profile: the profile's batch in --help, header, summary.json, config.ini",
+     test_cli_replay_batch},
+    {"syncsim replay --decisions: no silent wrap; --steps defaults to the recorded steps",
+     test_cli_replay_decisions_no_wrap},
+    {"syncsim replay --profile --policy selsync: --sync-fraction or --decisions required",
+     test_cli_replay_selsync_fraction},
+    {"syncsim replay --progress yes: steps, simulated and wall time on stderr",
+     test_cli_replay_progress},
+    {"syncsim replay --help: every shipped profile with its input and batch",
+     test_cli_replay_help_profiles},
     CU_TEST_INFO_NULL,
 };
 

@@ -4,6 +4,7 @@
 #include "common/number.h"
 #include "common/status.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,6 +195,7 @@ static int read_line(profile_reader *r, char *p, model_profile *out) {
     if (*p == '\0' || *p == '#') return SS_OK;
     if (r->magic && !strncmp(p, "description ", 12))
         snprintf(out->description, sizeof out->description, "%s", p + 12);
+    if (r->magic && !strncmp(p, "input ", 6)) snprintf(out->input, sizeof out->input, "%s", p + 6);
     char *f[12] = {NULL}; /* one more than the longest line (a version 3 layer) takes */
     int n = 0;
     char *save = NULL;
@@ -295,20 +297,86 @@ const char *profile_dir(void) {
     return env && env[0] ? env : SS_PROFILE_DIR;
 }
 
+/* The NAME of every NAME.profile of profile_dir(), sorted; *n of them (caller frees). */
+static char **profile_dir_names(int *n) {
+    *n = 0;
+    DIR *d = opendir(profile_dir());
+    if (!d) return NULL;
+    char **names = NULL;
+    int cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l <= 8 || strcmp(e->d_name + l - 8, ".profile") || e->d_name[0] == '.') continue;
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 16;
+            names = realloc(names, sizeof *names * (size_t)cap);
+            SS_ASSERT(names);
+        }
+        names[*n] = strndup(e->d_name, l - 8);
+        SS_ASSERT(names[*n]);
+        (*n)++;
+    }
+    closedir(d);
+    for (int i = 1; i < *n; i++) /* insertion sort: a handful of names */
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *x = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = x;
+        }
+    return names;
+}
+
+const char *profile_names(char *buf, size_t n) {
+    int count;
+    char **names = profile_dir_names(&count);
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < count; i++) {
+        if (len < n) len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", names[i]);
+        free(names[i]);
+    }
+    free(names);
+    if (!count) snprintf(buf, n, "none");
+    return buf;
+}
+
+int profile_print_list(FILE *out, const char *indent) {
+    int count, shown = 0;
+    char **names = profile_dir_names(&count);
+    for (int i = 0; i < count; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s.profile", profile_dir(), names[i]);
+        model_profile p;
+        if (profile_load(path, &p) == SS_OK) {
+            char batch[48] = "no batch (64)";
+            if (p.batch > 0) snprintf(batch, sizeof batch, "batch %d", p.batch);
+            fprintf(out, "%s%-19s %s%s%s: %s\n", indent, names[i], p.input, p.input[0] ? ", " : "",
+                    batch, p.description);
+            profile_free(&p);
+            shown++;
+        } else {
+            fprintf(out, "%s%-19s (unreadable: %s)\n", indent, names[i], ss_error_message());
+        }
+        free(names[i]);
+    }
+    free(names);
+    if (!count) fprintf(out, "%s(no profiles in %s)\n", indent, profile_dir());
+    return shown;
+}
+
 int profile_find(const char *name_or_path, model_profile *out) {
     size_t l = strlen(name_or_path);
     if (strchr(name_or_path, '/') || (l > 8 && !strcmp(name_or_path + l - 8, ".profile")))
         return profile_load(name_or_path, out);
-    char path[1024];
+    char path[1024], names[1024];
     snprintf(path, sizeof path, "%s/%s.profile", profile_dir(), name_or_path);
     if (access(path, F_OK) != 0)
         return ss_error_set(
             SS_EUSAGE,
-            "--profile: no profile '%s' in %s (provided: resnet101, resnet50, vgg11, "
-            "alexnet, transformer, resnet101-imagenet, vgg16, inception3; or give a path to a "
-            ".profile "
+            "--profile: no profile '%s' in %s (provided: %s; or give a path to a .profile "
             "file)",
-            name_or_path, profile_dir());
+            name_or_path, profile_dir(), profile_names(names, sizeof names));
     return profile_load(path, out);
 }
 

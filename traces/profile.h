@@ -21,6 +21,7 @@
 typedef struct model_profile {
     char name[64];
     char description[160];
+    char input[64];                   /* one sample's shape ("3x224x224", "35 tokens"; "": none) */
     int layers;                       /* layer lines read */
     double params;                    /* P: sum of the layers' parameters */
     double forward_flops_per_sample;  /* sum of the layers' forward FLOPs */
@@ -50,6 +51,12 @@ int profile_read(FILE *fp, const char *name, model_profile *out);
 int profile_find(const char *name_or_path, model_profile *out);
 /* The directory searched by profile_find. */
 const char *profile_dir(void);
+/* The profiles of profile_dir(), sorted by name: one line each, "INDENT NAME  INPUT, batch B:
+ * DESCRIPTION" (what --help lists, read from the files themselves so that it cannot drift from
+ * them); a line saying so when the directory holds none or cannot be read. Returns how many. */
+int profile_print_list(FILE *out, const char *indent);
+/* The names of profile_dir()'s profiles, ", "-separated and sorted, into buf (for messages). */
+const char *profile_names(char *buf, size_t n);
 
 /* FLOPs of one worker step of `batch` samples: batch x (forward + backward). */
 double profile_step_flops(const model_profile *p, int batch);

@@ -42,6 +42,9 @@ struct replay_source {
     int flops_as_sleep; /* synthesized traces: FLOPs / host speed, charged as a sleep */
     double speed_flops; /* > 0: FLOPs are charged at this speed instead of the host's */
     int interruptible;  /* replay_opts.interruptible */
+    progress bar;       /* replay_opts.progress */
+    long worker_steps;  /* (worker, step) pairs done: bar's steps are worker_steps / workers */
+    double wall0_s;     /* wall clock at the start of the replay */
 };
 
 int replay_scale_out_parse(const char *option, const char *text, replay_scale_out *out) {
@@ -139,8 +142,14 @@ static void rp_inject(void *self, int from, int to, int count) {
     (void)self, (void)from, (void)to, (void)count;
 }
 
+/* Progress: a step counts as done once every worker could have done it (worker-steps / M). */
 static void rp_step_done(void *self, int w, long step, double now_s) {
-    (void)self, (void)w, (void)step, (void)now_s;
+    (void)w, (void)step;
+    replay_source *r = self;
+    if (!r->bar.enabled || ++r->worker_steps % r->workers) return;
+    const long done = r->worker_steps / r->workers;
+    progress_update(&r->bar, done, "step %ld/%ld  sim %.3f s  wall %.1f s", done, r->bar.total,
+                    now_s, outputs_wall_s() - r->wall0_s);
 }
 
 /* SelSync follows the recorded global decision of the step (the flags are still all-gathered
@@ -388,12 +397,15 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
     }
     replay_source *src = replay_source_create(t, pc.workers, o->scale_out, o->seed);
     src->interruptible = o->interruptible;
+    src->wall0_s = t0;
+    progress_begin(&src->bar, o->progress, pc.steps);
     if (t->pc.compute.mode == SIM_COMPUTE_FLOPS && o->compute_speed_flops > 0) {
         src->flops_as_sleep = 1;
         src->speed_flops = o->compute_speed_flops;
     }
     rc = sim_policy_run(&pc, cluster, replay_source_step_source(src), o->record, o->record_ctx,
                         &out->res);
+    progress_end(&src->bar);
     out->pc = pc;
     out->pc.slowdown = NULL;
     free(slowdown);

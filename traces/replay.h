@@ -63,6 +63,9 @@ typedef struct replay_opts {
      * its handler installed again once SimGrid, which installs its own, has started); the
      * result then has fewer steps. 0: SimGrid's handling (a command-line run sets 1). */
     int interruptible;
+    /* Progress on stderr (common/outputs.h's bar, as train draws it): steps done of the total,
+     * simulated and wall time; 1 always, 0 never (the default), -1 when stderr is a terminal. */
+    int progress;
 } replay_opts;
 
 replay_opts replay_opts_default(void);

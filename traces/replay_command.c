@@ -20,6 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A profile's replay, unless told: workers and steps (--workers 0, --steps 0). */
+#define REPLAY_PROFILE_WORKERS 16
+#define REPLAY_PROFILE_STEPS   100
+
 static int options_given(const run_request *rq, const char *option) {
     return rq->was_set && rq->was_set(rq->cfg, option);
 }
@@ -122,8 +126,43 @@ static int policy_from_options(const run_request *rq, policy_config *pc) {
     return policy_config_build(rq->cfg, &env, pc);
 }
 
-/* SelSync from a profile: the decisions of a recorded trace (repeated if shorter), or seeded
- * draws with probability --sync-fraction. */
+/* SelSync from a profile: the decisions of a recorded trace, or seeded draws with probability
+ * --sync-fraction; one of them is required (no default fraction: SelSync's LSSR depends on the
+ * model, δ and the data). --steps defaults to the recorded trace's steps and may not exceed them:
+ * starting the recorded sequence again would replay its warm-up in the middle of the run. */
+static int selsync_steps(const run_request *rq, long *steps) {
+    const run_config *cfg = rq->cfg;
+    const int fraction = options_given(rq, "sync-fraction"), recorded = cfg->replay_decisions[0];
+    if (fraction && recorded)
+        return ss_error_set(SS_EUSAGE,
+                            "--sync-fraction and --decisions exclude each other: the decisions "
+                            "come either from the recorded trace or from seeded draws");
+    if (!fraction && !recorded)
+        return ss_error_set(SS_EUSAGE,
+                            "replay --profile --policy selsync needs the steps' decisions: "
+                            "--decisions TRACE (the steps.trace of a selsync run) or "
+                            "--sync-fraction F (each step synchronizes with probability F, "
+                            "1 - LSSR); there is no default, as SelSync's LSSR depends "
+                            "on the model, delta and the data (docs/TRACES.md)");
+    if (!recorded) return SS_OK;
+    trace *rec;
+    int rc = trace_load(cfg->replay_decisions, &rec);
+    if (rc != SS_OK) return rc;
+    const long n = rec->steps_done;
+    trace_free(rec);
+    if (n < 1)
+        return ss_error_set(SS_EINPUT, "--decisions %s: no complete step recorded",
+                            cfg->replay_decisions);
+    if (cfg->replay_steps > n)
+        return ss_error_set(SS_EUSAGE,
+                            "--decisions %s records %ld complete steps, fewer than --steps %ld: "
+                            "give --steps %ld or fewer (or leave --steps out to replay all %ld), "
+                            "--sync-fraction F instead of --decisions, or a longer trace",
+                            cfg->replay_decisions, n, cfg->replay_steps, n, n);
+    if (cfg->replay_steps <= 0) *steps = n;
+    return SS_OK;
+}
+
 static int synth_decisions(const run_config *cfg, long steps, int8_t **out) {
     int8_t *d = ss_malloc((size_t)steps);
     *out = d;
@@ -131,21 +170,29 @@ static int synth_decisions(const run_config *cfg, long steps, int8_t **out) {
         trace *rec;
         int rc = trace_load(cfg->replay_decisions, &rec);
         if (rc != SS_OK) return rc;
-        long n = rec->steps_done;
-        if (n < 1) {
-            trace_free(rec);
-            return ss_error_set(SS_EINPUT, "--decisions %s: no complete step recorded",
-                                cfg->replay_decisions);
-        }
-        for (long s = 0; s < steps; s++)
-            d[s] = rec->decisions[s % n];
+        /* selsync_steps checked the steps; the file may have changed since */
+        const long n = rec->steps_done;
+        if (n >= steps) memcpy(d, rec->decisions, (size_t)steps);
         trace_free(rec);
-        return SS_OK;
+        return n >= steps
+                   ? SS_OK
+                   : ss_error_set(SS_EINPUT, "--decisions %s: changed while read (%ld steps)",
+                                  cfg->replay_decisions, n);
     }
     rng r;
     rng_seed(&r, cfg->seed, RNG_STREAM_POLICY + 16);
     for (long s = 0; s < steps; s++)
         d[s] = rng_uniform(&r) < cfg->replay_sync_fraction;
+    return SS_OK;
+}
+
+/* --sync-fraction and --decisions: for --profile --policy selsync only. */
+static int selsync_options_only(const run_request *rq, const char *what) {
+    if (options_given(rq, "sync-fraction") || rq->cfg->replay_decisions[0])
+        return ss_error_set(SS_EUSAGE,
+                            "--sync-fraction and --decisions are for --profile "
+                            "--policy selsync; %s",
+                            what);
     return SS_OK;
 }
 
@@ -183,13 +230,16 @@ static int profile_compute(const run_request *rq, const model_profile *prof, pol
 /* --trace: the recorded trace, with the command line's exchange options. */
 static int load_trace(const run_request *rq, trace **out) {
     const run_config *cfg = rq->cfg;
-    if (options_given(rq, "sync-fraction") || cfg->replay_decisions[0])
-        return ss_error_set(SS_EUSAGE, "--sync-fraction and --decisions are for --profile; a "
-                                       "trace replays its recorded decisions");
-    int rc = no_compute_options(rq, "a trace");
+    int rc = selsync_options_only(rq, "a trace replays its recorded decisions");
+    if (rc == SS_OK) rc = no_compute_options(rq, "a trace");
     if (rc == SS_OK) rc = trace_load(cfg->replay_trace, out);
     if (rc != SS_OK) return rc;
     trace *t = *out;
+    if (options_given(rq, "batch"))
+        return ss_error_set(SS_EUSAGE,
+                            "--batch is for --profile and --import: the trace %s replays its "
+                            "recorded steps (batch %d)",
+                            cfg->replay_trace, t->pc.batch);
     if (cfg->policy[0] && strcmp(cfg->policy, policy_kind_name(t->pc.kind)))
         return ss_error_set(SS_EUSAGE, "--policy %s: the trace %s records policy %s", cfg->policy,
                             cfg->replay_trace, policy_kind_name(t->pc.kind));
@@ -203,6 +253,7 @@ static int import_trace(const run_request *rq, const model_profile *prof, trace 
     const run_config *cfg = rq->cfg;
     policy_config pc;
     int rc = no_compute_options(rq, "a log");
+    if (rc == SS_OK) rc = selsync_options_only(rq, "a log replays its logged decisions");
     if (rc == SS_OK) rc = policy_from_options(rq, &pc);
     if (rc != SS_OK) return rc;
     double bytes = cfg->replay_param_bytes > 0 ? cfg->replay_param_bytes
@@ -228,9 +279,13 @@ static int synthesize_trace(const run_request *rq, const model_profile *prof, tr
     int rc = policy_from_options(rq, &pc);
     if (rc == SS_OK) rc = profile_compute(rq, prof, &pc);
     if (rc != SS_OK) return rc;
-    pc.workers = cfg->replay_workers > 0 ? cfg->replay_workers : 16;
-    pc.steps = cfg->replay_steps > 0 ? cfg->replay_steps : 100;
+    pc.workers = cfg->replay_workers > 0 ? cfg->replay_workers : REPLAY_PROFILE_WORKERS;
+    pc.steps = cfg->replay_steps > 0 ? cfg->replay_steps : REPLAY_PROFILE_STEPS;
     if (!options_given(rq, "batch") && prof->batch > 0) pc.batch = prof->batch;
+    if (pc.kind != POLICY_SELSYNC &&
+        (rc = selsync_options_only(rq, "other policies decide their steps themselves")) != SS_OK)
+        return rc;
+    if (pc.kind == POLICY_SELSYNC && (rc = selsync_steps(rq, &pc.steps)) != SS_OK) return rc;
     pc.eval_every = pc.steps;
     int8_t *decisions = NULL;
     if (pc.kind == POLICY_SELSYNC && (rc = synth_decisions(cfg, pc.steps, &decisions)) != SS_OK) {
@@ -302,6 +357,35 @@ static void on_replay_record(void *ctx, const step_record *r) {
     trace_writer_record(&((replay_cmd *)ctx)->tw, r);
 }
 
+/* Where the batch of the replay comes from, for its header. */
+static const char *batch_origin(const replay_cmd *c) {
+    if (options_given(c->rq, "batch")) return "given";
+    if (c->cfg->replay_trace[0]) return "recorded";
+    if (c->cfg->replay_import[0]) return "default";
+    model_profile prof;
+    memset(&prof, 0, sizeof prof);
+    int has_batch = profile_find(c->cfg->replay_profile, &prof) == SS_OK && prof.batch > 0;
+    profile_free(&prof);
+    return has_batch ? "the profile's" : "default: the profile gives none";
+}
+
+/* OUT/ with config.ini: the options given, and a profile's batch when it was not (a --config
+ * re-run then replays the same batch even if the profile file changes). */
+static int open_outputs(const replay_cmd *c) {
+    const char *ini = c->rq->config_ini;
+    char *text = NULL;
+    if (c->cfg->replay_profile[0] && !c->cfg->replay_import[0] && !options_given(c->rq, "batch") &&
+        ini) {
+        size_t len = strlen(ini) + 64;
+        text = ss_malloc(len);
+        snprintf(text, len, "%sbatch = %d\n", ini, c->pc.batch);
+        ini = text;
+    }
+    int rc = outputs_open_dir(c->cfg, ini);
+    free(text);
+    return rc;
+}
+
 /* Scale-out, network model, platform, the policy configuration; then OUT/ with config.ini. */
 static int replay_setup(replay_cmd *c) {
     const run_config *cfg = c->cfg;
@@ -323,7 +407,7 @@ static int replay_setup(replay_cmd *c) {
         sim_platform_info_free(&info);
     }
     if ((rc = replay_policy_config(t, ro, &c->pc)) != SS_OK) return rc;
-    if ((rc = outputs_open_dir(cfg, c->rq->config_ini)) != SS_OK) return rc;
+    if ((rc = open_outputs(c)) != SS_OK) return rc;
     if (!ro->platform_path) {
         outputs_path(cfg, "platform.xml", c->gen_path, sizeof c->gen_path);
         ro->gen_path = c->gen_path;
@@ -373,6 +457,7 @@ static void summarize(const replay_cmd *c, run_summary *s) {
     snprintf(s->model, sizeof s->model, "%s", t->meta.model);
     snprintf(s->policy, sizeof s->policy, "%s", policy_kind_name(c->rr.pc.kind));
     s->workers = c->rr.pc.workers;
+    s->batch = c->rr.pc.batch;
     s->recorded_workers = t->workers;
     snprintf(s->scale_out, sizeof s->scale_out, "%s", replay_scale_out_name(c->ro.scale_out));
     snprintf(s->platform, sizeof s->platform, "%s", c->platform);
@@ -429,12 +514,24 @@ static void print_result(const replay_cmd *c) {
 static int replay_simulate(replay_cmd *c) {
     const trace *t = c->t;
     printf("syncsim replay: %s trace%s%s, %s, %d workers (%d recorded, %s), %ld steps, "
-           "platform %s\n",
+           "batch %d (%s), platform %s\n",
            t->meta.source, t->meta.model[0] ? " of " : "", t->meta.model,
            policy_kind_name(c->pc.kind), c->pc.workers, t->workers,
-           replay_scale_out_name(c->ro.scale_out), c->pc.steps, c->platform);
+           replay_scale_out_name(c->ro.scale_out), c->pc.steps, c->pc.batch, batch_origin(c),
+           c->platform);
+    if (c->pc.kind == POLICY_SELSYNC && c->cfg->replay_profile[0] && !c->cfg->replay_import[0]) {
+        if (c->cfg->replay_decisions[0])
+            printf("selsync decisions: the first %ld steps recorded in %s (sync fraction %.4f)\n",
+                   c->pc.steps, c->cfg->replay_decisions, trace_sync_fraction(t));
+        else
+            printf("selsync decisions: each step synchronizes with probability %g "
+                   "(--sync-fraction, draws seeded by --seed %llu): sync fraction %.4f\n",
+                   c->cfg->replay_sync_fraction, (unsigned long long)c->cfg->seed,
+                   trace_sync_fraction(t));
+    }
     fflush(stdout);
     c->ro.interruptible = 1;
+    c->ro.progress = c->cfg->progress;
     int rc = replay_run(t, &c->ro, &c->rr);
     if (rc != SS_OK) return rc;
     c->interrupted = outputs_interrupted();
