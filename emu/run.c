@@ -327,21 +327,6 @@ int run_open(emu_run *r) {
     return open_outputs(r);
 }
 
-/* The exchange of synchronous steps, as the banner and summary.json name it: "auto", "ring, 4
- * channels", "tree, protocol LL", "ps". */
-static void run_describe_exchange(const policy_config *pc, char *buf, size_t n) {
-    if (pc->use_ps) {
-        snprintf(buf, n, "ps");
-        return;
-    }
-    int used = snprintf(buf, n, "%s", sim_allreduce_algo_name(pc->coll.algo));
-    if (pc->coll.channels > 1 && used >= 0 && (size_t)used < n)
-        used += snprintf(buf + used, n - (size_t)used, ", %d channels", pc->coll.channels);
-    if (pc->coll.protocol != SIM_PROTOCOL_AUTO && used >= 0 && (size_t)used < n)
-        snprintf(buf + used, n - (size_t)used, ", protocol %s",
-                 sim_nccl_protocol_name(pc->coll.protocol));
-}
-
 void run_print_banner(const emu_run *r) {
     const model *m = emulation_replica(r->em, 0);
     if (r->real)
@@ -357,7 +342,7 @@ void run_print_banner(const emu_run *r) {
            device_name(r->dev), r->cfg->model, model_param_count(m), model_param_bytes(m) / 1e6,
            r->pc.steps, r->pc.eval_every);
     char exchange[64], compute[48];
-    run_describe_exchange(&r->pc, exchange, sizeof exchange);
+    policy_describe_exchange(&r->pc, exchange, sizeof exchange);
     sim_compute_format(&r->pc.compute, compute, sizeof compute);
     if (r->pc.compute.mode == SIM_COMPUTE_MODEL && !strchr(compute, ':'))
         snprintf(compute, sizeof compute, "model, precision %s",
@@ -460,7 +445,7 @@ static void summarize_setup(const emu_run *r, run_summary *s) {
     snprintf(s->model, sizeof s->model, "%s", cfg->model);
     snprintf(s->dataset, sizeof s->dataset, "%s", r->train.name);
     snprintf(s->partition, sizeof s->partition, "%s", r->partition);
-    run_describe_exchange(&r->pc, s->collective, sizeof s->collective);
+    policy_describe_exchange(&r->pc, s->collective, sizeof s->collective);
     if (r->pc.compute.mode == SIM_COMPUTE_MODEL)
         snprintf(s->precision, sizeof s->precision, "%s",
                  sim_precision_name(r->pc.compute.precision));

@@ -458,6 +458,10 @@ static void summarize(const replay_cmd *c, run_summary *s) {
     snprintf(s->policy, sizeof s->policy, "%s", policy_kind_name(c->rr.pc.kind));
     s->workers = c->rr.pc.workers;
     s->batch = c->rr.pc.batch;
+    policy_describe_exchange(&c->rr.pc, s->collective, sizeof s->collective);
+    if (c->rr.pc.compute.mode == SIM_COMPUTE_MODEL)
+        snprintf(s->precision, sizeof s->precision, "%s",
+                 sim_precision_name(c->rr.pc.compute.precision));
     s->recorded_workers = t->workers;
     snprintf(s->scale_out, sizeof s->scale_out, "%s", replay_scale_out_name(c->ro.scale_out));
     snprintf(s->platform, sizeof s->platform, "%s", c->platform);
@@ -519,6 +523,9 @@ static int replay_simulate(replay_cmd *c) {
            policy_kind_name(c->pc.kind), c->pc.workers, t->workers,
            replay_scale_out_name(c->ro.scale_out), c->pc.steps, c->pc.batch, batch_origin(c),
            c->platform);
+    if (c->pc.compute.mode == SIM_COMPUTE_MODEL)
+        printf("compute: the per-layer model on %s, precision %s\n", c->cfg->gpu,
+               sim_precision_name(c->pc.compute.precision));
     if (c->pc.kind == POLICY_SELSYNC && c->cfg->replay_profile[0] && !c->cfg->replay_import[0]) {
         if (c->cfg->replay_decisions[0])
             printf("selsync decisions: the first %ld steps recorded in %s (sync fraction %.4f)\n",

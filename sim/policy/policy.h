@@ -131,6 +131,9 @@ typedef struct policy_config {
 
 /* The defaults: those of the policy options (sim/policy/policy_registry.h) and of the run. */
 void policy_config_default(policy_config *pc);
+/* The exchange of synchronous steps, as banners and summary.json name it: "auto", "ring, 4
+ * channels", "tree, protocol LL", "ps". */
+void policy_describe_exchange(const policy_config *pc, char *buf, size_t n);
 /* A policy by its registry name (SS_EUSAGE listing the valid names otherwise). */
 int policy_kind_parse(const char *text, policy_kind *out);
 const char *policy_kind_name(policy_kind k);

@@ -109,6 +109,21 @@ int policy_option_apply(const policy_option *o, const run_policy_value *v, polic
     return ss_error_set(SS_EUSAGE, "--%s: unknown option type", o->name);
 }
 
+/* The exchange of synchronous steps, as the banner and summary.json name it: "auto", "ring, 4
+ * channels", "tree, protocol LL", "ps". */
+void policy_describe_exchange(const policy_config *pc, char *buf, size_t n) {
+    if (pc->use_ps) {
+        snprintf(buf, n, "ps");
+        return;
+    }
+    int used = snprintf(buf, n, "%s", sim_allreduce_algo_name(pc->coll.algo));
+    if (pc->coll.channels > 1 && used >= 0 && (size_t)used < n)
+        used += snprintf(buf + used, n - (size_t)used, ", %d channels", pc->coll.channels);
+    if (pc->coll.protocol != SIM_PROTOCOL_AUTO && used >= 0 && (size_t)used < n)
+        snprintf(buf + used, n - (size_t)used, ", protocol %s",
+                 sim_nccl_protocol_name(pc->coll.protocol));
+}
+
 void policy_config_default(policy_config *pc) {
     memset(pc, 0, sizeof *pc);
     pc->kind = policy_registry_baseline()->kind;
