@@ -37,11 +37,12 @@ typedef enum sim_compute_mode {
 
 typedef struct sim_compute_cfg {
     sim_compute_mode mode;
-    double scale;            /* measured mode: simulated seconds per measured second (> 0);
-                                model mode: a factor on the modelled times (1, or validate
-                                scaling's calibration to a published single-GPU throughput) */
-    sim_precision precision; /* model mode: fp32 (0, the default) | tf32 | fp16 | bf16 */
-    const gpu_class *gpu;    /* model mode: NULL = the class of the worker's host */
+    double scale; /* measured mode: simulated seconds per measured second (> 0);
+                     model mode: a factor on the modelled times (1, or validate
+                     scaling's calibration to a published single-GPU throughput) */
+    sim_precision
+        precision; /* model mode: fp32 (0) | tf32 | fp16 | bf16 | pytorch (the CLI default) */
+    const gpu_class *gpu; /* model mode: NULL = the class of the worker's host */
 } sim_compute_cfg;
 
 /* The host a worker computes on, as the model needs it. */
