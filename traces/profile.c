@@ -423,8 +423,8 @@ int profile_synthesize(const model_profile *p, const policy_config *pc, const in
                             p->name);
     if (!measured && p->measured && !(p->forward_flops_per_sample > 0))
         return ss_error_set(SS_EUSAGE,
-                            "profile %s has measured times but no FLOPs (its trace was recorded "
-                            "without with_flops): it replays with --compute measured only",
+                            "profile %s has measured times but no FLOPs (its profiler trace gave "
+                            "none): it replays with --compute measured only",
                             p->name);
     if (pc->compute.mode == SIM_COMPUTE_MODEL && !p->layer_costs)
         return ss_error_set(SS_EUSAGE,
