@@ -39,8 +39,9 @@ int cmd_profile_main(int argc, char **argv) {
         print_help(stdout);
         return 0;
     }
-    if (argc < 1 || strcmp(argv[0], "import"))
-        return usage("profile needs the target import%s", argc >= 1 ? " first" : "");
+    if (argc < 1) return usage("%s", "profile needs the target import");
+    if (strcmp(argv[0], "import"))
+        return usage("profile needs the target import (not '%s')", argv[0]);
     profile_import_opts o = {0};
     const char *out = NULL;
     for (int i = 1; i < argc; i++) {

@@ -110,27 +110,31 @@ static void write_tmp(char *path, const char *json) {
 
 /* A backward function whose sequence number belongs to a forward operator of another layer than
  * the one that ran just before it: mapping by order would give it to b. */
+/* A trace of these complete events: {"traceEvents": [e0, e1, ...]} into a temporary file. */
+static void write_events(char *path, const char *const *events, int n) {
+    char json[4096] = "{\"traceEvents\":[";
+    for (int i = 0; i < n; i++) {
+        if (i) strcat(json, ",");
+        strcat(json, events[i]);
+    }
+    strcat(json, "]}");
+    write_tmp(path, json);
+}
+
 static void test_backward_by_sequence(void) {
     char path[64];
-    write_tmp(
-        path,
-        "{\"traceEvents\":[" EVENT("ProfilerStep#1", "user_annotation", 0, 1000, "") "," EVENT(
-            "syncsim.layer:a", "user_annotation", 10, 100,
-            "") "," EVENT("aten::mm", "cpu_op", 20,
-                          50, "\"Sequence number\":7") "," EVENT("syncsim.layer:b",
-                                                                 "user_annotation", 200, 100,
-                                                                 "") "," EVENT("aten::mm", "cpu_op",
-                                                                               210, 60,
-                                                                               "\"Sequence "
-                                                                               "number\":8") "," EVENT("autograd::engine::evaluate_function: MmBackward0",
-                                                                                                       "cpu_op",
-                                                                                                       400,
-                                                                                                       70,
-                                                                                                       "\"Sequence number\":7") "," EVENT("autograd::engine::evaluate_function: MmBackward0",
-                                                                                                                                          "cpu_op",
-                                                                                                                                          500,
-                                                                                                                                          90,
-                                                                                                                                          "\"Sequence number\":8") "]}");
+    const char *const events[] = {
+        EVENT("ProfilerStep#1", "user_annotation", 0, 1000, ""),
+        EVENT("syncsim.layer:a", "user_annotation", 10, 100, ""),
+        EVENT("aten::mm", "cpu_op", 20, 50, "\"Sequence number\":7"),
+        EVENT("syncsim.layer:b", "user_annotation", 200, 100, ""),
+        EVENT("aten::mm", "cpu_op", 210, 60, "\"Sequence number\":8"),
+        EVENT("autograd::engine::evaluate_function: MmBackward0", "cpu_op", 400, 70,
+              "\"Sequence number\":7"),
+        EVENT("autograd::engine::evaluate_function: MmBackward0", "cpu_op", 500, 90,
+              "\"Sequence number\":8"),
+    };
+    write_events(path, events, 7);
     char params[64];
     write_tmp(params, "{\"batch\":2,\"layers\":[{\"name\":\"a\",\"params\":10},"
                       "{\"name\":\"b\",\"params\":20}]}");
@@ -302,30 +306,32 @@ static void test_bad_input(void) {
     const char *out = "/tmp/ss-profimport-never.profile";
     unlink(out);
     char path[64];
+    const char *step1 = EVENT("ProfilerStep#1", "user_annotation", 0, 100, "");
+    const char *step2 = EVENT("ProfilerStep#2", "user_annotation", 200, 100, "");
+    const char *layer = EVENT("syncsim.layer:a", "user_annotation", 10, 50, "");
+    const char *no_dur = "{\"ph\":\"X\",\"name\":\"x\",\"ts\":1}";
+    const char *const no_steps[] = {layer}, *const no_layers[] = {step1},
+                      *const bad_event[] = {step1, no_dur},
+                      *const idle_step[] = {step1, step2, layer};
     struct {
-        const char *json, *want;
+        const char *json;
+        const char *const *events;
+        int n;
+        const char *want;
     } cases[] = {
-        {"{\"traceEvents\": [\n{\"ph\": \"X\",\n \"name\": oops}]}", ":3: not valid JSON"},
-        {"{\"schemaVersion\": 1}", "no \"traceEvents\" array"},
-        {"[1, 2]", "no \"traceEvents\" array"},
-        {"{\"traceEvents\":[" EVENT("syncsim.layer:a", "user_annotation", 10, 100, "") "]}",
-         "the trace has no steps"},
-        {"{\"traceEvents\":[" EVENT("ProfilerStep#1", "user_annotation", 0, 100, "") "]}",
-         "no 'syncsim.layer:NAME' range"},
-        {"{\"traceEvents\":[" EVENT("ProfilerStep#1", "user_annotation", 0, 100, "") ","
-                                                                                     "{\"ph\":"
-                                                                                     "\"X\","
-                                                                                     "\"name\":"
-                                                                                     "\"x\",\"ts\":"
-                                                                                     "1}]}",
-         "traceEvents[1]: a complete event"},
-        {"{\"traceEvents\":[" EVENT("ProfilerStep#1", "user_annotation", 0, 100, "") "," EVENT(
-             "ProfilerStep#2", "user_annotation", 200, 100,
-             "") "," EVENT("syncsim.layer:a", "user_annotation", 10, 50, "") "]}",
-         "traceEvents[1]: step range 'ProfilerStep#2' holds no layer range"},
+        {"{\"traceEvents\": [\n{\"ph\": \"X\",\n \"name\": oops}]}", NULL, 0, ":3: not valid JSON"},
+        {"{\"schemaVersion\": 1}", NULL, 0, "no \"traceEvents\" array"},
+        {"[1, 2]", NULL, 0, "no \"traceEvents\" array"},
+        {NULL, no_steps, 1, "the trace has no steps"},
+        {NULL, no_layers, 1, "no 'syncsim.layer:NAME' range"},
+        {NULL, bad_event, 2, "traceEvents[1]: a complete event"},
+        {NULL, idle_step, 3, "traceEvents[1]: step range 'ProfilerStep#2' holds no layer range"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        write_tmp(path, cases[i].json);
+        if (cases[i].json)
+            write_tmp(path, cases[i].json);
+        else
+            write_events(path, cases[i].events, cases[i].n);
         int code = run_import(path, "--batch 2", out);
         CU_ASSERT_EQUAL(code, 1);
         const char *msg = ss_error_message();
