@@ -367,6 +367,34 @@ static void test_bad_input(void) {
     unlink(out);
 }
 
+/* The replay end to end: `syncsim replay --profile` of a shipped imported profile on one worker
+ * (its default compute mode, measured) takes steps x the recorded mean step, with the overlap on
+ * and off. */
+static void test_replay_one_worker(void) {
+    const char *prof = SS_SOURCE_DIR "/traces/reference/torch-cpu/cnn.profile";
+    model_profile p;
+    CU_ASSERT_EQUAL_FATAL(profile_load(prof, &p), SS_OK);
+    const double step = p.measured_step_s;
+    profile_free(&p);
+    char dir[] = "/tmp/ss-profimport-replay-XXXXXX";
+    CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+    const char *overlap[] = {"on", "off"};
+    for (int k = 0; k < 2; k++) {
+        char cmd[1024], *out = NULL;
+        snprintf(cmd, sizeof cmd,
+                 "%s/syncsim replay --profile %s --workers 1 --steps 5 --overlap %s --out %s 2>&1",
+                 SS_BINARY_DIR, prof, overlap[k], dir);
+        CU_ASSERT_EQUAL(ss_test_shell(cmd, &out), 0);
+        const char *at = out ? strstr(out, "simulated time ") : NULL;
+        CU_ASSERT_FATAL(at != NULL);
+        SS_CHECK_CLOSE(atof(at + 15), 5 * step, 0, 1e-6);
+        free(out);
+    }
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    CU_ASSERT_EQUAL(system(rm), 0);
+}
+
 static CU_TestInfo tests[] = {
     {"cpu trace: per-layer sums and the host's gap", test_cpu_sums},
     {"cpu trace: parameters from input shapes", test_cpu_shapes},
@@ -377,6 +405,7 @@ static CU_TestInfo tests[] = {
     {"profile versions 1-4 and corrupt measured profiles", test_versions},
     {"replay source: measured step and layers", test_synthesize_measured},
     {"bad input: messages, exit codes, nothing written", test_bad_input},
+    {"replay of an imported profile on one worker", test_replay_one_worker},
     CU_TEST_INFO_NULL,
 };
 
