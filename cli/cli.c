@@ -87,6 +87,8 @@ static const subcommand subcommands[] = {
     {"sweep", CMD_SWEEP, "syncsim sweep FILE.ini [options]",
      "a grid of runs from an INI file, in parallel, resumable, over MPI ranks or shards", NULL,
      NULL},
+    {"profile", 0, "syncsim profile import TRACE.json [--params FILE] --out FILE.profile",
+     "a model profile with measured per-layer times from a torch.profiler trace", NULL, NULL},
     {"report", CMD_REPORT, "syncsim report DIR... [options]",
      "statistics over seeds (mean, 95% CI), tables and gnuplot figures of runs and sweeps", NULL,
      NULL},
@@ -184,6 +186,7 @@ int cli_main(int argc, char **argv) {
     }
     if (sc->command == CMD_SWEEP) return cmd_sweep_main(argc - 2, argv + 2);
     if (sc->command == CMD_REPORT) return cmd_report_main(argc - 2, argv + 2);
+    if (!strcmp(sc->name, "profile")) return cmd_profile_main(argc - 2, argv + 2);
     int first = 2;
     const char *target = "";
     if (sc->targets) {

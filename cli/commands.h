@@ -26,6 +26,8 @@ int cmd_sweep_main(int argc, char **argv);
 struct sweep_options;
 const struct sweep_options *cmd_sweep_options(void);
 int cmd_report_main(int argc, char **argv);
+/* syncsim profile import TRACE.json ...: argv after the subcommand word; an exit code. */
+int cmd_profile_main(int argc, char **argv);
 
 /* One emulated training run of the resolved options (emu/run.h run_train_emulated), in the
  * current process, which must not have started SimGrid yet: what compare and sweep run in their

@@ -113,7 +113,8 @@ static const opt_def head_rows[] = {
     {"compute", OPT_TYPE_STRING, F(compute), "model", 0, 0, CMD_RUN | CMD_REPLAY, NULL, "MODE",
      "compute time: model (per-layer GPU model: FLOPs, memory traffic, launches) | flops "
      "(counted FLOPs on the host's speed) | measured[:SCALE] (train); replay --profile: model "
-     "(where the profile has per-layer data) | flops",
+     "(where the profile has per-layer data) | flops | measured[:SCALE] (the default for a "
+     "profile imported by syncsim profile import: its measured times)",
      SIM},
     {"precision", OPT_TYPE_CHOICE, F(precision), "pytorch", 0, 0, CMD_RUN | CMD_REPLAY,
      "pytorch|fp32|tf32|fp16|bf16", "P",

@@ -10,7 +10,7 @@ packages=(
   libopenblas-dev      # CPU backend GEMM/BLAS
   libcunit1-dev        # test suites
   zlib1g-dev           # gzip-compressed IDX data sets
-  libcjson-dev         # summary.json and other JSON outputs
+  libcjson-dev         # summary.json and other JSON outputs; torch.profiler traces read by profile import
   libinih-dev          # INI files: config.ini, sweep files
   gnuplot-nox          # figures
   libopenmpi-dev openmpi-bin # sweeps spread over mpirun ranks (optional at build time)

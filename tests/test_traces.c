@@ -302,7 +302,7 @@ static void test_profile_bad_input(void) {
     CU_ASSERT(p.params == 15 && p.forward_flops_per_sample == 150);
     CU_ASSERT(p.backward_flops_per_sample == 2 * 100 + 70);
     CU_ASSERT(profile_step_flops(&p, 4) == 4 * (150 + 270));
-    expect_profile_error("syncsim-profile 4\n", "version 4");
+    expect_profile_error("syncsim-profile 5\n", "version 5");
     /* version 3: a layer kind and the matrix shape; version 2 lines are refused in it */
     expect_profile_error("syncsim-profile 3\nname t\nlayer a 10 100 - 8 12 1\ntotal 10 100\n",
                          "a version 3 layer line is");

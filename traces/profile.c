@@ -39,6 +39,7 @@ typedef struct profile_reader {
     int magic;           /* the version line was read */
     int total_seen;      /* the total line was read: nothing may follow */
     double explicit_bwd; /* sum of the backward FLOPs given per layer */
+    long unmeasured;     /* version 4: layer lines with '-' times */
     double implicit_fwd; /* sum of the forward FLOPs of layers without a backward count */
     int version;
 } profile_reader;
@@ -51,7 +52,7 @@ static int read_magic(profile_reader *r, char **f, int n) {
                    NULL);
     double v;
     if (n != 2 || number(f[1], &v)) return bad(r->name, r->line, "malformed version line", NULL);
-    if (v != 1 && v != 2 && v != PROFILE_VERSION)
+    if (v != 1 && v != 2 && v != 3 && v != PROFILE_VERSION)
         return ss_error_set(
             SS_EINPUT, "%s:%ld: profile format version %s, this syncsim reads version %d; %s",
             r->name, r->line, f[1], PROFILE_VERSION,
@@ -81,12 +82,16 @@ static int layer_kind_of(const char *word, sim_layer_kind *out) {
 }
 
 static int read_layer_v2(profile_reader *r, char **f, int n, model_profile *out) {
-    double params, fwd, bwd = -1, fb, bb, k, gn = 0, gk = 0;
+    double params, fwd, bwd = -1, fb, bb, k, gn = 0, gk = 0, fs = 0, bs = 0;
     sim_layer_kind kind = SIM_LAYER_OTHER;
-    const int want = r->version >= 3 ? 11 : 8;
+    const int want = r->version >= 4 ? 13 : r->version >= 3 ? 11 : 8;
     if (n != want)
         return bad(r->name, r->line,
-                   r->version >= 3
+                   r->version >= 4
+                       ? "a version 4 layer line is 'layer NAME PARAMS FORWARD_FLOPS "
+                         "BACKWARD_FLOPS|- FORWARD_BYTES BACKWARD_BYTES KERNELS KIND GEMM_N GEMM_K "
+                         "FORWARD_S|- BACKWARD_S|-'"
+                   : r->version >= 3
                        ? "a version 3 layer line is 'layer NAME PARAMS FORWARD_FLOPS "
                          "BACKWARD_FLOPS|- FORWARD_BYTES BACKWARD_BYTES KERNELS KIND GEMM_N GEMM_K'"
                        : "a version 2 layer line is 'layer NAME PARAMS FORWARD_FLOPS "
@@ -94,9 +99,16 @@ static int read_layer_v2(profile_reader *r, char **f, int n, model_profile *out)
                    NULL);
     if (number(f[2], &params) || number(f[3], &fwd) || (strcmp(f[4], "-") && number(f[4], &bwd)) ||
         number(f[5], &fb) || number(f[6], &bb) || number(f[7], &k) || k > 1e6 ||
-        (n == 11 && (number(f[9], &gn) || number(f[10], &gk))))
+        (n >= 11 && (number(f[9], &gn) || number(f[10], &gk))))
         return bad(r->name, r->line, "layer counts must be numbers >= 0 in layer ", f[1]);
-    if (n == 11 && layer_kind_of(f[8], &kind))
+    if (n == 13) {
+        const int dash = !strcmp(f[11], "-") + !strcmp(f[12], "-");
+        if (dash == 1 || (!dash && (number(f[11], &fs) || number(f[12], &bs))))
+            return bad(r->name, r->line,
+                       "measured seconds are two numbers >= 0, or '- -', in layer ", f[1]);
+        if (dash) r->unmeasured++;
+    }
+    if (n >= 11 && layer_kind_of(f[8], &kind))
         return bad(r->name, r->line,
                    "unknown layer kind (valid: conv, linear, norm, pool, eltwise, attn, embed, "
                    "loss) in layer ",
@@ -114,7 +126,9 @@ static int read_layer_v2(profile_reader *r, char **f, int n, model_profile *out)
                                                          .kernels = (int)k,
                                                          .kind = kind,
                                                          .gemm_n = gn,
-                                                         .gemm_k = gk};
+                                                         .gemm_k = gk,
+                                                         .fwd_s = fs,
+                                                         .bwd_s = bs};
     out->params += params;
     out->forward_flops_per_sample += fwd;
     if (bwd >= 0)
@@ -160,6 +174,12 @@ static int read_total(profile_reader *r, char **f, int n, const model_profile *o
 /* "name WORD" and the numeric "KEY NUMBER" lines; description and input are free text. */
 static int read_key(profile_reader *r, char **f, int n, model_profile *out) {
     if (!strcmp(f[0], "description") || !strcmp(f[0], "input")) return SS_OK;
+    if (!strcmp(f[0], "measured_device")) {
+        if (r->version < 4 || n != 2 || (strcmp(f[1], "cpu") && strcmp(f[1], "cuda")))
+            return bad(r->name, r->line, "measured_device is cpu or cuda (version 4)", NULL);
+        snprintf(out->measured_device, sizeof out->measured_device, "%s", f[1]);
+        return SS_OK;
+    }
     if (!strcmp(f[0], "name")) {
         if (n != 2 || strlen(f[1]) >= sizeof out->name)
             return bad(r->name, r->line, "the name is one word of at most 63 characters", NULL);
@@ -175,7 +195,17 @@ static int read_key(profile_reader *r, char **f, int n, model_profile *out) {
         out->sample_bytes = v;
     else if (!strcmp(f[0], "published_params"))
         out->published_params = v;
-    else if (!strcmp(f[0], "batch")) {
+    else if (r->version >= 4 && !strcmp(f[0], "measured_step_s")) {
+        out->measured_step_s = v;
+        out->measured = 1;
+    } else if (r->version >= 4 && !strcmp(f[0], "measured_gap_s"))
+        out->measured_gap_s = v;
+    else if (r->version >= 4 &&
+             (!strcmp(f[0], "measured_batch") || !strcmp(f[0], "measured_steps"))) {
+        if (v < 1 || v > 1e9 || v != floor(v))
+            return bad(r->name, r->line, "expected a positive integer for ", f[0]);
+        *(f[0][9] == 'b' ? &out->measured_batch : &out->measured_steps) = (int)v;
+    } else if (!strcmp(f[0], "batch")) {
         /* 0 would read as "not given" and replay at the default batch instead */
         if (v < 1 || v > 1e6 || v != floor(v))
             return ss_error_set(SS_EINPUT,
@@ -196,10 +226,10 @@ static int read_line(profile_reader *r, char *p, model_profile *out) {
     if (r->magic && !strncmp(p, "description ", 12))
         snprintf(out->description, sizeof out->description, "%s", p + 12);
     if (r->magic && !strncmp(p, "input ", 6)) snprintf(out->input, sizeof out->input, "%s", p + 6);
-    char *f[12] = {NULL}; /* one more than the longest line (a version 3 layer) takes */
+    char *f[14] = {NULL}; /* one more than the longest line (a version 4 layer) takes */
     int n = 0;
     char *save = NULL;
-    for (char *tok = strtok_r(p, " \t", &save); tok && n < 12; tok = strtok_r(NULL, " \t", &save))
+    for (char *tok = strtok_r(p, " \t", &save); tok && n < 14; tok = strtok_r(NULL, " \t", &save))
         f[n++] = tok;
     if (!r->magic) return read_magic(r, f, n);
     if (r->total_seen) return bad(r->name, r->line, "text after the total line", NULL);
@@ -222,6 +252,27 @@ static int check_complete(const profile_reader *r, model_profile *out) {
      * parameters, which size the exchange, must be there */
     if (!(out->params > 0))
         return ss_error_set(SS_EINPUT, "%s: the profile has no parameters (the exchange's size)",
+                            r->name);
+    if (out->measured) {
+        /* the measured step is the layers' seconds and the gap: a check against corruption */
+        if (r->unmeasured || !out->measured_batch || !out->measured_device[0])
+            return ss_error_set(SS_EINPUT,
+                                "%s: a measured profile (measured_step_s) needs measured_batch, "
+                                "measured_device and the seconds of every layer",
+                                r->name);
+        double sum = out->measured_gap_s;
+        for (int i = 0; i < out->layers; i++)
+            sum += out->layer_costs[i].fwd_s + out->layer_costs[i].bwd_s;
+        if (!(out->measured_step_s > 0) ||
+            fabs(sum - out->measured_step_s) > 1e-6 * out->measured_step_s)
+            return ss_error_set(SS_EINPUT,
+                                "%s: measured_step_s %.9g is not the layers' seconds and the gap "
+                                "(%.9g; corrupt file?)",
+                                r->name, out->measured_step_s, sum);
+    } else if (out->layer_costs && r->version >= 4 && r->unmeasured < out->layers)
+        return ss_error_set(SS_EINPUT,
+                            "%s: layers have measured seconds but the profile has no "
+                            "measured_step_s",
                             r->name);
     out->backward_flops_per_sample = r->explicit_bwd + out->backward_factor * r->implicit_fwd;
     out->version = r->version;
@@ -384,32 +435,101 @@ double profile_step_flops(const model_profile *p, int batch) {
     return (double)batch * (p->forward_flops_per_sample + p->backward_flops_per_sample);
 }
 
+static const char *layer_kind_word(const sim_layer_cost *l) {
+    return l->kind == SIM_LAYER_CONV     ? "conv"
+           : l->kind == SIM_LAYER_MATMUL ? "linear"
+           : l->kind == SIM_LAYER_NORM   ? "norm"
+                                         : "eltwise";
+}
+
+void profile_write(FILE *fp, const model_profile *p, const char *comments) {
+    for (const char *c = comments; c && *c;) {
+        size_t len = strcspn(c, "\n");
+        fprintf(fp, "# %.*s\n", (int)len, c);
+        c += len + (c[len] == '\n');
+    }
+    fprintf(fp, PROFILE_MAGIC " %d\nname %s\n", PROFILE_VERSION, p->name);
+    if (p->description[0]) fprintf(fp, "description %s\n", p->description);
+    if (p->batch > 0) fprintf(fp, "batch %d\n", p->batch);
+    if (p->sample_bytes > 0) fprintf(fp, "sample_bytes %.17g\n", p->sample_bytes);
+    fprintf(fp, "backward_factor %.17g\n", p->backward_factor);
+    if (p->measured)
+        fprintf(fp,
+                "measured_device %s\nmeasured_batch %d\nmeasured_steps %d\n"
+                "measured_step_s %.17g\nmeasured_gap_s %.17g\n",
+                p->measured_device, p->measured_batch, p->measured_steps, p->measured_step_s,
+                p->measured_gap_s);
+    fprintf(fp, "# layer NAME PARAMS FORWARD_FLOPS BACKWARD_FLOPS|- FORWARD_BYTES BACKWARD_BYTES "
+                "KERNELS KIND GEMM_N GEMM_K FORWARD_S|- BACKWARD_S|- (FLOPs and bytes per sample; "
+                "seconds per step of measured_batch)\n");
+    double params = 0, fwd = 0;
+    for (int i = 0; i < p->layers; i++) {
+        const sim_layer_cost *l = &p->layer_costs[i];
+        /* every number at 17 digits: the total below is the sum the reader computes */
+        fprintf(fp, "layer %s %.17g %.17g %.17g %.17g %.17g %d %s %.17g %.17g", p->layer_names[i],
+                l->param_bytes / 4, l->fwd_flops, l->bwd_flops, l->fwd_bytes, l->bwd_bytes,
+                l->kernels, layer_kind_word(l), l->gemm_n, l->gemm_k);
+        if (p->measured)
+            fprintf(fp, " %.17g %.17g\n", l->fwd_s, l->bwd_s);
+        else
+            fprintf(fp, " - -\n");
+        params += l->param_bytes / 4;
+        fwd += l->fwd_flops;
+    }
+    fprintf(fp, "total %.17g %.17g\n", params, fwd);
+}
+
 int profile_synthesize(const model_profile *p, const policy_config *pc, const int8_t *decisions,
                        trace **out) {
     policy_config tpc = *pc;
+    const int measured = pc->compute.mode == SIM_COMPUTE_MEASURED;
+    if (measured && !p->measured)
+        return ss_error_set(SS_EUSAGE,
+                            "--compute measured: profile %s has no measured times (only a "
+                            "profile made by 'syncsim profile import' has; use --compute model "
+                            "or flops)",
+                            p->name);
+    if (!measured && p->measured && !(p->forward_flops_per_sample > 0))
+        return ss_error_set(SS_EUSAGE,
+                            "profile %s has measured times but no FLOPs (its profiler trace gave "
+                            "none): it replays with --compute measured only",
+                            p->name);
     if (pc->compute.mode == SIM_COMPUTE_MODEL && !p->layer_costs)
         return ss_error_set(SS_EUSAGE,
                             "--compute model: profile %s (format version %d) has no per-layer "
                             "data (use --compute flops, or regenerate it with "
                             "traces/profiles/generate_profiles.py)",
                             p->name, p->version);
-    if (pc->compute.mode != SIM_COMPUTE_MODEL)
+    if (measured)
+        tpc.compute = (sim_compute_cfg){.mode = SIM_COMPUTE_TRACE, .scale = 1.0};
+    else if (pc->compute.mode != SIM_COMPUTE_MODEL)
         tpc.compute = (sim_compute_cfg){.mode = SIM_COMPUTE_FLOPS, .scale = 1.0};
     int rc = trace_alloc(&tpc, 1, pc->steps, out);
     if (rc != SS_OK) return rc;
     trace *t = *out;
     const double flops = profile_step_flops(p, pc->batch);
+    /* measured seconds at another batch: proportional to the batch */
+    const double f = measured ? pc->compute.scale * pc->batch / p->measured_batch : 0;
     for (long s = 1; s <= pc->steps; s++) {
         trace_cell *c = &t->cells[s - 1];
         c->flops = flops;
+        c->compute_s = f * p->measured_step_s;
         c->samples = pc->batch;
         c->decision = decisions ? decisions[s - 1] : 1;
         c->recorded = 1;
     }
-    if (p->layer_costs) { /* per-layer data for the compute model and overlap */
-        t->layers = ss_malloc(sizeof(sim_layer_cost) * (size_t)p->layers);
-        t->n_layers = p->layers;
-        profile_step_layers(p, pc->batch, t->layers);
+    if (p->layer_costs) {                 /* per-layer data for the compute model and overlap */
+        const int gap = measured ? 1 : 0; /* the host's gap first, as a layer without parameters */
+        t->n_layers = p->layers + gap;
+        t->layers = ss_malloc(sizeof(sim_layer_cost) * (size_t)t->n_layers);
+        profile_step_layers(p, pc->batch, t->layers + gap);
+        if (measured) {
+            t->layers[0] = (sim_layer_cost){.fwd_s = f * p->measured_gap_s};
+            for (int i = 0; i < p->layers; i++) {
+                t->layers[i + 1].fwd_s = f * p->layer_costs[i].fwd_s;
+                t->layers[i + 1].bwd_s = f * p->layer_costs[i].bwd_s;
+            }
+        }
     }
     snprintf(t->meta.source, sizeof t->meta.source, "profile");
     snprintf(t->meta.model, sizeof t->meta.model, "%s", p->name);

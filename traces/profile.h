@@ -14,8 +14,9 @@
 #include <stdio.h>
 
 #define PROFILE_MAGIC "syncsim-profile"
-/* 3: layer kinds and matrix shapes; 2: per-layer bytes and kernels; 1 and 2 are still read */
-#define PROFILE_VERSION    3
+/* 4: measured seconds per layer (a profile imported from a profiler trace); 3: layer kinds and
+ * matrix shapes; 2: per-layer bytes and kernels; 1, 2 and 3 are still read */
+#define PROFILE_VERSION    4
 #define PROFILE_MAX_LAYERS 100000
 
 typedef struct model_profile {
@@ -35,6 +36,15 @@ typedef struct model_profile {
      * version 1 profile, which has no per-layer data. Freed by profile_free. */
     sim_layer_cost *layer_costs;
     char (*layer_names)[64]; /* the same layers' names (versions 2 and 3; NULL for version 1) */
+    /* version 4, imported from a profiler trace (traces/profile_import.h): the layers' measured
+     * seconds (layer_costs[i].fwd_s, bwd_s, per step of measured_batch samples) and the host's
+     * gap, the step's time not covered by layers; measured is 0 for a profile without them */
+    int measured;
+    int measured_batch;       /* the batch the times were measured at */
+    int measured_steps;       /* steps averaged */
+    double measured_step_s;   /* mean step: the layers' seconds + measured_gap_s */
+    double measured_gap_s;    /* mean host time a step not covered by the layers */
+    char measured_device[16]; /* cpu | cuda */
 } model_profile;
 
 void profile_free(model_profile *p);
@@ -61,12 +71,19 @@ const char *profile_names(char *buf, size_t n);
 /* FLOPs of one worker step of `batch` samples: batch x (forward + backward). */
 double profile_step_flops(const model_profile *p, int batch);
 
+/* Writes p as a version-4 profile (the format profile_read reads back); `comments` (may be NULL)
+ * are written as '#' lines first, one per line of the text. */
+void profile_write(FILE *fp, const model_profile *p, const char *comments);
+
 /* A trace of pc->steps steps from a profile: one recorded worker whose every step costs
  * profile_step_flops(p, pc->batch) (replay gives it to all pc->workers workers) and the step's
  * layers (profile_step_layers), exchanges of 4 P bytes, and per step the global decision
  * decisions[s] (NULL: every step synchronizes). The trace's compute mode is pc->compute when that
  * is model (replay times the layers with the per-layer GPU model at its precision; SS_EUSAGE for
- * a profile without per-layer data), else flops (FLOPs at the host's speed). */
+ * a profile without per-layer data), measured for a profile with measured times (every step
+ * costs its measured seconds x pc->compute.scale x pc->batch / measured_batch, replayed as
+ * recorded seconds; its layers carry their measured seconds, after a first layer "host_gap" of
+ * the gap; SS_EUSAGE for a profile without them), else flops (FLOPs at the host's speed). */
 int profile_synthesize(const model_profile *p, const policy_config *pc, const int8_t *decisions,
                        trace **out);
 

@@ -206,19 +206,22 @@ static int no_compute_options(const run_request *rq, const char *what) {
     return SS_OK;
 }
 
-/* --profile: --compute model (the default where the profile has per-layer data, at --precision)
- * or flops (FLOPs at the host's speed; the default for a profile without per-layer data). */
+/* --profile: --compute measured (the default for a profile with measured times: them, scaled),
+ * model (the default where the profile has per-layer data, at --precision) or flops (FLOPs at
+ * the host's speed; the default for a profile without per-layer data). */
 static int profile_compute(const run_request *rq, const model_profile *prof, policy_config *pc) {
     const run_config *cfg = rq->cfg;
     const char *mode = options_given(rq, "compute") ? cfg->compute
+                       : prof->measured             ? "measured"
                        : prof->layer_costs          ? "model"
                                                     : "flops";
     int rc = sim_compute_parse("--compute", mode, &pc->compute);
     if (rc != SS_OK) return rc;
-    if (pc->compute.mode != SIM_COMPUTE_MODEL && pc->compute.mode != SIM_COMPUTE_FLOPS)
-        return ss_error_set(SS_EUSAGE,
-                            "--compute %s: a replay of a profile times it with model or flops",
-                            cfg->compute);
+    if (pc->compute.mode != SIM_COMPUTE_MODEL && pc->compute.mode != SIM_COMPUTE_FLOPS &&
+        (pc->compute.mode != SIM_COMPUTE_MEASURED || !prof->measured))
+        return ss_error_set(
+            SS_EUSAGE, "--compute %s: a replay of a profile times it with model or flops%s",
+            cfg->compute, prof->measured ? ", or measured[:SCALE] (its measured times)" : "");
     if (options_given(rq, "precision") && pc->compute.mode != SIM_COMPUTE_MODEL)
         return ss_error_set(SS_EUSAGE, "--precision applies to --compute model");
     /* --precision (default pytorch), unless --compute model:PRECISION named one */

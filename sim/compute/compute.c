@@ -166,9 +166,9 @@ double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_laye
 static int layers_valid(const sim_layer_cost *layers, int n) {
     for (int i = 0; i < n; i++) {
         const sim_layer_cost *l = &layers[i];
-        const double v[7] = {l->fwd_flops,   l->bwd_flops, l->fwd_bytes, l->bwd_bytes,
-                             l->param_bytes, l->gemm_n,    l->gemm_k};
-        for (int k = 0; k < 7; k++)
+        const double v[9] = {l->fwd_flops, l->bwd_flops, l->fwd_bytes, l->bwd_bytes, l->param_bytes,
+                             l->gemm_n,    l->gemm_k,    l->fwd_s,     l->bwd_s};
+        for (int k = 0; k < 9; k++)
             if (!(v[k] >= 0) || !isfinite(v[k])) return 0;
         if (l->kernels < 0 || (unsigned)l->kind > SIM_LAYER_CONV) return 0;
     }
@@ -185,9 +185,12 @@ int sim_compute_layers(const sim_compute_cfg *cfg, const sim_compute_host *host,
         /* the other modes time a step by its FLOPs on the host's speed: each layer by its own,
          * so the layers add up to that step; they count no update FLOPs */
         const double speed = host->speed_flops;
+        int measured = 0; /* a measured profile's layers: their measured seconds */
+        for (int i = 0; i < n && !measured; i++)
+            measured = layers[i].fwd_s > 0 || layers[i].bwd_s > 0;
         for (int i = 0; i < n; i++) {
-            if (fwd_s) fwd_s[i] = layers[i].fwd_flops / speed;
-            if (bwd_s) bwd_s[i] = layers[i].bwd_flops / speed;
+            if (fwd_s) fwd_s[i] = measured ? layers[i].fwd_s : layers[i].fwd_flops / speed;
+            if (bwd_s) bwd_s[i] = measured ? layers[i].bwd_s : layers[i].bwd_flops / speed;
         }
         if (optimizer_s) *optimizer_s = 0;
         return SS_OK;

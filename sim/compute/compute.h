@@ -76,6 +76,9 @@ typedef struct sim_layer_cost {
     /* MATMUL, CONV: the product's output columns N (output channels or features) and reduction
      * length K (input channels x kernel height x width, or input features); 0: unknown */
     double gemm_n, gemm_k;
+    /* measured seconds of the layer's forward / backward pass, whole batch (a profile imported
+     * from a profiler trace); 0 and 0: not measured */
+    double fwd_s, bwd_s;
 } sim_layer_cost;
 
 /* "flops", "measured", "measured:SCALE" (SCALE > 0), "trace", "model"; SS_EUSAGE naming `option`
@@ -104,8 +107,9 @@ sim_precision sim_compute_layer_precision(const gpu_class *g, sim_precision p, s
 double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_layer_cost *layers,
                              int n, double *fwd_s, double *bwd_s, double *optimizer_s);
 /* The same on cfg's GPU (cfg->gpu, else the host's class) in model mode; in the other modes each
- * layer's FLOPs on the host's speed, as flops mode times a whole step, and no optimizer time
- * (the bucketed overlap splits a step this way). SS_EUSAGE for n < 1 or a negative or
+ * layer's FLOPs on the host's speed, as flops mode times a whole step, or, where any layer has
+ * measured seconds (fwd_s, bwd_s), every layer's measured seconds, and no optimizer time (the
+ * bucketed overlap splits a step this way). SS_EUSAGE for n < 1 or a negative or
  * non-finite count. */
 int sim_compute_layers(const sim_compute_cfg *cfg, const sim_compute_host *host,
                        const sim_layer_cost *layers, int n, double *fwd_s, double *bwd_s,
