@@ -5,6 +5,7 @@
 #include "kernels/bench.h"
 #include "common/run_request.h"
 #include "cli/bench_network.h"
+#include "cli/calibrate_network.h"
 #include "sim/platform/platform_gen.h"
 
 #include <stdio.h>
@@ -72,6 +73,10 @@ static const subcommand subcommands[] = {
      "predictions against public measurements (nccl-tests logs, single-GPU throughputs, "
      "multi-GPU scaling) and against real runs on a local network testbed",
      run_validate, "network|compute|scaling|real"},
+    /* calibrate takes positional logs: cli_main hands it its argv. */
+    {"calibrate", CMD_BENCH, "syncsim calibrate network LOG... [options]",
+     "fit the generated cluster to its nccl-tests all_reduce_perf logs: a --config file", NULL,
+     NULL},
     {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling|replay [options]",
      "benchmarks: training vs SGEMM; all-reduce vs SMPI; SimGrid coupling overhead; replay at "
      "scale",
@@ -184,6 +189,7 @@ int cli_main(int argc, char **argv) {
                 valid);
         return 2;
     }
+    if (!sc->run && !strcmp(sc->name, "calibrate")) return cmd_calibrate_main(argc - 2, argv + 2);
     if (sc->command == CMD_SWEEP) return cmd_sweep_main(argc - 2, argv + 2);
     if (sc->command == CMD_REPORT) return cmd_report_main(argc - 2, argv + 2);
     if (!strcmp(sc->name, "profile")) return cmd_profile_main(argc - 2, argv + 2);

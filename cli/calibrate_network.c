@@ -1,0 +1,737 @@
+/* `syncsim calibrate network` (see calibrate_network.h). */
+#include "cli/calibrate_network.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <gsl/gsl_blas.h>
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multifit_nlinear.h>
+#include <gsl/gsl_vector.h>
+
+#include "cli/bench_network.h"
+#include "cli/options.h"
+#include "cli/validate_network.h"
+#include "common/afile.h"
+#include "common/number.h"
+#include "common/status.h"
+
+/* ---- the log ---- */
+
+#define CALIB_MAX_TOKENS 24
+#define CALIB_MAX_HOSTS  8192
+
+static int tokenize(char *line, char **tok) {
+    int n = 0;
+    for (char *s = strtok(line, " \t\r\n"); s && n < CALIB_MAX_TOKENS; s = strtok(NULL, " \t\r\n"))
+        tok[n++] = s;
+    return n;
+}
+
+static int all_digits(const char *s) {
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9') return 0;
+    return 1;
+}
+
+static int type_bytes(const char *type) {
+    static const struct {
+        const char *name;
+        int bytes;
+    } types[] = {{"float", 4},  {"float32", 4}, {"half", 2},     {"float16", 2}, {"bfloat16", 2},
+                 {"double", 8}, {"float64", 8}, {"int32", 4},    {"uint32", 4},  {"int", 4},
+                 {"int64", 8},  {"uint64", 8},  {"int8", 1},     {"uint8", 1},   {"char", 1},
+                 {"f8e4m3", 1}, {"f8e5m2", 1},  {"fp8_e4m3", 1}, {"fp8_e5m2", 1}};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(type, types[i].name)) return types[i].bytes;
+    return 0;
+}
+
+/* "PATH@NxG" -> nodes, gpus; 0 when arg has no @ suffix. */
+static int split_shape(const char *arg, char *path, size_t n, int *nodes, int *gpus) {
+    const char *at = strrchr(arg, '@');
+    *nodes = *gpus = 0;
+    if (!at) {
+        snprintf(path, n, "%s", arg);
+        return SS_OK;
+    }
+    snprintf(path, n, "%.*s", (int)(at - arg), arg);
+    long a, b;
+    char na[32], nb[32];
+    const char *x = strchr(at + 1, 'x');
+    if (!x || x - at - 1 >= (long)sizeof na || strlen(x + 1) >= sizeof nb)
+        return ss_error_set(SS_EUSAGE,
+                            "calibrate network: '%s': expected LOG or LOG@NxG (N nodes of G GPUs, "
+                            "e.g. run2.txt@2x8)",
+                            arg);
+    snprintf(na, sizeof na, "%.*s", (int)(x - at - 1), at + 1);
+    snprintf(nb, sizeof nb, "%s", x + 1);
+    if (number_parse_long(na, 1, 8192, &a) || number_parse_long(nb, 1, 1024, &b) || a * b < 2)
+        return ss_error_set(SS_EUSAGE,
+                            "calibrate network: '%s': N and G of @NxG must be integers, N in "
+                            "[1, 8192], G in [1, 1024], N x G >= 2",
+                            arg);
+    *nodes = (int)a;
+    *gpus = (int)b;
+    return SS_OK;
+}
+
+static int cmp_str(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int calib_log_parse(const char *arg, calib_log *out) {
+    memset(out, 0, sizeof *out);
+    int want_nodes, want_gpus, st;
+    if ((st = split_shape(arg, out->path, sizeof out->path, &want_nodes, &want_gpus))) return st;
+    const char *file = out->path;
+    FILE *fp = fopen(file, "r");
+    if (!fp)
+        return ss_error_set(SS_EINPUT, "calibrate network: cannot open %s: %s", file,
+                            strerror(errno));
+    char buf[4096], copy[4096];
+    char **hosts = ss_malloc(sizeof *hosts * CALIB_MAX_HOSTS);
+    int n_hosts = 0, max_rank = -1, root_col = -1;
+    long line = 0;
+    st = SS_OK;
+    while (st == SS_OK && fgets(buf, sizeof buf, fp)) {
+        line++;
+        snprintf(copy, sizeof copy, "%s", buf);
+        char *tok[CALIB_MAX_TOKENS];
+        char *s = buf;
+        while (*s == ' ' || *s == '\t')
+            s++;
+        int comment = *s == '#';
+        int n = tokenize(comment ? s + 1 : s, tok);
+        if (n == 0) continue;
+        if (comment) {
+            /* "#  Rank  0 Group  0 Pid  28307 on  gpu59 device  0 [0x16] NVIDIA ..." */
+            if (!strcmp(tok[0], "Rank") && n >= 4 && all_digits(tok[1])) {
+                int on = -1;
+                for (int i = 2; i + 1 < n; i++)
+                    if (!strcmp(tok[i], "on")) {
+                        on = i;
+                        break;
+                    }
+                if (on < 0) continue;
+                int r = atoi(tok[1]);
+                if (r > max_rank) max_rank = r;
+                int known = 0;
+                for (int h = 0; h < n_hosts && !known; h++)
+                    known = !strcmp(hosts[h], tok[on + 1]);
+                if (!known && n_hosts < CALIB_MAX_HOSTS) hosts[n_hosts++] = strdup(tok[on + 1]);
+            }
+            /* the header of the table: is there a root column? */
+            for (int i = 0; i + 1 < n; i++)
+                if (!strcmp(tok[i], "redop")) root_col = !strcmp(tok[i + 1], "root");
+            continue;
+        }
+        if (!all_digits(tok[0])) continue; /* NCCL INFO lines, mpirun's messages, ... */
+        /* size count type redop [root] time algbw busbw #wrong|error time algbw busbw ... */
+        int has_root = root_col >= 0 ? root_col : (n >= 13);
+        int t = 4 + has_root;
+        double size = NAN, count = NAN, time_us = NAN, algbw = NAN;
+        int tb = n > 2 ? type_bytes(tok[2]) : 0;
+        if (n < t + 3 || number_parse_double(tok[0], &size) ||
+            number_parse_double(tok[1], &count) || !tb || !strcmp(tok[3], "none") ||
+            number_parse_double(tok[t], &time_us) || number_parse_double(tok[t + 1], &algbw) ||
+            !(size >= 1) || !(time_us > 0)) {
+            copy[strcspn(copy, "\r\n")] = '\0';
+            st = ss_error_set(SS_EINPUT,
+                              "%s:%ld: not a row of all_reduce_perf's table (size count type "
+                              "redop [root] time algbw busbw ...; a known type, a reduction, a "
+                              "time > 0): '%.80s'",
+                              file, line, copy);
+        } else if (fabs(count * tb - size) > 0.5 ||
+                   (algbw >= 1 && fabs(size / time_us / 1e3 - algbw) > 0.02 * algbw + 0.01)) {
+            st =
+                ss_error_set(SS_EINPUT,
+                             "%s:%ld: the row disagrees with itself (count x %d bytes = %.0f, size "
+                             "%.0f; size / time = %.2f GB/s, algbw %.2f)",
+                             file, line, tb, count * tb, size, size / time_us / 1e3, algbw);
+        } else if (out->n == CALIB_MAX_SIZES) {
+            st = ss_error_set(SS_EINPUT, "%s:%ld: more than %d rows", file, line, CALIB_MAX_SIZES);
+        } else {
+            for (int i = 0; i < out->n; i++)
+                if (out->size_bytes[i] == size)
+                    st = ss_error_set(SS_EINPUT,
+                                      "%s:%ld: size %.0f again (line %ld): one table per log", file,
+                                      line, size, out->line[i]);
+            out->size_bytes[out->n] = size;
+            out->time_us[out->n] = time_us;
+            out->line[out->n++] = line;
+        }
+    }
+    int read_error = ferror(fp);
+    fclose(fp);
+    qsort(hosts, (size_t)n_hosts, sizeof *hosts, cmp_str);
+    for (int h = 0; h < n_hosts; h++)
+        free(hosts[h]);
+    free(hosts);
+    if (st) return st;
+    if (read_error) return ss_error_set(SS_EINPUT, "calibrate network: cannot read %s", file);
+    if (out->n == 0)
+        return ss_error_set(SS_EINPUT,
+                            "%s: no result table (rows of all_reduce_perf: size count type redop "
+                            "[root] time algbw busbw ...)",
+                            file);
+    if (max_rank >= 0) {
+        out->ranks = max_rank + 1;
+        out->nodes = n_hosts;
+        if (want_nodes && (want_nodes != out->nodes || want_nodes * want_gpus != out->ranks))
+            return ss_error_set(SS_EINPUT,
+                                "%s: its Rank lines give %d ranks on %d nodes, not %dx%d as "
+                                "given",
+                                file, out->ranks, out->nodes, want_nodes, want_gpus);
+        if (out->ranks % out->nodes)
+            return ss_error_set(SS_EINPUT,
+                                "%s: %d ranks on %d nodes: not the same number of GPUs on each "
+                                "(the generator's nodes are alike)",
+                                file, out->ranks, out->nodes);
+    } else if (want_nodes) {
+        out->nodes = want_nodes;
+        out->ranks = want_nodes * want_gpus;
+    } else {
+        return ss_error_set(SS_EINPUT,
+                            "%s: no '# Rank R ... on HOST device D' lines, so its ranks and nodes "
+                            "are not known: give them as %s@NxG (N nodes of G GPUs)",
+                            file, file);
+    }
+    out->gpus_per_node = out->ranks / out->nodes;
+    if (out->ranks < 2)
+        return ss_error_set(SS_EINPUT, "%s: one rank: an all-reduce needs two", file);
+    return SS_OK;
+}
+
+/* ---- the model ---- */
+
+static double param_of(double u, const calib_param *p) {
+    double a = log(p->lo), b = log(p->hi);
+    return exp(a + (b - a) * 0.5 * (1 + tanh(u)));
+}
+
+static double u_of(double x, const calib_param *p) {
+    double a = log(p->lo), b = log(p->hi), s = (log(x) - a) / (b - a);
+    if (s < 0.02) s = 0.02;
+    if (s > 0.98) s = 0.98;
+    return atanh(2 * s - 1);
+}
+
+static void set_params(platform_gen_spec *s, const double *x) {
+    s->bandwidth_Bps = x[CALIB_BW];
+    s->latency_s = x[CALIB_LAT];
+    s->intra_bandwidth_Bps = x[CALIB_INTRA_BW];
+    s->intra_latency_s = x[CALIB_INTRA_LAT];
+}
+
+static int total_sizes(const calib_fit *f) {
+    int n = 0;
+    for (int l = 0; l < f->n_logs; l++)
+        n += f->logs[l].n;
+    return n;
+}
+
+/* Relative errors of every size at parameter values x (pred_us/ran when not NULL). */
+static int evaluate(calib_fit *f, const double *x, double *res, double *pred_us, char (*ran)[32]) {
+    int k = 0, n = total_sizes(f);
+    /* the solver asks again for the point it stands on (its Jacobian's base): the last one kept */
+    if (!pred_us && f->last_res && !memcmp(x, f->last_x, sizeof f->last_x)) {
+        memcpy(res, f->last_res, sizeof *res * (size_t)n);
+        return SS_OK;
+    }
+    f->evaluations++;
+    for (int l = 0; l < f->n_logs; l++) {
+        const calib_log *g = &f->logs[l];
+        platform_gen_spec s = f->spec[l];
+        set_params(&s, x);
+        char path[512];
+        snprintf(path, sizeof path, "%s/log%d.xml", f->dir, l);
+        int st = platform_generate_file(&s, path);
+        if (st) return st;
+        for (int i = 0; i < g->n; i++, k++) {
+            double sim_s, wall_s;
+            char r[BENCH_RAN_LEN] = "";
+            st = bench_network_allreduce_protocol(path, g->ranks, g->size_bytes[i], f->model,
+                                                  f->algo, f->protocol, &sim_s, &wall_s, r);
+            if (st) return st;
+            double p = 1e6 * sim_s;
+            res[k] = (p - g->time_us[i]) / g->time_us[i];
+            if (pred_us) pred_us[k] = p;
+            if (ran) snprintf(ran[k], 32, "%s", r[0] ? r : "-");
+        }
+    }
+    if (!f->last_res) f->last_res = ss_malloc(sizeof *f->last_res * (size_t)n);
+    memcpy(f->last_res, res, sizeof *res * (size_t)n);
+    memcpy(f->last_x, x, sizeof f->last_x);
+    return SS_OK;
+}
+
+int calib_fit_init(calib_fit *f, const run_config *cfg, const calib_log *logs, int n_logs) {
+    memset(f, 0, sizeof *f);
+    f->cfg = cfg;
+    f->logs = logs;
+    f->n_logs = n_logs;
+    f->max_iter = 40;
+    if (n_logs < 1 || n_logs > CALIB_MAX_LOGS)
+        return ss_error_set(SS_EUSAGE, "calibrate network: give 1 to %d logs (%d given)",
+                            CALIB_MAX_LOGS, n_logs);
+    int st;
+    if ((st = sim_network_model_parse("--network-model", cfg->network_model, &f->model))) return st;
+    sim_allreduce_algo algo;
+    if ((st = sim_allreduce_algo_parse("--collective", cfg->collective, &algo))) return st;
+    f->algo = (int)algo;
+    if ((st = sim_nccl_protocol_parse("--protocol", cfg->protocol, &f->protocol))) return st;
+    if (f->protocol != SIM_PROTOCOL_AUTO && !coll_takes_protocol(algo, f->protocol))
+        return ss_error_set(SS_EUSAGE,
+                            "--protocol %s applies to --collective auto, hier, hier-coarse, "
+                            "dbtree, ring or ring-coarse (NCCL's algorithms), not %s",
+                            cfg->protocol, cfg->collective);
+    if (!strcasecmp(cfg->network_model, "ns-3"))
+        return ss_error_set(SS_EUSAGE, "calibrate network: --network-model ns-3 takes no node "
+                                       "platform (platforms/README.md)");
+    int multi_node = 0, multi_gpu = 0, single_node_multi_gpu = 0, G = logs[0].gpus_per_node;
+    for (int l = 0; l < n_logs; l++) {
+        if (logs[l].gpus_per_node != G)
+            return ss_error_set(SS_EINPUT,
+                                "calibrate network: %s has %d GPUs per node, %s %d: the logs "
+                                "must come from one kind of node",
+                                logs[l].path, logs[l].gpus_per_node, logs[0].path, G);
+        if (cfg->gpus_per_node && cfg->gpus_per_node != G)
+            return ss_error_set(SS_EUSAGE,
+                                "option --gpus-per-node %d: %s has %d GPUs per node (leave "
+                                "--gpus-per-node out: the logs give it)",
+                                cfg->gpus_per_node, logs[l].path, G);
+        run_config c = *cfg;
+        c.nodes = logs[l].nodes;
+        c.gpus_per_node = G;
+        if ((st = platform_spec_from_config(&c, logs[l].ranks, 0, &f->spec[l]))) return st;
+        multi_node |= logs[l].nodes > 1;
+        multi_gpu |= G > 1;
+        single_node_multi_gpu |= logs[l].nodes == 1 && G > 1;
+    }
+    const platform_gen_spec *s = &f->spec[0];
+    const double start[CALIB_NPARAM] = {s->bandwidth_Bps, s->latency_s, s->intra_bandwidth_Bps,
+                                        s->intra_latency_s};
+    static const char *const keys[CALIB_NPARAM] = {"bandwidth", "latency", "intra-bandwidth",
+                                                   "intra-latency"};
+    const int free_[CALIB_NPARAM] = {multi_node, multi_node, multi_gpu, single_node_multi_gpu};
+    const char *why[CALIB_NPARAM] = {"no log spans two nodes", "no log spans two nodes",
+                                     "one GPU per node",
+                                     "no single-node log (across nodes the NIC latency stands "
+                                     "for it)"};
+    for (int i = 0; i < CALIB_NPARAM; i++) {
+        calib_param *p = &f->p[i];
+        p->key = keys[i];
+        p->start = p->value = start[i];
+        if (i == CALIB_BW || i == CALIB_INTRA_BW) {
+            p->lo = start[i] / 20;
+            p->hi = start[i] * 4;
+        } else {
+            p->lo = 10e-9;
+            p->hi = fmax(i == CALIB_LAT ? 100e-6 : 20e-6, 10 * start[i]);
+            if (p->start < p->lo) p->start = p->value = p->lo;
+        }
+        p->free = free_[i];
+        p->note = p->free ? "" : why[i];
+    }
+    f->pred_us = ss_malloc(sizeof *f->pred_us * (size_t)total_sizes(f));
+    f->ran = ss_malloc(sizeof *f->ran * (size_t)total_sizes(f));
+    const char *tmp = getenv("TMPDIR");
+    snprintf(f->dir, sizeof f->dir, "%s/syncsim-calibrate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(f->dir)) {
+        st = ss_error_set(SS_EIO, "calibrate network: cannot create %s: %s", f->dir,
+                          strerror(errno));
+        f->dir[0] = '\0';
+        return st;
+    }
+    return SS_OK;
+}
+
+void calib_fit_free(calib_fit *f) {
+    if (f->dir[0]) {
+        char path[512];
+        for (int l = 0; l < f->n_logs; l++) {
+            snprintf(path, sizeof path, "%s/log%d.xml", f->dir, l);
+            remove(path);
+        }
+        rmdir(f->dir);
+        f->dir[0] = '\0';
+    }
+    free(f->pred_us);
+    free(f->ran);
+    free(f->last_res);
+    f->last_res = NULL;
+    f->pred_us = NULL;
+    f->ran = NULL;
+}
+
+/* ---- the fit ---- */
+
+typedef struct fit_ctx {
+    calib_fit *f;
+    int idx[CALIB_NPARAM]; /* free parameter j is f->p[idx[j]] */
+    int n_free;
+    int status; /* of the last failed simulation */
+} fit_ctx;
+
+static void values_of(const fit_ctx *c, const gsl_vector *u, double *x) {
+    for (int i = 0; i < CALIB_NPARAM; i++)
+        x[i] = c->f->p[i].value;
+    for (int j = 0; j < c->n_free; j++)
+        x[c->idx[j]] = param_of(gsl_vector_get(u, (size_t)j), &c->f->p[c->idx[j]]);
+}
+
+static int residual_f(const gsl_vector *u, void *params, gsl_vector *r) {
+    fit_ctx *c = params;
+    double x[CALIB_NPARAM];
+    values_of(c, u, x);
+    int st = evaluate(c->f, x, r->data, NULL, NULL);
+    if (st) {
+        c->status = st;
+        return GSL_EBADFUNC;
+    }
+    return GSL_SUCCESS;
+}
+
+#define CALIB_FD_STEP 0.05 /* in the tanh coordinate: about 2.5 % of a bound's log range */
+
+static int residual_df(const gsl_vector *u, void *params, gsl_matrix *J) {
+    size_t n = J->size1;
+    gsl_vector *r0 = gsl_vector_alloc(n), *r1 = gsl_vector_alloc(n), *v = gsl_vector_alloc(u->size);
+    int st = residual_f(u, params, r0);
+    for (size_t j = 0; st == GSL_SUCCESS && j < u->size; j++) {
+        gsl_vector_memcpy(v, u);
+        double h = gsl_vector_get(u, j) > 0 ? -CALIB_FD_STEP : CALIB_FD_STEP;
+        gsl_vector_set(v, j, gsl_vector_get(u, j) + h);
+        st = residual_f(v, params, r1);
+        for (size_t i = 0; st == GSL_SUCCESS && i < n; i++)
+            gsl_matrix_set(J, i, j, (gsl_vector_get(r1, i) - gsl_vector_get(r0, i)) / h);
+    }
+    gsl_vector_free(r0);
+    gsl_vector_free(r1);
+    gsl_vector_free(v);
+    return st;
+}
+
+/* Which free parameters move a prediction: a factor of 2 must change one by 0.5 %. */
+static int check_identifiable(calib_fit *f, double *r0, double *r1) {
+    double x[CALIB_NPARAM];
+    int n = total_sizes(f), st;
+    for (int i = 0; i < CALIB_NPARAM; i++)
+        x[i] = f->p[i].value;
+    if ((st = evaluate(f, x, r0, NULL, NULL))) return st;
+    for (int i = 0; i < CALIB_NPARAM; i++) {
+        if (!f->p[i].free) continue;
+        double save = x[i];
+        x[i] = save * 2 <= f->p[i].hi ? save * 2 : save / 2;
+        if ((st = evaluate(f, x, r1, NULL, NULL))) return st;
+        x[i] = save;
+        double most = 0;
+        for (int k = 0; k < n; k++)
+            most = fmax(most, fabs((1 + r1[k]) / (1 + r0[k]) - 1));
+        if (most < 0.005) {
+            f->p[i].free = 0;
+            f->p[i].note = "not identifiable from these logs (x2 moves no prediction 0.5 %)";
+        }
+    }
+    return SS_OK;
+}
+
+static void print_residuals(const calib_fit *f, const double *res, FILE *out) {
+    int k = 0;
+    double *el = ss_malloc(sizeof *el * (size_t)total_sizes(f));
+    double *es = ss_malloc(sizeof *es * (size_t)total_sizes(f));
+    for (int l = 0; l < f->n_logs; l++) {
+        const calib_log *g = &f->logs[l];
+        int nl = 0, ns = 0;
+        fprintf(out, "\n## %s: %d nodes x %d GPUs (%d ranks)\n", g->path, g->nodes,
+                g->gpus_per_node, g->ranks);
+        fprintf(out, "%15s %14s %14s %10s  %s\n", "size_bytes", "measured_us", "fitted_us",
+                "error_%", "ran");
+        for (int i = 0; i < g->n; i++, k++) {
+            fprintf(out, "%15.0f %14.2f %14.2f %10.1f  %s\n", g->size_bytes[i], g->time_us[i],
+                    f->pred_us[k], 100 * res[k], f->ran[k]);
+            if (g->size_bytes[i] >= VALIDATE_LARGE_BYTES)
+                el[nl++] = res[k];
+            else
+                es[ns++] = res[k];
+        }
+        fprintf(out, "median |error|: >= 1 MiB ");
+        if (nl)
+            fprintf(out, "%.1f %%", 100 * validate_median_abs(el, nl));
+        else
+            fprintf(out, "-");
+        fprintf(out, ", < 1 MiB ");
+        if (ns)
+            fprintf(out, "%.1f %%\n", 100 * validate_median_abs(es, ns));
+        else
+            fprintf(out, "-\n");
+    }
+    free(el);
+    free(es);
+}
+
+/* 4 significant digits (of the bandwidth in bits, as written): what the config holds. */
+static double rounded(int i, double v) {
+    char buf[64];
+    double k = i == CALIB_BW || i == CALIB_INTRA_BW ? 8 : 1;
+    snprintf(buf, sizeof buf, "%.4g", k * v);
+    return strtod(buf, NULL) / k;
+}
+
+static void format_value(int i, double v, char *buf, size_t n) {
+    if (i == CALIB_BW || i == CALIB_INTRA_BW)
+        platform_format_bandwidth(v, buf, n);
+    else
+        platform_format_latency(v, buf, n);
+}
+
+static void print_params(const calib_fit *f, FILE *out) {
+    fprintf(out, "\n%-16s %14s %14s %14s %14s  %s\n", "parameter", "start", "fitted", "low", "high",
+            "");
+    for (int i = 0; i < CALIB_NPARAM; i++) {
+        char a[48], b[48], lo[48], hi[48];
+        const calib_param *p = &f->p[i];
+        format_value(i, p->start, a, sizeof a);
+        format_value(i, p->value, b, sizeof b);
+        format_value(i, p->lo, lo, sizeof lo);
+        format_value(i, p->hi, hi, sizeof hi);
+        fprintf(out, "%-16s %14s %14s %14s %14s  %s\n", p->key, a, p->free ? b : "-", lo, hi,
+                p->free ? "fitted" : p->note);
+    }
+}
+
+typedef struct progress_ctx {
+    fit_ctx *c;
+    FILE *out;
+} progress_ctx;
+
+static void on_iteration(const size_t iter, void *params, const gsl_multifit_nlinear_workspace *w) {
+    progress_ctx *p = params;
+    double x[CALIB_NPARAM], chi = gsl_blas_dnrm2(gsl_multifit_nlinear_residual(w));
+    values_of(p->c, gsl_multifit_nlinear_position(w), x);
+    fprintf(p->out, "# iteration %2zu: rms relative error %.2f %%", iter,
+            100 * chi / sqrt((double)total_sizes(p->c->f)));
+    for (int j = 0; j < p->c->n_free; j++) {
+        char buf[48];
+        format_value(p->c->idx[j], rounded(p->c->idx[j], x[p->c->idx[j]]), buf, sizeof buf);
+        fprintf(p->out, ", %s %s", p->c->f->p[p->c->idx[j]].key, buf);
+    }
+    fprintf(p->out, "\n");
+    fflush(p->out);
+}
+
+static const char *gsl_reason(int status) {
+    switch (status) {
+    case GSL_EMAXITER:
+        return "the iteration limit was reached";
+    case GSL_ENOPROG:
+        return "no step reduced the residuals any more";
+    default:
+        return gsl_strerror(status);
+    }
+}
+
+int calib_fit_run(calib_fit *f, FILE *out) {
+    int n = total_sizes(f), st;
+    double *r0 = ss_malloc(sizeof *r0 * (size_t)n), *r1 = ss_malloc(sizeof *r1 * (size_t)n);
+    if ((st = check_identifiable(f, r0, r1))) goto done;
+    fit_ctx c = {.f = f};
+    for (int i = 0; i < CALIB_NPARAM; i++)
+        if (f->p[i].free) c.idx[c.n_free++] = i;
+    fprintf(out,
+            "# calibrate network: %d logs, %d sizes, %d free parameters; least squares on "
+            "(predicted - measured) / measured\n",
+            f->n_logs, n, c.n_free);
+    fflush(out);
+    if (c.n_free > 0 && n < c.n_free) {
+        st = ss_error_set(SS_EINPUT, "calibrate network: %d sizes cannot fit %d parameters", n,
+                          c.n_free);
+        goto done;
+    }
+    if (c.n_free > 0) {
+        gsl_error_handler_t *old = gsl_set_error_handler_off();
+        gsl_multifit_nlinear_fdf fdf = {.f = residual_f,
+                                        .df = residual_df,
+                                        .fvv = NULL,
+                                        .n = (size_t)n,
+                                        .p = (size_t)c.n_free,
+                                        .params = &c};
+        gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
+        gsl_multifit_nlinear_workspace *w = gsl_multifit_nlinear_alloc(
+            gsl_multifit_nlinear_trust, &fp, (size_t)n, (size_t)c.n_free);
+        gsl_vector *u = gsl_vector_alloc((size_t)c.n_free);
+        for (int j = 0; j < c.n_free; j++)
+            gsl_vector_set(u, (size_t)j, u_of(f->p[c.idx[j]].start, &f->p[c.idx[j]]));
+        int gs = gsl_multifit_nlinear_init(u, &fdf, w), info = 0;
+        if (gs == GSL_SUCCESS)
+            gs = gsl_multifit_nlinear_driver((size_t)f->max_iter, 1e-3, 1e-6, 1e-6, on_iteration,
+                                             &(progress_ctx){&c, out}, &info, w);
+        f->iterations = (int)gsl_multifit_nlinear_niter(w);
+        double x[CALIB_NPARAM];
+        values_of(&c, gsl_multifit_nlinear_position(w), x);
+        for (int j = 0; j < c.n_free; j++)
+            f->p[c.idx[j]].value = rounded(c.idx[j], x[c.idx[j]]);
+        gsl_vector_free(u);
+        gsl_multifit_nlinear_free(w);
+        gsl_set_error_handler(old);
+        if (c.status) {
+            st = c.status;
+            goto done;
+        }
+        if (gs != GSL_SUCCESS) {
+            st = ss_error_set(SS_EINPUT,
+                              "calibrate network: the fit did not converge in %d iterations (%s); "
+                              "nothing written. Check that the logs come from one cluster and "
+                              "that --nics-per-node, --fabric and --intra describe it",
+                              f->iterations, gsl_reason(gs));
+            goto done;
+        }
+    }
+    double x[CALIB_NPARAM];
+    for (int i = 0; i < CALIB_NPARAM; i++)
+        x[i] = f->p[i].value;
+    if ((st = evaluate(f, x, r0, f->pred_us, f->ran))) goto done;
+    print_residuals(f, r0, out);
+    print_params(f, out);
+    fprintf(out, "# %d iterations, %d evaluations of every size\n", f->iterations, f->evaluations);
+done:
+    free(r0);
+    free(r1);
+    return st;
+}
+
+/* ---- the config ---- */
+
+int calib_fit_write_config(const calib_fit *f, const char *path) {
+    const run_config *cfg = f->cfg;
+    afile a;
+    int st = afile_open(&a, path);
+    if (st) return st;
+    FILE *o = a.fp;
+    fprintf(o, "; syncsim calibrate network: the cluster of");
+    for (int l = 0; l < f->n_logs; l++)
+        fprintf(o, " %s (%dx%d)", f->logs[l].path, f->logs[l].nodes, f->logs[l].gpus_per_node);
+    fprintf(o,
+            "\n; fitted by least squares on (predicted - measured) / measured of every size,\n"
+            "; --network-model %s, --collective %s, --protocol %s. Give --nodes N (and\n"
+            "; --workers) to predict N nodes: syncsim bench network --config %s --nodes N\n",
+            cfg->network_model, cfg->collective, cfg->protocol, path);
+    char buf[64];
+    fprintf(o, "gpus-per-node = %d\n", f->logs[0].gpus_per_node);
+    fprintf(o, "nics-per-node = %d\n", cfg->nics_per_node);
+    fprintf(o, "fabric = %s\n", cfg->fabric);
+    fprintf(o, "intra = %s\n", cfg->intra);
+    fprintf(o, "topology = %s\n", cfg->topology);
+    if (cfg->pcie_switch) fprintf(o, "pcie-switch = %d\n", cfg->pcie_switch);
+    if (cfg->pcie_switch) fprintf(o, "p2p = %s\n", cfg->p2p);
+    for (int i = 0; i < CALIB_NPARAM; i++) {
+        format_value(i, f->p[i].value, buf, sizeof buf);
+        if (!f->p[i].free) fprintf(o, "; %s kept at its start: %s\n", f->p[i].key, f->p[i].note);
+        fprintf(o, "%s = %s\n", f->p[i].key, buf);
+    }
+    return afile_commit(&a);
+}
+
+/* ---- the command ---- */
+
+static const char calib_usage[] = "syncsim calibrate network LOG[@NxG]... [options]";
+
+static void print_help(FILE *out) {
+    options_print_help(CMD_BENCH, calib_usage, out);
+    fprintf(out,
+            "\nFits the generated description of the cluster (per-NIC --bandwidth and --latency,\n"
+            "--intra-bandwidth, --intra-latency; the other generator options as given) to its\n"
+            "nccl-tests all_reduce_perf logs, one or more node counts, by least squares on the\n"
+            "relative errors of syncsim's simulated all-reduce times; prints the residuals per\n"
+            "log and size and writes OUT/cluster.ini, which platform, bench network, train,\n"
+            "replay and compare take with --config (add --nodes N for N nodes). LOG@NxG gives\n"
+            "N nodes of G GPUs for a log without its '# Rank' lines.\n");
+}
+
+/* Options that the logs decide, refused. */
+static int refuse_given(const run_config *cfg) {
+    static const char *const decided[] = {"platform", "workers", "sizes", "smpi"};
+    for (size_t i = 0; i < sizeof decided / sizeof decided[0]; i++)
+        if (options_was_set(cfg, decided[i]))
+            return ss_error_set(SS_EUSAGE,
+                                "option --%s: calibrate network takes the ranks, nodes and sizes "
+                                "from the logs and fits a generated platform",
+                                decided[i]);
+    return SS_OK;
+}
+
+int cmd_calibrate_main(int argc, char **argv) {
+    if (argc < 1 || strcmp(argv[0], "network")) {
+        if (argc >= 1 && (!strcmp(argv[0], "--help") || !strcmp(argv[0], "-h"))) {
+            print_help(stdout);
+            return 0;
+        }
+        fprintf(stderr, "syncsim: calibrate needs a target: network%s%s%s (usage: %s)\n",
+                argc >= 1 ? " (not '" : "", argc >= 1 ? argv[0] : "", argc >= 1 ? "')" : "",
+                calib_usage);
+        return 2;
+    }
+    char **opts = ss_malloc(sizeof *opts * (size_t)(argc + 2));
+    const char **names = ss_malloc(sizeof *names * (size_t)argc);
+    int n_opts = 0, n_logs = 0, rc;
+    for (int i = 1; i < argc; i++) {
+        if (argv[i][0] == '-' && argv[i][1]) {
+            opts[n_opts++] = argv[i];
+            if (options_takes_value(CMD_BENCH, argv[i]) && i + 1 < argc) opts[n_opts++] = argv[++i];
+        } else {
+            names[n_logs++] = argv[i];
+        }
+    }
+    run_config cfg;
+    calib_log *logs = NULL;
+    calib_fit f = {0};
+    options_name_command("calibrate network");
+    for (int i = 0; i < n_opts; i++)
+        if (!strcmp(opts[i], "--nodes") || !strncmp(opts[i], "--nodes=", 8)) {
+            fprintf(stderr,
+                    "syncsim: option --nodes: calibrate network takes the nodes of each log from "
+                    "its Rank lines (or LOG@NxG)\n");
+            free(opts);
+            free(names);
+            return 2;
+        }
+    /* the node options are checked as for a node platform; each log sets its own count */
+    opts[n_opts++] = "--nodes";
+    opts[n_opts++] = "1";
+    rc = options_parse(CMD_BENCH, n_opts, opts, &cfg);
+    if (rc == SS_OK && cfg.help) {
+        print_help(stdout);
+        goto done;
+    }
+    if (rc == SS_OK) rc = refuse_given(&cfg);
+    if (rc == SS_OK && n_logs == 0)
+        rc = ss_error_set(SS_EUSAGE, "calibrate network: no log given (usage: %s)", calib_usage);
+    if (rc == SS_OK && n_logs > CALIB_MAX_LOGS)
+        rc = ss_error_set(SS_EUSAGE, "calibrate network: at most %d logs (%d given)",
+                          CALIB_MAX_LOGS, n_logs);
+    if (rc == SS_OK) logs = ss_malloc(sizeof *logs * (size_t)n_logs);
+    for (int l = 0; rc == SS_OK && l < n_logs; l++)
+        rc = calib_log_parse(names[l], &logs[l]);
+    if (rc == SS_OK) rc = calib_fit_init(&f, &cfg, logs, n_logs);
+    if (rc == SS_OK) rc = calib_fit_run(&f, stdout);
+    if (rc == SS_OK) {
+        char path[RUN_CONFIG_TEXT + 16];
+        snprintf(path, sizeof path, "%s/cluster.ini", cfg.out_dir);
+        if ((rc = ss_mkdir_p(cfg.out_dir)) == SS_OK &&
+            (rc = calib_fit_write_config(&f, path)) == SS_OK)
+            printf("# wrote %s (syncsim bench network --config %s --nodes N)\n", path, path);
+    }
+done:
+    calib_fit_free(&f);
+    free(logs);
+    free(opts);
+    free(names);
+    if (rc != SS_OK) fprintf(stderr, "syncsim: %s\n", ss_error_message());
+    return ss_status_exit_code(rc);
+}
