@@ -106,6 +106,14 @@ int calib_log_parse(const char *arg, calib_log *out) {
         char *s = buf;
         while (*s == ' ' || *s == '\t')
             s++;
+        /* srun -l prefixes every line with its task: "0: " */
+        char *colon = s + strspn(s, "0123456789");
+        if (colon > s && colon[0] == ':' &&
+            (colon[1] == ' ' || colon[1] == '\t' || !colon[1] || colon[1] == '\n')) {
+            s = colon + 1;
+            while (*s == ' ' || *s == '\t')
+                s++;
+        }
         int comment = *s == '#';
         int n = tokenize(comment ? s + 1 : s, tok);
         if (n == 0) continue;
@@ -133,7 +141,12 @@ int calib_log_parse(const char *arg, calib_log *out) {
         }
         if (!all_digits(tok[0])) continue; /* NCCL INFO lines, mpirun's messages, ... */
         /* size count type redop [root] time algbw busbw #wrong|error time algbw busbw ... */
-        int has_root = root_col >= 0 ? root_col : (n >= 13);
+        /* without the header: 13 columns have a root, 12 not; a cut row has one if its fifth
+         * is the root's integer ("-1") */
+        int has_root = root_col >= 0 ? root_col
+                       : n >= 13     ? 1
+                       : n == 12     ? 0
+                                     : n > 4 && (!strcmp(tok[4], "-1") || all_digits(tok[4]));
         int t = 4 + has_root;
         double size = NAN, count = NAN, time_us = NAN, algbw = NAN;
         int tb = n > 2 ? type_bytes(tok[2]) : 0;
@@ -537,6 +550,51 @@ static const char *gsl_reason(int status) {
     }
 }
 
+static double sum_sq(const double *r, int n) {
+    double s = 0;
+    for (int k = 0; k < n; k++)
+        s += r[k] * r[k];
+    return s;
+}
+
+/* A coarse bounded search before the solver: the bandwidths on a grid of 3 points each across
+ * their bounds (in log scale), latencies at their starts; the best point (or the start) is where
+ * the solver begins. The algorithms auto picks change with the bandwidths, so the residuals
+ * jump, and a solver started far off can stop in a valley of the wrong algorithm. */
+static int presearch(calib_fit *f, double *start, double *r, FILE *out) {
+    static const double grid[] = {-1.2, 0, 1.2};
+    const int ng = (int)(sizeof grid / sizeof grid[0]), n = total_sizes(f);
+    double x[CALIB_NPARAM], best;
+    for (int i = 0; i < CALIB_NPARAM; i++)
+        x[i] = start[i] = f->p[i].value;
+    int st = evaluate(f, x, r, NULL, NULL);
+    if (st) return st;
+    best = sum_sq(r, n);
+    const int bw = f->p[CALIB_BW].free, ibw = f->p[CALIB_INTRA_BW].free;
+    if (!bw && !ibw) return SS_OK;
+    for (int a = 0; a < (bw ? ng : 1); a++) {
+        for (int b = 0; b < (ibw ? ng : 1); b++) {
+            if (bw) x[CALIB_BW] = param_of(grid[a], &f->p[CALIB_BW]);
+            if (ibw) x[CALIB_INTRA_BW] = param_of(grid[b], &f->p[CALIB_INTRA_BW]);
+            if ((st = evaluate(f, x, r, NULL, NULL))) return st;
+            double s = sum_sq(r, n);
+            if (s < best) {
+                best = s;
+                memcpy(start, x, sizeof x);
+            }
+        }
+    }
+    char a[48], b[48];
+    format_value(CALIB_BW, rounded(CALIB_BW, start[CALIB_BW]), a, sizeof a);
+    format_value(CALIB_INTRA_BW, rounded(CALIB_INTRA_BW, start[CALIB_INTRA_BW]), b, sizeof b);
+    fprintf(out,
+            "# grid over the bandwidths: best rms relative error %.2f %% at bandwidth %s, "
+            "intra-bandwidth %s\n",
+            100 * sqrt(best / n), a, b);
+    fflush(out);
+    return SS_OK;
+}
+
 int calib_fit_run(calib_fit *f, FILE *out) {
     int n = total_sizes(f), st;
     double *r0 = ss_malloc(sizeof *r0 * (size_t)n), *r1 = ss_malloc(sizeof *r1 * (size_t)n);
@@ -554,6 +612,8 @@ int calib_fit_run(calib_fit *f, FILE *out) {
                           c.n_free);
         goto done;
     }
+    double begin[CALIB_NPARAM];
+    if (c.n_free > 0 && (st = presearch(f, begin, r0, out))) goto done;
     if (c.n_free > 0) {
         gsl_error_handler_t *old = gsl_set_error_handler_off();
         gsl_multifit_nlinear_fdf fdf = {.f = residual_f,
@@ -567,7 +627,7 @@ int calib_fit_run(calib_fit *f, FILE *out) {
             gsl_multifit_nlinear_trust, &fp, (size_t)n, (size_t)c.n_free);
         gsl_vector *u = gsl_vector_alloc((size_t)c.n_free);
         for (int j = 0; j < c.n_free; j++)
-            gsl_vector_set(u, (size_t)j, u_of(f->p[c.idx[j]].start, &f->p[c.idx[j]]));
+            gsl_vector_set(u, (size_t)j, u_of(begin[c.idx[j]], &f->p[c.idx[j]]));
         int gs = gsl_multifit_nlinear_init(u, &fdf, w), info = 0;
         if (gs == GSL_SUCCESS)
             gs = gsl_multifit_nlinear_driver((size_t)f->max_iter, 1e-3, 1e-6, 1e-6, on_iteration,

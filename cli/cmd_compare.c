@@ -138,7 +138,10 @@ static int plan_partitions(compare_ctx *c) {
  * partition, policy). */
 static int plan_runs(compare_ctx *c) {
     snprintf(c->policies_text, sizeof c->policies_text, "%s", c->cfg.policies);
-    snprintf(c->networks_text, sizeof c->networks_text, "%s", c->cfg.networks);
+    /* --bandwidth alone (a calibrated cluster's --config) is the one network */
+    const int one = !options_was_set(&c->cfg, "networks") && options_was_set(&c->cfg, "bandwidth");
+    snprintf(c->networks_text, sizeof c->networks_text, "%s",
+             one ? c->cfg.bandwidth : c->cfg.networks);
     c->n_pols = split_list(c->policies_text, c->pols, 16);
     c->n_nets = split_list(c->networks_text, c->nets, 16);
     int rc = plan_partitions(c);

@@ -23,7 +23,8 @@
 #define SIM POL_SIMULATED
 static const opt_def head_rows[] = {
     {"help", OPT_TYPE_FLAG, F(help), NULL, 0, 0, CMD_ALL, NULL, "", "print this help and exit", 0},
-    {"config", OPT_TYPE_STRING, F(config_file), "", 0, 0, CMD_RUN | CMD_REPLAY, NULL, "FILE",
+    {"config", OPT_TYPE_STRING, F(config_file), "", 0, 0,
+     CMD_RUN | CMD_REPLAY | CMD_PLATFORM | CMD_BENCH_NETWORK, NULL, "FILE",
      "read options from an INI file (e.g. a run's config.ini) before the command line", 0},
     {"seed", OPT_TYPE_U64, F(seed), "1", 0, 0, CMD_RUN | CMD_REPLAY | CMD_VALIDATE, NULL, "S",
      "seed of every random choice; the same seed gives the same run bit for bit", 0},
@@ -76,8 +77,10 @@ static const opt_def head_rows[] = {
      NULL, "FILE",
      "SimGrid platform file (default: a star cluster generated from the options below)", SIM},
     {"bandwidth", OPT_TYPE_STRING, F(bandwidth), "25Gbps", 0, 0,
-     CMD_TRAIN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK | CMD_VALIDATE, NULL, "BW",
-     "generated platform: link bandwidth (5Gbps, 100Gbps, 1.25GBps...)", SIM},
+     CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK | CMD_VALIDATE, NULL, "BW",
+     "generated platform: link bandwidth (5Gbps, 100Gbps, 1.25GBps...; compare: the one network "
+     "when --networks is not given)",
+     SIM},
     {"latency", OPT_TYPE_STRING, F(latency), "tier", 0, 0,
      CMD_RUN | CMD_PLATFORM | CMD_REPLAY | CMD_BENCH_NETWORK | CMD_VALIDATE, NULL, "T",
      "generated platform: link latency (5us, 1ms...; tier: by bandwidth, 25us at 5Gbps down to "

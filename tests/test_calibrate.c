@@ -1,0 +1,260 @@
+/* calibrate network: the fit recovers the parameters of logs that syncsim itself synthesized, the
+ * written configuration re-runs bench network to the fitted times, and bad logs, bad arguments
+ * and a fit that does not converge are refused with their messages and nothing written. */
+#include "ss_test.h"
+
+#include "cli/bench_network.h"
+#include "cli/calibrate_network.h"
+#include "cli/options.h"
+#include "common/status.h"
+
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DIR "calibrate_tmp"
+
+/* The cluster the logs come from: 1 NIC of 25 Gb/s and 4 us per node, PCIe 4 nodes whose links
+ * run at 10 GB/s; the fit starts from 50 Gb/s, 1 us and pcie4's 31.5 GB/s. */
+#define TRUE_OPTS                                                                                  \
+    "--nics-per-node 1 --fabric infiniband --intra pcie4 --bandwidth 25Gbps --latency 4us "        \
+    "--intra-bandwidth 10GBps"
+#define START_OPTS                                                                                 \
+    "--nics-per-node 1 --fabric infiniband --intra pcie4 --bandwidth 50Gbps --latency 1us"
+
+static const double sizes[] = {4096, 1048576, 16777216, 67108864};
+#define N_SIZES 4
+
+static int run_syncsim(const char *args, char **output) {
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s/syncsim %s 2>&1", SS_BINARY_DIR, args);
+    return ss_test_shell(cmd, output);
+}
+
+static void expect(const char *args, int code, const char *frag1, const char *frag2) {
+    char *out = NULL;
+    int rc = run_syncsim(args, &out);
+    int ok = rc == code && (!frag1 || strstr(out, frag1)) && (!frag2 || strstr(out, frag2));
+    if (!ok)
+        fprintf(stderr, "\n  syncsim %s\n  exit %d (expected %d), output:\n%s\n", args, rc, code,
+                out);
+    CU_ASSERT(ok);
+    free(out);
+}
+
+static int exists(const char *path) {
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* An all_reduce_perf log of `nodes` x `gpus` ranks, the times simulated by syncsim on the true
+ * cluster; `srun` prefixes every line with "0: " and leaves out the root column (older tables).
+ * 0 on success. */
+static int synthesize(const char *path, int nodes, int gpus, int srun) {
+    char cmd[1024], xml[256];
+    snprintf(xml, sizeof xml, DIR "/true-%d.xml", nodes);
+    snprintf(cmd, sizeof cmd,
+             "%s/syncsim platform --nodes %d --gpus-per-node %d " TRUE_OPTS " > %s", SS_BINARY_DIR,
+             nodes, gpus, xml);
+    if (ss_test_shell(cmd, NULL) != 0) return -1;
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    const char *p = srun ? "0: " : "";
+    fprintf(f, "%s# nThread 1 nGpus 1 minBytes 4096 maxBytes 67108864 step: 16(factor)\n", p);
+    fprintf(f, "%s#\n%s# Using devices\n", p, p);
+    for (int r = 0; r < nodes * gpus; r++)
+        fprintf(f, "%s#  Rank %2d Group  0 Pid %6d on  node%03d device %2d [0x01] GPU\n", p, r,
+                1000 + r, r / gpus, r % gpus);
+    fprintf(f, "%s#\n", p);
+    if (srun)
+        fprintf(f,
+                "%s#       size         count      type   redop     time   algbw   busbw  "
+                "error     time   algbw   busbw  error\n",
+                p);
+    else
+        fprintf(f, "#       size         count      type   redop    root     time   algbw   busbw "
+                   "#wrong     time   algbw   busbw #wrong\n");
+    fprintf(f, "%snode000:1000:1000 [0] NCCL INFO Channel 00/02 : 0 1\n", p);
+    int n = nodes * gpus, st = 0;
+    for (int i = 0; i < N_SIZES && !st; i++) {
+        double sim_s, wall_s;
+        st =
+            bench_network_allreduce_protocol(xml, n, sizes[i], SIM_NETWORK_LV08, SIM_ALLREDUCE_AUTO,
+                                             SIM_PROTOCOL_AUTO, &sim_s, &wall_s, NULL);
+        double t = 1e6 * sim_s, alg = sizes[i] / t / 1e3, bus = alg * 2 * (n - 1) / n;
+        fprintf(f,
+                "%s%12.0f %12.0f     float     sum %s %8.2f %7.2f %7.2f %s %8.2f %7.2f %7.2f %s\n",
+                p, sizes[i], sizes[i] / 4, srun ? "" : "     -1", t, alg, bus, srun ? "0e+00" : "0",
+                t, alg, bus, srun ? "0e+00" : "0");
+    }
+    fprintf(f, "%s# Out of bounds values : 0 OK\n", p);
+    fclose(f);
+    return st;
+}
+
+/* The value of `key = VALUE` in an INI text, parsed with the generator's units. */
+static double ini_value(const char *text, const char *key, int bandwidth) {
+    char want[64];
+    snprintf(want, sizeof want, "\n%s = ", key);
+    const char *at = strstr(text, want);
+    if (!at) return NAN;
+    char value[64];
+    if (sscanf(at + strlen(want), "%63s", value) != 1) return NAN;
+    double v = NAN;
+    if (bandwidth ? platform_parse_bandwidth(key, value, &v)
+                  : platform_parse_latency(key, value, &v))
+        return NAN;
+    return v;
+}
+
+/* The time bench network prints for `size` (its table's fourth column). */
+static double table_time(const char *out, double size) {
+    for (const char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+        double s, count, t;
+        char type[16];
+        if (*l != '#' && sscanf(l, "%lf %lf %15s %lf", &s, &count, type, &t) == 4 && s == size)
+            return t;
+    }
+    return NAN;
+}
+
+/* The fitted time of `size` in the residual table of the log `log` that calibrate prints. */
+static double fitted_time(const char *out, const char *log, double size) {
+    char head[256];
+    snprintf(head, sizeof head, "## %s:", log);
+    const char *l = strstr(out, head);
+    for (; l && *l && (l = strchr(l, '\n')); l++) {
+        double s, meas, fit;
+        if (l[1] == '#') break;
+        if (sscanf(l + 1, "%lf %lf %lf", &s, &meas, &fit) == 3 && s == size) return fit;
+    }
+    return NAN;
+}
+
+static void test_recovers(void) {
+    mkdir(DIR, 0755);
+    CU_ASSERT_EQUAL_FATAL(synthesize(DIR "/two.txt", 2, 2, 0), 0);
+    CU_ASSERT_EQUAL_FATAL(synthesize(DIR "/three.txt", 3, 2, 1), 0);
+    remove(DIR "/fit/cluster.ini");
+    char *out = NULL;
+    int rc = run_syncsim("calibrate network " DIR "/two.txt " DIR "/three.txt " START_OPTS
+                         " --out " DIR "/fit",
+                         &out);
+    if (rc != 0) fprintf(stderr, "\n%s\n", out);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "## " DIR "/three.txt: 3 nodes x 2 GPUs (6 ranks)"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "median |error|"));
+    FILE *f = fopen(DIR "/fit/cluster.ini", "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    char ini[4096] = "\n";
+    size_t len = fread(ini + 1, 1, sizeof ini - 2, f);
+    ini[len + 1] = '\0';
+    fclose(f);
+    /* the parameters the logs were made with */
+    SS_CHECK_CLOSE(ini_value(ini, "bandwidth", 1), 25e9 / 8, 0, 0.01);
+    SS_CHECK_CLOSE(ini_value(ini, "latency", 0), 4e-6, 0, 0.03);
+    SS_CHECK_CLOSE(ini_value(ini, "intra-bandwidth", 1), 10e9, 0, 0.02);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ini, "\ngpus-per-node = 2\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ini, "\nfabric = infiniband\n"));
+    /* no single-node log: the intra-node latency is kept, and said so */
+    CU_ASSERT_PTR_NOT_NULL(strstr(ini, "; intra-latency kept"));
+    /* the configuration re-runs bench network to the fitted times */
+    for (int i = 1; i < N_SIZES; i++) {
+        char args[512], *bench = NULL;
+        snprintf(args, sizeof args,
+                 "bench network --config " DIR
+                 "/fit/cluster.ini --nodes 3 --workers 6 --sizes %.0f",
+                 sizes[i]);
+        CU_ASSERT_EQUAL(run_syncsim(args, &bench), 0);
+        SS_CHECK_CLOSE(table_time(bench, sizes[i]), fitted_time(out, DIR "/three.txt", sizes[i]),
+                       0.01, 1e-4);
+        free(bench);
+    }
+    free(out);
+}
+
+/* Bad logs: the message names the file (and line), the exit code is 1, nothing is written. */
+static void test_bad_logs(void) {
+    mkdir(DIR, 0755);
+    write_text(DIR "/garbled.txt", "#  Rank  0 Group  0 Pid 1 on a device 0 [0x01] GPU\n"
+                                   "#  Rank  1 Group  0 Pid 2 on b device 0 [0x01] GPU\n"
+                                   "        1024   256  float  sum  -1   20.00  0.05  0.05  0  "
+                                   "20.00  0.05  0.05  0\n"
+                                   "        2048   512  float  sum  -1   2x.00  0.10  0.10  0\n");
+    write_text(DIR "/empty.txt", "# nThread 1 nGpus 1 minBytes 8\n"
+                                 "#  Rank  0 Group  0 Pid 1 on a device 0 [0x01] GPU\n"
+                                 "#  Rank  1 Group  0 Pid 2 on b device 0 [0x01] GPU\n"
+                                 "srun: error: node a: task 0: Killed\n");
+    write_text(DIR "/liar.txt", "#  Rank  0 Group  0 Pid 1 on a device 0 [0x01] GPU\n"
+                                "#  Rank  1 Group  0 Pid 2 on b device 0 [0x01] GPU\n"
+                                "     1048576   262144  float  sum  -1   100.0  50.00  50.00  0\n");
+    write_text(DIR "/norank.txt",
+               "     1048576   262144  float  sum  -1   100.0  10.49  10.49  0\n");
+    remove(DIR "/bad/cluster.ini");
+    expect("calibrate network " DIR "/garbled.txt --out " DIR "/bad", 1,
+           DIR "/garbled.txt:4:", "not a row of all_reduce_perf's table");
+    expect("calibrate network " DIR "/empty.txt --out " DIR "/bad", 1,
+           DIR "/empty.txt: no result table", NULL);
+    expect("calibrate network " DIR "/liar.txt --out " DIR "/bad", 1,
+           DIR "/liar.txt:3:", "algbw 50.00");
+    expect("calibrate network " DIR "/norank.txt --out " DIR "/bad", 1, "no '# Rank", "@NxG");
+    expect("calibrate network " DIR "/missing.txt --out " DIR "/bad", 1, "cannot open", NULL);
+    CU_ASSERT_FALSE(exists(DIR "/bad/cluster.ini"));
+    /* the parser on its own */
+    calib_log log;
+    CU_ASSERT_EQUAL(calib_log_parse(DIR "/norank.txt@1x2", &log), SS_OK);
+    CU_ASSERT_EQUAL(log.ranks, 2);
+    CU_ASSERT_EQUAL(log.n, 1);
+    CU_ASSERT_EQUAL(log.time_us[0], 100.0);
+    CU_ASSERT_EQUAL(calib_log_parse(DIR "/liar.txt@1x2", &log), SS_EINPUT);
+}
+
+static void test_usage(void) {
+    expect("calibrate network --out " DIR "/bad", 2, "no log given", NULL);
+    expect("calibrate nework x.txt", 2, "calibrate needs a target: network", NULL);
+    expect("calibrate network x.txt --nodes 4", 2, "--nodes", NULL);
+    expect("calibrate network x.txt --workers 4", 2, "--workers", NULL);
+    expect("calibrate network x.txt@2y8", 2, "@NxG", NULL);
+    expect("calibrate network x.txt --bandwidth fast", 2, "--bandwidth", NULL);
+    expect("calibrate network --help", 0, "calibrate network LOG", "cluster.ini");
+}
+
+/* A fit stopped after one iteration has not converged: SS_EINPUT saying so. */
+static void test_no_convergence(void) {
+    mkdir(DIR, 0755);
+    if (!exists(DIR "/two.txt")) CU_ASSERT_EQUAL_FATAL(synthesize(DIR "/two.txt", 2, 2, 0), 0);
+    char *argv[] = {"--nodes", "1",     "--nics-per-node", "1",       "--fabric",  "infiniband",
+                    "--intra", "pcie4", "--bandwidth",     "400Gbps", "--latency", "100ns"};
+    run_config cfg;
+    CU_ASSERT_EQUAL_FATAL(options_parse(CMD_BENCH, 12, argv, &cfg), SS_OK);
+    calib_log log;
+    CU_ASSERT_EQUAL_FATAL(calib_log_parse(DIR "/two.txt", &log), SS_OK);
+    CU_ASSERT_EQUAL(log.nodes, 2);
+    CU_ASSERT_EQUAL(log.gpus_per_node, 2);
+    calib_fit f;
+    CU_ASSERT_EQUAL_FATAL(calib_fit_init(&f, &cfg, &log, 1), SS_OK);
+    f.max_iter = 1;
+    FILE *null = fopen("/dev/null", "w");
+    CU_ASSERT_EQUAL(calib_fit_run(&f, null), SS_EINPUT);
+    fclose(null);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "did not converge"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "nothing written"));
+    calib_fit_free(&f);
+}
+
+int main(void) {
+    CU_TestInfo tests[] = {{"recovers synthesized parameters", test_recovers},
+                           {"bad logs", test_bad_logs},
+                           {"usage", test_usage},
+                           {"no convergence", test_no_convergence},
+                           CU_TEST_INFO_NULL};
+    CU_SuiteInfo suites[] = {{"calibrate", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
+    return ss_test_main(suites);
+}
