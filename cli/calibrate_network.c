@@ -462,8 +462,8 @@ static void print_residuals(const calib_fit *f, const double *res, FILE *out) {
     for (int l = 0; l < f->n_logs; l++) {
         const calib_log *g = &f->logs[l];
         int nl = 0, ns = 0;
-        fprintf(out, "\n## %s: %d nodes x %d GPUs (%d ranks)\n", g->path, g->nodes,
-                g->gpus_per_node, g->ranks);
+        fprintf(out, "\n## %s: %d node%s x %d GPUs (%d ranks)\n", g->path, g->nodes,
+                g->nodes == 1 ? "" : "s", g->gpus_per_node, g->ranks);
         fprintf(out, "%15s %14s %14s %10s  %s\n", "size_bytes", "measured_us", "fitted_us",
                 "error_%", "ran");
         for (int i = 0; i < g->n; i++, k++) {
