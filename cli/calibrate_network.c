@@ -732,7 +732,7 @@ int calib_fit_write_config(const calib_fit *f, const char *path) {
 static const char calib_usage[] = "syncsim calibrate network LOG[@NxG]... [options]";
 
 static void print_help(FILE *out) {
-    options_print_help(CMD_BENCH, calib_usage, out);
+    options_print_help(CMD_BENCH_NETWORK, calib_usage, out);
     fprintf(out,
             "\nFits the generated description of the cluster (per-NIC --bandwidth and --latency,\n"
             "--intra-bandwidth, --intra-latency; the other generator options as given) to its\n"
@@ -772,7 +772,8 @@ int cmd_calibrate_main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (argv[i][0] == '-' && argv[i][1]) {
             opts[n_opts++] = argv[i];
-            if (options_takes_value(CMD_BENCH, argv[i]) && i + 1 < argc) opts[n_opts++] = argv[++i];
+            if (options_takes_value(CMD_BENCH_NETWORK, argv[i]) && i + 1 < argc)
+                opts[n_opts++] = argv[++i];
         } else {
             names[n_logs++] = argv[i];
         }
@@ -793,7 +794,7 @@ int cmd_calibrate_main(int argc, char **argv) {
     /* the node options are checked as for a node platform; each log sets its own count */
     opts[n_opts++] = "--nodes";
     opts[n_opts++] = "1";
-    rc = options_parse(CMD_BENCH, n_opts, opts, &cfg);
+    rc = options_parse(CMD_BENCH_NETWORK, n_opts, opts, &cfg);
     if (rc == SS_OK && cfg.help) {
         print_help(stdout);
         goto done;

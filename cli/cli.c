@@ -74,7 +74,7 @@ static const subcommand subcommands[] = {
      "multi-GPU scaling) and against real runs on a local network testbed",
      run_validate, "network|compute|scaling|real"},
     /* calibrate takes positional logs: cli_main hands it its argv. */
-    {"calibrate", CMD_BENCH, "syncsim calibrate network LOG... [options]",
+    {"calibrate", CMD_BENCH_NETWORK, "syncsim calibrate network LOG... [options]",
      "fit the generated cluster to its nccl-tests all_reduce_perf logs: a --config file", NULL,
      NULL},
     {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling|replay [options]",

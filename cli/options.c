@@ -271,7 +271,7 @@ int options_parse(unsigned command, int argc, char **argv, run_config *cfg) {
             v = argv[a + 1];
         else if (!strncmp(argv[a], "--config=", 9))
             v = argv[a] + 9;
-        if (v && (command & (CMD_RUN | CMD_REPLAY | CMD_PLATFORM | CMD_BENCH))) {
+        if (v && (command & (CMD_RUN | CMD_REPLAY | CMD_PLATFORM | CMD_BENCH_NETWORK))) {
             int rc = read_config_file(command, v, cfg);
             if (rc != SS_OK) return rc;
         }
