@@ -269,8 +269,9 @@ static int evaluate(calib_fit *f, const double *x, double *res, double *pred_us,
         for (int i = 0; i < g->n; i++, k++) {
             double sim_s, wall_s;
             char r[BENCH_RAN_LEN] = "";
-            st = bench_network_allreduce_protocol(path, g->ranks, g->size_bytes[i], f->model,
-                                                  f->algo, f->protocol, &sim_s, &wall_s, r);
+            st = bench_network_allreduce_channels(path, g->ranks, g->size_bytes[i], f->model,
+                                                  f->algo, f->protocol, f->channels, &sim_s,
+                                                  &wall_s, r);
             if (st) return st;
             double p = 1e6 * sim_s;
             res[k] = (p - g->time_us[i]) / g->time_us[i];
@@ -299,6 +300,10 @@ int calib_fit_init(calib_fit *f, const run_config *cfg, const calib_log *logs, i
     if ((st = sim_allreduce_algo_parse("--collective", cfg->collective, &algo))) return st;
     f->algo = (int)algo;
     if ((st = sim_nccl_protocol_parse("--protocol", cfg->protocol, &f->protocol))) return st;
+    f->channels = cfg->channels > 0 ? cfg->channels : 1;
+    if (f->channels > 1 && algo != SIM_ALLREDUCE_RING && algo != SIM_ALLREDUCE_AUTO)
+        return ss_error_set(SS_EUSAGE, "--channels %d applies to --collective ring or auto, not %s",
+                            f->channels, cfg->collective);
     if (f->protocol != SIM_PROTOCOL_AUTO && !coll_takes_protocol(algo, f->protocol))
         return ss_error_set(SS_EUSAGE,
                             "--protocol %s applies to --collective auto, hier, hier-coarse, "
@@ -708,9 +713,10 @@ int calib_fit_write_config(const calib_fit *f, const char *path) {
         fprintf(o, " %s (%dx%d)", f->logs[l].path, f->logs[l].nodes, f->logs[l].gpus_per_node);
     fprintf(o,
             "\n; fitted by least squares on (predicted - measured) / measured of every size,\n"
-            "; --network-model %s, --collective %s, --protocol %s. Give --nodes N (and\n"
-            "; --workers) to predict N nodes: syncsim bench network --config %s --nodes N\n",
-            cfg->network_model, cfg->collective, cfg->protocol, path);
+            "; --network-model %s, --collective %s, --protocol %s, --channels %d (give them\n"
+            "; again where they are not the defaults). Give --nodes N (and --workers) to\n"
+            "; predict N nodes: syncsim bench network --config %s --nodes N\n",
+            cfg->network_model, cfg->collective, cfg->protocol, f->channels, path);
     char buf[64];
     fprintf(o, "gpus-per-node = %d\n", f->logs[0].gpus_per_node);
     fprintf(o, "nics-per-node = %d\n", cfg->nics_per_node);

@@ -20,7 +20,7 @@
  * is the command's options, as `platform` and `bench network` take them.
  *
  * Each evaluation predicts every size of every log by one simulated all-reduce
- * (bench_network_allreduce_protocol, as `validate network` does), on the generated platform of
+ * (bench_network_allreduce_channels, as `bench network` does), on the generated platform of
  * the log's node count. The fit is GSL's trust-region Levenberg-Marquardt
  * (gsl_multifit_nlinear) on the residuals (predicted - measured) / measured, each parameter
  * mapped onto its bounds through the log of its value and a tanh.
@@ -71,6 +71,7 @@ typedef struct calib_fit {
     sim_network_model model;
     int algo;
     sim_nccl_protocol protocol;
+    int channels;                           /* ring's channels (--channels) */
     platform_gen_spec spec[CALIB_MAX_LOGS]; /* each log's generated platform (params aside) */
     calib_param p[CALIB_NPARAM];
     int max_iter;    /* iterations of the solver (default 40) */
