@@ -177,6 +177,15 @@ static void test_recovers(void) {
                        0.01, 1e-4);
         free(bench);
     }
+    /* compare takes the fitted bandwidth as its one network when --networks is not given */
+    char *cmp = NULL;
+    CU_ASSERT_EQUAL(run_syncsim("compare --config " DIR "/fit/cluster.ini --nodes 1 --workers 2 "
+                                "--dataset synthetic --epochs 0.01 --policies bsp --partitions iid "
+                                "--out " DIR "/cmp",
+                                &cmp),
+                    0);
+    CU_ASSERT_TRUE(exists(DIR "/cmp/runs/bsp-25Gbps"));
+    free(cmp);
     free(out);
 }
 
