@@ -41,14 +41,14 @@ struct model {
     double device_bytes;
 };
 
-static const char *const arch_names[] = {"logreg", "mlp", "cnn", "resnet"};
+static const char *const arch_names[] = {"logreg", "mlp", "cnn", "resnet", "vgg"};
 enum { ARCH_COUNT = sizeof arch_names / sizeof arch_names[0] };
 
 static const char model_forms[] =
     "valid: logreg, mlp, mlp:W1,W2,... (hidden widths), cnn, cnn:C1,C2,D1,... (the two convs' "
     "channels, then hidden dense widths), cnn:lenet (LeNet-5 of NIID-Bench: 6, 16, 120, 84, "
     "unpadded), resnet:D or resnet:D,proj (CIFAR ResNet, D = 6n+2: 20, 32, 44, 56, 110; proj: "
-    "projection shortcuts)";
+    "projection shortcuts), vgg:D (CIFAR VGG with batch norm, D = 11, 13, 16, 19)";
 
 const char *model_spec_forms(void) {
     return model_forms;
@@ -70,7 +70,8 @@ void model_spec_default(model_spec *spec, model_arch arch, int in_c, int in_h, i
     spec->conv_channels[1] = 64;
     spec->n_cnn_dense = 1;
     spec->cnn_dense[0] = 128;
-    spec->depth = 20;
+    spec->depth = arch == MODEL_ARCH_VGG ? 11 : 20;
+    spec->vgg_width = 64;
 }
 
 /* Comma-separated positive integers of p into out (at most max); SS_EUSAGE naming text. */
@@ -126,6 +127,24 @@ static int parse_resnet(model_spec *spec, const char *text, const char *opts) {
     return SS_OK;
 }
 
+/* Convolutions in each of the five stages of VGG-D, or NULL for another depth. */
+static const int *vgg_stage_convs(int depth) {
+    static const int a[5] = {1, 1, 2, 2, 2}, b[5] = {2, 2, 2, 2, 2}, d[5] = {2, 2, 3, 3, 3},
+                     e[5] = {2, 2, 4, 4, 4};
+    return depth == 11 ? a : depth == 13 ? b : depth == 16 ? d : depth == 19 ? e : NULL;
+}
+
+static int parse_vgg(model_spec *spec, const char *text, const char *opts) {
+    char *end;
+    errno = 0;
+    long d = strtol(opts, &end, 10);
+    if (end == opts || errno || *end || d > 19 || !vgg_stage_convs((int)d))
+        return ss_error_set(SS_EUSAGE, "model '%s': bad vgg depth at '%s' (%s)", text, opts,
+                            model_forms);
+    spec->depth = (int)d;
+    return SS_OK;
+}
+
 int model_spec_parse(model_spec *spec, const char *text, int in_c, int in_h, int in_w,
                      int classes) {
     const char *colon = strchr(text, ':');
@@ -139,6 +158,7 @@ int model_spec_parse(model_spec *spec, const char *text, int in_c, int in_h, int
             return parse_widths(text, opts, spec->hidden, MODEL_MAX_HIDDEN, &spec->n_hidden);
         if (a == MODEL_ARCH_CNN) return parse_cnn(spec, text, opts);
         if (a == MODEL_ARCH_RESNET) return parse_resnet(spec, text, opts);
+        if (a == MODEL_ARCH_VGG) return parse_vgg(spec, text, opts);
         return ss_error_set(SS_EUSAGE, "model '%s' takes no options (%s)", text, model_forms);
     }
     return ss_error_set(SS_EUSAGE, "unknown model '%s' (%s)", text, model_forms);
@@ -275,6 +295,34 @@ static int build_resnet(model *m) {
     return SS_OK;
 }
 
+/* VGG in the form used on CIFAR (Simonyan and Zisserman 2015, configurations A/B/D/E, with batch
+ * normalization after every convolution): five stages of 3x3 convs (no bias: the batch norm's
+ * beta takes its place) + batch norm + ReLU, each closed by a 2x2 max pooling while the map is
+ * at least 2x2 (32 -> 16 -> 8 -> 4 -> 2 -> 1; 28 -> 14 -> 7 -> 3 -> 1, the fifth left out),
+ * then global average pooling (the identity on a 1x1 map) and dense(K). */
+static int build_vgg(model *m) {
+    const model_spec *s = &m->spec;
+    const int *convs = vgg_stage_convs(s->depth);
+    char prefix[16];
+    for (int stage = 0; stage < 5; stage++) {
+        const int width = s->vgg_width << (stage < 3 ? stage : 3);
+        snprintf(prefix, sizeof prefix, "stage%d", stage + 1);
+        for (int k = 0; k < convs[stage]; k++)
+            conv_bn(m, -1, prefix, k + 1, width, 3, 1, 1);
+        int h, w, c;
+        act_shape(m, m->n_layers, &h, &w, &c);
+        if (h < 2 || w < 2) continue;
+        char name[24];
+        snprintf(name, sizeof name, "%s.pool", prefix);
+        layer_init_maxpool2(add_layer(m), name, h, w, c);
+    }
+    int h, w, c;
+    act_shape(m, m->n_layers, &h, &w, &c);
+    layer_init_avgpool(add_layer(m), "avgpool", h, w, c);
+    layer_init_dense(add_layer(m), "fc", c, s->classes);
+    return SS_OK;
+}
+
 /* Builds the layer graph of the spec; returns SS_EUSAGE for shapes it cannot take. */
 static int build_layers(model *m) {
     const model_spec *s = &m->spec;
@@ -298,6 +346,8 @@ static int build_layers(model *m) {
         rc = build_cnn(m);
     } else if (s->arch == MODEL_ARCH_RESNET) {
         rc = build_resnet(m);
+    } else if (s->arch == MODEL_ARCH_VGG) {
+        rc = build_vgg(m);
     } else {
         rc = ss_error_set(SS_EUSAGE, "unknown model architecture %d", (int)s->arch);
     }
@@ -358,6 +408,10 @@ static int spec_check(const model_spec *spec, int max_batch) {
         (spec->depth < 8 || (spec->depth - 2) % 6 || spec->depth > 1000))
         return ss_error_set(SS_EUSAGE, "resnet: depth %d is not 6n + 2 (20, 32, 44, 56, 110)",
                             spec->depth);
+    if (spec->arch == MODEL_ARCH_VGG &&
+        (!vgg_stage_convs(spec->depth) || spec->vgg_width < 1 || spec->vgg_width > 4096))
+        return ss_error_set(SS_EUSAGE, "vgg: depth %d (11, 13, 16 or 19), width %d", spec->depth,
+                            spec->vgg_width);
     return SS_OK;
 }
 

@@ -25,7 +25,8 @@ typedef enum model_arch {
     MODEL_ARCH_LOGREG = 0,
     MODEL_ARCH_MLP = 1,
     MODEL_ARCH_CNN = 2,
-    MODEL_ARCH_RESNET = 3
+    MODEL_ARCH_RESNET = 3,
+    MODEL_ARCH_VGG = 4
 } model_arch;
 
 #define MODEL_MAX_HIDDEN 8
@@ -41,8 +42,9 @@ typedef struct model_spec {
     int n_cnn_dense;              /* cnn: hidden dense layers after the conv blocks (1) */
     int cnn_dense[MODEL_MAX_HIDDEN]; /* cnn: their widths (default 128) */
     int cnn_valid;                   /* cnn: 1 unpadded 5x5 convs (LeNet-5), 0 "same" padding */
-    int depth;                       /* resnet: 6n + 2 layers (20, 32, 44, 56, 110) */
+    int depth;       /* resnet: 6n + 2 layers (20, 32, 44, 56, 110); vgg: 11, 13, 16, 19 */
     int resnet_proj; /* resnet: 1 projection shortcuts (option B), 0 zero padding (option A) */
+    int vgg_width;   /* vgg: channels of the first stage (64; the stages have 1, 2, 4, 8, 8 x) */
 } model_spec;
 
 /* A view of one parameter tensor inside the flat vector. */
@@ -56,13 +58,15 @@ typedef struct model model;
 
 /* Default spec for an architecture and input shape: logreg, mlp 784-256-256-10, LeNet-like cnn
  * (conv5x5(32)+relu+maxpool2, conv5x5(64)+relu+maxpool2, dense(128)+relu, dense(K), "same"
- * padding), resnet:20 with option A shortcuts. */
+ * padding), resnet:20 with option A shortcuts, vgg:11. */
 void model_spec_default(model_spec *spec, model_arch arch, int in_c, int in_h, int in_w,
                         int classes);
 /* Parses "logreg", "mlp", "mlp:512,128" (hidden widths), "cnn", "cnn:C1,C2,D1,..." (the two
  * convs' channels, then one or more hidden dense widths), "cnn:lenet" (NIID-Bench's simple-cnn,
  * LeNet-5: unpadded conv5x5(6), conv5x5(16), dense 120, 84), "resnet" (resnet:20) or
- * "resnet:D[,proj]" (He et al. 2016 section 4.2, D = 6n + 2); SS_EUSAGE names the valid forms. */
+ * "resnet:D[,proj]" (He et al. 2016 section 4.2, D = 6n + 2), "vgg" (vgg:11) or "vgg:D" (D = 11,
+ * 13, 16, 19: Simonyan and Zisserman's configurations A, B, D, E with batch norm, CIFAR form);
+ * SS_EUSAGE names the valid forms. */
 int model_spec_parse(model_spec *spec, const char *text, int in_c, int in_h, int in_w, int classes);
 /* The valid forms, for messages and --help. */
 const char *model_spec_forms(void);

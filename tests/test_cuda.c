@@ -550,6 +550,10 @@ static void test_step_resnet(void) {
     model_step_of(&spec, "resnet:8", 1e-7);
     CU_ASSERT_FATAL(model_spec_parse(&spec, "resnet:20,proj", 1, 28, 28, 10) == SS_OK);
     model_step_of(&spec, "resnet:20,proj", 1e-7);
+    /* VGG-11 with batch norm at a quarter of its width (16 ... 128 channels), CIFAR's shape */
+    CU_ASSERT_FATAL(model_spec_parse(&spec, "vgg:11", 3, 32, 32, 10) == SS_OK);
+    spec.vgg_width = 16;
+    model_step_of(&spec, "vgg:11", 1e-7);
 }
 
 static CU_TestInfo cuda_tests[] = {
@@ -568,7 +572,7 @@ static CU_TestInfo cuda_tests[] = {
     {"training step mlp", test_step_mlp},
     {"training step cnn", test_step_cnn},
     {"training step cnn:lenet", test_step_lenet},
-    {"training step resnet:8 (option A), resnet:20,proj", test_step_resnet},
+    {"training step resnet:8 (option A), resnet:20,proj, vgg:11", test_step_resnet},
     CU_TEST_INFO_NULL,
 };
 
