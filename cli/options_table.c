@@ -34,7 +34,8 @@ static const opt_def head_rows[] = {
      "compute device; auto takes a usable GPU, else the CPU", 0},
     {"model", OPT_TYPE_STRING, F(model), "mlp", 0, 0, CMD_RUN | CMD_BENCH | CMD_VALIDATE, NULL, "M",
      "logreg | mlp | mlp:W1,W2,... (hidden widths) | cnn | cnn:C1,C2,D1,... (conv channels, "
-     "dense widths) | cnn:lenet | resnet:D[,proj] (D = 6n+2: 20, 32, 44, 56, 110)",
+     "dense widths) | cnn:lenet | resnet:D[,proj] (D = 6n+2: 20, 32, 44, 56, 110) | vgg:D "
+     "(11, 13, 16, 19)",
      0},
     {"dataset", OPT_TYPE_STRING, F(dataset), "fashion-mnist", 0, 0,
      CMD_RUN | CMD_BENCH | CMD_VALIDATE, NULL, "NAME|PATH",
