@@ -277,7 +277,7 @@ static int check_options(emu_run *r, double *hosts) {
     if ((rc = model_spec_parse(&spec, r->cfg->model, 1, 28, 28, 10)) != SS_OK) return rc;
     /* the ranks' snapshots carry parameters only: rank 0 would evaluate batch norm with the
      * initial running statistics */
-    if (r->real && spec.arch == MODEL_ARCH_RESNET)
+    if (r->real && model_spec_has_buffers(&spec))
         return ss_error_set(SS_EUSAGE,
                             "--model %s: syncsim real does not take models with batch "
                             "normalization yet (their running statistics are not gathered); use "

@@ -54,6 +54,10 @@ const char *model_spec_forms(void) {
     return model_forms;
 }
 
+int model_spec_has_buffers(const model_spec *spec) {
+    return spec->arch == MODEL_ARCH_RESNET || spec->arch == MODEL_ARCH_VGG;
+}
+
 const char *model_arch_name(model_arch arch) {
     return (unsigned)arch < ARCH_COUNT ? arch_names[arch] : "unknown";
 }

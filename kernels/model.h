@@ -70,6 +70,8 @@ void model_spec_default(model_spec *spec, model_arch arch, int in_c, int in_h, i
 int model_spec_parse(model_spec *spec, const char *text, int in_c, int in_h, int in_w, int classes);
 /* The valid forms, for messages and --help. */
 const char *model_spec_forms(void);
+/* 1 when models of the spec have buffers (batch normalization: resnet, vgg). */
+int model_spec_has_buffers(const model_spec *spec);
 const char *model_arch_name(model_arch arch);
 
 /* Creates the model on dev with parameters initialized deterministically from seed (He-uniform

@@ -743,8 +743,10 @@ static void test_model_spec_parse(void) {
     CU_ASSERT_EQUAL(model_spec_parse(&s, "cnn:lenet", 1, 28, 28, 10), SS_OK);
     CU_ASSERT(s.conv_channels[0] == 6 && s.conv_channels[1] == 16 && s.n_cnn_dense == 2 &&
               s.cnn_dense[0] == 120 && s.cnn_dense[1] == 84 && s.cnn_valid);
+    CU_ASSERT(!model_spec_has_buffers(&s));
     CU_ASSERT_EQUAL(model_spec_parse(&s, "resnet", 1, 28, 28, 10), SS_OK);
     CU_ASSERT(s.arch == MODEL_ARCH_RESNET && s.depth == 20 && !s.resnet_proj);
+    CU_ASSERT(model_spec_has_buffers(&s));
     CU_ASSERT_EQUAL(model_spec_parse(&s, "resnet:110,proj", 1, 28, 28, 10), SS_OK);
     CU_ASSERT(s.depth == 110 && s.resnet_proj);
     CU_ASSERT_EQUAL(model_spec_parse(&s, "resnet:21", 1, 28, 28, 10), SS_EUSAGE);
@@ -752,6 +754,7 @@ static void test_model_spec_parse(void) {
     CU_ASSERT_EQUAL(model_spec_parse(&s, "resnet:20,B", 1, 28, 28, 10), SS_EUSAGE);
     CU_ASSERT_EQUAL(model_spec_parse(&s, "vgg:16", 3, 32, 32, 10), SS_OK);
     CU_ASSERT(s.arch == MODEL_ARCH_VGG && s.depth == 16 && s.vgg_width == 64);
+    CU_ASSERT(model_spec_has_buffers(&s));
     CU_ASSERT_EQUAL(model_spec_parse(&s, "vgg:15", 3, 32, 32, 10), SS_EUSAGE);
     CU_ASSERT_EQUAL(model_spec_parse(&s, "transformer", 1, 28, 28, 10), SS_EUSAGE);
     CU_ASSERT(strstr(ss_error_message(), "logreg") != NULL);
