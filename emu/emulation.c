@@ -92,7 +92,9 @@ static void layers_of(const emulation *e, int samples, sim_layer_cost *out) {
                                   .bwd_bytes = l->bwd_bytes * samples,
                                   .param_bytes = l->param_bytes,
                                   .kernels = l->kernels,
-                                  .kind = l->matmul ? SIM_LAYER_MATMUL : SIM_LAYER_OTHER,
+                                  .kind = l->matmul ? SIM_LAYER_MATMUL
+                                          : l->norm ? SIM_LAYER_NORM
+                                                    : SIM_LAYER_OTHER,
                                   .gemm_n = l->gemm_n,
                                   .gemm_k = l->gemm_k};
     }

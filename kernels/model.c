@@ -659,6 +659,7 @@ void model_cost_layer_at(const model *m, int i, model_layer_cost *out) {
     out->param_bytes = 4.0 * (double)(l->weight_count + l->bias_count);
     int f = layer_forward_kernels(l), b = layer_backward_kernels(l);
     out->kernels = f > b ? f : b;
+    out->norm = l->kind == LAYER_KIND_BATCHNORM;
     if (l->kind == LAYER_KIND_DENSE || l->kind == LAYER_KIND_CONV2D) {
         out->matmul = 1;
         out->gemm_n = l->out_c;

@@ -642,15 +642,19 @@ static void test_flops_resnet(void) {
     double head = (256 + 64) + (2 * 64 * 3 + 3) + 4 * 3; /* avgpool, fc, loss */
     SS_CHECK_CLOSE(model_forward_flops_per_sample(m), stem + l1 + l2 + l3 + head, 0, 0);
     double fwd = 0, bwd = 0, params = 0;
+    int norms = 0, matmuls = 0;
     for (int i = 0; i < model_cost_layer_count(m); i++) {
         model_layer_cost c;
         model_cost_layer_at(m, i, &c);
         fwd += c.fwd_flops, bwd += c.bwd_flops, params += c.param_bytes;
         CU_ASSERT(c.kernels >= 1);
+        norms += c.norm, matmuls += c.matmul;
     }
     SS_CHECK_CLOSE(fwd, model_forward_flops_per_sample(m), 0, 0);
     SS_CHECK_CLOSE(bwd, model_backward_flops_per_sample(m), 0, 0);
     SS_CHECK_CLOSE(params, model_param_bytes(m), 0, 0);
+    CU_ASSERT_EQUAL(norms, 7);   /* stem and two a block */
+    CU_ASSERT_EQUAL(matmuls, 8); /* 7 convs and fc */
     /* backward: the stem conv has no input gradient; each block's input has two consumers
      * (conv1 and the add), whose gradients are added: 1024 + 1024 + 512 floats */
     double stem_b = 2.0 * 64 * 9 * 16 + 11 * 1024 + 1024;
