@@ -665,7 +665,16 @@ static void test_flops_resnet(void) {
                   4 * 576 + 11 * 256 + 256 + 512;
     double head_b = 256 + (2 * 2.0 * 64 * 3 + 3) + 2 * 3;
     SS_CHECK_CLOSE(model_backward_flops_per_sample(m), stem_b + l1_b + l2_b + l3_b + head_b, 0, 0);
-    CU_ASSERT(model_device_bytes(m) > 4.0 * 2 * (double)model_param_count(m));
+    /* device memory: every activation and its gradient for each sample of max_batch (the
+     * memory estimate of a run counts them): per sample, the input (64), 10 outputs at 8x8x16,
+     * 7 at 4x4x32, 7 at 2x2x64, the pooled 64 and the 3 logits, each twice but the input */
+    const double per_sample = 4.0 * (2 * (10 * 1024 + 7 * 512 + 7 * 256 + 64 + 3) + 64);
+    model *m64;
+    CU_ASSERT_FATAL(model_create(dev, &s, 1, 66, &m64) == SS_OK);
+    const double grown = model_device_bytes(m64) - model_device_bytes(m);
+    CU_ASSERT(grown >= 64 * per_sample && grown < 64 * 1.5 * per_sample);
+    CU_ASSERT(model_device_bytes(m) > 4.0 * 2 * (double)model_param_count(m) + 2 * per_sample);
+    model_destroy(m64);
     model_destroy(m);
     device_close(dev);
 }
