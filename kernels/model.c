@@ -419,6 +419,28 @@ static int spec_check(const model_spec *spec, int max_batch) {
     return SS_OK;
 }
 
+static void alloc_graph(model *m);
+
+int model_spec_count(const model_spec *spec, size_t *params, size_t *buffers) {
+    int status = spec_check(spec, 1);
+    if (status != SS_OK) return status;
+    model m = {.spec = *spec, .max_batch = 1};
+    alloc_graph(&m);
+    status = build_layers(&m);
+    size_t p = 0, b = 0;
+    for (int i = 0; i < m.n_layers; i++) {
+        p += m.layers[i].weight_count + m.layers[i].bias_count;
+        b += m.layers[i].buffer_count;
+    }
+    free(m.layers);
+    free(m.src);
+    free(m.skip);
+    free(m.accum_skip);
+    if (params) *params = p;
+    if (buffers) *buffers = b;
+    return status;
+}
+
 static float *alloc_counted(model *m, size_t count) {
     m->device_bytes += 4.0 * (double)(count ? count : 1);
     return device_alloc(m->dev, count);
