@@ -30,7 +30,7 @@ typedef enum model_arch {
 } model_arch;
 
 #define MODEL_MAX_HIDDEN 8
-#define MODEL_MAX_LAYERS 1024 /* layers of a model's graph (resnet:110 has 387) */
+#define MODEL_MAX_LAYERS 1024 /* layers of a model's graph (resnet:110: 383, 387 with proj) */
 
 typedef struct model_spec {
     model_arch arch;
