@@ -32,26 +32,32 @@ void compare_row_read(compare_row *r) {
     memcpy(r->delta_q, q, sizeof q);
 }
 
+/* The fields of a row that tta_measure reads, as a run record. */
+static void row_record(const compare_row *r, run_record *rec) {
+    memset(rec, 0, sizeof *rec);
+    snprintf(rec->dir, sizeof rec->dir, "%s", r->dir);
+    snprintf(rec->status, sizeof rec->status, "%s", r->ok ? r->status : "failed");
+    snprintf(rec->policy, sizeof rec->policy, "%s", r->policy);
+    rec->test_accuracy = r->ok ? r->accuracy : NAN;
+}
+
 void compare_rows_tta(compare_row *rows, int n, double margin) {
-    for (int k = 0; k < n; k++) { /* each network at its first row */
-        int seen = 0;
-        for (int i = 0; i < k; i++)
-            seen |= !strcmp(rows[i].network, rows[k].network);
-        if (seen) continue;
-        const compare_row *ref = NULL;
-        for (int i = 0; i < n; i++)
-            if (!strcmp(rows[i].network, rows[k].network) && rows[i].reference && rows[i].ok)
-                ref = &rows[i];
-        if (!ref) continue;
-        const double target = tta_target(ref->accuracy, margin);
-        const double ref_tta_s = tta_of_run(ref->dir, target);
-        for (int i = 0; i < n; i++) {
-            compare_row *r = &rows[i];
-            if (strcmp(r->network, rows[k].network) != 0 || !r->ok) continue;
-            r->tta_s = tta_of_run(r->dir, target);
-            r->speedup = tta_speedup(ref_tta_s, r->tta_s);
-        }
+    run_record *rec = ss_malloc(sizeof *rec), *ref_rec = ss_malloc(sizeof *ref_rec);
+    for (int i = 0; i < n; i++) {
+        compare_row *r = &rows[i];
+        const compare_row *ref = NULL; /* the reference run of its network */
+        for (int j = 0; j < n && !ref; j++)
+            if (!strcmp(rows[j].network, r->network) && rows[j].reference && rows[j].ok)
+                ref = &rows[j];
+        row_record(r, rec);
+        if (ref) row_record(ref, ref_rec);
+        const tta_result t = tta_measure(rec, ref ? (ref == r ? rec : ref_rec) : NULL, margin);
+        r->tta = t.status;
+        r->tta_s = t.tta_s;
+        r->speedup = t.speedup;
     }
+    free(rec);
+    free(ref_rec);
 }
 
 /* SelSync's Delta after the warm-up, for choosing delta: its scale depends on the model. */
@@ -85,8 +91,9 @@ void compare_rows_print(FILE *fp, const compare_row *rows, int n) {
         }
         char note[32] = "";
         if (strcmp(r->status, "ok")) snprintf(note, sizeof note, " (%s)", r->status);
-        char tta[32] = "never", speed[32] = "-";
-        if (isfinite(r->tta_s)) snprintf(tta, sizeof tta, "%.2f s", r->tta_s);
+        char tta[32], speed[32] = "-";
+        const tta_result t = {r->tta, NAN, r->tta_s, NAN, r->speedup};
+        tta_cell(&t, 2, tta, sizeof tta);
         if (isfinite(r->speedup)) snprintf(speed, sizeof speed, "%.2fx", r->speedup);
         fprintf(fp, "%-12s %-12s %9.4f %9.4f %9.2f s %11s %8s %6.3f %8.3f %7.2f%%%s\n", r->policy,
                 r->label, r->accuracy, r->worker_accuracy, r->sim_time_s, tta, speed, r->lssr,
@@ -134,24 +141,34 @@ int compare_rows_write_csv(const char *path, const compare_row *rows, int n, int
 
 int compare_rows_plot(const char *out_dir, const compare_row *rows, int n, int n_panels,
                       int workers, FILE *terminal) {
+    (void)workers; /* in the setting, read from the runs */
     plots_curve *curves = ss_calloc((size_t)(n ? n : 1), sizeof *curves);
     char(*titles)[128] = ss_calloc((size_t)(n_panels ? n_panels : 1), sizeof *titles);
     const char **title_of = ss_calloc((size_t)(n_panels ? n_panels : 1), sizeof *title_of);
-    int m = 0;
+    run_record *recs = ss_calloc((size_t)(n ? n : 1), sizeof *recs);
+    int m = 0, n_recs = 0;
     for (int k = 0; k < n_panels; k++) {
         title_of[k] = titles[k];
         for (int i = 0; i < n; i++) {
             if (rows[i].panel != k) continue;
-            if (!titles[k][0])
-                snprintf(titles[k], sizeof titles[k], "%d workers, %s", workers, rows[i].label);
-            if (rows[i].ok) curves[m++] = (plots_curve){rows[i].dir, rows[i].policy, k};
+            if (!titles[k][0]) snprintf(titles[k], sizeof titles[k], "%s", rows[i].label);
+            if (!rows[i].ok) continue;
+            curves[m++] = (plots_curve){rows[i].dir, rows[i].policy, k};
+            if (run_record_read(rows[i].dir, &recs[n_recs]) == SS_OK) n_recs++;
         }
     }
+    /* the title names the setting the panels share: model, data, partition, workers, GPU... */
+    char setting[1024] = "", title[1200];
+    if (n_recs) run_setting_text(recs, n_recs, n_panels == 1, setting, sizeof setting);
+    snprintf(title, sizeof title, "test accuracy against simulated time%s%s",
+             setting[0] ? ": " : "", setting);
+    free(recs);
     char replot[1200];
     snprintf(replot, sizeof replot, "%s/replot.sh", out_dir);
     remove(replot); /* plots_accuracy_panels appends this figure's commands */
     if (terminal) fflush(terminal);
-    int rc = plots_accuracy_panels(out_dir, "compare", curves, m, title_of, n_panels, terminal);
+    int rc =
+        plots_accuracy_panels(out_dir, "compare", curves, m, title_of, n_panels, title, terminal);
     free(curves);
     free(titles);
     free(title_of);

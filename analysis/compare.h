@@ -31,12 +31,14 @@ typedef struct compare_row {
     double worker_accuracy; /* mean of the workers' own final accuracies (NaN: not recorded) */
     double delta_q[4];      /* SelSync: Delta's p50, p90, p99 and max after the warm-up (NaN) */
     double tta_s, speedup;  /* NaN: undefined */
+    int tta;                /* its tta_status (analysis/tta.h): why tta_s is undefined */
 } compare_row;
 
 /* Reads the run's summary back (ok = 0 when it has none, or failed). */
 void compare_row_read(compare_row *r);
-/* Per network: the target is the final accuracy of its reference row (ok) less margin; every ok
- * row of the network gets its TTA and speedup. */
+/* Per network: the target is the final accuracy of its reference row (ok) less margin; every
+ * row of the network gets its TTA and speedup through tta_measure (analysis/tta.h), the
+ * definition `report` uses too. */
 void compare_rows_tta(compare_row *rows, int n, double margin);
 /* The table: one line per row (not run, failed, or its numbers). */
 void compare_rows_print(FILE *fp, const compare_row *rows, int n);

@@ -4,6 +4,7 @@
 #include "common/status.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,13 +33,14 @@ static int write_script(const char *out_dir, const char *name) {
 /* Runs gnuplot -c SCRIPT DATA OUTPUT TERM [ARG4 [ARG5]] inside out_dir; stdout to `capture`
  * (a path, or NULL for /dev/null). No shell, so titles need no quoting. */
 static int run_gnuplot(const char *out_dir, const char *name, const char *data, const char *output,
-                       const char *term, const char *arg4, const char *arg5, const char *capture) {
+                       const char *term, const char *const *args, int n_args, const char *capture) {
     char script[256];
     snprintf(script, sizeof script, "%s.gp", name);
-    const char *argv[9] = {"gnuplot", "-c", script, data, output, term, NULL, NULL, NULL};
+    const char *argv[12] = {"gnuplot", "-c", script, data, output, term, NULL};
     int argc = 6;
-    if (arg4) argv[argc++] = arg4;
-    if (arg4 && arg5) argv[argc++] = arg5;
+    for (int k = 0; k < n_args && argc < 11; k++)
+        argv[argc++] = args[k];
+    argv[argc] = NULL;
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) return ss_error_set(SS_EIO, "cannot fork gnuplot: %s", strerror(errno));
@@ -82,7 +84,7 @@ static void put_shell_arg(FILE *fp, const char *arg) {
 }
 
 static void append_replot(const char *out_dir, const char *name, const char *data, const char *base,
-                          const char *arg4, const char *arg5) {
+                          const char *const *args, int n_args) {
     char path[1200];
     snprintf(path, sizeof path, "%s/replot.sh", out_dir);
     int fresh = access(path, F_OK) != 0;
@@ -96,32 +98,33 @@ static void append_replot(const char *out_dir, const char *name, const char *dat
         fprintf(fp, "gnuplot -c %s.gp", name);
         put_shell_arg(fp, data);
         fprintf(fp, " '%s.%s' %s", base, term, term);
-        if (arg4) put_shell_arg(fp, arg4);
-        if (arg4 && arg5) put_shell_arg(fp, arg5);
+        for (int k = 0; k < n_args; k++)
+            put_shell_arg(fp, args[k]);
         fputc('\n', fp);
     }
     fclose(fp);
     chmod(path, 0755);
 }
 
-int plots_render(const char *out_dir, const char *name, const char *data, const char *base,
-                 const char *arg4, const char *arg5, FILE *terminal) {
+int plots_render_args(const char *out_dir, const char *name, const char *data, const char *base,
+                      const char *const *args, int n_args, FILE *terminal) {
+    SS_ASSERT(n_args >= 0 && n_args <= 5);
     int rc = write_script(out_dir, name);
     if (rc != SS_OK) return rc;
     static const char *const terms[] = {"png", "svg"};
     for (int t = 0; t < 2; t++) {
         char output[256];
         snprintf(output, sizeof output, "%s.%s", base, terms[t]);
-        if ((rc = run_gnuplot(out_dir, name, data, output, terms[t], arg4, arg5, NULL)) != SS_OK)
+        if ((rc = run_gnuplot(out_dir, name, data, output, terms[t], args, n_args, NULL)) != SS_OK)
             return rc;
         if (!file_nonempty(out_dir, output))
             return ss_error_set(SS_EIO, "gnuplot wrote no %s/%s", out_dir, output);
     }
-    append_replot(out_dir, name, data, base, arg4, arg5);
+    append_replot(out_dir, name, data, base, args, n_args);
     if (!terminal) return SS_OK;
     char capture[1200];
     snprintf(capture, sizeof capture, "%s/%s.txt", out_dir, base);
-    if ((rc = run_gnuplot(out_dir, name, data, "", "dumb", arg4, arg5, capture)) != SS_OK)
+    if ((rc = run_gnuplot(out_dir, name, data, "", "dumb", args, n_args, capture)) != SS_OK)
         return rc;
     FILE *fp = fopen(capture, "r");
     if (fp) {
@@ -131,6 +134,66 @@ int plots_render(const char *out_dir, const char *name, const char *data, const 
         fclose(fp);
     }
     return SS_OK;
+}
+
+int plots_render(const char *out_dir, const char *name, const char *data, const char *base,
+                 const char *arg4, const char *arg5, FILE *terminal) {
+    const char *args[2] = {arg4, arg5};
+    return plots_render_args(out_dir, name, data, base, args, arg4 ? (arg5 ? 2 : 1) : 0, terminal);
+}
+
+/* ---- policy styles ---- */
+
+static const struct {
+    const char *policy, *colour;
+    char mark;
+} policy_styles[] = {{"bsp", "#000000", 'B'},     {"ssp", "#CC79A7", 'P'},
+                     {"asp", "#56B4E9", 'A'},     {"fedavg", "#009E73", 'F'},
+                     {"selsync", "#D55E00", 'S'}, {"dssync", "#0072B2", 'D'},
+                     {"single", "#E69F00", '1'}};
+#define N_POLICY_STYLES ((int)(sizeof policy_styles / sizeof policy_styles[0]))
+
+/* The row of a policy's base name ("selsync-dlcp": selsync); *variant: 1 for "-dlcp". */
+static int policy_style_row(const char *policy, int *variant) {
+    size_t len = strlen(policy);
+    *variant = len > 5 && !strcmp(policy + len - 5, "-dlcp");
+    if (*variant) len -= 5;
+    for (int i = 0; i < N_POLICY_STYLES; i++)
+        if (strlen(policy_styles[i].policy) == len &&
+            !strncmp(policy_styles[i].policy, policy, len))
+            return i;
+    return -1;
+}
+
+const char *plots_policy_colour(const char *policy) {
+    int variant;
+    const int i = policy_style_row(policy, &variant);
+    return i < 0 ? "#808080" : policy_styles[i].colour;
+}
+
+char plots_policy_mark(const char *policy) {
+    int variant;
+    const int i = policy_style_row(policy, &variant);
+    if (i < 0) return '?';
+    const char m = policy_styles[i].mark;
+    return variant && m >= 'A' && m <= 'Z' ? (char)(m - 'A' + 'a') : m;
+}
+
+void plots_styles(const char *const *policies, int n, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < n && len < size; i++) {
+        int variant, dash = 1;
+        const int row = policy_style_row(policies[i], &variant);
+        for (int j = 0; j < i; j++) { /* earlier curves of the same base policy */
+            int v;
+            if (policy_style_row(policies[j], &v) == row) dash++;
+        }
+        if (dash > 9) dash = 9;
+        len += (size_t)snprintf(buf + len, size - len, "%s%s:%c:%d", i ? " " : "",
+                                plots_policy_colour(policies[i]), plots_policy_mark(policies[i]),
+                                dash);
+    }
 }
 
 /* Appends the block of one curve: "sim_time_s,TITLE", then its (sim_time_s, test_accuracy)
@@ -158,7 +221,8 @@ static int write_curve(FILE *out, const plots_curve *c, int first) {
 }
 
 int plots_accuracy_panels(const char *out_dir, const char *base, const plots_curve *curves, int n,
-                          const char *const *panel_titles, int n_panels, FILE *terminal) {
+                          const char *const *panel_titles, int n_panels, const char *title,
+                          FILE *terminal) {
     char data[256], path[1200];
     snprintf(data, sizeof data, "%s-curves.csv", base);
     snprintf(path, sizeof path, "%s/%s", out_dir, data);
@@ -169,19 +233,30 @@ int plots_accuracy_panels(const char *out_dir, const char *base, const plots_cur
     char counts[1024] = "", titles[4096] = "";
     size_t lc = 0, lt = 0;
     int blocks = 0;
+    const char **written = ss_calloc((size_t)(n ? n : 1), sizeof *written);
+    char styles[4096] = "";
+    size_t ls = 0;
     for (int k = 0; k < n_panels; k++) {
         int in_panel = 0;
         for (int i = 0; i < n; i++)
-            if (curves[i].panel == k)
-                in_panel += write_curve(f.fp, &curves[i], blocks + in_panel == 0);
+            if (curves[i].panel == k && write_curve(f.fp, &curves[i], blocks + in_panel == 0))
+                written[blocks + in_panel++] = curves[i].title;
+        /* styles panel by panel: a policy's dash type counts its curves within its panel */
+        if (in_panel && ls < sizeof styles - 1) {
+            if (ls) styles[ls++] = ' ';
+            plots_styles(written + blocks, in_panel, styles + ls, sizeof styles - ls);
+            ls += strlen(styles + ls);
+        }
         blocks += in_panel;
         lc += (size_t)snprintf(counts + lc, lc < sizeof counts ? sizeof counts - lc : 0, "%s%d",
                                k ? " " : "", in_panel);
         lt += (size_t)snprintf(titles + lt, lt < sizeof titles ? sizeof titles - lt : 0, "%s\"%s\"",
                                k ? " " : "", panel_titles[k]);
     }
+    free(written);
     if ((rc = afile_commit(&f)) != SS_OK) return rc;
     if (lc >= sizeof counts || lt >= sizeof titles)
         return ss_error_set(SS_EUSAGE, "%s: too many panels or too long titles", path);
-    return plots_render(out_dir, "compare", data, base, counts, titles, terminal);
+    const char *args[4] = {counts, titles, styles, title ? title : ""};
+    return plots_render_args(out_dir, "compare", data, base, args, 4, terminal);
 }

@@ -14,14 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Keys that describe how a run was launched or recorded, not what it computes. */
-static const char *const ignored_keys[] = {"seed",   "out",      "progress",       "trace",
-                                           "config", "data-dir", "dump-gradients", NULL};
-
 static int is_ignored(const char *key) {
-    for (int i = 0; ignored_keys[i]; i++)
-        if (!strcmp(ignored_keys[i], key)) return 1;
-    return 0;
+    return run_key_is_launch(key);
 }
 
 static int applies(const report_options *o, const char *key, const char *policy) {
@@ -76,10 +70,11 @@ static void group_label(const run_record *r, const run_record *runs, int n, cons
 }
 
 /* Each group's counts and statistics over its runs that finished (ok). */
-static void group_statistics(const run_record *runs, int n, const int *gid, const double *tta,
-                             const double *speed, report_group *g, int ng) {
-    double *v[9];
-    for (int k = 0; k < 9; k++)
+static void group_statistics(const run_record *runs, int n, const int *gid, const tta_result *tta,
+                             report_group *g, int ng) {
+    enum { V = 12 };
+    double *v[V];
+    for (int k = 0; k < V; k++)
         v[k] = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
     for (int gi = 0; gi < ng; gi++) {
         report_group *G = &g[gi];
@@ -97,16 +92,24 @@ static void group_statistics(const run_record *runs, int n, const int *gid, cons
                 continue;
             }
             G->ok++;
-            G->tta_reached += isfinite(tta[i]);
+            G->tta_reached += tta[i].status == TTA_REACHED;
+            G->tta_measured += tta[i].status == TTA_REACHED || tta[i].status == TTA_NEVER;
+            G->no_accuracy += tta[i].status == TTA_NO_ACCURACY;
+            G->no_reference += tta[i].status == TTA_NO_REFERENCE;
             v[0][m] = r->test_accuracy;
-            v[1][m] = tta[i];
-            v[2][m] = speed[i];
+            v[1][m] = tta[i].tta_s;
+            v[2][m] = tta[i].speedup;
             v[3][m] = r->lssr;
             v[4][m] = r->bytes_sent;
             v[5][m] = r->sim_time_s;
             v[6][m] = r->compute_s;
             v[7][m] = r->comm_s;
             v[8][m] = r->wait_s;
+            /* per step: runs of a group may differ in steps (ssp, fedavg rounds) */
+            const double steps = r->steps > 0 ? r->steps : NAN;
+            v[9][m] = r->compute_s / steps;
+            v[10][m] = r->comm_s / steps;
+            v[11][m] = r->wait_s / steps;
             m++;
         }
         G->accuracy = stats_summarize(v[0], m);
@@ -118,18 +121,20 @@ static void group_statistics(const run_record *runs, int n, const int *gid, cons
         G->compute_s = stats_summarize(v[6], m);
         G->comm_s = stats_summarize(v[7], m);
         G->wait_s = stats_summarize(v[8], m);
+        G->compute_step_s = stats_summarize(v[9], m);
+        G->comm_step_s = stats_summarize(v[10], m);
+        G->wait_step_s = stats_summarize(v[11], m);
     }
-    for (int k = 0; k < 9; k++)
+    for (int k = 0; k < V; k++)
         free(v[k]);
 }
 
 int report_analyze(const run_record *runs, int n, const report_options *o, report_group **groups,
-                   int *n_groups, int *run_group, double *run_tta_s, double *run_speedup) {
+                   int *n_groups, int *run_group, tta_result *run_tta) {
     enum { SIG = 16384 };
     char *sig = ss_malloc(SIG), *other = ss_malloc(SIG);
     int *gid = ss_malloc(sizeof(int) * (size_t)(n ? n : 1));
-    double *tta = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
-    double *speed = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    tta_result *tta = ss_malloc(sizeof *tta * (size_t)(n ? n : 1));
     report_group *g = ss_calloc((size_t)(n ? n : 1), sizeof *g);
     int ng = 0;
 
@@ -152,36 +157,23 @@ int report_analyze(const run_record *runs, int n, const report_options *o, repor
         }
     }
 
-    /* TTA and speedup against the BSP run of the same configuration and seed. */
-    const char *baseline = policy_registry_baseline()->name;
+    /* TTA and speedup against the BSP run of the same configuration and seed (tta.h). */
     for (int i = 0; i < n; i++) {
-        tta[i] = speed[i] = NAN;
-        signature(&runs[i], o, baseline, 0, sig, SIG);
-        const run_record *bsp = NULL;
-        for (int j = 0; j < n && !bsp; j++) {
-            if (strcmp(runs[j].policy, baseline) || runs[j].seed != runs[i].seed ||
-                strcmp(runs[j].status, "ok"))
-                continue;
-            signature(&runs[j], o, baseline, 0, other, SIG);
-            if (!strcmp(sig, other)) bsp = &runs[j];
-        }
-        if (!bsp || strcmp(runs[i].status, "ok")) continue;
-        const double target = tta_target(bsp->test_accuracy, o->target_margin);
-        tta[i] = tta_of_run(runs[i].dir, target);
-        speed[i] = tta_speedup(tta_of_run(bsp->dir, target), tta[i]);
+        const int ref = strcmp(runs[i].status, "ok") || !tta_has_accuracy(&runs[i])
+                            ? -1
+                            : tta_reference_find(runs, n, i, o->key_applies, NULL, 0);
+        tta[i] = tta_measure(&runs[i], ref >= 0 ? &runs[ref] : NULL, o->target_margin);
     }
 
-    group_statistics(runs, n, gid, tta, speed, g, ng);
+    group_statistics(runs, n, gid, tta, g, ng);
     for (int i = 0; i < n; i++) {
         if (run_group) run_group[i] = gid[i];
-        if (run_tta_s) run_tta_s[i] = tta[i];
-        if (run_speedup) run_speedup[i] = speed[i];
+        if (run_tta) run_tta[i] = tta[i];
     }
     free(sig);
     free(other);
     free(gid);
     free(tta);
-    free(speed);
     *groups = g;
     *n_groups = ng;
     return SS_OK;
@@ -208,8 +200,8 @@ static void md_cell(FILE *fp, stats_summary s, double scale, const char *fmt) {
 }
 
 static int write_tables(const run_record *runs, int n, const report_options *o,
-                        const report_group *g, int ng, const int *gid, const double *tta,
-                        const double *speed) {
+                        const report_group *g, int ng, const int *gid, const tta_result *tta,
+                        const char *warnings) {
     char path[1200];
     afile f;
     int rc;
@@ -218,7 +210,7 @@ static int write_tables(const run_record *runs, int n, const report_options *o,
     fprintf(f.fp, "group,policy,runs,ok,diverged,failed,accuracy_mean,accuracy_ci95,tta_s_mean,"
                   "tta_s_ci95,tta_reached,speedup_mean,speedup_ci95,lssr_mean,lssr_ci95,"
                   "bytes_sent_mean,bytes_sent_ci95,sim_time_s_mean,sim_time_s_ci95,"
-                  "compute_s_mean,comm_s_mean,wait_s_mean\n");
+                  "compute_s_mean,comm_s_mean,wait_s_mean,tta_measured,no_accuracy,no_reference\n");
     for (int i = 0; i < ng; i++) {
         const report_group *G = &g[i];
         csv_write_field(f.fp, G->label);
@@ -239,14 +231,14 @@ static int write_tables(const run_record *runs, int n, const report_options *o,
         csv_number(f.fp, G->compute_s.mean);
         csv_number(f.fp, G->comm_s.mean);
         csv_number(f.fp, G->wait_s.mean);
-        fputc('\n', f.fp);
+        fprintf(f.fp, ",%d,%d,%d\n", G->tta_measured, G->no_accuracy, G->no_reference);
     }
     if ((rc = afile_commit(&f)) != SS_OK) return rc;
 
     snprintf(path, sizeof path, "%s/runs.csv", o->out_dir);
     if ((rc = afile_open(&f, path)) != SS_OK) return rc;
     fprintf(f.fp, "dir,group,policy,seed,status,test_accuracy,tta_s,speedup_vs_bsp,lssr,"
-                  "bytes_sent,sim_time_s\n");
+                  "bytes_sent,sim_time_s,tta\n");
     for (int i = 0; i < n; i++) {
         const run_record *r = &runs[i];
         csv_write_field(f.fp, r->dir);
@@ -256,12 +248,12 @@ static int write_tables(const run_record *runs, int n, const report_options *o,
         csv_number(f.fp, r->seed);
         fprintf(f.fp, ",%s", r->status);
         csv_number(f.fp, r->test_accuracy);
-        csv_number(f.fp, tta[i]);
-        csv_number(f.fp, speed[i]);
+        csv_number(f.fp, tta[i].tta_s);
+        csv_number(f.fp, tta[i].speedup);
         csv_number(f.fp, r->lssr);
         csv_number(f.fp, r->bytes_sent);
         csv_number(f.fp, r->sim_time_s);
-        fputc('\n', f.fp);
+        fprintf(f.fp, ",%s\n", tta_status_word(tta[i].status));
     }
     if ((rc = afile_commit(&f)) != SS_OK) return rc;
 
@@ -282,19 +274,59 @@ static int write_tables(const run_record *runs, int n, const report_options *o,
         const report_group *G = &g[i];
         fprintf(f.fp, "| %s | %d | %d | %d | %d |", G->label, G->runs, G->ok, G->diverged,
                 G->failed);
-        md_cell(f.fp, G->accuracy, 1, "%.4f");
-        md_cell(f.fp, G->tta_s, 1, "%.4g");
-        fprintf(f.fp, " %d/%d |", G->tta_reached, G->ok);
-        md_cell(f.fp, G->speedup, 1, "%.3g");
+        if (G->ok && G->no_accuracy == G->ok)
+            fprintf(f.fp, " n/a |"); /* replays record no accuracy */
+        else
+            md_cell(f.fp, G->accuracy, 1, "%.4f");
+        /* n/a: no accuracy recorded (replays); "no BSP": no reference to measure against */
+        const char *none = !G->tta_measured && G->no_accuracy    ? "n/a"
+                           : !G->tta_measured && G->no_reference ? "no BSP"
+                                                                 : NULL;
+        if (none) {
+            fprintf(f.fp, " %s | %s | %s |", none, none, none);
+        } else {
+            md_cell(f.fp, G->tta_s, 1, "%.4g");
+            fprintf(f.fp, " %d/%d |", G->tta_reached, G->tta_measured);
+            md_cell(f.fp, G->speedup, 1, "%.3g");
+        }
         md_cell(f.fp, G->lssr, 1, "%.3f");
         md_cell(f.fp, G->bytes_sent, 1e-9, "%.4g");
         fputc('\n', f.fp);
     }
+    fprintf(f.fp, "\nreached: runs that reached their BSP run's target, of those measured (ok, "
+                  "with an accuracy and a BSP run of the same configuration and seed); n/a: no "
+                  "test accuracy recorded (replays have none); no BSP: no such BSP run.\n");
+    if (warnings && warnings[0]) fprintf(f.fp, "\n## Warnings\n\n%s", warnings);
     return afile_commit(&f);
 }
 
-/* 1 for a file an earlier report wrote: its tables, its figures (numbered or not) and their
- * data, scripts and terminal versions. */
+/* The warnings of a report, one Markdown list item a line (malloc'ed, "" when none): every run
+ * that finished with an accuracy but has no BSP run to measure its TTA against, and why. */
+static char *tta_warnings(const run_record *runs, int n, const report_options *o,
+                          const tta_result *tta) {
+    size_t cap = 256, len = 0;
+    char *text = ss_malloc(cap);
+    text[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (tta[i].status != TTA_NO_REFERENCE) continue;
+        char why[1200], line[2600];
+        tta_reference_find(runs, n, i, o->key_applies, why, sizeof why);
+        const int m = snprintf(line, sizeof line,
+                               "- %s: no BSP run of the same configuration and seed to measure TTA "
+                               "and speedup against (%s)\n",
+                               runs[i].dir, why);
+        while (len + (size_t)m + 1 > cap) {
+            text = realloc(text, cap *= 2);
+            SS_ASSERT(text);
+        }
+        memcpy(text + len, line, (size_t)m + 1);
+        len += (size_t)m;
+    }
+    return text;
+}
+
+/* 1 for a file an earlier report wrote: its tables, its figures (named after their group or
+ * run, or numbered by earlier versions) and their data, scripts and terminal versions. */
 static int is_report_file(const char *name) {
     static const char *const tables[] = {"report.md", "report.csv", "runs.csv", "replot.sh", NULL};
     static const char *const figures[] = {"accuracy",  "breakdown", "scaling", "delta-",
@@ -310,10 +342,7 @@ static int is_report_file(const char *name) {
         if (strncmp(name, figures[i], len)) continue;
         const char *p = name + len;
         if (figures[i][len - 1] != '-') return p == dot; /* "accuracy.png" */
-        if (p == dot) return 0;
-        while (p < dot && *p >= '0' && *p <= '9')
-            p++;
-        return p == dot; /* "timeline-12.svg" */
+        return p < dot;                                  /* "timeline-selsync.svg", "delta-3.png" */
     }
     return 0;
 }
@@ -347,20 +376,28 @@ int report_write(const run_record *runs, int n, const report_options *o) {
     report_group *g = NULL;
     int ng = 0;
     int *gid = ss_malloc(sizeof(int) * (size_t)(n ? n : 1));
-    double *tta = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
-    double *speed = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
-    rc = report_analyze(runs, n, o, &g, &ng, gid, tta, speed);
-    if (rc == SS_OK) rc = write_tables(runs, n, o, g, ng, gid, tta, speed);
-    if (rc == SS_OK) rc = figure_accuracy(runs, o, g, ng);
-    if (rc == SS_OK) rc = figure_breakdown(o, g, ng);
-    if (rc == SS_OK) rc = figure_delta(runs, o, g, ng);
-    if (rc == SS_OK) rc = figure_timeline(runs, o, g, ng);
+    tta_result *tta = ss_malloc(sizeof *tta * (size_t)(n ? n : 1));
+    rc = report_analyze(runs, n, o, &g, &ng, gid, tta);
+    char *warnings = rc == SS_OK ? tta_warnings(runs, n, o, tta) : NULL;
+    if (warnings && warnings[0]) {
+        /* on stderr as well: a blank TTA must not pass for "never reached" */
+        for (const char *line = warnings; *line;) {
+            const char *end = strchr(line, '\n');
+            fprintf(stderr, "syncsim report: warning: %.*s\n", (int)(end - line - 2), line + 2);
+            line = end + 1;
+        }
+    }
+    if (rc == SS_OK) rc = write_tables(runs, n, o, g, ng, gid, tta, warnings);
+    if (rc == SS_OK) rc = figure_accuracy(runs, n, o, g, ng);
+    if (rc == SS_OK) rc = figure_breakdown(runs, n, o, g, ng);
+    if (rc == SS_OK) rc = figure_delta(runs, n, o, g, ng);
+    if (rc == SS_OK) rc = figure_timeline(runs, n, o, g, ng);
     if (rc == SS_OK) rc = figure_scaling(runs, n, o);
     if (rc == SS_OK) rc = figure_kde(runs, n, o);
     free(g);
     free(gid);
     free(tta);
-    free(speed);
+    free(warnings);
     return rc;
 }
 

@@ -13,6 +13,7 @@
 
 #include "analysis/runs.h"
 #include "analysis/stats.h"
+#include "analysis/tta.h"
 
 #include <stdio.h>
 
@@ -31,16 +32,21 @@ typedef struct report_group {
     char label[512]; /* "policy=selsync delta=0.05 bandwidth=5Gbps": the keys that vary */
     char policy[16];
     int runs, ok, diverged, failed; /* failed: interrupted or without summary.json */
-    int tta_reached;                /* runs whose TTA target was reached */
+    int tta_reached;                /* ok runs whose TTA target was reached */
+    int tta_measured; /* ok runs with an accuracy and a BSP reference (reached or never) */
+    int no_accuracy;  /* ok runs without a test accuracy (replays): TTA n/a */
+    int no_reference; /* ok runs with an accuracy but no BSP run of their configuration */
     stats_summary accuracy, tta_s, speedup, lssr, bytes_sent, sim_time_s;
     stats_summary compute_s, comm_s, wait_s;
+    stats_summary compute_step_s, comm_step_s, wait_step_s; /* per step of a worker */
     int first; /* index of its run with the lowest seed */
 } report_group;
 
-/* Groups runs and computes the statistics: *groups (malloc'ed) and *n_groups; per run, its group,
- * TTA and speedup (NaN when undefined) in the arrays given (n entries each, may be NULL). */
+/* Groups runs and computes the statistics: *groups (malloc'ed) and *n_groups; per run, its group
+ * and its TTA against its BSP reference (tta.h) in the arrays given (n entries each, may be
+ * NULL). */
 int report_analyze(const run_record *runs, int n, const report_options *o, report_group **groups,
-                   int *n_groups, int *run_group, double *run_tta_s, double *run_speedup);
+                   int *n_groups, int *run_group, tta_result *run_tta);
 /* report_analyze, then the tables and figures in o->out_dir. */
 int report_write(const run_record *runs, int n, const report_options *o);
 /* `syncsim report`: the runs found in dirs[0..n_dirs-1] (runs, sweeps, compares), read and

@@ -11,6 +11,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Opens OUT/name for a figure's data. */
 static FILE *open_data(const report_options *o, const char *name) {
@@ -25,17 +26,56 @@ static void sanitize_title(const char *in, char *out, size_t n) {
         if (*p == ',' || *p == '"' || *p == '\'') *p = ' ';
 }
 
-int figure_accuracy(const run_record *runs, const report_options *o, const report_group *g,
+void figure_slug(const char *label, char *buf, size_t n) {
+    size_t k = 0;
+    for (const char *p = label; *p && k + 1 < n && k < 120; p++) {
+        const char c = *p;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '.' || c == '-' || c == '_')
+            buf[k++] = c;
+        else if (c == '=')
+            buf[k++] = '-';
+        else if (k && buf[k - 1] != '_')
+            buf[k++] = '_';
+    }
+    while (k && buf[k - 1] == '_')
+        k--;
+    buf[k] = '\0';
+    if (!k) snprintf(buf, n, "run");
+}
+
+/* A figure's title: WHAT, then the setting the runs share (run_setting_text). */
+static void figure_title(const char *what, const run_record *runs, int n, int with_network,
+                         char *buf, size_t size) {
+    char setting[1024] = "";
+    if (n > 0) run_setting_text(runs, n, with_network, setting, sizeof setting);
+    snprintf(buf, size, "%s%s%s", what, setting[0] ? "\n" : "", setting);
+}
+
+/* The file name of group i's figure NAME ("delta-selsync"), unique among the groups. */
+static void group_figure_base(const char *name, const report_group *g, int i, char *buf, size_t n) {
+    char slug[160];
+    figure_slug(g[i].label, slug, sizeof slug);
+    snprintf(buf, n, "%s-%s", name, slug);
+}
+
+int figure_accuracy(const run_record *runs, int n, const report_options *o, const report_group *g,
                     int ng) {
     FILE *fp = open_data(o, "accuracy.csv");
     if (!fp) return ss_error_set(SS_EIO, "%s/accuracy.csv: cannot write", o->out_dir);
     int blocks = 0;
+    const char **policies = ss_calloc((size_t)(ng ? ng : 1), sizeof *policies);
     for (int i = 0; i < ng; i++) {
         double *t, *a;
         size_t m;
+        char metrics[1200];
+        struct stat st; /* replays record no accuracy: no metrics.csv, no curve */
+        snprintf(metrics, sizeof metrics, "%s/metrics.csv", runs[g[i].first].dir);
+        if (stat(metrics, &st) != 0) continue;
         int rc = run_curve_read(runs[g[i].first].dir, &t, &a, &m);
         if (rc != SS_OK) {
             fclose(fp);
+            free(policies);
             return rc;
         }
         if (m == 0) continue;
@@ -46,55 +86,81 @@ int figure_accuracy(const run_record *runs, const report_options *o, const repor
             fprintf(fp, "%.9g,%.6f\n", t[k], a[k]);
         free(t);
         free(a);
-        blocks++;
+        policies[blocks++] = g[i].policy;
     }
     fclose(fp);
+    char styles[4096], title[1400];
+    plots_styles(policies, blocks, styles, sizeof styles);
+    free(policies);
     if (!blocks) return SS_OK;
-    return plots_render(o->out_dir, "accuracy", "accuracy.csv", "accuracy", NULL, NULL,
-                        o->terminal);
+    figure_title("test accuracy against simulated time (first seed of each group)", runs, n, 1,
+                 title, sizeof title);
+    const char *args[2] = {styles, title};
+    return plots_render_args(o->out_dir, "accuracy", "accuracy.csv", "accuracy", args, 2,
+                             o->terminal);
 }
 
-int figure_breakdown(const report_options *o, const report_group *g, int ng) {
+int figure_breakdown(const run_record *runs, int n, const report_options *o, const report_group *g,
+                     int ng) {
     FILE *fp = open_data(o, "breakdown.csv");
     if (!fp) return ss_error_set(SS_EIO, "%s/breakdown.csv: cannot write", o->out_dir);
-    fprintf(fp, "group,compute_s,comm_s,wait_s\n");
+    /* per step of a worker, in ms: runs that take different numbers of steps compare */
+    fprintf(fp, "group,compute_ms,comm_ms,wait_ms\n");
     int rows = 0;
     for (int i = 0; i < ng; i++) {
-        if (!isfinite(g[i].compute_s.mean)) continue;
+        if (!isfinite(g[i].compute_step_s.mean)) continue;
         char title[560];
         sanitize_title(g[i].label, title, sizeof title);
-        fprintf(fp, "%s,%.9g,%.9g,%.9g\n", title, g[i].compute_s.mean,
-                isfinite(g[i].comm_s.mean) ? g[i].comm_s.mean : 0,
-                isfinite(g[i].wait_s.mean) ? g[i].wait_s.mean : 0);
+        fprintf(fp, "%s,%.9g,%.9g,%.9g\n", title, 1e3 * g[i].compute_step_s.mean,
+                isfinite(g[i].comm_step_s.mean) ? 1e3 * g[i].comm_step_s.mean : 0,
+                isfinite(g[i].wait_step_s.mean) ? 1e3 * g[i].wait_step_s.mean : 0);
         rows++;
     }
     fclose(fp);
     if (!rows) return SS_OK;
-    return plots_render(o->out_dir, "breakdown", "breakdown.csv", "breakdown", NULL, NULL,
+    char title[1400];
+    figure_title("time per step of a worker: compute, communication, wait", runs, n, 1, title,
+                 sizeof title);
+    return plots_render(o->out_dir, "breakdown", "breakdown.csv", "breakdown", title, NULL,
                         o->terminal);
 }
 
+/* The line of the scaling figure a run belongs to: its network, and its GPU when given
+ * ("10Gbps v100"): one worker of the same GPU is the reference. */
+static void scaling_line(const run_record *r, char *buf, size_t n) {
+    const char *base = strrchr(r->platform, '/');
+    const char *gpu = run_record_get(r, "gpu");
+    snprintf(buf, n, "%s%s%s", base ? base + 1 : r->platform, gpu && gpu[0] ? " " : "",
+             gpu ? gpu : "");
+}
+
 /* BSP scaling: throughput with N workers over that of one worker doing the same steps without
- * communication, N x compute_s / sim_time_s, averaged per (platform, N). */
+ * communication, N x compute_s / sim_time_s, averaged per (platform, GPU, N). */
 int figure_scaling(const run_record *runs, int n, const report_options *o) {
     const char *baseline = policy_registry_baseline()->name;
-    char platforms[32][RUN_RECORD_TEXT];
-    int n_plat = 0;
+    char(*lines)[RUN_RECORD_TEXT + 48] = ss_calloc(32, sizeof *lines);
+    char key[RUN_RECORD_TEXT + 48];
+    int n_lines = 0;
     for (int i = 0; i < n; i++) {
         if (strcmp(runs[i].policy, baseline) || strcmp(runs[i].status, "ok")) continue;
+        scaling_line(&runs[i], key, sizeof key);
         int k = 0;
-        while (k < n_plat && strcmp(platforms[k], runs[i].platform))
+        while (k < n_lines && strcmp(lines[k], key))
             k++;
-        if (k == n_plat && n_plat < 32)
-            snprintf(platforms[n_plat++], RUN_RECORD_TEXT, "%s", runs[i].platform);
+        if (k == n_lines && n_lines < 32) snprintf(lines[n_lines++], sizeof lines[0], "%s", key);
     }
-    if (!n_plat) return SS_OK;
+    if (!n_lines) {
+        free(lines);
+        return SS_OK;
+    }
     FILE *fp = open_data(o, "scaling.csv");
-    if (!fp) return ss_error_set(SS_EIO, "%s/scaling.csv: cannot write", o->out_dir);
-    for (int k = 0; k < n_plat; k++) {
-        char title[RUN_RECORD_TEXT];
-        const char *base = strrchr(platforms[k], '/');
-        sanitize_title(base ? base + 1 : platforms[k], title, sizeof title);
+    if (!fp) {
+        free(lines);
+        return ss_error_set(SS_EIO, "%s/scaling.csv: cannot write", o->out_dir);
+    }
+    for (int k = 0; k < n_lines; k++) {
+        char title[RUN_RECORD_TEXT + 48];
+        sanitize_title(lines[k], title, sizeof title);
         /* one worker is the reference: 1 by definition */
         fprintf(fp, "%sworkers,%s\n1,1\n", k ? "\n\n" : "", title);
         /* one row per worker count, in increasing order: the mean over seeds */
@@ -103,9 +169,10 @@ int figure_scaling(const run_record *runs, int n, const report_options *o) {
             int m = 0, larger = 0;
             for (int j = 0; j < n; j++) {
                 const run_record *s = &runs[j];
-                if (strcmp(s->policy, baseline) || strcmp(s->status, "ok") ||
-                    strcmp(s->platform, platforms[k]) || !(s->sim_time_s > 0))
+                if (strcmp(s->policy, baseline) || strcmp(s->status, "ok") || !(s->sim_time_s > 0))
                     continue;
+                scaling_line(s, key, sizeof key);
+                if (strcmp(key, lines[k])) continue;
                 larger |= s->workers > workers;
                 if (s->workers != workers) continue;
                 sum += s->workers * s->compute_s / s->sim_time_s;
@@ -116,7 +183,10 @@ int figure_scaling(const run_record *runs, int n, const report_options *o) {
         }
     }
     fclose(fp);
-    return plots_render(o->out_dir, "scaling", "scaling.csv", "scaling", NULL, NULL, NULL);
+    free(lines);
+    char title[1400];
+    figure_title("BSP throughput relative to one worker", runs, n, 0, title, sizeof title);
+    return plots_render(o->out_dir, "scaling", "scaling.csv", "scaling", title, NULL, NULL);
 }
 
 static const char *base_name(const char *dir) {
@@ -124,8 +194,12 @@ static const char *base_name(const char *dir) {
     return b ? b + 1 : dir;
 }
 
-/* Delta(g) of worker 0 against step, for the first run of each selsync group. */
-int figure_delta(const run_record *runs, const report_options *o, const report_group *g, int ng) {
+/* SelSync's Delta(g) against step, for the first run of each selsync group: per step the
+ * largest Delta over the workers, the quantity the decision compares with delta (a step
+ * synchronizes when any worker's Delta >= delta), and the steps that synchronized. */
+int figure_delta(const run_record *runs, int n, const report_options *o, const report_group *g,
+                 int ng) {
+    (void)n;
     const policy_option *delta_option = policy_option_find("delta");
     int made = 0;
     for (int i = 0; i < ng && made < o->max_run_figures; i++) {
@@ -142,26 +216,54 @@ int figure_delta(const run_record *runs, const report_options *o, const report_g
             trace_table_free(&t);
             continue;
         }
-        char data[64], base[64];
-        snprintf(data, sizeof data, "delta-%d.csv", made + 1);
-        snprintf(base, sizeof base, "delta-%d", made + 1);
+        char data[272], base[256];
+        group_figure_base("delta", g, i, base, sizeof base);
+        snprintf(data, sizeof data, "%s.csv", base);
         FILE *fp = open_data(o, data);
         if (!fp) {
             trace_table_free(&t);
             return ss_error_set(SS_EIO, "%s/%s: cannot write", o->out_dir, data);
         }
-        fprintf(fp, "step,delta,sync\n");
+        fprintf(fp, "step,delta_max,sync\n");
+        /* per step (records of one step need not be adjacent): the largest Delta, and whether
+         * the step synchronized */
+        double max_step = 0;
+        for (size_t k = 0; k < t.n_rows; k++)
+            if (t.cells[k * (size_t)t.n_cols + cs] > max_step)
+                max_step = t.cells[k * (size_t)t.n_cols + cs];
+        const size_t n_steps = (size_t)max_step + 1;
+        double *dmax = ss_malloc(sizeof(double) * n_steps);
+        signed char *sync = ss_calloc(n_steps, 1); /* -1: no record, 0 local, 1 synchronized */
+        for (size_t k = 0; k < n_steps; k++)
+            dmax[k] = -INFINITY, sync[k] = -1;
         for (size_t k = 0; k < t.n_rows; k++) {
             const double *row = t.cells + k * (size_t)t.n_cols;
-            if (row[cw] != 0) continue;
-            fprintf(fp, "%.0f,%.9g,%.0f\n", row[cs], isfinite(row[cd]) ? row[cd] : 0, row[cx]);
+            if (!(row[cs] >= 0)) continue;
+            const size_t s = (size_t)row[cs];
+            if (isfinite(row[cd]) && row[cd] > dmax[s]) dmax[s] = row[cd];
+            if (sync[s] < 0) sync[s] = 0;
+            if (row[cx] > 0) sync[s] = 1;
         }
+        /* empty while Delta is undefined: the warm-up, the first ewma-window steps, which the
+         * trace records with Delta 0 (they synchronize whatever delta is) */
+        const char *window_text = run_record_get(r, "ewma-window");
+        const double window = window_text ? strtod(window_text, NULL) : 0;
+        for (size_t k = 0; k < n_steps; k++) {
+            if (sync[k] < 0) continue;
+            if (isfinite(dmax[k]) && !((double)k <= window && dmax[k] == 0))
+                fprintf(fp, "%zu,%.9g,%d\n", k, dmax[k], sync[k]);
+            else
+                fprintf(fp, "%zu,,%d\n", k, sync[k]);
+        }
+        free(dmax);
+        free(sync);
         fclose(fp);
         trace_table_free(&t);
         const char *delta = run_record_get(r, "delta");
-        char title[1800];
-        snprintf(title, sizeof title, "Delta(g) against step: %s\n%s", g[i].label,
-                 base_name(r->dir));
+        char what[700], title[1800];
+        snprintf(what, sizeof what, "SelSync: largest Delta(g) over the workers against step: %s",
+                 g[i].label);
+        figure_title(what, r, 1, 1, title, sizeof title);
         int rc = plots_render(o->out_dir, "delta", data, base, delta ? delta : delta_option->def,
                               title, made == 0 ? o->terminal : NULL);
         if (rc != SS_OK) return rc;
@@ -172,8 +274,9 @@ int figure_delta(const run_record *runs, const report_options *o, const report_g
 
 /* Each worker's steps along simulated time, synchronized or local, for the first run of each
  * group. */
-int figure_timeline(const run_record *runs, const report_options *o, const report_group *g,
+int figure_timeline(const run_record *runs, int n, const report_options *o, const report_group *g,
                     int ng) {
+    (void)n;
     int made = 0;
     for (int i = 0; i < ng && made < o->max_run_figures; i++) {
         const run_record *r = &runs[g[i].first];
@@ -188,9 +291,9 @@ int figure_timeline(const run_record *runs, const report_options *o, const repor
             trace_table_free(&t);
             continue;
         }
-        char data[64], base[64];
-        snprintf(data, sizeof data, "timeline-%d.csv", made + 1);
-        snprintf(base, sizeof base, "timeline-%d", made + 1);
+        char data[272], base[256];
+        group_figure_base("timeline", g, i, base, sizeof base);
+        snprintf(data, sizeof data, "%s.csv", base);
         FILE *fp = open_data(o, data);
         if (!fp) {
             trace_table_free(&t);
@@ -204,8 +307,9 @@ int figure_timeline(const run_record *runs, const report_options *o, const repor
         }
         fclose(fp);
         trace_table_free(&t);
-        char title[1800];
-        snprintf(title, sizeof title, "sync/local timeline: %s\n%s", g[i].label, base_name(r->dir));
+        char what[700], title[1800];
+        snprintf(what, sizeof what, "sync/local timeline: %s", g[i].label);
+        figure_title(what, r, 1, 1, title, sizeof title);
         int rc = plots_render(o->out_dir, "timeline", data, base, title, NULL, NULL);
         if (rc != SS_OK) return rc;
         made++;
@@ -274,9 +378,10 @@ int figure_kde(const run_record *runs, int n, const report_options *o) {
         closedir(d);
         if (!n_steps) continue;
         qsort(steps, (size_t)n_steps, sizeof(long), compare_long);
-        char data[64], base[64];
-        snprintf(data, sizeof data, "kde-%d.csv", made + 1);
-        snprintf(base, sizeof base, "kde-%d", made + 1);
+        char data[272], base[256], slug[160];
+        figure_slug(base_name(runs[i].dir), slug, sizeof slug);
+        snprintf(base, sizeof base, "kde-%s", slug);
+        snprintf(data, sizeof data, "%s.csv", base);
         FILE *fp = open_data(o, data);
         if (!fp) return ss_error_set(SS_EIO, "%s/%s: cannot write", o->out_dir, data);
         int blocks = 0;
@@ -307,9 +412,10 @@ int figure_kde(const run_record *runs, int n, const report_options *o) {
         }
         fclose(fp);
         if (!blocks) continue;
-        char title[1800];
-        snprintf(title, sizeof title, "gradient values, all workers: %s\n%s", runs[i].policy,
+        char what[700], title[1800];
+        snprintf(what, sizeof what, "gradient values, all workers: %s (%s)", runs[i].policy,
                  base_name(runs[i].dir));
+        figure_title(what, &runs[i], 1, 1, title, sizeof title);
         int rc = plots_render(o->out_dir, "kde", data, base, title, NULL, NULL);
         if (rc != SS_OK) return rc;
         made++;

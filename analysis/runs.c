@@ -118,6 +118,85 @@ const char *run_record_get(const run_record *r, const char *key) {
     return NULL;
 }
 
+/* The value of one item of the setting for run r ("" when it has none). */
+static void setting_value(const run_record *r, int item, char *buf, size_t n) {
+    const char *v = NULL;
+    buf[0] = '\0';
+    switch (item) {
+    case 0:
+        v = run_record_get(r, "model");
+        if (!v || !v[0]) v = run_record_get(r, "profile");
+        break;
+    case 1:
+        v = run_record_get(r, "dataset");
+        break;
+    case 2: {
+        if (!run_record_get(r, "dataset")) return; /* a replay: no data, no partition */
+        v = run_record_get(r, "partition");
+        const policy_info *p = policy_registry_find(r->policy);
+        if ((!v || !v[0]) && p && p->default_partition) v = p->default_partition;
+        break;
+    }
+    case 3:
+        if (r->workers > 0) snprintf(buf, n, "%d workers", r->workers);
+        return;
+    case 4:
+        v = run_record_get(r, "gpu");
+        break;
+    case 5:
+        if (r->batch > 0) snprintf(buf, n, "batch %d", r->batch);
+        return;
+    case 6: {
+        const char *base = strrchr(r->platform, '/');
+        v = base ? base + 1 : r->platform;
+        break;
+    }
+    }
+    if (v && v[0]) snprintf(buf, n, "%s%s", item == 2 ? "partition " : "", v);
+}
+
+void run_setting_text(const run_record *runs, int n, int with_network, char *buf, size_t size) {
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int item = 0; item < 7 && len < size; item++) {
+        if (item == 6 && !with_network) continue;
+        char first[RUN_RECORD_TEXT + 16], v[RUN_RECORD_TEXT + 16];
+        int same = 1;
+        setting_value(&runs[0], item, first, sizeof first);
+        for (int i = 1; i < n && same; i++) {
+            setting_value(&runs[i], item, v, sizeof v);
+            same = !strcmp(v, first);
+        }
+        if (!same && item == 2) { /* the partitions, each once: "partition defdp/seldp" */
+            size_t l = (size_t)snprintf(first, sizeof first, "partition ");
+            for (int i = 0; i < n; i++) {
+                setting_value(&runs[i], item, v, sizeof v);
+                const char *value = v + strlen("partition ");
+                int seen = 0;
+                for (int j = 0; j < i && !seen; j++) {
+                    char w[RUN_RECORD_TEXT + 16];
+                    setting_value(&runs[j], item, w, sizeof w);
+                    seen = !strcmp(w, v);
+                }
+                if (!seen && v[0] && l < sizeof first)
+                    l += (size_t)snprintf(first + l, sizeof first - l, "%s%s",
+                                          first[l - 1] == ' ' ? "" : "/", value);
+            }
+            same = 1;
+        }
+        if (!same || !first[0]) continue;
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", len ? ", " : "", first);
+    }
+}
+
+int run_key_is_launch(const char *key) {
+    static const char *const keys[] = {"seed",   "out",      "progress",       "trace",
+                                       "config", "data-dir", "dump-gradients", NULL};
+    for (int i = 0; keys[i]; i++)
+        if (!strcmp(keys[i], key)) return 1;
+    return 0;
+}
+
 static int is_run_dir(const char *dir) {
     char path[1200];
     snprintf(path, sizeof path, "%s/config.ini", dir);
@@ -126,8 +205,27 @@ static int is_run_dir(const char *dir) {
     return file_exists(path);
 }
 
+int run_name_compare(const char *a, const char *b) {
+    while (*a && *b) {
+        if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
+            /* a number against a number: by value ("5Gbps" < "25Gbps", "0.05" < "0.3") */
+            char *ea, *eb;
+            const double x = strtod(a, &ea), y = strtod(b, &eb);
+            if (x != y) return x < y ? -1 : 1;
+            const int la = (int)(ea - a), lb = (int)(eb - b); /* "1" before "1.0" */
+            const int c = la != lb ? (la < lb ? -1 : 1) : strncmp(a, b, (size_t)la);
+            if (c) return c;
+            a = ea, b = eb;
+            continue;
+        }
+        if (*a != *b) return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        a++, b++;
+    }
+    return (unsigned char)*a - (unsigned char)*b;
+}
+
 static int compare_names(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    return run_name_compare(*(char *const *)a, *(char *const *)b);
 }
 
 static void push_dir(char ***dirs, int *n, const char *path) {

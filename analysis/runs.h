@@ -41,8 +41,23 @@ int run_record_read(const char *dir, run_record *r);
 int run_record_complete(const char *dir);
 /* The config.ini value of `key`, or NULL. */
 const char *run_record_get(const run_record *r, const char *key);
+/* 1 for a config key that says how a run was launched or recorded, not what it computes (seed,
+ * out, progress, trace, config, data-dir, dump-gradients): it neither splits a report's groups
+ * nor keeps a run from its BSP reference. */
+int run_key_is_launch(const char *key);
 
-/* The run directories under DIR: DIR itself, or DIR/points/<*> and DIR/runs/<*> (sorted by name).
+/* The setting the runs share, for a figure's title: model (a replay's profile), data set,
+ * partition (its policy's default where none was given), workers, GPU, batch per worker and
+ * network (bandwidth, or the platform file's base name), each where every run has the same
+ * ("mlp, fashion-mnist, partition defdp, 8 workers, v100, batch 64, 5Gbps"); a partition that
+ * differs by policy shows its values ("defdp/seldp"). with_network 0 leaves the network out. */
+void run_setting_text(const run_record *runs, int n, int with_network, char *buf, size_t size);
+
+/* Names in natural order: digits compare as the numbers they spell, so "1Gbps" < "10Gbps" <
+ * "100Gbps", "4" < "16" < "64", "0.05" < "0.3"; the rest byte by byte. strcmp's sign. */
+int run_name_compare(const char *a, const char *b);
+/* The run directories under DIR: DIR itself, or DIR/points/<*> and DIR/runs/<*> (in the natural
+ * order of their names, run_name_compare).
  * Appends to *dirs (a malloc'ed array of malloc'ed strings) and *n. */
 int run_dirs_find(const char *dir, char ***dirs, int *n);
 void run_dirs_free(char **dirs, int n);

@@ -1,4 +1,6 @@
 #include "analysis/sweep.h"
+#include "analysis/runs.h"
+#include "analysis/tta.h"
 #include "common/afile.h"
 #include "common/csv.h"
 #include "common/infile.h"
@@ -326,6 +328,7 @@ static int plan_read(const char *path, ini_reader reader, void *stream, const ch
     sweep_plan *p = ss_calloc(1, sizeof *p);
     snprintf(p->path, sizeof p->path, "%s", path);
     p->command = opts->train;
+    p->opts = opts;
     if (out_dir) snprintf(p->out_dir, sizeof p->out_dir, "%s", out_dir);
     load_context c = {p, opts, SS_OK, "", 0};
     int line = ini_parse_stream(reader, stream, load_handler, &c);
@@ -411,19 +414,21 @@ void sweep_plan_free(sweep_plan *p) {
 /* ---- gathering ---- */
 
 /* The metrics of sweep.csv, in its column order; NaN where a summary has none. */
-#define GATHERED 11
+#define GATHERED 13
 static const char *const gathered_names[GATHERED] = {
-    "test_accuracy", "sim_time_s", "tta_s",  "lssr",   "steps", "sync_steps",
-    "bytes_sent",    "compute_s",  "comm_s", "wait_s", "epochs"};
+    "test_accuracy", "sim_time_s", "tta_s",       "speedup_vs_bsp", "lssr",
+    "steps",         "sync_steps", "bytes_sent",  "compute_s",      "comm_s",
+    "wait_s",        "epochs",     "target_tta_s"};
 
 static double count_or_nan(double x) {
     return x >= 0 ? x : NAN; /* a summary's null count or time reads back negative */
 }
 
-static void gathered_values(const run_summary *s, double v[GATHERED]) {
+static void gathered_values(const run_summary *s, const tta_result *t, double v[GATHERED]) {
     const double values[GATHERED] = {s->test_accuracy,
                                      s->sim_time_s,
-                                     count_or_nan(s->tta_s),
+                                     t->tta_s,
+                                     t->speedup,
                                      s->lssr,
                                      count_or_nan((double)s->steps),
                                      count_or_nan((double)s->sync_steps),
@@ -431,7 +436,8 @@ static void gathered_values(const run_summary *s, double v[GATHERED]) {
                                      s->compute_s,
                                      s->comm_s,
                                      s->wait_s,
-                                     s->epochs};
+                                     s->epochs,
+                                     count_or_nan(s->tta_s)};
     memcpy(v, values, sizeof values);
 }
 
@@ -466,7 +472,47 @@ static void gather_header(const sweep_plan *p, FILE *fp) {
     fprintf(fp, ",status");
     for (int k = 0; k < GATHERED; k++)
         fprintf(fp, ",%s", gathered_names[k]);
-    fprintf(fp, ",message\n");
+    fprintf(fp, ",tta,message\n");
+}
+
+/* The plan's options, for gather_key_applies (tta_reference_find takes no context). */
+static const sweep_options *gather_opts;
+static unsigned gather_command;
+
+/* A config key applies to a policy unless the option table limits it to other policies. */
+static int gather_key_applies(const char *key, const char *policy) {
+    unsigned bits = 0;
+    if (!gather_opts || !gather_opts->lookup || !gather_opts->policy_bit ||
+        !gather_opts->lookup(gather_command, key, &bits) || bits == 0)
+        return 1;
+    return (bits & gather_opts->policy_bit(policy, 2)) != 0;
+}
+
+/* Each point's TTA and speedup against its BSP point (tta.h), as `report` measures them. */
+static tta_result *gather_tta(const sweep_plan *p) {
+    const int n = p->n_points;
+    run_record *runs = ss_calloc((size_t)(n ? n : 1), sizeof *runs);
+    tta_result *t = ss_malloc(sizeof *t * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        char dir[1200];
+        sweep_point_dir(p, i, dir, sizeof dir);
+        if (!p->points[i].valid || run_record_read(dir, &runs[i]) != SS_OK) {
+            memset(&runs[i], 0, sizeof runs[i]); /* neither a reference nor measured */
+            snprintf(runs[i].status, sizeof runs[i].status, "failed");
+            runs[i].test_accuracy = runs[i].seed = NAN;
+        }
+    }
+    gather_opts = p->opts;
+    gather_command = p->command;
+    for (int i = 0; i < n; i++) {
+        const int ref = strcmp(runs[i].status, "ok") || !tta_has_accuracy(&runs[i])
+                            ? -1
+                            : tta_reference_find(runs, n, i, gather_key_applies, NULL, 0);
+        t[i] = tta_measure(&runs[i], ref >= 0 ? &runs[ref] : NULL, TTA_DEFAULT_MARGIN);
+    }
+    gather_opts = NULL;
+    free(runs);
+    return t;
 }
 
 int sweep_gather(const sweep_plan *p, int *n_bad, int *n_pending) {
@@ -477,6 +523,7 @@ int sweep_gather(const sweep_plan *p, int *n_bad, int *n_pending) {
     if (rc != SS_OK) return rc;
     *n_bad = *n_pending = 0;
     gather_header(p, f.fp);
+    tta_result *tta = gather_tta(p);
     for (int i = 0; i < p->n_points; i++) {
         const sweep_point *pt = &p->points[i];
         fprintf(f.fp, "%d,", i);
@@ -494,15 +541,16 @@ int sweep_gather(const sweep_plan *p, int *n_bad, int *n_pending) {
             !strcmp(status, "interrupted"))
             ++*n_bad;
         double v[GATHERED];
-        gathered_values(&s, v);
+        gathered_values(&s, &tta[i], v);
         for (int k = 0; k < GATHERED; k++)
             if (!isnan(v[k]))
                 fprintf(f.fp, ",%.9g", v[k]);
             else
                 fputc(',', f.fp);
-        fputc(',', f.fp);
+        fprintf(f.fp, ",%s,", tta_status_word(tta[i].status));
         csv_write_field(f.fp, message);
         fputc('\n', f.fp);
     }
+    free(tta);
     return afile_commit(&f);
 }

@@ -81,6 +81,7 @@ typedef struct sweep_plan {
     int n_points;
     int merged; /* grid combinations that coincided with an earlier point */
     sweep_point *points;
+    const sweep_options *opts; /* as loaded with (which keys apply to which policy) */
 } sweep_plan;
 
 /* Reads and checks the sweep file against opts and expands its points. Bad file: SS_EUSAGE with
@@ -98,7 +99,9 @@ void sweep_plan_free(sweep_plan *p);
 void sweep_point_dir(const sweep_plan *p, int i, char *buf, size_t n);
 /* Writes OUT/sweep.csv: one row per point in order, its axis values, status (ok, diverged,
  * interrupted, failed, invalid, pending) and final metrics (from each point's summary.json,
- * common/summary.h). */
+ * common/summary.h); tta_s and speedup_vs_bsp against the point's BSP point of the same
+ * configuration and seed, as `report` and `compare` measure them (analysis/tta.h), with the
+ * reason when undefined in `tta`; target_tta_s: summary.json's time to --target-accuracy. */
 int sweep_gather(const sweep_plan *p, int *n_bad, int *n_pending);
 
 #endif

@@ -1,17 +1,42 @@
-/* Time to accuracy (TTA) and speedup, one definition for `report` and `compare`. The target of a
- * run is the final accuracy of its reference run (BSP) less a margin; a run's TTA is the first
- * simulated time of its metrics.csv at which test accuracy reaches the target; its speedup is
- * TTA(reference) / TTA(run). Which run is the reference is the caller's choice (report: the BSP
- * run of the same configuration and seed; compare: the BSP run on the same network).
+/* Time to accuracy (TTA) and speedup: the one definition behind `compare`, `report` and the
+ * sweep's sweep.csv. The target of a run is the final accuracy of its reference run (BSP) less a
+ * margin; a run's TTA is the first simulated time of its metrics.csv at which test accuracy
+ * reaches the target; its speedup is TTA(reference) / TTA(run).
  *
- *     const double target = tta_target(bsp->test_accuracy, TTA_DEFAULT_MARGIN);
- *     const double t = tta_of_run(run_dir, target);
- *     const double s = tta_speedup(tta_of_run(bsp->dir, target), t);   // NaN: undefined
+ * The reference of a run is the BSP run of the same configuration and seed
+ * (tta_reference_find): every config.ini key that both runs have and that applies to both
+ * policies holds the same value. Keys that describe one policy only (delta for selsync, overlap
+ * for bsp) are not compared, so a compare's selsync run finds the bsp run of its network. A run
+ * whose test accuracy is not recorded (a replay: no tensors) has no TTA: "n/a", not "never".
+ *
+ *     int ref = tta_reference_find(runs, n, i, key_applies, why, sizeof why);
+ *     tta_result t = tta_measure(&runs[i], ref >= 0 ? &runs[ref] : NULL, TTA_DEFAULT_MARGIN);
+ *     printf("%s\n", tta_cell(&t, buf, sizeof buf));        // "1.80 s", "never", "n/a"...
  */
 #ifndef SS_ANALYSIS_TTA_H
 #define SS_ANALYSIS_TTA_H
 
+#include "analysis/runs.h"
+
+#include <stddef.h>
+
 #define TTA_DEFAULT_MARGIN 0.005 /* 0.5 accuracy points below the reference's final accuracy */
+
+typedef enum tta_status {
+    TTA_REACHED,      /* tta_s (and speedup, when the reference reached it too) defined */
+    TTA_NEVER,        /* the run never reached the target */
+    TTA_NO_ACCURACY,  /* the run or its reference records no test accuracy (replay): n/a */
+    TTA_NO_REFERENCE, /* no BSP run of the same configuration and seed finished (ok) */
+    TTA_UNFINISHED,   /* the run itself did not finish ok (diverged, interrupted, failed) */
+} tta_status;
+
+typedef struct tta_result {
+    tta_status status;
+    double target;          /* NaN unless a reference with an accuracy was found */
+    double tta_s;           /* NaN unless TTA_REACHED */
+    double reference_tta_s; /* the reference's own TTA at the same target */
+    double speedup;         /* reference_tta_s / tta_s; NaN unless both are > 0 */
+} tta_result;
 
 /* The accuracy a run must reach: reference_accuracy - margin. */
 double tta_target(double reference_accuracy, double margin);
@@ -19,5 +44,23 @@ double tta_target(double reference_accuracy, double margin);
 double tta_of_run(const char *dir, double target);
 /* reference_tta_s / tta_s; NaN unless both are > 0. */
 double tta_speedup(double reference_tta_s, double tta_s);
+
+/* 1 if the run recorded a test accuracy (emulations do, replays do not). */
+int tta_has_accuracy(const run_record *r);
+/* TTA and speedup of `run` against `reference` (NULL: none found). */
+tta_result tta_measure(const run_record *run, const run_record *reference, double margin);
+/* The index in runs[0..n) of run i's reference: the BSP run that finished ok with the same seed
+ * and the same value of every config key both have that applies to both policies (key_applies
+ * NULL: every key applies; seed, out, progress, trace, config, data-dir, dump-gradients never
+ * count). A BSP run is its own reference. -1 if none, with the reason in why (the closest BSP
+ * run and the keys where it differs, or that there is none). */
+int tta_reference_find(const run_record *runs, int n, int i,
+                       int (*key_applies)(const char *key, const char *policy), char *why,
+                       size_t why_size);
+/* The TTA as a table shows it: "1.80 s" (precision decimals), "never", "n/a" (no accuracy
+ * recorded), "no BSP" (no reference), "-" (unfinished). */
+const char *tta_cell(const tta_result *t, int precision, char *buf, size_t n);
+/* The status as one word of a CSV: reached, never, n/a, no_bsp, unfinished. */
+const char *tta_status_word(tta_status s);
 
 #endif

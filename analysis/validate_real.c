@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "analysis/validate_real.h"
 #include "common/afile.h"
 #include "common/status.h"
@@ -8,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -213,6 +215,13 @@ static int run_real(const validate_real_opts *o, const char *policy, const case_
         arg(&a, "%s", mca[i][1]);
     }
     arg(&a, "--");
+    /* the ranks before the host's other work: on a busy host a rank that waits for a core holds
+     * up every exchange it is part of (the testbed needs root, which may raise a priority) */
+    if (geteuid() == 0) {
+        arg(&a, "nice");
+        arg(&a, "-n");
+        arg(&a, "%d", VALIDATE_REAL_NICE);
+    }
     arg(&a, "%s", o->exe);
     arg(&a, "real");
     training_args(o, policy, &a);
@@ -489,8 +498,11 @@ int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    fprintf(out, "testbed: %d hosts at %.4g Mbit/s, %.4g ms per link direction\n", o->workers + 1,
-            8 * o->rate_Bps / 1e6, o->delay_s * 1e3);
+    fprintf(out, "testbed: %d hosts at %.4g Mbit/s, %.4g ms per link direction%s\n", o->workers + 1,
+            8 * o->rate_Bps / 1e6, o->delay_s * 1e3,
+            geteuid() == 0 ? "; real ranks at niceness " VALIDATE_REAL_NICE_TEXT
+                             ", ahead of the host's other work"
+                           : "");
     int st = testbed(o, "up", o->workers + 1, out, log);
     if (st != 0) {
         char why[512];
@@ -525,17 +537,86 @@ int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *
     return rc;
 }
 
+int validate_real_host_cores(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+int validate_real_fit_host(int cores, const char *policies, int workers, char *policies_out,
+                           size_t policies_size, int *workers_out, char *why, size_t why_size) {
+    char list[256];
+    snprintf(list, sizeof list, "%s", policies);
+    int most = 0, sync_workers = workers, async_workers = workers;
+    for (char *save = NULL, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save))
+        if (workers + is_async(p) > most) most = workers + is_async(p);
+    snprintf(policies_out, policies_size, "%s", policies);
+    *workers_out = workers;
+    if (why && why_size) why[0] = '\0';
+    if (most <= cores) return 0;
+    sync_workers = cores > 2 ? cores : 2;
+    if (sync_workers > workers) sync_workers = workers;
+    async_workers = cores - 1;
+    /* one worker count for every policy kept (the cases compare policies on one cluster): the
+     * synchronous policies' when SSP/ASP would get fewer than 2 workers (left out), else the
+     * smaller */
+    int keep_async = async_workers >= 2;
+    const int w = keep_async && async_workers < sync_workers ? async_workers : sync_workers;
+    size_t len = 0;
+    char dropped[256] = "";
+    size_t ld = 0;
+    policies_out[0] = '\0';
+    snprintf(list, sizeof list, "%s", policies);
+    for (char *save = NULL, *p = strtok_r(list, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+        if (is_async(p) && !keep_async) {
+            ld += (size_t)snprintf(dropped + ld, ld < sizeof dropped ? sizeof dropped - ld : 0,
+                                   "%s%s", ld ? "," : "", p);
+            continue;
+        }
+        len += (size_t)snprintf(policies_out + len, len < policies_size ? policies_size - len : 0,
+                                "%s%s", len ? "," : "", p);
+    }
+    *workers_out = w;
+    if (!policies_out[0]) return -1; /* nothing this host can run faithfully */
+    if (why && why_size) {
+        size_t lw = (size_t)snprintf(why, why_size,
+                                     "this host has %d core%s for up to %d ranks (a worker each, "
+                                     "and a server for ssp/asp): ranks sharing cores wait for the "
+                                     "CPU in their exchanges, which no prediction models "
+                                     "(docs/REAL.md). Running the case it can run faithfully: %s "
+                                     "on %d workers",
+                                     cores, cores == 1 ? "" : "s", most, policies_out, w);
+        if (ld && lw < why_size)
+            lw += (size_t)snprintf(why + lw, why_size - lw,
+                                   " (%s left out: with its server it needs 3 cores or more)",
+                                   dropped);
+        if (lw < why_size)
+            snprintf(why + lw, why_size - lw,
+                     ". --workers %d --policy %s runs the requested case as it is.", workers,
+                     policies);
+    }
+    return 1;
+}
+
 int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *res) {
+    return validate_real_run_on_host(cfg, 0, out, res);
+}
+
+int validate_real_run_on_host(const run_config *cfg, int fit_host, FILE *out,
+                              validate_real_result *res) {
     char exe[1024];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return ss_error_set(SS_EIO, "validate real: cannot find the syncsim binary");
     exe[n] = 0;
     const char *testbed = getenv("SYNCSIM_TESTBED");
+    /* auto (the default) has no OpenMPI counterpart: the real run and syncsim both run the ring */
+    const char *collective = strcmp(cfg->collective, "auto") ? cfg->collective : "ring";
     validate_real_opts o = {.exe = exe,
                             .testbed = testbed ? testbed : SS_SOURCE_DIR "/scripts/testbed.sh",
                             .out_dir = cfg->out_dir,
                             .policies = cfg->policy[0] ? cfg->policy : "bsp,selsync,ssp",
-                            .collective = cfg->collective,
+                            .collective = collective,
                             .workers = cfg->workers,
                             .model = cfg->model,
                             .dataset = cfg->dataset,
@@ -549,6 +630,45 @@ int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *re
                             .max_acc_pp = 0.3,
                             .overlap = !strcmp(policy_option_value(cfg, "overlap")->text, "on"),
                             .bucket_mb = policy_option_value(cfg, "bucket-mb")->d};
+    /* a host with fewer cores than ranks: fit the case to it (fit_host), or say that its ranks
+     * share cores */
+    const int cores = validate_real_host_cores();
+    char fitted[256], why[1024];
+    int fitted_workers;
+    const int changed = validate_real_fit_host(cores, o.policies, o.workers, fitted, sizeof fitted,
+                                               &fitted_workers, why, sizeof why);
+    if (changed && fit_host) {
+        if (changed < 0)
+            return ss_error_set(SS_EUSAGE,
+                                "validate real: this host has %d core(s): no case of %s runs "
+                                "with a core per rank (give --workers and --policy to run one "
+                                "anyway)",
+                                cores, o.policies);
+        fprintf(out, "host: %s\n", why);
+        o.policies = fitted;
+        o.workers = fitted_workers;
+    } else if (changed) {
+        fprintf(out,
+                "host: warning: %d core(s) for up to %d ranks: the real runs' exchanges wait for "
+                "the CPU, which no prediction models; expect the measured times to exceed the "
+                "predictions (docs/REAL.md)\n",
+                cores, o.workers + 1);
+    } else {
+        fprintf(out, "host: %d cores, a core per rank\n", cores);
+    }
+    /* other work on the host competes with the ranks as well: said, not hidden */
+    double load = -1;
+    FILE *lf = fopen("/proc/loadavg", "r");
+    if (lf) {
+        if (fscanf(lf, "%lf", &load) != 1) load = -1;
+        fclose(lf);
+    }
+    if (load > cores)
+        fprintf(out,
+                "host: warning: load average %.1f on %d cores before the runs: other work competes "
+                "with the real ranks, whose exchanges then wait for the CPU (measured times above "
+                "the predictions); run it on an idle host\n",
+                load, cores);
     double bytes_per_s;
     if (units_parse_bandwidth(cfg->bandwidth, &bytes_per_s) != 0 || !(bytes_per_s > 0))
         return ss_error_set(SS_EUSAGE,
@@ -561,12 +681,12 @@ int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *re
                             "delay added on each link direction; it needs the "
                             "kernel's netem)",
                             cfg->latency);
-    if (strcmp(cfg->collective, "ring") && strcmp(cfg->collective, "hd") &&
-        strcmp(cfg->collective, "rd"))
+    if (strcmp(collective, "ring") && strcmp(collective, "hd") && strcmp(collective, "rd"))
         return ss_error_set(SS_EUSAGE,
                             "validate real --collective %s: ring (OpenMPI's ring, tuned "
                             "algorithm 4), hd (its Rabenseifner, 6) or rd (its recursive "
-                            "doubling, 3): the all-reduces both the real run and syncsim have",
+                            "doubling, 3), or auto for ring: the all-reduces both the real run "
+                            "and syncsim have",
                             cfg->collective);
     o.rate_Bps = bytes_per_s;
     return validate_real(&o, out, res);

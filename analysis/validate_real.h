@@ -21,6 +21,7 @@
 
 #include "common/run_config.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -57,6 +58,14 @@ typedef struct validate_real_opts {
  * bound as the real runs' do; 0.1 gives +11 %, 0.3 +10 % (docs/REAL.md, "validate real"). */
 #define VALIDATE_REAL_PS_JITTER 0.2
 
+/* The niceness of the real runs' ranks (as root): ahead of the host's other work, whose CPU use
+ * would otherwise delay their exchanges (a rank waiting for a core holds up each all-reduce it is
+ * in). Measured on the 2-core VM at a load average of 10 to 13 from other work: 2 workers, mlp,
+ * 1 Gbit/s, communication per synchronized step 0.034 s at niceness 0, against 0.0098 s
+ * predicted; the fastest steps took 0.0102 s. */
+#define VALIDATE_REAL_NICE      -10
+#define VALIDATE_REAL_NICE_TEXT "-10"
+
 typedef struct validate_real_result {
     int cases;
     int within; /* 1: every case within the bounds */
@@ -65,6 +74,20 @@ typedef struct validate_real_result {
 /* SS_EUSAGE when the testbed cannot be brought up (not root, no tc, no namespaces), with the
  * script's message; SS_EIO when a run fails (its log named). */
 int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *res);
+/* The cores this process may run on (its CPU affinity), at least 1. */
+int validate_real_host_cores(void);
+
+/* The case a host with `cores` cores runs faithfully, from the requested policies and workers:
+ * every rank (a worker, and an SSP/ASP server) needs a core of its own, or the real run's
+ * communication waits for the CPU (the kernel's network processing shares it too), which no
+ * prediction models: 4 ranks on a 2-core VM measured up to 1.7 x slower at 1 Gbit/s
+ * (docs/REAL.md). When the workers exceed the cores, the synchronous policies run on
+ * max(2, cores) workers and SSP/ASP on cores - 1 beside their server, or are left out when that
+ * is under 2. policies_out receives the policies kept (comma-separated), *workers_out the workers;
+ * why (when not NULL) says what changed and why ("" when the request fits). 1 if changed. */
+int validate_real_fit_host(int cores, const char *policies, int workers, char *policies_out,
+                           size_t policies_size, int *workers_out, char *why, size_t why_size);
+
 /* The same from the options of `syncsim validate real`: --policy (default bsp,selsync,ssp),
  * --workers, --bandwidth and --latency (the testbed's links), --model, --dataset, --epochs,
  * --batch, --seed, --collective (ring, hd or rd), --overlap and --bucket-mb (auto is off, as in
@@ -72,5 +95,10 @@ int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *
  * this process's, the testbed script the source tree's scripts/testbed.sh unless SYNCSIM_TESTBED
  * names another. */
 int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *res);
+/* validate_real_run; fit_host 1 (neither --workers nor --policy given): on a host with fewer
+ * cores than ranks, the case is fitted to its cores (validate_real_fit_host) and the output says
+ * so; 0: the case as given, with a warning when its ranks share cores. */
+int validate_real_run_on_host(const run_config *cfg, int fit_host, FILE *out,
+                              validate_real_result *res);
 
 #endif

@@ -44,6 +44,7 @@ typedef struct compare_ctx {
     compare_row runs[COMPARE_MAX_RUNS];
     int done;
     double t0_s;
+    double start_s[COMPARE_MAX_RUNS]; /* when each run started (outputs_wall_s) */
 } compare_ctx;
 
 /* Splits a comma-separated list into items (in place); -1 on an empty item ("a,,b" is a typo),
@@ -262,13 +263,21 @@ static int job_run(void *ctx, int j) {
     return ss_status_exit_code(rc);
 }
 
+/* Parent, as run j starts: its start time, for its own wall time in the progress line. */
+static int job_start(void *ctx, int j) {
+    compare_ctx *c = ctx;
+    c->start_s[j] = outputs_wall_s();
+    return SS_OK;
+}
+
 static void job_done(void *ctx, int j, const isolate_job_end *end) {
     compare_ctx *c = ctx;
     compare_row *r = &c->runs[j];
     r->exit_code = end->exit_code;
     compare_row_read(r);
-    printf("  [%d/%d] %-12s %-12s %s (%.0f s)\n", ++c->done, c->n, r->policy, r->label,
-           r->ok ? r->status : "FAILED, see log.txt", outputs_wall_s() - c->t0_s);
+    const double now = outputs_wall_s();
+    printf("  [%d/%d] %-12s %-12s %s (run %.1f s; %.1f s elapsed)\n", ++c->done, c->n, r->policy,
+           r->label, r->ok ? r->status : "FAILED, see log.txt", now - c->start_s[j], now - c->t0_s);
     fflush(stdout);
 }
 
@@ -306,7 +315,7 @@ int cmd_compare(const run_config *cfg_in) {
     c->t0_s = outputs_wall_s();
     isolate_job_end ends[COMPARE_MAX_RUNS];
     isolate_pool_report rep;
-    const isolate_pool pool = {c->n, cfg->jobs, c, NULL, job_log_path, job_run, job_done};
+    const isolate_pool pool = {c->n, cfg->jobs, c, job_start, job_log_path, job_run, job_done};
     rc = isolate_pool_run(&pool, ends, &rep);
     for (int i = 0; i < c->n; i++)
         c->runs[i].started = ends[i].started;

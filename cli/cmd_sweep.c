@@ -71,6 +71,7 @@ typedef struct sweep_jobs {
     const char *who;
     sweep_counts *cnt;
     double t0_s;
+    double *start_s; /* when each job started (outputs_wall_s) */
 } sweep_jobs;
 
 static int job_point(const sweep_jobs *s, int k) {
@@ -97,6 +98,7 @@ static int job_prepare(void *ctx, int k) {
                pt->name);
         return SIM_POOL_SKIP;
     }
+    s->start_s[k] = outputs_wall_s();
     return clear_dir(dir);
 }
 
@@ -129,22 +131,26 @@ static void job_done(void *ctx, int k, const isolate_job_end *end) {
     const int complete = run_record_complete(dir), code = end->exit_code;
     s->cnt->ran++;
     if (!complete) s->cnt->failed++;
-    printf("%s[%d/%d] %s: %s (%.0f s)\n", s->who, ++s->done, s->mine, s->p->points[i].name,
+    const double now = outputs_wall_s();
+    printf("%s[%d/%d] %s: %s (run %.1f s; %.1f s elapsed)\n", s->who, ++s->done, s->mine,
+           s->p->points[i].name,
            complete ? (code == 3 ? "diverged" : "ok")
                     : (code == 130 ? "interrupted" : "FAILED, see log.txt"),
-           outputs_wall_s() - s->t0_s);
+           now - s->start_s[k], now - s->t0_s);
     fflush(stdout);
 }
 
 /* Runs the points i = first (mod stride), jobs at once; *interrupted: a signal stopped them. */
 static int run_points(const sweep_plan *p, const run_config *cfg, int first, int stride,
                       const char *who, sweep_counts *cnt, int *interrupted) {
-    sweep_jobs s = {p, cfg, first, stride, 0, 0, who, cnt, outputs_wall_s()};
+    sweep_jobs s = {p, cfg, first, stride, 0, 0, who, cnt, outputs_wall_s(), NULL};
     for (int i = first; i < p->n_points; i += stride)
         s.mine++;
+    s.start_s = ss_calloc((size_t)(s.mine ? s.mine : 1), sizeof *s.start_s);
     const isolate_pool pool = {s.mine, cfg->jobs, &s, job_prepare, job_log_path, job_run, job_done};
     isolate_pool_report rep;
     const int rc = isolate_pool_run(&pool, NULL, &rep);
+    free(s.start_s);
     fflush(stdout);
     *interrupted = rep.interrupted;
     return rc;

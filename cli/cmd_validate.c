@@ -3,6 +3,7 @@
  * traces/validate_scaling.c, analysis/validate_real.c); each exits 1 past its bounds. */
 #include "analysis/validate_real.h"
 #include "cli/commands.h"
+#include "cli/options.h"
 #include "common/outputs.h"
 #include "common/status.h"
 #include "cli/validate_network.h"
@@ -51,6 +52,9 @@ int cmd_validate_scaling(const run_config *cfg) {
 
 int cmd_validate_real(const run_config *cfg) {
     validate_real_result r = {0};
-    int rc = validate_real_run(cfg, stdout, &r);
+    /* the default case is fitted to the host's cores; a case given with --workers or --policy
+     * runs as given */
+    const int fit = !options_was_set(cfg, "workers") && !options_was_set(cfg, "policy");
+    int rc = validate_real_run_on_host(cfg, fit, stdout, &r);
     return within_bound(rc, r.within, "real: a prediction's error (10 %) or accuracy's (0.3 pp)");
 }

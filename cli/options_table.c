@@ -31,7 +31,9 @@ static const opt_def head_rows[] = {
      CMD_RUN | CMD_SWEEP | CMD_REPORT | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL, "DIR",
      "output directory (created if needed; bench network: only when given)", 0},
     {"device", OPT_TYPE_CHOICE, F(device), "auto", 0, 0, CMD_RUN | CMD_BENCH, "auto|cpu|cuda", "D",
-     "compute device; auto takes a usable GPU, else the CPU", 0},
+     "compute device; auto takes a usable GPU, else the CPU (the banner's device line says which; "
+     "--device cuda says why no GPU is usable)",
+     0},
     {"model", OPT_TYPE_STRING, F(model), "mlp", 0, 0, CMD_RUN | CMD_BENCH | CMD_VALIDATE, NULL, "M",
      "logreg | mlp | mlp:W1,W2,... (hidden widths) | cnn | cnn:C1,C2,D1,... (conv channels, "
      "dense widths) | cnn:lenet | resnet:D[,proj] (D = 6n+2: 20, 32, 44, 56, 110) | vgg:D "
@@ -87,7 +89,7 @@ static const opt_def head_rows[] = {
      "SimGrid network model (CM02: plain flows; ns-3: packet-level TCP, stars only; SMPI: LV08 "
      "with size-dependent TCP factors; TCP-stream: SMPI's below 64 KiB, a warm stream's above)",
      SIM},
-    {"collective", OPT_TYPE_CHOICE, F(collective), "ring", 0, 0,
+    {"collective", OPT_TYPE_CHOICE, F(collective), "auto", 0, 0,
      CMD_RUN | CMD_REPLAY | CMD_BENCH | CMD_VALIDATE, NULL /* sim/net/coll/collective.h's, ps */,
      "C", "exchange of synchronous steps: all-reduce algorithm, or a parameter server", SIM},
     {"segment", OPT_TYPE_DOUBLE, F(segment_bytes), "0", 0, 1e12, CMD_RUN | CMD_REPLAY, NULL,
@@ -105,13 +107,20 @@ static const opt_def head_rows[] = {
      "(counted FLOPs on the host's speed) | measured[:SCALE] (train); replay --profile: model "
      "(where the profile has per-layer data) | flops",
      SIM},
-    {"precision", OPT_TYPE_CHOICE, F(precision), "fp32", 0, 0, CMD_RUN | CMD_REPLAY,
-     "fp32|tf32|fp16|bf16", "P",
-     "--compute model: arithmetic precision (fp16/bf16: mixed precision on tensor cores)", SIM},
+    {"precision", OPT_TYPE_CHOICE, F(precision), "pytorch", 0, 0, CMD_RUN | CMD_REPLAY,
+     "pytorch|fp32|tf32|fp16|bf16", "P",
+     "--compute model: arithmetic precision. pytorch: fp32 as PyTorch runs it by default, "
+     "convolutions on TF32 tensor cores where the GPU has them (A100, H100, H200, RTX 3090; "
+     "cudnn.allow_tf32 is True), other products in strict FP32 (matmul.allow_tf32 is False); "
+     "fp32: strict FP32 everywhere; tf32: every product on TF32; fp16/bf16: mixed precision "
+     "(AMP) on tensor cores",
+     SIM},
     {"compute-jitter", OPT_TYPE_STRING, F(compute_jitter), "auto", 0, 0, CMD_RUN, NULL, "CV",
      "CV of step compute times (auto: the model's measured CV, mlp 0.31, cnn 0.27; 0: none)", SIM},
     {"partition", OPT_TYPE_STRING, F(partition), "", 0, 0, CMD_RUN, NULL, "P",
-     "defdp | seldp | seldp-perm | noniid:K (default: seldp for selsync, defdp otherwise)", SIM},
+     "defdp | seldp | seldp-perm | noniid:K (K labels per worker) | dirichlet:ALPHA (label skew, "
+     "e.g. 0.5) (default: seldp for selsync, defdp otherwise)",
+     SIM},
     {"target-accuracy", OPT_TYPE_DOUBLE, F(target_accuracy), "0", 0, 1, CMD_TRAIN, NULL, "A",
      "test accuracy whose first simulated time is reported as tta_s (0: none)", SIM},
     {"dump-gradients", OPT_TYPE_STRING, F(dump_gradients), "", 0, 0, CMD_TRAIN, NULL, "STEPS",

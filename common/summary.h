@@ -49,6 +49,9 @@ typedef struct run_summary {
     char device[128];
     char model[RUN_CONFIG_TEXT];
     char dataset[RUN_CONFIG_TEXT];
+    char partition[64];  /* of the training set over the workers */
+    char collective[64]; /* the exchange of synchronous steps (--collective, --channels) */
+    char precision[16];  /* --compute model's precision (null in the other modes) */
     int batch;
     double lr;
     int local_batch;

@@ -92,9 +92,10 @@ static void layers_of(const emulation *e, int samples, sim_layer_cost *out) {
                                   .bwd_bytes = l->bwd_bytes * samples,
                                   .param_bytes = l->param_bytes,
                                   .kernels = l->kernels,
-                                  .kind = l->matmul ? SIM_LAYER_MATMUL
-                                          : l->norm ? SIM_LAYER_NORM
-                                                    : SIM_LAYER_OTHER,
+                                  .kind = l->conv     ? SIM_LAYER_CONV
+                                          : l->matmul ? SIM_LAYER_MATMUL
+                                          : l->norm   ? SIM_LAYER_NORM
+                                                      : SIM_LAYER_OTHER,
                                   .gemm_n = l->gemm_n,
                                   .gemm_k = l->gemm_k};
     }
@@ -508,7 +509,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
     if (rc == SS_OK)
         rc = model_create(cfg->dev, cfg->spec, cfg->seed, cfg->max_batch, &e->eval_model);
     if (rc == SS_OK)
-        rc = partition_create(cfg->train, n, cfg->partition, cfg->labels_per_worker, cfg->seed,
+        rc = partition_create(cfg->train, n, cfg->partition, cfg->partition_param, cfg->seed,
                               &e->part);
     if (rc == SS_OK) rc = gradient_dump_create(cfg->dump_gradients, cfg->out_dir, &e->dump);
     if (rc != SS_OK) {

@@ -42,8 +42,8 @@ typedef struct emulation_config {
     int batch;     /* a worker's own samples per step (b, or b' under data injection) */
     int max_batch; /* largest batch a worker computes (own + injected samples) */
     partition_kind partition;
-    int labels_per_worker; /* non-IID k */
-    lr_schedule schedule;  /* learning rate per step */
+    double partition_param; /* noniid's k, dirichlet's alpha */
+    lr_schedule schedule;   /* learning rate per step */
     double momentum;
     double weight_decay;
     long eval_every;    /* evaluate at multiples of this step ... */

@@ -21,6 +21,7 @@
 #include "common/number.h"
 #include "common/status.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@ struct partition {
     partition_kind kind;
     int workers;           /* N */
     int labels_per_worker; /* k (NONIID), else 0 */
+    double alpha;          /* DIRICHLET's concentration, else 0 */
     size_t n;              /* training samples */
     size_t chunk;          /* C: SELDP samples per chunk, else 0 */
     /* DEFDP/NONIID: the shards back to back (n); SELDP: chunks 0..N-1 twice (2 N C), so that
@@ -55,12 +57,14 @@ static const struct {
 } kind_names[] = {{PARTITION_DEFDP, "defdp"},
                   {PARTITION_SELDP, "seldp"},
                   {PARTITION_SELDP_PERM, "seldp-perm"},
-                  {PARTITION_NONIID, "noniid"}};
+                  {PARTITION_NONIID, "noniid"},
+                  {PARTITION_DIRICHLET, "dirichlet"}};
 
-static const char *const valid_forms = "defdp, seldp, seldp-perm, noniid:K (K labels per worker)";
+static const char *const valid_forms = "defdp, seldp, seldp-perm, noniid:K (K labels per worker), "
+                                       "dirichlet:ALPHA (label skew, e.g. dirichlet:0.5)";
 
-int partition_parse(const char *text, partition_kind *kind, int *labels_per_worker) {
-    *labels_per_worker = 0;
+int partition_parse(const char *text, partition_kind *kind, double *param) {
+    *param = 0;
     if (!text) return ss_error_set(SS_EUSAGE, "no partition given: expected %s", valid_forms);
     for (size_t i = 0; i < 3; i++) {
         if (strcmp(text, kind_names[i].name) == 0) {
@@ -72,12 +76,24 @@ int partition_parse(const char *text, partition_kind *kind, int *labels_per_work
         long k;
         if (number_parse_long(text + 7, 1, 256, &k) == 0) {
             *kind = PARTITION_NONIID;
-            *labels_per_worker = (int)k;
+            *param = (double)k;
             return SS_OK;
         }
         return ss_error_set(SS_EUSAGE,
                             "partition '%s': K must be a whole number of labels per worker, "
                             "1..256 (e.g. noniid:1)",
+                            text);
+    }
+    if (strncmp(text, "dirichlet:", 10) == 0) {
+        double a;
+        if (number_parse_double(text + 10, &a) == 0 && a >= 1e-3 && a <= 1e6) {
+            *kind = PARTITION_DIRICHLET;
+            *param = a;
+            return SS_OK;
+        }
+        return ss_error_set(SS_EUSAGE,
+                            "partition '%s': ALPHA must be a number in [0.001, 1e6] (e.g. "
+                            "dirichlet:0.5, NIID-Bench's setting; smaller is more skewed)",
                             text);
     }
     return ss_error_set(SS_EUSAGE, "unknown partition '%s': expected %s", text, valid_forms);
@@ -149,6 +165,138 @@ static void build_seldp_perm(partition *p, uint64_t seed) {
     }
 }
 
+/* log of a Gamma(a, 1) draw: Marsaglia and Tsang (2000) for a >= 1; below 1 their boost,
+ * Gamma(a) = Gamma(a + 1) U^(1/a), kept in logs so that tiny a does not underflow to 0. */
+static double log_gamma_draw(rng *r, double a) {
+    double boost = 0;
+    if (a < 1) {
+        double u = rng_uniform(r);
+        boost = log(u > 0 ? u : 0x1p-53) / a;
+        a += 1;
+    }
+    const double d = a - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
+    for (;;) {
+        const double x = rng_normal(r);
+        double v = 1 + c * x;
+        if (v <= 0) continue;
+        v = v * v * v;
+        const double u = rng_uniform(r);
+        if (u < 1 - 0.0331 * x * x * x * x || log(u) < 0.5 * x * x + d * (1 - v + log(v)))
+            return log(d * v) + boost;
+    }
+}
+
+/* One draw of the class-by-worker counts take[k N + w]: per class, proportions from Dir_N(alpha),
+ * a worker holding n/N samples already taking no more (NIID-Bench's balance), cut at the
+ * cumulative proportions. Returns the smallest worker's total. */
+static size_t dirichlet_draw(rng *r, double alpha, int classes, int workers, const size_t *count,
+                             size_t n, size_t *take, size_t *held, double *share) {
+    memset(held, 0, (size_t)workers * sizeof(size_t));
+    for (int k = 0; k < classes; k++) {
+        double top = -INFINITY;
+        for (int w = 0; w < workers; w++) {
+            share[w] = log_gamma_draw(r, alpha);
+            if (held[w] * (size_t)workers >= n) share[w] = -INFINITY;
+            if (share[w] > top) top = share[w];
+        }
+        double sum = 0;
+        for (int w = 0; w < workers; w++)
+            sum += share[w] = isfinite(top) ? exp(share[w] - top) : 1.0;
+        const size_t total = count[k + 1] - count[k];
+        size_t before = 0;
+        double cum = 0;
+        for (int w = 0; w < workers; w++) {
+            cum += share[w];
+            size_t cut = w == workers - 1 ? total : (size_t)floor((double)total * cum / sum);
+            if (cut > total) cut = total;
+            if (cut < before) cut = before;
+            take[(size_t)k * workers + w] = cut - before;
+            held[w] += cut - before;
+            before = cut;
+        }
+    }
+    size_t least = held[0];
+    for (int w = 1; w < workers; w++)
+        if (held[w] < least) least = held[w];
+    return least;
+}
+
+/* Samples grouped by label in seeded order: grouped[count[c] .. count[c + 1]) are label c's. */
+static void group_by_label(const dataset *train, rng *r, size_t **count_out, size_t **grouped_out) {
+    const int classes = train->classes;
+    const size_t n = train->n;
+    size_t *count = ss_calloc((size_t)classes + 1, sizeof(size_t));
+    for (size_t i = 0; i < n; i++) {
+        SS_ASSERT(train->y[i] < classes);
+        count[train->y[i] + 1]++;
+    }
+    for (int c = 0; c < classes; c++)
+        count[c + 1] += count[c];
+    size_t *fill = ss_malloc((size_t)classes * sizeof(size_t));
+    memcpy(fill, count, (size_t)classes * sizeof(size_t));
+    size_t *grouped = ss_malloc((n ? n : 1) * sizeof(size_t));
+    for (size_t i = 0; i < n; i++)
+        grouped[fill[train->y[i]]++] = i;
+    for (int c = 0; c < classes; c++)
+        shuffle_indices(r, grouped + count[c], count[c + 1] - count[c]);
+    free(fill);
+    *count_out = count;
+    *grouped_out = grouped;
+}
+
+#define DIRICHLET_DRAWS 1000
+
+static int build_dirichlet(partition *p, const dataset *train, rng *r) {
+    const int classes = train->classes, workers = p->workers;
+    const size_t n = p->n;
+    size_t *count, *grouped;
+    group_by_label(train, r, &count, &grouped);
+    size_t *take = ss_malloc((size_t)classes * (size_t)workers * sizeof(size_t));
+    size_t *held = ss_malloc((size_t)workers * sizeof(size_t));
+    double *share = ss_malloc((size_t)workers * sizeof(double));
+    size_t least_wanted = n / (2 * (size_t)workers);
+    if (least_wanted > 10) least_wanted = 10;
+    if (least_wanted < 1) least_wanted = 1;
+    int draws = 0;
+    size_t least = 0;
+    while (draws++ < DIRICHLET_DRAWS &&
+           (least = dirichlet_draw(r, p->alpha, classes, workers, count, n, take, held, share)) <
+               least_wanted) {
+    }
+    int st = SS_OK;
+    if (least < least_wanted) {
+        st = ss_error_set(SS_EUSAGE,
+                          "dirichlet:%g: in %d draws some of the %d workers kept holding fewer "
+                          "than %zu samples of %s; use a larger alpha or fewer workers",
+                          p->alpha, DIRICHLET_DRAWS, workers, least_wanted, train->name);
+    } else {
+        p->order = ss_malloc((n ? n : 1) * sizeof(size_t));
+        size_t *next = ss_malloc((size_t)classes * sizeof(size_t));
+        memcpy(next, count, (size_t)classes * sizeof(size_t));
+        size_t at = 0;
+        for (int w = 0; w < workers; w++) {
+            p->start[w] = at;
+            for (int k = 0; k < classes; k++) {
+                const size_t len = take[(size_t)k * workers + w];
+                for (size_t i = 0; i < len; i++) {
+                    p->order[at + i] = grouped[next[k] + i];
+                    p->owner[grouped[next[k] + i]] = w;
+                }
+                next[k] += len;
+                at += len;
+            }
+            p->size[w] = at - p->start[w];
+        }
+        free(next);
+    }
+    free(share);
+    free(held);
+    free(take);
+    free(grouped);
+    free(count);
+    return st;
+}
+
 /* Worker w holds labels label_order[(w k + j) mod K], j < k; the samples of a label (in seeded
  * order) are split into nearly equal consecutive parts, one per holder in worker order. */
 static int build_noniid(partition *p, const dataset *train, rng *r) {
@@ -159,21 +307,8 @@ static int build_noniid(partition *p, const dataset *train, rng *r) {
         label_order[i] = i;
     rng_shuffle(r, label_order, (size_t)classes);
 
-    /* Samples grouped by label (counting sort), each group shuffled. */
-    size_t *count = ss_calloc((size_t)classes + 1, sizeof(size_t));
-    for (size_t i = 0; i < n; i++) {
-        SS_ASSERT(train->y[i] < classes);
-        count[train->y[i] + 1]++;
-    }
-    for (int c = 0; c < classes; c++)
-        count[c + 1] += count[c]; /* count[c]: group start */
-    size_t *fill = ss_malloc((size_t)classes * sizeof(size_t));
-    memcpy(fill, count, (size_t)classes * sizeof(size_t));
-    size_t *grouped = ss_malloc(n * sizeof(size_t));
-    for (size_t i = 0; i < n; i++)
-        grouped[fill[train->y[i]]++] = i;
-    for (int c = 0; c < classes; c++)
-        shuffle_indices(r, grouped + count[c], count[c + 1] - count[c]);
+    size_t *count, *grouped; /* samples grouped by label, each group shuffled */
+    group_by_label(train, r, &count, &grouped);
 
     int *holders = ss_calloc((size_t)classes, sizeof(int));
     for (int w = 0; w < workers; w++)
@@ -209,7 +344,6 @@ static int build_noniid(partition *p, const dataset *train, rng *r) {
     free(seen);
     free(holders);
     free(grouped);
-    free(fill);
     free(count);
     free(label_order);
     return st;
@@ -224,7 +358,8 @@ void partition_destroy(partition *p) {
     free(p);
 }
 
-int partition_check(const dataset *train, int workers, partition_kind kind, int labels_per_worker) {
+int partition_check(const dataset *train, int workers, partition_kind kind, double param) {
+    const int labels_per_worker = kind == PARTITION_NONIID ? (int)param : 0;
     if (workers < 1) return ss_error_set(SS_EUSAGE, "%d workers: need at least 1", workers);
     if ((size_t)workers > train->n)
         return ss_error_set(SS_EUSAGE, "%d workers but only %zu training samples in %s", workers,
@@ -240,6 +375,15 @@ int partition_check(const dataset *train, int workers, partition_kind kind, int 
                                 "need workers x k >= %d",
                                 labels_per_worker, workers, workers * labels_per_worker,
                                 train->classes, train->name, train->classes);
+    } else if (kind == PARTITION_DIRICHLET) {
+        if (!(param >= 1e-3 && param <= 1e6))
+            return ss_error_set(SS_EUSAGE,
+                                "--partition dirichlet:%g: ALPHA must be in [0.001, 1e6]", param);
+        if (train->n < (size_t)workers * 2)
+            return ss_error_set(SS_EUSAGE,
+                                "dirichlet:%g with %d workers: %s has %zu training samples, need "
+                                "at least 2 per worker",
+                                param, workers, train->name, train->n);
     } else if (kind != PARTITION_DEFDP && kind != PARTITION_SELDP && kind != PARTITION_SELDP_PERM) {
         return ss_error_set(SS_EUSAGE, "unknown partition kind %d: expected %s", (int)kind,
                             valid_forms);
@@ -247,15 +391,17 @@ int partition_check(const dataset *train, int workers, partition_kind kind, int 
     return SS_OK;
 }
 
-int partition_create(const dataset *train, int workers, partition_kind kind, int labels_per_worker,
+int partition_create(const dataset *train, int workers, partition_kind kind, double param,
                      uint64_t seed, partition **out) {
     *out = NULL;
-    int rc = partition_check(train, workers, kind, labels_per_worker);
+    int rc = partition_check(train, workers, kind, param);
+    const int labels_per_worker = kind == PARTITION_NONIID ? (int)param : 0;
     if (rc != SS_OK) return rc;
     partition *p = ss_calloc(1, sizeof *p);
     p->kind = kind;
     p->workers = workers;
-    p->labels_per_worker = kind == PARTITION_NONIID ? labels_per_worker : 0;
+    p->labels_per_worker = labels_per_worker;
+    p->alpha = kind == PARTITION_DIRICHLET ? param : 0;
     p->n = train->n;
     p->start = ss_malloc((size_t)workers * sizeof(size_t));
     p->size = ss_malloc((size_t)workers * sizeof(size_t));
@@ -277,6 +423,9 @@ int partition_create(const dataset *train, int workers, partition_kind kind, int
         break;
     case PARTITION_NONIID:
         st = build_noniid(p, train, &r);
+        break;
+    case PARTITION_DIRICHLET:
+        st = build_dirichlet(p, train, &r);
         break;
     }
     if (st != SS_OK) {

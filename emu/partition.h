@@ -10,6 +10,10 @@
  *   seeded by its rank.
  * - NONIID: each worker holds the samples of only k labels (labels assigned round-robin from a
  *   seeded label order; samples of a label split evenly among the workers holding it).
+ * - DIRICHLET: label skew of concentration alpha (Hsu et al. 2019; NIID-Bench, Li et al. 2022):
+ *   each class's samples are split over the workers in proportions drawn from Dir_N(alpha), a
+ *   worker that already holds n/N samples taking no more; redrawn until every worker holds at
+ *   least min(10, n/(2N)) samples. Small alpha: few classes per worker; large: near IID.
  *
  *     partition *p; partition_create(&train, N, PARTITION_SELDP, 0, seed, &p);
  *     batch_iter *it = batch_iter_create(p, worker, seed);
@@ -27,20 +31,22 @@ typedef enum partition_kind {
     PARTITION_DEFDP = 0,
     PARTITION_SELDP = 1,
     PARTITION_SELDP_PERM = 2,
-    PARTITION_NONIID = 3
+    PARTITION_NONIID = 3,
+    PARTITION_DIRICHLET = 4
 } partition_kind;
 
 typedef struct partition partition;
 
-/* Parses "defdp", "seldp", "seldp-perm", "noniid:K"; SS_EUSAGE names the valid ones. */
-int partition_parse(const char *text, partition_kind *kind, int *labels_per_worker);
+/* Parses "defdp", "seldp", "seldp-perm", "noniid:K", "dirichlet:ALPHA"; *param is K or ALPHA (0
+ * for the others). SS_EUSAGE names the valid ones. */
+int partition_parse(const char *text, partition_kind *kind, double *param);
 const char *partition_kind_name(partition_kind kind);
 
 /* The checks of partition_create() alone (workers, samples, noniid's k against the classes):
  * a run makes them before it writes anything. */
-int partition_check(const dataset *train, int workers, partition_kind kind, int labels_per_worker);
-/* labels_per_worker is used by NONIID only (1 <= k <= classes). */
-int partition_create(const dataset *train, int workers, partition_kind kind, int labels_per_worker,
+int partition_check(const dataset *train, int workers, partition_kind kind, double param);
+/* param: NONIID's k (1 <= k <= classes, whole), DIRICHLET's alpha (> 0); unused otherwise. */
+int partition_create(const dataset *train, int workers, partition_kind kind, double param,
                      uint64_t seed, partition **out);
 void partition_destroy(partition *p);
 

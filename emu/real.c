@@ -305,6 +305,16 @@ static int real_stop_check(void *ctx, long step) {
     return any;
 }
 
+/* A record of this rank's worker, kept for rank 0; rank 0 also draws its progress (its own
+ * worker's steps: synchronous workers move together, asynchronous ones are close to it). */
+static void real_on_record(void *ctx, const step_record *rec) {
+    emu_run *r = ctx;
+    real_records_add(&r->recs, rec);
+    if (r->rank == 0)
+        progress_update(&r->ctx.bar, rec->step, "step %ld/%ld  sim %.2f s", rec->step, r->pc.steps,
+                        rec->start_s + rec->compute_s + rec->comm_s + rec->wait_s);
+}
+
 /* The run on this rank, then its parts combined on rank 0. The clock starts when every rank is
  * ready (the exchange opens with a barrier), after the data are loaded. */
 static int simulate_real(emu_run *r) {
@@ -319,7 +329,9 @@ static int simulate_real(emu_run *r) {
         src->stop_check = real_stop_check;
         src->stop_ctx = r;
     }
-    rc = policy_run(pc, r->ex, src, real_records_add, &r->recs, &r->pr);
+    if (r->rank == 0) progress_begin(&r->ctx.bar, r->cfg->progress, pc->steps);
+    rc = policy_run(pc, r->ex, src, real_on_record, r, &r->pr);
+    if (r->rank == 0) progress_end(&r->ctx.bar);
     /* stopped early: every worker's snapshot of its last step, for the last evaluation */
     src->counters = NULL; /* the runner's, gone with it */
     if (rc == SS_OK && src->stop_after > 0) {

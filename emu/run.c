@@ -85,13 +85,13 @@ int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *
     *dev = NULL;
     memset(train, 0, sizeof *train);
     memset(test, 0, sizeof *test);
-    char notice[512] = "";
-    int rc = device_open(cfg->device, dev, notice, sizeof notice);
+    /* auto on a machine without a usable GPU runs on the CPU without a notice: the banner's
+     * device line says which device ran, and --device cuda says why no GPU is usable */
+    int rc = device_open(cfg->device, dev, NULL, 0);
     if (rc != SS_OK) {
         *dev = NULL;
         return rc;
     }
-    if (notice[0]) fprintf(stderr, "%s\n", notice);
     rc =
         dataset_load(cfg->dataset, cfg->data_dir[0] ? cfg->data_dir : NULL, cfg->seed, train, test);
     if (rc == SS_OK)
@@ -127,7 +127,8 @@ static int parse_run_options(emu_run *r) {
     const policy_info *pol = policy_registry_find(cfg->policy); /* "": the baseline */
     if (!pol) pol = policy_registry_baseline();
     const char *part_text = cfg->partition[0] ? cfg->partition : pol->default_partition;
-    if ((rc = partition_parse(part_text, &r->part_kind, &r->labels_k)) != SS_OK) return rc;
+    snprintf(r->partition, sizeof r->partition, "%s", part_text);
+    if ((rc = partition_parse(part_text, &r->part_kind, &r->partition_param)) != SS_OK) return rc;
     return sim_network_model_parse("--network-model", cfg->network_model, &r->net_model);
 }
 
@@ -196,7 +197,7 @@ static int create_emulation(emu_run *r) {
         .batch = local_batch,
         .max_batch = max_batch,
         .partition = r->part_kind,
-        .labels_per_worker = r->labels_k,
+        .partition_param = r->partition_param,
         .schedule = r->sched,
         .momentum = cfg->momentum,
         .weight_decay = cfg->weight_decay,
@@ -292,7 +293,7 @@ static int check_options(emu_run *r, double *hosts) {
 /* The checks that need the data set and the step count, before OUT/ is touched: the partition
  * against the classes, --dump-gradients against the last step. */
 static int check_against_data(emu_run *r) {
-    int rc = partition_check(&r->train, r->cfg->workers, r->part_kind, r->labels_k);
+    int rc = partition_check(&r->train, r->cfg->workers, r->part_kind, r->partition_param);
     if (rc != SS_OK) return rc;
     gradient_dump *gd = NULL;
     if ((rc = gradient_dump_create(r->cfg->dump_gradients, "", &gd)) != SS_OK) return rc;
@@ -334,6 +335,21 @@ int run_open(emu_run *r) {
     return open_outputs(r);
 }
 
+/* The exchange of synchronous steps, as the banner and summary.json name it: "auto", "ring, 4
+ * channels", "tree, protocol LL", "ps". */
+static void run_describe_exchange(const policy_config *pc, char *buf, size_t n) {
+    if (pc->use_ps) {
+        snprintf(buf, n, "ps");
+        return;
+    }
+    int used = snprintf(buf, n, "%s", sim_allreduce_algo_name(pc->coll.algo));
+    if (pc->coll.channels > 1 && used >= 0 && (size_t)used < n)
+        used += snprintf(buf + used, n - (size_t)used, ", %d channels", pc->coll.channels);
+    if (pc->coll.protocol != SIM_PROTOCOL_AUTO && used >= 0 && (size_t)used < n)
+        snprintf(buf + used, n - (size_t)used, ", protocol %s",
+                 sim_nccl_protocol_name(pc->coll.protocol));
+}
+
 void run_print_banner(const emu_run *r) {
     const model *m = emulation_replica(r->em, 0);
     if (r->real)
@@ -348,6 +364,20 @@ void run_print_banner(const emu_run *r) {
            "evaluation every %ld\n",
            device_name(r->dev), r->cfg->model, model_param_count(m), model_param_bytes(m) / 1e6,
            r->pc.steps, r->pc.eval_every);
+    char exchange[64], compute[48];
+    run_describe_exchange(&r->pc, exchange, sizeof exchange);
+    sim_compute_format(&r->pc.compute, compute, sizeof compute);
+    if (r->pc.compute.mode == SIM_COMPUTE_MODEL && !strchr(compute, ':'))
+        snprintf(compute, sizeof compute, "model, precision %s",
+                 sim_precision_name(r->pc.compute.precision));
+    if (r->real)
+        printf("data %s, partition %s, batch %d\n", r->train.name, r->partition, r->cfg->batch);
+    else
+        printf("data %s, partition %s, batch %d | exchange %s | compute %s on %s | network "
+               "%s, %s\n",
+               r->train.name, r->partition, r->cfg->batch, exchange, compute, r->cfg->gpu,
+               r->cfg->platform[0] ? r->cfg->platform : r->cfg->bandwidth,
+               r->cfg->platform[0] ? "given" : r->cfg->topology);
     const sim_allreduce_algo a = r->pc.coll.algo;
     if (!r->real && r->cfg->workers >= SIM_COARSE_MIN_MEMBERS && !r->pc.use_ps &&
         (a == SIM_ALLREDUCE_RING || a == SIM_ALLREDUCE_HIER))
@@ -391,6 +421,26 @@ static double quantile(const double *v, size_t n, double q) {
     return v[k > 0 ? k - 1 : 0];
 }
 
+/* SelSync with a fixed delta that synchronized at every step after the warm-up (delta below the
+ * range of Delta: the run was BSP) or at none (above it: local SGD); Delta's scale grows with
+ * the worker count, so a threshold from another setting often lands there. */
+static void warn_degenerate_delta(const emu_run *r, const run_summary *sum) {
+    const run_context *c = &r->ctx;
+    if (r->pc.delta < 0 || c->steps_after < 10 || !isfinite(sum->delta_p50)) return;
+    const int all = c->syncs_after == c->steps_after, none = c->syncs_after == 0;
+    if (!all && !none) return;
+    fprintf(stderr,
+            "warning: --delta %g is %s the largest worker's Delta at every one of the %ld steps "
+            "after the warm-up, so SelSync %s: this run is %s (Delta of all workers: p50 %.4g, "
+            "p90 %.4g, p99 %.4g, max %.4g at %d workers; a step's largest grows with the "
+            "worker count). A delta inside that range, or --delta auto:R for a target LSSR R, "
+            "makes SelSync choose\n",
+            r->pc.delta, all ? "below" : "above", c->steps_after,
+            all ? "synchronized at every one" : "synchronized at none",
+            all ? "BSP" : "local SGD without averaging", sum->delta_p50, sum->delta_p90,
+            sum->delta_p99, sum->delta_max, r->cfg->workers);
+}
+
 /* SelSync: Delta's distribution after the warm-up; with --delta auto, the target, the delta
  * chosen and the LSSR reached after the calibration. */
 static void summarize_delta(emu_run *r, run_summary *s) {
@@ -417,6 +467,11 @@ static void summarize_setup(const emu_run *r, run_summary *s) {
     snprintf(s->device, sizeof s->device, "%s", device_name(r->dev));
     snprintf(s->model, sizeof s->model, "%s", cfg->model);
     snprintf(s->dataset, sizeof s->dataset, "%s", r->train.name);
+    snprintf(s->partition, sizeof s->partition, "%s", r->partition);
+    run_describe_exchange(&r->pc, s->collective, sizeof s->collective);
+    if (r->pc.compute.mode == SIM_COMPUTE_MODEL)
+        snprintf(s->precision, sizeof s->precision, "%s",
+                 sim_precision_name(r->pc.compute.precision));
     s->batch = cfg->batch;
     s->lr = r->rq->lr;
     s->local_batch = policy_local_batch(&r->pc);
@@ -501,6 +556,7 @@ int run_finish(emu_run *r, run_summary *sum, double wall0) {
         printf("delta auto: target LSSR %.3f, delta chosen %.4g, LSSR after the calibration "
                "%.3f (whole run %.3f)\n",
                sum->delta_target_lssr, sum->delta_chosen, sum->lssr_after_calibration, sum->lssr);
+    warn_degenerate_delta(r, sum);
     return rc;
 }
 

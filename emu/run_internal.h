@@ -37,7 +37,8 @@ typedef struct emu_run {
     const run_config *cfg;
     lr_schedule sched;
     partition_kind part_kind;
-    int labels_k;
+    double partition_param; /* noniid's k, dirichlet's alpha */
+    char partition[64];     /* as given, or the policy's default */
     sim_network_model net_model;
     dataset train, test;
     device *dev;

@@ -684,6 +684,7 @@ void model_cost_layer_at(const model *m, int i, model_layer_cost *out) {
     out->norm = l->kind == LAYER_KIND_BATCHNORM;
     if (l->kind == LAYER_KIND_DENSE || l->kind == LAYER_KIND_CONV2D) {
         out->matmul = 1;
+        out->conv = l->kind == LAYER_KIND_CONV2D;
         out->gemm_n = l->out_c;
         out->gemm_k = l->kind == LAYER_KIND_CONV2D ? (double)l->kh * l->kw * l->in_c
                                                    : (double)l->in_h * l->in_w * l->in_c;

@@ -116,6 +116,7 @@ typedef struct model_layer_cost {
     double param_bytes;          /* 4 x the layer's parameters */
     int kernels;
     int matmul;            /* a dense or convolution layer: a matrix product, N x K */
+    int conv;              /* that product is a convolution */
     int norm;              /* a batch normalization (reductions over the activations) */
     double gemm_n, gemm_k; /* its output features/channels, reduction length */
 } model_layer_cost;

@@ -1,11 +1,14 @@
 /* analysis/: statistics over seeds (GSL) against known values, run directories read back, the
  * report's groups, TTA and speedup, diverged runs counted, and the figures as non-empty PNG and
  * SVG files. */
+#include "analysis/compare.h"
 #include "analysis/gradient_dump.h"
+#include "analysis/plots.h"
 #include "analysis/report.h"
 #include "analysis/runs.h"
 #include "analysis/stats.h"
 #include "analysis/tta.h"
+#include "analysis/validate_real.h"
 #include "common/afile.h"
 #include "common/status.h"
 #include "ss_test.h"
@@ -103,7 +106,8 @@ static void make_run(const char *name, const char *policy, const char *delta, in
     CU_ASSERT_EQUAL_FATAL(ss_mkdir_p(dir), SS_OK);
     char text[2048];
     snprintf(text, sizeof text,
-             "[train]\nseed = %d\nout = %s\nmodel = logreg\npolicy = %s\nworkers = 4\n"
+             "[train]\nseed = %d\nout = %s\nmodel = logreg\ndataset = synthetic\npolicy = "
+             "%s\nworkers = 4\n"
              "bandwidth = 5Gbps\ndelta = %s\nstaleness = 3\n",
              seed, dir, policy, delta);
     write_file(dir, "config.ini", text);
@@ -134,7 +138,7 @@ static void make_run(const char *name, const char *policy, const char *delta, in
         for (int w = 0; w < 4; w++)
             fprintf(fp, "%d %d %g %g %g %g %g %d\n", w, s, t_end * (s - 1) / 100, 0.4 * t_end / 100,
                     (s % 3 == 0) ? 0.5 * t_end / 100 : 0, 0.0,
-                    0.6 * exp(-s / 30.0) * (1 + 0.3 * sin(s)), (s % 3 == 0));
+                    0.6 * exp(-s / 30.0) * (1 + 0.3 * sin(s)) * (1 + 0.1 * w), (s % 3 == 0));
     fclose(fp);
 }
 
@@ -287,9 +291,12 @@ static void test_report_analyze(void) {
     report_options o = {.out_dir = NULL, .target_margin = 0.005, .key_applies = key_applies};
     report_group *g;
     int ng, gid[8];
+    tta_result t[8];
     double tta[8], speed[8];
     make_runs();
-    CU_ASSERT_EQUAL_FATAL(report_analyze(runs, n_runs, &o, &g, &ng, gid, tta, speed), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(report_analyze(runs, n_runs, &o, &g, &ng, gid, t), SS_OK);
+    for (int i = 0; i < n_runs; i++)
+        tta[i] = t[i].tta_s, speed[i] = t[i].speedup;
     CU_ASSERT_EQUAL_FATAL(ng, 2);
     CU_ASSERT_STRING_EQUAL(g[0].label, "bsp");
     CU_ASSERT_STRING_EQUAL(g[1].label, "selsync");
@@ -312,12 +319,24 @@ static void test_report_analyze(void) {
     o.target_margin = 0.02;
     free(g);
     make_runs();
-    CU_ASSERT_EQUAL_FATAL(report_analyze(runs, n_runs, &o, &g, &ng, gid, tta, speed), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(report_analyze(runs, n_runs, &o, &g, &ng, gid, t), SS_OK);
+    for (int i = 0; i < n_runs; i++)
+        tta[i] = t[i].tta_s, speed[i] = t[i].speedup;
     CU_ASSERT_EQUAL(g[1].tta_reached, 2);
     SS_CHECK_CLOSE(speed[3], 2, 1e-9, 0);
     SS_CHECK_CLOSE(g[1].speedup.mean, 2, 1e-9, 0);
     CU_ASSERT(isnan(tta[5])); /* the diverged run */
     free(g);
+}
+
+static int file_has(const char *path, const char *text) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) return 0;
+    static char buf[1 << 16];
+    size_t m = fread(buf, 1, sizeof buf - 1, fp);
+    buf[m] = '\0';
+    fclose(fp);
+    return strstr(buf, text) != NULL;
 }
 
 static long file_size(const char *dir, const char *name) {
@@ -350,11 +369,27 @@ static void test_report_write_figures(void) {
                         .max_run_figures = 4};
     CU_ASSERT_EQUAL(report_write(runs, n_runs, &o), SS_OK);
     fclose(term);
-    static const char *const files[] = {
-        "report.md",      "report.csv",     "runs.csv",       "accuracy.png", "accuracy.svg",
-        "accuracy.txt",   "breakdown.png",  "breakdown.svg",  "delta-1.png",  "delta-1.svg",
-        "timeline-1.png", "timeline-1.svg", "timeline-2.png", "scaling.png",  "scaling.svg",
-        "kde-1.png",      "kde-1.svg",      "replot.sh",      "accuracy.gp",  NULL};
+    /* figures named after their group or run, not numbered */
+    static const char *const files[] = {"report.md",
+                                        "report.csv",
+                                        "runs.csv",
+                                        "accuracy.png",
+                                        "accuracy.svg",
+                                        "accuracy.txt",
+                                        "breakdown.png",
+                                        "breakdown.svg",
+                                        "delta-selsync.png",
+                                        "delta-selsync.svg",
+                                        "timeline-bsp.png",
+                                        "timeline-bsp.svg",
+                                        "timeline-selsync.png",
+                                        "scaling.png",
+                                        "scaling.svg",
+                                        "kde-policy-selsync_delta-0.05_seed-1.png",
+                                        "kde-policy-selsync_delta-0.05_seed-1.svg",
+                                        "replot.sh",
+                                        "accuracy.gp",
+                                        NULL};
     for (int i = 0; files[i]; i++) {
         long size = file_size(out, files[i]);
         if (size <= 0) fprintf(stderr, "\n  %s/%s: size %ld\n", out, files[i], size);
@@ -371,6 +406,42 @@ static void test_report_write_figures(void) {
         found |= !strncmp(line, "selsync,selsync,3,2,1,0,", 24);
     fclose(fp);
     CU_ASSERT(found);
+    /* Delta: per step the largest over the workers (the decision's quantity): worker 3's, 1.3
+     * times worker 0's; step 3 synchronized */
+    snprintf(path, sizeof path, "%s/delta-selsync.csv", out);
+    fp = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    int rows = 0;
+    while (fgets(line, sizeof line, fp)) {
+        int step, sync;
+        double d;
+        if (sscanf(line, "%d,%lf,%d", &step, &d, &sync) != 3) continue;
+        rows++;
+        SS_CHECK_CLOSE(d, 0.6 * exp(-step / 30.0) * (1 + 0.3 * sin(step)) * 1.3, 1e-6, 1e-12);
+        CU_ASSERT_EQUAL(sync, step % 3 == 0);
+    }
+    fclose(fp);
+    CU_ASSERT_EQUAL(rows, 100);
+    /* breakdown per step of a worker: bsp's compute 0.4 t_end over 100 steps, t_end 10, 12, 14
+     * s: 48 ms; communication 0.5 t_end: 60 ms */
+    snprintf(path, sizeof path, "%s/breakdown.csv", out);
+    fp = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    found = 0;
+    while (fgets(line, sizeof line, fp)) {
+        double c, m, w;
+        if (strncmp(line, "bsp,", 4) || sscanf(line + 4, "%lf,%lf,%lf", &c, &m, &w) != 3) continue;
+        found = 1;
+        SS_CHECK_CLOSE(c, 48, 1e-9, 0);
+        SS_CHECK_CLOSE(m, 60, 1e-9, 0);
+    }
+    fclose(fp);
+    CU_ASSERT(found);
+    /* titles name the setting; each policy in its own colour (bsp black, selsync vermillion) */
+    snprintf(path, sizeof path, "%s/replot.sh", out);
+    CU_ASSERT(
+        file_has(path, "logreg, synthetic, partition defdp/seldp, 4 workers, batch 32, 5Gbps"));
+    CU_ASSERT(file_has(path, "'#000000:B:1 #D55E00:S:1'"));
 }
 
 static void test_gradient_dump(void) {
@@ -402,6 +473,230 @@ static void test_gradient_dump(void) {
     SS_CHECK_CLOSE(last, 9999, 0, 0);
 }
 
+/* ---- one TTA definition: compare, report, sweep ---- */
+
+/* A run as compare, train or replay writes it: config.ini with `config` (policy keys included),
+ * summary.json, and (accuracy >= 0) a metrics.csv whose accuracy rises linearly to `accuracy`
+ * at t_end; accuracy < 0: a replay, no accuracy recorded and no metrics.csv. */
+static void make_run_cfg(const char *dir, const char *policy, const char *config, double accuracy,
+                         double t_end) {
+    CU_ASSERT_EQUAL_FATAL(ss_mkdir_p(dir), SS_OK);
+    char text[2048];
+    snprintf(text, sizeof text, "[train]\nseed = 1\nout = %s\npolicy = %s\nworkers = 8\n%s", dir,
+             policy, config);
+    write_file(dir, "config.ini", text);
+    char acc[32] = "null";
+    if (accuracy >= 0) snprintf(acc, sizeof acc, "%.6f", accuracy);
+    snprintf(text, sizeof text,
+             "{\"status\": \"ok\", \"policy\": \"%s\", \"workers\": 8, \"test_accuracy\": %s, "
+             "\"sim_time_s\": %g, \"lssr\": 0.5, \"bytes_sent\": 1e9, \"steps\": 100, "
+             "\"compute_s\": 1, \"comm_s\": 2, \"wait_s\": 0.5, \"seed\": 1}",
+             policy, acc, t_end);
+    write_file(dir, "summary.json", text);
+    if (accuracy < 0) return;
+    size_t len = (size_t)snprintf(text, sizeof text, "step,epoch,sim_time_s,test_accuracy\n");
+    for (int k = 1; k <= 10; k++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%d,%g,%g,%.6f\n", 10 * k, 0.1 * k,
+                                t_end * k / 10, accuracy * (0.5 + 0.05 * k));
+    write_file(dir, "metrics.csv", text);
+}
+
+/* overlap and bucket-mb apply to bsp only, delta to selsync only (as the option table says) */
+static int compare_key_applies(const char *key, const char *policy) {
+    if (!strcmp(key, "delta")) return !strcmp(policy, "selsync");
+    if (!strcmp(key, "overlap") || !strcmp(key, "bucket-mb")) return !strcmp(policy, "bsp");
+    return 1;
+}
+
+static int read_dir_runs(const char *dir, run_record **out) {
+    char **dirs = NULL;
+    int n = 0;
+    CU_ASSERT_EQUAL_FATAL(run_dirs_find(dir, &dirs, &n), SS_OK);
+    run_record *r = calloc((size_t)n, sizeof *r);
+    for (int i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(run_record_read(dirs[i], &r[i]), SS_OK);
+    run_dirs_free(dirs, n);
+    *out = r;
+    return n;
+}
+
+static void test_tta_one_definition(void) {
+    /* A compare's directory: its bsp run's config.ini has overlap and bucket-mb, its selsync
+     * run's has delta instead. report must find the bsp run as the reference (it did not: "-"
+     * and "reached 0/1") and give compare's numbers. */
+    char cmp[300], bsp[400], sel[400];
+    snprintf(cmp, sizeof cmp, "%s/cmp", root);
+    snprintf(bsp, sizeof bsp, "%s/runs/bsp-5Gbps", cmp);
+    snprintf(sel, sizeof sel, "%s/runs/selsync-5Gbps", cmp);
+    make_run_cfg(bsp, "bsp", "bandwidth = 5Gbps\nmodel = mlp\noverlap = auto\nbucket-mb = 25\n",
+                 0.88, 7.2);
+    make_run_cfg(sel, "selsync", "bandwidth = 5Gbps\nmodel = mlp\ndelta = 0.05\n", 0.878, 2.7);
+    compare_row rows[2] = {{.policy = "bsp", .network = "5Gbps", .reference = 1},
+                           {.policy = "selsync", .network = "5Gbps"}};
+    snprintf(rows[0].dir, sizeof rows[0].dir, "%.300s", bsp);
+    snprintf(rows[1].dir, sizeof rows[1].dir, "%.300s", sel);
+    for (int i = 0; i < 2; i++)
+        compare_row_read(&rows[i]);
+    compare_rows_tta(rows, 2, TTA_DEFAULT_MARGIN);
+    CU_ASSERT(isfinite(rows[1].tta_s) && rows[1].speedup > 1);
+
+    run_record *r;
+    const int n = read_dir_runs(cmp, &r);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT_STRING_EQUAL(r[1].policy, "selsync");
+    for (int with_table = 0; with_table < 2; with_table++) { /* also without key_applies */
+        report_options o = {.target_margin = TTA_DEFAULT_MARGIN,
+                            .key_applies = with_table ? compare_key_applies : NULL};
+        report_group *g;
+        int ng, gid[2];
+        tta_result t[2];
+        CU_ASSERT_EQUAL_FATAL(report_analyze(r, n, &o, &g, &ng, gid, t), SS_OK);
+        CU_ASSERT_EQUAL(t[1].status, TTA_REACHED);
+        SS_CHECK_CLOSE(t[1].tta_s, rows[1].tta_s, 1e-12, 0);
+        SS_CHECK_CLOSE(t[1].speedup, rows[1].speedup, 1e-12, 0);
+        SS_CHECK_CLOSE(t[0].tta_s, rows[0].tta_s, 1e-12, 0);
+        CU_ASSERT_EQUAL(g[1].tta_reached, 1);
+        CU_ASSERT_EQUAL(g[1].tta_measured, 1);
+        free(g);
+    }
+    /* the reference the one function finds is the bsp run; a key both policies have that
+     * differs (model) makes it not comparable, with the key named */
+    char why[1200];
+    CU_ASSERT_EQUAL(tta_reference_find(r, n, 1, compare_key_applies, why, sizeof why), 0);
+    char *model = (char *)run_record_get(&r[1], "model");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(model);
+    snprintf(model, RUN_RECORD_TEXT, "cnn");
+    CU_ASSERT_EQUAL(tta_reference_find(r, n, 1, compare_key_applies, why, sizeof why), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "model=cnn vs mlp"));
+    free(r);
+}
+
+static void test_tta_no_reference_and_replays(void) {
+    /* a selsync run on 100Gbps beside a bsp run on 5Gbps: no BSP run to measure against, said
+     * in a warning that names the differing key; replays (no accuracy): n/a, not "0/N" */
+    if (system("gnuplot --version > /dev/null 2>&1") != 0)
+        SS_SKIP("gnuplot missing: report not written");
+    char dir[300], a[400], b[400], c[400], d[400];
+    snprintf(dir, sizeof dir, "%s/noref", root);
+    snprintf(a, sizeof a, "%s/points/policy=bsp,bandwidth=5Gbps", dir);
+    snprintf(b, sizeof b, "%s/points/policy=selsync,bandwidth=100Gbps", dir);
+    snprintf(c, sizeof c, "%s/points/replay=bsp", dir);
+    snprintf(d, sizeof d, "%s/points/replay=selsync", dir);
+    make_run_cfg(a, "bsp", "bandwidth = 5Gbps\n", 0.88, 7);
+    make_run_cfg(b, "selsync", "bandwidth = 100Gbps\ndelta = 0.05\n", 0.87, 1);
+    make_run_cfg(c, "bsp", "bandwidth = 1Gbps\nprofile = resnet101\n", -1, 30);
+    make_run_cfg(d, "selsync", "bandwidth = 1Gbps\nprofile = resnet101\n", -1, 20);
+    run_record *r;
+    const int n = read_dir_runs(dir, &r);
+    CU_ASSERT_EQUAL_FATAL(n, 4);
+    char out[400];
+    snprintf(out, sizeof out, "%s/report", dir);
+    FILE *term = fopen("/dev/null", "w");
+    report_options o = {.out_dir = out,
+                        .target_margin = TTA_DEFAULT_MARGIN,
+                        .key_applies = compare_key_applies,
+                        .terminal = term,
+                        .max_run_figures = 2};
+    report_group *g;
+    int ng, gid[4];
+    tta_result t[4];
+    CU_ASSERT_EQUAL_FATAL(report_analyze(r, n, &o, &g, &ng, gid, t), SS_OK);
+    int sel = -1, rep = -1;
+    for (int i = 0; i < n; i++) {
+        if (strstr(r[i].dir, "policy=selsync")) sel = i;
+        if (strstr(r[i].dir, "replay=selsync")) rep = i;
+    }
+    CU_ASSERT_FATAL(sel >= 0 && rep >= 0);
+    CU_ASSERT_EQUAL(t[sel].status, TTA_NO_REFERENCE);
+    CU_ASSERT_EQUAL(t[rep].status, TTA_NO_ACCURACY);
+    CU_ASSERT_EQUAL(g[gid[rep]].no_accuracy, 1);
+    CU_ASSERT_EQUAL(g[gid[rep]].tta_measured, 0);
+    free(g);
+    CU_ASSERT_EQUAL(report_write(r, n, &o), SS_OK);
+    fclose(term);
+    char path[500];
+    snprintf(path, sizeof path, "%s/report.md", out);
+    CU_ASSERT(file_has(path, "## Warnings"));
+    CU_ASSERT(file_has(path, "bandwidth=100Gbps vs 5Gbps"));
+    CU_ASSERT(file_has(path, "| n/a | n/a | n/a |"));
+    CU_ASSERT(file_has(path, "| no BSP | no BSP | no BSP |"));
+    CU_ASSERT(!file_has(path, " 0/1 |"));
+    snprintf(path, sizeof path, "%s/runs.csv", out);
+    CU_ASSERT(file_has(path, ",n/a\n"));
+    CU_ASSERT(file_has(path, ",no_bsp\n"));
+    free(r);
+}
+
+static void test_natural_order(void) {
+    /* run_name_compare: numbers by value, so a report lists 1Gbps, 10Gbps, 100Gbps and 4, 16,
+     * 64 workers in that order (strcmp put 100Gbps before 10Gbps before 1Gbps) */
+    CU_ASSERT(run_name_compare("bsp-1Gbps", "bsp-10Gbps") < 0);
+    CU_ASSERT(run_name_compare("bsp-10Gbps", "bsp-100Gbps") < 0);
+    CU_ASSERT(run_name_compare("workers=4,seed=2", "workers=16,seed=1") < 0);
+    CU_ASSERT(run_name_compare("workers=64", "workers=16") > 0);
+    CU_ASSERT(run_name_compare("delta=0.05", "delta=0.3") < 0);
+    CU_ASSERT(run_name_compare("bsp-5Gbps", "selsync-5Gbps") < 0);
+    CU_ASSERT_EQUAL(run_name_compare("a=1", "a=1"), 0);
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/natural", root);
+    static const char *const names[] = {"workers=64", "workers=16", "workers=4", NULL};
+    for (int i = 0; names[i]; i++) {
+        char d[400];
+        snprintf(d, sizeof d, "%s/points/%s", dir, names[i]);
+        make_run_cfg(d, "bsp", "bandwidth = 5Gbps\n", 0.8, 1);
+    }
+    char **dirs = NULL;
+    int n = 0;
+    CU_ASSERT_EQUAL_FATAL(run_dirs_find(dir, &dirs, &n), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(n, 3);
+    CU_ASSERT(strstr(dirs[0], "workers=4") && strstr(dirs[1], "workers=16") &&
+              strstr(dirs[2], "workers=64"));
+    run_dirs_free(dirs, n);
+}
+
+static void test_policy_colours(void) {
+    /* one colour per policy whatever the set of policies run (the colour cycled with the
+     * position before); groups of one policy differ by dash type; -dlcp keeps its base colour */
+    const char *a[] = {"bsp", "ssp", "selsync"}, *b[] = {"selsync"}, *c[] = {"selsync", "selsync"};
+    char sa[200], sb[200], sc[200];
+    plots_styles(a, 3, sa, sizeof sa);
+    plots_styles(b, 1, sb, sizeof sb);
+    plots_styles(c, 2, sc, sizeof sc);
+    CU_ASSERT_STRING_EQUAL(sa, "#000000:B:1 #CC79A7:P:1 #D55E00:S:1");
+    CU_ASSERT_STRING_EQUAL(sb, "#D55E00:S:1");
+    CU_ASSERT_STRING_EQUAL(sc, "#D55E00:S:1 #D55E00:S:2");
+    CU_ASSERT_STRING_EQUAL(plots_policy_colour("selsync-dlcp"), plots_policy_colour("selsync"));
+    CU_ASSERT_EQUAL(plots_policy_mark("bsp-dlcp"), 'b');
+}
+
+static void test_validate_real_fit_host(void) {
+    /* validate real's default case on a host with fewer cores than ranks: a core per rank, and
+     * what changed said (4 workers and an SSP server on 2 cores exited 1 there) */
+    char pol[256], why[1024];
+    int w;
+    CU_ASSERT_EQUAL(
+        validate_real_fit_host(2, "bsp,selsync,ssp", 4, pol, sizeof pol, &w, why, sizeof why), 1);
+    CU_ASSERT_STRING_EQUAL(pol, "bsp,selsync");
+    CU_ASSERT_EQUAL(w, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "2 cores for up to 5 ranks"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "ssp left out"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "--workers 4 --policy bsp,selsync,ssp"));
+    /* enough cores: as requested */
+    CU_ASSERT_EQUAL(
+        validate_real_fit_host(16, "bsp,selsync,ssp", 4, pol, sizeof pol, &w, why, sizeof why), 0);
+    CU_ASSERT_STRING_EQUAL(pol, "bsp,selsync,ssp");
+    CU_ASSERT_EQUAL(w, 4);
+    CU_ASSERT_STRING_EQUAL(why, "");
+    /* 4 cores: ssp's server and 3 workers fit, every policy on 3 workers */
+    CU_ASSERT_EQUAL(validate_real_fit_host(4, "bsp,selsync,ssp", 4, pol, sizeof pol, &w, NULL, 0),
+                    1);
+    CU_ASSERT_STRING_EQUAL(pol, "bsp,selsync,ssp");
+    CU_ASSERT_EQUAL(w, 3);
+    /* nothing fits */
+    CU_ASSERT_EQUAL(validate_real_fit_host(2, "ssp", 4, pol, sizeof pol, &w, NULL, 0), -1);
+    CU_ASSERT(validate_real_host_cores() >= 1);
+}
+
 static CU_TestInfo stats_tests[] = {
     {"stats_summarize: mean, sd, 95% CI of known data", test_stats_summarize_known},
     {"stats_summarize: NaN, one value, none", test_stats_summarize_edges},
@@ -415,6 +710,11 @@ static CU_TestInfo report_tests[] = {
     {"report_analyze: groups, TTA, speedup, diverged", test_report_analyze},
     {"report_write: tables and PNG/SVG figures", test_report_write_figures},
     {"gradient_dump: step lists and samples", test_gradient_dump},
+    {"one TTA: compare and report agree when policy keys differ", test_tta_one_definition},
+    {"TTA: no BSP run warned, replays n/a", test_tta_no_reference_and_replays},
+    {"natural order of run directories", test_natural_order},
+    {"one colour per policy in every figure", test_policy_colours},
+    {"validate real: the default case fitted to the host's cores", test_validate_real_fit_host},
     CU_TEST_INFO_NULL};
 
 int main(void) {

@@ -129,7 +129,14 @@ static void test_identical_runs(void) {
                  "train --policy selsync --workers 4 --dataset synthetic --model mlp:32 "
                  "--epochs 0.5 --delta 0.02 --bandwidth 10Gbps --seed 5 --out %s/same%d",
                  tmp_dir, k);
-        expect(args, 0, "ok: test accuracy", NULL);
+        char *out = NULL;
+        CU_ASSERT_EQUAL(run_syncsim(args, &out), 0);
+        CU_ASSERT_PTR_NOT_NULL(out ? strstr(out, "ok: test accuracy") : NULL);
+        /* --device auto (the default) without a GPU runs on the CPU without a CUDA notice; the
+         * banner names the device */
+        CU_ASSERT_PTR_NULL(out ? strstr(out, "CUDA") : "");
+        CU_ASSERT_PTR_NOT_NULL(out ? strstr(out, "\ndevice ") : NULL);
+        free(out);
     }
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char a[400], b[400];
@@ -167,6 +174,33 @@ static void test_identical_runs(void) {
     expect(args, 0, NULL, NULL);
     snprintf(b, sizeof b, "%s/again/metrics.csv", tmp_dir);
     CU_ASSERT(file_equal(a, b));
+}
+
+/* SelSync with a fixed delta that never (or always) lets a step stay local says that the run
+ * degenerated, and into what; a delta that makes it choose says nothing. */
+static void test_degenerate_delta(void) {
+    const char *base = "train --policy selsync --workers 4 --dataset synthetic --model mlp:32 "
+                       "--epochs 1 --ewma-window 4 --bandwidth 10Gbps";
+    const struct {
+        const char *delta, *said;
+    } cases[] = {{"5", "synchronized at none: this run is local SGD"},
+                 {"0", "synchronized at every one: this run is BSP"},
+                 {"auto:0.5", NULL}};
+    for (int i = 0; i < 3; i++) {
+        char args[600];
+        snprintf(args, sizeof args, "%s --delta %s --out %s/delta%d", base, cases[i].delta, tmp_dir,
+                 i);
+        char *out = NULL;
+        CU_ASSERT_EQUAL(run_syncsim(args, &out), 0);
+        const char *w = out ? strstr(out, "warning: --delta") : NULL;
+        if (cases[i].said) {
+            CU_ASSERT_PTR_NOT_NULL(w ? strstr(w, cases[i].said) : NULL);
+        } else {
+            CU_ASSERT_PTR_NULL(w);
+        }
+        if ((cases[i].said != NULL) != (w != NULL)) fprintf(stderr, "\n  %s\n%s\n", args, out);
+        free(out);
+    }
 }
 
 /* Measured compute (--compute measured) starts with an untimed forward and backward pass; the
@@ -283,6 +317,7 @@ static CU_TestInfo cli_tests[] = {
     {"syncsim replay: config.ini holds the options given and re-runs the same replay",
      test_replay_config},
     {"syncsim compare: table, compare.csv, speedup of BSP is 1", test_compare},
+    {"syncsim train: a delta that makes SelSync BSP or local SGD is said", test_degenerate_delta},
     {"syncsim train: measured compute leaves the model as the modelled one does",
      test_measured_same_model},
     CU_TEST_INFO_NULL,

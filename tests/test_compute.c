@@ -89,6 +89,47 @@ static void test_matmul_and_norm(void) {
     SS_CHECK_CLOSE(gpu_class_norm_bw_Bps(v), gpu_class_achieved_bw_Bps(v), 0, 0);
 }
 
+/* --precision pytorch: a convolution at tf32 where the class has it, a dense product at fp32; on
+ * a class without tf32 both at fp32 */
+static void test_pytorch_precision(void) {
+    const gpu_class *h, *v;
+    CU_ASSERT_FATAL(gpu_table_find("--gpu", "h100", &h) == SS_OK);
+    CU_ASSERT_FATAL(gpu_table_find("--gpu", "v100", &v) == SS_OK);
+    sim_precision p;
+    CU_ASSERT_EQUAL(sim_precision_parse("--precision", "pytorch", &p), SS_OK);
+    CU_ASSERT_EQUAL(p, SIM_PRECISION_PYTORCH);
+    CU_ASSERT_STRING_EQUAL(sim_precision_name(p), "pytorch");
+    const sim_layer_cost conv = {.fwd_flops = 1e12,
+                                 .bwd_flops = 2e12,
+                                 .fwd_bytes = 1e8,
+                                 .param_bytes = 4e6,
+                                 .kernels = 2,
+                                 .kind = SIM_LAYER_CONV,
+                                 .gemm_n = 256,
+                                 .gemm_k = 2304};
+    sim_layer_cost dense = conv;
+    dense.kind = SIM_LAYER_MATMUL;
+    const gpu_class *classes[2] = {h, v};
+    for (int c = 0; c < 2; c++) {
+        const gpu_class *g = classes[c];
+        double fp, bp, ft, bt, fs, bs;
+        sim_compute_layers_on(g, SIM_PRECISION_PYTORCH, &conv, 1, &fp, &bp, NULL);
+        sim_compute_layers_on(g, SIM_PRECISION_TF32, &conv, 1, &ft, &bt, NULL);
+        SS_CHECK_CLOSE(fp, ft, 0, 1e-15);
+        SS_CHECK_CLOSE(bp, bt, 0, 1e-15);
+        sim_compute_layers_on(g, SIM_PRECISION_PYTORCH, &dense, 1, &fp, &bp, NULL);
+        sim_compute_layers_on(g, SIM_PRECISION_FP32, &dense, 1, &fs, &bs, NULL);
+        SS_CHECK_CLOSE(fp, fs, 0, 1e-15);
+        SS_CHECK_CLOSE(bp, bs, 0, 1e-15);
+    }
+    /* the H100's tf32 convolution is several times faster than its fp32 dense product */
+    double fc, fd;
+    sim_compute_layers_on(h, SIM_PRECISION_PYTORCH, &conv, 1, &fc, NULL, NULL);
+    sim_compute_layers_on(h, SIM_PRECISION_PYTORCH, &dense, 1, &fd, NULL, NULL);
+    CU_ASSERT(fd > 3 * fc);
+    CU_ASSERT_EQUAL(sim_precision_element_bytes(SIM_PRECISION_PYTORCH), 4.0);
+}
+
 static void test_table_and_parse(void) {
     const gpu_class *g;
     CU_ASSERT_EQUAL(gpu_table_find("--gpu", "k80", &g), SS_EUSAGE);
@@ -181,7 +222,7 @@ static void test_profiles(void) {
         int matmul = 0;
         for (int j = 0; j < p.layers; j++) {
             const sim_layer_cost *l = &p.layer_costs[j];
-            if (l->kind != SIM_LAYER_MATMUL) continue;
+            if (!sim_layer_is_product(l->kind)) continue;
             matmul++;
             CU_ASSERT(l->gemm_n >= 1 && l->gemm_k >= 1);
             CU_ASSERT(l->param_bytes >= 4 * l->gemm_n * l->gemm_k &&
@@ -315,6 +356,8 @@ static void test_validate_layers(void) {
 }
 
 static CU_TestInfo compute_tests[] = {
+    {"compute: --precision pytorch runs convolutions at tf32, dense products at fp32",
+     test_pytorch_precision},
     {"per-layer model against its closed form", test_layer_closed_form},
     {"matrix products' shape and normalization bandwidth", test_matmul_and_norm},
     {"GPU table, precision and --compute model parsing", test_table_and_parse},

@@ -469,12 +469,20 @@ static dataset labels_only(size_t n, int classes) {
 
 static void test_partition_parse(void) {
     partition_kind kind;
-    int k;
+    double k;
     CU_ASSERT(partition_parse("defdp", &kind, &k) == SS_OK && kind == PARTITION_DEFDP);
     CU_ASSERT(partition_parse("seldp", &kind, &k) == SS_OK && kind == PARTITION_SELDP);
     CU_ASSERT(partition_parse("seldp-perm", &kind, &k) == SS_OK && kind == PARTITION_SELDP_PERM);
     CU_ASSERT(partition_parse("noniid:3", &kind, &k) == SS_OK && kind == PARTITION_NONIID &&
               k == 3);
+    CU_ASSERT(partition_parse("dirichlet:0.5", &kind, &k) == SS_OK && kind == PARTITION_DIRICHLET &&
+              k == 0.5);
+    const char *bad_alpha[] = {"dirichlet", "dirichlet:0", "dirichlet:-1", "dirichlet:x",
+                               "dirichlet:1e9"};
+    for (size_t i = 0; i < sizeof bad_alpha / sizeof bad_alpha[0]; i++) {
+        CU_ASSERT_EQUAL(partition_parse(bad_alpha[i], &kind, &k), SS_EUSAGE);
+        CU_ASSERT(message_has("dirichlet:"));
+    }
     const char *bad[] = {"noniid", "noniid:0", "noniid:x", "noniid:2x", "bsp", ""};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_EQUAL(partition_parse(bad[i], &kind, &k), SS_EUSAGE);
@@ -637,6 +645,78 @@ static void check_noniid(const dataset *d, int workers, int k) {
     partition_destroy(p);
 }
 
+/* Per worker: how many classes hold more than 5 % of its samples, averaged over the workers. */
+static double classes_per_worker(const partition *p, const dataset *d, int workers) {
+    double sum = 0;
+    for (int w = 0; w < workers; w++) {
+        size_t n = partition_worker_size(p, w), per[256] = {0};
+        const size_t *idx = partition_worker_indices(p, w);
+        for (size_t i = 0; i < n; i++)
+            per[d->y[idx[i]]]++;
+        for (int k = 0; k < d->classes; k++)
+            sum += (double)per[k] > 0.05 * (double)n;
+    }
+    return sum / workers;
+}
+
+/* DIRICHLET: a disjoint cover of the set, every worker with at least min(10, n/2N) samples, the
+ * same for a seed, skewed at small alpha (few classes per worker) and near IID at large alpha. */
+static void test_partition_dirichlet(void) {
+    dataset d = labels_only(6000, 10);
+    const int workers = 20;
+    double seen[3];
+    const double alphas[3] = {0.1, 0.5, 100};
+    for (int a = 0; a < 3; a++) {
+        partition *p = NULL, *q = NULL;
+        CU_ASSERT_EQUAL_FATAL(partition_create(&d, workers, PARTITION_DIRICHLET, alphas[a], 7, &p),
+                              SS_OK);
+        CU_ASSERT_EQUAL_FATAL(partition_create(&d, workers, PARTITION_DIRICHLET, alphas[a], 7, &q),
+                              SS_OK);
+        int *hits = calloc(d.n, sizeof(int));
+        size_t total = 0;
+        for (int w = 0; w < workers; w++) {
+            size_t n = partition_worker_size(p, w);
+            const size_t *idx = partition_worker_indices(p, w);
+            CU_ASSERT(n >= 10);
+            CU_ASSERT_EQUAL(n, partition_worker_size(q, w));
+            CU_ASSERT(memcmp(idx, partition_worker_indices(q, w), n * sizeof(size_t)) == 0);
+            for (size_t i = 0; i < n; i++) {
+                hits[idx[i]]++;
+                CU_ASSERT_EQUAL(partition_owner(p, idx[i]), w);
+            }
+            total += n;
+        }
+        CU_ASSERT_EQUAL(total, d.n);
+        int once = 1;
+        for (size_t i = 0; i < d.n; i++)
+            once &= hits[i] == 1;
+        CU_ASSERT(once);
+        free(hits);
+        seen[a] = classes_per_worker(p, &d, workers);
+        partition_destroy(p);
+        partition_destroy(q);
+    }
+    printf("\n  classes above 5 %% of a worker's samples, alpha 0.1 / 0.5 / 100: %.2f / %.2f / "
+           "%.2f ",
+           seen[0], seen[1], seen[2]);
+    CU_ASSERT(seen[0] < 3.5);
+    CU_ASSERT(seen[0] < seen[1] && seen[1] < seen[2]);
+    CU_ASSERT(seen[2] > 9.5);
+    /* another seed, another split */
+    partition *p = NULL, *q = NULL;
+    CU_ASSERT_EQUAL_FATAL(partition_create(&d, workers, PARTITION_DIRICHLET, 0.5, 7, &p), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(partition_create(&d, workers, PARTITION_DIRICHLET, 0.5, 8, &q), SS_OK);
+    CU_ASSERT(partition_worker_size(p, 0) != partition_worker_size(q, 0) ||
+              memcmp(partition_worker_indices(p, 0), partition_worker_indices(q, 0),
+                     partition_worker_size(p, 0) * sizeof(size_t)) != 0);
+    partition_destroy(p);
+    partition_destroy(q);
+    /* too few samples for the workers: refused, naming the form */
+    CU_ASSERT_EQUAL(partition_create(&d, 4000, PARTITION_DIRICHLET, 0.5, 7, &p), SS_EUSAGE);
+    CU_ASSERT(message_has("dirichlet:0.5"));
+    free(d.y);
+}
+
 static void test_partition_noniid(void) {
     dataset d = labels_only(1000, 10);
     check_noniid(&d, 20, 1); /* each label on 2 workers, 50 samples each */
@@ -770,6 +850,7 @@ static CU_TestInfo partition_tests[] = {
     {"partition_create SELDP: chunk rotation", test_partition_seldp_rotation},
     {"partition_create SELDP_PERM: permutations", test_partition_seldp_perm},
     {"partition_create NONIID: k labels per worker", test_partition_noniid},
+    {"partition_create DIRICHLET: label skew by alpha", test_partition_dirichlet},
     {"batch_iter: determinism and passes", test_batch_iter},
     CU_TEST_INFO_NULL};
 

@@ -87,6 +87,7 @@ static int emulation_child(void *arg, isolate_blob *out) {
     const overlap_case *c = arg;
     policy_config pc;
     policy_config_default(&pc);
+    pc.coll.algo = SIM_ALLREDUCE_RING; /* written for the ring, the default before auto */
     pc.kind = POLICY_BSP;
     pc.workers = TO_WORKERS;
     pc.steps = TO_STEPS;
@@ -117,7 +118,7 @@ static int emulation_child(void *arg, isolate_blob *out) {
                            .batch = pc.batch,
                            .max_batch = pc.batch,
                            .partition = PARTITION_DEFDP,
-                           .labels_per_worker = 1,
+                           .partition_param = 1,
                            .schedule = sched,
                            .momentum = 0.9,
                            .eval_every = pc.eval_every,
@@ -232,6 +233,7 @@ static int profile_child(void *arg, isolate_blob *out) {
     if (rc != SS_OK) return rc;
     policy_config pc;
     policy_config_default(&pc);
+    pc.coll.algo = SIM_ALLREDUCE_RING; /* written for the ring, the default before auto */
     pc.workers = TO_WORKERS;
     pc.steps = TO_STEPS;
     pc.batch = 128;
@@ -280,6 +282,7 @@ static void test_profile_replay_closed_form(void) {
 static void test_trace_without_layers(void) {
     policy_config pc;
     policy_config_default(&pc);
+    pc.coll.algo = SIM_ALLREDUCE_RING; /* written for the ring, the default before auto */
     pc.workers = 2;
     pc.steps = 2;
     pc.eval_every = 2;

@@ -48,6 +48,7 @@ typedef struct policy_outcome {
 static void case_default(policy_case *c, policy_kind kind, int workers, long steps) {
     memset(c, 0, sizeof *c);
     policy_config_default(&c->pc);
+    c->pc.coll.algo = SIM_ALLREDUCE_RING; /* written for the ring, the default before auto */
     c->pc.kind = kind;
     c->pc.workers = workers;
     c->pc.steps = steps;
@@ -123,7 +124,7 @@ static int run_case(void *arg, isolate_blob *out) {
                            .batch = policy_local_batch(&pc),
                            .max_batch = pc.batch * pc.workers,
                            .partition = c->partition,
-                           .labels_per_worker = 1,
+                           .partition_param = 1,
                            .schedule = sched,
                            .momentum = c->momentum,
                            .eval_every = pc.eval_every,

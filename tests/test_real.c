@@ -292,13 +292,13 @@ static void check_interrupted(const char *policy, int ranks) {
     if (!have_mpirun()) SS_SKIP("mpirun not found");
     char dir[512], cmd[4096];
     snprintf(dir, sizeof dir, "%s/interrupted-%s", tmp_dir, policy);
-    /* the signal once every rank has loaded its data (rank 0's banner follows their agreement),
-     * and a second into the steps, however long the start took on a loaded machine */
+    /* the signal once rank 0's progress shows its worker past step 2, however long the start
+     * took on a loaded machine (polled for up to 5 minutes) */
     snprintf(cmd, sizeof cmd,
-             "(for i in $(seq 1200); do grep -q '^syncsim real:' %s.log 2>/dev/null && break; "
-             "sleep 0.1; done; sleep 1; pkill -TERM -f '^" SYNCSIM " real .*--out %s$') & " MPIRUN
+             "(for i in $(seq 3000); do grep -Eq 'step ([3-9]|[1-9][0-9]+)/' %s.log 2>/dev/null "
+             "&& break; sleep 0.1; done; pkill -TERM -f '^" SYNCSIM " real .*--out %s$') & " MPIRUN
              "-np %d " SYNCSIM
-             " real --policy %s --workers 4 --epochs 100 --progress no --device cpu --out %s "
+             " real --policy %s --workers 4 --epochs 100 --progress yes --device cpu --out %s "
              ">%s.log 2>&1; rc=$?; wait; exit $rc",
              dir, dir, ranks, policy, dir, dir);
     int rc = ss_test_shell(cmd, NULL);

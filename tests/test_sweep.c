@@ -7,6 +7,7 @@
 #include "analysis/sweep.h"
 #include "cli/commands.h"
 #include "common/afile.h"
+#include "common/csv.h"
 #include "common/status.h"
 #include "common/isolate.h"
 #include "ss_test.h"
@@ -241,7 +242,9 @@ static pid_t start_sweep(const char *file, const char *out, int jobs, int resume
         snprintf(jobs_arg, sizeof jobs_arg, "--jobs=%d", jobs);
         snprintf(out_arg, sizeof out_arg, "--out=%s", out);
         char *argv[] = {(char *)file, jobs_arg, out_arg, resume ? "--resume" : NULL, NULL};
-        if (!freopen("/dev/null", "w", stdout)) _exit(99);
+        char log[420]; /* the progress lines, beside OUT */
+        snprintf(log, sizeof log, "%s.stdout", out);
+        if (!freopen(log, "w", stdout)) _exit(99);
         _exit(cmd_sweep_main(resume ? 4 : 3, argv));
     }
     return pid;
@@ -301,6 +304,48 @@ static void test_sweep_serial(void) {
     CU_ASSERT_EQUAL(ok + diverged, 12);
     CU_ASSERT_EQUAL(diverged, 6); /* lr 100 with momentum 0.99 */
     free(csv);
+}
+
+static void test_sweep_tta_and_progress(void) {
+    /* sweep.csv: tta_s and speedup_vs_bsp as report measures them (tta.h): every finished point
+     * has its BSP point (delta does not apply to bsp), bsp's speedup is 1; the diverged ones are
+     * "unfinished". The progress lines give each point's own wall time, not the time since the
+     * sweep began: with 2 at once their sum is at most about twice the elapsed time. */
+    csv_reader r;
+    int got;
+    CU_ASSERT_EQUAL_FATAL(csv_open(&r, serial_csv(NULL)), SS_OK);
+    CU_ASSERT_FATAL(csv_next(&r, &got) == SS_OK && got);
+    const int cp = csv_find(&r, "policy"), cs = csv_find(&r, "status"),
+              cx = csv_find(&r, "speedup_vs_bsp"), ct = csv_find(&r, "tta"),
+              cn = csv_find(&r, "target_tta_s");
+    CU_ASSERT_FATAL(cp >= 0 && cs >= 0 && cx >= 0 && ct >= 0 && cn >= 0);
+    int ok = 0;
+    while (csv_next(&r, &got) == SS_OK && got) {
+        if (strcmp(r.field[cs], "ok") != 0) {
+            CU_ASSERT_STRING_EQUAL(r.field[ct], "unfinished");
+            continue;
+        }
+        ok++;
+        CU_ASSERT(!strcmp(r.field[ct], "reached") || !strcmp(r.field[ct], "never"));
+        if (!strcmp(r.field[cp], "bsp")) SS_CHECK_CLOSE(strtod(r.field[cx], NULL), 1, 1e-12, 0);
+    }
+    csv_close(&r);
+    CU_ASSERT_EQUAL(ok, 6);
+    char log[500];
+    snprintf(log, sizeof log, "%s/serial.stdout", root);
+    char *text = read_text(log);
+    if (!text) SS_SKIP("the serial sweep ran in an earlier process: no progress lines here");
+    double sum = 0, last = 0;
+    int lines = 0;
+    for (char *p = strstr(text, "(run "); p; p = strstr(p + 1, "(run ")) {
+        double run, elapsed;
+        CU_ASSERT_FATAL(sscanf(p, "(run %lf s; %lf s elapsed)", &run, &elapsed) == 2);
+        CU_ASSERT(run <= elapsed + 0.05);
+        sum += run, last = elapsed, lines++;
+    }
+    CU_ASSERT_EQUAL(lines, 12);
+    CU_ASSERT(sum <= 2 * last + 12 * 0.1);
+    free(text);
 }
 
 static int count_complete(const char *out) {
@@ -527,6 +572,7 @@ static CU_TestInfo file_tests[] = {
 
 static CU_TestInfo run_tests[] = {
     {"cmd_sweep_main: serial run, diverged points counted", test_sweep_serial},
+    {"sweep.csv TTA as report's; progress lines per point", test_sweep_tta_and_progress},
     {"cmd_sweep_main --resume after SIGKILL: same CSV", test_sweep_killed_then_resumed},
     {"mpirun -np 2 syncsim sweep: same CSV", test_sweep_mpi},
     {"cmd_sweep_main: invalid point reported, rest run", test_sweep_invalid_point_runs_the_rest},

@@ -162,9 +162,14 @@ if [ -n "$PROBE" ] && [ -n "$SYNCSIM" ]; then
   # (a background job of a script ignores SIGINT, so the test sends run's other signal, TERM;
   # --foreground: timeout passes it to run alone, not to run's process group as well)
   timeout --foreground 120 "$SCRIPT" run -np 2 -- "$SYNCSIM" real --policy bsp --workers 2 --epochs 50 \
-    --progress no --device cpu --out "$real_dir/out" >"$real_dir/log" 2>&1 &
+    --progress yes --device cpu --out "$real_dir/out" >"$real_dir/log" 2>&1 &
   run_pid=$!
-  sleep 6
+  # the signal once rank 0's progress shows a few steps taken (polled for up to 100 s)
+  for _ in $(seq 1 1000); do
+    grep -Eq 'step ([3-9]|[1-9][0-9]+)/' "$real_dir/log" 2>/dev/null && break
+    kill -0 "$run_pid" 2>/dev/null || break
+    sleep 0.1
+  done
   kill -TERM "$run_pid" 2>/dev/null
   wait "$run_pid"
   rc=$?

@@ -50,6 +50,7 @@ static char *small_trace_text_layers(int with_layers) {
     FILE *fp = open_memstream(&text, &len);
     policy_config pc;
     policy_config_default(&pc);
+    pc.coll.algo = SIM_ALLREDUCE_RING; /* written for the ring, the default before auto */
     pc.kind = POLICY_SELSYNC;
     pc.workers = 2;
     pc.steps = 2;
@@ -223,9 +224,9 @@ static void test_trace_bad_input(void) {
     for (const char *q = text; strncmp(q, "# layer ", 8); q = strchr(q, '\n') + 1)
         layer_line++;
     snprintf(want, sizeof want, "mem.trace:%d:", layer_line);
-    e = edit_line(text, layer_line, "# layer conv 1 2 3 4 32 2 4 2", 0);
+    e = edit_line(text, layer_line, "# layer gemm 1 2 3 4 32 2 4 2", 0);
     expect_error(e, want);
-    expect_error(e, "other, matmul or norm");
+    expect_error(e, "other, matmul, norm or conv");
     free(e);
     e = edit_line(text, layer_line, "# layer matmul 1 2 3 -4 32 2 4 2", 0);
     expect_error(e, "finite numbers >= 0");
@@ -329,6 +330,7 @@ static void test_import_csv(void) {
                       "0,2,0.5,0,local,1.9\n1,2,0.7,0,local,1.8\n";
     policy_config pc;
     policy_config_default(&pc);
+    pc.coll.algo = SIM_ALLREDUCE_RING; /* written for the ring, the default before auto */
     FILE *fp = fmemopen((void *)csv, strlen(csv), "r");
     trace *t = NULL;
     int rc = trace_import_csv_stream(fp, "log.csv", &pc, 4e6, &t);
@@ -376,6 +378,7 @@ static void test_import_csv(void) {
 static int import_text(const char *text, size_t len, trace **t) {
     policy_config pc;
     policy_config_default(&pc);
+    pc.coll.algo = SIM_ALLREDUCE_RING; /* written for the ring, the default before auto */
     FILE *fp = fmemopen((void *)text, len, "r");
     int rc = trace_import_csv_stream(fp, "log.csv", &pc, 4e6, t);
     fclose(fp);
@@ -584,6 +587,7 @@ static int profile_child(void *arg, isolate_blob *out) {
     if (rc != SS_OK) return rc;
     policy_config pc;
     policy_config_default(&pc);
+    pc.coll.algo = SIM_ALLREDUCE_RING; /* written for the ring, the default before auto */
     pc.workers = 8;
     pc.steps = 5;
     pc.batch = 128;

@@ -70,7 +70,10 @@ static const char *const layer_kinds[] = {"conv",    "linear", "norm",  "pool",
 static int layer_kind_of(const char *word, sim_layer_kind *out) {
     for (size_t i = 0; i < sizeof layer_kinds / sizeof layer_kinds[0]; i++)
         if (!strcmp(word, layer_kinds[i])) {
-            *out = i < 2 ? SIM_LAYER_MATMUL : i == 2 ? SIM_LAYER_NORM : SIM_LAYER_OTHER;
+            *out = i == 0   ? SIM_LAYER_CONV
+                   : i == 1 ? SIM_LAYER_MATMUL
+                   : i == 2 ? SIM_LAYER_NORM
+                            : SIM_LAYER_OTHER;
             return 0;
         }
     return -1;

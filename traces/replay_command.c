@@ -172,11 +172,11 @@ static int profile_compute(const run_request *rq, const model_profile *prof, pol
         return ss_error_set(SS_EUSAGE,
                             "--compute %s: a replay of a profile times it with model or flops",
                             cfg->compute);
-    if (options_given(rq, "precision")) {
-        if (pc->compute.mode != SIM_COMPUTE_MODEL)
-            return ss_error_set(SS_EUSAGE, "--precision applies to --compute model");
+    if (options_given(rq, "precision") && pc->compute.mode != SIM_COMPUTE_MODEL)
+        return ss_error_set(SS_EUSAGE, "--precision applies to --compute model");
+    /* --precision (default pytorch), unless --compute model:PRECISION named one */
+    if (pc->compute.mode == SIM_COMPUTE_MODEL && strncmp(mode, "model:", 6) != 0)
         return sim_precision_parse("--precision", cfg->precision, &pc->compute.precision);
-    }
     return SS_OK;
 }
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* sim_layer_kind's names in "# layer" lines */
-const char *const trace_layer_kind_names[3] = {"other", "matmul", "norm"};
+const char *const trace_layer_kind_names[4] = {"other", "matmul", "norm", "conv"};
 
 int trace_parse_line(FILE *fp, char **buf, size_t *cap, int *had_newline) {
     return traces_input_line(fp, buf, cap, TRACE_MAX_LINE, had_newline);
@@ -57,9 +57,10 @@ static int layer_line(trace_parser *r, const char *text) {
             NULL);
     sim_layer_cost l = {0};
     int k = -1;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (!strcmp(kind, trace_layer_kind_names[i])) k = i;
-    if (k < 0) return trace_parse_error(r, "layer kind must be other, matmul or norm, not ", kind);
+    if (k < 0)
+        return trace_parse_error(r, "layer kind must be other, matmul, norm or conv, not ", kind);
     l.kind = (sim_layer_kind)k;
     double *v[7] = {&l.fwd_flops,   &l.bwd_flops, &l.fwd_bytes, &l.bwd_bytes,
                     &l.param_bytes, &l.gemm_n,    &l.gemm_k};

@@ -1,5 +1,5 @@
 # BSP scaling: throughput with N workers relative to one worker, one line per platform.
-# usage: gnuplot -c scaling.gp scaling.csv OUTPUT png|svg|dumb
+# usage: gnuplot -c scaling.gp scaling.csv OUTPUT png|svg|dumb ['TITLE']
 # scaling.csv: one block per platform (blocks separated by two blank lines), each starting with a
 # header "workers,PLATFORM" and holding rows "workers,relative_throughput".
 data = ARG1
@@ -11,9 +11,9 @@ set termoption noenhanced
 set datafile separator ','
 stats data using 1 nooutput
 blocks = STATS_blocks
-set key bottom left
+set key top left
 set grid
-set title 'BSP throughput relative to one worker'
+set title (ARGC >= 4) ? ARG4 : 'BSP throughput relative to one worker'
 set xlabel 'workers'
 set ylabel 'throughput / one worker'
 # log-log: linear scaling is the diagonal, and a communication-bound cluster still shows

@@ -126,19 +126,26 @@ static double pass_s(double flops, double bytes, int kernels, double rate, doubl
     return (t > m ? t : m) + launch_s * kernels;
 }
 
+sim_precision sim_compute_layer_precision(const gpu_class *g, sim_precision p, sim_layer_kind k) {
+    if (p == SIM_PRECISION_PYTORCH)
+        p = k == SIM_LAYER_CONV ? SIM_PRECISION_TF32 : SIM_PRECISION_FP32;
+    return gpu_class_effective_precision(g, p);
+}
+
 double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_layer_cost *layers,
                              int n, double *fwd_s, double *bwd_s, double *optimizer_s) {
-    const sim_precision e = gpu_class_effective_precision(g, p);
-    const double rate = gpu_class_achieved_flops(g, e), bw = gpu_class_achieved_bw_Bps(g),
-                 norm_bw = gpu_class_norm_bw_Bps(g);
-    /* activations move at the precision's element size; weights are read in it too */
-    const double act = sim_precision_element_bytes(e) / 4.0;
+    const double bw = gpu_class_achieved_bw_Bps(g), norm_bw = gpu_class_norm_bw_Bps(g);
+    /* activations move at the precision's element size; weights are read in it too (pytorch:
+     * fp32 storage throughout) */
+    const double act = sim_precision_element_bytes(gpu_class_effective_precision(g, p)) / 4.0;
     double total = 0, params = 0;
     for (int i = 0; i < n; i++) {
         const sim_layer_cost *l = &layers[i];
+        const sim_precision e = sim_compute_layer_precision(g, p, l->kind);
+        const double rate = gpu_class_achieved_flops(g, e);
         /* a matrix product reaches a share of the rate that depends on its shape; the backward
          * products (data and weight gradients) have the same N and K, exchanged */
-        const double r = l->kind == SIM_LAYER_MATMUL
+        const double r = sim_layer_is_product(l->kind)
                              ? rate * gpu_class_matmul_efficiency(g, e, l->gemm_n, l->gemm_k)
                              : rate;
         const double b_w = l->kind == SIM_LAYER_NORM ? norm_bw : bw;
@@ -163,7 +170,7 @@ static int layers_valid(const sim_layer_cost *layers, int n) {
                              l->param_bytes, l->gemm_n,    l->gemm_k};
         for (int k = 0; k < 7; k++)
             if (!(v[k] >= 0) || !isfinite(v[k])) return 0;
-        if (l->kernels < 0 || (unsigned)l->kind > SIM_LAYER_NORM) return 0;
+        if (l->kernels < 0 || (unsigned)l->kind > SIM_LAYER_CONV) return 0;
     }
     return 1;
 }

@@ -56,9 +56,15 @@ typedef struct sim_compute_host {
 /* What the compute model needs to know of a layer's kind (zero: other). */
 typedef enum sim_layer_kind {
     SIM_LAYER_OTHER = 0,  /* element-wise, pooling, loss, attention, embedding */
-    SIM_LAYER_MATMUL = 1, /* convolution or dense layer: a matrix product, gemm_n x gemm_k */
-    SIM_LAYER_NORM = 2    /* batch or layer normalization (reductions over the activations) */
+    SIM_LAYER_MATMUL = 1, /* dense layer (or a product of unknown origin): gemm_n x gemm_k */
+    SIM_LAYER_NORM = 2,   /* batch or layer normalization (reductions over the activations) */
+    SIM_LAYER_CONV = 3    /* convolution: a matrix product too, run by cuDNN */
 } sim_layer_kind;
+
+/* A convolution or a dense layer: a matrix product whose shape sets its share of the rate. */
+static inline int sim_layer_is_product(sim_layer_kind k) {
+    return k == SIM_LAYER_MATMUL || k == SIM_LAYER_CONV;
+}
 
 typedef struct sim_layer_cost {
     double fwd_flops, bwd_flops; /* FLOPs of the layer's forward / backward pass, whole batch */
@@ -66,8 +72,8 @@ typedef struct sim_layer_cost {
     double param_bytes;          /* bytes of the layer's gradient (4 x parameters at fp32) */
     int kernels;                 /* kernel launches per pass */
     sim_layer_kind kind;
-    /* MATMUL: the product's output columns N (output channels or features) and reduction length
-     * K (input channels x kernel height x width, or input features); 0: unknown */
+    /* MATMUL, CONV: the product's output columns N (output channels or features) and reduction
+     * length K (input channels x kernel height x width, or input features); 0: unknown */
     double gemm_n, gemm_k;
 } sim_layer_cost;
 
@@ -86,6 +92,10 @@ typedef struct sim_step_cost {
     const sim_layer_cost *layers; /* model mode: the step's layers (forward order) */
     int n_layers;
 } sim_step_cost;
+
+/* The precision class g runs a layer of kind k at under p (pytorch: tf32 for a convolution where
+ * g has it, else fp32). */
+sim_precision sim_compute_layer_precision(const gpu_class *g, sim_precision p, sim_layer_kind k);
 
 /* Per-layer times of one step on GPU class g at precision p, in simulated seconds: fwd_s[i],
  * bwd_s[i] for i in 0..n-1 (may be NULL), and *optimizer_s (may be NULL: the SGD-with-momentum

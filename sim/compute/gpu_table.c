@@ -152,7 +152,8 @@ static const gpu_class gpu_classes[] = {
      H200_NORM_FRACTION},
 };
 
-static const char *const precision_names[SIM_PRECISION_COUNT] = {"fp32", "tf32", "fp16", "bf16"};
+static const char *const precision_names[SIM_PRECISION_COUNT + 1] = {"fp32", "tf32", "fp16", "bf16",
+                                                                     "pytorch"};
 
 int gpu_table_count(void) {
     return (int)(sizeof gpu_classes / sizeof gpu_classes[0]);
@@ -190,17 +191,18 @@ int gpu_table_find(const char *option, const char *name, const gpu_class **out) 
 }
 
 int sim_precision_parse(const char *option, const char *text, sim_precision *out) {
-    for (int i = 0; i < SIM_PRECISION_COUNT; i++)
+    for (int i = 0; i <= SIM_PRECISION_PYTORCH; i++)
         if (text && !strcasecmp(text, precision_names[i])) {
             *out = (sim_precision)i;
             return SS_OK;
         }
-    return ss_error_set(SS_EUSAGE, "%s: unknown precision '%s' (valid: fp32, tf32, fp16, bf16)",
+    return ss_error_set(SS_EUSAGE,
+                        "%s: unknown precision '%s' (valid: pytorch, fp32, tf32, fp16, bf16)",
                         option, text ? text : "");
 }
 
 const char *sim_precision_name(sim_precision p) {
-    return (unsigned)p < SIM_PRECISION_COUNT ? precision_names[p] : "?";
+    return (unsigned)p <= SIM_PRECISION_PYTORCH ? precision_names[p] : "?";
 }
 
 double sim_precision_element_bytes(sim_precision p) {

@@ -15,7 +15,11 @@ typedef enum sim_precision {
     SIM_PRECISION_TF32 = 1, /* tensor cores, fp32 storage (Ampere and later; else fp32) */
     SIM_PRECISION_FP16 = 2, /* tensor cores, fp16 storage (mixed precision, as AMP) */
     SIM_PRECISION_BF16 = 3, /* tensor cores, bf16 storage (Ampere and later; else fp32) */
-    SIM_PRECISION_COUNT
+    SIM_PRECISION_COUNT,    /* the table's columns */
+    /* fp32 storage as PyTorch runs it by default: convolutions at tf32 where the class has it
+     * (cuDNN: torch.backends.cudnn.allow_tf32 is True), every other product at fp32 (cuBLAS:
+     * torch.backends.cuda.matmul.allow_tf32 is False since PyTorch 1.12) */
+    SIM_PRECISION_PYTORCH = SIM_PRECISION_COUNT
 } sim_precision;
 
 typedef struct gpu_class {
@@ -39,13 +43,15 @@ const char *gpu_table_names(const char *sep, char *buf, unsigned long buf_bytes)
 /* The same joined by "|", in a buffer of its own (the choices of --gpu). */
 const char *gpu_table_choices(void);
 
-/* "fp32", "tf32", "fp16", "bf16"; SS_EUSAGE naming `option` and the valid ones otherwise. */
+/* "pytorch", "fp32", "tf32", "fp16", "bf16"; SS_EUSAGE naming `option` and the valid ones
+ * otherwise. */
 int sim_precision_parse(const char *option, const char *text, sim_precision *out);
 const char *sim_precision_name(sim_precision p);
-/* Bytes of one activation element: 4 (fp32, tf32) or 2 (fp16, bf16). */
+/* Bytes of one activation element: 4 (pytorch, fp32, tf32) or 2 (fp16, bf16). */
 double sim_precision_element_bytes(sim_precision p);
 
-/* The precision the class really runs p at: p where the class supports it, else fp32. */
+/* The precision the class really runs p at: p where the class supports it, else fp32 (pytorch:
+ * fp32; sim_compute_layer_precision tells a convolution's). */
 sim_precision gpu_class_effective_precision(const gpu_class *g, sim_precision p);
 /* peak x fraction of the effective precision, FLOP/s */
 double gpu_class_achieved_flops(const gpu_class *g, sim_precision p);

@@ -117,7 +117,7 @@ void policy_config_default(policy_config *pc) {
     pc->batch = 32;
     pc->eval_every = 0;
     pc->ps_servers = 1;
-    pc->coll.algo = SIM_ALLREDUCE_RING;
+    pc->coll.algo = SIM_ALLREDUCE_AUTO;
     pc->coll.channels = 1;
     pc->compute.mode = SIM_COMPUTE_FLOPS;
     pc->compute.scale = 1.0;
@@ -251,7 +251,9 @@ int policy_config_build(const run_config *cfg, policy_build_env *env, policy_con
         if (pc->compute.mode == SIM_COMPUTE_TRACE)
             return ss_error_set(SS_EUSAGE,
                                 "--compute trace is for replay; use model, flops or measured");
+        /* --precision (default pytorch), unless --compute model:PRECISION named one */
         if (pc->compute.mode == SIM_COMPUTE_MODEL && cfg->precision[0] &&
+            strncmp(cfg->compute, "model:", 6) != 0 &&
             (rc = sim_precision_parse("--precision", cfg->precision, &pc->compute.precision)) !=
                 SS_OK)
             return rc;
