@@ -38,7 +38,10 @@ static const opt_def head_rows[] = {
      0},
     {"model", OPT_TYPE_STRING, F(model), "mlp", 0, 0,
      CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "M",
-     "logreg | mlp | mlp:W1,W2,... (hidden widths) | cnn", 0},
+     "logreg | mlp | mlp:W1,W2,... (hidden widths) | cnn | cnn:C1,C2,D1,... (conv channels, "
+     "dense widths) | cnn:lenet | resnet:D[,proj] (D = 6n+2: 20, 32, 44, 56, 110) | vgg:D "
+     "(11, 13, 16, 19)",
+     0},
     {"dataset", OPT_TYPE_STRING, F(dataset), "fashion-mnist", 0, 0,
      CMD_RUN | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "NAME|PATH",
      "fashion-mnist | mnist | cifar10 | synthetic | a directory of IDX or CIFAR-10 files", 0},

@@ -94,6 +94,7 @@ static void layers_of(const emulation *e, int samples, sim_layer_cost *out) {
                                   .kernels = l->kernels,
                                   .kind = l->conv     ? SIM_LAYER_CONV
                                           : l->matmul ? SIM_LAYER_MATMUL
+                                          : l->norm   ? SIM_LAYER_NORM
                                                       : SIM_LAYER_OTHER,
                                   .gemm_n = l->gemm_n,
                                   .gemm_k = l->gemm_k};
@@ -308,19 +309,32 @@ static void evaluate_model(emulation *e, long step, double now_s, const step_cou
     if (e->cfg.on_eval) e->cfg.on_eval(e->cfg.eval_ctx, &ev);
 }
 
-/* eval_model takes the mean of the replicas' parameters. */
+/* eval_model's buffers (batch normalization's running statistics, which every replica keeps
+ * for itself and no policy exchanges) take the mean of the replicas'. */
+static void buffers_of_replicas(emulation *e) {
+    const size_t nb = model_buffer_count(e->eval_model);
+    if (!nb) return;
+    for (int j = 0; j < e->cfg.workers; j++)
+        e->gather[j] = model_buffers(e->replicas[j]);
+    device_mean(e->cfg.dev, nb, e->cfg.workers, e->gather, model_buffers(e->eval_model));
+}
+
+/* eval_model takes the mean of the replicas' parameters (and buffers). */
 static void consensus_of_replicas(emulation *e) {
     for (int j = 0; j < e->cfg.workers; j++)
         e->gather[j] = model_params(e->replicas[j]);
     device_mean(e->cfg.dev, e->params, e->cfg.workers, e->gather, model_params(e->eval_model));
+    buffers_of_replicas(e);
 }
 
 /* `counters`: the policy's, as they are now (the run's final ones after the simulation). */
 static void evaluate(emulation *e, long step, double now_s, const step_counters *counters) {
-    if (e->cfg.evaluate_ps && e->ps_params)
+    if (e->cfg.evaluate_ps && e->ps_params) {
         device_copy(e->cfg.dev, model_params(e->eval_model), e->ps_params, e->params);
-    else
+        buffers_of_replicas(e); /* the server holds parameters only */
+    } else {
         consensus_of_replicas(e);
+    }
     evaluate_model(e, step, now_s, counters);
 }
 
@@ -596,8 +610,12 @@ double emulation_worker_accuracy_mean(emulation *e) {
     if (n_test == 0) return 0.0;
     double sum = 0;
     float *dst = model_params(e->eval_model);
+    const size_t nb = model_buffer_count(e->eval_model);
     for (int w = 0; w < e->cfg.workers; w++) {
         device_copy(e->cfg.dev, dst, model_params(e->replicas[w]), e->params);
+        if (nb)
+            device_copy(e->cfg.dev, model_buffers(e->eval_model), model_buffers(e->replicas[w]),
+                        nb);
         double loss;
         size_t correct = 0;
         model_evaluate(e->eval_model, e->cfg.test->x, e->cfg.test->y, n_test, &loss, &correct);

@@ -61,7 +61,12 @@ int memory_estimate_run(device *dev, const model_spec *spec, int workers, int ma
     model *probe = NULL;
     int rc = model_create(dev, spec, 1, max_batch, &probe);
     if (rc != SS_OK) return rc;
-    const double model_bytes = allocated_bytes() - before;
+    /* what the allocator saw (the CPU device's memory and the host side of any device), or
+     * what the model holds on its device (parameters, gradients, buffers, activations and
+     * their gradients for max_batch samples, scratch), whichever is larger: on a GPU the
+     * allocator sees no device memory */
+    double model_bytes = allocated_bytes() - before;
+    if (model_device_bytes(probe) > model_bytes) model_bytes = model_device_bytes(probe);
     const double param_bytes = model_param_bytes(probe);
     model_destroy(probe);
     /* each worker: its model (parameters, gradients, activations) and its SGD momentum; and the

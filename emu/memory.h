@@ -24,8 +24,9 @@
  * when /proc/meminfo cannot be read. */
 int memory_available_bytes(double *bytes);
 /* Bytes of `workers` replicas (and the evaluation model) of `spec` for batches of max_batch on
- * dev, each with its SGD momentum, plus `hosts` simulated hosts; the size of one
- * replica is what creating one allocates. */
+ * dev, each with its SGD momentum, plus `hosts` simulated hosts; the size of one replica is what
+ * creating one allocates, or its device memory (model_device_bytes: activations included) where
+ * that is more. */
 int memory_estimate_run(device *dev, const model_spec *spec, int workers, int max_batch,
                         double hosts, double *bytes);
 /* The estimate against the available memory: SS_ENOMEM naming both when it does not fit. */

@@ -276,6 +276,14 @@ static int check_options(emu_run *r, double *hosts) {
     if (!r->real && (rc = check_platform(r, hosts)) != SS_OK) return rc;
     model_spec spec; /* the text alone; the data set's shape is checked again once loaded */
     if ((rc = model_spec_parse(&spec, r->cfg->model, 1, 28, 28, 10)) != SS_OK) return rc;
+    /* the ranks' snapshots carry parameters only: rank 0 would evaluate batch norm with the
+     * initial running statistics */
+    if (r->real && model_spec_has_buffers(&spec))
+        return ss_error_set(SS_EUSAGE,
+                            "--model %s: syncsim real does not take models with batch "
+                            "normalization yet (their running statistics are not gathered); use "
+                            "syncsim train, or logreg, mlp or cnn",
+                            r->cfg->model);
     gradient_dump *gd = NULL;
     rc = gradient_dump_create(r->cfg->dump_gradients, "", &gd);
     gradient_dump_destroy(gd);

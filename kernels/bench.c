@@ -77,11 +77,12 @@ typedef struct bench_result {
 
 /* Trains on one fixed random batch (after 2 warm-up steps) in 5 windows of min_s / 5 seconds
  * and at least 2 steps each; reports the best window. */
-static int bench_model(device *dev, model_arch arch, int batch, double min_s, bench_result *res) {
+static int bench_model(device *dev, const char *text, int batch, double min_s, bench_result *res) {
     model_spec spec;
-    model_spec_default(&spec, arch, 1, 28, 28, 10);
+    int status = model_spec_parse(&spec, text, 1, 28, 28, 10);
+    if (status != SS_OK) return status;
     model *m;
-    int status = model_create(dev, &spec, 1, batch, &m);
+    status = model_create(dev, &spec, 1, batch, &m);
     if (status != SS_OK) return status;
     const size_t d = 28 * 28;
     float *x = ss_malloc((size_t)batch * d * sizeof(float));
@@ -133,7 +134,7 @@ static int bench_model(device *dev, model_arch arch, int batch, double min_s, be
 
 /* The SGEMM line and one row per model at the device's current thread count. On the CPU the
  * rates over process CPU time follow ("cpu" columns), compared with the SGEMM's CPU-time rate. */
-static int bench_table(device *dev, int batch, int only, const char *label, FILE *out) {
+static int bench_table(device *dev, int batch, const char *only, const char *label, FILE *out) {
     const int sgemm_n = 2048, cpu = dev->kind == DEVICE_KIND_CPU;
     rate_pair sgemm = bench_sgemm_gflops(dev, sgemm_n);
     fprintf(out, "%s\nsgemm %dx%dx%d: %.1f GFLOP/s (best of 5)", label, sgemm_n, sgemm_n, sgemm_n,
@@ -143,17 +144,19 @@ static int bench_table(device *dev, int batch, int only, const char *label, FILE
             "GFLOP/s", "vs sgemm");
     if (cpu) fprintf(out, " %14s %10s", "samples/cpu-s", "cpu vs sg");
     fputc('\n', out);
-    for (int a = MODEL_ARCH_LOGREG; a <= MODEL_ARCH_CNN; a++) {
-        if (only >= 0 && a != only) continue;
+    static const char *const all[] = {"logreg", "mlp", "cnn"};
+    for (int a = 0; a < 3; a++) {
+        const char *name = only ? only : all[a];
         bench_result res;
-        int status = bench_model(dev, (model_arch)a, batch, 2.0, &res);
+        int status = bench_model(dev, name, batch, 2.0, &res);
         if (status != SS_OK) return status;
-        fprintf(out, "%-8s %6d %14.2f %12.0f %10.2f %9.1f%%", model_arch_name((model_arch)a), batch,
-                res.step_mflops, res.samples_per_s, res.gflops, 100.0 * res.gflops / sgemm.wall);
+        fprintf(out, "%-8s %6d %14.2f %12.0f %10.2f %9.1f%%", name, batch, res.step_mflops,
+                res.samples_per_s, res.gflops, 100.0 * res.gflops / sgemm.wall);
         if (cpu)
             fprintf(out, " %14.0f %9.1f%%", res.samples_per_cpu_s,
                     100.0 * res.cpu_gflops / sgemm.cpu);
         fputc('\n', out);
+        if (only) break;
     }
     return SS_OK;
 }
@@ -180,14 +183,12 @@ static void bench_coretype_hint(FILE *out) {
 
 int bench_kernels(const char *device_request, int batch, const char *model_name, FILE *out) {
     if (batch < 1) return ss_error_set(SS_EUSAGE, "bench: batch must be positive (got %d)", batch);
-    int only = -1;
-    for (int a = MODEL_ARCH_LOGREG; model_name && a <= MODEL_ARCH_CNN; a++)
-        if (!strcmp(model_name, model_arch_name((model_arch)a))) only = a;
-    if (model_name && only < 0)
+    model_spec probe;
+    if (model_name && model_spec_parse(&probe, model_name, 1, 28, 28, 10) != SS_OK)
         return ss_error_set(SS_EUSAGE,
-                            "bench kernels --model %s: the kernel benchmark runs logreg, mlp or "
-                            "cnn (without --model: all three)",
-                            model_name);
+                            "bench kernels --model %s: %s (without --model: logreg, "
+                            "mlp and cnn)",
+                            model_name, ss_error_message());
     device *dev;
     char notice[256];
     int status = device_open(device_request, &dev, notice, sizeof notice);
@@ -201,12 +202,12 @@ int bench_kernels(const char *device_request, int batch, const char *model_name,
         snprintf(label, sizeof label, "-- %d BLAS thread%s", threads, threads > 1 ? "s" : "");
     else
         snprintf(label, sizeof label, "-- %s", device_name(dev));
-    status = bench_table(dev, batch, only, label, out);
+    status = bench_table(dev, batch, model_name, label, out);
     /* the CPU on one thread as well: the figures a comparison with another framework's
      * single-thread run needs (bench/pytorch_compare.py) */
     if (status == SS_OK && threads > 1) {
         openblas_set_num_threads(1);
-        status = bench_table(dev, batch, only, "-- 1 BLAS thread", out);
+        status = bench_table(dev, batch, model_name, "-- 1 BLAS thread", out);
         openblas_set_num_threads(threads);
     }
     device_close(dev);

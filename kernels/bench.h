@@ -2,23 +2,23 @@
  *
  *     bench_kernels("auto", 64, NULL, stdout);    // "mlp" instead of NULL: that model only
  *
- * For logreg, mlp and cnn on 1x28x28 inputs with 10 classes (random data) it prints samples/s
- * and achieved GFLOP/s (counted forward + backward FLOPs per sample times samples, plus the SGD
- * update, over the elapsed time; best of 5 timing windows), the best-of-5 GFLOP/s of a 2048^3
- * SGEMM measured in the same run on the same device, and the ratio model/SGEMM. Returns SS_OK or
- * the device error. On the CPU it adds the same rates over the process's CPU time (samples per
- * CPU second, ratio to the SGEMM's CPU-time rate): on one thread on a loaded machine they are
- * the figures least disturbed by other jobs. With more than one BLAS thread it prints the table
- * again on one thread (the figures bench/pytorch_compare.py is compared with). When OpenBLAS runs
- * its AVX2 kernels on a CPU with AVX-512 it prints a note (OPENBLAS_CORETYPE).
+ * For logreg, mlp and cnn (or the one model asked for) on 1x28x28 inputs with 10 classes (random
+ * data) it prints samples/s and achieved GFLOP/s (counted forward + backward FLOPs per sample times
+ * samples, plus the SGD update, over the elapsed time; best of 5 timing windows), the best-of-5
+ * GFLOP/s of a 2048^3 SGEMM measured in the same run on the same device, and the ratio model/SGEMM.
+ * Returns SS_OK or the device error. On the CPU it adds the same rates over the process's CPU time
+ * (samples per CPU second, ratio to the SGEMM's CPU-time rate): on one thread on a loaded machine
+ * they are the figures least disturbed by other jobs. With more than one BLAS thread it prints the
+ * table again on one thread (the figures bench/pytorch_compare.py is compared with). When OpenBLAS
+ * runs its AVX2 kernels on a CPU with AVX-512 it prints a note (OPENBLAS_CORETYPE).
  */
 #ifndef SS_KERNELS_BENCH_H
 #define SS_KERNELS_BENCH_H
 
 #include <stdio.h>
 
-/* model_name: "logreg", "mlp" or "cnn" for that model alone (SS_EUSAGE for another), NULL for
- * all three. */
+/* model_name: a --model text (model_spec_parse: "cnn", "resnet:20", ...) for that model alone on
+ * 1x28x28 inputs (SS_EUSAGE naming the valid forms for another), NULL for logreg, mlp and cnn. */
 int bench_kernels(const char *device_request, int batch, const char *model_name, FILE *out);
 
 #endif

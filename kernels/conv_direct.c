@@ -66,7 +66,8 @@ int conv_direct_available(void) {
 }
 
 int conv_direct_supports(const conv_geom *g, int oc, int need_dx) {
-    return conv_direct_available() && oc > 0 && oc % 16 == 0 && (!need_dx || g->in_c % 16 == 0);
+    return conv_direct_available() && conv_stride(g) == 1 && oc > 0 && oc % 16 == 0 &&
+           (!need_dx || g->in_c % 16 == 0);
 }
 
 #if CONV_HAVE_X86

@@ -46,7 +46,8 @@ conv_direct_isa conv_direct_best_isa(void);
 void conv_direct_cap_isa(conv_direct_isa cap);
 /* 1 when the passes run here (within the cap) */
 int conv_direct_available(void);
-/* 1 when the geometry suits it: available, oc % 16 == 0, and in_c % 16 == 0 if need_dx */
+/* 1 when the geometry suits it: available, stride 1, oc % 16 == 0, and in_c % 16 == 0 if
+ * need_dx */
 int conv_direct_supports(const conv_geom *g, int oc, int need_dx);
 /* floats of workspace the passes need (packed weights, a transposed filter gradient, one padded
  * sample, one sample's output gradient) */

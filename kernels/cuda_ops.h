@@ -31,6 +31,20 @@ void cuda_maxpool_fwd(cudaStream_t stream, int batch, int h, int w, int c, const
                       float *y);
 void cuda_maxpool_bwd(cudaStream_t stream, int batch, int h, int w, int c, const float *x,
                       const float *dy, float *dx);
+void cuda_bn_fwd_train(cudaStream_t stream, int rows, int cols, const float *x, const float *gamma,
+                       const float *beta, float momentum, float eps, float *run_mean,
+                       float *run_var, float *save_mean, float *save_invstd, float *y);
+void cuda_bn_fwd_infer(cudaStream_t stream, int rows, int cols, const float *x, const float *gamma,
+                       const float *beta, const float *run_mean, const float *run_var, float eps,
+                       float *y);
+/* dx may be NULL */
+void cuda_bn_bwd(cudaStream_t stream, int rows, int cols, const float *x, const float *dy,
+                 const float *gamma, const float *save_mean, const float *save_invstd,
+                 float *dgamma, float *dbeta, float *dx);
+void cuda_avgpool_fwd(cudaStream_t stream, int batch, int hw, int c, const float *x, float *y);
+void cuda_avgpool_bwd(cudaStream_t stream, int batch, int hw, int c, const float *dy, float *dx);
+void cuda_shortcut_fwd(cudaStream_t stream, shortcut_geom g, const float *x, float *y);
+void cuda_shortcut_bwd(cudaStream_t stream, shortcut_geom g, const float *dy, float *dx);
 /* loss_rows (B) per-sample loss in double, correct_rows (B) 0/1; dlogits may be NULL */
 void cuda_softmax_xent(cudaStream_t stream, int batch, int classes, const float *logits,
                        const uint8_t *labels, float *dlogits, double *loss_rows, int *correct_rows);

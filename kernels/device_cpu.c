@@ -114,10 +114,10 @@ static SS_CPU_CLONES void cpu_relu_bwd(device *dev, size_t n, const float *y, co
     }
 }
 
-/* For output column ow, the kernel columns kj with 0 <= ow - pad + kj < in_w form one
+/* For output column ow, the kernel columns kj with 0 <= ow stride - pad + kj < in_w form one
  * contiguous run [kj0, kj1), which is also contiguous in NHWC input: copy it in one go. */
 static void conv_col_range(const conv_geom *g, int ow, int *kj0, int *kj1) {
-    int iw0 = ow - g->pad;
+    int iw0 = ow * conv_stride(g) - g->pad;
     *kj0 = iw0 < 0 ? -iw0 : 0;
     int end = g->in_w - iw0;
     *kj1 = end < g->kw ? end : g->kw;
@@ -151,13 +151,14 @@ SS_INLINE void im2col_row(const conv_geom *g, const float *xb, int oh, int ow, f
     conv_col_range(g, ow, &kj0, &kj1);
     for (int ki = 0; ki < g->kh; ki++) {
         float *dst = row + (size_t)ki * run;
-        int ih = oh - g->pad + ki;
+        const int s = conv_stride(g);
+        int ih = oh * s - g->pad + ki;
         if (ih < 0 || ih >= g->in_h || kj1 == kj0) {
             zero_floats(dst, run);
             continue;
         }
         zero_floats(dst, (size_t)kj0 * c);
-        const float *src = xb + ((size_t)ih * g->in_w + (ow - g->pad + kj0)) * c;
+        const float *src = xb + ((size_t)ih * g->in_w + (ow * s - g->pad + kj0)) * c;
         copy_floats(dst + (size_t)kj0 * c, src, (size_t)(kj1 - kj0) * c);
         zero_floats(dst + (size_t)kj1 * c, (size_t)(g->kw - kj1) * c);
     }
@@ -176,13 +177,14 @@ static SS_CPU_CLONES SS_NO_LIBCALLS void cpu_im2col(device *dev, const conv_geom
     }
 }
 
-/* dx at input pixel (ih, iw) of one sample: the sum of the col entries that read it, gathered
+/* dx at input pixel (ih, iw) of one sample: the sum of the col entries that read it (with a
+ * stride, the kernel offsets that land on an output pixel), gathered
  * in registers and written once (no zeroing pass, no read-modify-write of dx). The terms are
  * added in the order of their output pixels (oh, ow) ascending, i.e. kernel offsets descending,
  * starting from 0: the same sums, bit for bit, as scattering every col row into a zeroed dx. */
 SS_INLINE void col2im_pixel(const conv_geom *g, const float *colb, int ih, int iw, float *out) {
     enum { BLOCK = 64 };
-    const int c = g->in_c;
+    const int c = g->in_c, s = conv_stride(g);
     const size_t row_len = (size_t)g->kh * g->kw * c;
     for (int c0 = 0; c0 < c; c0 += BLOCK) {
         const int n = c - c0 < BLOCK ? c - c0 : BLOCK;
@@ -190,10 +192,12 @@ SS_INLINE void col2im_pixel(const conv_geom *g, const float *colb, int ih, int i
         zero_floats(acc, (size_t)n);
         for (int ki = g->kh - 1; ki >= 0; ki--) {
             int oh = ih + g->pad - ki;
-            if (oh < 0 || oh >= g->out_h) continue;
+            if (oh < 0 || oh % s || oh / s >= g->out_h) continue;
+            oh /= s;
             for (int kj = g->kw - 1; kj >= 0; kj--) {
                 int ow = iw + g->pad - kj;
-                if (ow < 0 || ow >= g->out_w) continue;
+                if (ow < 0 || ow % s || ow / s >= g->out_w) continue;
+                ow /= s;
                 const float *src = colb + ((size_t)oh * g->out_w + ow) * row_len +
                                    ((size_t)ki * g->kw + kj) * c + c0;
                 for (int i = 0; i < n; i++)
@@ -430,6 +434,152 @@ static void cpu_conv_bwd(device *dev, const conv_geom *g, int oc, const float *x
                          openblas_get_num_threads());
 }
 
+/* ---- batch normalization: per column of (rows, cols), sums in double, rows in order ---- */
+
+static void cpu_bn_fwd_train(device *dev, int rows, int cols, const float *x, const float *gamma,
+                             const float *beta, float momentum, float eps, float *run_mean,
+                             float *run_var, float *save_mean, float *save_invstd, float *y) {
+    (void)dev;
+    double *acc = ss_calloc((size_t)cols, sizeof(double));
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            acc[c] += x[(size_t)r * cols + c];
+    for (int c = 0; c < cols; c++) {
+        save_mean[c] = (float)(acc[c] / rows);
+        acc[c] = 0.0;
+    }
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            double d = (double)x[(size_t)r * cols + c] - save_mean[c];
+            acc[c] += d * d;
+        }
+    float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
+    for (int c = 0; c < cols; c++) {
+        double var = acc[c] / rows;
+        save_invstd[c] = (float)(1.0 / sqrt(var + eps));
+        scale[c] = gamma[c] * save_invstd[c];
+        shift[c] = beta[c] - save_mean[c] * scale[c];
+        double unbiased = rows > 1 ? var * rows / (rows - 1) : var;
+        run_mean[c] = (float)((1.0 - momentum) * run_mean[c] + momentum * (double)save_mean[c]);
+        run_var[c] = (float)((1.0 - momentum) * run_var[c] + momentum * unbiased);
+    }
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            y[(size_t)r * cols + c] = x[(size_t)r * cols + c] * scale[c] + shift[c];
+    free(scale);
+    free(acc);
+}
+
+static void cpu_bn_fwd_infer(device *dev, int rows, int cols, const float *x, const float *gamma,
+                             const float *beta, const float *run_mean, const float *run_var,
+                             float eps, float *y) {
+    (void)dev;
+    float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
+    for (int c = 0; c < cols; c++) {
+        scale[c] = gamma[c] * (float)(1.0 / sqrt((double)run_var[c] + eps));
+        shift[c] = beta[c] - run_mean[c] * scale[c];
+    }
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            y[(size_t)r * cols + c] = x[(size_t)r * cols + c] * scale[c] + shift[c];
+    free(scale);
+}
+
+static void cpu_bn_bwd(device *dev, int rows, int cols, const float *x, const float *dy,
+                       const float *gamma, const float *save_mean, const float *save_invstd,
+                       float *dgamma, float *dbeta, float *dx) {
+    (void)dev;
+    double *sum_dy = ss_calloc(2 * (size_t)cols, sizeof(double)), *sum_dyx = sum_dy + cols;
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            size_t i = (size_t)r * cols + c;
+            double xhat = ((double)x[i] - save_mean[c]) * save_invstd[c];
+            sum_dy[c] += dy[i];
+            sum_dyx[c] += dy[i] * xhat;
+        }
+    for (int c = 0; c < cols; c++) {
+        dgamma[c] = (float)sum_dyx[c];
+        dbeta[c] = (float)sum_dy[c];
+    }
+    if (dx) {
+        float *k = ss_malloc(3 * (size_t)cols * sizeof(float)), *a = k + cols, *b = a + cols;
+        for (int c = 0; c < cols; c++) {
+            k[c] = gamma[c] * save_invstd[c];
+            a[c] = (float)(sum_dy[c] / rows);
+            b[c] = (float)(sum_dyx[c] / rows);
+        }
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++) {
+                size_t i = (size_t)r * cols + c;
+                float xhat = (x[i] - save_mean[c]) * save_invstd[c];
+                dx[i] = k[c] * (dy[i] - a[c] - xhat * b[c]);
+            }
+        free(k);
+    }
+    free(sum_dy);
+}
+
+/* ---- global average pooling: sums in double, pixels in order ---- */
+
+static void cpu_avgpool_fwd(device *dev, int batch, int hw, int c, const float *x, float *y) {
+    (void)dev;
+    double *acc = ss_malloc((size_t)c * sizeof(double));
+    for (int b = 0; b < batch; b++) {
+        const float *xb = x + (size_t)b * hw * c;
+        for (int k = 0; k < c; k++)
+            acc[k] = 0.0;
+        for (int p = 0; p < hw; p++)
+            for (int k = 0; k < c; k++)
+                acc[k] += xb[(size_t)p * c + k];
+        for (int k = 0; k < c; k++)
+            y[(size_t)b * c + k] = (float)(acc[k] / hw);
+    }
+    free(acc);
+}
+
+static SS_CPU_CLONES void cpu_avgpool_bwd(device *dev, int batch, int hw, int c, const float *dy,
+                                          float *dx) {
+    (void)dev;
+    const float inv = 1.0f / (float)hw;
+    for (int b = 0; b < batch; b++)
+        for (int p = 0; p < hw; p++)
+            for (int k = 0; k < c; k++)
+                dx[((size_t)b * hw + p) * c + k] = dy[(size_t)b * c + k] * inv;
+}
+
+/* ---- residual shortcut (identity or option A) ---- */
+
+static void cpu_shortcut_fwd(device *dev, const shortcut_geom *g, const float *x, float *y) {
+    (void)dev;
+    for (int b = 0; b < g->batch; b++)
+        for (int oh = 0; oh < g->out_h; oh++)
+            for (int ow = 0; ow < g->out_w; ow++) {
+                const float *src =
+                    x +
+                    (((size_t)b * g->in_h + oh * g->stride) * g->in_w + ow * g->stride) * g->in_c;
+                float *dst = y + (((size_t)b * g->out_h + oh) * g->out_w + ow) * g->out_c + g->c_lo;
+                for (int c = 0; c < g->in_c; c++)
+                    dst[c] += src[c];
+            }
+}
+
+static void cpu_shortcut_bwd(device *dev, const shortcut_geom *g, const float *dy, float *dx) {
+    (void)dev;
+    for (int b = 0; b < g->batch; b++)
+        for (int ih = 0; ih < g->in_h; ih++)
+            for (int iw = 0; iw < g->in_w; iw++) {
+                float *dst = dx + (((size_t)b * g->in_h + ih) * g->in_w + iw) * g->in_c;
+                const int oh = ih / g->stride, ow = iw / g->stride;
+                if (ih % g->stride || iw % g->stride || oh >= g->out_h || ow >= g->out_w) {
+                    memset(dst, 0, (size_t)g->in_c * sizeof(float));
+                    continue;
+                }
+                const float *src =
+                    dy + (((size_t)b * g->out_h + oh) * g->out_w + ow) * g->out_c + g->c_lo;
+                memcpy(dst, src, (size_t)g->in_c * sizeof(float));
+            }
+}
+
 static double cpu_softmax_xent(device *dev, int batch, int classes, const float *logits,
                                const uint8_t *labels, float *dlogits, int *correct) {
     (void)dev;
@@ -550,6 +700,13 @@ static const device_ops cpu_ops = {
     .conv_direct_floats = cpu_conv_direct_floats,
     .conv_fwd = cpu_conv_fwd,
     .conv_bwd = cpu_conv_bwd,
+    .bn_fwd_train = cpu_bn_fwd_train,
+    .bn_fwd_infer = cpu_bn_fwd_infer,
+    .bn_bwd = cpu_bn_bwd,
+    .avgpool_fwd = cpu_avgpool_fwd,
+    .avgpool_bwd = cpu_avgpool_bwd,
+    .shortcut_fwd = cpu_shortcut_fwd,
+    .shortcut_bwd = cpu_shortcut_bwd,
     .softmax_xent = cpu_softmax_xent,
     .sgd = cpu_sgd,
     .axpy = cpu_axpy,

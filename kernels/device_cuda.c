@@ -200,6 +200,42 @@ static void cu_maxpool_bwd(device *dev, int batch, int h, int w, int c, const fl
     cuda_maxpool_bwd(ctx_of(dev)->stream, batch, h, w, c, x, dy, dx);
 }
 
+static void cu_bn_fwd_train(device *dev, int rows, int cols, const float *x, const float *gamma,
+                            const float *beta, float momentum, float eps, float *run_mean,
+                            float *run_var, float *save_mean, float *save_invstd, float *y) {
+    cuda_bn_fwd_train(ctx_of(dev)->stream, rows, cols, x, gamma, beta, momentum, eps, run_mean,
+                      run_var, save_mean, save_invstd, y);
+}
+
+static void cu_bn_fwd_infer(device *dev, int rows, int cols, const float *x, const float *gamma,
+                            const float *beta, const float *run_mean, const float *run_var,
+                            float eps, float *y) {
+    cuda_bn_fwd_infer(ctx_of(dev)->stream, rows, cols, x, gamma, beta, run_mean, run_var, eps, y);
+}
+
+static void cu_bn_bwd(device *dev, int rows, int cols, const float *x, const float *dy,
+                      const float *gamma, const float *save_mean, const float *save_invstd,
+                      float *dgamma, float *dbeta, float *dx) {
+    cuda_bn_bwd(ctx_of(dev)->stream, rows, cols, x, dy, gamma, save_mean, save_invstd, dgamma,
+                dbeta, dx);
+}
+
+static void cu_avgpool_fwd(device *dev, int batch, int hw, int c, const float *x, float *y) {
+    cuda_avgpool_fwd(ctx_of(dev)->stream, batch, hw, c, x, y);
+}
+
+static void cu_avgpool_bwd(device *dev, int batch, int hw, int c, const float *dy, float *dx) {
+    cuda_avgpool_bwd(ctx_of(dev)->stream, batch, hw, c, dy, dx);
+}
+
+static void cu_shortcut_fwd(device *dev, const shortcut_geom *g, const float *x, float *y) {
+    cuda_shortcut_fwd(ctx_of(dev)->stream, *g, x, y);
+}
+
+static void cu_shortcut_bwd(device *dev, const shortcut_geom *g, const float *dy, float *dx) {
+    cuda_shortcut_bwd(ctx_of(dev)->stream, *g, dy, dx);
+}
+
 static double cu_softmax_xent(device *dev, int batch, int classes, const float *logits,
                               const uint8_t *labels, float *dlogits, int *correct) {
     cuda_ctx *c = ctx_of(dev);
@@ -305,6 +341,13 @@ static const device_ops cuda_ops = {
     .col2im = cu_col2im,
     .maxpool_fwd = cu_maxpool_fwd,
     .maxpool_bwd = cu_maxpool_bwd,
+    .bn_fwd_train = cu_bn_fwd_train,
+    .bn_fwd_infer = cu_bn_fwd_infer,
+    .bn_bwd = cu_bn_bwd,
+    .avgpool_fwd = cu_avgpool_fwd,
+    .avgpool_bwd = cu_avgpool_bwd,
+    .shortcut_fwd = cu_shortcut_fwd,
+    .shortcut_bwd = cu_shortcut_bwd,
     .softmax_xent = cu_softmax_xent,
     .sgd = cu_sgd,
     .axpy = cu_axpy,

@@ -16,13 +16,30 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Geometry of a 2-D convolution (stride 1, square zero padding) on NHWC tensors. */
+/* Geometry of a 2-D convolution (square zero padding, equal strides) on NHWC tensors. */
 typedef struct conv_geom {
     int batch;            /* B */
     int in_h, in_w, in_c; /* input (B, in_h, in_w, in_c) */
-    int out_h, out_w;     /* out_h = in_h + 2 pad - kh + 1 */
+    int out_h, out_w;     /* out_h = (in_h + 2 pad - kh) / stride + 1 */
     int kh, kw, pad;
+    int stride; /* 0 or 1: stride 1 (a zero-initialized geometry is unit-stride) */
 } conv_geom;
+
+/* The stride of g (1 when g->stride is 0). */
+static inline int conv_stride(const conv_geom *g) {
+    return g->stride > 1 ? g->stride : 1;
+}
+
+/* A shortcut of a residual block (He et al. 2016), NHWC: the skip input (B, in_h, in_w, in_c)
+ * subsampled by `stride` (rows and columns 0, stride, 2 stride, ...) into the channels
+ * [c_lo, c_lo + in_c) of an output (B, out_h, out_w, out_c) whose other channels are zero:
+ * the identity when stride 1 and in_c == out_c, option A (zero padding) otherwise. */
+typedef struct shortcut_geom {
+    int batch;
+    int in_h, in_w, in_c;
+    int out_h, out_w, out_c;
+    int stride, c_lo;
+} shortcut_geom;
 
 typedef struct device_ops {
     /* memory */
@@ -81,6 +98,32 @@ typedef struct device_ops {
     void (*conv_bwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *y,
                      const float *dy, const float *pool_dy, const float *w, float *ws, float *dw,
                      float *db, float *dx);
+    /* Batch normalization over the rows of x (rows, cols), per column (NHWC: rows = B*H*W,
+     * cols = C), y = (x - mean) / sqrt(var + eps) * gamma + beta. Training: mean and the biased
+     * var of the batch, saved (save_mean, save_invstd = 1 / sqrt(var + eps), cols each) for the
+     * backward pass; run_mean/run_var (cols) become (1 - momentum) run + momentum stat, with the
+     * unbiased variance var * rows / (rows - 1) (PyTorch's BatchNorm2d). Sums in double, rows
+     * in order. */
+    void (*bn_fwd_train)(device *dev, int rows, int cols, const float *x, const float *gamma,
+                         const float *beta, float momentum, float eps, float *run_mean,
+                         float *run_var, float *save_mean, float *save_invstd, float *y);
+    /* Inference: the running statistics in place of the batch's. */
+    void (*bn_fwd_infer)(device *dev, int rows, int cols, const float *x, const float *gamma,
+                         const float *beta, const float *run_mean, const float *run_var, float eps,
+                         float *y);
+    /* dgamma = sum dy xhat, dbeta = sum dy (overwritten) and, unless dx is NULL,
+     * dx = gamma invstd (dy - mean(dy) - xhat mean(dy xhat)), xhat = (x - mean) invstd. */
+    void (*bn_bwd)(device *dev, int rows, int cols, const float *x, const float *dy,
+                   const float *gamma, const float *save_mean, const float *save_invstd,
+                   float *dgamma, float *dbeta, float *dx);
+    /* Global average pooling, NHWC: y (B, c) = mean over the hw pixels of x (B, hw, c); its
+     * backward dx (B, hw, c) = dy / hw on every pixel. */
+    void (*avgpool_fwd)(device *dev, int batch, int hw, int c, const float *x, float *y);
+    void (*avgpool_bwd)(device *dev, int batch, int hw, int c, const float *dy, float *dx);
+    /* y (shortcut_geom's output) += shortcut of x; dx (its input) = the adjoint of dy: dy at
+     * the sampled pixels and channels, 0 elsewhere (overwritten). */
+    void (*shortcut_fwd)(device *dev, const shortcut_geom *g, const float *x, float *y);
+    void (*shortcut_bwd)(device *dev, const shortcut_geom *g, const float *dy, float *dx);
     /* Softmax cross-entropy of logits (B, K) against host labels (B). Returns the summed loss
      * (double); *correct = samples whose first argmax is the label. When dlogits is not NULL it
      * receives d(mean loss)/d(logits) = (softmax - onehot) / B. */

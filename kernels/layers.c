@@ -36,13 +36,53 @@ void layer_init_dense(layer *l, const char *name, int in, int out) {
 
 void layer_init_conv2d(layer *l, const char *name, int in_h, int in_w, int in_c, int out_c, int k,
                        int pad) {
-    int out_h = in_h + 2 * pad - k + 1, out_w = in_w + 2 * pad - k + 1;
-    SS_ASSERT(k > 0 && pad >= 0 && pad < k && out_h > 0 && out_w > 0 && out_c > 0);
+    layer_init_conv2d_ex(l, name, in_h, in_w, in_c, out_c, k, pad, 1, 1);
+}
+
+void layer_init_conv2d_ex(layer *l, const char *name, int in_h, int in_w, int in_c, int out_c,
+                          int k, int pad, int stride, int bias) {
+    SS_ASSERT(k > 0 && pad >= 0 && pad < k && stride >= 1 && in_h + 2 * pad >= k &&
+              in_w + 2 * pad >= k && out_c > 0);
+    int out_h = (in_h + 2 * pad - k) / stride + 1, out_w = (in_w + 2 * pad - k) / stride + 1;
     set_shape(l, LAYER_KIND_CONV2D, name, in_h, in_w, in_c, out_h, out_w, out_c);
     l->kh = l->kw = k;
     l->pad = pad;
+    l->stride = stride;
     l->weight_count = (size_t)out_c * k * k * in_c;
-    l->bias_count = (size_t)out_c;
+    l->bias_count = bias ? (size_t)out_c : 0;
+}
+
+void layer_init_batchnorm(layer *l, const char *name, int h, int w, int c) {
+    set_shape(l, LAYER_KIND_BATCHNORM, name, h, w, c, h, w, c);
+    l->weight_count = l->bias_count = (size_t)c;
+    l->buffer_count = 2 * (size_t)c;
+    l->bn_momentum = 0.1f;
+    l->bn_eps = 1e-5f;
+    l->training = 1;
+}
+
+void layer_init_add(layer *l, const char *name, int h, int w, int c, int skip_h, int skip_w,
+                    int skip_c, int stride) {
+    SS_ASSERT(stride >= 1 && skip_c <= c && (c - skip_c) % 2 == 0 &&
+              (skip_h + stride - 1) / stride == h && (skip_w + stride - 1) / stride == w);
+    set_shape(l, LAYER_KIND_ADD, name, h, w, c, h, w, c);
+    shortcut_geom sc = {.in_h = skip_h,
+                        .in_w = skip_w,
+                        .in_c = skip_c,
+                        .out_h = h,
+                        .out_w = w,
+                        .out_c = c,
+                        .stride = stride,
+                        .c_lo = (c - skip_c) / 2};
+    l->sc = sc;
+}
+
+void layer_init_avgpool(layer *l, const char *name, int h, int w, int c) {
+    set_shape(l, LAYER_KIND_AVGPOOL, name, h, w, c, 1, 1, c);
+}
+
+size_t layer_skip_size(const layer *l) {
+    return (size_t)l->sc.in_h * l->sc.in_w * l->sc.in_c;
 }
 
 void layer_init_maxpool2(layer *l, const char *name, int in_h, int in_w, int in_c) {
@@ -86,18 +126,36 @@ size_t layer_bind(layer *l, float *params, float *grads, size_t offset) {
     if (!l->weight_count) return 0;
     l->w = params + offset;
     l->dw = grads + offset;
-    l->b = l->w + l->weight_count;
-    l->db = l->dw + l->weight_count;
+    l->b = l->bias_count ? l->w + l->weight_count : NULL;
+    l->db = l->bias_count ? l->dw + l->weight_count : NULL;
     return l->weight_count + l->bias_count;
+}
+
+size_t layer_bind_buffers(layer *l, float *buffers, size_t offset) {
+    if (!l->buffer_count) return 0;
+    l->run_mean = buffers + offset;
+    l->run_var = l->run_mean + l->out_c;
+    return l->buffer_count;
 }
 
 void layer_init_params(const layer *l, rng *r, float *host_w, float *host_b) {
     if (!l->weight_count) return;
-    size_t fan_in = l->weight_count / l->bias_count;
+    if (l->kind == LAYER_KIND_BATCHNORM) {
+        for (size_t i = 0; i < l->weight_count; i++)
+            host_w[i] = 1.0f;
+        memset(host_b, 0, l->bias_count * sizeof(float));
+        return;
+    }
+    size_t fan_in = l->weight_count / (size_t)l->out_c;
     double bound = sqrt(6.0 / (double)fan_in);
     for (size_t i = 0; i < l->weight_count; i++)
         host_w[i] = (float)((2.0 * rng_uniform(r) - 1.0) * bound);
-    memset(host_b, 0, l->bias_count * sizeof(float));
+    if (l->bias_count) memset(host_b, 0, l->bias_count * sizeof(float));
+}
+
+void layer_init_buffers(const layer *l, float *host_buf) {
+    for (size_t i = 0; i < l->buffer_count; i++)
+        host_buf[i] = i < l->buffer_count / 2 ? 0.0f : 1.0f;
 }
 
 static conv_geom conv_geom_of(const layer *l, int batch) {
@@ -109,7 +167,8 @@ static conv_geom conv_geom_of(const layer *l, int batch) {
                    .out_w = l->out_w,
                    .kh = l->kh,
                    .kw = l->kw,
-                   .pad = l->pad};
+                   .pad = l->pad,
+                   .stride = l->stride};
     return g;
 }
 
@@ -120,7 +179,24 @@ int layer_conv_chunk_samples(const layer *l, device_kind kind) {
     return n < 1 ? 1 : n > (1u << 20) ? 1 << 20 : (int)n;
 }
 
+static void layer_alloc_scratch_of(device *dev, layer *l, int max_batch);
+
 void layer_alloc_scratch(device *dev, layer *l, int max_batch) {
+    layer_alloc_scratch_of(dev, l, max_batch);
+    l->scratch_floats = 0;
+    if (l->kind == LAYER_KIND_BATCHNORM) l->scratch_floats = 2 * (size_t)l->out_c;
+    if (l->kind != LAYER_KIND_CONV2D) return;
+    if (l->nobias) l->scratch_floats += 2 * (size_t)l->out_c;
+    if (l->conv_direct) {
+        conv_geom g = conv_geom_of(l, max_batch);
+        l->scratch_floats += dev->ops->conv_direct_floats(dev, &g, l->out_c, l->need_dx);
+    } else {
+        l->scratch_floats += (size_t)l->col_samples * l->out_h * l->out_w * l->kh * l->kw * l->in_c;
+    }
+}
+
+static void layer_alloc_scratch_of(device *dev, layer *l, int max_batch) {
+    if (l->kind == LAYER_KIND_BATCHNORM) l->save = device_alloc(dev, 2 * (size_t)l->out_c);
     if (l->kind != LAYER_KIND_CONV2D) return;
     conv_geom g = conv_geom_of(l, max_batch);
     size_t ws = 0;
@@ -131,6 +207,7 @@ void layer_alloc_scratch(device *dev, layer *l, int max_batch) {
     if (l->conv_direct) {
         l->col = device_alloc(dev, ws);
         l->col_samples = 0;
+        if (!l->bias_count) l->nobias = device_alloc(dev, 2 * (size_t)l->out_c);
         return;
     }
     int chunk = layer_conv_chunk_samples(l, device_get_kind(dev));
@@ -143,7 +220,9 @@ void layer_alloc_scratch(device *dev, layer *l, int max_batch) {
 
 void layer_free_scratch(device *dev, layer *l) {
     device_free(dev, l->col);
-    l->col = NULL;
+    device_free(dev, l->nobias);
+    device_free(dev, l->save);
+    l->col = l->nobias = l->save = NULL;
 }
 
 /* ---- dense: y (B, out) = x (B, in) W^T + b ---- */
@@ -183,7 +262,8 @@ static void conv_forward(device *dev, layer *l, int batch, const float *x, float
     const size_t in_size = layer_in_size(l), out_size = layer_out_size(l);
     if (l->conv_direct) {
         conv_geom g = conv_geom_of(l, batch);
-        dev->ops->conv_fwd(dev, &g, oc, x, l->w, l->b, l->relu_in_epilogue, l->col, y, NULL);
+        const float *bias = l->b ? l->b : l->nobias;
+        dev->ops->conv_fwd(dev, &g, oc, x, l->w, bias, l->relu_in_epilogue, l->col, y, NULL);
         return;
     }
     for (int s0 = 0; s0 < batch; s0 += l->col_samples) {
@@ -195,7 +275,9 @@ static void conv_forward(device *dev, layer *l, int batch, const float *x, float
         l->col_src = x + s0 * in_size;
         l->col_count = nb;
     }
-    if (!l->relu_in_epilogue) {
+    if (!l->b) {
+        SS_ASSERT(!l->relu_in_epilogue);
+    } else if (!l->relu_in_epilogue) {
         dev->ops->bias_add(dev, batch * p, oc, l->b, y);
     } else if (dev->ops->bias_relu) {
         dev->ops->bias_relu(dev, batch * p, oc, l->b, y);
@@ -216,7 +298,8 @@ static void conv_backward(device *dev, layer *l, int batch, const float *x, cons
     const size_t in_size = layer_in_size(l), out_size = layer_out_size(l);
     if (l->conv_direct) {
         conv_geom g = conv_geom_of(l, batch);
-        dev->ops->conv_bwd(dev, &g, oc, x, y, dy, NULL, l->w, l->col, l->dw, l->db,
+        float *db = l->db ? l->db : l->nobias + oc;
+        dev->ops->conv_bwd(dev, &g, oc, x, y, dy, NULL, l->w, l->col, l->dw, db,
                            l->need_dx ? dx : NULL);
         return;
     }
@@ -236,18 +319,18 @@ static void conv_backward(device *dev, layer *l, int batch, const float *x, cons
         }
         l->col_src = NULL;
     }
-    dev->ops->bias_grad(dev, batch * p, oc, dy, 0.0f, l->db);
+    if (l->db) dev->ops->bias_grad(dev, batch * p, oc, dy, 0.0f, l->db);
 }
 
 static double conv_forward_flops(const layer *l) {
     double p = (double)l->out_h * l->out_w, kkc = (double)l->kh * l->kw * l->in_c;
-    return 2.0 * p * kkc * l->out_c + p * l->out_c;
+    return 2.0 * p * kkc * l->out_c + (l->bias_count ? p * l->out_c : 0.0);
 }
 
 static double conv_backward_flops(const layer *l) {
     double p = (double)l->out_h * l->out_w, kkc = (double)l->kh * l->kw * l->in_c;
     double gemm = 2.0 * p * kkc * l->out_c;
-    return gemm + p * l->out_c + (l->need_dx ? gemm + p * kkc : 0.0);
+    return gemm + (l->bias_count ? p * l->out_c : 0.0) + (l->need_dx ? gemm + p * kkc : 0.0);
 }
 
 /* conv -> ReLU -> max-pool as one block (pool_fused): sample by sample, the pooling reads the
@@ -309,6 +392,84 @@ static double relu_flops(const layer *l) {
     return (double)layer_in_size(l);
 }
 
+/* ---- batch normalization: per channel over the batch's B*H*W rows ---- */
+
+static void bn_forward(device *dev, layer *l, int batch, const float *x, float *y) {
+    const int rows = batch * l->in_h * l->in_w, c = l->in_c;
+    if (l->training)
+        dev->ops->bn_fwd_train(dev, rows, c, x, l->w, l->b, l->bn_momentum, l->bn_eps, l->run_mean,
+                               l->run_var, l->save, l->save + c, y);
+    else
+        dev->ops->bn_fwd_infer(dev, rows, c, x, l->w, l->b, l->run_mean, l->run_var, l->bn_eps, y);
+}
+
+static void bn_backward(device *dev, layer *l, int batch, const float *x, const float *y,
+                        const float *dy, float *dx) {
+    (void)y;
+    SS_ASSERT(l->training);
+    const int rows = batch * l->in_h * l->in_w, c = l->in_c;
+    dev->ops->bn_bwd(dev, rows, c, x, dy, l->w, l->save, l->save + c, l->dw, l->db,
+                     l->need_dx ? dx : NULL);
+}
+
+static double bn_forward_flops(const layer *l) {
+    return 6.0 * (double)layer_in_size(l);
+}
+
+static double bn_backward_flops(const layer *l) {
+    return (l->need_dx ? 11.0 : 5.0) * (double)layer_in_size(l);
+}
+
+/* ---- residual add: y = x + shortcut(skip) ---- */
+
+static shortcut_geom shortcut_of(const layer *l, int batch) {
+    shortcut_geom g = l->sc;
+    g.batch = batch;
+    return g;
+}
+
+static void add_forward(device *dev, layer *l, int batch, const float *x, float *y) {
+    shortcut_geom g = shortcut_of(l, batch);
+    device_copy(dev, y, x, (size_t)batch * layer_in_size(l));
+    dev->ops->shortcut_fwd(dev, &g, l->skip_act, y);
+}
+
+static void add_backward(device *dev, layer *l, int batch, const float *x, const float *y,
+                         const float *dy, float *dx) {
+    (void)x, (void)y;
+    if (l->need_dx) device_copy(dev, dx, dy, (size_t)batch * layer_in_size(l));
+}
+
+void layer_add_skip_backward(device *dev, layer *l, int batch, const float *dy, float *dskip) {
+    SS_ASSERT(l->kind == LAYER_KIND_ADD);
+    shortcut_geom g = shortcut_of(l, batch);
+    dev->ops->shortcut_bwd(dev, &g, dy, dskip);
+}
+
+static double add_forward_flops(const layer *l) {
+    return (double)l->out_h * l->out_w * l->sc.in_c;
+}
+
+/* ---- global average pooling ---- */
+
+static void avgpool_forward(device *dev, layer *l, int batch, const float *x, float *y) {
+    dev->ops->avgpool_fwd(dev, batch, l->in_h * l->in_w, l->in_c, x, y);
+}
+
+static void avgpool_backward(device *dev, layer *l, int batch, const float *x, const float *y,
+                             const float *dy, float *dx) {
+    (void)x, (void)y;
+    if (l->need_dx) dev->ops->avgpool_bwd(dev, batch, l->in_h * l->in_w, l->in_c, dy, dx);
+}
+
+static double avgpool_forward_flops(const layer *l) {
+    return (double)(layer_in_size(l) + layer_out_size(l));
+}
+
+static double avgpool_backward_flops(const layer *l) {
+    return (double)layer_in_size(l);
+}
+
 /* ---- flatten: NHWC samples are already rows; the model lets input and output alias ---- */
 
 static void flatten_forward(device *dev, layer *l, int batch, const float *x, float *y) {
@@ -335,6 +496,11 @@ static const layer_kind_ops layer_kinds[LAYER_KIND_COUNT] = {
                              maxpool_flops},
     [LAYER_KIND_RELU] = {"relu", relu_forward, relu_backward, relu_flops, relu_flops},
     [LAYER_KIND_FLATTEN] = {"flatten", flatten_forward, flatten_backward, no_flops, no_flops},
+    [LAYER_KIND_BATCHNORM] = {"batchnorm", bn_forward, bn_backward, bn_forward_flops,
+                              bn_backward_flops},
+    [LAYER_KIND_ADD] = {"add", add_forward, add_backward, add_forward_flops, no_flops},
+    [LAYER_KIND_AVGPOOL] = {"avgpool", avgpool_forward, avgpool_backward, avgpool_forward_flops,
+                            avgpool_backward_flops},
 };
 
 void layer_forward(device *dev, layer *l, int batch, const float *x, float *y) {
@@ -354,6 +520,7 @@ double layer_backward_flops(const layer *l) {
     double f = layer_kinds[l->kind].backward_flops(l);
     /* ReLU and pooling have no parameters: without an input gradient they do nothing */
     if (!l->need_dx && !l->weight_count) return 0.0;
+    if (l->need_dx && l->accum_dx) f += (double)layer_in_size(l);
     return f;
 }
 
@@ -369,14 +536,17 @@ double loss_backward_flops(int classes) {
 
 double layer_forward_bytes(const layer *l) {
     if (l->kind == LAYER_KIND_FLATTEN) return 0;
-    return 4.0 * (double)(layer_in_size(l) + layer_out_size(l));
+    double skip = l->kind == LAYER_KIND_ADD ? (double)layer_skip_size(l) : 0.0;
+    return 4.0 * ((double)(layer_in_size(l) + layer_out_size(l)) + skip);
 }
 
 double layer_backward_bytes(const layer *l) {
     if (l->kind == LAYER_KIND_FLATTEN) return 0;
-    /* read dy and the saved input (relu/maxpool: their output or argmax), write dx */
+    /* read dy and the saved input (relu/maxpool: their output or argmax), write dx; an add
+     * writes the skip's gradient instead of reading an input */
     double in = (double)layer_in_size(l), out = (double)layer_out_size(l);
-    return 4.0 * (out + in + (l->need_dx ? in : 0));
+    if (l->kind == LAYER_KIND_ADD) return 4.0 * (out + (l->need_dx ? in : 0) + layer_skip_size(l));
+    return 4.0 * (out + in + (l->need_dx ? in : 0) + (l->need_dx && l->accum_dx ? 2 * in : 0));
 }
 
 int layer_forward_kernels(const layer *l) {
@@ -384,7 +554,10 @@ int layer_forward_kernels(const layer *l) {
     case LAYER_KIND_DENSE:
         return 2;
     case LAYER_KIND_CONV2D:
-        return 3;
+        return l->bias_count ? 3 : 2;
+    case LAYER_KIND_BATCHNORM:
+    case LAYER_KIND_ADD:
+        return 2;
     case LAYER_KIND_FLATTEN:
         return 0;
     default:
@@ -393,14 +566,18 @@ int layer_forward_kernels(const layer *l) {
 }
 
 int layer_backward_kernels(const layer *l) {
+    const int accum = l->need_dx && l->accum_dx;
     switch (l->kind) {
     case LAYER_KIND_DENSE:
-        return l->need_dx ? 3 : 2;
+        return (l->need_dx ? 3 : 2) + accum;
     case LAYER_KIND_CONV2D:
-        return l->need_dx ? 4 : 2;
+        return (l->need_dx ? 4 : 2) - (l->bias_count ? 0 : 1) + accum;
+    case LAYER_KIND_BATCHNORM:
+    case LAYER_KIND_ADD:
+        return 2 + accum;
     case LAYER_KIND_FLATTEN:
         return 0;
     default:
-        return 1;
+        return 1 + accum;
     }
 }

@@ -17,24 +17,49 @@ struct model {
     model_spec spec;
     int max_batch;
     int n_layers;
-    layer layers[MODEL_MAX_LAYERS];
+    layer *layers;   /* (n_layers) */
+    int *src;        /* (n_layers) the activation layer i reads: act[src[i]] (i in a chain) */
+    int *skip;       /* (n_layers) a residual add's skip activation, -1 for other layers */
+    int *accum_skip; /* (n_layers) an add's skip gradient is added to one already there */
     size_t n_params; /* P */
     float *params;   /* (P) */
     float *grads;    /* (P) */
     int n_views;
-    model_view views[2 * MODEL_MAX_LAYERS];
-    float *act[MODEL_MAX_LAYERS + 1];     /* act[i] (max_batch, in_size of layer i); last: logits */
-    float *dact[MODEL_MAX_LAYERS + 1];    /* dact[i]: d(loss)/d(act[i]); dact[0] unused */
-    int owns_act[MODEL_MAX_LAYERS + 1];   /* 0 where a view (flatten, fused ReLU) made act[i]
-                                             alias act[i-1] */
-    float *host_nhwc;                     /* (max_batch, D) staging to reorder CHW input, or NULL */
+    model_view *views; /* (2 n_layers) */
+    size_t n_buffers;  /* S */
+    float *buffers;    /* (S) */
+    int n_buffer_views;
+    model_view *buffer_views; /* (2 n_layers) */
+    float **act;      /* (n_layers + 1) act[i] the output of layer i - 1 (act[0] the input), sized
+                         for max_batch; the last: logits */
+    float **dact;     /* (n_layers + 1) dact[i]: d(loss)/d(act[i]); dact[0] unused */
+    int *owns_act;    /* (n_layers + 1) 0 where a view (flatten, fused ReLU) made act[i] alias
+                         act[i-1] */
+    float *dtmp;      /* a layer's input gradient before it is added to another consumer's */
+    float *host_nhwc; /* (max_batch, D) staging to reorder CHW input, or NULL */
     double forward_flops, backward_flops; /* per sample */
+    double device_bytes;
 };
 
-static const char *const arch_names[] = {"logreg", "mlp", "cnn"};
+static const char *const arch_names[] = {"logreg", "mlp", "cnn", "resnet", "vgg"};
+enum { ARCH_COUNT = sizeof arch_names / sizeof arch_names[0] };
+
+static const char model_forms[] =
+    "valid: logreg, mlp, mlp:W1,W2,... (hidden widths), cnn, cnn:C1,C2,D1,... (the two convs' "
+    "channels, then hidden dense widths), cnn:lenet (LeNet-5 of NIID-Bench: 6, 16, 120, 84, "
+    "unpadded), resnet:D or resnet:D,proj (CIFAR ResNet, D = 6n+2: 20, 32, 44, 56, 110; proj: "
+    "projection shortcuts), vgg:D (CIFAR VGG with batch norm, D = 11, 13, 16, 19)";
+
+const char *model_spec_forms(void) {
+    return model_forms;
+}
+
+int model_spec_has_buffers(const model_spec *spec) {
+    return spec->arch == MODEL_ARCH_RESNET || spec->arch == MODEL_ARCH_VGG;
+}
 
 const char *model_arch_name(model_arch arch) {
-    return (unsigned)arch < 3 ? arch_names[arch] : "unknown";
+    return (unsigned)arch < ARCH_COUNT ? arch_names[arch] : "unknown";
 }
 
 void model_spec_default(model_spec *spec, model_arch arch, int in_c, int in_h, int in_w,
@@ -47,55 +72,267 @@ void model_spec_default(model_spec *spec, model_arch arch, int in_c, int in_h, i
     spec->hidden[0] = spec->hidden[1] = 256;
     spec->conv_channels[0] = 32;
     spec->conv_channels[1] = 64;
-    spec->cnn_dense = 128;
+    spec->n_cnn_dense = 1;
+    spec->cnn_dense[0] = 128;
+    spec->depth = arch == MODEL_ARCH_VGG ? 11 : 20;
+    spec->vgg_width = 64;
+}
+
+/* Comma-separated positive integers of p into out (at most max); SS_EUSAGE naming text. */
+static int parse_widths(const char *text, const char *p, int *out, int max, int *count) {
+    *count = 0;
+    for (;;) {
+        char *end;
+        errno = 0;
+        long w = strtol(p, &end, 10);
+        if (end == p || errno || w < 1 || w > 1 << 20 || (*end && *end != ','))
+            return ss_error_set(SS_EUSAGE, "model '%s': bad width at '%s' (%s)", text, p,
+                                model_forms);
+        if (*count == max)
+            return ss_error_set(SS_EUSAGE, "model '%s': at most %d widths (%s)", text, max,
+                                model_forms);
+        out[(*count)++] = (int)w;
+        if (!*end) return SS_OK;
+        p = end + 1;
+    }
+}
+
+static int parse_cnn(model_spec *spec, const char *text, const char *opts) {
+    if (!strcmp(opts, "lenet")) {
+        spec->conv_channels[0] = 6, spec->conv_channels[1] = 16;
+        spec->n_cnn_dense = 2;
+        spec->cnn_dense[0] = 120, spec->cnn_dense[1] = 84;
+        spec->cnn_valid = 1;
+        return SS_OK;
+    }
+    int w[MODEL_MAX_HIDDEN + 2], n;
+    int rc = parse_widths(text, opts, w, MODEL_MAX_HIDDEN + 2, &n);
+    if (rc != SS_OK) return rc;
+    if (n < 3)
+        return ss_error_set(SS_EUSAGE,
+                            "model '%s': cnn takes two conv channels and at least one dense width "
+                            "(%s)",
+                            text, model_forms);
+    spec->conv_channels[0] = w[0], spec->conv_channels[1] = w[1];
+    spec->n_cnn_dense = n - 2;
+    memcpy(spec->cnn_dense, w + 2, (size_t)(n - 2) * sizeof(int));
+    return SS_OK;
+}
+
+static int parse_resnet(model_spec *spec, const char *text, const char *opts) {
+    char *end;
+    errno = 0;
+    long d = strtol(opts, &end, 10);
+    if (end == opts || errno || d < 8 || d > 1000 || (d - 2) % 6 || (*end && strcmp(end, ",proj")))
+        return ss_error_set(SS_EUSAGE, "model '%s': bad resnet depth or option at '%s' (%s)", text,
+                            opts, model_forms);
+    spec->depth = (int)d;
+    spec->resnet_proj = *end != '\0';
+    return SS_OK;
+}
+
+/* Convolutions in each of the five stages of VGG-D, or NULL for another depth. */
+static const int *vgg_stage_convs(int depth) {
+    static const int a[5] = {1, 1, 2, 2, 2}, b[5] = {2, 2, 2, 2, 2}, d[5] = {2, 2, 3, 3, 3},
+                     e[5] = {2, 2, 4, 4, 4};
+    return depth == 11 ? a : depth == 13 ? b : depth == 16 ? d : depth == 19 ? e : NULL;
+}
+
+static int parse_vgg(model_spec *spec, const char *text, const char *opts) {
+    char *end;
+    errno = 0;
+    long d = strtol(opts, &end, 10);
+    if (end == opts || errno || *end || d > 19 || !vgg_stage_convs((int)d))
+        return ss_error_set(SS_EUSAGE, "model '%s': bad vgg depth at '%s' (%s)", text, opts,
+                            model_forms);
+    spec->depth = (int)d;
+    return SS_OK;
 }
 
 int model_spec_parse(model_spec *spec, const char *text, int in_c, int in_h, int in_w,
                      int classes) {
-    static const char *const valid = "valid: logreg, mlp, mlp:W1,W2,... (hidden widths), cnn";
     const char *colon = strchr(text, ':');
     size_t name_len = colon ? (size_t)(colon - text) : strlen(text);
-    for (int a = 0; a < 3; a++) {
+    for (int a = 0; a < ARCH_COUNT; a++) {
         if (strlen(arch_names[a]) != name_len || strncmp(text, arch_names[a], name_len)) continue;
         model_spec_default(spec, (model_arch)a, in_c, in_h, in_w, classes);
         if (!colon) return SS_OK;
-        if (a != MODEL_ARCH_MLP)
-            return ss_error_set(SS_EUSAGE, "model '%s' takes no options (%s)", text, valid);
-        const char *p = colon + 1;
-        spec->n_hidden = 0;
-        for (;;) {
-            char *end;
-            errno = 0;
-            long w = strtol(p, &end, 10);
-            if (end == p || errno || w < 1 || w > 1 << 20 || (*end && *end != ','))
-                return ss_error_set(SS_EUSAGE, "model '%s': bad hidden width at '%s' (%s)", text, p,
-                                    valid);
-            if (spec->n_hidden == MODEL_MAX_HIDDEN)
-                return ss_error_set(SS_EUSAGE, "model '%s': at most %d hidden layers", text,
-                                    MODEL_MAX_HIDDEN);
-            spec->hidden[spec->n_hidden++] = (int)w;
-            if (!*end) break;
-            p = end + 1;
-        }
-        return SS_OK;
+        const char *opts = colon + 1;
+        if (a == MODEL_ARCH_MLP)
+            return parse_widths(text, opts, spec->hidden, MODEL_MAX_HIDDEN, &spec->n_hidden);
+        if (a == MODEL_ARCH_CNN) return parse_cnn(spec, text, opts);
+        if (a == MODEL_ARCH_RESNET) return parse_resnet(spec, text, opts);
+        if (a == MODEL_ARCH_VGG) return parse_vgg(spec, text, opts);
+        return ss_error_set(SS_EUSAGE, "model '%s' takes no options (%s)", text, model_forms);
     }
-    return ss_error_set(SS_EUSAGE, "unknown model '%s' (%s)", text, valid);
+    return ss_error_set(SS_EUSAGE, "unknown model '%s' (%s)", text, model_forms);
+}
+
+/* Appends a layer reading the activation src (-1: the previous layer's output). */
+static layer *add_layer_from(model *m, int src) {
+    SS_ASSERT(m->n_layers < MODEL_MAX_LAYERS);
+    int i = m->n_layers++;
+    m->src[i] = src < 0 ? i : src;
+    m->skip[i] = -1;
+    return &m->layers[i];
 }
 
 static layer *add_layer(model *m) {
-    SS_ASSERT(m->n_layers < MODEL_MAX_LAYERS);
-    return &m->layers[m->n_layers++];
+    return add_layer_from(m, -1);
+}
+
+/* Shape of activation a: the input, or the output of layer a - 1. */
+static void act_shape(const model *m, int a, int *h, int *w, int *c) {
+    if (a == 0) {
+        *h = m->spec.in_h, *w = m->spec.in_w, *c = m->spec.in_c;
+        return;
+    }
+    const layer *l = &m->layers[a - 1];
+    *h = l->out_h, *w = l->out_w, *c = l->out_c;
 }
 
 static void name_layer(char *out, size_t size, const char *kind, int index) {
     snprintf(out, size, "%.8s%d", kind, index % 1000);
 }
 
-/* Builds the layer list of the spec; returns SS_EUSAGE for shapes it cannot take. */
+static int build_cnn(model *m) {
+    const model_spec *s = &m->spec;
+    char name[16];
+    /* "same" padding (2 for 5x5) keeps 28x28 -> 28 -> 14 -> 14 -> 7: the second conv, which
+     * holds most of the FLOPs, is one large GEMM per chunk (M = samples*196, K = 800). LeNet-5
+     * (cnn_valid) pads nothing: 28 -> 24 -> 12 -> 8 -> 4 (32 -> 28 -> 14 -> 10 -> 5). */
+    const int pad = s->cnn_valid ? 0 : 2;
+    int h = s->in_h, w = s->in_w, c = s->in_c;
+    for (int i = 0; i < 2; i++) {
+        if (h + 2 * pad < 5 + 1 || w + 2 * pad < 5 + 1)
+            return ss_error_set(SS_EUSAGE, "cnn: input %dx%d too small for two conv blocks",
+                                s->in_h, s->in_w);
+        name_layer(name, sizeof name, "conv", i + 1);
+        layer_init_conv2d(add_layer(m), name, h, w, c, s->conv_channels[i], 5, pad);
+        h += 2 * pad - 4, w += 2 * pad - 4;
+        c = s->conv_channels[i];
+        name_layer(name, sizeof name, "relu", i + 1);
+        layer_init_relu(add_layer(m), name, h, w, c);
+        name_layer(name, sizeof name, "pool", i + 1);
+        layer_init_maxpool2(add_layer(m), name, h, w, c);
+        h /= 2, w /= 2;
+    }
+    layer_init_flatten(add_layer(m), "flatten", h, w, c);
+    int in = h * w * c;
+    for (int i = 0; i < s->n_cnn_dense; i++) {
+        name_layer(name, sizeof name, "dense", i + 1);
+        layer_init_dense(add_layer(m), name, in, s->cnn_dense[i]);
+        name_layer(name, sizeof name, "relu", i + 3);
+        layer_init_relu(add_layer(m), name, 1, 1, s->cnn_dense[i]);
+        in = s->cnn_dense[i];
+    }
+    name_layer(name, sizeof name, "dense", s->n_cnn_dense + 1);
+    layer_init_dense(add_layer(m), name, in, s->classes);
+    return SS_OK;
+}
+
+/* conv3x3 (no bias) -> batch norm [-> ReLU] reading activation src; names prefix.convK, .bnK */
+static void conv_bn(model *m, int src, const char *prefix, int k, int out_c, int kernel, int stride,
+                    int relu) {
+    int h, w, c;
+    act_shape(m, src < 0 ? m->n_layers : src, &h, &w, &c);
+    char name[24];
+    snprintf(name, sizeof name, "%s.conv%d", prefix, k);
+    layer *conv = add_layer_from(m, src);
+    layer_init_conv2d_ex(conv, name, h, w, c, out_c, kernel, kernel / 2, stride, 0);
+    snprintf(name, sizeof name, "%s.bn%d", prefix, k);
+    layer_init_batchnorm(add_layer(m), name, conv->out_h, conv->out_w, out_c);
+    if (!relu) return;
+    snprintf(name, sizeof name, "%s.relu%d", prefix, k);
+    layer_init_relu(add_layer(m), name, conv->out_h, conv->out_w, out_c);
+}
+
+/* One basic block of He et al. 2016 (two 3x3 convs with batch norm, a shortcut, ReLU after the
+ * addition), reading the activation `in`. A shortcut that changes the shape is option A (the
+ * input subsampled, its channels zero-padded) or, with proj, option B (1x1 conv + batch norm). */
+static void basic_block(model *m, const char *prefix, int planes, int stride) {
+    const int in = m->n_layers;
+    int h, w, c;
+    act_shape(m, in, &h, &w, &c);
+    conv_bn(m, in, prefix, 1, planes, 3, stride, 1);
+    conv_bn(m, -1, prefix, 2, planes, 3, 1, 0);
+    const int main_out = m->n_layers;
+    const layer *last = &m->layers[main_out - 1];
+    const int oh = last->out_h, ow = last->out_w;
+    char name[24];
+    snprintf(name, sizeof name, "%s.add", prefix);
+    if (m->spec.resnet_proj && (stride != 1 || c != planes)) {
+        char sub[24];
+        snprintf(sub, sizeof sub, "%s.sc", prefix);
+        conv_bn(m, in, sub, 0, planes, 1, stride, 0); /* sc.conv0, sc.bn0 */
+        layer *add = add_layer(m);
+        layer_init_add(add, name, oh, ow, planes, oh, ow, planes, 1);
+        m->skip[m->n_layers - 1] = main_out;
+    } else {
+        layer *add = add_layer(m);
+        layer_init_add(add, name, oh, ow, planes, h, w, c, stride);
+        m->skip[m->n_layers - 1] = in;
+    }
+    snprintf(name, sizeof name, "%s.relu", prefix);
+    layer_init_relu(add_layer(m), name, oh, ow, planes);
+}
+
+/* The CIFAR ResNet of He et al. 2016, section 4.2: conv3x3(16), then 3 stages of n basic
+ * blocks with 16, 32, 64 channels (the first block of stages 2 and 3 with stride 2), global
+ * average pooling, dense(K); 6n + 2 weighted layers. */
+static int build_resnet(model *m) {
+    const model_spec *s = &m->spec;
+    const int n = (s->depth - 2) / 6;
+    if (s->in_h < 4 || s->in_w < 4)
+        return ss_error_set(SS_EUSAGE, "resnet: input %dx%d too small (at least 4x4)", s->in_h,
+                            s->in_w);
+    conv_bn(m, -1, "stem", 1, 16, 3, 1, 1);
+    char prefix[16];
+    for (int stage = 0; stage < 3; stage++)
+        for (int b = 0; b < n; b++) {
+            snprintf(prefix, sizeof prefix, "layer%d.%d", stage + 1, b % 1000);
+            basic_block(m, prefix, 16 << stage, stage > 0 && b == 0 ? 2 : 1);
+        }
+    const layer *last = &m->layers[m->n_layers - 1];
+    layer_init_avgpool(add_layer(m), "avgpool", last->out_h, last->out_w, last->out_c);
+    layer_init_dense(add_layer(m), "fc", 64, s->classes);
+    return SS_OK;
+}
+
+/* VGG in the form used on CIFAR (Simonyan and Zisserman 2015, configurations A/B/D/E, with batch
+ * normalization after every convolution): five stages of 3x3 convs (no bias: the batch norm's
+ * beta takes its place) + batch norm + ReLU, each closed by a 2x2 max pooling while the map is
+ * at least 2x2 (32 -> 16 -> 8 -> 4 -> 2 -> 1; 28 -> 14 -> 7 -> 3 -> 1, the fifth left out),
+ * then global average pooling (the identity on a 1x1 map) and dense(K). */
+static int build_vgg(model *m) {
+    const model_spec *s = &m->spec;
+    const int *convs = vgg_stage_convs(s->depth);
+    char prefix[16];
+    for (int stage = 0; stage < 5; stage++) {
+        const int width = s->vgg_width << (stage < 3 ? stage : 3);
+        snprintf(prefix, sizeof prefix, "stage%d", stage + 1);
+        for (int k = 0; k < convs[stage]; k++)
+            conv_bn(m, -1, prefix, k + 1, width, 3, 1, 1);
+        int h, w, c;
+        act_shape(m, m->n_layers, &h, &w, &c);
+        if (h < 2 || w < 2) continue;
+        char name[24];
+        snprintf(name, sizeof name, "%s.pool", prefix);
+        layer_init_maxpool2(add_layer(m), name, h, w, c);
+    }
+    int h, w, c;
+    act_shape(m, m->n_layers, &h, &w, &c);
+    layer_init_avgpool(add_layer(m), "avgpool", h, w, c);
+    layer_init_dense(add_layer(m), "fc", c, s->classes);
+    return SS_OK;
+}
+
+/* Builds the layer graph of the spec; returns SS_EUSAGE for shapes it cannot take. */
 static int build_layers(model *m) {
     const model_spec *s = &m->spec;
     const int d = s->in_c * s->in_h * s->in_w, k = s->classes;
     char name[16];
+    int rc = SS_OK;
     if (s->arch == MODEL_ARCH_LOGREG) {
         layer_init_dense(add_layer(m), "dense1", d, k);
     } else if (s->arch == MODEL_ARCH_MLP) {
@@ -110,33 +347,38 @@ static int build_layers(model *m) {
         name_layer(name, sizeof name, "dense", s->n_hidden + 1);
         layer_init_dense(add_layer(m), name, in, k);
     } else if (s->arch == MODEL_ARCH_CNN) {
-        /* "same" padding (2 for 5x5) keeps 28x28 -> 28 -> 14 -> 14 -> 7: the second conv, which
-         * holds most of the FLOPs, is one large GEMM per chunk (M = samples*196, K = 800). */
-        int h = s->in_h, w = s->in_w, c = s->in_c;
-        for (int i = 0; i < 2; i++) {
-            if (h < 2 || w < 2)
-                return ss_error_set(SS_EUSAGE, "cnn: input %dx%d too small for two conv blocks",
-                                    s->in_h, s->in_w);
-            name_layer(name, sizeof name, "conv", i + 1);
-            layer_init_conv2d(add_layer(m), name, h, w, c, s->conv_channels[i], 5, 2);
-            c = s->conv_channels[i];
-            name_layer(name, sizeof name, "relu", i + 1);
-            layer_init_relu(add_layer(m), name, h, w, c);
-            name_layer(name, sizeof name, "pool", i + 1);
-            layer_init_maxpool2(add_layer(m), name, h, w, c);
-            h /= 2, w /= 2;
-        }
-        if (h < 1 || w < 1) return ss_error_set(SS_EUSAGE, "cnn: input too small");
-        layer_init_flatten(add_layer(m), "flatten", h, w, c);
-        layer_init_dense(add_layer(m), "dense1", h * w * c, s->cnn_dense);
-        layer_init_relu(add_layer(m), "relu3", 1, 1, s->cnn_dense);
-        layer_init_dense(add_layer(m), "dense2", s->cnn_dense, k);
+        rc = build_cnn(m);
+    } else if (s->arch == MODEL_ARCH_RESNET) {
+        rc = build_resnet(m);
+    } else if (s->arch == MODEL_ARCH_VGG) {
+        rc = build_vgg(m);
     } else {
-        return ss_error_set(SS_EUSAGE, "unknown model architecture %d", (int)s->arch);
+        rc = ss_error_set(SS_EUSAGE, "unknown model architecture %d", (int)s->arch);
     }
-    m->layers[0].need_dx = 0;
+    if (rc != SS_OK) return rc;
+    for (int i = 0; i < m->n_layers; i++)
+        m->layers[i].need_dx = m->src[i] != 0;
     layer_fuse_relu(m->layers, m->n_layers);
     return SS_OK;
+}
+
+/* Which input gradients are added to another consumer's: the backward pass visits layers from
+ * the last, so the last consumer of an activation writes its gradient and the earlier ones add
+ * to it. */
+static void mark_accumulation(model *m) {
+    int *written = ss_calloc((size_t)m->n_layers + 1, sizeof(int));
+    for (int i = m->n_layers - 1; i >= 0; i--) {
+        layer *l = &m->layers[i];
+        l->accum_dx = written[m->src[i]];
+        written[m->src[i]] = 1;
+        if (m->skip[i] >= 0) {
+            m->accum_skip[i] = written[m->skip[i]];
+            written[m->skip[i]] = 1;
+        }
+        /* a view aliases its input: only in a chain */
+        SS_ASSERT(!layer_is_view(l) || (m->src[i] == i && !l->accum_dx));
+    }
+    free(written);
 }
 
 /* The spec's shapes: SS_OK, or SS_EUSAGE naming what is wrong. */
@@ -155,11 +397,152 @@ static int spec_check(const model_spec *spec, int max_batch) {
                 return ss_error_set(SS_EUSAGE, "mlp: hidden width %d must be positive",
                                     spec->hidden[i]);
     }
-    if (spec->arch == MODEL_ARCH_CNN &&
-        (spec->conv_channels[0] < 1 || spec->conv_channels[1] < 1 || spec->cnn_dense < 1))
-        return ss_error_set(SS_EUSAGE, "cnn: channels %d, %d and dense width %d must be positive",
-                            spec->conv_channels[0], spec->conv_channels[1], spec->cnn_dense);
+    if (spec->arch == MODEL_ARCH_CNN) {
+        if (spec->conv_channels[0] < 1 || spec->conv_channels[1] < 1 || spec->n_cnn_dense < 1 ||
+            spec->n_cnn_dense > MODEL_MAX_HIDDEN)
+            return ss_error_set(SS_EUSAGE,
+                                "cnn: channels %d, %d must be positive, with 1 to %d dense layers",
+                                spec->conv_channels[0], spec->conv_channels[1], MODEL_MAX_HIDDEN);
+        for (int i = 0; i < spec->n_cnn_dense; i++)
+            if (spec->cnn_dense[i] < 1)
+                return ss_error_set(SS_EUSAGE, "cnn: dense width %d must be positive",
+                                    spec->cnn_dense[i]);
+    }
+    if (spec->arch == MODEL_ARCH_RESNET &&
+        (spec->depth < 8 || (spec->depth - 2) % 6 || spec->depth > 1000))
+        return ss_error_set(SS_EUSAGE, "resnet: depth %d is not 6n + 2 (20, 32, 44, 56, 110)",
+                            spec->depth);
+    if (spec->arch == MODEL_ARCH_VGG &&
+        (!vgg_stage_convs(spec->depth) || spec->vgg_width < 1 || spec->vgg_width > 4096))
+        return ss_error_set(SS_EUSAGE, "vgg: depth %d (11, 13, 16 or 19), width %d", spec->depth,
+                            spec->vgg_width);
     return SS_OK;
+}
+
+static void alloc_graph(model *m);
+
+int model_spec_count(const model_spec *spec, size_t *params, size_t *buffers) {
+    int status = spec_check(spec, 1);
+    if (status != SS_OK) return status;
+    model m = {.spec = *spec, .max_batch = 1};
+    alloc_graph(&m);
+    status = build_layers(&m);
+    size_t p = 0, b = 0;
+    for (int i = 0; i < m.n_layers; i++) {
+        p += m.layers[i].weight_count + m.layers[i].bias_count;
+        b += m.layers[i].buffer_count;
+    }
+    free(m.layers);
+    free(m.src);
+    free(m.skip);
+    free(m.accum_skip);
+    if (params) *params = p;
+    if (buffers) *buffers = b;
+    return status;
+}
+
+static float *alloc_counted(model *m, size_t count) {
+    m->device_bytes += 4.0 * (double)(count ? count : 1);
+    return device_alloc(m->dev, count);
+}
+
+static void alloc_graph(model *m) {
+    const size_t n = MODEL_MAX_LAYERS;
+    m->layers = ss_calloc(n, sizeof *m->layers);
+    m->src = ss_calloc(n, sizeof *m->src);
+    m->skip = ss_calloc(n, sizeof *m->skip);
+    m->accum_skip = ss_calloc(n, sizeof *m->accum_skip);
+}
+
+/* Shrinks the graph's arrays to the layers built; allocates the per-activation arrays. */
+static void size_graph(model *m) {
+    const size_t n = (size_t)m->n_layers;
+    layer *all = m->layers;
+    m->layers = ss_calloc(n, sizeof *m->layers);
+    memcpy(m->layers, all, n * sizeof *m->layers);
+    free(all);
+    m->views = ss_calloc(2 * n, sizeof *m->views);
+    m->buffer_views = ss_calloc(2 * n, sizeof *m->buffer_views);
+    m->act = ss_calloc(n + 1, sizeof *m->act);
+    m->dact = ss_calloc(n + 1, sizeof *m->dact);
+    m->owns_act = ss_calloc(n + 1, sizeof *m->owns_act);
+}
+
+/* Views, then the initial values drawn in view order from one stream of the seed. */
+static void bind_params(model *m, uint64_t seed) {
+    for (int i = 0; i < m->n_layers; i++) {
+        m->n_params += m->layers[i].weight_count + m->layers[i].bias_count;
+        m->n_buffers += m->layers[i].buffer_count;
+    }
+    m->params = alloc_counted(m, m->n_params);
+    m->grads = alloc_counted(m, m->n_params);
+    m->buffers = m->n_buffers ? alloc_counted(m, m->n_buffers) : NULL;
+    float *host = ss_malloc((m->n_params + m->n_buffers + 1) * sizeof(float));
+    float *host_buf = host + m->n_params;
+    rng r;
+    rng_seed(&r, seed, RNG_STREAM_INIT);
+    size_t offset = 0, boffset = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        layer *l = &m->layers[i];
+        if (l->weight_count) {
+            model_view *vw = &m->views[m->n_views++];
+            snprintf(vw->name, sizeof vw->name, "%s.weight", l->name);
+            vw->offset = offset, vw->count = l->weight_count;
+            if (l->bias_count) {
+                model_view *vb = &m->views[m->n_views++];
+                snprintf(vb->name, sizeof vb->name, "%s.bias", l->name);
+                vb->offset = offset + l->weight_count, vb->count = l->bias_count;
+            }
+            layer_init_params(l, &r, host + offset, host + offset + l->weight_count);
+            offset += layer_bind(l, m->params, m->grads, offset);
+        }
+        if (l->buffer_count) {
+            model_view *vm = &m->buffer_views[m->n_buffer_views++];
+            model_view *vv = &m->buffer_views[m->n_buffer_views++];
+            snprintf(vm->name, sizeof vm->name, "%s.running_mean", l->name);
+            snprintf(vv->name, sizeof vv->name, "%s.running_var", l->name);
+            vm->offset = boffset, vm->count = l->buffer_count / 2;
+            vv->offset = boffset + vm->count, vv->count = l->buffer_count / 2;
+            layer_init_buffers(l, host_buf + boffset);
+            boffset += layer_bind_buffers(l, m->buffers, boffset);
+        }
+    }
+    device_upload(m->dev, m->params, host, m->n_params);
+    if (m->n_buffers) device_upload(m->dev, m->buffers, host_buf, m->n_buffers);
+    free(host);
+}
+
+/* One activation buffer per layer output (act[0] the input), and its gradient. */
+static void alloc_activations(model *m) {
+    const size_t b = (size_t)m->max_batch;
+    size_t tmp = 0;
+    for (int i = 0; i <= m->n_layers; i++) {
+        int h, w, c;
+        act_shape(m, i, &h, &w, &c);
+        size_t per_sample = (size_t)h * w * c;
+        if (i > 0 && layer_is_view(&m->layers[i - 1])) {
+            m->act[i] = m->act[i - 1];
+            continue;
+        }
+        m->act[i] = alloc_counted(m, b * per_sample);
+        m->dact[i] = i > 0 ? alloc_counted(m, b * per_sample) : NULL;
+        m->owns_act[i] = 1;
+    }
+    for (int i = 1; i <= m->n_layers; i++)
+        if (layer_is_view(&m->layers[i - 1])) m->dact[i] = m->dact[i - 1];
+    for (int i = 0; i < m->n_layers; i++) {
+        layer *l = &m->layers[i];
+        if (l->need_dx && l->accum_dx && layer_in_size(l) > tmp) tmp = layer_in_size(l);
+        if (m->skip[i] >= 0 && m->accum_skip[i] && layer_skip_size(l) > tmp)
+            tmp = layer_skip_size(l);
+        if (m->skip[i] >= 0) l->skip_act = m->act[m->skip[i]];
+    }
+    m->dtmp = tmp ? alloc_counted(m, b * tmp) : NULL;
+}
+
+/* An add whose skip gradient joins another consumer's: 1 per skip element. */
+static double skip_accum_flops(const model *m, int i) {
+    return m->skip[i] > 0 && m->accum_skip[i] ? (double)layer_skip_size(&m->layers[i]) : 0.0;
 }
 
 int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_batch, model **out) {
@@ -171,49 +554,16 @@ int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_bat
     m->dev = dev;
     m->spec = *spec;
     m->max_batch = max_batch;
+    alloc_graph(m);
     status = build_layers(m);
     if (status != SS_OK) {
-        free(m);
+        model_destroy(m);
         return status;
     }
-
-    for (int i = 0; i < m->n_layers; i++)
-        m->n_params += m->layers[i].weight_count + m->layers[i].bias_count;
-    m->params = device_alloc(dev, m->n_params);
-    m->grads = device_alloc(dev, m->n_params);
-
-    /* views, then the initial values drawn in view order from one stream of the seed */
-    float *host = ss_malloc(m->n_params * sizeof(float));
-    rng r;
-    rng_seed(&r, seed, RNG_STREAM_INIT);
-    size_t offset = 0;
-    for (int i = 0; i < m->n_layers; i++) {
-        layer *l = &m->layers[i];
-        if (!l->weight_count) continue;
-        model_view *vw = &m->views[m->n_views++], *vb = &m->views[m->n_views++];
-        snprintf(vw->name, sizeof vw->name, "%s.weight", l->name);
-        snprintf(vb->name, sizeof vb->name, "%s.bias", l->name);
-        vw->offset = offset, vw->count = l->weight_count;
-        vb->offset = offset + l->weight_count, vb->count = l->bias_count;
-        layer_init_params(l, &r, host + vw->offset, host + vb->offset);
-        offset += layer_bind(l, m->params, m->grads, offset);
-    }
-    device_upload(dev, m->params, host, m->n_params);
-    free(host);
-
-    for (int i = 0; i <= m->n_layers; i++) {
-        const layer *l = &m->layers[i < m->n_layers ? i : m->n_layers - 1];
-        size_t per_sample = i < m->n_layers ? layer_in_size(l) : layer_out_size(l);
-        if (i > 0 && layer_is_view(&m->layers[i - 1])) {
-            m->act[i] = m->act[i - 1];
-            continue;
-        }
-        m->act[i] = device_alloc(dev, (size_t)max_batch * per_sample);
-        m->dact[i] = i > 0 ? device_alloc(dev, (size_t)max_batch * per_sample) : NULL;
-        m->owns_act[i] = 1;
-    }
-    for (int i = 1; i <= m->n_layers; i++)
-        if (layer_is_view(&m->layers[i - 1])) m->dact[i] = m->dact[i - 1];
+    size_graph(m);
+    mark_accumulation(m);
+    bind_params(m, seed);
+    alloc_activations(m);
     for (int i = 0; i < m->n_layers; i++)
         layer_alloc_scratch(dev, &m->layers[i], max_batch);
     if (m->layers[0].kind == LAYER_KIND_CONV2D && spec->in_c > 1)
@@ -222,6 +572,8 @@ int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_bat
     for (int i = 0; i < m->n_layers; i++) {
         m->forward_flops += layer_forward_flops(&m->layers[i]);
         m->backward_flops += layer_backward_flops(&m->layers[i]);
+        m->backward_flops += skip_accum_flops(m, i);
+        m->device_bytes += 4.0 * (double)m->layers[i].scratch_floats;
     }
     m->forward_flops += loss_forward_flops(spec->classes);
     m->backward_flops += loss_backward_flops(spec->classes);
@@ -231,16 +583,27 @@ int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_bat
 
 void model_destroy(model *m) {
     if (!m) return;
-    for (int i = 0; i < m->n_layers; i++)
+    for (int i = 0; m->act && i < m->n_layers; i++)
         layer_free_scratch(m->dev, &m->layers[i]);
-    for (int i = 0; i <= m->n_layers; i++) {
+    for (int i = 0; m->act && i <= m->n_layers; i++) {
         if (!m->owns_act[i]) continue;
         device_free(m->dev, m->act[i]);
         device_free(m->dev, m->dact[i]);
     }
     device_free(m->dev, m->params);
     device_free(m->dev, m->grads);
+    device_free(m->dev, m->buffers);
+    device_free(m->dev, m->dtmp);
     free(m->host_nhwc);
+    free(m->act);
+    free(m->dact);
+    free(m->owns_act);
+    free(m->views);
+    free(m->buffer_views);
+    free(m->layers);
+    free(m->src);
+    free(m->skip);
+    free(m->accum_skip);
     free(m);
 }
 
@@ -254,6 +617,27 @@ float *model_params(model *m) {
 
 float *model_grads(model *m) {
     return m->grads;
+}
+
+size_t model_buffer_count(const model *m) {
+    return m->n_buffers;
+}
+
+float *model_buffers(model *m) {
+    return m->buffers;
+}
+
+int model_buffer_view_count(const model *m) {
+    return m->n_buffer_views;
+}
+
+const model_view *model_buffer_view_at(const model *m, int i) {
+    SS_ASSERT(i >= 0 && i < m->n_buffer_views);
+    return &m->buffer_views[i];
+}
+
+double model_device_bytes(const model *m) {
+    return m->device_bytes;
 }
 
 int model_view_count(const model *m) {
@@ -291,12 +675,13 @@ void model_cost_layer_at(const model *m, int i, model_layer_cost *out) {
     }
     const layer *l = &m->layers[i];
     out->fwd_flops = layer_forward_flops(l);
-    out->bwd_flops = layer_backward_flops(l);
+    out->bwd_flops = layer_backward_flops(l) + skip_accum_flops(m, i);
     out->fwd_bytes = layer_forward_bytes(l);
     out->bwd_bytes = layer_backward_bytes(l);
     out->param_bytes = 4.0 * (double)(l->weight_count + l->bias_count);
     int f = layer_forward_kernels(l), b = layer_backward_kernels(l);
     out->kernels = f > b ? f : b;
+    out->norm = l->kind == LAYER_KIND_BATCHNORM;
     if (l->kind == LAYER_KIND_DENSE || l->kind == LAYER_KIND_CONV2D) {
         out->matmul = 1;
         out->conv = l->kind == LAYER_KIND_CONV2D;
@@ -334,6 +719,11 @@ static void upload_input(model *m, const float *x, int batch) {
     device_upload(m->dev, m->act[0], m->host_nhwc, (size_t)batch * d);
 }
 
+static void set_training(model *m, int training) {
+    for (int i = 0; i < m->n_layers; i++)
+        m->layers[i].training = training;
+}
+
 /* A pool_fused conv runs with its ReLU (a view) and max-pool as one block: layers i..i+2. */
 static void forward(model *m, int batch) {
     for (int i = 0; i < m->n_layers; i++) {
@@ -343,8 +733,25 @@ static void forward(model *m, int batch) {
             i += 2;
             continue;
         }
-        layer_forward(m->dev, &m->layers[i], batch, m->act[i], m->act[i + 1]);
+        layer_forward(m->dev, &m->layers[i], batch, m->act[m->src[i]], m->act[i + 1]);
     }
+}
+
+/* Layer i's backward pass: its input gradient (and an add's skip gradient) written, or added
+ * through dtmp to the gradient another consumer of the same activation wrote before. */
+static void backward_layer(model *m, int i, int batch) {
+    layer *l = &m->layers[i];
+    const int a = m->src[i];
+    float *dx = l->need_dx && l->accum_dx ? m->dtmp : m->dact[a];
+    layer_backward(m->dev, l, batch, m->act[a], m->act[i + 1], m->dact[i + 1], dx);
+    if (l->need_dx && l->accum_dx)
+        device_axpy(m->dev, (size_t)batch * layer_in_size(l), 1.0f, m->dtmp, m->dact[a]);
+    const int sk = m->skip[i];
+    if (sk <= 0) return; /* no skip, or the skip is the data */
+    float *dskip = m->accum_skip[i] ? m->dtmp : m->dact[sk];
+    layer_add_skip_backward(m->dev, l, batch, m->dact[i + 1], dskip);
+    if (m->accum_skip[i])
+        device_axpy(m->dev, (size_t)batch * layer_skip_size(l), 1.0f, m->dtmp, m->dact[sk]);
 }
 
 double model_forward_backward(model *m, const float *x, const uint8_t *y, int batch) {
@@ -354,6 +761,7 @@ double model_forward_backward(model *m, const float *x, const uint8_t *y, int ba
 double model_forward_backward_each(model *m, const float *x, const uint8_t *y, int batch,
                                    void (*grad_ready)(void *ctx, int layer), void *ctx) {
     SS_ASSERT(batch >= 1 && batch <= m->max_batch);
+    set_training(m, 1);
     upload_input(m, x, batch);
     forward(m, batch);
     const int last = m->n_layers;
@@ -369,8 +777,7 @@ double model_forward_backward_each(model *m, const float *x, const uint8_t *y, i
             i -= 2;
             continue;
         }
-        layer_backward(m->dev, &m->layers[i], batch, m->act[i], m->act[i + 1], m->dact[i + 1],
-                       m->dact[i]);
+        backward_layer(m, i, batch);
         if (grad_ready) grad_ready(ctx, i);
     }
     return loss_sum / batch;
@@ -381,6 +788,7 @@ void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double
     const size_t d = (size_t)m->spec.in_c * m->spec.in_h * m->spec.in_w;
     double loss_sum = 0.0;
     size_t right = 0;
+    set_training(m, 0);
     for (size_t s0 = 0; s0 < n; s0 += (size_t)m->max_batch) {
         int nb = (int)(n - s0 < (size_t)m->max_batch ? n - s0 : (size_t)m->max_batch);
         int ok = 0;

@@ -1,7 +1,10 @@
-/* Models: a list of layers plus one flat parameter vector and one flat gradient vector on the
- * device, with per-layer views. Aggregation (averaging replicas) is therefore one vector op on
- * model_params(). Forward/backward FLOPs are counted exactly by the layers (a multiply-add is 2
- * FLOPs), because simulated compute time comes from them.
+/* Models: a graph of layers (each reads one earlier activation, a residual add two) plus one
+ * flat parameter vector and one flat gradient vector on the device, with per-layer views.
+ * Aggregation (averaging replicas) is therefore one vector op on model_params(). State that is
+ * not trained (batch normalization's running mean and variance) lives in a second flat vector,
+ * model_buffers(), with its own views: each replica keeps its own, and a policy may average or
+ * keep it. Forward/backward FLOPs are counted exactly by the layers (a multiply-add is 2 FLOPs),
+ * because simulated compute time comes from them.
  *
  * Legend: B batch, D = C*H*W input features per sample, K classes.
  *
@@ -21,11 +24,13 @@
 typedef enum model_arch {
     MODEL_ARCH_LOGREG = 0,
     MODEL_ARCH_MLP = 1,
-    MODEL_ARCH_CNN = 2
+    MODEL_ARCH_CNN = 2,
+    MODEL_ARCH_RESNET = 3,
+    MODEL_ARCH_VGG = 4
 } model_arch;
 
 #define MODEL_MAX_HIDDEN 8
-#define MODEL_MAX_LAYERS 32
+#define MODEL_MAX_LAYERS 1024 /* layers of a model's graph (resnet:110: 383, 387 with proj) */
 
 typedef struct model_spec {
     model_arch arch;
@@ -34,12 +39,17 @@ typedef struct model_spec {
     int n_hidden;                 /* mlp: number of hidden dense layers */
     int hidden[MODEL_MAX_HIDDEN]; /* mlp: their widths (default 256, 256) */
     int conv_channels[2];         /* cnn: output channels of the two conv blocks (default 32, 64) */
-    int cnn_dense;                /* cnn: width of the first dense layer (default 128) */
+    int n_cnn_dense;              /* cnn: hidden dense layers after the conv blocks (1) */
+    int cnn_dense[MODEL_MAX_HIDDEN]; /* cnn: their widths (default 128) */
+    int cnn_valid;                   /* cnn: 1 unpadded 5x5 convs (LeNet-5), 0 "same" padding */
+    int depth;       /* resnet: 6n + 2 layers (20, 32, 44, 56, 110); vgg: 11, 13, 16, 19 */
+    int resnet_proj; /* resnet: 1 projection shortcuts (option B), 0 zero padding (option A) */
+    int vgg_width;   /* vgg: channels of the first stage (64; the stages have 1, 2, 4, 8, 8 x) */
 } model_spec;
 
 /* A view of one parameter tensor inside the flat vector. */
 typedef struct model_view {
-    char name[32]; /* "dense1.weight", "conv2.bias", ... */
+    char name[40]; /* "dense1.weight", "conv2.bias", "layer1.0.bn1.running_var", ... */
     size_t offset; /* in floats from the start of model_params() */
     size_t count;  /* floats */
 } model_view;
@@ -47,11 +57,24 @@ typedef struct model_view {
 typedef struct model model;
 
 /* Default spec for an architecture and input shape: logreg, mlp 784-256-256-10, LeNet-like cnn
- * (conv5x5(32)+relu+maxpool2, conv5x5(64)+relu+maxpool2, dense(128)+relu, dense(K)). */
+ * (conv5x5(32)+relu+maxpool2, conv5x5(64)+relu+maxpool2, dense(128)+relu, dense(K), "same"
+ * padding), resnet:20 with option A shortcuts, vgg:11. */
 void model_spec_default(model_spec *spec, model_arch arch, int in_c, int in_h, int in_w,
                         int classes);
-/* Parses "logreg", "mlp", "mlp:512,128" (hidden widths) or "cnn"; SS_EUSAGE names valid ones. */
+/* Parses "logreg", "mlp", "mlp:512,128" (hidden widths), "cnn", "cnn:C1,C2,D1,..." (the two
+ * convs' channels, then one or more hidden dense widths), "cnn:lenet" (NIID-Bench's simple-cnn,
+ * LeNet-5: unpadded conv5x5(6), conv5x5(16), dense 120, 84), "resnet" (resnet:20) or
+ * "resnet:D[,proj]" (He et al. 2016 section 4.2, D = 6n + 2), "vgg" (vgg:11) or "vgg:D" (D = 11,
+ * 13, 16, 19: Simonyan and Zisserman's configurations A, B, D, E with batch norm, CIFAR form);
+ * SS_EUSAGE names the valid forms. */
 int model_spec_parse(model_spec *spec, const char *text, int in_c, int in_h, int in_w, int classes);
+/* The valid forms, for messages and --help. */
+const char *model_spec_forms(void);
+/* 1 when models of the spec have buffers (batch normalization: resnet, vgg). */
+int model_spec_has_buffers(const model_spec *spec);
+/* The parameter and buffer counts of the spec's models without creating one (nothing is
+ * allocated on a device); SS_EUSAGE as model_create for a spec it cannot build. */
+int model_spec_count(const model_spec *spec, size_t *params, size_t *buffers);
 const char *model_arch_name(model_arch arch);
 
 /* Creates the model on dev with parameters initialized deterministically from seed (He-uniform
@@ -64,6 +87,16 @@ float *model_params(model *m); /* (P) device buffer */
 float *model_grads(model *m);  /* (P) device buffer, filled by model_forward_backward */
 int model_view_count(const model *m);
 const model_view *model_view_at(const model *m, int i);
+/* Buffers: state the training pass updates but no gradient trains (batch normalization's running
+ * mean, initially 0, and unbiased running variance, initially 1, per channel); read by
+ * model_evaluate. 0 floats (and a NULL vector) for models without batch normalization. */
+size_t model_buffer_count(const model *m);
+float *model_buffers(model *m); /* (S) device buffer */
+int model_buffer_view_count(const model *m);
+const model_view *model_buffer_view_at(const model *m, int i);
+/* Bytes of device memory the model holds: parameters, gradients, buffers, activations and their
+ * gradients, scratch. */
+double model_device_bytes(const model *m);
 
 /* Exact FLOPs for one sample: forward, and backward (gradients of inputs and of parameters). */
 double model_forward_flops_per_sample(const model *m);
@@ -84,12 +117,14 @@ typedef struct model_layer_cost {
     int kernels;
     int matmul;            /* a dense or convolution layer: a matrix product, N x K */
     int conv;              /* that product is a convolution */
+    int norm;              /* a batch normalization (reductions over the activations) */
     double gemm_n, gemm_k; /* its output features/channels, reduction length */
 } model_layer_cost;
 int model_cost_layer_count(const model *m);
 void model_cost_layer_at(const model *m, int i, model_layer_cost *out);
 
-/* One training pass on a batch: x (B, D) and y (B) are host arrays; B <= max_batch. Fills
+/* One training pass on a batch (batch normalization in training mode: batch statistics, and the
+ * running statistics updated): x (B, D) and y (B) are host arrays; B <= max_batch. Fills
  * model_grads() with the gradient of the mean softmax cross-entropy over the batch and returns
  * that mean loss (NaN/Inf are returned as they are: the caller decides it diverged). */
 double model_forward_backward(model *m, const float *x, const uint8_t *y, int batch);
@@ -100,7 +135,8 @@ double model_forward_backward(model *m, const float *x, const uint8_t *y, int ba
 double model_forward_backward_each(model *m, const float *x, const uint8_t *y, int batch,
                                    void (*grad_ready)(void *ctx, int layer), void *ctx);
 
-/* Evaluates on n samples (processed in chunks of max_batch): mean loss and number correct. */
+/* Evaluates on n samples (processed in chunks of max_batch; batch normalization in inference
+ * mode, with the running statistics): mean loss and number correct. */
 void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double *mean_loss,
                     size_t *correct);
 

@@ -575,8 +575,11 @@ static const bad_case silent[] = {
     {"train --dataset @T/idx --epochs 0.01 --out @G", 1,
      "train-labels-idx1-ubyte: label 200 of sample 17 makes 201 classes"},
     {RUN8 "--dataset @T/idx", 1, "label 200 of sample 17"},
-    {"bench kernels --model resnet", 2, "bench kernels --model resnet: the kernel benchmark runs"},
-    {"bench kernels --model mlp:32", 2, "logreg, mlp or cnn"},
+    {"bench kernels --model resnet:21", 2, "bench kernels --model resnet:21: model 'resnet:21'"},
+    {"bench kernels --model vgg:15", 2, "bad vgg depth at '15'"},
+    {"bench kernels --model transformer", 2, "resnet:D or resnet:D,proj"},
+    {"train --model resnet:20,B --epochs 0.01 --out @G", 2, "bad resnet depth or option at '20,B'"},
+    {"train --model cnn:6,16 --epochs 0.01 --out @G", 2, "cnn takes two conv channels and"},
 };
 
 static void test_silent(void) {

@@ -160,11 +160,14 @@ static void test_im2col(void) {
         {.batch = 3, .in_h = 7, .in_w = 6, .in_c = 2, .kh = 3, .kw = 3, .pad = 1},
         {.batch = 2, .in_h = 9, .in_w = 9, .in_c = 3, .kh = 5, .kw = 5, .pad = 0},
         {.batch = 4, .in_h = 14, .in_w = 14, .in_c = 32, .kh = 5, .kw = 5, .pad = 2},
+        /* strided: the ResNets' downsampling 3x3 and 1x1 projection, odd and even sizes */
+        {.batch = 2, .in_h = 7, .in_w = 8, .in_c = 16, .kh = 3, .kw = 3, .pad = 1, .stride = 2},
+        {.batch = 2, .in_h = 14, .in_w = 14, .in_c = 16, .kh = 1, .kw = 1, .pad = 0, .stride = 2},
     };
     for (size_t t = 0; t < sizeof geoms / sizeof geoms[0]; t++) {
         conv_geom g = geoms[t];
-        g.out_h = g.in_h + 2 * g.pad - g.kh + 1;
-        g.out_w = g.in_w + 2 * g.pad - g.kw + 1;
+        g.out_h = (g.in_h + 2 * g.pad - g.kh) / conv_stride(&g) + 1;
+        g.out_w = (g.in_w + 2 * g.pad - g.kw) / conv_stride(&g) + 1;
         size_t nx = (size_t)g.batch * g.in_h * g.in_w * g.in_c;
         size_t ncol = (size_t)g.batch * g.out_h * g.out_w * g.kh * g.kw * g.in_c;
         float *x = rand_host(nx, 9 + t, -1, 1), *col = device_alloc(cpu_dev, ncol);
@@ -184,6 +187,120 @@ static void test_im2col(void) {
         device_free(gpu_dev, gdcol);
         free(x);
         free(dcol);
+    }
+}
+
+/* ---- batch normalization: statistics in double on both sides, in other orders; the outputs
+ * are float expressions of them: 1e-12 (running statistics, outputs) and 1e-10 (gradients,
+ * whose dx subtracts nearly equal terms) ---- */
+static void test_batchnorm(void) {
+    static const int shapes[][2] = {{300, 17}, {2 * 28 * 28, 16}, {5, 64}};
+    for (size_t t = 0; t < 3; t++) {
+        const int rows = shapes[t][0], cols = shapes[t][1];
+        const size_t n = (size_t)rows * cols;
+        float *x = rand_host(n, 50 + t, -1, 3), *dy = rand_host(n, 60 + t, -1, 1);
+        float *gamma = rand_host(cols, 70 + t, 0.5f, 1.5f), *beta = rand_host(cols, 71 + t, -1, 1);
+        float *rm = rand_host(cols, 72 + t, -0.1f, 0.1f), *rv = rand_host(cols, 73 + t, 0.5f, 2);
+        float *gx = on_gpu(x, n), *gdy = on_gpu(dy, n), *ggamma = on_gpu(gamma, cols);
+        float *gbeta = on_gpu(beta, cols), *grm = on_gpu(rm, cols), *grv = on_gpu(rv, cols);
+        float *y = on_cpu(x, n), *gy = device_alloc(gpu_dev, n);
+        float *save2 = device_alloc(cpu_dev, 2 * (size_t)cols),
+              *gsave = device_alloc(gpu_dev, 2 * (size_t)cols);
+        cpu_dev->ops->bn_fwd_train(cpu_dev, rows, cols, x, gamma, beta, 0.1f, 1e-5f, rm, rv, save2,
+                                   save2 + cols, y);
+        gpu_dev->ops->bn_fwd_train(gpu_dev, rows, cols, gx, ggamma, gbeta, 0.1f, 1e-5f, grm, grv,
+                                   gsave, gsave + cols, gy);
+        check_nmse("bn_fwd_train y", y, gy, n, 1e-12);
+        check_nmse("bn_fwd_train saved", save2, gsave, 2 * (size_t)cols, 1e-12);
+        check_nmse("bn running mean", rm, grm, cols, 1e-12);
+        check_nmse("bn running var", rv, grv, cols, 1e-12);
+        float *dx = on_cpu(x, n), *gdx = device_alloc(gpu_dev, n);
+        float *dg = on_cpu(gamma, cols), *db = on_cpu(beta, cols);
+        float *gdg = device_alloc(gpu_dev, cols), *gdb = device_alloc(gpu_dev, cols);
+        cpu_dev->ops->bn_bwd(cpu_dev, rows, cols, x, dy, gamma, save2, save2 + cols, dg, db, dx);
+        gpu_dev->ops->bn_bwd(gpu_dev, rows, cols, gx, gdy, ggamma, gsave, gsave + cols, gdg, gdb,
+                             gdx);
+        check_nmse("bn_bwd dgamma", dg, gdg, cols, 1e-12);
+        check_nmse("bn_bwd dbeta", db, gdb, cols, 1e-12);
+        check_nmse("bn_bwd dx", dx, gdx, n, 1e-10);
+        cpu_dev->ops->bn_fwd_infer(cpu_dev, rows, cols, x, gamma, beta, rm, rv, 1e-5f, y);
+        gpu_dev->ops->bn_fwd_infer(gpu_dev, rows, cols, gx, ggamma, gbeta, grm, grv, 1e-5f, gy);
+        check_nmse("bn_fwd_infer y", y, gy, n, 1e-12);
+        float *bufs[] = {gx, gdy, ggamma, gbeta, grm, grv, gy, gsave, gdx, gdg, gdb};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            device_free(gpu_dev, bufs[i]);
+        float *host[] = {x, dy, gamma, beta, rm, rv};
+        for (size_t i = 0; i < sizeof host / sizeof host[0]; i++)
+            free(host[i]);
+        float *cpu[] = {y, save2, dx, dg, db};
+        for (size_t i = 0; i < sizeof cpu / sizeof cpu[0]; i++)
+            device_free(cpu_dev, cpu[i]);
+    }
+}
+
+/* ---- global average pooling (sums in double: 1e-14) and the residual shortcut, identity and
+ * option A (adds and copies: exact) ---- */
+static void test_avgpool_shortcut(void) {
+    const int b = 3, hw = 49, c = 20;
+    float *x = rand_host((size_t)b * hw * c, 90, -1, 1), *dy = rand_host((size_t)b * c, 91, -1, 1);
+    float *y = device_alloc(cpu_dev, (size_t)b * c),
+          *dx = device_alloc(cpu_dev, (size_t)b * hw * c);
+    float *gx = on_gpu(x, (size_t)b * hw * c), *gdy = on_gpu(dy, (size_t)b * c);
+    float *gy = device_alloc(gpu_dev, (size_t)b * c),
+          *gdx = device_alloc(gpu_dev, (size_t)b * hw * c);
+    cpu_dev->ops->avgpool_fwd(cpu_dev, b, hw, c, x, y);
+    gpu_dev->ops->avgpool_fwd(gpu_dev, b, hw, c, gx, gy);
+    check_nmse("avgpool_fwd", y, gy, (size_t)b * c, 1e-14);
+    cpu_dev->ops->avgpool_bwd(cpu_dev, b, hw, c, dy, dx);
+    gpu_dev->ops->avgpool_bwd(gpu_dev, b, hw, c, gdy, gdx);
+    check_nmse("avgpool_bwd", dx, gdx, (size_t)b * hw * c, 0.0);
+    device_free(cpu_dev, y), device_free(cpu_dev, dx);
+    device_free(gpu_dev, gx), device_free(gpu_dev, gdy), device_free(gpu_dev, gy);
+    device_free(gpu_dev, gdx);
+    free(x), free(dy);
+    static const shortcut_geom geoms[] = {
+        {.batch = 2,
+         .in_h = 6,
+         .in_w = 6,
+         .in_c = 16,
+         .out_h = 6,
+         .out_w = 6,
+         .out_c = 16,
+         .stride = 1,
+         .c_lo = 0},
+        {.batch = 2,
+         .in_h = 14,
+         .in_w = 14,
+         .in_c = 16,
+         .out_h = 7,
+         .out_w = 7,
+         .out_c = 32,
+         .stride = 2,
+         .c_lo = 8},
+        {.batch = 3,
+         .in_h = 7,
+         .in_w = 5,
+         .in_c = 4,
+         .out_h = 4,
+         .out_w = 3,
+         .out_c = 8,
+         .stride = 2,
+         .c_lo = 2},
+    };
+    for (size_t t = 0; t < 3; t++) {
+        const shortcut_geom *g = &geoms[t];
+        size_t nin = (size_t)g->batch * g->in_h * g->in_w * g->in_c;
+        size_t nout = (size_t)g->batch * g->out_h * g->out_w * g->out_c;
+        float *sx = rand_host(nin, 100 + t, -1, 1), *sy = rand_host(nout, 110 + t, -1, 1);
+        float *gsx = on_gpu(sx, nin), *gsy = on_gpu(sy, nout);
+        cpu_dev->ops->shortcut_fwd(cpu_dev, g, sx, sy);
+        gpu_dev->ops->shortcut_fwd(gpu_dev, g, gsx, gsy);
+        check_nmse("shortcut_fwd", sy, gsy, nout, 0.0);
+        cpu_dev->ops->shortcut_bwd(cpu_dev, g, sy, sx);
+        gpu_dev->ops->shortcut_bwd(gpu_dev, g, gsy, gsx);
+        check_nmse("shortcut_bwd", sx, gsx, nin, 0.0);
+        device_free(gpu_dev, gsx), device_free(gpu_dev, gsy);
+        free(sx), free(sy);
     }
 }
 
@@ -358,15 +475,23 @@ static void test_share_with_host(void) {
 /* ---- one training step of each model from the same initial parameters: the loss agrees to
  * 1e-5 relative; gradients go through several GEMMs in different summation orders, NMSE 1e-8;
  * parameters after the SGD step differ by lr times that, NMSE 1e-12 of the parameters ---- */
+static void model_step_of(const model_spec *s, const char *name, double grad_nmse);
+
 static void model_step_case(model_arch arch) {
-    const int batch = 16;
     model_spec spec;
     model_spec_default(&spec, arch, 1, 28, 28, 10);
+    model_step_of(&spec, model_arch_name(arch), 1e-8);
+}
+
+static void model_step_of(const model_spec *s, const char *name, double grad_nmse) {
+    const int batch = 16;
+    const model_spec spec = *s;
+    const size_t d = (size_t)spec.in_c * spec.in_h * spec.in_w;
     model *mc, *mg;
     CU_ASSERT_FATAL(model_create(cpu_dev, &spec, 5, batch, &mc) == SS_OK);
     CU_ASSERT_FATAL(model_create(gpu_dev, &spec, 5, batch, &mg) == SS_OK);
     size_t np = model_param_count(mc);
-    float *x = rand_host((size_t)batch * 784, 80, 0, 1);
+    float *x = rand_host((size_t)batch * d, 80, 0, 1);
     uint8_t y[16];
     for (int b = 0; b < batch; b++)
         y[b] = (uint8_t)(b % 10);
@@ -375,12 +500,15 @@ static void model_step_case(model_arch arch) {
     double lg = model_forward_backward(mg, x, y, batch);
     SS_CHECK_CLOSE(lg, lc, 0, 1e-5);
     char what[64];
-    snprintf(what, sizeof what, "%s grads", model_arch_name(arch));
-    check_nmse(what, model_grads(mc), model_grads(mg), np, 1e-8);
+    snprintf(what, sizeof what, "%s grads", name);
+    check_nmse(what, model_grads(mc), model_grads(mg), np, grad_nmse);
+    const size_t nb = model_buffer_count(mc);
+    snprintf(what, sizeof what, "%s running statistics", name);
+    if (nb) check_nmse(what, model_buffers(mc), model_buffers(mg), nb, 1e-10);
     sgd_state *sc = sgd_create(cpu_dev, np), *sg = sgd_create(gpu_dev, np);
     sgd_step(sc, model_params(mc), model_grads(mc), 0.1f, 0.9f, 5e-4f);
     sgd_step(sg, model_params(mg), model_grads(mg), 0.1f, 0.9f, 5e-4f);
-    snprintf(what, sizeof what, "%s params after sgd_step", model_arch_name(arch));
+    snprintf(what, sizeof what, "%s params after sgd_step", name);
     check_nmse(what, model_params(mc), model_params(mg), np, 1e-12);
     double el_c, el_g;
     size_t ok_c, ok_g;
@@ -406,12 +534,36 @@ static void test_step_cnn(void) {
     model_step_case(MODEL_ARCH_CNN);
 }
 
+/* LeNet-5 (unpadded 5x5, two hidden dense layers) on CIFAR's shape: as the cnn, 1e-8 */
+static void test_step_lenet(void) {
+    model_spec spec;
+    CU_ASSERT_FATAL(model_spec_parse(&spec, "cnn:lenet", 3, 32, 32, 10) == SS_OK);
+    model_step_of(&spec, "cnn:lenet", 1e-8);
+}
+
+/* ResNets with batch norm: the normalization divides by batch standard deviations, which
+ * magnifies the GEMMs' rounding differences in channels of small variance; NMSE 1e-7. Option A
+ * on CIFAR's shape (3x32x32), option B on Fashion-MNIST's (1x28x28). */
+static void test_step_resnet(void) {
+    model_spec spec;
+    CU_ASSERT_FATAL(model_spec_parse(&spec, "resnet:8", 3, 32, 32, 10) == SS_OK);
+    model_step_of(&spec, "resnet:8", 1e-7);
+    CU_ASSERT_FATAL(model_spec_parse(&spec, "resnet:20,proj", 1, 28, 28, 10) == SS_OK);
+    model_step_of(&spec, "resnet:20,proj", 1e-7);
+    /* VGG-11 with batch norm at a quarter of its width (16 ... 128 channels), CIFAR's shape */
+    CU_ASSERT_FATAL(model_spec_parse(&spec, "vgg:11", 3, 32, 32, 10) == SS_OK);
+    spec.vgg_width = 16;
+    model_step_of(&spec, "vgg:11", 1e-7);
+}
+
 static CU_TestInfo cuda_tests[] = {
     {"gemm NN/NT/TN/TT", test_gemm},
     {"bias_add, bias_grad", test_bias},
     {"relu_fwd, relu_bwd", test_relu},
     {"im2col, col2im", test_im2col},
     {"maxpool_fwd, maxpool_bwd", test_maxpool},
+    {"bn_fwd_train, bn_fwd_infer, bn_bwd", test_batchnorm},
+    {"avgpool_fwd/bwd, shortcut_fwd/bwd", test_avgpool_shortcut},
     {"softmax_xent", test_softmax_xent},
     {"sgd", test_sgd},
     {"mean, axpy, scale, nrm2, masked_copy", test_vector_ops},
@@ -419,6 +571,8 @@ static CU_TestInfo cuda_tests[] = {
     {"training step logreg", test_step_logreg},
     {"training step mlp", test_step_mlp},
     {"training step cnn", test_step_cnn},
+    {"training step cnn:lenet", test_step_lenet},
+    {"training step resnet:8 (option A), resnet:20,proj, vgg:11", test_step_resnet},
     CU_TEST_INFO_NULL,
 };
 

@@ -602,6 +602,24 @@ static void test_determinism(void) {
     free(b);
 }
 
+/* A model with batch normalization and residual adds (resnet:8 on the 4x4 samples) under BSP:
+ * the replicas' parameters agree after every step (their running statistics are their own), and
+ * two runs are bit-identical. */
+static void test_resnet_bsp(void) {
+    policy_case c;
+    case_default(&c, POLICY_BSP, 2, 6);
+    c.model = "resnet:8";
+    c.momentum = 0.9;
+    c.lr = 0.05;
+    policy_outcome *a = run(&c), *b = run(&c);
+    CU_ASSERT(a->params > 70000);
+    CU_ASSERT(max_abs_diff(a->w, a->w + a->params, a->params) == 0.0);
+    CU_ASSERT(memcmp(a->w, b->w, sizeof(float) * a->params * 2) == 0);
+    CU_ASSERT(a->res.sim_time_s == b->res.sim_time_s);
+    free(a);
+    free(b);
+}
+
 static CU_TestInfo equivalence_tests[] = {
     {"policy_run: SelSync delta=0 (PA, plain SGD) equals BSP", test_selsync_delta0_equals_bsp},
     {"policy_run: FedAvg H=1 equals BSP", test_fedavg_h1_equals_bsp},
@@ -626,6 +644,8 @@ static CU_TestInfo timing_tests[] = {
     {"policy_run: BSP simulated time equals compute + ring closed form (CM02)",
      test_bsp_time_closed_form},
     {"policy_run: two identical runs are bit-identical", test_determinism},
+    {"policy_run: BSP trains resnet:8 (batch norm, residual adds), bit-identically",
+     test_resnet_bsp},
     {"policy_run: a 3x straggler lengthens BSP by its closed form", test_straggler_closed_form},
     CU_TEST_INFO_NULL,
 };
