@@ -275,7 +275,7 @@ static int shell_in_tmp(const char *script, char **out) {
  * --out leaves none of the earlier runs or figures: report then counts this compare's runs. */
 static void test_compare_dirs(void) {
     char *out = NULL;
-    const char *common = "--workers 2 --dataset synthetic --epochs 0.01 --jobs 2";
+    const char *common = "--workers 2 --dataset synthetic --epochs 0.01 --jobs 2 --partitions iid";
     char script[2048];
     snprintf(
         script, sizeof script,
