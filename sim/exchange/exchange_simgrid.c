@@ -111,6 +111,17 @@ static int sx_wait(void *self, exchange_request *rq, exchange_result *r) {
     return rc;
 }
 
+static int sx_allreduce_buckets(void *self, exchange_group *g, int member, int n,
+                                const double *ready_s, const double *bytes, double *end_s,
+                                double *bytes_sent) {
+    sx_exchange *x = self;
+    /* the closed form holds on a network its own flows alone load */
+    if (x->background) return EXCHANGE_NOT_CLOSED;
+    int rc =
+        sim_allreduce_buckets(group_of(g), member, n, ready_s, bytes, &x->coll, end_s, bytes_sent);
+    return rc == SIM_NOT_CLOSED ? EXCHANGE_NOT_CLOSED : rc;
+}
+
 static gather_board *board_of(sx_exchange *x, sim_group *c, size_t count) {
     gather_board *b = x->boards;
     while (b && b->comm != c)
@@ -356,6 +367,7 @@ static const exchange_ops sx_ops = {.name = "simgrid",
                                     .allreduce_start = sx_allreduce_start,
                                     .test = sx_test,
                                     .wait = sx_wait,
+                                    .allreduce_buckets = sx_allreduce_buckets,
                                     .allgather = sx_allgather,
                                     .broadcast = sx_broadcast,
                                     .send = sx_send,

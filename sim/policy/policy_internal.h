@@ -97,6 +97,8 @@ void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, 
 double policy_jitter(uint64_t seed, int w, long step, double cv);
 /* A member enters synchronization `id` (call right before the collective) ... */
 double policy_sync_enter(policy_state *st, long id, int key);
+/* The same, entered at time t (<= now): when the member's compute ended while it was blocked. */
+double policy_sync_enter_at(policy_state *st, long id, int key, double t);
 /* ... and leaves it (right after): splits the time into wait and comm, adds the bytes. */
 void policy_sync_leave(policy_state *st, long id, int key, double entry_s, double bytes,
                        step_acc *a);

@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "sim/policy/policy_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,54 @@ static void bucket_start(policy_state *st, int w, bucket_queue *q, float *buf, d
     q->count++;
 }
 
+/* Lets `s` seconds pass on worker w without counting them as compute. */
+static void pass_s(policy_state *st, int w, double s) {
+    static const sim_compute_cfg as_sleep = {.mode = SIM_COMPUTE_TRACE, .scale = 1.0};
+    const sim_step_cost sc = {.trace_s = s, .slowdown = 1.0};
+    int rc = st->ex->ops->compute(st->ex->self, w, &as_sleep, &sc, policy_now(st));
+    SS_ASSERT(rc == SS_OK);
+}
+
+/* The same backward pass with the buckets in closed form (exchange.h, allreduce_buckets): their
+ * ready times and sizes said at once, the compute charged whole, then the wait for the last
+ * bucket. 0 where the exchange has no closed form for them (nothing done then). */
+static int overlap_backward_closed(policy_state *st, int w, long id, const sim_layer_cost *layers,
+                                   int n, const double *bwd_s, double slowdown, step_acc *a) {
+    if (!st->ex->ops->allreduce_buckets) return 0;
+    const double cap = st->pc->bucket_mb * 1024.0 * 1024.0;
+    int lowest = 0;
+    while (lowest < n - 1 && !(layers[lowest].param_bytes > 0))
+        lowest++;
+    /* more buckets than may be in flight block the backward pass (bucket_start): messages */
+    double ready[OVERLAP_IN_FLIGHT], bytes[OVERLAP_IN_FLIGHT];
+    int nb = 0;
+    const double t0 = policy_now(st);
+    double t = 0, bucket = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        t += bwd_s[i] * slowdown;
+        bucket += layers[i].param_bytes;
+        if (bucket > 0 && (bucket >= cap || i == lowest)) {
+            if (nb == OVERLAP_IN_FLIGHT) return 0;
+            ready[nb] = t0 + t;
+            bytes[nb++] = bucket;
+            bucket = 0;
+        }
+    }
+    double end_s, sent;
+    int rc =
+        st->ex->ops->allreduce_buckets(st->ex->self, st->world, w, nb, ready, bytes, &end_s, &sent);
+    if (rc == EXCHANGE_NOT_CLOSED) return 0;
+    SS_ASSERT(rc == SS_OK);
+    /* the backward pass ran while the member waited for the others' ready times */
+    const double compute_end = t0 + t, now = policy_now(st);
+    a->rec.compute_s += fmin(now, compute_end) - t0;
+    if (now < compute_end) charge_s(st, w, compute_end - now, a);
+    double entry = policy_sync_enter_at(st, id, -1, compute_end);
+    if (end_s > policy_now(st)) pass_s(st, w, end_s - policy_now(st));
+    policy_sync_leave(st, id, -1, entry, sent, a);
+    return 1;
+}
+
 /* The backward pass, last layer first, starting each bucket's all-reduce once its gradients are
  * produced; then the wait for the buckets (the exposed communication). */
 static void overlap_backward(policy_state *st, int w, long id, const sim_layer_cost *layers, int n,
@@ -63,6 +112,7 @@ static void overlap_backward(policy_state *st, int w, long id, const sim_layer_c
     int lowest = 0; /* the first layer with a gradient: it closes the last bucket */
     while (lowest < n - 1 && !(layers[lowest].param_bytes > 0))
         lowest++;
+    if (overlap_backward_closed(st, w, id, layers, n, bwd_s, slowdown, a)) return;
     bucket_queue q = {.head = 0};
     double segment_s = 0, bucket = 0;
     for (int i = n - 1; i >= 0; i--) {

@@ -88,7 +88,10 @@ static sync_slot *sync_slot_of(policy_state *st, long id, int key) {
 }
 
 double policy_sync_enter(policy_state *st, long id, int key) {
-    double now = policy_now(st);
+    return policy_sync_enter_at(st, id, key, policy_now(st));
+}
+
+double policy_sync_enter_at(policy_state *st, long id, int key, double now) {
     sync_slot *s = sync_slot_of(st, id, key);
     if (s->id != id) {
         s->id = id;

@@ -114,6 +114,36 @@ int sim_broadcast(sim_group *c, int member, int root, double bytes, sim_coll_res
 int sim_send(sim_group *c, int member, int dst, double bytes, sim_coll_result *r);
 int sim_recv(sim_group *c, int member, int src, double bytes, sim_coll_result *r);
 
+/* ---- the buckets of an overlapped step in closed form ---- */
+
+/* What sim_allreduce_buckets returns where the all-reduces do not run as a closed form. */
+#define SIM_NOT_CLOSED (-1)
+
+/* 1 when an all-reduce of `bytes` with options o runs as a closed form on group c (ring-coarse,
+ * or auto where it resolves to ring-coarse; not under ns-3 or with segments), with *seconds the
+ * time it takes when every member starts it at the same moment on an otherwise idle network and
+ * *sent the bytes each member sends; 0 otherwise (the messages run). The time is ring-coarse's
+ * as arithmetic: per phase the merged flow to the ring neighbour as the network model charges
+ * it (the route's latency and bandwidth with the model's factors, the TCP window, the protocol's
+ * cap, the share of links it crosses with the other members' flows and, under LV08's cross
+ * traffic, with their acknowledgements), then the wait for the further step latencies; the
+ * slowest member's. */
+int sim_allreduce_closed_s(sim_group *c, double bytes, const sim_coll_opts *o, double *seconds,
+                           double *sent);
+
+/* An overlapped step's n bucket all-reduces (bytes[0..n-1], in the order started) in closed
+ * form, called by every member once per step at the start of its backward pass with the
+ * simulated times ready_s[b] at which its bucket b will be ready. Blocks until every member has
+ * called (they are all needed for any bucket to complete), then gives the time at which this
+ * member's last bucket completes: bucket b starts when the last member has it ready and bucket
+ * b - 1 is done (one lane, as the asynchronous form runs them), and takes
+ * sim_allreduce_closed_s. The caller lets time pass until then. SIM_NOT_CLOSED, before blocking
+ * and alike on every member, where some bucket would not run as a closed form. Counts as n
+ * calls of the member on the group. */
+int sim_allreduce_buckets(sim_group *c, int member, int n, const double *ready_s,
+                          const double *bytes, const sim_coll_opts *o, double *end_s,
+                          double *bytes_sent);
+
 /* ---- asynchronous form: start now, get a callback at completion, wait later ---- */
 
 typedef struct sim_request sim_request; /* opaque */
