@@ -14,6 +14,7 @@
 #include "common/status.h"
 #include "emu/emulation.h"
 #include "sim/net/cluster.h"
+#include "sim/net/coll/collective.h"
 #include "common/isolate.h"
 #include "sim/platform/platform_gen.h"
 #include "sim/policy/policy.h"
@@ -285,6 +286,8 @@ typedef struct closed_case {
     sim_network_model model;
     policy_overlap overlap;
     int workers;
+    double latency_s;   /* 0: 10 us */
+    int coarse_members; /* > 0: the closed forms from this many members on */
 } closed_case;
 
 static int closed_child(void *arg, isolate_blob *out) {
@@ -307,7 +310,8 @@ static int closed_child(void *arg, isolate_blob *out) {
     replay_opts ro = replay_opts_default();
     ro.model = c->model;
     ro.gen.bandwidth_Bps = 25e9 / 8;
-    ro.gen.latency_s = 10e-6;
+    ro.gen.latency_s = c->latency_s > 0 ? c->latency_s : 10e-6;
+    if (c->coarse_members > 0) sim_coll_set_coarse_min_members(c->coarse_members);
     sim_coll_opts co = {.algo = c->algo, .channels = 1};
     ro.coll = &co;
     replay_result rr;
@@ -334,8 +338,8 @@ static void test_buckets_closed_form_vs_messages(void) {
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         for (int ov = 0; ov < 2; ov++) {
             const policy_overlap o = ov ? POLICY_OVERLAP_ON : POLICY_OVERLAP_OFF;
-            closed_case msg = {SIM_ALLREDUCE_RING, models[m], o, 8};
-            closed_case closed = {SIM_ALLREDUCE_RING_COARSE, models[m], o, 8};
+            closed_case msg = {SIM_ALLREDUCE_RING, models[m], o, 8, 0, 0};
+            closed_case closed = {SIM_ALLREDUCE_RING_COARSE, models[m], o, 8, 0, 0};
             policy_result a = closed_run(&msg), b = closed_run(&closed);
             fprintf(stderr, "\n  %s, overlap %s: ring %.9g s, closed form %.9g s (%+.2e)",
                     sim_network_model_name(models[m]), ov ? "on" : "off", a.sim_time_s,
@@ -345,6 +349,24 @@ static void test_buckets_closed_form_vs_messages(void) {
             SS_CHECK_CLOSE(b.bytes_sent, a.bytes_sent, 0, 1e-4);
             SS_CHECK_CLOSE(b.comm_s, a.comm_s, 0, 1e-3);
         }
+    }
+}
+
+/* auto at scale (its closed forms from 4 members on: ring-coarse in closed form, the double
+ * binary tree calibrated, its first call of each size as messages, every member starting
+ * together, then that time for the later calls) against auto's message-level algorithms: 8
+ * workers of a star whose latency makes auto take the tree for some of resnet101's buckets. */
+static void test_buckets_calibrated_dbtree(void) {
+    for (int m = 0; m < 2; m++) {
+        const sim_network_model model = m ? SIM_NETWORK_CM02 : SIM_NETWORK_LV08;
+        closed_case msg = {SIM_ALLREDUCE_AUTO, model, POLICY_OVERLAP_ON, 8, 400e-6, 0};
+        closed_case cal = {SIM_ALLREDUCE_AUTO, model, POLICY_OVERLAP_ON, 8, 400e-6, 4};
+        policy_result a = closed_run(&msg), b = closed_run(&cal);
+        fprintf(stderr, "\n  %s: auto, messages %.9g s, closed forms %.9g s (%+.2e)",
+                sim_network_model_name(model), a.sim_time_s, b.sim_time_s,
+                b.sim_time_s / a.sim_time_s - 1);
+        SS_CHECK_CLOSE(b.sim_time_s, a.sim_time_s, 0, 1e-4);
+        SS_CHECK_CLOSE(b.bytes_sent, a.bytes_sent, 0, 1e-4);
     }
 }
 
@@ -377,6 +399,8 @@ static CU_TestInfo overlap_tests[] = {
      test_profile_replay_closed_form},
     {"overlap: the buckets in closed form match the message-level ring (LV08, CM02, SMPI)",
      test_buckets_closed_form_vs_messages},
+    {"overlap: auto's closed forms at scale (ring-coarse, calibrated dbtree) match its messages",
+     test_buckets_calibrated_dbtree},
     {"overlap: a trace without per-layer data says overlap cannot apply",
      test_trace_without_layers},
     CU_TEST_INFO_NULL,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <simgrid/actor.h>
 #include <simgrid/barrier.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
@@ -19,13 +20,27 @@
 #include "sim/net/cluster.h"
 #include "sim/net/coll/collective_internal.h"
 
-/* The closed forms already worked out, by size: a step's buckets take a few sizes. */
+/* The forms already worked out, by size: a step's buckets take a few sizes. */
 #define PIPE_CACHE 32
+
+/* How a bucket's all-reduce runs in the pipeline: not at all (messages: the caller runs them),
+ * in closed form (ring-coarse), or calibrated (auto's double binary tree at scale: the messages
+ * of its first call, every member starting together, give its time for the next ones). */
+enum { FORM_NONE = 0, FORM_CLOSED = 1, FORM_CALIBRATED = 2 };
+
+typedef struct pipe_form {
+    double bytes;
+    int form;
+    double seconds;  /* < 0: not calibrated yet */
+    double sent;     /* FORM_CLOSED: what every member sends */
+    double *sent_of; /* FORM_CALIBRATED: (size) what each member sent */
+} pipe_form;
 
 typedef struct pipe_slot {
     int n, cap, posted;
     double *ready_max; /* (cap) the latest member's ready time of each bucket */
     double *bytes;     /* (cap) */
+    double *took_max;  /* (cap) calibration: the slowest member's time */
 } pipe_slot;
 
 typedef struct coll_pipe {
@@ -35,9 +50,8 @@ typedef struct coll_pipe {
     double *ring_bw_Bps; /* (size) per member: what its ring hop's links leave it (raw) */
     double ack_load;     /* cross traffic: weight of an acknowledgement on a link */
     double gamma;        /* TCP window bound (0: none) */
-    int n_cached;
-    double cache_bytes[PIPE_CACHE], cache_s[PIPE_CACHE], cache_sent[PIPE_CACHE];
-    int cache_ok[PIPE_CACHE];
+    int n_forms;
+    pipe_form forms[PIPE_CACHE];
 } coll_pipe;
 
 /* A link and the weight of one flow's use of it. */
@@ -152,7 +166,10 @@ void coll_pipe_free(sim_group *c) {
     for (int s = 0; s < 2; s++) {
         free(p->slot[s].ready_max);
         free(p->slot[s].bytes);
+        free(p->slot[s].took_max);
     }
+    for (int i = 0; i < p->n_forms; i++)
+        free(p->forms[i].sent_of);
     free(p->ring_bw_Bps);
     free(p);
     c->pipe = NULL;
@@ -197,21 +214,23 @@ static double ring_coarse_s(sim_group *c, coll_pipe *p, double bytes, int proto,
     return base_s + 2 * phase_s;
 }
 
-int sim_allreduce_closed_s(sim_group *c, double bytes, const sim_coll_opts *o, double *seconds,
-                           double *sent) {
-    static const sim_coll_opts defaults = {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO};
-    if (!o) o = &defaults;
-    *seconds = *sent = 0;
-    if (c->size < 2) return 1;
+/* The form of an all-reduce of `bytes` with options o in the pipeline (worked out once per
+ * size). */
+static pipe_form *form_of(sim_group *c, coll_pipe *p, double bytes, const sim_coll_opts *o) {
+    static pipe_form none = {.form = FORM_NONE};
+    for (int i = 0; i < p->n_forms; i++)
+        if (p->forms[i].bytes == bytes) return &p->forms[i];
+    if (p->n_forms == PIPE_CACHE) return &none; /* more sizes than steps take: messages */
+    pipe_form *f = &p->forms[p->n_forms++];
+    memset(f, 0, sizeof *f);
+    f->bytes = bytes;
+    f->form = FORM_NONE;
+    if (c->size < 2) {
+        f->form = FORM_CLOSED;
+        return f;
+    }
     /* packets are not flows; segments cut the merged flows */
-    if (sim_engine_network_model() == SIM_NETWORK_NS3 || o->segment_bytes > 0) return 0;
-    coll_pipe *p = pipe_of(c);
-    for (int i = 0; i < p->n_cached; i++)
-        if (p->cache_bytes[i] == bytes) {
-            *seconds = p->cache_s[i];
-            *sent = p->cache_sent[i];
-            return p->cache_ok[i];
-        }
+    if (sim_engine_network_model() == SIM_NETWORK_NS3 || o->segment_bytes > 0) return f;
     sim_allreduce_algo algo = o->algo;
     sim_nccl_protocol proto = SIM_PROTOCOL_AUTO;
     if (algo == SIM_ALLREDUCE_AUTO)
@@ -219,52 +238,53 @@ int sim_allreduce_closed_s(sim_group *c, double bytes, const sim_coll_opts *o, d
     else
         proto = sim_allreduce_protocol(c, o->algo, algo, bytes, o);
     if (!coll_takes_protocol(o->algo, o->protocol)) proto = SIM_PROTOCOL_AUTO;
-    int ok = 0;
     if (algo == SIM_ALLREDUCE_RING_COARSE) {
-        *seconds = ring_coarse_s(c, p, bytes, proto, sent);
-        ok = 1;
+        f->seconds = ring_coarse_s(c, p, bytes, proto, &f->sent);
+        f->form = FORM_CLOSED;
+    } else if (algo == SIM_ALLREDUCE_DBTREE && o->algo == SIM_ALLREDUCE_AUTO &&
+               c->size >= sim_coll_coarse_min_members()) {
+        f->form = FORM_CALIBRATED;
+        f->seconds = -1;
+        f->sent_of = ss_calloc((size_t)c->size, sizeof(double));
     }
-    if (p->n_cached < PIPE_CACHE) {
-        const int i = p->n_cached++;
-        p->cache_bytes[i] = bytes;
-        p->cache_s[i] = *seconds;
-        p->cache_sent[i] = *sent;
-        p->cache_ok[i] = ok;
-    }
-    return ok;
+    return f;
+}
+
+static void slot_fit(pipe_slot *sl, int n) {
+    if (sl->cap >= n) return;
+    sl->cap = n;
+    sl->ready_max = realloc(sl->ready_max, sizeof(double) * (size_t)n);
+    sl->bytes = realloc(sl->bytes, sizeof(double) * (size_t)n);
+    sl->took_max = realloc(sl->took_max, sizeof(double) * (size_t)n);
+    SS_ASSERT(sl->ready_max && sl->bytes && sl->took_max);
 }
 
 int sim_allreduce_buckets(sim_group *c, int member, int n, const double *ready_s,
                           const double *bytes, const sim_coll_opts *o, double *end_s,
                           double *bytes_sent) {
+    static const sim_coll_opts defaults = {SIM_ALLREDUCE_RING, 0, 1, SIM_PROTOCOL_AUTO};
+    if (!o) o = &defaults;
     int st = coll_check_call(c, member, n > 0 ? bytes[0] : 0, "bucket all-reduces");
     if (st) return st;
-    double total_sent = 0;
-    for (int b = 0; b < n; b++) {
-        double s, sent;
-        if (!(bytes[b] > 0))
-            return ss_error_set(SS_EUSAGE, "bucket all-reduces: bucket of %g bytes", bytes[b]);
-        if (!sim_allreduce_closed_s(c, bytes[b], o, &s, &sent)) return SIM_NOT_CLOSED;
-        total_sent += sent;
-    }
     coll_pipe *p = pipe_of(c);
+    for (int b = 0; b < n; b++) {
+        if (!(bytes[b] > 0) || !isfinite(bytes[b]))
+            return ss_error_set(SS_EUSAGE, "bucket all-reduces: bucket of %g bytes", bytes[b]);
+        if (form_of(c, p, bytes[b], o)->form == FORM_NONE) return SIM_NOT_CLOSED;
+    }
     const int sz = c->size;
     if (!p->barrier) p->barrier = sg_barrier_init((unsigned)sz);
     /* a member's k-th pipeline writes slot k % 2; nobody posts k + 2 before everyone has left
-     * the barrier of k + 1, so after the read of k below */
+     * the barrier of k + 1, so after the reads of k below */
     pipe_slot *sl = &p->slot[p->calls[member]++ & 1];
     if (sl->posted == sz) sl->posted = 0;
     if (sl->posted == 0) {
-        if (sl->cap < n) {
-            sl->cap = n;
-            sl->ready_max = realloc(sl->ready_max, sizeof(double) * (size_t)n);
-            sl->bytes = realloc(sl->bytes, sizeof(double) * (size_t)n);
-            SS_ASSERT(sl->ready_max && sl->bytes);
-        }
+        slot_fit(sl, n);
         sl->n = n;
         for (int b = 0; b < n; b++) {
             sl->ready_max[b] = ready_s[b];
             sl->bytes[b] = bytes[b];
+            sl->took_max[b] = 0;
         }
     } else {
         SS_ASSERT(sl->n == n); /* every member posts the same buckets */
@@ -274,18 +294,35 @@ int sim_allreduce_buckets(sim_group *c, int member, int n, const double *ready_s
         }
     }
     sl->posted++;
-    c->next_seq[member] += (uint64_t)n; /* n calls of the group, as the messages count them */
     sg_barrier_wait(p->barrier);
     /* every member's bucket b starts once the last member has it ready and bucket b - 1 is
-     * done (one lane, as NCCL's stream) */
-    double end = -INFINITY;
+     * done (one lane, as the asynchronous form runs them) */
+    double end = -INFINITY, sent = 0;
     for (int b = 0; b < n; b++) {
-        double s, sent;
-        sim_allreduce_closed_s(c, sl->bytes[b], o, &s, &sent);
-        end = fmax(end, sl->ready_max[b]) + s;
+        pipe_form *f = form_of(c, p, sl->bytes[b], o);
+        const double start = fmax(end, sl->ready_max[b]);
+        if (f->form == FORM_CALIBRATED && f->seconds < 0) {
+            /* the first call of this size: its messages, every member starting together, then
+             * everyone waits for the slowest */
+            const double now = simgrid_get_clock();
+            if (start > now) sg_actor_sleep_for(start - now);
+            sim_coll_result r;
+            st = sim_allreduce(c, member, sl->bytes[b], o, &r);
+            if (st) return st;
+            f->sent_of[member] = r.bytes_sent;
+            c->bytes_sent[member] -= r.bytes_sent; /* counted below, with the others */
+            const double took = simgrid_get_clock() - start;
+            if (took > sl->took_max[b]) sl->took_max[b] = took;
+            sg_barrier_wait(p->barrier);
+            f->seconds = sl->took_max[b];
+        } else {
+            c->next_seq[member]++; /* a call of the group, as the messages count them */
+        }
+        end = start + f->seconds;
+        sent += f->form == FORM_CLOSED ? f->sent : f->sent_of[member];
     }
     *end_s = end;
-    *bytes_sent = total_sent;
-    c->bytes_sent[member] += total_sent;
+    *bytes_sent = sent;
+    c->bytes_sent[member] += sent;
     return SS_OK;
 }

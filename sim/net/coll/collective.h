@@ -57,6 +57,11 @@ int sim_group_size(const sim_group *c);
  * coarse all-gather: the message-level forms cost O(N) messages per member per call. */
 #define SIM_COARSE_MIN_MEMBERS 512
 
+/* SIM_COARSE_MIN_MEMBERS, unless set otherwise for this process (tests: the closed forms on
+ * small groups). */
+int sim_coll_coarse_min_members(void);
+void sim_coll_set_coarse_min_members(int members);
+
 /* The algorithm auto would run for an all-reduce of `bytes` on group c with options o (o->algo
  * may be anything: it is ignored). Call after the platform is loaded. */
 sim_allreduce_algo sim_allreduce_auto_pick(sim_group *c, double bytes, const sim_coll_opts *o);
@@ -119,26 +124,25 @@ int sim_recv(sim_group *c, int member, int src, double bytes, sim_coll_result *r
 /* What sim_allreduce_buckets returns where the all-reduces do not run as a closed form. */
 #define SIM_NOT_CLOSED (-1)
 
-/* 1 when an all-reduce of `bytes` with options o runs as a closed form on group c (ring-coarse,
- * or auto where it resolves to ring-coarse; not under ns-3 or with segments), with *seconds the
- * time it takes when every member starts it at the same moment on an otherwise idle network and
- * *sent the bytes each member sends; 0 otherwise (the messages run). The time is ring-coarse's
- * as arithmetic: per phase the merged flow to the ring neighbour as the network model charges
- * it (the route's latency and bandwidth with the model's factors, the TCP window, the protocol's
- * cap, the share of links it crosses with the other members' flows and, under LV08's cross
- * traffic, with their acknowledgements), then the wait for the further step latencies; the
- * slowest member's. */
-int sim_allreduce_closed_s(sim_group *c, double bytes, const sim_coll_opts *o, double *seconds,
-                           double *sent);
-
 /* An overlapped step's n bucket all-reduces (bytes[0..n-1], in the order started) in closed
  * form, called by every member once per step at the start of its backward pass with the
  * simulated times ready_s[b] at which its bucket b will be ready. Blocks until every member has
  * called (they are all needed for any bucket to complete), then gives the time at which this
- * member's last bucket completes: bucket b starts when the last member has it ready and bucket
- * b - 1 is done (one lane, as the asynchronous form runs them), and takes
- * sim_allreduce_closed_s. The caller lets time pass until then. SIM_NOT_CLOSED, before blocking
- * and alike on every member, where some bucket would not run as a closed form. Counts as n
+ * member's last bucket completes, and the bytes it sends: bucket b starts when the last member
+ * has it ready and bucket b - 1 is done (one lane, as the asynchronous form runs them), and
+ * takes
+ * - ring-coarse (o->algo ring-coarse, or auto where it resolves to ring-coarse): its time as
+ *   arithmetic, the slowest member's when all start together on a network its own flows alone
+ *   load: per phase the merged flow to the ring neighbour as the network model charges it
+ *   (the route's latency and bandwidth with the model's factors, the TCP window, the
+ *   protocol's cap, the share of the links it crosses with the other members' flows and, under
+ *   LV08's cross traffic, with their acknowledgements), then the wait for the further step
+ *   latencies;
+ * - auto's double binary tree from sim_coll_coarse_min_members() members on: the time its
+ *   messages took the first time this size ran, every member starting together (that call
+ *   runs them, and every member waits for the slowest), for every later call of the size.
+ * The caller lets time pass until the end. SIM_NOT_CLOSED, before blocking and alike on every
+ * member, where some bucket has neither form (ns-3, segments, the other algorithms); counts as n
  * calls of the member on the group. */
 int sim_allreduce_buckets(sim_group *c, int member, int n, const double *ready_s,
                           const double *bytes, const sim_coll_opts *o, double *end_s,
