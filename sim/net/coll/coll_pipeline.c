@@ -24,8 +24,9 @@
 #define PIPE_CACHE 32
 
 /* How a bucket's all-reduce runs in the pipeline: not at all (messages: the caller runs them),
- * in closed form (ring-coarse), or calibrated (auto's double binary tree at scale: the messages
- * of its first call, every member starting together, give its time for the next ones). */
+ * in closed form (ring-coarse), or calibrated (hier-coarse, and auto's double binary tree at
+ * scale: the first call of a size, every member starting together, gives its time for the next
+ * ones). */
 enum { FORM_NONE = 0, FORM_CLOSED = 1, FORM_CALIBRATED = 2 };
 
 typedef struct pipe_form {
@@ -241,8 +242,9 @@ static pipe_form *form_of(sim_group *c, coll_pipe *p, double bytes, const sim_co
     if (algo == SIM_ALLREDUCE_RING_COARSE) {
         f->seconds = ring_coarse_s(c, p, bytes, proto, &f->sent);
         f->form = FORM_CLOSED;
-    } else if (algo == SIM_ALLREDUCE_DBTREE && o->algo == SIM_ALLREDUCE_AUTO &&
-               c->size >= sim_coll_coarse_min_members()) {
+    } else if (algo == SIM_ALLREDUCE_HIER_COARSE ||
+               (algo == SIM_ALLREDUCE_DBTREE && o->algo == SIM_ALLREDUCE_AUTO &&
+                c->size >= sim_coll_coarse_min_members())) {
         f->form = FORM_CALIBRATED;
         f->seconds = -1;
         f->sent_of = ss_calloc((size_t)c->size, sizeof(double));

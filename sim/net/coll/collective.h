@@ -138,9 +138,10 @@ int sim_recv(sim_group *c, int member, int src, double bytes, sim_coll_result *r
  *   protocol's cap, the share of the links it crosses with the other members' flows and, under
  *   LV08's cross traffic, with their acknowledgements), then the wait for the further step
  *   latencies;
- * - auto's double binary tree from sim_coll_coarse_min_members() members on: the time its
- *   messages took the first time this size ran, every member starting together (that call
- *   runs them, and every member waits for the slowest), for every later call of the size.
+ * - hier-coarse (or auto resolving to it), and auto's double binary tree from
+ *   sim_coll_coarse_min_members() members on: the time the algorithm took the first time this
+ *   size ran, every member starting together (that call runs it, and every member waits for
+ *   the slowest), for every later call of the size.
  * The caller lets time pass until the end. SIM_NOT_CLOSED, before blocking and alike on every
  * member, where some bucket has neither form (ns-3, segments, the other algorithms); counts as n
  * calls of the member on the group. */
