@@ -288,6 +288,7 @@ typedef struct closed_case {
     int workers;
     double latency_s;   /* 0: 10 us */
     int coarse_members; /* > 0: the closed forms from this many members on */
+    int nodes;          /* > 0: that many servers of workers / nodes GPUs */
 } closed_case;
 
 static int closed_child(void *arg, isolate_blob *out) {
@@ -312,6 +313,7 @@ static int closed_child(void *arg, isolate_blob *out) {
     ro.gen.bandwidth_Bps = 25e9 / 8;
     ro.gen.latency_s = c->latency_s > 0 ? c->latency_s : 10e-6;
     if (c->coarse_members > 0) sim_coll_set_coarse_min_members(c->coarse_members);
+    ro.gen.n_nodes = c->nodes;
     sim_coll_opts co = {.algo = c->algo, .channels = 1};
     ro.coll = &co;
     replay_result rr;
@@ -338,8 +340,8 @@ static void test_buckets_closed_form_vs_messages(void) {
     for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
         for (int ov = 0; ov < 2; ov++) {
             const policy_overlap o = ov ? POLICY_OVERLAP_ON : POLICY_OVERLAP_OFF;
-            closed_case msg = {SIM_ALLREDUCE_RING, models[m], o, 8, 0, 0};
-            closed_case closed = {SIM_ALLREDUCE_RING_COARSE, models[m], o, 8, 0, 0};
+            closed_case msg = {SIM_ALLREDUCE_RING, models[m], o, 8, 0, 0, 0};
+            closed_case closed = {SIM_ALLREDUCE_RING_COARSE, models[m], o, 8, 0, 0, 0};
             policy_result a = closed_run(&msg), b = closed_run(&closed);
             fprintf(stderr, "\n  %s, overlap %s: ring %.9g s, closed form %.9g s (%+.2e)",
                     sim_network_model_name(models[m]), ov ? "on" : "off", a.sim_time_s,
@@ -359,8 +361,8 @@ static void test_buckets_closed_form_vs_messages(void) {
 static void test_buckets_calibrated_dbtree(void) {
     for (int m = 0; m < 2; m++) {
         const sim_network_model model = m ? SIM_NETWORK_CM02 : SIM_NETWORK_LV08;
-        closed_case msg = {SIM_ALLREDUCE_AUTO, model, POLICY_OVERLAP_ON, 8, 400e-6, 0};
-        closed_case cal = {SIM_ALLREDUCE_AUTO, model, POLICY_OVERLAP_ON, 8, 400e-6, 4};
+        closed_case msg = {SIM_ALLREDUCE_AUTO, model, POLICY_OVERLAP_ON, 8, 400e-6, 0, 0};
+        closed_case cal = {SIM_ALLREDUCE_AUTO, model, POLICY_OVERLAP_ON, 8, 400e-6, 4, 0};
         policy_result a = closed_run(&msg), b = closed_run(&cal);
         fprintf(stderr, "\n  %s: auto, messages %.9g s, closed forms %.9g s (%+.2e)",
                 sim_network_model_name(model), a.sim_time_s, b.sim_time_s,
@@ -368,6 +370,17 @@ static void test_buckets_calibrated_dbtree(void) {
         SS_CHECK_CLOSE(b.sim_time_s, a.sim_time_s, 0, 1e-4);
         SS_CHECK_CLOSE(b.bytes_sent, a.bytes_sent, 0, 1e-4);
     }
+}
+
+/* hier-coarse in the pipeline, calibrated, against hier's messages: 2 servers of 4 GPUs. */
+static void test_buckets_calibrated_hier(void) {
+    closed_case msg = {SIM_ALLREDUCE_HIER, SIM_NETWORK_LV08, POLICY_OVERLAP_ON, 8, 0, 0, 2};
+    closed_case cal = {SIM_ALLREDUCE_HIER_COARSE, SIM_NETWORK_LV08, POLICY_OVERLAP_ON, 8, 0, 0, 2};
+    policy_result a = closed_run(&msg), b = closed_run(&cal);
+    fprintf(stderr, "\n  hier %.9g s, hier-coarse calibrated %.9g s (%+.2e)", a.sim_time_s,
+            b.sim_time_s, b.sim_time_s / a.sim_time_s - 1);
+    SS_CHECK_CLOSE(b.sim_time_s, a.sim_time_s, 0, 1e-4);
+    SS_CHECK_CLOSE(b.bytes_sent, a.bytes_sent, 0, 1e-4);
 }
 
 /* A trace without per-layer data (a recorded or imported run) refuses --overlap on. */
@@ -401,6 +414,8 @@ static CU_TestInfo overlap_tests[] = {
      test_buckets_closed_form_vs_messages},
     {"overlap: auto's closed forms at scale (ring-coarse, calibrated dbtree) match its messages",
      test_buckets_calibrated_dbtree},
+    {"overlap: hier-coarse in the pipeline, calibrated, matches hier's messages",
+     test_buckets_calibrated_hier},
     {"overlap: a trace without per-layer data says overlap cannot apply",
      test_trace_without_layers},
     CU_TEST_INFO_NULL,
