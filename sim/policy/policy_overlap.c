@@ -64,21 +64,23 @@ static void pass_s(policy_state *st, int w, double s) {
     SS_ASSERT(rc == SS_OK);
 }
 
-/* The same backward pass with the buckets in closed form (exchange.h, allreduce_buckets): their
- * ready times and sizes said at once, the compute charged whole, then the wait for the last
- * bucket. 0 where the exchange has no closed form for them (nothing done then). */
-static int overlap_backward_closed(policy_state *st, int w, long id, const sim_layer_cost *layers,
-                                   int n, const double *bwd_s, double slowdown, step_acc *a) {
+/* The forward and backward passes with the buckets in closed form (exchange.h,
+ * allreduce_buckets): at the start of the step the member says when its buckets will be ready
+ * and how large they are, then lets the passes and the exposed communication pass as one wait
+ * (two simulated activities a step instead of one per bucket and pass). 0 where the exchange
+ * has no closed form for them (nothing done then). */
+static int overlap_closed(policy_state *st, int w, long id, const sim_layer_cost *layers, int n,
+                          double fwd_s, const double *bwd_s, double slowdown, step_acc *a) {
     if (!st->ex->ops->allreduce_buckets) return 0;
     const double cap = st->pc->bucket_mb * 1024.0 * 1024.0;
-    int lowest = 0;
+    int lowest = 0; /* the first layer with a gradient: it closes the last bucket */
     while (lowest < n - 1 && !(layers[lowest].param_bytes > 0))
         lowest++;
     /* more buckets than may be in flight block the backward pass (bucket_start): messages */
     double ready[OVERLAP_IN_FLIGHT], bytes[OVERLAP_IN_FLIGHT];
     int nb = 0;
     const double t0 = policy_now(st);
-    double t = 0, bucket = 0;
+    double t = fwd_s * slowdown, bucket = 0;
     for (int i = n - 1; i >= 0; i--) {
         t += bwd_s[i] * slowdown;
         bucket += layers[i].param_bytes;
@@ -94,12 +96,14 @@ static int overlap_backward_closed(policy_state *st, int w, long id, const sim_l
         st->ex->ops->allreduce_buckets(st->ex->self, st->world, w, nb, ready, bytes, &end_s, &sent);
     if (rc == EXCHANGE_NOT_CLOSED) return 0;
     SS_ASSERT(rc == SS_OK);
-    /* the backward pass ran while the member waited for the others' ready times */
-    const double compute_end = t0 + t, now = policy_now(st);
-    a->rec.compute_s += fmin(now, compute_end) - t0;
-    if (now < compute_end) charge_s(st, w, compute_end - now, a);
+    /* the passes ran while the member waited for the others' ready times; it enters the
+     * synchronization when they end (every member enters before anyone leaves: right after the
+     * others' ready times are known) */
+    const double compute_end = t0 + t;
+    a->rec.compute_s += compute_end - t0;
     double entry = policy_sync_enter_at(st, id, -1, compute_end);
-    if (end_s > policy_now(st)) pass_s(st, w, end_s - policy_now(st));
+    const double until = fmax(compute_end, end_s), now = policy_now(st);
+    if (until > now) pass_s(st, w, until - now);
     policy_sync_leave(st, id, -1, entry, sent, a);
     return 1;
 }
@@ -112,7 +116,6 @@ static void overlap_backward(policy_state *st, int w, long id, const sim_layer_c
     int lowest = 0; /* the first layer with a gradient: it closes the last bucket */
     while (lowest < n - 1 && !(layers[lowest].param_bytes > 0))
         lowest++;
-    if (overlap_backward_closed(st, w, id, layers, n, bwd_s, slowdown, a)) return;
     bucket_queue q = {.head = 0};
     double segment_s = 0, bucket = 0;
     for (int i = n - 1; i >= 0; i--) {
@@ -234,10 +237,12 @@ void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_s
     double fwd_s = 0;
     for (int i = 0; i < n; i++)
         fwd_s += fwd[i];
-    charge_s(st, w, fwd_s * slowdown, a);
     const long id = policy_sync_id(step, 1);
     const int workers = st->pc->workers;
-    overlap_backward(st, w, id, cost.layers, n, bwd, slowdown, a);
+    if (!overlap_closed(st, w, id, cost.layers, n, fwd_s, bwd, slowdown, a)) {
+        charge_s(st, w, fwd_s * slowdown, a);
+        overlap_backward(st, w, id, cost.layers, n, bwd, slowdown, a);
+    }
     policy_aggregate(st, w, id, AGGREGATE_GRADS, NULL, workers, workers);
     charge_s(st, w, opt_s * slowdown, a);
     free(fwd);
