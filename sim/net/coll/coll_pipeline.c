@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include <simgrid/actor.h>
-#include <simgrid/barrier.h>
+#include <simgrid/semaphore.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
 #include <simgrid/link.h>
@@ -45,7 +45,8 @@ typedef struct pipe_slot {
 } pipe_slot;
 
 typedef struct coll_pipe {
-    sg_bar_t barrier;
+    sg_sem_t *wake;  /* (size) per member: released when the last member has arrived */
+    int arrived;     /* members at the barrier */
     uint64_t *calls; /* (size) per member: pipelines it has posted */
     pipe_slot slot[2];
     double *ring_bw_Bps; /* (size) per member: what its ring hop's links leave it (raw) */
@@ -162,7 +163,9 @@ static coll_pipe *pipe_of(sim_group *c) {
 void coll_pipe_free(sim_group *c) {
     coll_pipe *p = c->pipe;
     if (!p) return;
-    if (p->barrier) sg_barrier_destroy(p->barrier);
+    for (int m = 0; p->wake && m < c->size; m++)
+        sg_sem_destroy(p->wake[m]);
+    free(p->wake);
     free(p->calls);
     for (int s = 0; s < 2; s++) {
         free(p->slot[s].ready_max);
@@ -252,6 +255,24 @@ static pipe_form *form_of(sim_group *c, coll_pipe *p, double bytes, const sim_co
     return f;
 }
 
+/* Every member of the group waits until all have arrived; the last one wakes them in member
+ * order (SimGrid's barrier wakes them in the order they arrived, which a tree's messages
+ * scramble, and the workers then run in that order, step after step, at the cost of the
+ * cache). */
+static void barrier(sim_group *c, coll_pipe *p, int member) {
+    if (!p->wake) {
+        p->wake = ss_malloc(sizeof *p->wake * (size_t)c->size);
+        for (int m = 0; m < c->size; m++)
+            p->wake[m] = sg_sem_init(0);
+    }
+    if (++p->arrived == c->size) {
+        p->arrived = 0;
+        for (int m = 0; m < c->size; m++)
+            sg_sem_release(p->wake[m]);
+    }
+    sg_sem_acquire(p->wake[member]);
+}
+
 static void slot_fit(pipe_slot *sl, int n) {
     if (sl->cap >= n) return;
     sl->cap = n;
@@ -275,7 +296,6 @@ int sim_allreduce_buckets(sim_group *c, int member, int n, const double *ready_s
         if (form_of(c, p, bytes[b], o)->form == FORM_NONE) return SIM_NOT_CLOSED;
     }
     const int sz = c->size;
-    if (!p->barrier) p->barrier = sg_barrier_init((unsigned)sz);
     /* a member's k-th pipeline writes slot k % 2; nobody posts k + 2 before everyone has left
      * the barrier of k + 1, so after the reads of k below */
     pipe_slot *sl = &p->slot[p->calls[member]++ & 1];
@@ -296,7 +316,7 @@ int sim_allreduce_buckets(sim_group *c, int member, int n, const double *ready_s
         }
     }
     sl->posted++;
-    sg_barrier_wait(p->barrier);
+    barrier(c, p, member);
     /* every member's bucket b starts once the last member has it ready and bucket b - 1 is
      * done (one lane, as the asynchronous form runs them) */
     double end = -INFINITY, sent = 0;
@@ -315,7 +335,7 @@ int sim_allreduce_buckets(sim_group *c, int member, int n, const double *ready_s
             c->bytes_sent[member] -= r.bytes_sent; /* counted below, with the others */
             const double took = simgrid_get_clock() - start;
             if (took > sl->took_max[b]) sl->took_max[b] = took;
-            sg_barrier_wait(p->barrier);
+            barrier(c, p, member);
             f->seconds = sl->took_max[b];
         } else {
             c->next_seq[member]++; /* a call of the group, as the messages count them */
