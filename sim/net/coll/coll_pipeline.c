@@ -150,6 +150,8 @@ static void ring_shares(sim_group *c, coll_pipe *p) {
     xbt_dynar_free(&route);
 }
 
+static void pipe_free(sim_group *c);
+
 static coll_pipe *pipe_of(sim_group *c) {
     if (c->pipe) return c->pipe;
     coll_pipe *p = ss_calloc(1, sizeof *p);
@@ -157,10 +159,11 @@ static coll_pipe *pipe_of(sim_group *c) {
     p->ack_load = sg_cfg_get_boolean("network/crosstraffic") ? 0.05 : 0;
     p->gamma = sg_cfg_get_double("network/TCP-gamma");
     c->pipe = p;
+    c->pipe_free = pipe_free;
     return p;
 }
 
-void coll_pipe_free(sim_group *c) {
+static void pipe_free(sim_group *c) {
     coll_pipe *p = c->pipe;
     if (!p) return;
     for (int m = 0; p->wake && m < c->size; m++)

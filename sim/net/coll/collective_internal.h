@@ -73,6 +73,8 @@ struct sim_group {
     hop_set est_hops[3];           /* auto: ring hops, intra-node hops, rail hops */
     async_lane **lanes;            /* (size) per member: its asynchronous calls (NULL: none yet) */
     struct coll_pipe *pipe;        /* coll_pipeline.c: the bucket pipelines in closed form */
+    void (*pipe_free)(sim_group *c); /* frees `pipe` (set with it: coll_pipeline.c calls the
+                                        collectives, so they do not call it back) */
 };
 
 /* The state of one member in one collective instance. */
@@ -175,7 +177,5 @@ void coll_auto_resolve(sim_group *c, double bytes, const sim_coll_opts *o, sim_a
 /* The family (tree or ring) of the algorithm run. */
 int coll_family(sim_allreduce_algo run);
 void coll_allgather_coarse(call *k, double bytes_per_member);
-/* Frees the group's bucket pipelines (coll_pipeline.c). */
-void coll_pipe_free(sim_group *c);
 
 #endif
