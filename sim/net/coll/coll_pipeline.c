@@ -1,5 +1,6 @@
 /* The bucket pipeline of an overlapped step in closed form (collective.h,
- * sim_allreduce_buckets): the time ring-coarse takes, as arithmetic over the routes, and the
+ * sim_allreduce_buckets): the time ring-coarse takes on flat groups, as arithmetic over the
+ * routes; the calibration of the other closed forms (their first call of a size, run); and the
  * schedule of the buckets once every member has said when its buckets are ready. */
 #include "sim/net/coll/collective.h"
 

@@ -131,17 +131,17 @@ int sim_recv(sim_group *c, int member, int src, double bytes, sim_coll_result *r
  * member's last bucket completes, and the bytes it sends: bucket b starts when the last member
  * has it ready and bucket b - 1 is done (one lane, as the asynchronous form runs them), and
  * takes
- * - ring-coarse (o->algo ring-coarse, or auto where it resolves to ring-coarse): its time as
- *   arithmetic, the slowest member's when all start together on a network its own flows alone
- *   load: per phase the merged flow to the ring neighbour as the network model charges it
- *   (the route's latency and bandwidth with the model's factors, the TCP window, the
- *   protocol's cap, the share of the links it crosses with the other members' flows and, under
- *   LV08's cross traffic, with their acknowledgements), then the wait for the further step
- *   latencies;
- * - hier-coarse (or auto resolving to it), and auto's double binary tree from
- *   sim_coll_coarse_min_members() members on: the time the algorithm took the first time this
- *   size ran, every member starting together (that call runs it, and every member waits for
- *   the slowest), for every later call of the size.
+ * - ring-coarse (o->algo ring-coarse, or auto where it resolves to ring-coarse) on a flat
+ *   group: its time as arithmetic, the slowest member's when all start together on a network
+ *   its own flows alone load: per phase the merged flow to the ring neighbour as the network
+ *   model charges it (the route's latency and bandwidth with the model's factors, the TCP
+ *   window, the protocol's cap, the share of the links it crosses with the other members'
+ *   flows and, under LV08's cross traffic, with their acknowledgements), then the wait for the
+ *   further step latencies;
+ * - ring-coarse on multi-GPU nodes, hier-coarse (or auto resolving to it), and auto's double
+ *   binary tree from sim_coll_coarse_min_members() members on: the time the algorithm took the
+ *   first time this size ran, every member starting together (that call runs it, and every
+ *   member waits for the slowest), for every later call of the size.
  * The caller lets time pass until the end. SIM_NOT_CLOSED, before blocking and alike on every
  * member, where some bucket has neither form (ns-3, segments, the other algorithms); counts as n
  * calls of the member on the group. */
