@@ -372,15 +372,21 @@ static void test_buckets_calibrated_dbtree(void) {
     }
 }
 
-/* hier-coarse in the pipeline, calibrated, against hier's messages: 2 servers of 4 GPUs. */
-static void test_buckets_calibrated_hier(void) {
-    closed_case msg = {SIM_ALLREDUCE_HIER, SIM_NETWORK_LV08, POLICY_OVERLAP_ON, 8, 0, 0, 2};
-    closed_case cal = {SIM_ALLREDUCE_HIER_COARSE, SIM_NETWORK_LV08, POLICY_OVERLAP_ON, 8, 0, 0, 2};
-    policy_result a = closed_run(&msg), b = closed_run(&cal);
-    fprintf(stderr, "\n  hier %.9g s, hier-coarse calibrated %.9g s (%+.2e)", a.sim_time_s,
-            b.sim_time_s, b.sim_time_s / a.sim_time_s - 1);
-    SS_CHECK_CLOSE(b.sim_time_s, a.sim_time_s, 0, 1e-4);
-    SS_CHECK_CLOSE(b.bytes_sent, a.bytes_sent, 0, 1e-4);
+/* ring-coarse and hier-coarse on multi-GPU servers in the pipeline, calibrated, against ring's
+ * and hier's messages: 2 servers of 4 GPUs. */
+static void test_buckets_calibrated_nodes(void) {
+    const sim_allreduce_algo msg[2] = {SIM_ALLREDUCE_RING, SIM_ALLREDUCE_HIER};
+    const sim_allreduce_algo cal[2] = {SIM_ALLREDUCE_RING_COARSE, SIM_ALLREDUCE_HIER_COARSE};
+    for (int i = 0; i < 2; i++) {
+        closed_case m = {msg[i], SIM_NETWORK_LV08, POLICY_OVERLAP_ON, 8, 0, 0, 2};
+        closed_case c = {cal[i], SIM_NETWORK_LV08, POLICY_OVERLAP_ON, 8, 0, 0, 2};
+        policy_result a = closed_run(&m), b = closed_run(&c);
+        fprintf(stderr, "\n  %s %.9g s, %s calibrated %.9g s (%+.2e)",
+                sim_allreduce_algo_name(msg[i]), a.sim_time_s, sim_allreduce_algo_name(cal[i]),
+                b.sim_time_s, b.sim_time_s / a.sim_time_s - 1);
+        SS_CHECK_CLOSE(b.sim_time_s, a.sim_time_s, 0, 1e-4);
+        SS_CHECK_CLOSE(b.bytes_sent, a.bytes_sent, 0, 1e-4);
+    }
 }
 
 /* A trace without per-layer data (a recorded or imported run) refuses --overlap on. */
@@ -414,8 +420,9 @@ static CU_TestInfo overlap_tests[] = {
      test_buckets_closed_form_vs_messages},
     {"overlap: auto's closed forms at scale (ring-coarse, calibrated dbtree) match its messages",
      test_buckets_calibrated_dbtree},
-    {"overlap: hier-coarse in the pipeline, calibrated, matches hier's messages",
-     test_buckets_calibrated_hier},
+    {"overlap: ring-coarse and hier-coarse on servers, calibrated, match ring's and hier's "
+     "messages",
+     test_buckets_calibrated_nodes},
     {"overlap: a trace without per-layer data says overlap cannot apply",
      test_trace_without_layers},
     CU_TEST_INFO_NULL,
