@@ -56,14 +56,6 @@ static void bucket_start(policy_state *st, int w, bucket_queue *q, float *buf, d
     q->count++;
 }
 
-/* Lets `s` seconds pass on worker w without counting them as compute. */
-static void pass_s(policy_state *st, int w, double s) {
-    static const sim_compute_cfg as_sleep = {.mode = SIM_COMPUTE_TRACE, .scale = 1.0};
-    const sim_step_cost sc = {.trace_s = s, .slowdown = 1.0};
-    int rc = st->ex->ops->compute(st->ex->self, w, &as_sleep, &sc, policy_now(st));
-    SS_ASSERT(rc == SS_OK);
-}
-
 /* The forward and backward passes with the buckets in closed form (exchange.h,
  * allreduce_buckets): at the start of the step the member says when its buckets will be ready
  * and how large they are, then lets the passes and the exposed communication pass as one wait
@@ -103,7 +95,7 @@ static int overlap_closed(policy_state *st, int w, long id, const sim_layer_cost
     a->rec.compute_s += compute_end - t0;
     double entry = policy_sync_enter_at(st, id, -1, compute_end);
     const double until = fmax(compute_end, end_s), now = policy_now(st);
-    if (until > now) pass_s(st, w, until - now);
+    if (until > now) policy_pass_until(st, w, until);
     policy_sync_leave(st, id, -1, entry, sent, a);
     return 1;
 }
