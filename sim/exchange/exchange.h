@@ -68,6 +68,9 @@ typedef struct exchange_result {
     double bytes_recv; /* bytes it received (PS pulls: the servers' replies) */
 } exchange_result;
 
+/* allreduce_buckets: the buckets do not run as a closed form. */
+#define EXCHANGE_NOT_CLOSED (-1)
+
 /* A clock value that never holds others back: a worker that has ended sets it. */
 #define EXCHANGE_CLOCK_DONE (LONG_MAX / 2)
 
@@ -154,6 +157,17 @@ typedef struct exchange_ops {
                                          size_t count, double bytes);
     int (*test)(void *self, const exchange_request *rq);
     int (*wait)(void *self, exchange_request *rq, exchange_result *r);
+
+    /* An overlapped step's n bucket all-reduces in closed form (may be NULL: MPI). Called by
+     * every member once per step at the start of its backward pass, with the times (now's
+     * clock) its buckets of bytes[0..n-1] will be ready, in the order they start; blocks until
+     * every member has called, then gives *end_s, when its last bucket completes (the caller
+     * lets time pass until then), and the bytes it sends. EXCHANGE_NOT_CLOSED, at once and
+     * alike on every member, where the all-reduces do not run as a closed form (then the
+     * caller starts them one by one). The simulation: sim_allreduce_buckets. */
+    int (*allreduce_buckets)(void *self, exchange_group *g, int member, int n,
+                             const double *ready_s, const double *bytes, double *end_s,
+                             double *bytes_sent);
 
     /* All-gather: every member contributes `count` bytes at mine and receives everybody's,
      * member i's at all[i * count] (all: count * members bytes); `bytes` is the wire size of one

@@ -27,6 +27,17 @@ typedef struct gather_board {
     struct gather_board *next;
 } gather_board;
 
+/* The last per-layer times computed: the workers of a replay ask for the same layers on the
+ * same GPU class every step, and the model's arithmetic over hundreds of layers was most of a
+ * replay's wall time. */
+typedef struct layer_memo {
+    int n; /* layers (0: none yet) */
+    sim_compute_cfg cfg;
+    sim_compute_host host;
+    sim_layer_cost *layers;       /* (n) a copy */
+    double *fwd_s, *bwd_s, opt_s; /* (n) each */
+} layer_memo;
+
 typedef struct sx_exchange {
     exchange ex;
     sim_cluster *cluster;
@@ -42,6 +53,7 @@ typedef struct sx_exchange {
     uint8_t *host_known;     /* (n_workers) 1 once hosts[w] is filled (by worker w's actor) */
     int ran;                 /* run() was called */
     sim_clocks *clocks;      /* SSP's staleness bound */
+    layer_memo memo;
 } sx_exchange;
 
 static void result_of(const sim_coll_result *cr, exchange_result *r) {
@@ -109,6 +121,17 @@ static int sx_wait(void *self, exchange_request *rq, exchange_result *r) {
     result_of(&cr, r);
     free(q);
     return rc;
+}
+
+static int sx_allreduce_buckets(void *self, exchange_group *g, int member, int n,
+                                const double *ready_s, const double *bytes, double *end_s,
+                                double *bytes_sent) {
+    sx_exchange *x = self;
+    /* the closed form holds on a network its own flows alone load */
+    if (x->background) return EXCHANGE_NOT_CLOSED;
+    int rc =
+        sim_allreduce_buckets(group_of(g), member, n, ready_s, bytes, &x->coll, end_s, bytes_sent);
+    return rc == SIM_NOT_CLOSED ? EXCHANGE_NOT_CLOSED : rc;
 }
 
 static gather_board *board_of(sx_exchange *x, sim_group *c, size_t count) {
@@ -340,10 +363,41 @@ static int sx_compute(void *self, int worker, const sim_compute_cfg *cfg, const 
     return SS_OK;
 }
 
+static int memo_hit(const layer_memo *m, const sim_compute_cfg *cfg, const sim_compute_host *h,
+                    const sim_layer_cost *layers, int n) {
+    return m->n == n && n > 0 && m->cfg.mode == cfg->mode && m->cfg.scale == cfg->scale &&
+           m->cfg.precision == cfg->precision && m->cfg.gpu == cfg->gpu &&
+           m->host.speed_flops == h->speed_flops && m->host.gpu == h->gpu &&
+           memcmp(m->layers, layers, sizeof *layers * (size_t)n) == 0;
+}
+
 static int sx_layer_times(void *self, int worker, const sim_compute_cfg *cfg,
                           const sim_layer_cost *layers, int n, double *fwd_s, double *bwd_s,
                           double *optimizer_s) {
-    return sim_compute_layers(cfg, host_of(self, worker), layers, n, fwd_s, bwd_s, optimizer_s);
+    sx_exchange *x = self;
+    layer_memo *m = &x->memo;
+    const sim_compute_host *h = host_of(x, worker);
+    if (!memo_hit(m, cfg, h, layers, n)) {
+        int rc = sim_compute_layers(cfg, h, layers, n, fwd_s, bwd_s, optimizer_s);
+        if (rc != SS_OK || n <= 0) return rc;
+        free(m->layers);
+        free(m->fwd_s);
+        m->layers = ss_malloc(sizeof *layers * (size_t)n);
+        m->fwd_s = ss_malloc(sizeof(double) * 2 * (size_t)n);
+        m->bwd_s = m->fwd_s + n;
+        memcpy(m->layers, layers, sizeof *layers * (size_t)n);
+        memcpy(m->fwd_s, fwd_s, sizeof(double) * (size_t)n);
+        memcpy(m->bwd_s, bwd_s, sizeof(double) * (size_t)n);
+        m->opt_s = *optimizer_s;
+        m->cfg = *cfg;
+        m->host = *h;
+        m->n = n;
+        return SS_OK;
+    }
+    memcpy(fwd_s, m->fwd_s, sizeof(double) * (size_t)n);
+    memcpy(bwd_s, m->bwd_s, sizeof(double) * (size_t)n);
+    *optimizer_s = m->opt_s;
+    return SS_OK;
 }
 
 static const exchange_ops sx_ops = {.name = "simgrid",
@@ -356,6 +410,7 @@ static const exchange_ops sx_ops = {.name = "simgrid",
                                     .allreduce_start = sx_allreduce_start,
                                     .test = sx_test,
                                     .wait = sx_wait,
+                                    .allreduce_buckets = sx_allreduce_buckets,
                                     .allgather = sx_allgather,
                                     .broadcast = sx_broadcast,
                                     .send = sx_send,
@@ -427,6 +482,8 @@ void exchange_simgrid_close(exchange *ex) {
         free(b);
     }
     sim_clocks_destroy(x->clocks);
+    free(x->memo.layers);
+    free(x->memo.fwd_s);
     free(x->host_known);
     free(x->hosts);
     free(x);

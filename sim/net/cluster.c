@@ -119,8 +119,15 @@ static int map_hosts(const sim_cluster_opts *o, const sim_platform_info *info, i
 }
 
 /* SimGrid's engine with the network model's options, on the platform. */
+static sim_network_model engine_model;
+
+sim_network_model sim_engine_network_model(void) {
+    return engine_model;
+}
+
 static void start_engine(const sim_cluster_opts *o) {
     engine_created = 1;
+    engine_model = o->model;
     char model[64];
     /* SMPI and TCP-stream are LV08 with the size-dependent factors of sim/net/fabric.cpp
      * (SimGrid's own SMPI model reads them from SMPI's configuration, which a program that is

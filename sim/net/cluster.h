@@ -46,6 +46,8 @@ typedef enum sim_network_model {
  * the valid values. */
 int sim_network_model_parse(const char *option, const char *text, sim_network_model *out);
 const char *sim_network_model_name(sim_network_model m);
+/* The model the engine was started with (LV08 before). */
+sim_network_model sim_engine_network_model(void);
 
 typedef struct sim_cluster_opts {
     const char *platform_path; /* SimGrid platform XML */

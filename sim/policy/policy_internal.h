@@ -95,8 +95,13 @@ void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, 
 /* The compute-time multiplier of worker w's step under --compute-jitter cv: lognormal, mean 1,
  * drawn from a stream of its own per (seed, w, step). 1 when cv is 0. */
 double policy_jitter(uint64_t seed, int w, long step, double cv);
+/* Lets time pass on worker w until time t (nothing if t is not ahead), not counted as compute:
+ * the wait for a collective in closed form (exchange.h, allreduce_buckets). */
+void policy_pass_until(policy_state *st, int w, double t);
 /* A member enters synchronization `id` (call right before the collective) ... */
 double policy_sync_enter(policy_state *st, long id, int key);
+/* The same, entered at time t (<= now): when the member's compute ended while it was blocked. */
+double policy_sync_enter_at(policy_state *st, long id, int key, double t);
 /* ... and leaves it (right after): splits the time into wait and comm, adds the bytes. */
 void policy_sync_leave(policy_state *st, long id, int key, double entry_s, double bytes,
                        step_acc *a);

@@ -10,6 +10,7 @@
 #include "common/status.h"
 #include "sim/policy/policy_internal.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,6 +54,50 @@ static void bucket_start(policy_state *st, int w, bucket_queue *q, float *buf, d
     SS_ASSERT(rq != NULL);
     q->rq[(q->head + q->count) % OVERLAP_IN_FLIGHT] = rq;
     q->count++;
+}
+
+/* The forward and backward passes with the buckets in closed form (exchange.h,
+ * allreduce_buckets): at the start of the step the member says when its buckets will be ready
+ * and how large they are, then lets the passes and the exposed communication pass as one wait
+ * (two simulated activities a step instead of one per bucket and pass). 0 where the exchange
+ * has no closed form for them (nothing done then). */
+static int overlap_closed(policy_state *st, int w, long id, const sim_layer_cost *layers, int n,
+                          double fwd_s, const double *bwd_s, double slowdown, step_acc *a) {
+    if (!st->ex->ops->allreduce_buckets) return 0;
+    const double cap = st->pc->bucket_mb * 1024.0 * 1024.0;
+    int lowest = 0; /* the first layer with a gradient: it closes the last bucket */
+    while (lowest < n - 1 && !(layers[lowest].param_bytes > 0))
+        lowest++;
+    /* more buckets than may be in flight block the backward pass (bucket_start): messages */
+    double ready[OVERLAP_IN_FLIGHT], bytes[OVERLAP_IN_FLIGHT];
+    int nb = 0;
+    const double t0 = policy_now(st);
+    double t = fwd_s * slowdown, bucket = 0;
+    for (int i = n - 1; i >= 0; i--) {
+        t += bwd_s[i] * slowdown;
+        bucket += layers[i].param_bytes;
+        if (bucket > 0 && (bucket >= cap || i == lowest)) {
+            if (nb == OVERLAP_IN_FLIGHT) return 0;
+            ready[nb] = t0 + t;
+            bytes[nb++] = bucket;
+            bucket = 0;
+        }
+    }
+    double end_s, sent;
+    int rc =
+        st->ex->ops->allreduce_buckets(st->ex->self, st->world, w, nb, ready, bytes, &end_s, &sent);
+    if (rc == EXCHANGE_NOT_CLOSED) return 0;
+    SS_ASSERT(rc == SS_OK);
+    /* the passes ran while the member waited for the others' ready times; it enters the
+     * synchronization when they end (every member enters before anyone leaves: right after the
+     * others' ready times are known) */
+    const double compute_end = t0 + t;
+    a->rec.compute_s += compute_end - t0;
+    double entry = policy_sync_enter_at(st, id, -1, compute_end);
+    const double until = fmax(compute_end, end_s), now = policy_now(st);
+    if (until > now) policy_pass_until(st, w, until);
+    policy_sync_leave(st, id, -1, entry, sent, a);
+    return 1;
 }
 
 /* The backward pass, last layer first, starting each bucket's all-reduce once its gradients are
@@ -184,10 +229,12 @@ void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_s
     double fwd_s = 0;
     for (int i = 0; i < n; i++)
         fwd_s += fwd[i];
-    charge_s(st, w, fwd_s * slowdown, a);
     const long id = policy_sync_id(step, 1);
     const int workers = st->pc->workers;
-    overlap_backward(st, w, id, cost.layers, n, bwd, slowdown, a);
+    if (!overlap_closed(st, w, id, cost.layers, n, fwd_s, bwd, slowdown, a)) {
+        charge_s(st, w, fwd_s * slowdown, a);
+        overlap_backward(st, w, id, cost.layers, n, bwd, slowdown, a);
+    }
     policy_aggregate(st, w, id, AGGREGATE_GRADS, NULL, workers, workers);
     charge_s(st, w, opt_s * slowdown, a);
     free(fwd);

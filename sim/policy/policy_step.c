@@ -59,6 +59,15 @@ void policy_compute_time(policy_state *st, int w, const sim_compute_cfg *cc,
     a->rec.compute_s += policy_now(st) - t0;
 }
 
+void policy_pass_until(policy_state *st, int w, double t) {
+    static const sim_compute_cfg as_sleep = {.mode = SIM_COMPUTE_TRACE, .scale = 1.0};
+    const double now = policy_now(st);
+    if (!(t > now)) return;
+    const sim_step_cost sc = {.trace_s = t - now, .slowdown = 1.0};
+    int rc = st->ex->ops->compute(st->ex->self, w, &as_sleep, &sc, now);
+    SS_ASSERT(rc == SS_OK);
+}
+
 float *policy_buffer(const policy_state *st, int w, int what) {
     if (!st->src->ops->buffer) return NULL;
     return st->src->ops->buffer(st->src->self, w, what);
@@ -88,7 +97,10 @@ static sync_slot *sync_slot_of(policy_state *st, long id, int key) {
 }
 
 double policy_sync_enter(policy_state *st, long id, int key) {
-    double now = policy_now(st);
+    return policy_sync_enter_at(st, id, key, policy_now(st));
+}
+
+double policy_sync_enter_at(policy_state *st, long id, int key, double now) {
     sync_slot *s = sync_slot_of(st, id, key);
     if (s->id != id) {
         s->id = id;

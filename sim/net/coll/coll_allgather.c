@@ -41,7 +41,7 @@ int sim_allgather_opts(sim_group *c, int member, double bytes_per_member, const 
     int coarse = o &&
                  (o->algo == SIM_ALLREDUCE_AUTO || o->algo == SIM_ALLREDUCE_RING_COARSE ||
                   o->algo == SIM_ALLREDUCE_HIER_COARSE) &&
-                 c && c->size >= SIM_COARSE_MIN_MEMBERS;
+                 c && c->size >= sim_coll_coarse_min_members();
     return allgather_seq(c, member, bytes_per_member, coarse, r);
 }
 

@@ -160,6 +160,16 @@ static void choose(sim_group *c, double bytes, const sim_coll_opts *o, sim_allre
     }
 }
 
+static int coarse_min_members = SIM_COARSE_MIN_MEMBERS;
+
+int sim_coll_coarse_min_members(void) {
+    return coarse_min_members;
+}
+
+void sim_coll_set_coarse_min_members(int members) {
+    coarse_min_members = members;
+}
+
 void coll_auto_resolve(sim_group *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo *algo,
                        sim_nccl_protocol *proto) {
     if (c->size < 2) {
@@ -168,7 +178,7 @@ void coll_auto_resolve(sim_group *c, double bytes, const sim_coll_opts *o, sim_a
         return;
     }
     choose(c, bytes, o, SIM_ALLREDUCE_AUTO, algo, proto);
-    if (c->size >= SIM_COARSE_MIN_MEMBERS && *algo != SIM_ALLREDUCE_DBTREE) {
+    if (c->size >= sim_coll_coarse_min_members() && *algo != SIM_ALLREDUCE_DBTREE) {
         /* ring-coarse stands for the ring only where the hops are alike (flat platforms); on
          * nodes, whose NVLink and NIC hops differ, the closed form that holds is hier's */
         const sim_topology *t = coll_topology_of(c);

@@ -282,6 +282,31 @@ double coll_merged_latency_s(const call *k, int from, int to, double bytes, doub
     return coll_hop_latency_s(k->c->hosts[from], k->c->hosts[to], wire);
 }
 
+/* What the network model charges the merged flow from member `from` to `to` of
+ * coll_exchange_merged: its latency, its transfer, and the wait for the time it is short of
+ * (merged_plan). The rate is
+ * SimGrid's: the route's bandwidth times the model's factor for the size sent, bounded by the
+ * TCP window (gamma / (2 x the route's latency)), by the protocol's cap, and by `shared_Bps`,
+ * what the links it shares with the other flows leave it (raw). `share` is
+ * coll_exchange_merged's. */
+double coll_merged_flow_s(const call *k, int from, int to, double bytes, double unit_bytes,
+                          double share, double shared_Bps, double gamma, double *lat_s,
+                          double *wait_s) {
+    double wire;
+    merged_plan(k->c, from, to, bytes, unit_bytes, share, k->proto_frac, &wire, wait_s);
+    sg_host_t a = k->c->hosts[from], b = k->c->hosts[to];
+    const double raw_bw = sg_host_get_route_bandwidth(a, b),
+                 raw_lat = sg_host_get_route_latency(a, b);
+    const long sent = coll_wire_bytes(wire);
+    /* the model's factor scales what the links give, shared or not */
+    double rate = coll_hop_bandwidth_Bps(a, b, (double)sent) * fmin(1, shared_Bps / raw_bw);
+    if (gamma > 0 && raw_lat > 0) rate = fmin(rate, gamma / (2 * raw_lat));
+    if (k->proto_frac > 0 && k->proto_frac < 1)
+        rate = fmin(rate, k->proto_frac * coll_hop_bandwidth_Bps(a, b, unit_bytes));
+    *lat_s = coll_hop_latency_s(a, b, (double)sent);
+    return *lat_s + (double)sent / rate;
+}
+
 int coll_check_call(const sim_group *c, int member, double bytes, const char *what) {
     if (!c) return ss_error_set(SS_EUSAGE, "%s: no group", what);
     if (member < 0 || member >= c->size)

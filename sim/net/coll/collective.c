@@ -49,6 +49,7 @@ void sim_group_destroy(sim_group *c) {
     free(c->tree_next[0]);
     free(c->tree_next[1]);
     if (c->barrier) sg_barrier_destroy(c->barrier);
+    if (c->pipe_free) c->pipe_free(c);
     for (int m = 0; c->lanes && m < c->size; m++)
         lane_close(c->lanes[m]);
     free(c->lanes);

@@ -57,6 +57,11 @@ int sim_group_size(const sim_group *c);
  * coarse all-gather: the message-level forms cost O(N) messages per member per call. */
 #define SIM_COARSE_MIN_MEMBERS 512
 
+/* SIM_COARSE_MIN_MEMBERS, unless set otherwise for this process (tests: the closed forms on
+ * small groups). */
+int sim_coll_coarse_min_members(void);
+void sim_coll_set_coarse_min_members(int members);
+
 /* The algorithm auto would run for an all-reduce of `bytes` on group c with options o (o->algo
  * may be anything: it is ignored). Call after the platform is loaded. */
 sim_allreduce_algo sim_allreduce_auto_pick(sim_group *c, double bytes, const sim_coll_opts *o);
@@ -113,6 +118,36 @@ int sim_broadcast(sim_group *c, int member, int root, double bytes, sim_coll_res
  * the data has arrived; recv returns when the message from `src` arrived. Matched in order. */
 int sim_send(sim_group *c, int member, int dst, double bytes, sim_coll_result *r);
 int sim_recv(sim_group *c, int member, int src, double bytes, sim_coll_result *r);
+
+/* ---- the buckets of an overlapped step in closed form ---- */
+
+/* What sim_allreduce_buckets returns where the all-reduces do not run as a closed form. */
+#define SIM_NOT_CLOSED (-1)
+
+/* An overlapped step's n bucket all-reduces (bytes[0..n-1], in the order started) in closed
+ * form, called by every member once per step at the start of its backward pass with the
+ * simulated times ready_s[b] at which its bucket b will be ready. Blocks until every member has
+ * called (they are all needed for any bucket to complete), then gives the time at which this
+ * member's last bucket completes, and the bytes it sends: bucket b starts when the last member
+ * has it ready and bucket b - 1 is done (one lane, as the asynchronous form runs them), and
+ * takes
+ * - ring-coarse (o->algo ring-coarse, or auto where it resolves to ring-coarse) on a flat
+ *   group: its time as arithmetic, the slowest member's when all start together on a network
+ *   its own flows alone load: per phase the merged flow to the ring neighbour as the network
+ *   model charges it (the route's latency and bandwidth with the model's factors, the TCP
+ *   window, the protocol's cap, the share of the links it crosses with the other members'
+ *   flows and, under LV08's cross traffic, with their acknowledgements), then the wait for the
+ *   further step latencies;
+ * - ring-coarse on multi-GPU nodes, hier-coarse (or auto resolving to it), and auto's double
+ *   binary tree from sim_coll_coarse_min_members() members on: the time the algorithm took the
+ *   first time this size ran, every member starting together (that call runs it, and every
+ *   member waits for the slowest), for every later call of the size.
+ * The caller lets time pass until the end. SIM_NOT_CLOSED, before blocking and alike on every
+ * member, where some bucket has neither form (ns-3, segments, the other algorithms); counts as n
+ * calls of the member on the group. */
+int sim_allreduce_buckets(sim_group *c, int member, int n, const double *ready_s,
+                          const double *bytes, const sim_coll_opts *o, double *end_s,
+                          double *bytes_sent);
 
 /* ---- asynchronous form: start now, get a callback at completion, wait later ---- */
 

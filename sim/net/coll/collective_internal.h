@@ -72,6 +72,9 @@ struct sim_group {
     int est_ready;                 /* auto: the hop sets below are read */
     hop_set est_hops[3];           /* auto: ring hops, intra-node hops, rail hops */
     async_lane **lanes;            /* (size) per member: its asynchronous calls (NULL: none yet) */
+    struct coll_pipe *pipe;        /* coll_pipeline.c: the bucket pipelines in closed form */
+    void (*pipe_free)(sim_group *c); /* frees `pipe` (set with it: coll_pipeline.c calls the
+                                        collectives, so they do not call it back) */
 };
 
 /* The state of one member in one collective instance. */
@@ -162,6 +165,11 @@ double coll_exchange_merged(call *k, int dst, int src, double bytes, double unit
 /* The latency the merged flow from member `from` to `to` pays in coll_exchange_merged. */
 double coll_merged_latency_s(const call *k, int from, int to, double bytes, double unit_bytes,
                              double share);
+/* The time the network model charges that merged flow, run with the other members' (see
+ * coll_msg.c); *lat_s its latency, *wait_s the wait coll_exchange_merged adds after it. */
+double coll_merged_flow_s(const call *k, int from, int to, double bytes, double unit_bytes,
+                          double share, double shared_Bps, double gamma, double *lat_s,
+                          double *wait_s);
 /* auto's algorithm (its closed form at scale) and protocol for an all-reduce of `bytes`, found
  * together in one search. */
 void coll_auto_resolve(sim_group *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo *algo,
