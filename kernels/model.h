@@ -72,6 +72,8 @@ int model_spec_parse(model_spec *spec, const char *text, int in_c, int in_h, int
 const char *model_spec_forms(void);
 /* 1 when models of the spec have buffers (batch normalization: resnet, vgg). */
 int model_spec_has_buffers(const model_spec *spec);
+/* Convolutions in each of the five stages of VGG-D, or NULL for another depth. */
+const int *model_vgg_stage_convs(int depth);
 /* The parameter and buffer counts of the spec's models without creating one (nothing is
  * allocated on a device); SS_EUSAGE as model_create for a spec it cannot build. */
 int model_spec_count(const model_spec *spec, size_t *params, size_t *buffers);
