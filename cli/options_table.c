@@ -163,7 +163,8 @@ static const opt_def tail_rows[] = {
      "compare: policies to run", 0},
     {"networks", OPT_TYPE_STRING, F(networks), "5Gbps,100Gbps", 0, 0, CMD_COMPARE, NULL, "LIST",
      "compare: link bandwidths of generated clusters, or platform files", 0},
-    {"partitions", OPT_TYPE_STRING, F(partitions), "iid,dirichlet:0.1", 0, 0, CMD_COMPARE, NULL, "LIST",
+    {"partitions", OPT_TYPE_STRING, F(partitions), "iid,dirichlet:0.1", 0, 0, CMD_COMPARE, NULL,
+     "LIST",
      "compare: data partitions side by side, each a panel with its own BSP reference: iid (each "
      "policy's own: seldp for selsync, defdp otherwise) or a --partition value (noniid:K, "
      "dirichlet:ALPHA...); --partition P alone runs P only",
