@@ -544,7 +544,10 @@ static const struct {
     {"workers", CMD_BENCH_COUPLING, "workers", "8"},
     {"epochs", CMD_BENCH_COUPLING, "passes over the training set by all workers together", "1"},
     {"hosts-list", CMD_BENCH_REPLAY, "worker counts replayed", "1024,4096,65536"},
-    {"model", CMD_BENCH_KERNELS, "logreg | mlp | cnn: the model timed", "all three"},
+    {"model", CMD_BENCH_KERNELS,
+     "the model timed: any --model form of train (logreg, mlp, cnn, cnn:lenet, resnet:20, vgg:11, "
+     "...)",
+     "logreg, mlp and cnn"},
 };
 #define COMMAND_HELP ((int)(sizeof command_help / sizeof command_help[0]))
 
