@@ -27,9 +27,15 @@ Each row is a time in microseconds, the median of 5 repetitions:
   zero_grad_tensor_us  zero_grad(set_to_none=True) per parameter tensor
   zero_grad_fill_tensor_us  zero_grad(set_to_none=False) per parameter tensor (a fill kernel)
   sync_item_us         a scalar read back to the host (.item()) after a tiny kernel: round trip
+  step_M_bB_PHASE_us   a whole eager step of syncsim's model M (bench/syncsim_torch.py) at batch
+                       B, as bench/torch_gpu.py runs it: the host's time in each PHASE of a step
+                       started on an idle GPU (zero_grad, forward with the loss, backward,
+                       optimizer; host: all four), synced (the step with the wait for the GPU),
+                       pipelined (steady steps without a wait, CUDA events) and gpu_busy (the
+                       kernels' time, PyTorch profiler)
 
 It installs nothing: it needs PyTorch with CUDA.
-Usage: torch_host.py [--csv FILE] [--reps N]
+Usage: torch_host.py [--csv FILE] [--reps N] [--steps M1,M2,...] [--steps-batch B]
 """
 import argparse
 import csv
@@ -259,10 +265,81 @@ def sync_item(reps):
     return med(once, reps)
 
 
+def step_phases(name, batch, reps):
+    """One of syncsim's models (bench/syncsim_torch.py) in an eager training step as
+    bench/torch_gpu.py runs it: the host's time in each phase of a step started on an idle GPU
+    (zero_grad, forward with the loss, backward, optimizer), the step synchronized every time,
+    and the steady rate of unsynchronized steps (CUDA events over 50 steps)."""
+    import syncsim_torch
+    torch.manual_seed(1)
+    m = syncsim_torch.build(name).to(DEV)
+    x = torch.rand(batch, 1, 28, 28, device=DEV)
+    y = torch.randint(0, 10, (batch,), device=DEV)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss_fn(m(x), y).backward()
+        opt.step()
+
+    for _ in range(5):
+        step()
+
+    def phases():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=False)
+        t1 = time.perf_counter()
+        loss = loss_fn(m(x), y)
+        t2 = time.perf_counter()
+        loss.backward()
+        t3 = time.perf_counter()
+        opt.step()
+        t4 = time.perf_counter()
+        torch.cuda.synchronize()
+        t5 = time.perf_counter()
+        return [(t1 - t0) * 1e6, (t2 - t1) * 1e6, (t3 - t2) * 1e6, (t4 - t3) * 1e6,
+                (t4 - t0) * 1e6, (t5 - t0) * 1e6]
+    runs = [phases() for _ in range(20 * reps)]
+    out = [statistics.median(r[i] for r in runs) for i in range(6)]
+    torch.cuda.synchronize()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    rates = []
+    for _ in range(3):
+        s.record()
+        for _ in range(50):
+            step()
+        e.record()
+        e.synchronize()
+        rates.append(s.elapsed_time(e) * 1e3 / 50)
+    out.append(statistics.median(rates))
+    try:
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(5):
+                step()
+            torch.cuda.synchronize()
+        busy = sum(ev.self_device_time_total for ev in prof.key_averages()
+                   if ev.device_type == torch.autograd.DeviceType.CUDA) / 5
+    except Exception as ex:  # a diagnostic only
+        sys.stderr.write(f"profiler: {ex}\n")
+        busy = float("nan")
+    out.append(busy)
+    kinds = {}
+    for mod in m.modules():
+        if len(list(mod.children())) == 0:
+            kinds[type(mod).__name__] = kinds.get(type(mod).__name__, 0) + 1
+    return out, len(list(m.parameters())), kinds
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--csv", default="")
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--steps", default="mlp,cnn,cnn:lenet,resnet:20,vgg:11",
+                    help="syncsim models whose whole steps are timed by phase ('' for none)")
+    ap.add_argument("--steps-batch", type=int, default=64)
     a = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("torch_host.py: no CUDA device visible to PyTorch")
@@ -300,6 +377,13 @@ def main():
     row("zero_grad_tensor_us", zero_grad_per_tensor(a.reps, True))
     row("zero_grad_fill_tensor_us", zero_grad_per_tensor(a.reps, False))
     row("sync_item_us", sync_item(a.reps))
+    names = ("zero_grad", "forward", "backward", "optimizer", "host", "synced", "pipelined",
+             "gpu_busy")
+    for name in [n for n in a.steps.split(",") if n]:
+        vals, tensors, kinds = step_phases(name, a.steps_batch, a.reps)
+        for n, v in zip(names, vals):
+            row(f"step_{name}_b{a.steps_batch}_{n}_us", v)
+        print(f"  {name}: {tensors} parameter tensors, layers {kinds}", flush=True)
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.writer(f)
