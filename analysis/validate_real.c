@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_ARGS 48
+#define MAX_ARGS 64
 
 /* One command line under construction. */
 typedef struct argv_buf {
@@ -654,10 +654,10 @@ int validate_real_fit_host(int cores, const char *policies, int workers, char *p
             lw += (size_t)snprintf(why + lw, why_size - lw,
                                    " (%s left out: with its server it needs 3 cores or more)",
                                    dropped);
+        /* --policy takes one policy; --workers alone keeps the default list */
         if (lw < why_size)
-            snprintf(why + lw, why_size - lw,
-                     ". --workers %d --policy %s runs the requested case as it is.", workers,
-                     policies);
+            snprintf(why + lw, why_size - lw, ". --workers %d runs the requested case as it is.",
+                     workers);
     }
     return 1;
 }
