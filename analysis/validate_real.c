@@ -714,12 +714,12 @@ int validate_real_run_on_host(const run_config *cfg, int fit_host, FILE *out,
         if (fit_host & VALIDATE_REAL_FIT_RATE) {
             bandwidth = VALIDATE_REAL_FIT_BANDWIDTH;
             fprintf(out,
-                    "host: at %s (--bandwidth not given): at 1 Gbit/s the compute between "
+                    "host: at " VALIDATE_REAL_FIT_BANDWIDTH_TEXT
+                    " (--bandwidth not given): at 1 Gbit/s the compute between "
                     "exchanges refills each testbed link's token bucket (1 ms of traffic at the "
                     "rate), which then lets part of every message through faster than the rate, "
                     "as no link the predictions describe does (docs/REAL.md); --bandwidth 1Gbps "
-                    "runs that rate.\n",
-                    bandwidth);
+                    "runs that rate.\n");
         }
     } else if (changed) {
         fprintf(out,

@@ -128,9 +128,10 @@ int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *re
  * synchronized step against 9.4-9.5 ms predicted (+13 to +16 % for SelSync, whose local steps let
  * the bucket fill); at 100 Mbit/s 1 ms refills 12.5 KB of the 68 KiB bucket. 0: the case as given,
  * with a warning when its ranks share cores. */
-#define VALIDATE_REAL_FIT_CASE      1
-#define VALIDATE_REAL_FIT_RATE      2
-#define VALIDATE_REAL_FIT_BANDWIDTH "100Mbps"
+#define VALIDATE_REAL_FIT_CASE           1
+#define VALIDATE_REAL_FIT_RATE           2
+#define VALIDATE_REAL_FIT_BANDWIDTH      "100Mbps"
+#define VALIDATE_REAL_FIT_BANDWIDTH_TEXT "100 Mbit/s"
 int validate_real_run_on_host(const run_config *cfg, int fit_host, FILE *out,
                               validate_real_result *res);
 
