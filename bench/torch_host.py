@@ -27,6 +27,12 @@ Each row is a time in microseconds, the median of 5 repetitions:
   zero_grad_tensor_us  zero_grad(set_to_none=True) per parameter tensor
   zero_grad_fill_tensor_us  zero_grad(set_to_none=False) per parameter tensor (a fill kernel)
   sync_item_us         a scalar read back to the host (.item()) after a tiny kernel: round trip
+  mix_PHASE_KIND_us    per-kind host costs of a step's forward (fwd) and backward (bwd) passes:
+                       least squares over --mixes random sequences of 24 near-empty layers of the
+                       kinds linear, conv, bn, relu, pool, add (their proportions drawn per
+                       sequence), closed by a dense layer and the loss; mix_PHASE_pass_us is the
+                       intercept, mix_PHASE_rms_err_us the fit's residual; mix_zero_grad_* and
+                       mix_opt_* the per-step and per-tensor costs of zero_grad and SGD (foreach)
   step_M_bB_PHASE_us   a whole eager step of syncsim's model M (bench/syncsim_torch.py) at batch
                        B, as bench/torch_gpu.py runs it: the host's time in each PHASE of a step
                        started on an idle GPU (zero_grad, forward with the loss, backward,
@@ -35,7 +41,8 @@ Each row is a time in microseconds, the median of 5 repetitions:
                        kernels' time, PyTorch profiler)
 
 It installs nothing: it needs PyTorch with CUDA.
-Usage: torch_host.py [--csv FILE] [--reps N] [--steps M1,M2,...] [--steps-batch B]
+Usage: torch_host.py [--csv FILE] [--reps N] [--steps M1,M2,...] [--steps-batch B] [--mixes N]
+                     [--only mix]
 """
 import argparse
 import csv
@@ -333,6 +340,90 @@ def step_phases(name, batch, reps):
     return out, len(list(m.parameters())), kinds
 
 
+MIX_KINDS = ("linear", "conv", "bn", "relu", "pool", "add")
+
+
+def mix_module(kind):
+    """A near-empty layer that keeps a (2, 4, 8, 8) activation's shape."""
+    return {"linear": lambda: nn.Linear(8, 8),  # over the last dimension
+            "conv": lambda: nn.Conv2d(4, 4, 3, padding=1, bias=False),
+            "bn": lambda: nn.BatchNorm2d(4),
+            "relu": nn.ReLU,
+            "pool": lambda: nn.MaxPool2d(3, 1, 1),
+            "add": Add}[kind]()
+
+
+def mixes(n, length, seed):
+    """n random sequences of near-empty layers of every kind, as real models mix them: the host's
+    cost of each kind comes from a regression over them, not from one operation repeated."""
+    import random
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(n):
+        weights = [rnd.random() for _ in MIX_KINDS]
+        out.append([rnd.choices(MIX_KINDS, weights)[0] for _ in range(length)])
+    return out
+
+
+def mix_phases(seq, reps):
+    """Host microseconds of zero_grad, forward with the loss, backward and optimizer of a step
+    of the near-empty model seq (flatten, dense 256->10 and cross-entropy closing it), started on
+    an idle GPU; and its parameter tensors."""
+    torch.manual_seed(1)
+    m = nn.Sequential(*[mix_module(k) for k in seq], nn.Flatten(), nn.Linear(256, 10)).to(DEV)
+    x = torch.rand(2, 4, 8, 8, device=DEV)
+    y = torch.zeros(2, dtype=torch.long, device=DEV)
+    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
+    loss_fn = nn.CrossEntropyLoss()
+    for _ in range(3):
+        opt.zero_grad(set_to_none=False)
+        loss_fn(m(x), y).backward()
+        opt.step()
+
+    def phases():
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=False)
+        t1 = time.perf_counter()
+        loss = loss_fn(m(x), y)
+        t2 = time.perf_counter()
+        loss.backward()
+        t3 = time.perf_counter()
+        opt.step()
+        t4 = time.perf_counter()
+        torch.cuda.synchronize()
+        return [(t1 - t0) * 1e6, (t2 - t1) * 1e6, (t3 - t2) * 1e6, (t4 - t3) * 1e6]
+    runs = [phases() for _ in range(10 * reps)]
+    return [statistics.median(r[i] for r in runs) for i in range(4)], len(list(m.parameters()))
+
+
+def table_mix(a):
+    """Per-kind host costs by least squares over random mixes; returns rows and the raw data."""
+    import numpy as np
+    raw = []
+    for seq in mixes(a.mixes, 24, 1):
+        ph, tensors = mix_phases(seq, a.reps)
+        counts = [seq.count(k) for k in MIX_KINDS]
+        raw.append((counts, tensors, ph))
+    rows = []
+    X = np.array([[1.0] + c for c, _, _ in raw])
+    for j, phase in ((1, "fwd"), (2, "bwd")):
+        yv = np.array([p[j] for _, _, p in raw])
+        coef, *_ = np.linalg.lstsq(X, yv, rcond=None)
+        pred = X @ coef
+        rows.append((f"mix_{phase}_pass_us", coef[0]))
+        for k, c in zip(MIX_KINDS, coef[1:]):
+            rows.append((f"mix_{phase}_{k}_us", c))
+        rows.append((f"mix_{phase}_rms_err_us", float(np.sqrt(np.mean((pred - yv) ** 2)))))
+    T = np.array([[1.0, t] for _, t, _ in raw])
+    for j, phase in ((0, "zero_grad"), (3, "opt")):
+        yv = np.array([p[j] for _, _, p in raw])
+        coef, *_ = np.linalg.lstsq(T, yv, rcond=None)
+        rows.append((f"mix_{phase}_step_us", coef[0]))
+        rows.append((f"mix_{phase}_tensor_us", coef[1]))
+    return rows, raw
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--csv", default="")
@@ -340,17 +431,32 @@ def main():
     ap.add_argument("--steps", default="mlp,cnn,cnn:lenet,resnet:20,vgg:11",
                     help="syncsim models whose whole steps are timed by phase ('' for none)")
     ap.add_argument("--steps-batch", type=int, default=64)
+    ap.add_argument("--mixes", type=int, default=16,
+                    help="random mixes of near-empty layers for the per-kind regression (0: none)")
+    ap.add_argument("--only", default="", choices=("", "mix", "steps"),
+                    help="mix or steps: that table alone")
+    ap.add_argument("--cudnn-benchmark", choices=("on", "off"), default="off",
+                    help="cuDNN's algorithm search (PyTorch's default: off)")
     a = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("torch_host.py: no CUDA device visible to PyTorch")
-    torch.backends.cudnn.benchmark = False
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}", flush=True)
+    torch.backends.cudnn.benchmark = a.cudnn_benchmark == "on"
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, cudnn.benchmark "
+          f"{a.cudnn_benchmark}", flush=True)
     rows = []
 
     def row(name, value):
         rows.append((name, value))
         print(f"{name:<28} {value:9.2f} us", flush=True)
 
+    if a.only == "mix":
+        run_mix(a, row)
+        write_csv(a, rows)
+        return
+    if a.only == "steps":
+        run_steps(a, row)
+        write_csv(a, rows)
+        return
     row("launch_gpu_us", med(launch_gpu(500), a.reps))
     row("graph_kernel_us", med(graph_kernel(2000), a.reps))
     a1 = torch.ones(1, device=DEV)
@@ -377,6 +483,13 @@ def main():
     row("zero_grad_tensor_us", zero_grad_per_tensor(a.reps, True))
     row("zero_grad_fill_tensor_us", zero_grad_per_tensor(a.reps, False))
     row("sync_item_us", sync_item(a.reps))
+    run_steps(a, row)
+    if a.mixes > 0:
+        run_mix(a, row)
+    write_csv(a, rows)
+
+
+def run_steps(a, row):
     names = ("zero_grad", "forward", "backward", "optimizer", "host", "synced", "pipelined",
              "gpu_busy")
     for name in [n for n in a.steps.split(",") if n]:
@@ -384,6 +497,19 @@ def main():
         for n, v in zip(names, vals):
             row(f"step_{name}_b{a.steps_batch}_{n}_us", v)
         print(f"  {name}: {tensors} parameter tensors, layers {kinds}", flush=True)
+
+
+def run_mix(a, row):
+    mix_rows, raw = table_mix(a)
+    for name, v in mix_rows:
+        row(name, v)
+    for counts, tensors, ph in raw:
+        print("  mix " + " ".join(f"{k}={c}" for k, c in zip(MIX_KINDS, counts)) +
+              f" tensors={tensors} zero_grad={ph[0]:.1f} fwd={ph[1]:.1f} bwd={ph[2]:.1f} "
+              f"opt={ph[3]:.1f}", flush=True)
+
+
+def write_csv(a, rows):
     if a.csv:
         with open(a.csv, "w", newline="") as f:
             w = csv.writer(f)
