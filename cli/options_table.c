@@ -130,6 +130,13 @@ static const opt_def head_rows[] = {
      "fp32: strict FP32 everywhere; tf32: every product on TF32; fp16/bf16: mixed precision "
      "(AMP) on tensor cores",
      SIM},
+    {"framework", OPT_TYPE_CHOICE, F(framework), "eager", 0, 0, CMD_RUN | CMD_REPLAY,
+     "eager|graphs|ideal", "F",
+     "--compute model: the framework's host time beside the GPU's. eager: PyTorch eager mode "
+     "issuing every operation from the host (its measured costs per layer, pass, parameter "
+     "tensor and read-back; a step ends when both timelines have); graphs: the step as a CUDA "
+     "graph (no host time, cheaper launches); ideal: the GPU's time alone",
+     SIM},
     {"compute-jitter", OPT_TYPE_STRING, F(compute_jitter), "auto", 0, 0, CMD_RUN, NULL, "CV",
      "CV of step compute times (auto: the model's measured CV, mlp 0.31, cnn 0.27; 0: none)", SIM},
     {"partition", OPT_TYPE_STRING, F(partition), "", 0, 0, CMD_RUN, NULL, "P",

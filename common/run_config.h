@@ -55,6 +55,7 @@ typedef struct run_config {
     int ps_servers;                 /* parameter servers (ssp/asp, or --collective ps) */
     char compute[32];               /* model | flops | measured[:SCALE] */
     char precision[16];             /* model mode: pytorch | fp32 | tf32 | fp16 | bf16 */
+    char framework[16];             /* model mode: eager | graphs | ideal */
     char compute_jitter[32];        /* auto | CV of a step's compute time (0: none) */
     char partition[32];             /* defdp | seldp | seldp-perm | noniid:K ("" = policy's) */
     double target_accuracy;         /* for tta_s (0 = none) */

@@ -74,6 +74,7 @@ static const field fields[] = {
     STR(partition),
     STR(collective),
     STR(precision),
+    STR(framework),
     INT(batch),
     NUM(lr),
     INT(local_batch),

@@ -52,6 +52,7 @@ typedef struct run_summary {
     char partition[64];  /* of the training set over the workers */
     char collective[64]; /* the exchange of synchronous steps (--collective, --channels) */
     char precision[16];  /* --compute model's precision (null in the other modes) */
+    char framework[16];  /* --compute model's framework (null in the other modes) */
     int batch;
     double lr;
     int local_batch;

@@ -352,9 +352,10 @@ void run_print_banner(const emu_run *r) {
     char exchange[64], compute[48];
     policy_describe_exchange(&r->pc, exchange, sizeof exchange);
     sim_compute_format(&r->pc.compute, compute, sizeof compute);
-    if (r->pc.compute.mode == SIM_COMPUTE_MODEL && !strchr(compute, ':'))
-        snprintf(compute, sizeof compute, "model, precision %s",
-                 sim_precision_name(r->pc.compute.precision));
+    if (r->pc.compute.mode == SIM_COMPUTE_MODEL)
+        snprintf(compute, sizeof compute, "model:%s, %s",
+                 sim_precision_name(r->pc.compute.precision),
+                 sim_framework_name(r->pc.compute.framework));
     if (r->real)
         printf("data %s, partition %s, batch %d\n", r->train.name, r->partition, r->cfg->batch);
     else
@@ -454,9 +455,12 @@ static void summarize_setup(const emu_run *r, run_summary *s) {
     snprintf(s->dataset, sizeof s->dataset, "%s", r->train.name);
     snprintf(s->partition, sizeof s->partition, "%s", r->partition);
     policy_describe_exchange(&r->pc, s->collective, sizeof s->collective);
-    if (r->pc.compute.mode == SIM_COMPUTE_MODEL)
+    if (r->pc.compute.mode == SIM_COMPUTE_MODEL) {
         snprintf(s->precision, sizeof s->precision, "%s",
                  sim_precision_name(r->pc.compute.precision));
+        snprintf(s->framework, sizeof s->framework, "%s",
+                 sim_framework_name(r->pc.compute.framework));
+    }
     s->batch = cfg->batch;
     s->lr = r->rq->lr;
     s->local_batch = policy_local_batch(&r->pc);
