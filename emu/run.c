@@ -62,7 +62,8 @@ static void write_trace_header(const run_request *rq, const policy_config *pc, e
     const step_source *src = emulation_source(em);
     trace_meta meta = {.param_count = (double)src->param_count,
                        .param_bytes = src->param_bytes,
-                       .sample_bytes = src->sample_bytes};
+                       .sample_bytes = src->sample_bytes,
+                       .state_bytes = src->state_bytes};
     snprintf(meta.source, sizeof meta.source, "%s", real ? "real" : "emulation");
     snprintf(meta.model, sizeof meta.model, "%.63s", rq->cfg->model);
     /* the layers of a step of pc->batch samples: a replay of the trace may overlap them */

@@ -4,7 +4,8 @@
  * statistics each worker last pushed; with local, an aggregation leaves them as they were. The
  * bytes of every exchange include the statistics exactly when they are averaged. Each run is a
  * SimGrid simulation of resnet:8 on 4 x 4 synthetic images in its own process (isolate_call);
- * the checks run inside it, on a step source that wraps the emulation's. */
+ * the checks run inside it, on a step source that wraps the emulation's. A recorded trace of such
+ * a run replays its time exactly (the statistics' bytes are in its header). */
 #include "common/isolate.h"
 #include "common/status.h"
 #include "emu/emulation.h"
@@ -354,6 +355,36 @@ static void test_bytes_include_statistics(void) {
     }
 }
 
+/* Runs the built syncsim with `args`; the exit code, the output in *out (caller frees). */
+static int run_syncsim(const char *args, char **out) {
+    char cmd[2400];
+    snprintf(cmd, sizeof cmd, "%s/syncsim %s 2>&1", SS_BINARY_DIR, args);
+    return ss_test_shell(cmd, out);
+}
+
+static void test_trace_replays_exactly(void) {
+    char dir[] = "/tmp/ss_test_bn_stats_XXXXXX", args[1024];
+    CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+    snprintf(args, sizeof args,
+             "train --dataset synthetic --model resnet:8 --policy bsp --workers 2 --batch 8 "
+             "--epochs 0.004 --device cpu --progress no --out %s/train",
+             dir);
+    char *out = NULL;
+    CU_ASSERT_EQUAL(run_syncsim(args, &out), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "bn-stats average"));
+    free(out);
+    snprintf(args, sizeof args, "grep -c '^# meta state_bytes = ' %s/train/steps.trace", dir);
+    CU_ASSERT_EQUAL(ss_test_shell(args, NULL), 0);
+    snprintf(args, sizeof args, "replay --trace %s/train/steps.trace --out %s/replay", dir, dir);
+    CU_ASSERT_EQUAL(run_syncsim(args, &out), 0);
+    const int exact = strstr(out, "relative difference 0\n") != NULL;
+    if (!exact) fprintf(stderr, "\n  replay:\n%s\n", out);
+    CU_ASSERT(exact);
+    free(out);
+    snprintf(args, sizeof args, "rm -rf %s", dir);
+    CU_ASSERT_EQUAL(ss_test_shell(args, NULL), 0);
+}
+
 static CU_TestInfo tests[] = {
     {"bn-stats: local SGD averages the statistics at each sync (average) or keeps them (local)",
      test_local_sgd},
@@ -362,6 +393,8 @@ static CU_TestInfo tests[] = {
     {"bn-stats: a parameter server hands out the mean of the last pushed", test_parameter_server},
     {"bn-stats: the bytes of an exchange include the statistics when averaged",
      test_bytes_include_statistics},
+    {"bn-stats: a recorded trace of a run that averages them replays exactly",
+     test_trace_replays_exactly},
     CU_TEST_INFO_NULL,
 };
 
