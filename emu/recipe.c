@@ -5,7 +5,7 @@
 
 static const recipe recipes[] = {
     {"resnet", "He et al. 2016, CIFAR", 128, 0.1, 1.0, 0.9, 0, 5e-4, {0.5, 0.75}, 1, 0.0},
-    {"vgg", "CIFAR VGG with batch norm", 128, 0.1, 1.0, 0.9, 0, 5e-4, {0.5, 0.75}, 1, 0.0},
+    {"vgg", "the resnet recipe", 128, 0.1, 1.0, 0.9, 0, 5e-4, {0.5, 0.75}, 1, 0.0},
 };
 #define RECIPES ((int)(sizeof recipes / sizeof recipes[0]))
 
@@ -58,13 +58,14 @@ void recipe_summarize(const run_config *cfg, run_summary *s) {
 }
 
 void recipe_print_help(FILE *out) {
-    fprintf(out, "Training recipes: an option not given takes the model's recipe.\n");
+    fprintf(out, "Training recipes: an option not given takes the model's recipe "
+                 "(docs/TRAINING.md).\n");
     for (int i = 0; i < RECIPES; i++) {
         const recipe *r = &recipes[i];
         fprintf(out,
-                "  %-7s (%s): --batch %d, --lr %g x N x B / 128, --lr-warmup %g, --momentum %g%s, "
-                "--weight-decay %g,\n          --lr-schedule multistep at %g%% and %g%% of "
-                "--epochs, --augment %s, --clip-norm %g\n",
+                "  %s (%s): --batch %d, --lr %g x N x B / 128, --lr-warmup %g,\n"
+                "      --momentum %g%s, --weight-decay %g, --lr-schedule multistep at %g%% and "
+                "%g%% of\n      --epochs, --augment %s, --clip-norm %g\n",
                 r->arch, r->source, r->batch, r->lr_per_128, r->warmup_epochs, r->momentum,
                 r->nesterov ? " --nesterov" : "", r->weight_decay, 100 * r->decay_at[0],
                 100 * r->decay_at[1], r->augment ? "yes" : "no", r->clip_norm);

@@ -3,10 +3,10 @@
  * resnet (He et al. 2016, section 4.2, CIFAR-10): batch 128, lr 0.1 x (N x B / 128) (the linear
  * scaling rule of Goyal et al. 2017 for N workers of B samples), linear warm-up over the first
  * epoch (He et al. trained ResNet-110 at 0.01 for the first 400 iterations, about one epoch at
- * batch 128, before 0.1), momentum 0.9, weight decay 5e-4 (He et al.: 1e-4; 5e-4 is what the
- * local-SGD literature's CIFAR ResNet-20 runs use), decay by 10 at 50 % and 75 % of the epochs
+ * batch 128, before 0.1), momentum 0.9, weight decay 5e-4 (He et al.: 1e-4; 5e-4 as the CIFAR
+ * recipe of Zagoruyko and Komodakis 2016), decay by 10 at 50 % and 75 % of the epochs
  * (32k and 48k of 64k iterations), random crop with padding 4 and horizontal flip.
- * vgg (the CIFAR VGG with batch norm of the local-SGD literature): the same.
+ * vgg (the CIFAR VGG with batch norm): the same.
  * logreg, mlp, cnn: no recipe; the option table's defaults (constant rate, momentum 0.9, no weight
  * decay, no augmentation), as before recipes existed.
  *
