@@ -356,19 +356,20 @@ static void test_softmax_xent(void) {
 }
 
 /* ---- SGD: three multiply-adds per element; nvcc contracts them into FMAs, the CPU build
- * does not: a few ulps, 1e-12. Momentum and plain forms. ---- */
+ * does not: a few ulps, 1e-12. Plain, momentum and Nesterov forms. ---- */
 static void test_sgd(void) {
     const size_t n = 4099;
-    for (int with_mu = 0; with_mu < 2; with_mu++) {
+    static const char *const names[] = {"sgd w (plain)", "sgd w (momentum)", "sgd w (nesterov)"};
+    for (int form = 0; form < 3; form++) {
         float *w = rand_host(n, 60, -1, 1), *g = rand_host(n, 61, -1, 1),
               *v = rand_host(n, 62, -1, 1);
         float *gw = on_gpu(w, n), *gg = on_gpu(g, n), *gv = on_gpu(v, n);
-        float mu = with_mu ? 0.9f : 0.0f;
+        float mu = form ? 0.9f : 0.0f;
         for (int step = 0; step < 3; step++) {
-            cpu_dev->ops->sgd(cpu_dev, n, w, g, v, 0.05f, mu, 5e-4f);
-            gpu_dev->ops->sgd(gpu_dev, n, gw, gg, gv, 0.05f, mu, 5e-4f);
+            cpu_dev->ops->sgd(cpu_dev, n, w, g, v, 0.05f, mu, 5e-4f, form == 2);
+            gpu_dev->ops->sgd(gpu_dev, n, gw, gg, gv, 0.05f, mu, 5e-4f, form == 2);
         }
-        check_nmse(with_mu ? "sgd w (momentum)" : "sgd w (plain)", w, gw, n, 1e-12);
+        check_nmse(names[form], w, gw, n, 1e-12);
         check_nmse("sgd v", v, gv, n, 1e-12);
         device_free(gpu_dev, gw);
         device_free(gpu_dev, gg);
