@@ -378,6 +378,9 @@ static void make_fixtures(void) {
  * with the file and line. */
 static const bad_case config_files[] = {
     {"train --config /dev/zero --out @G", 2, "--config /dev/zero: a character device"},
+    {"train --workers 2 --framework jax --out @G", 2, "expected one of eager|graphs|ideal"},
+    {"replay --trace /dev/null --framework eager --out @G", 2,
+     "--compute, --precision and --framework are for --profile"},
     {"train --config /dev/urandom --out @G", 2, "--config /dev/urandom: a character device"},
     {"train --config @T/dir --out @G", 2, "a directory, not a file"},
     {"train --config @T/nowhere.ini --out @G", 2, "nowhere.ini: cannot open"},
