@@ -1,0 +1,63 @@
+/* Internal to the emulation (emu/emulation.c): the workers' step computations in flight on the
+ * compute engine (common/engine.h). A worker's job gathers its mini-batch, runs the forward and
+ * backward passes on its own replica and takes the gradient's norms; it touches nothing else, so
+ * the results are the same bits for any thread count.
+ *
+ * Jobs are accounted in the order they began (a FIFO): the source's bookkeeping of a job (the
+ * training loss sum, samples, divergence, gradient dumps) happens when it is settled, in that
+ * order, so that it sums exactly as when every computation finished the moment it began. Anyone
+ * who reads a replica, or the bookkeeping, settles the jobs it depends on first. */
+#ifndef SS_EMU_EMULATION_JOBS_H
+#define SS_EMU_EMULATION_JOBS_H
+
+#include "emu/dataset.h"
+#include "kernels/model.h"
+
+#include <stddef.h>
+
+/* What one worker's step computed. */
+typedef struct em_job_out {
+    long step;
+    int samples;
+    double loss, grad_norm, layer_norm_sum;
+    double measured_s; /* the forward and backward passes' wall time (measure only) */
+} em_job_out;
+
+typedef struct em_jobs em_jobs;
+
+/* Called once per job as it is settled, in the order the jobs began. */
+typedef void (*em_job_settled_fn)(void *ctx, int worker, const em_job_out *out);
+
+typedef struct em_jobs_config {
+    int threads; /* of the engine (1: every job runs in the worker's call) */
+    int workers;
+    int max_batch;
+    const dataset *train;
+    device *dev;
+    int measure_time; /* time the passes */
+    int layer_norms;  /* sum of the per-layer gradient norms as well */
+    em_job_settled_fn settled;
+    void *ctx;
+} em_jobs_config;
+
+int em_jobs_create(const em_jobs_config *cfg, em_jobs **out);
+void em_jobs_destroy(em_jobs *j); /* settles every job first */
+int em_jobs_threads(const em_jobs *j);
+/* Worker w's indices of its next batch (max_batch of them), written before em_jobs_submit. */
+size_t *em_jobs_indices(em_jobs *j, int w);
+/* A mini-batch staging area the caller may use while no job is in flight (a warm-up pass). */
+void em_jobs_staging(em_jobs *j, float **x, uint8_t **y);
+/* Worker w's step `step` on replica m over the first `samples` of its indices. With grad_ready
+ * (the overlap of real mode, which starts collectives from it) the job runs now in the caller,
+ * after every job in flight. */
+void em_jobs_submit(em_jobs *j, int w, model *m, long step, int samples,
+                    void (*grad_ready)(void *ctx, int layer), void *hook_ctx);
+/* Waits for worker w's job and settles it (and every job begun before it); its result. */
+const em_job_out *em_jobs_take(em_jobs *j, int w);
+/* Settles worker w's job if one is in flight (before anything reads or writes its replica). */
+void em_jobs_own(em_jobs *j, int w);
+/* Settles every job begun for a step before `step` (and those begun before them). */
+void em_jobs_settle_before(em_jobs *j, long step);
+void em_jobs_settle_all(em_jobs *j);
+
+#endif
