@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A cached aggregation result: the mean of one group for one aggregation sequence number. */
 typedef struct agg_slot {
@@ -306,8 +305,9 @@ static void em_inject(void *self, int from, int to, int count) {
 static void evaluate_model(emulation *e, long step, double now_s, const step_counters *counters) {
     emulation_eval ev;
     size_t correct = 0;
-    model_evaluate(e->eval_model, e->cfg.test->x, e->cfg.test->y, e->cfg.test->n, &ev.test_loss,
-                   &correct);
+    const size_t n_test = e->cfg.test->n;
+    const double loss_sum = em_jobs_evaluate(e->jobs, e->eval_model, e->cfg.test, &correct);
+    ev.test_loss = n_test ? loss_sum / (double)n_test : 0.0; /* as model_evaluate's mean */
     ev.step = step;
     ev.epoch = e->samples / (double)e->cfg.train->n;
     ev.sim_time_s = now_s;
@@ -552,6 +552,8 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
                                .max_batch = cfg->max_batch,
                                .train = cfg->train,
                                .dev = cfg->dev,
+                               .spec = cfg->spec,
+                               .seed = cfg->seed,
                                .measure_time = cfg->measure_time,
                                .layer_norms = cfg->layer_norms,
                                .settled = em_settled,
@@ -635,23 +637,7 @@ void emulation_evaluate_final(emulation *e, double now_s, const step_counters *f
 }
 
 double emulation_worker_accuracy_mean(emulation *e) {
-    em_jobs_settle_all(e->jobs);
-    const size_t n_test = e->cfg.test->n;
-    if (n_test == 0) return 0.0;
-    double sum = 0;
-    float *dst = model_params(e->eval_model);
-    const size_t nb = model_buffer_count(e->eval_model);
-    for (int w = 0; w < e->cfg.workers; w++) {
-        device_copy(e->cfg.dev, dst, model_params(e->replicas[w]), e->params);
-        if (nb)
-            device_copy(e->cfg.dev, model_buffers(e->eval_model), model_buffers(e->replicas[w]),
-                        nb);
-        double loss;
-        size_t correct = 0;
-        model_evaluate(e->eval_model, e->cfg.test->x, e->cfg.test->y, n_test, &loss, &correct);
-        sum += (double)correct / (double)n_test;
-    }
-    return sum / e->cfg.workers;
+    return em_jobs_accuracy_mean(e->jobs, e->replicas, e->cfg.workers, e->eval_model, e->cfg.test);
 }
 
 int emulation_diverged(const emulation *e, long *step) {

@@ -26,6 +26,7 @@ struct em_jobs {
     float **x;        /* (threads, max_batch * features) staging, one per engine slot */
     uint8_t **y;      /* (threads, max_batch) */
     int *fifo;        /* (N) workers in flight, in the order their jobs began (a ring) */
+    model **eval;     /* (threads) models for the evaluations, one per slot (NULL: 1 thread) */
     int head, count;
 };
 
@@ -89,6 +90,15 @@ int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
         j->x[s] = ss_malloc(sizeof(float) * features * (size_t)cfg->max_batch);
         j->y[s] = ss_malloc((size_t)cfg->max_batch);
     }
+    if (t > 1) {
+        j->eval = ss_calloc((size_t)t, sizeof *j->eval);
+        for (int s = 0; s < t && rc == SS_OK; s++)
+            rc = model_create(cfg->dev, cfg->spec, cfg->seed, cfg->max_batch, &j->eval[s]);
+    }
+    if (rc != SS_OK) {
+        em_jobs_destroy(j);
+        return rc;
+    }
     *out = j;
     return SS_OK;
 }
@@ -103,7 +113,9 @@ void em_jobs_destroy(em_jobs *j) {
     for (int s = 0; s < t; s++) {
         free(j->x[s]);
         free(j->y[s]);
+        if (j->eval && j->eval[s]) model_destroy(j->eval[s]);
     }
+    free(j->eval);
     free(j->x);
     free(j->y);
     free(j->indices);
@@ -177,4 +189,111 @@ void em_jobs_settle_before(em_jobs *j, long step) {
 void em_jobs_settle_all(em_jobs *j) {
     while (j->count > 0)
         settle_oldest(j);
+}
+
+/* ---- evaluations ---- */
+
+typedef struct par_task {
+    engine_task t;
+    void (*fn)(void *ctx, int i, int slot);
+    void *ctx;
+    int i;
+} par_task;
+
+static void par_run(void *arg, int slot) {
+    par_task *p = arg;
+    p->fn(p->ctx, p->i, slot);
+}
+
+/* fn(ctx, i, slot) for i = 0 .. n - 1 on the engine's threads; returns once all have run. */
+static void parallel_for(em_jobs *j, int n, void (*fn)(void *ctx, int i, int slot), void *ctx) {
+    em_jobs_settle_all(j);
+    par_task *ts = ss_calloc((size_t)n, sizeof *ts);
+    for (int i = 0; i < n; i++) {
+        ts[i] = (par_task){.t = {.run = par_run, .arg = &ts[i]}, .fn = fn, .ctx = ctx, .i = i};
+        engine_submit(j->en, &ts[i].t);
+    }
+    for (int i = 0; i < n; i++)
+        engine_wait(j->en, &ts[i].t);
+    free(ts);
+}
+
+/* dst takes src's parameters and buffers (batch normalization's running statistics). */
+static void copy_model(device *dev, model *dst, model *src) {
+    device_copy(dev, model_params(dst), model_params(src), model_param_count(src));
+    const size_t nb = model_buffer_count(src);
+    if (nb) device_copy(dev, model_buffers(dst), model_buffers(src), nb);
+}
+
+typedef struct eval_ctx {
+    em_jobs *j;
+    const dataset *test;
+    double *loss;    /* (chunks) */
+    size_t *correct; /* (chunks, or replicas) */
+    model *const *replicas;
+} eval_ctx;
+
+static void eval_chunk(void *ctx, int c, int slot) {
+    const eval_ctx *ec = ctx;
+    const size_t chunk = (size_t)ec->j->cfg.max_batch, s0 = (size_t)c * chunk;
+    const size_t nb = ec->test->n - s0 < chunk ? ec->test->n - s0 : chunk;
+    const size_t d = dataset_features(ec->test);
+    ec->loss[c] = model_evaluate_sum(ec->j->eval[slot], ec->test->x + s0 * d, ec->test->y + s0, nb,
+                                     &ec->correct[c]);
+}
+
+double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *correct) {
+    em_jobs_settle_all(j);
+    if (!j->eval || test->n == 0)
+        return model_evaluate_sum(from, test->x, test->y, test->n, correct);
+    const int t = engine_threads(j->en);
+    for (int s = 0; s < t; s++)
+        copy_model(j->cfg.dev, j->eval[s], from);
+    const size_t chunk = (size_t)j->cfg.max_batch;
+    const int n_chunks = (int)((test->n + chunk - 1) / chunk);
+    eval_ctx ec = {.j = j,
+                   .test = test,
+                   .loss = ss_calloc((size_t)n_chunks, sizeof(double)),
+                   .correct = ss_calloc((size_t)n_chunks, sizeof(size_t))};
+    parallel_for(j, n_chunks, eval_chunk, &ec);
+    double loss_sum = 0.0; /* in chunk order, as model_evaluate sums */
+    size_t right = 0;
+    for (int c = 0; c < n_chunks; c++) {
+        loss_sum += ec.loss[c];
+        right += ec.correct[c];
+    }
+    free(ec.loss);
+    free(ec.correct);
+    if (correct) *correct = right;
+    return loss_sum;
+}
+
+static void eval_replica(void *ctx, int w, int slot) {
+    const eval_ctx *ec = ctx;
+    model *m = ec->j->eval[slot];
+    copy_model(ec->j->cfg.dev, m, ec->replicas[w]);
+    model_evaluate_sum(m, ec->test->x, ec->test->y, ec->test->n, &ec->correct[w]);
+}
+
+double em_jobs_accuracy_mean(em_jobs *j, model *const *replicas, int n, model *holder,
+                             const dataset *test) {
+    em_jobs_settle_all(j);
+    if (test->n == 0) return 0.0;
+    eval_ctx ec = {.j = j,
+                   .test = test,
+                   .correct = ss_calloc((size_t)n, sizeof(size_t)),
+                   .replicas = replicas};
+    if (j->eval) {
+        parallel_for(j, n, eval_replica, &ec);
+    } else {
+        for (int w = 0; w < n; w++) {
+            copy_model(j->cfg.dev, holder, replicas[w]);
+            model_evaluate_sum(holder, test->x, test->y, test->n, &ec.correct[w]);
+        }
+    }
+    double sum = 0;
+    for (int w = 0; w < n; w++)
+        sum += (double)ec.correct[w] / (double)test->n;
+    free(ec.correct);
+    return sum / n;
 }

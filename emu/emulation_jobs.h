@@ -34,6 +34,8 @@ typedef struct em_jobs_config {
     int max_batch;
     const dataset *train;
     device *dev;
+    const model_spec *spec; /* the replicas': the evaluations' models on the engine's threads */
+    uint64_t seed;
     int measure_time; /* time the passes */
     int layer_norms;  /* sum of the per-layer gradient norms as well */
     em_job_settled_fn settled;
@@ -59,5 +61,14 @@ void em_jobs_own(em_jobs *j, int w);
 /* Settles every job begun for a step before `step` (and those begun before them). */
 void em_jobs_settle_before(em_jobs *j, long step);
 void em_jobs_settle_all(em_jobs *j);
+
+/* Evaluations on the engine (after settling every job), the test set's chunks of max_batch
+ * samples on its threads and their losses summed in order: the same bits as model_evaluate. */
+/* Model `from` on `test`: the sum of the losses, and *correct. */
+double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *correct);
+/* The mean over the n replicas of each one's test accuracy; `holder` (a model of the same spec)
+ * takes each replica in turn where the engine has one thread. */
+double em_jobs_accuracy_mean(em_jobs *j, model *const *replicas, int n, model *holder,
+                             const dataset *test);
 
 #endif
