@@ -61,6 +61,7 @@ static int bench_em_run(void *varg, isolate_blob *out) {
     r.cfg = &cfg;
     r.ctx.cfg = &cfg;
     r.ctx.tta_s = -1;
+    r.skip_worker_accuracy = 1;
     policy_config_default(&r.pc);
     int rc = run_open(&r);
     if (rc == SS_OK) rc = run_simulate(&r);

@@ -392,7 +392,7 @@ int run_simulate(emu_run *r) {
     if (rc != SS_OK) return rc;
     const step_counters final = {r->pr.sync_steps, r->pr.bytes_sent};
     emulation_evaluate_final(r->em, r->pr.sim_time_s, &final);
-    r->worker_accuracy = emulation_worker_accuracy_mean(r->em);
+    if (!r->skip_worker_accuracy) r->worker_accuracy = emulation_worker_accuracy_mean(r->em);
     return SS_OK;
 }
 

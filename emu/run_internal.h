@@ -54,8 +54,9 @@ typedef struct emu_run {
     /* real mode (syncsim real): this process's rank; rank 0 writes the outputs; stopped: an
      * interruption ended the run early on some rank */
     int real, rank, ranks, stopped;
-    int threads;         /* --threads, resolved */
-    double train_wall_s; /* wall time of the simulation's training loop (run_simulate) */
+    int threads;              /* --threads, resolved */
+    double train_wall_s;      /* wall time of the simulation's training loop (run_simulate) */
+    int skip_worker_accuracy; /* bench emulation: no evaluation of each replica at the end */
     exchange *ex;
     real_records recs;
 } emu_run;
