@@ -245,7 +245,7 @@ static void em_aggregate(void *self, int w, long seq, const int *group, int n, i
             em_jobs_own(e->jobs, group ? group[j] : j);
             e->gather[j] = member_vector(e, group ? group[j] : j, what);
         }
-        device_mean(e->cfg.dev, e->params, n, e->gather, s->mean);
+        em_jobs_mean(e->jobs, e->params, n, e->gather, s->mean);
     }
     float *mine = member_vector(e, w, what);
     if (!mask) {
@@ -335,7 +335,7 @@ static void buffers_of_replicas(emulation *e) {
 static void consensus_of_replicas(emulation *e) {
     for (int j = 0; j < e->cfg.workers; j++)
         e->gather[j] = model_params(e->replicas[j]);
-    device_mean(e->cfg.dev, e->params, e->cfg.workers, e->gather, model_params(e->eval_model));
+    em_jobs_mean(e->jobs, e->params, e->cfg.workers, e->gather, model_params(e->eval_model));
     buffers_of_replicas(e);
 }
 

@@ -218,6 +218,39 @@ static void parallel_for(em_jobs *j, int n, void (*fn)(void *ctx, int i, int slo
     free(ts);
 }
 
+typedef struct mean_ctx {
+    em_jobs *j;
+    size_t n, range; /* floats, and floats per task */
+    int k;
+    const float *const *xs;
+    float *out;
+} mean_ctx;
+
+static void mean_range(void *ctx, int r, int slot) {
+    const mean_ctx *m = ctx;
+    (void)slot;
+    const size_t lo = (size_t)r * m->range, len = m->n - lo < m->range ? m->n - lo : m->range;
+    const float **xs = ss_malloc(sizeof(float *) * (size_t)m->k);
+    for (int i = 0; i < m->k; i++)
+        xs[i] = m->xs[i] + lo;
+    device_mean(m->j->cfg.dev, len, m->k, xs, m->out + lo);
+    free(xs);
+}
+
+#define MEAN_PARALLEL_MIN_FLOATS 65536 /* below this one thread is as fast */
+
+void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *out) {
+    const int t = engine_threads(j->en);
+    if (!j->eval || j->count > 0 || n < MEAN_PARALLEL_MIN_FLOATS) {
+        device_mean(j->cfg.dev, n, k, xs, out);
+        return;
+    }
+    size_t range = (n + (size_t)t - 1) / (size_t)t;
+    range = (range + 15) / 16 * 16; /* whole cache lines */
+    mean_ctx m = {.j = j, .n = n, .range = range, .k = k, .xs = xs, .out = out};
+    parallel_for(j, (int)((n + range - 1) / range), mean_range, &m);
+}
+
 /* dst takes src's parameters and buffers (batch normalization's running statistics). */
 static void copy_model(device *dev, model *dst, model *src) {
     device_copy(dev, model_params(dst), model_params(src), model_param_count(src));

@@ -62,6 +62,11 @@ void em_jobs_own(em_jobs *j, int w);
 void em_jobs_settle_before(em_jobs *j, long step);
 void em_jobs_settle_all(em_jobs *j);
 
+/* out = the mean of the k vectors xs[j] of n floats (device_mean), split in ranges over the
+ * engine's threads when no job is in flight: per element the same sum in the same order, so the
+ * same bits. */
+void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *out);
+
 /* Evaluations on the engine (after settling every job), the test set's chunks of max_batch
  * samples on its threads and their losses summed in order: the same bits as model_evaluate. */
 /* Model `from` on `test`: the sum of the losses, and *correct. */
