@@ -46,6 +46,7 @@ static int run_bench(const run_config *cfg, const char *target) {
                              options_was_set(cfg, "model") ? cfg->model : NULL, stdout);
     if (!strcmp(target, "coupling")) return cmd_bench_coupling(cfg);
     if (!strcmp(target, "replay")) return cmd_bench_replay(cfg);
+    if (!strcmp(target, "emulation")) return cmd_bench_emulation(cfg);
     run_request rq = {.cfg = cfg, .was_set = options_was_set};
     return bench_network_run(&rq, stdout);
 }
@@ -77,10 +78,10 @@ static const subcommand subcommands[] = {
     {"calibrate", CMD_BENCH_NETWORK, "syncsim calibrate network LOG... [options]",
      "fit the generated cluster to its nccl-tests all_reduce_perf logs: a --config file", NULL,
      NULL},
-    {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling|replay [options]",
+    {"bench", CMD_BENCH, "syncsim bench kernels|network|coupling|replay|emulation [options]",
      "benchmarks: training vs SGEMM; all-reduce vs SMPI; SimGrid coupling overhead; replay at "
-     "scale",
-     run_bench, "kernels|network|coupling|replay"},
+     "scale; emulation on threads",
+     run_bench, "kernels|network|coupling|replay|emulation"},
     {"replay", CMD_REPLAY,
      "syncsim replay --trace FILE | --profile NAME | --import CSV [--platform P] [--workers M] "
      "[options]",
@@ -114,11 +115,15 @@ static const struct {
      "the same training with and without SimGrid: what the coupling costs"},
     {"replay", CMD_BENCH_REPLAY, "syncsim bench replay [options]",
      "replay of a profile at scale (BSP, one all-reduce a step), and against SMPI"},
+    {"emulation", CMD_BENCH_EMULATION, "syncsim bench emulation [options]",
+     "samples/s of an emulated run on --threads threads beside one thread"},
 };
 #define BENCH_TARGETS ((int)(sizeof bench_targets / sizeof bench_targets[0]))
 
 static void print_bench_help(FILE *out) {
-    fprintf(out, "usage: syncsim bench kernels|network|coupling|replay [options]\n\ntargets:\n");
+    fprintf(
+        out,
+        "usage: syncsim bench kernels|network|coupling|replay|emulation [options]\n\ntargets:\n");
     for (int i = 0; i < BENCH_TARGETS; i++)
         fprintf(out, "  %-10s %s\n", bench_targets[i].name, bench_targets[i].summary);
     fprintf(out, "\nsyncsim bench TARGET --help lists the options each target takes.\n");

@@ -14,6 +14,7 @@
 #include "cli/options.h"
 #include "cli/outputs.h"
 #include "common/status.h"
+#include "common/engine.h"
 #include "common/isolate.h"
 #include "sim/policy/policy_registry.h"
 
@@ -357,6 +358,7 @@ int cmd_compare(const run_config *cfg_in) {
     c->t0_s = outputs_wall_s();
     isolate_job_end ends[COMPARE_MAX_RUNS];
     isolate_pool_report rep;
+    engine_share_cores(cfg->jobs < c->n ? cfg->jobs : c->n); /* --threads auto: a share each */
     const isolate_pool pool = {c->n, cfg->jobs, c, job_start, job_log_path, job_run, job_done};
     rc = isolate_pool_run(&pool, ends, &rep);
     for (int i = 0; i < c->n; i++)

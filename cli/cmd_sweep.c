@@ -10,6 +10,7 @@
 #include "cli/outputs.h"
 #include "common/number.h"
 #include "common/status.h"
+#include "common/engine.h"
 #include "common/isolate.h"
 
 #include <cblas.h>
@@ -147,6 +148,7 @@ static int run_points(const sweep_plan *p, const run_config *cfg, int first, int
     for (int i = first; i < p->n_points; i += stride)
         s.mine++;
     s.start_s = ss_calloc((size_t)(s.mine ? s.mine : 1), sizeof *s.start_s);
+    engine_share_cores(cfg->jobs < s.mine ? cfg->jobs : s.mine); /* --threads auto: a share */
     const isolate_pool pool = {s.mine, cfg->jobs, &s, job_prepare, job_log_path, job_run, job_done};
     isolate_pool_report rep;
     const int rc = isolate_pool_run(&pool, NULL, &rep);

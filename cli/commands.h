@@ -15,6 +15,7 @@ int cmd_bench_coupling(const run_config *cfg);   /* syncsim bench coupling */
 int cmd_replay(const run_config *cfg);           /* syncsim replay */
 int cmd_trace(const run_config *cfg);            /* syncsim trace: check a trace, import a log */
 int cmd_bench_replay(const run_config *cfg);     /* syncsim bench replay */
+int cmd_bench_emulation(const run_config *cfg);  /* syncsim bench emulation */
 int cmd_validate(const run_config *cfg);         /* syncsim validate network */
 int cmd_validate_compute(const run_config *cfg); /* syncsim validate compute */
 int cmd_validate_scaling(const run_config *cfg); /* syncsim validate scaling */

@@ -26,7 +26,9 @@ enum cli_command {
     CMD_BENCH_NETWORK = 1 << 9,
     CMD_BENCH_COUPLING = 1 << 10,
     CMD_BENCH_REPLAY = 1 << 11,
-    CMD_BENCH = CMD_BENCH_KERNELS | CMD_BENCH_NETWORK | CMD_BENCH_COUPLING | CMD_BENCH_REPLAY,
+    CMD_BENCH_EMULATION = 1 << 12,
+    CMD_BENCH = CMD_BENCH_KERNELS | CMD_BENCH_NETWORK | CMD_BENCH_COUPLING | CMD_BENCH_REPLAY |
+                CMD_BENCH_EMULATION,
 };
 
 /* Policies, as bits, for the rows that apply to some policies only: POL_SINGLE (train without

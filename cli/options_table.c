@@ -26,41 +26,46 @@ static const opt_def head_rows[] = {
     {"config", OPT_TYPE_STRING, F(config_file), "", 0, 0,
      CMD_RUN | CMD_REPLAY | CMD_PLATFORM | CMD_BENCH_NETWORK, NULL, "FILE",
      "read options from an INI file (e.g. a run's config.ini) before the command line", 0},
-    {"seed", OPT_TYPE_U64, F(seed), "1", 0, 0, CMD_RUN | CMD_REPLAY | CMD_VALIDATE, NULL, "S",
+    {"seed", OPT_TYPE_U64, F(seed), "1", 0, 0,
+     CMD_RUN | CMD_REPLAY | CMD_VALIDATE | CMD_BENCH_EMULATION, NULL, "S",
      "seed of every random choice; the same seed gives the same run bit for bit", 0},
     {"out", OPT_TYPE_STRING, F(out_dir), "out", 0, 0,
-     CMD_RUN | CMD_SWEEP | CMD_REPORT | CMD_REPLAY | CMD_BENCH_NETWORK | CMD_VALIDATE, NULL, "DIR",
-     "output directory (created if needed)", 0},
+     CMD_RUN | CMD_SWEEP | CMD_REPORT | CMD_REPLAY | CMD_BENCH_NETWORK | CMD_VALIDATE |
+         CMD_BENCH_EMULATION,
+     NULL, "DIR", "output directory (created if needed)", 0},
     {"device", OPT_TYPE_CHOICE, F(device), "auto", 0, 0,
-     CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING, "auto|cpu|cuda", "D",
+     CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION, "auto|cpu|cuda", "D",
      "compute device; auto takes a usable GPU, else the CPU (the banner's device line says which; "
      "--device cuda says why no GPU is usable)",
      0},
     {"model", OPT_TYPE_STRING, F(model), "mlp", 0, 0,
-     CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "M",
+     CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION | CMD_VALIDATE, NULL,
+     "M",
      "logreg | mlp | mlp:W1,W2,... (hidden widths) | cnn | cnn:C1,C2,D1,... (conv channels, "
      "dense widths) | cnn:lenet | resnet:D[,proj] (D = 6n+2: 20, 32, 44, 56, 110) | vgg:D "
      "(11, 13, 16, 19)",
      0},
     {"dataset", OPT_TYPE_STRING, F(dataset), "fashion-mnist", 0, 0,
-     CMD_RUN | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "NAME|PATH",
+     CMD_RUN | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION | CMD_VALIDATE, NULL, "NAME|PATH",
      "fashion-mnist | mnist | cifar10 | synthetic | a directory of IDX or CIFAR-10 files", 0},
     {"data-dir", OPT_TYPE_STRING, F(data_dir), "", 0, 0,
-     CMD_RUN | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "DIR",
+     CMD_RUN | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION | CMD_VALIDATE, NULL, "DIR",
      "directory of the named data set (default: its Debian package's directory)", 0},
     {"epochs", OPT_TYPE_DOUBLE, F(epochs), "5", 0.001, 10000,
-     CMD_RUN | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "E",
+     CMD_RUN | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION | CMD_VALIDATE, NULL, "E",
      "passes over the training set by all workers together (fractions allowed)", 0},
     {"batch", OPT_TYPE_INT, F(batch), "64", 1, 65536,
-     CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING | CMD_BENCH_REPLAY | CMD_REPLAY |
-         CMD_VALIDATE,
+     CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION | CMD_BENCH_REPLAY |
+         CMD_REPLAY | CMD_VALIDATE,
      NULL, "B", "mini-batch size per worker (train: resnet, vgg 128 by their recipe)", 0},
-    {"lr", OPT_TYPE_DOUBLE, F(lr), "0", 0, 100, CMD_RUN | CMD_BENCH_COUPLING, NULL, "X",
+    {"lr", OPT_TYPE_DOUBLE, F(lr), "0", 0, 100, CMD_RUN | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION,
+     NULL, "X",
      "learning rate (0: resnet, vgg 0.1 x N x B / 128 by their recipe; one worker 0.01 logreg, "
      "else 0.02; several workers 0.05, cnn 0.02)",
      0},
-    {"momentum", OPT_TYPE_DOUBLE, F(momentum), "0.9", 0, 0.9999, CMD_RUN | CMD_BENCH_COUPLING, NULL,
-     "X", "SGD momentum (0 = plain SGD)", 0},
+    {"momentum", OPT_TYPE_DOUBLE, F(momentum), "0.9", 0, 0.9999,
+     CMD_RUN | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION, NULL, "X", "SGD momentum (0 = plain SGD)",
+     0},
     {"nesterov", OPT_TYPE_FLAG, F(nesterov), "false", 0, 0, CMD_RUN, NULL, "",
      "Nesterov momentum, PyTorch's: w -= lr (g' + mu v) after v = mu v + g'", 0},
     {"weight-decay", OPT_TYPE_DOUBLE, F(weight_decay), "0", 0, 1, CMD_RUN, NULL, "X",
@@ -92,12 +97,12 @@ static const opt_def head_rows[] = {
     {"progress", OPT_TYPE_AUTO, F(progress), "auto", 0, 0, CMD_RUN | CMD_REPLAY, NULL,
      "auto|yes|no", "progress bar on stderr (auto: when stderr is a terminal)", 0},
 
-    {"policy", OPT_TYPE_CHOICE, F(policy), "", 0, 0, CMD_TRAIN | CMD_REPLAY | CMD_VALIDATE,
-     NULL /* registry */, "P",
+    {"policy", OPT_TYPE_CHOICE, F(policy), "", 0, 0,
+     CMD_TRAIN | CMD_REPLAY | CMD_VALIDATE | CMD_BENCH_EMULATION, NULL /* registry */, "P",
      "synchronization policy; without it (and with one worker) train runs without simulation", 0},
     {"workers", OPT_TYPE_INT, F(workers), "1", 1, 4096,
-     CMD_RUN | CMD_BENCH_NETWORK | CMD_BENCH_COUPLING | CMD_VALIDATE, NULL, "N",
-     "workers (each a SimGrid actor with a real replica)", 0},
+     CMD_RUN | CMD_BENCH_NETWORK | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION | CMD_VALIDATE, NULL,
+     "N", "workers (each a SimGrid actor with a real replica)", 0},
     {"platform", OPT_TYPE_STRING, F(platform), "", 0, 0, CMD_TRAIN | CMD_REPLAY | CMD_BENCH_NETWORK,
      NULL, "FILE",
      "SimGrid platform file (default: a star cluster generated from the options below)", SIM},
@@ -143,6 +148,12 @@ static const opt_def head_rows[] = {
      "(counted FLOPs on the host's speed) | measured[:SCALE] (train); replay --profile: model "
      "(where the profile has per-layer data) | flops | measured[:SCALE] (the default for a "
      "profile imported by syncsim profile import: its measured times)",
+     SIM},
+    {"threads", OPT_TYPE_STRING, F(threads), "auto", 0, 0, CMD_RUN | CMD_BENCH_EMULATION, NULL,
+     "N|auto",
+     "threads computing the workers' replicas at once, each with one BLAS thread (1 to 1024; "
+     "auto: every core, shared among compare's and sweep's runs at once); the results are the "
+     "same for any N",
      SIM},
     {"precision", OPT_TYPE_CHOICE, F(precision), "pytorch", 0, 0, CMD_RUN | CMD_REPLAY,
      "pytorch|fp32|tf32|fp16|bf16", "P",
@@ -221,6 +232,8 @@ static const opt_def tail_rows[] = {
     {"hosts-list", OPT_TYPE_STRING, F(bench_hosts), "16,64,256,1024", 0, 0,
      CMD_BENCH_NETWORK | CMD_BENCH_REPLAY, NULL, "LIST",
      "bench network --smpi, bench replay: host counts", 0},
+    {"csv", OPT_TYPE_STRING, F(bench_csv), "", 0, 0, CMD_BENCH_EMULATION, NULL, "FILE",
+     "bench emulation: also write the table to FILE as CSV", 0},
     {"smpi", OPT_TYPE_FLAG, F(bench_smpi), "false", 0, 0, CMD_BENCH_NETWORK, NULL, "",
      "bench network: the ring against SMPI's MPI_Allreduce over --hosts-list at --bytes", 0},
     {"references", OPT_TYPE_STRING, F(validate_refs), "traces/reference/nccl", 0, 0, CMD_VALIDATE,
@@ -480,6 +493,8 @@ const char *command_name(unsigned command) {
         return "bench coupling";
     case CMD_BENCH_REPLAY:
         return "bench replay";
+    case CMD_BENCH_EMULATION:
+        return "bench emulation";
     case CMD_REPLAY:
         return "replay";
     case CMD_SWEEP:
@@ -577,6 +592,11 @@ static const struct {
      "the model timed: any --model form of train (logreg, mlp, cnn, cnn:lenet, resnet:20, vgg:11, "
      "...)",
      "logreg, mlp and cnn"},
+    {"workers", CMD_BENCH_EMULATION, "workers", "8"},
+    {"policy", CMD_BENCH_EMULATION, "synchronization policy", "bsp"},
+    {"out", CMD_BENCH_EMULATION, "the runs' directories go under DIR/bench-emulation/", NULL},
+    {"epochs", CMD_BENCH_EMULATION, "passes over the training set by all workers together", "0.05"},
+    {"threads", CMD_BENCH_EMULATION, "threads of the parallel run, beside one thread", "auto"},
 };
 #define COMMAND_HELP ((int)(sizeof command_help / sizeof command_help[0]))
 

@@ -59,6 +59,7 @@ typedef struct run_config {
     char protocol[8];               /* NCCL-style algorithms: auto | LL | LL128 | Simple */
     int ps_servers;                 /* parameter servers (ssp/asp, or --collective ps) */
     char compute[32];               /* model | flops | measured[:SCALE] */
+    char threads[16];               /* compute engine: auto | 1..1024 (common/engine.h) */
     char precision[16];             /* model mode: pytorch | fp32 | tf32 | fp16 | bf16 */
     char framework[16];             /* model mode: eager | graphs | ideal */
     char compute_jitter[32];        /* auto | CV of a step's compute time (0: none) */
@@ -110,6 +111,7 @@ typedef struct run_config {
         bench_hosts[RUN_CONFIG_TEXT]; /* --hosts-list: host counts (bench network --smpi, replay) */
     char bench_sizes[RUN_CONFIG_TEXT];   /* --sizes: message sizes of `bench network` (bytes) */
     int bench_smpi;                      /* --smpi: bench network compares with SMPI instead */
+    char bench_csv[RUN_CONFIG_TEXT];     /* --csv: bench emulation also writes its table here */
     char validate_refs[RUN_CONFIG_TEXT]; /* validate network: directory of references */
     double validate_max_large;           /* bound on the median error, sizes >= 1 MiB */
     double validate_max_small;           /* bound on the median error, sizes < 1 MiB */

@@ -69,6 +69,7 @@ static const field fields[] = {
     NUM(epochs),
     {"seed", F_U64, offsetof(run_summary, seed), 0, 0},
     STR(device),
+    INT(threads),
     STR(model),
     STR(dataset),
     STR(partition),

@@ -47,6 +47,7 @@ typedef struct run_summary {
     double epochs;
     uint64_t seed; /* a number in JSON: exact up to 2^53 */
     char device[128];
+    int threads; /* emulation: the compute engine's threads (common/engine.h) */
     char model[RUN_CONFIG_TEXT];
     char dataset[RUN_CONFIG_TEXT];
     char partition[64];  /* of the training set over the workers */

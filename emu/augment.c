@@ -73,6 +73,10 @@ void augment_sample(const augment *a, const float *in, float *out, augment_draw 
 }
 
 void augment_batch(augment *a, float *x, int n, int worker, long step) {
+    augment_batch_into(a, a->scratch, x, n, worker, step);
+}
+
+void augment_batch_into(const augment *a, float *scratch, float *x, int n, int worker, long step) {
     rng r;
     rng_seed(&r, a->seed, stream_of(worker, step));
     const uint64_t span = 2 * (uint64_t)a->pad + 1;
@@ -83,7 +87,7 @@ void augment_batch(augment *a, float *x, int n, int worker, long step) {
         dr.dx = (int)rng_below(&r, span);
         dr.flip = (int)rng_below(&r, 2);
         float *s = x + (size_t)i * d;
-        augment_sample(a, s, a->scratch, dr);
-        memcpy(s, a->scratch, sizeof(float) * d);
+        augment_sample(a, s, scratch, dr);
+        memcpy(s, scratch, sizeof(float) * d);
     }
 }

@@ -41,7 +41,9 @@ augment_draw augment_draw_of(const augment *a, int worker, long step, int i);
 /* One sample: out[ch][y][x] = in[ch][y + dy - pad][x' + dx - pad] with x' = flip ? w-1-x : x,
  * the channel's fill where that falls outside the image. in and out must not overlap. */
 void augment_sample(const augment *a, const float *in, float *out, augment_draw d);
-/* Every sample of a batch of worker w's step, in place. */
+/* Every sample of a batch of worker w's step, in place (a's own scratch: one caller at a time). */
 void augment_batch(augment *a, float *x, int n, int worker, long step);
+/* The same with the caller's scratch of c x h x w floats: threads may share a. */
+void augment_batch_into(const augment *a, float *scratch, float *x, int n, int worker, long step);
 
 #endif

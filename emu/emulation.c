@@ -1,14 +1,16 @@
 /* The emulation step source (see emulation.h). Each callback runs inside a worker's (or a
- * server's) SimGrid actor and takes no simulated time itself: the policy charges the time. */
+ * server's) SimGrid actor and takes no simulated time itself: the policy charges the time. A
+ * step's real computation runs on the compute engine between compute_begin and compute_end
+ * (emulation_jobs.h); every callback that touches a replica settles its job first. */
 #include "emu/emulation.h"
 #include "analysis/gradient_dump.h"
 #include "common/status.h"
 #include "emu/augment.h"
+#include "emu/emulation_jobs.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* A cached aggregation result: the mean of one group for one aggregation sequence number. */
 typedef struct agg_slot {
@@ -35,10 +37,7 @@ struct emulation {
     partition *part;
     batch_iter **iters; /* (N) */
 
-    /* mini-batch staging (host): one set serves every worker, the actors run one at a time */
-    float *x;    /* (max_batch, D) */
-    uint8_t *y;  /* (max_batch) */
-    size_t *idx; /* (max_batch) */
+    em_jobs *jobs; /* the steps' computations in flight, and their mini-batch staging */
     /* data injection: a worker's batch is drawn early when it shares part of it */
     size_t **next_batch;  /* (N, max_batch) indices of the worker's next own batch */
     int *next_batch_size; /* (N) 0: not drawn yet */
@@ -70,12 +69,6 @@ struct emulation {
     int diverged;
     long diverged_step;
 };
-
-static double wall_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- compute and local update ---- */
 
@@ -131,11 +124,32 @@ static void em_grad_ready(void *ctx, int layer) {
     h->src->grad_ready(h->src->grad_ready_ctx, layer, h->cost);
 }
 
-static void em_compute(void *self, int w, long step, int batch, step_cost *cost, step_stats *st) {
+/* A settled job's bookkeeping, in the order the jobs began (emulation_jobs.h). */
+static void em_settled(void *ctx, int w, const em_job_out *o) {
+    emulation *e = ctx;
+    if (gradient_dump_wants(e->dump, o->step))
+        gradient_dump_device(e->dump, e->cfg.dev, model_grads(e->replicas[w]), e->params, o->step,
+                             w);
+    if (e->cfg.use_ps && e->cfg.clip_norm > 0) /* clipped before it is pushed */
+        grad_clip_norm(e->cfg.dev, model_grads(e->replicas[w]), e->params, e->cfg.clip_norm);
+    e->samples += o->samples;
+    e->last_step[w] = o->step;
+    if (!isfinite(o->loss)) {
+        if (!e->diverged) e->diverged_step = o->step;
+        e->diverged = 1;
+        if (!e->src.stop_after && !e->cfg.real) e->src.stop_after = o->step;
+    } else {
+        e->loss_sum += o->loss;
+        e->loss_count++;
+    }
+}
+
+static void em_compute_begin(void *self, int w, long step, int batch, step_cost *cost) {
     emulation *e = self;
     if (!e->cfg.real && e->cfg.interrupted && e->cfg.interrupted() && !e->src.stop_after)
         e->src.stop_after = step;
     SS_ASSERT(batch >= 1 && batch <= e->cfg.max_batch);
+    em_jobs_own(e->jobs, w);
     int own = draw_batch(e, w, batch);
     if (e->cfg.real && e->cfg.max_batch > e->cfg.batch) /* injection: every stream in step */
         for (int j = 0; j < e->cfg.workers; j++)
@@ -145,49 +159,39 @@ static void em_compute(void *self, int w, long step, int batch, step_cost *cost,
             }
     int extra = e->injected_count[w];
     if (own + extra > e->cfg.max_batch) extra = e->cfg.max_batch - own;
-    memcpy(e->idx, e->next_batch[w], sizeof(size_t) * (size_t)own);
-    memcpy(e->idx + own, e->injected[w], sizeof(size_t) * (size_t)extra);
+    size_t *idx = em_jobs_indices(e->jobs, w);
+    memcpy(idx, e->next_batch[w], sizeof(size_t) * (size_t)own);
+    memcpy(idx + own, e->injected[w], sizeof(size_t) * (size_t)extra);
     e->next_batch_size[w] = 0;
     e->injected_count[w] = 0;
     const int total = own + extra;
-    dataset_gather(e->cfg.train, e->idx, total, e->x, e->y);
-    if (e->cfg.augment) augment_batch(&e->aug, e->x, total, w, step);
-
-    model *m = e->replicas[w];
     cost->flops = e->flops_per_sample * total;
     cost->trace_s = -1;
     fill_layers(e, w, total, cost);
+    /* real mode's overlap starts collectives from the backward pass: the job runs now, here */
     em_hook hook = {&e->src, cost};
-    double t0 = e->cfg.measure_time ? wall_now_s() : 0.0;
-    double loss = model_forward_backward_each(m, e->x, e->y, total,
-                                              e->src.grad_ready ? em_grad_ready : NULL, &hook);
-    if (e->cfg.measure_time) {
-        device_sync(e->cfg.dev);
-        cost->measured_s = wall_now_s() - t0;
-    }
-    st->loss = loss;
-    st->samples = total;
-    st->grad_norm = device_nrm2(e->cfg.dev, e->params, model_grads(m));
-    st->layer_norm_sum = 0;
-    if (e->cfg.layer_norms)
-        for (int i = 0; i < model_view_count(m); i++) {
-            const model_view *v = model_view_at(m, i);
-            st->layer_norm_sum += device_nrm2(e->cfg.dev, v->count, model_grads(m) + v->offset);
-        }
-    if (gradient_dump_wants(e->dump, step))
-        gradient_dump_device(e->dump, e->cfg.dev, model_grads(m), e->params, step, w);
-    if (e->cfg.use_ps && e->cfg.clip_norm > 0) /* clipped before it is pushed */
-        grad_clip_norm(e->cfg.dev, model_grads(m), e->params, e->cfg.clip_norm);
-    e->samples += total;
-    e->last_step[w] = step;
-    if (!isfinite(loss)) {
-        if (!e->diverged) e->diverged_step = step;
-        e->diverged = 1;
-        if (!e->src.stop_after && !e->cfg.real) e->src.stop_after = step;
-    } else {
-        e->loss_sum += loss;
-        e->loss_count++;
-    }
+    em_jobs_submit(e->jobs, w, e->replicas[w], step, total,
+                   e->src.grad_ready ? em_grad_ready : NULL, &hook);
+}
+
+static void em_compute_end(void *self, int w, step_cost *cost, step_stats *st) {
+    emulation *e = self;
+    const em_job_out *o = em_jobs_take(e->jobs, w);
+    cost->measured_s = o->measured_s;
+    st->loss = o->loss;
+    st->samples = o->samples;
+    st->grad_norm = o->grad_norm;
+    st->layer_norm_sum = o->layer_norm_sum;
+}
+
+static void em_compute(void *self, int w, long step, int batch, step_cost *cost, step_stats *st) {
+    em_compute_begin(self, w, step, batch, cost);
+    em_compute_end(self, w, cost, st);
+}
+
+static void em_settle(void *self, long step) {
+    emulation *e = self;
+    em_jobs_settle_before(e->jobs, step);
 }
 
 static float lr_at(const emulation *e, long step) {
@@ -196,6 +200,7 @@ static float lr_at(const emulation *e, long step) {
 
 static void em_apply_local(void *self, int w, long step) {
     emulation *e = self;
+    em_jobs_own(e->jobs, w);
     model *m = e->replicas[w];
     if (e->cfg.clip_norm > 0) /* after any gradient aggregation, as with DDP */
         grad_clip_norm(e->cfg.dev, model_grads(m), e->params, e->cfg.clip_norm);
@@ -243,11 +248,14 @@ static void em_aggregate(void *self, int w, long seq, const int *group, int n, i
     }
     const int key = group ? group[0] : -1;
     agg_slot *s = find_slot(e, seq, key);
+    em_jobs_own(e->jobs, w);
     if (!s) {
         s = new_slot(e, seq, key, callers);
-        for (int j = 0; j < n; j++)
+        for (int j = 0; j < n; j++) {
+            em_jobs_own(e->jobs, group ? group[j] : j);
             e->gather[j] = member_vector(e, group ? group[j] : j, what);
-        device_mean(e->cfg.dev, e->params, n, e->gather, s->mean);
+        }
+        em_jobs_mean(e->jobs, e->params, n, e->gather, s->mean);
         if (e->cfg.bn_average && e->buffers) { /* whatever is exchanged, never dropped */
             for (int j = 0; j < n; j++)
                 e->gather[j] = model_buffers(e->replicas[group ? group[j] : j]);
@@ -279,6 +287,7 @@ static void em_ps_apply(void *self, int w, long step, int shard, int n_shards) {
     SS_ASSERT(e->ps_params && n_shards == e->cfg.ps_servers);
     size_t lo, count;
     shard_range(e, shard, n_shards, &lo, &count);
+    em_jobs_own(e->jobs, w);
     if (e->ps_pushed && shard == 0) /* the statistics travel with the push (server 0 keeps them) */
         device_copy(e->cfg.dev, e->ps_pushed[w], model_buffers(e->replicas[w]), e->buffers);
     sgd_step(e->ps_opts[shard], e->ps_params + lo, model_grads(e->replicas[w]) + lo,
@@ -290,6 +299,7 @@ static void em_ps_pull(void *self, int w, int shard, int n_shards) {
     emulation *e = self;
     size_t lo, count;
     shard_range(e, shard, n_shards, &lo, &count);
+    em_jobs_own(e->jobs, w);
     device_copy(e->cfg.dev, model_params(e->replicas[w]) + lo, e->ps_params + lo, count);
     if (e->ps_pushed && shard == 0)
         device_mean(e->cfg.dev, e->buffers, e->cfg.workers, (const float *const *)e->ps_pushed,
@@ -317,8 +327,9 @@ static void em_inject(void *self, int from, int to, int count) {
 static void evaluate_model(emulation *e, long step, double now_s, const step_counters *counters) {
     emulation_eval ev;
     size_t correct = 0;
-    model_evaluate(e->eval_model, e->cfg.test->x, e->cfg.test->y, e->cfg.test->n, &ev.test_loss,
-                   &correct);
+    const size_t n_test = e->cfg.test->n;
+    const double loss_sum = em_jobs_evaluate(e->jobs, e->eval_model, e->cfg.test, &correct);
+    ev.test_loss = n_test ? loss_sum / (double)n_test : 0.0; /* as model_evaluate's mean */
     ev.step = step;
     ev.epoch = e->samples / (double)e->cfg.train->n;
     ev.sim_time_s = now_s;
@@ -346,12 +357,13 @@ static void buffers_of_replicas(emulation *e) {
 static void consensus_of_replicas(emulation *e) {
     for (int j = 0; j < e->cfg.workers; j++)
         e->gather[j] = model_params(e->replicas[j]);
-    device_mean(e->cfg.dev, e->params, e->cfg.workers, e->gather, model_params(e->eval_model));
+    em_jobs_mean(e->jobs, e->params, e->cfg.workers, e->gather, model_params(e->eval_model));
     buffers_of_replicas(e);
 }
 
 /* `counters`: the policy's, as they are now (the run's final ones after the simulation). */
 static void evaluate(emulation *e, long step, double now_s, const step_counters *counters) {
+    em_jobs_settle_all(e->jobs); /* the replicas' buffers, and every loss begun before */
     if (e->cfg.evaluate_ps && e->ps_params) {
         device_copy(e->cfg.dev, model_params(e->eval_model), e->ps_params, e->params);
         if (e->ps_pushed) /* the server's statistics: the mean of the last pushed */
@@ -373,6 +385,7 @@ static long next_eval_after(const emulation *e, long eval) {
 
 /* Real mode: worker w keeps its parameters and its counters at the evaluation step. */
 static void snapshot(emulation *e, int w, long step, double now_s, const step_counters *c) {
+    em_jobs_settle_all(e->jobs);
     if (e->n_snaps == e->cap_snaps) {
         e->cap_snaps = e->cap_snaps ? 2 * e->cap_snaps : 16;
         e->snaps = realloc(e->snaps, e->cap_snaps * sizeof *e->snaps);
@@ -421,6 +434,7 @@ static void em_chunk_order(void *self, aggregate_what what, const int *group, in
     float *host = ss_malloc(sizeof(float) * e->params);
     double *mass = ss_calloc((size_t)n_chunks, sizeof(double));
     for (int j = 0; j < n; j++) {
+        em_jobs_own(e->jobs, group ? group[j] : j);
         device_download(e->cfg.dev, host, member_vector(e, group ? group[j] : j, what), e->params);
         for (size_t i = 0; i < e->params; i++)
             mass[i / chunk_floats] += fabsf(host[i]);
@@ -453,6 +467,7 @@ static int em_forced_decision(void *self, long step) {
  * are done; it moves to the host in one transfer (em_buffer_part: the part MPI touches), and back
  * (em_buffer_done) when MPI is done. */
 static float *exchanged(emulation *e, int w, int what) {
+    if (what != STEP_BUFFER_PS) em_jobs_own(e->jobs, w);
     return what == STEP_BUFFER_PS ? e->ps_params : member_vector(e, w, (aggregate_what)what);
 }
 
@@ -482,7 +497,8 @@ static void em_buffer_done(void *self, int w, int what) {
 /* In the simulation the source holds every replica and averages them itself (aggregate); in
  * real mode the exchange moves the worker's own vectors, which buffer() hands it. */
 #define EMULATION_OPS                                                                              \
-    .name = "emulation", .compute = em_compute, .apply_local = em_apply_local,                     \
+    .name = "emulation", .compute = em_compute, .compute_begin = em_compute_begin,                 \
+    .compute_end = em_compute_end, .settle = em_settle, .apply_local = em_apply_local,             \
     .aggregate = em_aggregate, .ps_apply = em_ps_apply, .ps_pull = em_ps_pull,                     \
     .inject = em_inject, .step_done = em_step_done, .chunk_order = em_chunk_order,                 \
     .forced_decision = em_forced_decision
@@ -499,9 +515,12 @@ static const step_source_ops emulation_real_ops = {EMULATION_OPS, .buffer = em_b
  * first calls: 0.12 to 0.15 s on an H100, against 2 to 6 ms for a later step of 4 ranks). The
  * gradient it leaves is overwritten by step 1's. */
 static void warm_up(emulation *e, size_t features) {
-    memset(e->x, 0, sizeof(float) * features * (size_t)e->cfg.batch);
-    memset(e->y, 0, (size_t)e->cfg.batch);
-    model_forward_backward(e->replicas[0], e->x, e->y, e->cfg.batch);
+    float *x;
+    uint8_t *y;
+    em_jobs_staging(e->jobs, &x, &y);
+    memset(x, 0, sizeof(float) * features * (size_t)e->cfg.batch);
+    memset(y, 0, (size_t)e->cfg.batch);
+    model_forward_backward(e->replicas[0], x, y, e->cfg.batch);
     device_sync(e->cfg.dev);
 }
 
@@ -557,9 +576,22 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
         model_cost_layer_at(m0, i, &e->layer_sample[i]);
     e->layer_step = ss_calloc((size_t)n * (size_t)e->n_layers, sizeof(sim_layer_cost));
     const size_t features = dataset_features(cfg->train);
-    e->x = ss_malloc(sizeof(float) * features * (size_t)cfg->max_batch);
-    e->y = ss_malloc((size_t)cfg->max_batch);
-    e->idx = ss_malloc(sizeof(size_t) * (size_t)cfg->max_batch);
+    const em_jobs_config jc = {.threads = cfg->threads,
+                               .workers = n,
+                               .max_batch = cfg->max_batch,
+                               .train = cfg->train,
+                               .dev = cfg->dev,
+                               .spec = cfg->spec,
+                               .seed = cfg->seed,
+                               .measure_time = cfg->measure_time,
+                               .layer_norms = cfg->layer_norms,
+                               .aug = cfg->augment ? &e->aug : NULL,
+                               .settled = em_settled,
+                               .ctx = e};
+    if ((rc = em_jobs_create(&jc, &e->jobs)) != SS_OK) {
+        emulation_destroy(e);
+        return rc;
+    }
     if (e->cfg.ps_lr_scale <= 0) e->cfg.ps_lr_scale = 1.0;
     if (cfg->use_ps) {
         SS_ASSERT(cfg->ps_servers >= 1);
@@ -594,6 +626,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
 void emulation_destroy(emulation *e) {
     if (!e) return;
     const int n = e->cfg.workers;
+    em_jobs_destroy(e->jobs); /* settles what is in flight (a run that stopped on an error) */
     gradient_dump_destroy(e->dump);
     free(e->layer_sample);
     free(e->layer_step);
@@ -631,9 +664,6 @@ void emulation_destroy(emulation *e) {
     free(e->gather);
     free(e->done_step);
     free(e->last_step);
-    free(e->x);
-    free(e->y);
-    free(e->idx);
     free(e->snaps);
     free(e->snap_params);
     free(e);
@@ -644,6 +674,7 @@ step_source *emulation_source(emulation *e) {
 }
 
 void emulation_evaluate_final(emulation *e, double now_s, const step_counters *final) {
+    em_jobs_settle_all(e->jobs);
     long min = e->done_step[0];
     for (int j = 1; j < e->cfg.workers; j++)
         if (e->done_step[j] < min) min = e->done_step[j];
@@ -652,22 +683,7 @@ void emulation_evaluate_final(emulation *e, double now_s, const step_counters *f
 }
 
 double emulation_worker_accuracy_mean(emulation *e) {
-    const size_t n_test = e->cfg.test->n;
-    if (n_test == 0) return 0.0;
-    double sum = 0;
-    float *dst = model_params(e->eval_model);
-    const size_t nb = model_buffer_count(e->eval_model);
-    for (int w = 0; w < e->cfg.workers; w++) {
-        device_copy(e->cfg.dev, dst, model_params(e->replicas[w]), e->params);
-        if (nb)
-            device_copy(e->cfg.dev, model_buffers(e->eval_model), model_buffers(e->replicas[w]),
-                        nb);
-        double loss;
-        size_t correct = 0;
-        model_evaluate(e->eval_model, e->cfg.test->x, e->cfg.test->y, n_test, &loss, &correct);
-        sum += (double)correct / (double)n_test;
-    }
-    return sum / e->cfg.workers;
+    return em_jobs_accuracy_mean(e->jobs, e->replicas, e->cfg.workers, e->eval_model, e->cfg.test);
 }
 
 int emulation_diverged(const emulation *e, long *step) {
@@ -680,7 +696,12 @@ const emulation_eval *emulation_last_eval(const emulation *e) {
 }
 
 model *emulation_replica(emulation *e, int w) {
+    em_jobs_settle_all(e->jobs);
     return e->replicas[w];
+}
+
+int emulation_threads(const emulation *e) {
+    return em_jobs_threads(e->jobs);
 }
 
 double emulation_samples(const emulation *e) {
@@ -702,6 +723,7 @@ size_t emulation_snapshots(const emulation *e, const emulation_snapshot **snaps,
 void emulation_evaluate_given(emulation *e, const float *const *params, const float *ps, long step,
                               double now_s, const step_counters *counters, double train_loss,
                               double samples) {
+    em_jobs_settle_all(e->jobs);
     for (int w = 0; w < e->cfg.workers; w++) {
         device_upload(e->cfg.dev, model_params(e->replicas[w]), params[w], e->params);
         e->done_step[w] = step;
@@ -717,6 +739,7 @@ void emulation_evaluate_given(emulation *e, const float *const *params, const fl
 }
 
 int emulation_ps_download(emulation *e, float *host) {
+    em_jobs_settle_all(e->jobs);
     if (!e->ps_params) return 0;
     device_download(e->cfg.dev, host, e->ps_params, e->params);
     return 1;

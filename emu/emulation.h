@@ -58,6 +58,7 @@ typedef struct emulation_config {
     long eval_every;    /* evaluate at multiples of this step ... */
     long last_step;     /* ... and at this one */
     int measure_time;   /* 1: time each step's real computation (--compute measured) */
+    int threads;        /* the compute engine's threads (common/engine.h; 0 or 1: none) */
     int layer_norms;    /* 1: compute the sum of per-layer gradient norms each step */
     int use_ps;         /* 1: keep parameter-server parameters (SSP/ASP) */
     int ps_servers;     /* shards of the server's parameters */
@@ -106,6 +107,9 @@ int emulation_diverged(const emulation *e, long *step);
 const emulation_eval *emulation_last_eval(const emulation *e);
 /* The replica of worker w (for tests: compare parameters across policies). */
 model *emulation_replica(emulation *e, int w);
+/* The compute engine's threads (emulation_config.threads, or 1 where the device runs one
+ * replica at a time). */
+int emulation_threads(const emulation *e);
 /* Samples computed by all workers so far. */
 double emulation_samples(const emulation *e);
 

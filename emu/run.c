@@ -7,6 +7,7 @@
 #include "emu/memory.h"
 #include "emu/recipe.h"
 #include "emu/run_internal.h"
+#include "common/engine.h"
 #include "sim/net/coll/collective.h"
 #include "sim/policy/policy_build.h"
 #include "sim/policy/policy_registry.h"
@@ -124,6 +125,7 @@ static int prepare_platform(const run_config *cfg, int n_ps, char *path, size_t 
 static int parse_run_options(emu_run *r) {
     const run_config *cfg = r->cfg;
     int rc;
+    if ((rc = engine_parse_threads(cfg->threads, &r->threads)) != SS_OK) return rc;
     if ((rc = lr_schedule_parse(&r->sched, cfg->lr_schedule)) != SS_OK) return rc;
     r->sched.base_lr = r->rq->lr;
     r->sched.warmup_epochs = cfg->lr_warmup;
@@ -221,7 +223,9 @@ static int create_emulation(emu_run *r) {
         .interrupted = r->real ? NULL : outputs_interrupted,
         .real = r->real,
         .dump_gradients = cfg->dump_gradients,
-        .out_dir = cfg->out_dir};
+        .out_dir = cfg->out_dir,
+        /* a GPU runs the replicas one at a time on its stream; real mode has one per rank */
+        .threads = r->real || device_get_kind(r->dev) == DEVICE_KIND_CUDA ? 1 : r->threads};
     return emulation_create(&ec, &r->em);
 }
 
@@ -352,10 +356,11 @@ void run_print_banner(const emu_run *r) {
         printf("syncsim train: %s, %d workers, seed %llu, platform %s\n",
                policy_kind_name(r->pc.kind), r->cfg->workers, (unsigned long long)r->cfg->seed,
                r->platform);
-    printf("device %s | model %s: %zu parameters (%.2f MB per exchange) | %ld steps, "
-           "evaluation every %ld\n",
-           device_name(r->dev), r->cfg->model, model_param_count(m), model_param_bytes(m) / 1e6,
-           r->pc.steps, r->pc.eval_every);
+    printf("device %s, %d compute thread%s | model %s: %zu parameters (%.2f MB per exchange) | "
+           "%ld steps, evaluation every %ld\n",
+           device_name(r->dev), emulation_threads(r->em), emulation_threads(r->em) == 1 ? "" : "s",
+           r->cfg->model, model_param_count(m), model_param_bytes(m) / 1e6, r->pc.steps,
+           r->pc.eval_every);
     char exchange[64], compute[48];
     policy_describe_exchange(&r->pc, exchange, sizeof exchange);
     sim_compute_format(&r->pc.compute, compute, sizeof compute);
@@ -389,17 +394,19 @@ void run_print_banner(const emu_run *r) {
 }
 
 /* The policy on the cluster, then the final evaluation of the consensus model. */
-static int simulate(emu_run *r) {
+int run_simulate(emu_run *r) {
     outputs_install_interrupt_handler();
     r->ctx.total_steps = r->pc.steps;
     progress_begin(&r->ctx.bar, r->cfg->progress, r->pc.steps);
+    const double t0 = outputs_wall_s();
     int rc =
         sim_policy_run(&r->pc, r->cluster, emulation_source(r->em), run_on_record, &r->ctx, &r->pr);
+    r->train_wall_s = outputs_wall_s() - t0;
     progress_end(&r->ctx.bar);
     if (rc != SS_OK) return rc;
     const step_counters final = {r->pr.sync_steps, r->pr.bytes_sent};
     emulation_evaluate_final(r->em, r->pr.sim_time_s, &final);
-    r->worker_accuracy = emulation_worker_accuracy_mean(r->em);
+    if (!r->skip_worker_accuracy) r->worker_accuracy = emulation_worker_accuracy_mean(r->em);
     return SS_OK;
 }
 
@@ -464,6 +471,7 @@ static void summarize_setup(const emu_run *r, run_summary *s) {
     s->target_accuracy = cfg->target_accuracy;
     s->seed = cfg->seed;
     snprintf(s->device, sizeof s->device, "%s", device_name(r->dev));
+    s->threads = emulation_threads(r->em);
     snprintf(s->model, sizeof s->model, "%s", cfg->model);
     snprintf(s->dataset, sizeof s->dataset, "%s", r->train.name);
     snprintf(s->partition, sizeof s->partition, "%s", r->partition);
@@ -612,7 +620,7 @@ int run_train_emulated(const run_request *rq, run_summary *sum, isolate_blob *cu
     int rc = run_open(&r);
     if (rc == SS_OK) {
         run_print_banner(&r);
-        rc = simulate(&r);
+        rc = run_simulate(&r);
     }
     if (rc == SS_OK) rc = run_finish(&r, sum, wall0);
     run_close(&r);

@@ -61,4 +61,10 @@ int run_train_single(const run_request *rq, run_summary *sum);
  * `out`. SS_EIO if the coupled and uncoupled runs end with different parameters. */
 int bench_coupling(const run_request *rq, FILE *out);
 
+/* syncsim bench emulation (emu/bench_emulation.c): the emulated run of rq->cfg (its policy, model,
+ * workers, epochs) on one compute thread and on --threads threads, each in its own process; a
+ * table of samples/s on `out`, and as CSV in csv_path when not NULL. SS_EIO if the two runs end
+ * with different parameters. */
+int bench_emulation(const run_request *rq, const char *csv_path, FILE *out);
+
 #endif

@@ -54,6 +54,9 @@ typedef struct emu_run {
     /* real mode (syncsim real): this process's rank; rank 0 writes the outputs; stopped: an
      * interruption ended the run early on some rank */
     int real, rank, ranks, stopped;
+    int threads;              /* --threads, resolved */
+    double train_wall_s;      /* wall time of the simulation's training loop (run_simulate) */
+    int skip_worker_accuracy; /* bench emulation: no evaluation of each replica at the end */
     exchange *ex;
     real_records recs;
 } emu_run;
@@ -67,6 +70,8 @@ int run_servers_of(const policy_config *pc);
 int run_open(emu_run *r);
 /* The resolved configuration and the seed, printed at the start. */
 void run_print_banner(const emu_run *r);
+/* The policy on the cluster, then the final evaluations. */
+int run_simulate(emu_run *r);
 /* summary.json and the closing lines. */
 int run_finish(emu_run *r, run_summary *sum, double wall0);
 /* Releases what run_open opened (real mode closes its exchange and records first). */

@@ -656,8 +656,7 @@ double model_forward_backward_each(model *m, const float *x, const uint8_t *y, i
     return loss_sum / batch;
 }
 
-void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double *mean_loss,
-                    size_t *correct) {
+double model_evaluate_sum(model *m, const float *x, const uint8_t *y, size_t n, size_t *correct) {
     const size_t d = (size_t)m->spec.in_c * m->spec.in_h * m->spec.in_w;
     double loss_sum = 0.0;
     size_t right = 0;
@@ -671,6 +670,12 @@ void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double
                                               y + s0, NULL, &ok);
         right += (size_t)ok;
     }
-    if (mean_loss) *mean_loss = n ? loss_sum / (double)n : 0.0;
     if (correct) *correct = right;
+    return loss_sum;
+}
+
+void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double *mean_loss,
+                    size_t *correct) {
+    const double loss_sum = model_evaluate_sum(m, x, y, n, correct);
+    if (mean_loss) *mean_loss = n ? loss_sum / (double)n : 0.0;
 }

@@ -141,5 +141,9 @@ double model_forward_backward_each(model *m, const float *x, const uint8_t *y, i
  * mode, with the running statistics): mean loss and number correct. */
 void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double *mean_loss,
                     size_t *correct);
+/* The same evaluation, returning the sum of the per-sample losses (chunks of max_batch samples,
+ * summed in order from 0.0): of one chunk (n <= max_batch) it is that chunk's loss exactly, so
+ * the chunks of a test set may be evaluated apart and summed in order to the same bits. */
+double model_evaluate_sum(model *m, const float *x, const uint8_t *y, size_t n, size_t *correct);
 
 #endif

@@ -130,6 +130,9 @@ typedef struct exchange_ops {
      * model refuses. */
     int (*compute)(void *self, int worker, const sim_compute_cfg *cfg, const sim_step_cost *cost,
                    double start_s);
+    /* May be NULL. The calling worker lets every other worker that is ready at this instant run
+     * first (the simulation: the actor yields; no time passes). */
+    void (*yield)(void *self);
     /* The model's per-layer times of a step on worker's host (sim_compute_layers), for the
      * modelled overlap of the backward pass with the buckets. MPI has no modelled host:
      * SS_EUSAGE (its layers take their real time). */

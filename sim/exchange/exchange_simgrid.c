@@ -363,6 +363,11 @@ static int sx_compute(void *self, int worker, const sim_compute_cfg *cfg, const 
     return SS_OK;
 }
 
+static void sx_yield(void *self) {
+    (void)self;
+    sim_actor_yield();
+}
+
 static int memo_hit(const layer_memo *m, const sim_compute_cfg *cfg, const sim_compute_host *h,
                     const sim_layer_cost *layers, int n) {
     return m->n == n && n > 0 && m->cfg.mode == cfg->mode && m->cfg.scale == cfg->scale &&
@@ -405,6 +410,7 @@ static const exchange_ops sx_ops = {.name = "simgrid",
                                     .now = sx_now,
                                     .run_workers = sx_run_workers,
                                     .compute = sx_compute,
+                                    .yield = sx_yield,
                                     .layer_times = sx_layer_times,
                                     .group = sx_group,
                                     .allreduce = sx_allreduce,

@@ -24,6 +24,10 @@ void sim_actor_compute(double flops, double seconds) {
     if (seconds > 0) sg_actor_sleep_for(seconds);
 }
 
+void sim_actor_yield(void) {
+    sg_actor_yield();
+}
+
 /* ---- non-blocking messages ---- */
 
 struct sim_p2p_request {

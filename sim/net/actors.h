@@ -18,6 +18,8 @@ double sim_now(void);
 /* The calling actor executes `flops` on its host (sharing its speed with whatever else runs
  * there), then sleeps `seconds`. */
 void sim_actor_compute(double flops, double seconds);
+/* The calling actor lets every other actor ready at this instant run first; no time passes. */
+void sim_actor_yield(void);
 
 /* A non-blocking message between two members of a group: one SimGrid put or get, on mailboxes
  * of its own per group and ordered pair, so that messages started together are concurrent flows

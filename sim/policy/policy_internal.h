@@ -59,6 +59,7 @@ typedef struct step_acc {
 /* Whether a worker may start `step`: the run has steps left and was not stopped before it. */
 static inline int policy_go(const policy_state *st, long step) {
     step_source *src = st->src;
+    if (src->ops->settle) src->ops->settle(src->self, step);
     if (src->stop_check && src->stop_after == 0 && step > 1 && src->stop_check(src->stop_ctx, step))
         src->stop_after = step - 1;
     return step <= st->pc->steps && (src->stop_after == 0 || step <= src->stop_after);
@@ -80,10 +81,16 @@ float *policy_buffer(const policy_state *st, int w, int what);
 /* The exchange is done with policy_buffer(st, w, what), which kernels use next (a GPU's shared
  * memory goes back to the device, inside the exchange's time). */
 void policy_buffer_done(const policy_state *st, int w, int what);
-/* The source computes worker w's step (real gradient or recorded cost) into *cost, *stats and the
- * record; returns the step's slowdown (stragglers, jitter). Takes no time itself. */
-double policy_compute_source(policy_state *st, int w, long step, int batch, step_cost *cost,
-                             step_acc *a, step_stats *stats);
+/* The source starts worker w's step (real gradient or recorded cost): *cost (FLOPs, layers) and
+ * the record's FLOPs are known at once; *stats only after policy_compute_end (a source without
+ * futures fills them now). Returns the step's slowdown (stragglers, jitter). Takes no time. */
+double policy_compute_begin(policy_state *st, int w, long step, int batch, step_cost *cost,
+                            step_acc *a, step_stats *stats);
+/* Waits for the step's result: cost->measured_s, *stats and the record's loss, norm, samples. */
+void policy_compute_end(policy_state *st, int w, step_cost *cost, step_acc *a, step_stats *stats);
+/* Lets the other workers that are ready at this simulated instant run first (they submit their
+ * computations before this one waits for its own); nothing where the exchange cannot. */
+void policy_yield(policy_state *st);
 /* The step's computation takes its time through the exchange (the model's in the simulation; in
  * real mode its real time, and a straggler's extra): from t0, when the source began it, to now,
  * added to the record. */

@@ -218,7 +218,12 @@ void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_s
         return;
     }
     step_cost cost;
-    double slowdown = policy_compute_source(st, w, step, st->pc->batch, &cost, a, stats);
+    double slowdown = policy_compute_begin(st, w, step, st->pc->batch, &cost, a, stats);
+    const int measured = st->pc->compute.mode == SIM_COMPUTE_MEASURED;
+    if (measured) { /* the measured time is known once the work is done */
+        policy_yield(st);
+        policy_compute_end(st, w, &cost, a, stats);
+    }
     const int n = cost.n_layers;
     SS_ASSERT(n > 0 && cost.layers); /* checked before the run: the source has per-layer data */
     double *fwd = ss_malloc(sizeof(double) * 2 * (size_t)n), *bwd = fwd + n, opt_s = 0;
@@ -235,6 +240,7 @@ void policy_overlap_step(policy_state *st, int w, long step, step_acc *a, step_s
         charge_s(st, w, fwd_s * slowdown, a);
         overlap_backward(st, w, id, cost.layers, n, bwd, slowdown, a);
     }
+    if (!measured) policy_compute_end(st, w, &cost, a, stats); /* the gradient, before its mean */
     policy_aggregate(st, w, id, AGGREGATE_GRADS, NULL, workers, workers);
     charge_s(st, w, opt_s * slowdown, a);
     free(fwd);

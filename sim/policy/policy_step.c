@@ -36,17 +36,29 @@ static double step_slowdown(policy_state *st, int w, long step) {
     return slowdown * policy_jitter(st->pc->seed, w, step, st->pc->compute_jitter);
 }
 
-/* The source computes the step (real gradient or recorded cost); returns the step's slowdown. */
-double policy_compute_source(policy_state *st, int w, long step, int batch, step_cost *cost,
-                             step_acc *a, step_stats *stats) {
+double policy_compute_begin(policy_state *st, int w, long step, int batch, step_cost *cost,
+                            step_acc *a, step_stats *stats) {
     *cost = (step_cost){.trace_s = -1};
     memset(stats, 0, sizeof *stats);
-    st->src->ops->compute(st->src->self, w, step, batch, cost, stats);
+    const step_source_ops *ops = st->src->ops;
+    if (ops->compute_begin)
+        ops->compute_begin(st->src->self, w, step, batch, cost);
+    else
+        ops->compute(st->src->self, w, step, batch, cost, stats);
     a->rec.flops = cost->flops;
+    return step_slowdown(st, w, step);
+}
+
+void policy_compute_end(policy_state *st, int w, step_cost *cost, step_acc *a, step_stats *stats) {
+    const step_source_ops *ops = st->src->ops;
+    if (ops->compute_begin) ops->compute_end(st->src->self, w, cost, stats);
     a->rec.loss = stats->loss;
     a->rec.grad_norm = stats->grad_norm;
     a->rec.samples = stats->samples;
-    return step_slowdown(st, w, step);
+}
+
+void policy_yield(policy_state *st) {
+    if (st->ex->ops->yield) st->ex->ops->yield(st->ex->self);
 }
 
 /* The step's computation takes its time through the exchange (the model's time in the
@@ -77,10 +89,18 @@ void policy_buffer_done(const policy_state *st, int w, int what) {
     if (st->src->ops->buffer_done) st->src->ops->buffer_done(st->src->self, w, what);
 }
 
+/* The step's real work runs while its simulated time passes (the other workers submit theirs
+ * meanwhile), and its result is taken after. A measured duration is known only once the work is
+ * done: the workers starting at this instant all submit first, then each waits for its own. */
 void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, step_stats *stats) {
     step_cost cost;
     const double t0 = policy_now(st);
-    double slowdown = policy_compute_source(st, w, step, batch, &cost, a, stats);
+    double slowdown = policy_compute_begin(st, w, step, batch, &cost, a, stats);
+    const int measured = st->pc->compute.mode == SIM_COMPUTE_MEASURED;
+    if (measured) {
+        policy_yield(st);
+        policy_compute_end(st, w, &cost, a, stats);
+    }
     sim_step_cost sc = {.flops = cost.flops,
                         .measured_s = cost.measured_s,
                         .trace_s = cost.trace_s,
@@ -88,6 +108,7 @@ void policy_compute(policy_state *st, int w, long step, int batch, step_acc *a, 
                         .layers = cost.layers,
                         .n_layers = cost.n_layers};
     policy_compute_time(st, w, &st->pc->compute, &sc, t0, a);
+    if (!measured) policy_compute_end(st, w, &cost, a, stats);
 }
 
 /* The slot of synchronization `id` among all workers (key -1) or in the group whose first member

@@ -7,8 +7,9 @@
  * collective completes for this worker, calls aggregate() so that the real averaging happens then.
  *
  *     step_cost c; step_stats st;
- *     src->ops->compute(src->self, w, step, batch, &c, &st);       // real forward/backward
+ *     src->ops->compute_begin(src->self, w, step, batch, &c);       // real work submitted
  *     ex->ops->compute(ex->self, w, &cfg, &cost_of_c, t0);          // its time passes
+ *     src->ops->compute_end(src->self, w, &c, &st);                 // its result, when needed
  *     ex->ops->allreduce(ex->self, world, w, NULL, n, bytes, &r);   // messages cross the network
  *     src->ops->aggregate(src->self, w, seq, NULL, n, n, AGGREGATE_GRADS, NULL, 0); // mean, now
  *     src->ops->apply_local(src->self, w, step);                    // optimizer step
@@ -54,6 +55,16 @@ typedef struct step_source_ops {
      * samples injected into it for this step (see inject). */
     void (*compute)(void *self, int worker, long step, int batch, step_cost *cost,
                     step_stats *stats);
+    /* Compute as a future (both NULL: compute() only). compute_begin starts what compute()
+     * does and fills what the compute-time model needs (flops, layers, trace_s) without waiting
+     * for the real work, which runs on the source's engine meanwhile; compute_end waits for it
+     * and fills cost->measured_s and *stats. In between, the worker leaves its replica alone. */
+    void (*compute_begin)(void *self, int worker, long step, int batch, step_cost *cost);
+    void (*compute_end)(void *self, int worker, step_cost *cost, step_stats *stats);
+    /* May be NULL. The computations begun for steps before `step` are finished and accounted, as
+     * if they had finished when they began: a worker about to start `step` sees stop_after set
+     * by a loss among them that diverged. */
+    void (*settle)(void *self, long step);
     /* The worker applies the gradient it holds to its own replica (optimizer step). */
     void (*apply_local)(void *self, int worker, long step);
     /* Worker `worker` takes the mean over the `n` workers of `group` (NULL: workers 0..n-1) of

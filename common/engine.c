@@ -1,0 +1,152 @@
+/* The compute engine (engine.h): a pool of pthreads taking tasks from one FIFO queue. */
+#include "common/engine.h"
+#include "common/status.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct engine {
+    int threads;
+    pthread_t *tids;
+    int started;
+    pthread_mutex_t mu;
+    pthread_cond_t work; /* a task was queued, or the pool stops */
+    pthread_cond_t done; /* a task finished */
+    engine_task *head, *tail;
+    int stopping;
+};
+
+typedef struct pool_thread {
+    engine *en;
+    int slot;
+} pool_thread;
+
+static void *pool_main(void *arg) {
+    pool_thread pt = *(pool_thread *)arg;
+    free(arg);
+    engine *en = pt.en;
+    pthread_mutex_lock(&en->mu);
+    for (;;) {
+        while (!en->head && !en->stopping)
+            pthread_cond_wait(&en->work, &en->mu);
+        if (!en->head) break; /* stopping, and the queue is empty */
+        engine_task *t = en->head;
+        en->head = t->next;
+        if (!en->head) en->tail = NULL;
+        t->state = 2;
+        pthread_mutex_unlock(&en->mu);
+        t->run(t->arg, pt.slot);
+        pthread_mutex_lock(&en->mu);
+        t->state = 3;
+        pthread_cond_broadcast(&en->done);
+    }
+    pthread_mutex_unlock(&en->mu);
+    return NULL;
+}
+
+int engine_create(int threads, engine **out) {
+    *out = NULL;
+    if (threads < 1 || threads > ENGINE_MAX_THREADS)
+        return ss_error_set(SS_EUSAGE, "engine: %d threads (give 1 to %d)", threads,
+                            ENGINE_MAX_THREADS);
+    engine *en = ss_calloc(1, sizeof *en);
+    en->threads = threads;
+    pthread_mutex_init(&en->mu, NULL);
+    pthread_cond_init(&en->work, NULL);
+    pthread_cond_init(&en->done, NULL);
+    if (threads > 1) {
+        en->tids = ss_calloc((size_t)threads, sizeof(pthread_t));
+        for (int i = 0; i < threads; i++) {
+            pool_thread *pt = ss_malloc(sizeof *pt);
+            *pt = (pool_thread){en, i};
+            int rc = pthread_create(&en->tids[i], NULL, pool_main, pt);
+            if (rc != 0) {
+                free(pt);
+                engine_destroy(en);
+                return ss_error_set(SS_ENOMEM, "engine: cannot start thread %d of %d: %s", i + 1,
+                                    threads, strerror(rc));
+            }
+            en->started++;
+        }
+    }
+    *out = en;
+    return SS_OK;
+}
+
+void engine_destroy(engine *en) {
+    if (!en) return;
+    pthread_mutex_lock(&en->mu);
+    en->stopping = 1;
+    pthread_cond_broadcast(&en->work);
+    pthread_mutex_unlock(&en->mu);
+    for (int i = 0; i < en->started; i++)
+        pthread_join(en->tids[i], NULL);
+    pthread_cond_destroy(&en->work);
+    pthread_cond_destroy(&en->done);
+    pthread_mutex_destroy(&en->mu);
+    free(en->tids);
+    free(en);
+}
+
+int engine_threads(const engine *en) {
+    return en->threads;
+}
+
+void engine_submit(engine *en, engine_task *t) {
+    SS_ASSERT(t->state == 0 || t->state == 3);
+    if (en->started == 0) {
+        t->run(t->arg, 0);
+        t->state = 3;
+        return;
+    }
+    pthread_mutex_lock(&en->mu);
+    t->next = NULL;
+    t->state = 1;
+    if (en->tail)
+        en->tail->next = t;
+    else
+        en->head = t;
+    en->tail = t;
+    pthread_cond_signal(&en->work);
+    pthread_mutex_unlock(&en->mu);
+}
+
+void engine_wait(engine *en, engine_task *t) {
+    if (en->started == 0 || t->state == 0) return;
+    pthread_mutex_lock(&en->mu);
+    while (t->state != 3)
+        pthread_cond_wait(&en->done, &en->mu);
+    pthread_mutex_unlock(&en->mu);
+}
+
+static int shared_by_jobs = 1;
+
+int engine_cores(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n >= 1 ? (n > ENGINE_MAX_THREADS ? ENGINE_MAX_THREADS : (int)n) : 1;
+}
+
+void engine_share_cores(int jobs) {
+    shared_by_jobs = jobs >= 1 ? jobs : 1;
+}
+
+int engine_parse_threads(const char *text, int *threads) {
+    if (!*text || !strcmp(text, "auto")) {
+        int n = engine_cores() / shared_by_jobs;
+        *threads = n >= 1 ? n : 1;
+        return SS_OK;
+    }
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || errno || v < 1 || v > ENGINE_MAX_THREADS)
+        return ss_error_set(SS_EUSAGE,
+                            "--threads %s: give a thread count from 1 to %d, or auto (this "
+                            "machine's %d cores)",
+                            text, ENGINE_MAX_THREADS, engine_cores());
+    *threads = (int)v;
+    return SS_OK;
+}

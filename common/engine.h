@@ -1,0 +1,54 @@
+/* The compute engine: the workers' real computation as futures. A worker hands the engine one
+ * task (a replica's forward and backward passes and the norms a policy reads), lets its simulated
+ * compute time pass, and takes the result when it needs it; workers that compute at the same
+ * simulated time therefore compute at the same wall time, on a pool of threads.
+ *
+ *     engine *en; engine_create(threads, &en);
+ *     engine_task t = {.run = fn, .arg = job};
+ *     engine_submit(en, &t);      // runs fn(job, slot) on some thread, slot in [0, threads)
+ *     ...                         // the simulation goes on
+ *     engine_wait(en, &t);        // returns once fn returned
+ *     engine_destroy(en);
+ *
+ * A task touches only its own replica (and the per-slot scratch its slot names), so its results
+ * are the same bits whichever thread runs it and whatever runs beside it: a run gives the same
+ * outputs for any thread count. With one thread the engine starts none: submit runs the task at
+ * once in the caller, as the code did before there was an engine.
+ *
+ * The interface is what a backend elsewhere would also take: a task is submitted, and later
+ * waited for, and the caller reads only what the task wrote into its own job. */
+#ifndef SS_COMMON_ENGINE_H
+#define SS_COMMON_ENGINE_H
+
+#define ENGINE_MAX_THREADS 1024
+
+typedef struct engine engine;
+
+typedef struct engine_task {
+    void (*run)(void *arg, int slot); /* slot: the thread's index, 0 .. threads - 1 */
+    void *arg;
+    /* the engine's */
+    struct engine_task *next;
+    int state; /* 0 idle, 1 queued, 2 running, 3 done */
+} engine_task;
+
+/* A pool of `threads` threads (1: none; tasks run in the caller). SS_EUSAGE outside
+ * [1, ENGINE_MAX_THREADS]; SS_ENOMEM when a thread cannot start. */
+int engine_create(int threads, engine **out);
+void engine_destroy(engine *en); /* waits for the tasks queued */
+int engine_threads(const engine *en);
+/* Queues t (idle or done); with one thread, runs it now. */
+void engine_submit(engine *en, engine_task *t);
+/* Returns once t has run (at once for a task never submitted or already waited for). */
+void engine_wait(engine *en, engine_task *t);
+
+/* The cores of this machine (sysconf), at least 1. */
+int engine_cores(void);
+/* compare and sweep run `jobs` runs at once: from now on, in this process and the runs it starts,
+ * --threads auto takes cores / jobs (at least 1) instead of every core. */
+void engine_share_cores(int jobs);
+/* --threads: "auto" (every core, or its share under engine_share_cores) or 1 .. 1024. SS_EUSAGE
+ * with a message naming the option and the valid values otherwise. */
+int engine_parse_threads(const char *text, int *threads);
+
+#endif

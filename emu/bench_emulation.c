@@ -1,0 +1,150 @@
+/* `syncsim bench emulation` (emu/run.h): what the compute engine's threads give an emulated run.
+ *
+ * The same run (rq->cfg: policy, model, data, workers, epochs, seed) runs on one compute thread
+ * and on --threads threads, each in its own process, its directory under OUT/bench-emulation/.
+ * The figure is the samples every worker computed per second of wall time of the training loop
+ * (the simulation with its evaluations; loading the data and building the replicas excluded).
+ * Both runs must end with the same parameters: the engine's threads change the wall time only. */
+#include "common/afile.h"
+#include "common/engine.h"
+#include "common/isolate.h"
+#include "common/outputs.h"
+#include "common/status.h"
+#include "emu/run_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct bench_em_result {
+    double wall_s;  /* the training loop */
+    double samples; /* computed by all workers */
+    double sim_s;
+    double accuracy;
+    uint32_t checksum; /* of worker 0's final parameters */
+    long steps;
+    int threads;
+} bench_em_result;
+
+typedef struct bench_em_arg {
+    const run_request *rq;
+    int threads;
+} bench_em_arg;
+
+static uint32_t checksum_params(device *dev, model *m) {
+    size_t n = model_param_count(m);
+    float *w = ss_malloc(sizeof(float) * n);
+    device_download(dev, w, model_params(m), n);
+    uint32_t h = 2166136261u; /* FNV-1a over the bytes */
+    const unsigned char *p = (const unsigned char *)w;
+    for (size_t i = 0; i < n * sizeof(float); i++)
+        h = (h ^ p[i]) * 16777619u;
+    free(w);
+    return h;
+}
+
+/* One run, in its own process: its result goes back through `out`. */
+static int bench_em_run(void *varg, isolate_blob *out) {
+    const bench_em_arg *a = varg;
+    run_config cfg = *a->rq->cfg;
+    snprintf(cfg.threads, sizeof cfg.threads, "%d", a->threads);
+    int n = snprintf(cfg.out_dir, sizeof cfg.out_dir, "%s/bench-emulation/threads-%d",
+                     a->rq->cfg->out_dir, a->threads);
+    if (n < 0 || (size_t)n >= sizeof cfg.out_dir)
+        return ss_error_set(SS_EUSAGE, "--out %s: too long a path", a->rq->cfg->out_dir);
+    cfg.progress = 0;
+    run_request rq = *a->rq;
+    rq.cfg = &cfg;
+    emu_run r;
+    memset(&r, 0, sizeof r);
+    r.rq = &rq;
+    r.cfg = &cfg;
+    r.ctx.cfg = &cfg;
+    r.ctx.tta_s = -1;
+    r.skip_worker_accuracy = 1;
+    policy_config_default(&r.pc);
+    int rc = run_open(&r);
+    if (rc == SS_OK) rc = run_simulate(&r);
+    if (rc == SS_OK) {
+        bench_em_result res = {.wall_s = r.train_wall_s,
+                               .samples = emulation_samples(r.em),
+                               .sim_s = r.pr.sim_time_s,
+                               .accuracy = emulation_last_eval(r.em)->test_accuracy,
+                               .checksum = checksum_params(r.dev, emulation_replica(r.em, 0)),
+                               .steps = emulation_last_eval(r.em)->step,
+                               .threads = emulation_threads(r.em)};
+        isolate_blob_append(out, &res, sizeof res);
+    }
+    run_close(&r);
+    return rc;
+}
+
+static int bench_em_one(const run_request *rq, int threads, bench_em_result *res) {
+    bench_em_arg a = {rq, threads};
+    isolate_blob blob = {0};
+    int rc = isolate_call(bench_em_run, &a, &blob);
+    if (rc != SS_OK) return rc;
+    if (blob.bytes != sizeof *res) {
+        isolate_blob_free(&blob);
+        return ss_error_set(SS_EIO, "bench emulation: malformed result");
+    }
+    memcpy(res, blob.data, sizeof *res);
+    isolate_blob_free(&blob);
+    return SS_OK;
+}
+
+static const char *const csv_header =
+    "model,policy,workers,threads,steps,samples,wall_s,samples_per_s,speedup,same_params";
+
+static void print_row(FILE *out, int csv, const run_config *cfg, const bench_em_result *r,
+                      const bench_em_result *base) {
+    const double rate = r->wall_s > 0 ? r->samples / r->wall_s : 0;
+    const double speedup = r->wall_s > 0 ? base->wall_s / r->wall_s : 0;
+    const char *same = r->checksum == base->checksum ? "yes" : "NO";
+    if (csv)
+        fprintf(out, "%s,%s,%d,%d,%ld,%.0f,%.4f,%.2f,%.3f,%s\n", cfg->model, cfg->policy,
+                cfg->workers, r->threads, r->steps, r->samples, r->wall_s, rate, speedup, same);
+    else
+        fprintf(out, "%-14s %-8s %7d %7d %7ld %9.0f %9.3f %11.1f %8.2fx %6s\n", cfg->model,
+                cfg->policy, cfg->workers, r->threads, r->steps, r->samples, r->wall_s, rate,
+                speedup, same);
+}
+
+static int write_csv(const char *path, const run_config *cfg, const bench_em_result r[2]) {
+    afile f;
+    int rc = afile_open(&f, path);
+    if (rc != SS_OK) return rc;
+    fprintf(f.fp, "%s\n", csv_header);
+    for (int i = 0; i < 2; i++)
+        print_row(f.fp, 1, cfg, &r[i], &r[0]);
+    return afile_commit(&f);
+}
+
+int bench_emulation(const run_request *rq, const char *csv_path, FILE *out) {
+    const run_config *cfg = rq->cfg;
+    int threads;
+    int rc = engine_parse_threads(cfg->threads, &threads);
+    if (rc != SS_OK) return rc;
+    if ((rc = run_check_emulated(rq)) != SS_OK) return rc;
+    fprintf(out,
+            "bench emulation: %s, %s on %s, %d workers, batch %d, %.3g epochs; 1 thread "
+            "against %d\n",
+            cfg->policy, cfg->model, cfg->dataset, cfg->workers, cfg->batch, cfg->epochs, threads);
+    fflush(out);
+    bench_em_result r[2];
+    if ((rc = bench_em_one(rq, 1, &r[0])) != SS_OK) return rc;
+    if ((rc = bench_em_one(rq, threads, &r[1])) != SS_OK) return rc;
+    fprintf(out, "%-14s %-8s %7s %7s %7s %9s %9s %11s %9s %6s\n", "model", "policy", "workers",
+            "threads", "steps", "samples", "wall (s)", "samples/s", "speedup", "same");
+    for (int i = 0; i < 2; i++)
+        print_row(out, 0, cfg, &r[i], &r[0]);
+    fprintf(out, "wall: the training loop (simulation and evaluations), each run in its own "
+                 "process; same: worker 0's final parameters equal bit for bit\n");
+    if (csv_path && (rc = write_csv(csv_path, cfg, r)) != SS_OK) return rc;
+    if (r[0].checksum != r[1].checksum)
+        return ss_error_set(SS_EIO,
+                            "bench emulation: the runs on 1 and %d threads ended with "
+                            "different parameters",
+                            threads);
+    return SS_OK;
+}

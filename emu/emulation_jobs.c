@@ -1,0 +1,338 @@
+/* The workers' step computations in flight (emulation_jobs.h). */
+#include "emu/emulation_jobs.h"
+#include "common/engine.h"
+#include "common/status.h"
+#include "emu/partition.h"
+#include "kernels/device.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct em_job {
+    em_jobs *owner;
+    int worker;
+    model *m;
+    engine_task task;
+    int in_flight; /* submitted and not settled */
+    em_job_out out;
+} em_job;
+
+struct em_jobs {
+    em_jobs_config cfg;
+    engine *en;
+    em_job *jobs;     /* (N) one per worker: a worker has at most one step in flight */
+    size_t **indices; /* (N, max_batch) */
+    float **x;        /* (threads, (max_batch + 1) * features) staging, one per engine slot, and the
+                         augmentation's scratch of one sample */
+    uint8_t **y;      /* (threads, max_batch) */
+    int *fifo;        /* (N) workers in flight, in the order their jobs began (a ring) */
+    model **eval;     /* (threads) models for the evaluations, one per slot (NULL: 1 thread) */
+    int head, count;
+};
+
+static double wall_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* One worker's step: the batch, the passes, the norms. Touches only its replica and its slot. */
+static void job_run_hooked(em_job *job, int slot, void (*grad_ready)(void *ctx, int layer),
+                           void *hook_ctx) {
+    em_jobs *j = job->owner;
+    device *dev = j->cfg.dev;
+    em_job_out *o = &job->out;
+    dataset_gather(j->cfg.train, j->indices[job->worker], o->samples, j->x[slot], j->y[slot]);
+    if (j->cfg.aug)
+        augment_batch_into(j->cfg.aug,
+                           j->x[slot] + dataset_features(j->cfg.train) * (size_t)j->cfg.max_batch,
+                           j->x[slot], o->samples, job->worker, o->step);
+    const double t0 = j->cfg.measure_time ? wall_now_s() : 0.0;
+    o->loss = model_forward_backward_each(job->m, j->x[slot], j->y[slot], o->samples, grad_ready,
+                                          hook_ctx);
+    if (j->cfg.measure_time) {
+        device_sync(dev);
+        o->measured_s = wall_now_s() - t0;
+    }
+    const size_t params = model_param_count(job->m);
+    o->grad_norm = device_nrm2(dev, params, model_grads(job->m));
+    o->layer_norm_sum = 0;
+    if (j->cfg.layer_norms)
+        for (int i = 0; i < model_view_count(job->m); i++) {
+            const model_view *v = model_view_at(job->m, i);
+            o->layer_norm_sum += device_nrm2(dev, v->count, model_grads(job->m) + v->offset);
+        }
+}
+
+static void job_run(void *arg, int slot) {
+    job_run_hooked(arg, slot, NULL, NULL);
+}
+
+int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
+    *out = NULL;
+    SS_ASSERT(cfg->workers >= 1 && cfg->max_batch >= 1);
+    em_jobs *j = ss_calloc(1, sizeof *j);
+    j->cfg = *cfg;
+    int rc = engine_create(cfg->threads >= 1 ? cfg->threads : 1, &j->en);
+    if (rc != SS_OK) {
+        free(j);
+        return rc;
+    }
+    const int n = cfg->workers, t = engine_threads(j->en);
+    const size_t features = dataset_features(cfg->train);
+    j->jobs = ss_calloc((size_t)n, sizeof *j->jobs);
+    j->indices = ss_calloc((size_t)n, sizeof *j->indices);
+    j->fifo = ss_calloc((size_t)n, sizeof *j->fifo);
+    for (int w = 0; w < n; w++) {
+        j->jobs[w] = (em_job){.owner = j, .worker = w};
+        j->jobs[w].task = (engine_task){.run = job_run, .arg = &j->jobs[w]};
+        j->indices[w] = ss_malloc(sizeof(size_t) * (size_t)cfg->max_batch);
+    }
+    j->x = ss_calloc((size_t)t, sizeof *j->x);
+    j->y = ss_calloc((size_t)t, sizeof *j->y);
+    for (int s = 0; s < t; s++) {
+        /* the batch, and one sample more: the augmentation's scratch */
+        j->x[s] = ss_malloc(sizeof(float) * features * ((size_t)cfg->max_batch + 1));
+        j->y[s] = ss_malloc((size_t)cfg->max_batch);
+    }
+    if (t > 1) {
+        j->eval = ss_calloc((size_t)t, sizeof *j->eval);
+        for (int s = 0; s < t && rc == SS_OK; s++)
+            rc = model_create(cfg->dev, cfg->spec, cfg->seed, cfg->max_batch, &j->eval[s]);
+    }
+    if (rc != SS_OK) {
+        em_jobs_destroy(j);
+        return rc;
+    }
+    *out = j;
+    return SS_OK;
+}
+
+void em_jobs_destroy(em_jobs *j) {
+    if (!j) return;
+    em_jobs_settle_all(j);
+    const int t = engine_threads(j->en);
+    engine_destroy(j->en);
+    for (int w = 0; w < j->cfg.workers; w++)
+        free(j->indices[w]);
+    for (int s = 0; s < t; s++) {
+        free(j->x[s]);
+        free(j->y[s]);
+        if (j->eval && j->eval[s]) model_destroy(j->eval[s]);
+    }
+    free(j->eval);
+    free(j->x);
+    free(j->y);
+    free(j->indices);
+    free(j->jobs);
+    free(j->fifo);
+    free(j);
+}
+
+int em_jobs_threads(const em_jobs *j) {
+    return engine_threads(j->en);
+}
+
+size_t *em_jobs_indices(em_jobs *j, int w) {
+    SS_ASSERT(!j->jobs[w].in_flight);
+    return j->indices[w];
+}
+
+void em_jobs_staging(em_jobs *j, float **x, uint8_t **y) {
+    SS_ASSERT(j->count == 0);
+    *x = j->x[0];
+    *y = j->y[0];
+}
+
+/* Settles the oldest job in flight: waits for it, then the source's bookkeeping. */
+static void settle_oldest(em_jobs *j) {
+    SS_ASSERT(j->count > 0);
+    em_job *job = &j->jobs[j->fifo[j->head]];
+    engine_wait(j->en, &job->task);
+    job->in_flight = 0;
+    j->head = (j->head + 1) % j->cfg.workers;
+    j->count--;
+    j->cfg.settled(j->cfg.ctx, job->worker, &job->out);
+}
+
+void em_jobs_submit(em_jobs *j, int w, model *m, long step, int samples,
+                    void (*grad_ready)(void *ctx, int layer), void *hook_ctx) {
+    em_job *job = &j->jobs[w];
+    SS_ASSERT(!job->in_flight && samples >= 1 && samples <= j->cfg.max_batch);
+    job->m = m;
+    job->out = (em_job_out){.step = step, .samples = samples};
+    if (grad_ready) em_jobs_settle_all(j); /* slot 0 is free, and the order kept */
+    job->in_flight = 1;
+    j->fifo[(j->head + j->count) % j->cfg.workers] = w;
+    j->count++;
+    if (grad_ready) {
+        job_run_hooked(job, 0, grad_ready, hook_ctx);
+        job->task.state = 3;
+    } else {
+        engine_submit(j->en, &job->task);
+    }
+}
+
+void em_jobs_own(em_jobs *j, int w) {
+    while (j->jobs[w].in_flight)
+        settle_oldest(j);
+}
+
+const em_job_out *em_jobs_take(em_jobs *j, int w) {
+    em_jobs_own(j, w);
+    return &j->jobs[w].out;
+}
+
+void em_jobs_settle_before(em_jobs *j, long step) {
+    int last = -1; /* position in the FIFO of the last job of an earlier step */
+    for (int i = 0; i < j->count; i++)
+        if (j->jobs[j->fifo[(j->head + i) % j->cfg.workers]].out.step < step) last = i;
+    for (int i = 0; i <= last; i++)
+        settle_oldest(j);
+}
+
+void em_jobs_settle_all(em_jobs *j) {
+    while (j->count > 0)
+        settle_oldest(j);
+}
+
+/* ---- evaluations ---- */
+
+typedef struct par_task {
+    engine_task t;
+    void (*fn)(void *ctx, int i, int slot);
+    void *ctx;
+    int i;
+} par_task;
+
+static void par_run(void *arg, int slot) {
+    par_task *p = arg;
+    p->fn(p->ctx, p->i, slot);
+}
+
+/* fn(ctx, i, slot) for i = 0 .. n - 1 on the engine's threads; returns once all have run. */
+static void parallel_for(em_jobs *j, int n, void (*fn)(void *ctx, int i, int slot), void *ctx) {
+    em_jobs_settle_all(j);
+    par_task *ts = ss_calloc((size_t)n, sizeof *ts);
+    for (int i = 0; i < n; i++) {
+        ts[i] = (par_task){.t = {.run = par_run, .arg = &ts[i]}, .fn = fn, .ctx = ctx, .i = i};
+        engine_submit(j->en, &ts[i].t);
+    }
+    for (int i = 0; i < n; i++)
+        engine_wait(j->en, &ts[i].t);
+    free(ts);
+}
+
+typedef struct mean_ctx {
+    em_jobs *j;
+    size_t n, range; /* floats, and floats per task */
+    int k;
+    const float *const *xs;
+    float *out;
+} mean_ctx;
+
+static void mean_range(void *ctx, int r, int slot) {
+    const mean_ctx *m = ctx;
+    (void)slot;
+    const size_t lo = (size_t)r * m->range, len = m->n - lo < m->range ? m->n - lo : m->range;
+    const float **xs = ss_malloc(sizeof(float *) * (size_t)m->k);
+    for (int i = 0; i < m->k; i++)
+        xs[i] = m->xs[i] + lo;
+    device_mean(m->j->cfg.dev, len, m->k, xs, m->out + lo);
+    free(xs);
+}
+
+#define MEAN_PARALLEL_MIN_FLOATS 65536 /* below this one thread is as fast */
+
+void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *out) {
+    const int t = engine_threads(j->en);
+    if (!j->eval || j->count > 0 || n < MEAN_PARALLEL_MIN_FLOATS) {
+        device_mean(j->cfg.dev, n, k, xs, out);
+        return;
+    }
+    size_t range = (n + (size_t)t - 1) / (size_t)t;
+    range = (range + 15) / 16 * 16; /* whole cache lines */
+    mean_ctx m = {.j = j, .n = n, .range = range, .k = k, .xs = xs, .out = out};
+    parallel_for(j, (int)((n + range - 1) / range), mean_range, &m);
+}
+
+/* dst takes src's parameters and buffers (batch normalization's running statistics). */
+static void copy_model(device *dev, model *dst, model *src) {
+    device_copy(dev, model_params(dst), model_params(src), model_param_count(src));
+    const size_t nb = model_buffer_count(src);
+    if (nb) device_copy(dev, model_buffers(dst), model_buffers(src), nb);
+}
+
+typedef struct eval_ctx {
+    em_jobs *j;
+    const dataset *test;
+    double *loss;    /* (chunks) */
+    size_t *correct; /* (chunks, or replicas) */
+    model *const *replicas;
+} eval_ctx;
+
+static void eval_chunk(void *ctx, int c, int slot) {
+    const eval_ctx *ec = ctx;
+    const size_t chunk = (size_t)ec->j->cfg.max_batch, s0 = (size_t)c * chunk;
+    const size_t nb = ec->test->n - s0 < chunk ? ec->test->n - s0 : chunk;
+    const size_t d = dataset_features(ec->test);
+    ec->loss[c] = model_evaluate_sum(ec->j->eval[slot], ec->test->x + s0 * d, ec->test->y + s0, nb,
+                                     &ec->correct[c]);
+}
+
+double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *correct) {
+    em_jobs_settle_all(j);
+    if (!j->eval || test->n == 0)
+        return model_evaluate_sum(from, test->x, test->y, test->n, correct);
+    const int t = engine_threads(j->en);
+    for (int s = 0; s < t; s++)
+        copy_model(j->cfg.dev, j->eval[s], from);
+    const size_t chunk = (size_t)j->cfg.max_batch;
+    const int n_chunks = (int)((test->n + chunk - 1) / chunk);
+    eval_ctx ec = {.j = j,
+                   .test = test,
+                   .loss = ss_calloc((size_t)n_chunks, sizeof(double)),
+                   .correct = ss_calloc((size_t)n_chunks, sizeof(size_t))};
+    parallel_for(j, n_chunks, eval_chunk, &ec);
+    double loss_sum = 0.0; /* in chunk order, as model_evaluate sums */
+    size_t right = 0;
+    for (int c = 0; c < n_chunks; c++) {
+        loss_sum += ec.loss[c];
+        right += ec.correct[c];
+    }
+    free(ec.loss);
+    free(ec.correct);
+    if (correct) *correct = right;
+    return loss_sum;
+}
+
+static void eval_replica(void *ctx, int w, int slot) {
+    const eval_ctx *ec = ctx;
+    model *m = ec->j->eval[slot];
+    copy_model(ec->j->cfg.dev, m, ec->replicas[w]);
+    model_evaluate_sum(m, ec->test->x, ec->test->y, ec->test->n, &ec->correct[w]);
+}
+
+double em_jobs_accuracy_mean(em_jobs *j, model *const *replicas, int n, model *holder,
+                             const dataset *test) {
+    em_jobs_settle_all(j);
+    if (test->n == 0) return 0.0;
+    eval_ctx ec = {.j = j,
+                   .test = test,
+                   .correct = ss_calloc((size_t)n, sizeof(size_t)),
+                   .replicas = replicas};
+    if (j->eval) {
+        parallel_for(j, n, eval_replica, &ec);
+    } else {
+        for (int w = 0; w < n; w++) {
+            copy_model(j->cfg.dev, holder, replicas[w]);
+            model_evaluate_sum(holder, test->x, test->y, test->n, &ec.correct[w]);
+        }
+    }
+    double sum = 0;
+    for (int w = 0; w < n; w++)
+        sum += (double)ec.correct[w] / (double)test->n;
+    free(ec.correct);
+    return sum / n;
+}

@@ -1,0 +1,82 @@
+/* Internal to the emulation (emu/emulation.c): the workers' step computations in flight on the
+ * compute engine (common/engine.h). A worker's job gathers its mini-batch, runs the forward and
+ * backward passes on its own replica and takes the gradient's norms; it touches nothing else, so
+ * the results are the same bits for any thread count.
+ *
+ * Jobs are accounted in the order they began (a FIFO): the source's bookkeeping of a job (the
+ * training loss sum, samples, divergence, gradient dumps) happens when it is settled, in that
+ * order, so that it sums exactly as when every computation finished the moment it began. Anyone
+ * who reads a replica, or the bookkeeping, settles the jobs it depends on first. */
+#ifndef SS_EMU_EMULATION_JOBS_H
+#define SS_EMU_EMULATION_JOBS_H
+
+#include "emu/dataset.h"
+#include "kernels/model.h"
+
+#include "emu/augment.h"
+
+#include <stddef.h>
+
+/* What one worker's step computed. */
+typedef struct em_job_out {
+    long step;
+    int samples;
+    double loss, grad_norm, layer_norm_sum;
+    double measured_s; /* the forward and backward passes' wall time (measure only) */
+} em_job_out;
+
+typedef struct em_jobs em_jobs;
+
+/* Called once per job as it is settled, in the order the jobs began. */
+typedef void (*em_job_settled_fn)(void *ctx, int worker, const em_job_out *out);
+
+typedef struct em_jobs_config {
+    int threads; /* of the engine (1: every job runs in the worker's call) */
+    int workers;
+    int max_batch;
+    const dataset *train;
+    device *dev;
+    const model_spec *spec; /* the replicas': the evaluations' models on the engine's threads */
+    uint64_t seed;
+    int measure_time;   /* time the passes */
+    int layer_norms;    /* sum of the per-layer gradient norms as well */
+    const augment *aug; /* random crops and flips of each batch (NULL: none) */
+    em_job_settled_fn settled;
+    void *ctx;
+} em_jobs_config;
+
+int em_jobs_create(const em_jobs_config *cfg, em_jobs **out);
+void em_jobs_destroy(em_jobs *j); /* settles every job first */
+int em_jobs_threads(const em_jobs *j);
+/* Worker w's indices of its next batch (max_batch of them), written before em_jobs_submit. */
+size_t *em_jobs_indices(em_jobs *j, int w);
+/* A mini-batch staging area the caller may use while no job is in flight (a warm-up pass). */
+void em_jobs_staging(em_jobs *j, float **x, uint8_t **y);
+/* Worker w's step `step` on replica m over the first `samples` of its indices. With grad_ready
+ * (the overlap of real mode, which starts collectives from it) the job runs now in the caller,
+ * after every job in flight. */
+void em_jobs_submit(em_jobs *j, int w, model *m, long step, int samples,
+                    void (*grad_ready)(void *ctx, int layer), void *hook_ctx);
+/* Waits for worker w's job and settles it (and every job begun before it); its result. */
+const em_job_out *em_jobs_take(em_jobs *j, int w);
+/* Settles worker w's job if one is in flight (before anything reads or writes its replica). */
+void em_jobs_own(em_jobs *j, int w);
+/* Settles every job begun for a step before `step` (and those begun before them). */
+void em_jobs_settle_before(em_jobs *j, long step);
+void em_jobs_settle_all(em_jobs *j);
+
+/* out = the mean of the k vectors xs[j] of n floats (device_mean), split in ranges over the
+ * engine's threads when no job is in flight: per element the same sum in the same order, so the
+ * same bits. */
+void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *out);
+
+/* Evaluations on the engine (after settling every job), the test set's chunks of max_batch
+ * samples on its threads and their losses summed in order: the same bits as model_evaluate. */
+/* Model `from` on `test`: the sum of the losses, and *correct. */
+double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *correct);
+/* The mean over the n replicas of each one's test accuracy; `holder` (a model of the same spec)
+ * takes each replica in turn where the engine has one thread. */
+double em_jobs_accuracy_mean(em_jobs *j, model *const *replicas, int n, model *holder,
+                             const dataset *test);
+
+#endif
