@@ -26,7 +26,8 @@ typedef enum model_arch {
     MODEL_ARCH_MLP = 1,
     MODEL_ARCH_CNN = 2,
     MODEL_ARCH_RESNET = 3,
-    MODEL_ARCH_VGG = 4
+    MODEL_ARCH_VGG = 4,
+    MODEL_ARCH_GPT = 5
 } model_arch;
 
 #define MODEL_MAX_HIDDEN 8
@@ -45,6 +46,13 @@ typedef struct model_spec {
     int depth;       /* resnet: 6n + 2 layers (20, 32, 44, 56, 110); vgg: 11, 13, 16, 19 */
     int resnet_proj; /* resnet: 1 projection shortcuts (option B), 0 zero padding (option A) */
     int vgg_width;   /* vgg: channels of the first stage (64; the stages have 1, 2, 4, 8, 8 x) */
+    /* gpt (kernels/gpt.h): a language model over classes = vocabulary tokens; a sample is
+     * in_w = T + 1 token ids (as floats): T inputs, each predicting the next */
+    int gpt_layers, gpt_dim, gpt_heads, gpt_seq; /* L, D, H, T */
+    int gpt_ffn;                                 /* MLP width: 4 D (wlm: its nhid) */
+    float gpt_dropout;                           /* 0.1 (wlm: 0.2) */
+    int gpt_wlm; /* PyTorch's word_language_model Transformer (post-norm, ReLU, sinusoidal
+                    positions, embedding x sqrt(D), untied decoder with bias, no final norm) */
 } model_spec;
 
 /* A view of one parameter tensor inside the flat vector. */
@@ -141,5 +149,14 @@ double model_forward_backward_each(model *m, const float *x, const uint8_t *y, i
  * mode, with the running statistics): mean loss and number correct. */
 void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double *mean_loss,
                     size_t *correct);
+/* A language model (gpt): x holds samples of T + 1 token ids as floats and y is not read; the
+ * loss is the mean cross-entropy per predicted token (perplexity = exp(loss)), and model_evaluate's
+ * *correct is the number of correctly predicted tokens / T (correct / n the next-token
+ * accuracy). */
+int model_is_language(const model *m);
+/* The replica's stream of random draws in training passes (dropout masks): each worker sets its
+ * rank so that replicas with one seed still draw different masks. A no-op for models without
+ * dropout. */
+void model_set_stream(model *m, uint64_t stream);
 
 #endif
