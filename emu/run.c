@@ -96,6 +96,7 @@ int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *
         dataset_load(cfg->dataset, cfg->data_dir[0] ? cfg->data_dir : NULL, cfg->seed, train, test);
     if (rc == SS_OK)
         rc = model_spec_parse(spec, cfg->model, train->c, train->h, train->w, train->classes);
+    if (rc == SS_OK) rc = dataset_fit_model(train, test, spec);
     if (rc != SS_OK) {
         dataset_free(train);
         dataset_free(test);
