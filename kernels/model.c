@@ -256,45 +256,8 @@ static void mark_accumulation(model *m) {
     free(written);
 }
 
-/* The spec's shapes: SS_OK, or SS_EUSAGE naming what is wrong. */
 static int spec_check(const model_spec *spec, int max_batch) {
-    if (spec->arch == MODEL_ARCH_GPT)
-        return max_batch < 1 ? ss_error_set(SS_EUSAGE, "model: max batch %d", max_batch)
-                             : gpt_spec_check(spec);
-    if (spec->in_c < 1 || spec->in_h < 1 || spec->in_w < 1 || spec->classes < 2 ||
-        spec->classes > 256 || max_batch < 1)
-        return ss_error_set(SS_EUSAGE,
-                            "model: bad shape (input %dx%dx%d, %d classes, max batch %d)",
-                            spec->in_c, spec->in_h, spec->in_w, spec->classes, max_batch);
-    if (spec->arch == MODEL_ARCH_MLP) {
-        if (spec->n_hidden < 0 || spec->n_hidden > MODEL_MAX_HIDDEN)
-            return ss_error_set(SS_EUSAGE, "mlp: %d hidden layers (at most %d)", spec->n_hidden,
-                                MODEL_MAX_HIDDEN);
-        for (int i = 0; i < spec->n_hidden; i++)
-            if (spec->hidden[i] < 1)
-                return ss_error_set(SS_EUSAGE, "mlp: hidden width %d must be positive",
-                                    spec->hidden[i]);
-    }
-    if (spec->arch == MODEL_ARCH_CNN) {
-        if (spec->conv_channels[0] < 1 || spec->conv_channels[1] < 1 || spec->n_cnn_dense < 1 ||
-            spec->n_cnn_dense > MODEL_MAX_HIDDEN)
-            return ss_error_set(SS_EUSAGE,
-                                "cnn: channels %d, %d must be positive, with 1 to %d dense layers",
-                                spec->conv_channels[0], spec->conv_channels[1], MODEL_MAX_HIDDEN);
-        for (int i = 0; i < spec->n_cnn_dense; i++)
-            if (spec->cnn_dense[i] < 1)
-                return ss_error_set(SS_EUSAGE, "cnn: dense width %d must be positive",
-                                    spec->cnn_dense[i]);
-    }
-    if (spec->arch == MODEL_ARCH_RESNET &&
-        (spec->depth < 8 || (spec->depth - 2) % 6 || spec->depth > 1000))
-        return ss_error_set(SS_EUSAGE, "resnet: depth %d is not 6n + 2 (20, 32, 44, 56, 110)",
-                            spec->depth);
-    if (spec->arch == MODEL_ARCH_VGG &&
-        (!model_vgg_stage_convs(spec->depth) || spec->vgg_width < 1 || spec->vgg_width > 4096))
-        return ss_error_set(SS_EUSAGE, "vgg: depth %d (11, 13, 16 or 19), width %d", spec->depth,
-                            spec->vgg_width);
-    return SS_OK;
+    return model_spec_check(spec, max_batch);
 }
 
 static void alloc_graph(model *m);

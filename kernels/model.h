@@ -76,6 +76,8 @@ void model_spec_default(model_spec *spec, model_arch arch, int in_c, int in_h, i
  * 13, 16, 19: Simonyan and Zisserman's configurations A, B, D, E with batch norm, CIFAR form);
  * SS_EUSAGE names the valid forms. */
 int model_spec_parse(model_spec *spec, const char *text, int in_c, int in_h, int in_w, int classes);
+/* The spec's sizes for batches of max_batch: SS_OK, or SS_EUSAGE naming what is wrong. */
+int model_spec_check(const model_spec *spec, int max_batch);
 /* The valid forms, for messages and --help. */
 const char *model_spec_forms(void);
 /* 1 when models of the spec have buffers (batch normalization: resnet, vgg). */

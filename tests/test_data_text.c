@@ -146,6 +146,8 @@ static void test_web_bible(void) {
     CU_ASSERT(share > 0.04 && share < 0.07);
     CU_ASSERT(train.classes > 5000 && train.classes < 30000);
     CU_ASSERT_EQUAL(train.w, 36);
+    printf("(%zu training, %zu validation tokens, vocabulary %d) ", train.n_tokens, test.n_tokens,
+           train.classes);
     for (size_t i = 0; i < train.n_tokens; i += 997)
         CU_ASSERT_FATAL(train.tokens[i] < (uint32_t)train.classes);
     dataset_free(&train);
