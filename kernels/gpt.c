@@ -292,8 +292,3 @@ double gpt_device_bytes(const gpt *g) {
 void gpt_set_dropout_stream(gpt *g, uint64_t stream) {
     g->drop_seed = dropout_mix64(g->drop_seed ^ dropout_mix64(stream + 1));
 }
-
-/* The mask seed of a dropout site in the current pass. */
-uint64_t gpt_site_seed(const gpt *g, int site) {
-    return dropout_mix64(g->drop_seed ^ dropout_mix64(g->pass * 1024u + (uint64_t)site));
-}

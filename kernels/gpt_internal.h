@@ -3,6 +3,7 @@
 #ifndef SS_KERNELS_GPT_INTERNAL_H
 #define SS_KERNELS_GPT_INTERNAL_H
 
+#include "kernels/dropout_hash.h"
 #include "kernels/gpt.h"
 
 #define GPT_MAX_LAYERS 64
@@ -61,7 +62,10 @@ struct gpt {
     double fwd_flops, bwd_flops;
 };
 
-uint64_t gpt_site_seed(const gpt *g, int site);
+/* The mask seed of a dropout site in the current pass. */
+static inline uint64_t gpt_site_seed(const gpt *g, int site) {
+    return dropout_mix64(g->drop_seed ^ dropout_mix64(g->pass * 1024u + (uint64_t)site));
+}
 void gpt_costs_build(gpt *g);
 
 #endif
