@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_ARGS 48
+#define MAX_ARGS 64
 
 /* One command line under construction. */
 typedef struct argv_buf {
@@ -167,7 +167,7 @@ static void overlap_args(const validate_real_opts *o, const char *policy, argv_b
 /* What a run gave: its total time, its mean communication (comm + wait) per synchronized step
  * and worker, its final accuracy (summary.json: a replay writes no trace of its own). */
 typedef struct run_figures {
-    double total_s, comm_s, accuracy, wall_s;
+    double total_s, comm_s, accuracy, wall_s, params;
     long gap_hist[SUMMARY_HIST_BINS]; /* SSP/ASP: clock gaps when steps started */
     int gap_bins;                     /* 0: none recorded */
 } run_figures;
@@ -180,6 +180,7 @@ static int read_figures(const char *dir, run_figures *f) {
     if (rc != SS_OK) return rc;
     f->total_s = s.sim_time_s;
     f->accuracy = s.test_accuracy;
+    f->params = s.params;
     f->comm_s = s.sync_steps > 0 ? (s.comm_s + s.wait_s) / (double)s.sync_steps : 0;
     f->gap_bins = s.clock_gap_bins;
     memcpy(f->gap_hist, s.clock_gap_hist, sizeof f->gap_hist);
@@ -192,12 +193,68 @@ typedef struct case_dirs {
     char base[1024], real[1100], emu[1100], log[1100];
 } case_dirs;
 
+size_t validate_real_eager_limit(double param_bytes) {
+    /* the vector, OpenMPI's headers (ob1's and the TCP transport's, a few dozen bytes), to 4 KiB */
+    double b = ceil((param_bytes + 1024.0) / 4096.0) * 4096.0;
+    if (!(b > VALIDATE_REAL_EAGER_MIN)) b = VALIDATE_REAL_EAGER_MIN;
+    return b > VALIDATE_REAL_EAGER_MAX ? 0 : (size_t)b;
+}
+
+/* Whether this process may start a program at real-time priority with chrt (root, chrt in PATH,
+ * and a scheduler that grants SCHED_RR: a container may have no real-time budget). */
+static int can_run_realtime(void) {
+    static int known = -1;
+    if (known >= 0) return known;
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        execlp("chrt", "chrt", "--rr", VALIDATE_REAL_RT_PRIORITY_TEXT, "true", (char *)NULL);
+        _exit(127);
+    }
+    int status = 1;
+    if (pid > 0)
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+        }
+    known = pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    return known;
+}
+
+/* How the real ranks of a case are scheduled: real-time (SCHED_RR) when it can be had and the
+ * case does not overlap (a progress thread at its rank's real-time priority would wait behind
+ * the rank's compute on a shared core), else niceness VALIDATE_REAL_NICE; "" without root. */
+static const char *rank_scheduling(const validate_real_opts *o, const char *policy) {
+    if (geteuid() != 0) return "";
+    return !overlaps(o, policy) && can_run_realtime()
+               ? "real-time priority (SCHED_RR " VALIDATE_REAL_RT_PRIORITY_TEXT ")"
+               : "niceness " VALIDATE_REAL_NICE_TEXT;
+}
+
 static int run_real(const validate_real_opts *o, const char *policy, const case_dirs *d,
-                    FILE *out) {
+                    double param_bytes, FILE *out) {
     argv_buf a;
     testbed_cmd(o, &a, "run");
     arg(&a, "-np");
     arg(&a, "%d", o->workers + is_async(policy));
+    /* the synchronous policies' messages eagerly (validate_real_eager_limit), unless the caller
+     * chose OpenMPI's eager limit (OMPI_MCA_btl_tcp_eager_limit) */
+    const size_t eager = validate_real_eager_limit(param_bytes);
+    if (!is_async(policy) && !getenv("OMPI_MCA_btl_tcp_eager_limit")) {
+        if (eager) {
+            arg(&a, "--mca");
+            arg(&a, "btl_tcp_eager_limit");
+            arg(&a, "%zu", eager);
+        } else {
+            fprintf(out,
+                    "  note: %.0f MB of parameters is past the eager limit validate real sets "
+                    "(%d MiB): two ranks that exchange in both directions at once send one "
+                    "direction after the other (docs/REAL.md), which no prediction models\n",
+                    param_bytes / 1e6, VALIDATE_REAL_EAGER_MAX >> 20);
+        }
+    }
     /* idle ranks yield the CPU (they would spin in MPI's progress loop, against the kernel's
      * network processing on a machine with few cores), and OpenMPI's all-reduce is the one the
      * prediction simulates: its ring (tuned algorithm 4) for --collective ring, its
@@ -217,7 +274,12 @@ static int run_real(const validate_real_opts *o, const char *policy, const case_
     arg(&a, "--");
     /* the ranks before the host's other work: on a busy host a rank that waits for a core holds
      * up every exchange it is part of (the testbed needs root, which may raise a priority) */
-    if (geteuid() == 0) {
+    const char *sched = rank_scheduling(o, policy);
+    if (!strncmp(sched, "real-time", 9)) {
+        arg(&a, "chrt");
+        arg(&a, "--rr");
+        arg(&a, "%s", VALIDATE_REAL_RT_PRIORITY_TEXT);
+    } else if (sched[0]) {
         arg(&a, "nice");
         arg(&a, "-n");
         arg(&a, "%d", VALIDATE_REAL_NICE);
@@ -314,10 +376,12 @@ static int run_case(const validate_real_opts *o, const char *policy, FILE *out, 
     snprintf(d.log, sizeof d.log, "%s/commands.log", d.base);
     int rc = ss_mkdir_p(d.base);
     if (rc == SS_OK) unlink(d.log);
-    if (rc == SS_OK) rc = run_real(o, policy, &d, out);
-    if (rc == SS_OK) rc = read_figures(d.real, &cr->real);
+    /* the emulation first: its summary gives the parameter bytes the real run's eager limit
+     * needs */
     if (rc == SS_OK) rc = run_emulation(o, policy, &d, out);
     if (rc == SS_OK) rc = read_figures(d.emu, &cr->emu);
+    if (rc == SS_OK) rc = run_real(o, policy, &d, 4.0 * cr->emu.params, out);
+    if (rc == SS_OK) rc = read_figures(d.real, &cr->real);
     /* the flow models, LV08 and SMPI (LV08 with size-dependent TCP factors), then ns-3 */
     cr->n_models = 0;
     for (int m = 0; m < 3; m++)
@@ -461,11 +525,13 @@ static int run_cases(const validate_real_opts *o, FILE *out, FILE *csv, validate
     int rc = SS_OK;
     for (char *save = NULL, *p = strtok_r(list, ",", &save); p && rc == SS_OK;
          p = strtok_r(NULL, ",", &save)) {
+        const char *sched = rank_scheduling(o, p);
         if (overlaps(o, p))
-            fprintf(out, "%s on %d workers, overlap on (buckets of %g MiB):\n", p, o->workers,
+            fprintf(out, "%s on %d workers, overlap on (buckets of %g MiB)", p, o->workers,
                     o->bucket_mb);
         else
-            fprintf(out, "%s on %d workers:\n", p, o->workers);
+            fprintf(out, "%s on %d workers", p, o->workers);
+        fprintf(out, "%s%s:\n", sched[0] ? ", real ranks at " : "", sched);
         case_result cr;
         memset(&cr, 0, sizeof cr);
         rc = run_case(o, p, out, &cr);
@@ -498,11 +564,8 @@ int validate_real(const validate_real_opts *o, FILE *out, validate_real_result *
     struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
-    fprintf(out, "testbed: %d hosts at %.4g Mbit/s, %.4g ms per link direction%s\n", o->workers + 1,
-            8 * o->rate_Bps / 1e6, o->delay_s * 1e3,
-            geteuid() == 0 ? "; real ranks at niceness " VALIDATE_REAL_NICE_TEXT
-                             ", ahead of the host's other work"
-                           : "");
+    fprintf(out, "testbed: %d hosts at %.4g Mbit/s, %.4g ms per link direction\n", o->workers + 1,
+            8 * o->rate_Bps / 1e6, o->delay_s * 1e3);
     int st = testbed(o, "up", o->workers + 1, out, log);
     if (st != 0) {
         char why[512];
@@ -591,10 +654,10 @@ int validate_real_fit_host(int cores, const char *policies, int workers, char *p
             lw += (size_t)snprintf(why + lw, why_size - lw,
                                    " (%s left out: with its server it needs 3 cores or more)",
                                    dropped);
+        /* --policy takes one policy; --workers alone keeps the default list */
         if (lw < why_size)
-            snprintf(why + lw, why_size - lw,
-                     ". --workers %d --policy %s runs the requested case as it is.", workers,
-                     policies);
+            snprintf(why + lw, why_size - lw, ". --workers %d runs the requested case as it is.",
+                     workers);
     }
     return 1;
 }
@@ -637,7 +700,8 @@ int validate_real_run_on_host(const run_config *cfg, int fit_host, FILE *out,
     int fitted_workers;
     const int changed = validate_real_fit_host(cores, o.policies, o.workers, fitted, sizeof fitted,
                                                &fitted_workers, why, sizeof why);
-    if (changed && fit_host) {
+    const char *bandwidth = cfg->bandwidth;
+    if (changed && (fit_host & VALIDATE_REAL_FIT_CASE)) {
         if (changed < 0)
             return ss_error_set(SS_EUSAGE,
                                 "validate real: this host has %d core(s): no case of %s runs "
@@ -647,6 +711,16 @@ int validate_real_run_on_host(const run_config *cfg, int fit_host, FILE *out,
         fprintf(out, "host: %s\n", why);
         o.policies = fitted;
         o.workers = fitted_workers;
+        if (fit_host & VALIDATE_REAL_FIT_RATE) {
+            bandwidth = VALIDATE_REAL_FIT_BANDWIDTH;
+            fprintf(out,
+                    "host: at " VALIDATE_REAL_FIT_BANDWIDTH_TEXT
+                    " (--bandwidth not given): at 1 Gbit/s the compute between "
+                    "exchanges refills each testbed link's token bucket (1 ms of traffic at the "
+                    "rate), which then lets part of every message through faster than the rate, "
+                    "as no link the predictions describe does (docs/REAL.md); --bandwidth 1Gbps "
+                    "runs that rate.\n");
+        }
     } else if (changed) {
         fprintf(out,
                 "host: warning: %d core(s) for up to %d ranks: the real runs' exchanges wait for "
@@ -663,18 +737,25 @@ int validate_real_run_on_host(const run_config *cfg, int fit_host, FILE *out,
         if (fscanf(lf, "%lf", &load) != 1) load = -1;
         fclose(lf);
     }
-    if (load > cores)
+    if (load > cores && geteuid() == 0 && can_run_realtime())
+        fprintf(out,
+                "host: warning: load average %.1f on %d cores before the runs: the real ranks run "
+                "ahead of that work at real-time priority, but stop when they have used the "
+                "kernel's real-time budget (sched_rt_runtime_us, 95 %% of each second by "
+                "default), and a busy host delays the testbed's packets\n",
+                load, cores);
+    else if (load > cores)
         fprintf(out,
                 "host: warning: load average %.1f on %d cores before the runs: other work competes "
                 "with the real ranks, whose exchanges then wait for the CPU (measured times above "
                 "the predictions); run it on an idle host\n",
                 load, cores);
     double bytes_per_s;
-    if (units_parse_bandwidth(cfg->bandwidth, &bytes_per_s) != 0 || !(bytes_per_s > 0))
+    if (units_parse_bandwidth(bandwidth, &bytes_per_s) != 0 || !(bytes_per_s > 0))
         return ss_error_set(SS_EUSAGE,
                             "--bandwidth '%s': expected a rate such as 100Mbps or "
                             "1Gbps (the testbed's links)",
-                            cfg->bandwidth);
+                            bandwidth);
     if (units_parse_time(cfg->latency, &o.delay_s) != 0 || o.delay_s < 0)
         return ss_error_set(SS_EUSAGE,
                             "--latency '%s': expected 0s or a time such as 0.1ms (the "

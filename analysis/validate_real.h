@@ -58,13 +58,37 @@ typedef struct validate_real_opts {
  * bound as the real runs' do; 0.1 gives +11 %, 0.3 +10 % (docs/REAL.md, "validate real"). */
 #define VALIDATE_REAL_PS_JITTER 0.2
 
-/* The niceness of the real runs' ranks (as root): ahead of the host's other work, whose CPU use
+/* How the real runs' ranks are scheduled (as root), ahead of the host's other work, whose CPU use
  * would otherwise delay their exchanges (a rank waiting for a core holds up each all-reduce it is
- * in). Measured on the 2-core VM at a load average of 10 to 13 from other work: 2 workers, mlp,
- * 1 Gbit/s, communication per synchronized step 0.034 s at niceness 0, against 0.0098 s
- * predicted; the fastest steps took 0.0102 s. */
-#define VALIDATE_REAL_NICE      -10
-#define VALIDATE_REAL_NICE_TEXT "-10"
+ * in). Real-time round robin (chrt --rr VALIDATE_REAL_RT_PRIORITY) where the scheduler grants it
+ * and the case does not overlap: a rank waiting in MPI calls sched_yield (mpi_yield_when_idle),
+ * which under the kernel's fair scheduler hands the core to any other runnable task for a whole
+ * slice, whatever the niceness. Measured on the 2-core VM at a load average of 5.5 to 10 from
+ * other work: an all-reduce of 4 bytes after 1 ms of compute on 2 ranks took a median 2.0 to
+ * 3.0 ms at niceness -10 and at -20, 14 us at real-time priority; SelSync's local steps (the
+ * decision's flag) took 2.1 ms of communication at -10, 30 us real-time. Real-time ranks that
+ * spin in MPI use the kernel's real-time budget (95 % of each second by default) and then stop
+ * for the rest of that second (about 50 ms once a second). Otherwise niceness VALIDATE_REAL_NICE:
+ * at a load average of 10 to 13, 2 workers, mlp, 1 Gbit/s, communication per synchronized step
+ * was 0.034 s at niceness 0 and 0.024 s at -10, against 0.0098 s predicted. */
+#define VALIDATE_REAL_RT_PRIORITY_TEXT "1"
+#define VALIDATE_REAL_NICE             -10
+#define VALIDATE_REAL_NICE_TEXT        "-10"
+
+/* OpenMPI's TCP transport sends a message past its eager limit (64 KiB by default) by rendezvous:
+ * the receiver acknowledges the first fragment before the rest follows. When two ranks send to
+ * each other at once over their one TCP connection (a ring of 2 workers, whose left and right
+ * neighbour are the same rank; the pairwise exchanges of hd and rd), each acknowledgement queues
+ * behind the acknowledging rank's own data, and one direction waits for the other: OpenMPI's ring
+ * all-reduce of the mlp's 1,077,288 bytes on 2 ranks of the testbed at 1 Gbit/s took a median
+ * 15.9 ms where 8.6 ms move the bytes, 9.0 ms with the eager limit raised (docs/REAL.md). The
+ * real runs of the synchronous policies therefore send every message of up to the model's
+ * parameter bytes eagerly: validate_real_eager_limit(P bytes) is P plus OpenMPI's headers, in
+ * 4 KiB, at least VALIDATE_REAL_EAGER_MIN; 0 past VALIDATE_REAL_EAGER_MAX (OpenMPI's default is
+ * then kept: each rank keeps 8 eager buffers of that size, and more while messages wait). */
+#define VALIDATE_REAL_EAGER_MIN (64u << 10)
+#define VALIDATE_REAL_EAGER_MAX (16u << 20)
+size_t validate_real_eager_limit(double param_bytes);
 
 typedef struct validate_real_result {
     int cases;
@@ -95,9 +119,19 @@ int validate_real_fit_host(int cores, const char *policies, int workers, char *p
  * this process's, the testbed script the source tree's scripts/testbed.sh unless SYNCSIM_TESTBED
  * names another. */
 int validate_real_run(const run_config *cfg, FILE *out, validate_real_result *res);
-/* validate_real_run; fit_host 1 (neither --workers nor --policy given): on a host with fewer
- * cores than ranks, the case is fitted to its cores (validate_real_fit_host) and the output says
- * so; 0: the case as given, with a warning when its ranks share cores. */
+/* validate_real_run; fit_host VALIDATE_REAL_FIT_CASE (neither --workers nor --policy given): on
+ * a host with fewer cores than ranks, the case is fitted to its cores (validate_real_fit_host) and
+ * the output says so; with VALIDATE_REAL_FIT_RATE too (no --bandwidth), the fitted case runs at
+ * VALIDATE_REAL_FIT_BANDWIDTH: at 1 Gbit/s the 2 workers' exchanges of the mlp (538 KB a message,
+ * 1 ms of compute between steps) start with a full token bucket on each testbed link (1 ms of
+ * traffic at the rate, scripts/testbed.sh), and measured 8.2-8.4 ms of communication per
+ * synchronized step against 9.4-9.5 ms predicted (+13 to +16 % for SelSync, whose local steps let
+ * the bucket fill); at 100 Mbit/s 1 ms refills 12.5 KB of the 68 KiB bucket. 0: the case as given,
+ * with a warning when its ranks share cores. */
+#define VALIDATE_REAL_FIT_CASE           1
+#define VALIDATE_REAL_FIT_RATE           2
+#define VALIDATE_REAL_FIT_BANDWIDTH      "100Mbps"
+#define VALIDATE_REAL_FIT_BANDWIDTH_TEXT "100 Mbit/s"
 int validate_real_run_on_host(const run_config *cfg, int fit_host, FILE *out,
                               validate_real_result *res);
 

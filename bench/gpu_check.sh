@@ -2,11 +2,20 @@
 # Checks and times syncsim's CUDA path on a machine with an NVIDIA GPU, in one go:
 #   1. the GPU (nvidia-smi);
 #   2. test_cuda: every CUDA kernel and training step against the CPU reference;
-#   3. `syncsim bench kernels --device cuda` at batch 64 and 256;
-#   4. emulated training on the GPU against the CPU (same seed: accuracies, determinism of two
-#      GPU runs) and the wall time of emulations of 16 and 64 cnn replicas;
-#   5. bench/torch_gpu.py (PyTorch on the same GPU), when python3 has PyTorch.
+#   3. emulated training on the GPU against the CPU, same seed, for each model of MODELS (test
+#      accuracy at every evaluation; two GPU runs compared byte for byte); the CPU runs go in the
+#      background, one BLAS thread each, while the GPU runs;
+#   4. `syncsim bench kernels --device cuda` for each model at batch 64 and 256;
+#   5. the wall time of emulations of 16 and 64 replicas on the GPU;
+#   6. with PyTorch (python3 with CUDA): bench/torch_gpu.py (the same models and replica loops on
+#      the same GPU), bench/torch_host.py (the framework's host costs), and a torchvision
+#      ResNet-18 recorded with bench/record_profile.py, imported and replayed on one worker;
+#   7. the whole test suite (ctest, half the cores), in the background during steps 2 and 3, whose
+#      checks are not timed; the benchmarks from step 4 on wait for it.
 # Usage: bench/gpu_check.sh [BUILD_DIR [OUT_DIR]]   (defaults: build, gpu-check)
+# Environment: DATA_DIR (Fashion-MNIST files for step 3; default the package's), MODELS (default
+# "mlp cnn cnn:lenet resnet:20 vgg:11"), SUITE_S (the suite's time limit, default 600),
+# CTEST_ARGS (more ctest arguments, e.g. "-E testbed").
 # BUILD_DIR must be a CUDA build (cmake finds nvcc and cuBLAS: "CUDA backend ON").
 # Every step has a time limit; a failing step is reported and the next one runs.
 set -u
@@ -15,9 +24,14 @@ build="$(cd "${1:-$root/build}" && pwd)" || exit 2
 out="${2:-gpu-check}"
 mkdir -p "$out" && out="$(cd "$out" && pwd)" || exit 2
 bin="$build/syncsim"
+data="${DATA_DIR:-/usr/share/datasets/fashion-mnist}"
+models="${MODELS:-mlp cnn cnn:lenet resnet:20 vgg:11}"
+suite_s="${SUITE_S:-600}"
+start=$(date +%s)
 summary="$out/gpu_check.txt"
 : >"$summary"
 say() { echo "$*" | tee -a "$summary"; }
+tag() { echo "$1" | tr ':,' '--'; }
 
 step() { # step NAME LIMIT_S COMMAND...: runs COMMAND with its log in OUT/NAME.log
   local name=$1 limit=$2 t0 rc
@@ -25,58 +39,108 @@ step() { # step NAME LIMIT_S COMMAND...: runs COMMAND with its log in OUT/NAME.l
   t0=$(date +%s.%N)
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
   rc=$?
-  say "$(printf '%-28s rc=%-3s %7.1f s' "$name" "$rc" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')")"
+  say "$(printf '%-34s rc=%-3s %7.1f s' "$name" "$rc" "$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')")"
   return $rc
+}
+
+curve() { # the test accuracy column of a run's metrics.csv, one line
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "test_accuracy") c = i; next }
+           c && $c != "" { printf "%s ", $c }' "$1/metrics.csv" 2>/dev/null
 }
 
 say "== gpu"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader |
   tee -a "$summary"
 
+say "== the whole suite (ctest, background, ${suite_s} s at most)"
+jobs=$(($(nproc) / 2 > 1 ? $(nproc) / 2 : 1))
+# shellcheck disable=SC2086
+(cd "$build" && step ctest "$suite_s" ctest -j "$jobs" --timeout 300 ${CTEST_ARGS:-}) &
+suite_pid=$!
+
+# The emulations of step 3: 2 workers of batch 32, a few evaluations (0.2 epoch; vgg 0.1).
+train_args() { # MODEL DEVICE RUN_DIR
+  local ep=0.2 lr=0
+  case $1 in vgg:*) ep=0.1 lr=0.01 ;; resnet:*) lr=0.01 ;; esac
+  echo train --model "$1" --device "$2" --workers 2 --batch 32 --epochs "$ep" --eval-every 8 \
+    --lr "$lr" --seed 1 --data-dir "$data" --out "$3"
+}
+say "== emulation on the CPU (background, one process per model)"
+cpu_pids=()
+for m in $models; do
+  t=$(tag "$m")
+  # shellcheck disable=SC2046
+  (step "train_${t}_cpu" 600 "$bin" $(train_args "$m" cpu "$out/train_${t}_cpu")) &
+  cpu_pids+=($!)
+done
+
 say "== tests"
 step test_cuda 300 "$build/tests/test_cuda"
 grep -E "Run Summary|suites|tests|asserts|FAIL|SKIP" "$out/test_cuda.log" | tee -a "$summary"
 
-say "== bench kernels"
-for b in 64 256; do
-  step "bench_kernels_b$b" 120 "$bin" bench kernels --device cuda --batch "$b"
-  tee -a "$summary" <"$out/bench_kernels_b$b.log"
+say "== emulation on the GPU (twice each)"
+for m in $models; do
+  t=$(tag "$m")
+  for run in cuda cuda_again; do
+    # shellcheck disable=SC2046
+    step "train_${t}_$run" 300 "$bin" $(train_args "$m" cuda "$out/train_${t}_$run")
+  done
 done
-
-say "== emulation: cuda vs cpu (4 workers, 0.2 epoch, seed 1)"
-for model in mlp cnn; do
-  for dev in cuda cpu; do
-    step "train_${model}_$dev" 300 "$bin" train --device "$dev" --model "$model" --workers 4 \
-      --epochs 0.2 --seed 1 --out "$out/train_${model}_$dev"
+wait "${cpu_pids[@]}"
+for m in $models; do
+  t=$(tag "$m")
+  for run in cpu cuda cuda_again; do
+    say "$m $run: accuracy $(curve "$out/train_${t}_$run")"
   done
-  step "train_${model}_cuda_again" 300 "$bin" train --device cuda --model "$model" --workers 4 \
-    --epochs 0.2 --seed 1 --out "$out/train_${model}_cuda_again"
-  for run in cuda cpu cuda_again; do
-    say "$model $run: $(grep -oE '"(test_accuracy|sim_time_s)":[[:space:]]*[0-9.e-]+' \
-      "$out/train_${model}_$run/summary.json" 2>/dev/null | tr -d '\t' | tr '\n' ' ')"
-  done
-  if cmp -s "$out/train_${model}_cuda/metrics.csv" "$out/train_${model}_cuda_again/metrics.csv"; then
-    say "$model: two cuda runs, metrics.csv identical"
+  if cmp -s "$out/train_${t}_cuda/metrics.csv" "$out/train_${t}_cuda_again/metrics.csv"; then
+    say "$m: two cuda runs, metrics.csv identical"
   else
-    say "$model: two cuda runs DIFFER"
+    say "$m: two cuda runs DIFFER"
   fi
 done
 
-say "== emulation wall time (cnn, batch 32 per worker, bsp and selsync)"
-for n in 16 64; do
-  for policy in bsp selsync; do
-    step "emu_cnn_${n}_${policy}_cuda" 240 "$bin" train --device cuda --model cnn --batch 32 \
-      --workers "$n" --policy "$policy" --epochs 1 --eval-every 1000000 --seed 1 \
-      --out "$out/emu_${n}_$policy"
+wait "$suite_pid"
+grep -E "tests passed|Failed|\*\*\*|Not Run" "$out/ctest.log" | tee -a "$summary"
+
+say "== bench kernels --device cuda"
+for m in $models; do
+  for b in 64 256; do
+    step "bench_kernels_$(tag "$m")_b$b" 120 "$bin" bench kernels --device cuda --model "$m" \
+      --batch "$b"
+    grep -A1 "^model" "$out/bench_kernels_$(tag "$m")_b$b.log" | tail -1 | tee -a "$summary"
   done
 done
-step emu_cnn_16_bsp_cpu 240 "$bin" train --device cpu --model cnn --batch 32 --workers 16 \
-  --policy bsp --epochs 0.1 --eval-every 1000000 --seed 1 --out "$out/emu_16_bsp_cpu"
+grep -m1 "^sgemm" "$out"/bench_kernels_mlp_b64.log | tee -a "$summary"
+
+say "== emulation wall time on the GPU (batch 32 per worker, bsp, one epoch of Fashion-MNIST)"
+for m in cnn resnet:20; do
+  for n in 16 64; do
+    step "emu_$(tag "$m")_${n}_cuda" 240 "$bin" train --device cuda --model "$m" --batch 32 \
+      --workers "$n" --policy bsp --epochs 1 --eval-every 1000000 --seed 1 \
+      --out "$out/emu_$(tag "$m")_$n"
+  done
+done
 
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   say "== pytorch on the same GPU"
-  step torch_gpu 400 env PYTHONUNBUFFERED=1 python3 "$root/bench/torch_gpu.py" --csv "$out/torch_gpu.csv"
+  step torch_gpu 300 env PYTHONUNBUFFERED=1 python3 "$root/bench/torch_gpu.py" \
+    --tables single,replicas,ceilings --models "$(echo "$models" | tr ' ' ,)" \
+    --csv "$out/torch_gpu.csv"
   grep -v "^torch " "$out/torch_gpu.log" | tee -a "$summary"
+  step torch_host 120 env PYTHONUNBUFFERED=1 python3 "$root/bench/torch_host.py" \
+    --csv "$out/torch_host.csv"
+  tee -a "$summary" <"$out/torch_host.log"
+  say "== a recorded GPU profile (torchvision resnet18, batch 64, fp32), imported and replayed"
+  step record_resnet18 180 env PYTHONUNBUFFERED=1 python3 "$root/bench/record_profile.py" \
+    --model resnet18 --batch 64 --steps 10 --device cuda --out "$out/resnet18-h"
+  step import_resnet18 60 "$bin" profile import "$out/resnet18-h.json" \
+    --params "$out/resnet18-h.params.json" --out "$out/resnet18-h.profile"
+  step replay_resnet18 60 "$bin" replay --profile "$out/resnet18-h.profile" --workers 1 \
+    --steps 20 --out "$out/replay_resnet18"
+  tail -5 "$out/import_resnet18.log" | tee -a "$summary"
+  grep "simulated time" "$out/replay_resnet18.log" | tee -a "$summary"
 else
-  say "== pytorch with CUDA not available: torch_gpu.py skipped"
+  say "== pytorch with CUDA not available: torch_gpu.py, torch_host.py, record_profile.py skipped"
 fi
+
+say "== total $(($(date +%s) - start)) s"

@@ -1,11 +1,9 @@
 #!/usr/bin/env python3
-"""Training throughput of syncsim's mlp and cnn in PyTorch eager mode, for comparison with
-`syncsim bench kernels` (its "-- 1 BLAS thread" table).
+"""Training throughput of syncsim's models in PyTorch eager mode, for comparison with
+`syncsim bench kernels --model M` (its "-- 1 BLAS thread" table).
 
-The models are those of kernels/model.c on Fashion-MNIST's shape (1x28x28, 10 classes):
-  mlp: dense 784->256, ReLU, dense 256->256, ReLU, dense 256->10
-  cnn: conv 5x5 1->32 pad 2, ReLU, max-pool 2; conv 5x5 32->64 pad 2, ReLU, max-pool 2;
-       flatten (7*7*64), dense 3136->128, ReLU, dense 128->10
+The models are syncsim's --model forms (mlp, cnn, cnn:lenet, resnet:20, vgg:11, ...) as
+bench/syncsim_torch.py builds them on Fashion-MNIST's shape (1x28x28, 10 classes).
 One training step is forward, softmax cross-entropy, backward and an SGD update with momentum 0.9
 and weight decay 5e-4 on one fixed random batch, as kernels/bench.c does. Timing: 2 warm-up
 steps, then 5 windows of at least 0.4 s each; the best window counts (the same rule as
@@ -20,7 +18,7 @@ It installs nothing. PyTorch for the CPU, in a virtual environment outside the r
     /tmp/torch-venv/bin/python bench/pytorch_compare.py --batch 64 --threads 1
 (plain `pip install torch` from PyPI works too; it is larger, with CUDA libraries).
 
-Usage: pytorch_compare.py [--batch B] [--threads T] [--models mlp,cnn] [--min-s S]
+Usage: pytorch_compare.py [--batch B] [--threads T] [--models mlp,cnn,resnet:20] [--min-s S]
 Prints one line per model: model, batch, samples/s, samples/cpu-s.
 """
 import argparse
@@ -30,6 +28,7 @@ import time
 try:
     import torch
     import torch.nn as nn
+    import syncsim_torch
 except ImportError:
     sys.stderr.write("pytorch_compare.py: PyTorch is not installed (see the header of this file "
                      "or docs/PERFORMANCE.md)\n")
@@ -37,22 +36,17 @@ except ImportError:
 
 
 def make_model(name):
-    if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256),
-                             nn.ReLU(), nn.Linear(256, 10))
-    if name == "cnn":
-        return nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                             nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                             nn.Flatten(), nn.Linear(7 * 7 * 64, 128), nn.ReLU(),
-                             nn.Linear(128, 10))
-    raise SystemExit(f"pytorch_compare.py: unknown model '{name}' (valid: mlp, cnn)")
+    try:
+        return syncsim_torch.build(name)
+    except ValueError as e:
+        raise SystemExit(f"pytorch_compare.py: {e}")
 
 
 def samples_per_s(name, batch, min_s, channels_last):
     torch.manual_seed(1)
     model = make_model(name)
     x = torch.rand(batch, 1, 28, 28)
-    if channels_last and name == "cnn":
+    if channels_last and name.partition(":")[0] in ("cnn", "resnet", "vgg"):
         model = model.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, 10, (batch,))

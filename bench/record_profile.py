@@ -10,10 +10,11 @@ file with each module's own parameters, the batch and the model's name; then
 replays the model with its measured per-layer times.
 
 The model is any torch.nn.Module:
-  --model mlp | cnn             syncsim's own models (kernels/model.c, Fashion-MNIST's shape)
+  --model mlp | cnn | resnet:20 ...  syncsim's own models (any of its --model forms that
+                                bench/syncsim_torch.py builds; Fashion-MNIST's shape by default)
   --model resnet18              a torchvision model name (torchvision.models.NAME(num_classes=C))
   --model pkg.mod:factory       a callable returning the module (imported from PYTHONPATH)
-with --input CxHxW (default 1x28x28 for mlp and cnn, 3x224x224 for the others) and --classes C.
+with --input CxHxW (default 1x28x28 for syncsim's models, 3x224x224 for the others) and --classes C.
 
 What the trace holds, which the importer reads (traces/FORMAT.md "Imported profiles"):
 - a "ProfilerStep#N" range per recorded step (torch.profiler's schedule: --warmup steps run and
@@ -44,26 +45,23 @@ import sys
 try:
     import torch
     import torch.nn as nn
+    import syncsim_torch
     from torch.profiler import ProfilerActivity, profile, record_function, schedule
 except ImportError:
     sys.stderr.write("record_profile.py: PyTorch is not installed (see the header of this file)\n")
     sys.exit(2)
 
 
-def syncsim_model(name):
-    """syncsim's mlp and cnn (kernels/model.c), as bench/pytorch_compare.py builds them."""
-    if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256),
-                             nn.ReLU(), nn.Linear(256, 10))
-    return nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Flatten(), nn.Linear(7 * 7 * 64, 128), nn.ReLU(),
-                         nn.Linear(128, 10))
+SYNCSIM_ARCHS = ("logreg", "mlp", "cnn", "resnet", "vgg")
 
 
-def make_model(spec, classes):
-    if spec in ("mlp", "cnn"):
-        return syncsim_model(spec)
+def is_syncsim(spec):
+    return spec.partition(":")[0] in SYNCSIM_ARCHS
+
+
+def make_model(spec, classes, in_c, in_hw):
+    if is_syncsim(spec):
+        return syncsim_torch.build(spec, in_c, in_hw, classes)
     if ":" in spec:
         mod, _, attr = spec.partition(":")
         try:
@@ -79,10 +77,10 @@ def make_model(spec, classes):
         import torchvision.models as tvm
     except ImportError:
         raise SystemExit(f"record_profile.py: --model {spec}: torchvision is not installed "
-                         "(valid: mlp, cnn, a torchvision model name, or module:callable)")
+                         "(valid: a syncsim model, a torchvision model name, or module:callable)")
     if not hasattr(tvm, spec):
         raise SystemExit(f"record_profile.py: --model {spec}: not a torchvision model "
-                         "(valid: mlp, cnn, a torchvision model name, or module:callable)")
+                         "(valid: a syncsim model, a torchvision model name, or module:callable)")
     return getattr(tvm, spec)(num_classes=classes)
 
 
@@ -151,17 +149,20 @@ def main():
         ap.error("--device cuda: no CUDA device is available")
     if a.threads > 0:
         torch.set_num_threads(a.threads)
-    spec = a.input or ("1x28x28" if a.model in ("mlp", "cnn") or ":" in a.model else "3x224x224")
+    spec = a.input or ("1x28x28" if is_syncsim(a.model) or ":" in a.model else "3x224x224")
     try:
         shape = [int(d) for d in spec.split("x")]
         assert shape and all(d > 0 for d in shape)
     except (ValueError, AssertionError):
         ap.error(f"--input: CxHxW with positive integers, not '{spec}'")
-    name = a.name or (a.model.split(":")[-1] if ":" in a.model else a.model)
+    name = a.name or (a.model.replace(":", "-").replace(",", "-") if is_syncsim(a.model) else
+                      a.model.split(":")[-1] if ":" in a.model else a.model)
 
     torch.manual_seed(1)
     dev = torch.device(a.device)
-    model = make_model(a.model, a.classes).to(dev)
+    if is_syncsim(a.model) and (len(shape) != 3 or shape[1] != shape[2]):
+        ap.error(f"--input: syncsim's models take square CxHxW inputs, not '{spec}'")
+    model = make_model(a.model, a.classes, shape[0], shape[-1]).to(dev)
     model.train()
     x = torch.rand([a.batch] + shape, device=dev)
     y = torch.randint(0, a.classes, (a.batch,), device=dev)

@@ -5,11 +5,13 @@ compute model (`syncsim validate compute`).
 Three tables, each a training step of forward, loss, backward and an SGD update (momentum 0.9,
 weight decay 5e-4) on fixed random inputs, timed with CUDA events after warm-up steps:
 
-  single    syncsim's mlp and cnn (the models of kernels/model.c, Fashion-MNIST's 1x28x28 shape),
-            one replica, at the given batch sizes, in FP32 with TF32 off (as syncsim's cuBLAS
-            calls). Compare with `syncsim bench kernels --device cuda --batch B`.
-  replicas  N replicas of the cnn, batch 32 each, stepped one after the other as an eager loop does
-            (what an emulator that runs one model at a time costs): samples/s over all replicas.
+  single    syncsim's models (--models; bench/syncsim_torch.py builds them as kernels/model.c
+            does, on Fashion-MNIST's 1x28x28 shape), one replica, at the given batch sizes, in
+            FP32 with TF32 off (as syncsim's cuBLAS calls). Compare with
+            `syncsim bench kernels --device cuda --model M --batch B`.
+  replicas  N replicas of a model (--replica-models), batch 32 each, stepped one after the other
+            as an eager loop does (what an emulator that runs one model at a time costs):
+            samples/s over all replicas.
   vision    torchvision's ResNet-50, ResNet-101, VGG-16 (ImageNet, 3x224x224) in fp32 (TF32 off),
             tf32 and fp16 (autocast with a gradient scaler, channels_last): images/s. Compare with
             `syncsim validate compute` (same models, GPU class and precisions).
@@ -23,7 +25,7 @@ processes: PyTorch keeps the algorithms it found for a shape and uses them even 
 is switched off.
 
 Usage: torch_gpu.py [--tables single,replicas,vision,ceilings] [--batches 64,256]
-                    [--replicas 16,64] [--vision-models resnet50,resnet101,vgg16]
+                    [--models mlp,cnn,...] [--replicas 16,64] [--replica-models cnn,resnet:20] [--vision-models resnet50,resnet101,vgg16]
                     [--vision-batch 128[,256...]] [--steps 20] [--cudnn-benchmark on|off]
 Prints one line per measurement; --csv FILE also writes them as CSV.
 """
@@ -35,18 +37,10 @@ import time
 try:
     import torch
     import torch.nn as nn
+    import syncsim_torch
 except ImportError:
     sys.stderr.write("torch_gpu.py: PyTorch is not installed\n")
     sys.exit(2)
-
-
-def syncsim_model(name):
-    if name == "mlp":
-        return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256),
-                             nn.ReLU(), nn.Linear(256, 10))
-    return nn.Sequential(nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Flatten(), nn.Linear(7 * 7 * 64, 128), nn.ReLU(), nn.Linear(128, 10))
 
 
 def timed_rate(step, steps, warmup=3):
@@ -92,10 +86,10 @@ def set_tf32(on):
 
 def table_single(a, rows):
     set_tf32(False)
-    for name in ("mlp", "cnn"):
+    for name in a.models:
         for b in a.batches:
             torch.manual_seed(1)
-            m = syncsim_model(name).cuda()
+            m = syncsim_torch.build(name).cuda()
             x = torch.rand(b, 1, 28, 28, device="cuda")
             y = torch.randint(0, 10, (b,), device="cuda")
             rate = timed_rate(trainer(m, x, y), a.steps * 5) * b
@@ -105,20 +99,23 @@ def table_single(a, rows):
 def table_replicas(a, rows):
     set_tf32(False)
     b = 32
-    for n in a.replicas:
-        torch.manual_seed(1)
-        steps = []
-        for _ in range(n):
-            m = syncsim_model("cnn").cuda()
-            x = torch.rand(b, 1, 28, 28, device="cuda")
-            y = torch.randint(0, 10, (b,), device="cuda")
-            steps.append(trainer(m, x, y))
+    for name in a.replica_models:
+        for n in a.replicas:
+            torch.manual_seed(1)
+            steps = []
+            for _ in range(n):
+                m = syncsim_torch.build(name).cuda()
+                x = torch.rand(b, 1, 28, 28, device="cuda")
+                y = torch.randint(0, 10, (b,), device="cuda")
+                steps.append(trainer(m, x, y))
 
-        def all_replicas():
-            for s in steps:
-                s()
-        rate = timed_rate(all_replicas, max(2, a.steps // 2)) * b * n
-        rows.append(("replicas", "cnn", "fp32", b, n, rate))
+            def all_replicas():
+                for s in steps:
+                    s()
+            rate = timed_rate(all_replicas, max(2, a.steps // 2)) * b * n
+            rows.append(("replicas", name, "fp32", b, n, rate))
+            del steps
+            torch.cuda.empty_cache()
 
 
 def table_vision(a, rows):
@@ -166,6 +163,10 @@ def main():
     ap.add_argument("--tables", default="single,replicas,vision,ceilings")
     ap.add_argument("--batches", default="64,256")
     ap.add_argument("--replicas", default="16,64")
+    ap.add_argument("--models", default="mlp,cnn,cnn:lenet,resnet:20,vgg:11",
+                    help="syncsim models of the single table (bench/syncsim_torch.py)")
+    ap.add_argument("--replica-models", default="cnn,resnet:20",
+                    help="syncsim models of the replicas table")
     ap.add_argument("--vision-batch", default="128")
     ap.add_argument("--vision-models", default="resnet50,resnet101,vgg16")
     ap.add_argument("--steps", type=int, default=20)
@@ -175,6 +176,8 @@ def main():
     torch.backends.cudnn.benchmark = a.cudnn_benchmark == "on"
     a.batches = [int(v) for v in a.batches.split(",")]
     a.replicas = [int(v) for v in a.replicas.split(",")]
+    a.models = a.models.split(",")
+    a.replica_models = a.replica_models.split(",")
     if not torch.cuda.is_available():
         raise SystemExit("torch_gpu.py: no CUDA device visible to PyTorch")
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, cudnn.benchmark "

@@ -133,7 +133,7 @@ def table_jitter(a, w):
     """Each step of a long run timed on its own (CUDA events): the spread of step times on a
     dedicated GPU, for --compute-jitter."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from torch_gpu import syncsim_model
+    from syncsim_torch import build as syncsim_model
     w.writerow(["model", "precision", "batch", "steps", "mean_ms", "cv", "p50_ms", "p99_ms",
                 "max_ms"])
     cases = [("resnet50", "fp32", a.batch), ("resnet50", "tf32", a.batch), ("mlp", "fp32", 64),

@@ -52,9 +52,13 @@ int cmd_validate_scaling(const run_config *cfg) {
 
 int cmd_validate_real(const run_config *cfg) {
     validate_real_result r = {0};
-    /* the default case is fitted to the host's cores; a case given with --workers or --policy
-     * runs as given */
-    const int fit = !options_was_set(cfg, "workers") && !options_was_set(cfg, "policy");
+    /* the default case is fitted to the host's cores (and, without --bandwidth, to a rate the
+     * testbed shapes as the predictions' links); a case given with --workers or --policy runs
+     * as given */
+    int fit = 0;
+    if (!options_was_set(cfg, "workers") && !options_was_set(cfg, "policy"))
+        fit = VALIDATE_REAL_FIT_CASE |
+              (options_was_set(cfg, "bandwidth") ? 0 : VALIDATE_REAL_FIT_RATE);
     int rc = validate_real_run_on_host(cfg, fit, stdout, &r);
     return within_bound(rc, r.within, "real: a prediction's error (10 %) or accuracy's (0.3 pp)");
 }

@@ -2,6 +2,7 @@
  * options.h). */
 #include "cli/options_internal.h"
 #include "common/status.h"
+#include "emu/recipe.h"
 #include "traces/profile.h"
 
 #include <math.h>
@@ -63,6 +64,10 @@ void options_print_help(unsigned command, const char *usage, FILE *out) {
     fprintf(out, "usage: %s\n\n", usage);
     const char *pre = help_preamble(command);
     if (pre) fprintf(out, "%s\n", pre);
+    if (command & (CMD_TRAIN | CMD_COMPARE | CMD_SWEEP)) {
+        recipe_print_help(out);
+        fputc('\n', out);
+    }
     fprintf(out, "options:\n");
     for (int i = 0; i < opt_count(); i++) {
         const opt_def *o = &opt_rows()[i];

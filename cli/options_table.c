@@ -57,15 +57,37 @@ static const opt_def head_rows[] = {
     {"batch", OPT_TYPE_INT, F(batch), "64", 1, 65536,
      CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING | CMD_BENCH_REPLAY | CMD_REPLAY |
          CMD_VALIDATE,
-     NULL, "B", "mini-batch size per worker", 0},
+     NULL, "B", "mini-batch size per worker (train: resnet, vgg 128 by their recipe)", 0},
     {"lr", OPT_TYPE_DOUBLE, F(lr), "0", 0, 100, CMD_RUN | CMD_BENCH_COUPLING, NULL, "X",
-     "learning rate (0: one worker 0.01 logreg, else 0.02; several workers 0.05, cnn 0.02)", 0},
+     "learning rate (0: resnet, vgg 0.1 x N x B / 128 by their recipe; one worker 0.01 logreg, "
+     "else 0.02; several workers 0.05, cnn 0.02)",
+     0},
     {"momentum", OPT_TYPE_DOUBLE, F(momentum), "0.9", 0, 0.9999, CMD_RUN | CMD_BENCH_COUPLING, NULL,
      "X", "SGD momentum (0 = plain SGD)", 0},
+    {"nesterov", OPT_TYPE_FLAG, F(nesterov), "false", 0, 0, CMD_RUN, NULL, "",
+     "Nesterov momentum, PyTorch's: w -= lr (g' + mu v) after v = mu v + g'", 0},
     {"weight-decay", OPT_TYPE_DOUBLE, F(weight_decay), "0", 0, 1, CMD_RUN, NULL, "X",
-     "L2 weight decay", 0},
+     "L2 weight decay in PyTorch SGD's coupled form: g' = g + X w", 0},
     {"lr-schedule", OPT_TYPE_STRING, F(lr_schedule), "constant", 0, 0, CMD_RUN, NULL, "S",
-     "constant | step[:EPOCHS[:GAMMA]] | cosine[:MIN_LR]", 0},
+     "constant | step[:EPOCHS[:GAMMA]] (every EPOCHS) | multistep:E1,E2,...[:GAMMA] (at those "
+     "epochs) | cosine[:MIN_LR]; GAMMA defaults to 0.1",
+     0},
+    {"lr-warmup", OPT_TYPE_DOUBLE, F(lr_warmup), "0", 0, 10000, CMD_RUN, NULL, "E",
+     "linear learning-rate warm-up over E epochs: step t < W = E x steps per epoch takes "
+     "(t+1)/W of the scheduled rate (0: none)",
+     0},
+    {"augment", OPT_TYPE_CHOICE, F(augment), "auto", 0, 0, CMD_RUN, "auto|yes|no", "A",
+     "image data: random crop of the image padded by 4 pixels and random horizontal flip, drawn "
+     "per worker and step (auto: the model's recipe)",
+     0},
+    {"clip-norm", OPT_TYPE_DOUBLE, F(clip_norm), "0", 0, 1e6, CMD_RUN, NULL, "X",
+     "clip the gradient's L2 norm to X before each optimizer step, as "
+     "torch.nn.utils.clip_grad_norm_ (0: none)",
+     0},
+    {"bn-stats", OPT_TYPE_CHOICE, F(bn_stats), "average", 0, 0, CMD_RUN, "average|local", "S",
+     "batch normalization's running statistics at a synchronization: average (over the same "
+     "workers, whatever is exchanged; their bytes are sent) or local (each worker keeps its own)",
+     SIM},
     {"eval-every", OPT_TYPE_LONG, F(eval_every), "0", 0, 1e12, CMD_RUN, NULL, "K",
      "evaluate the test set every K steps (0: once per epoch for one worker, ten times per "
      "epoch with several); always at the end",
@@ -132,6 +154,13 @@ static const opt_def head_rows[] = {
      "cudnn.allow_tf32 is True), other products in strict FP32 (matmul.allow_tf32 is False); "
      "fp32: strict FP32 everywhere; tf32: every product on TF32; fp16/bf16: mixed precision "
      "(AMP) on tensor cores",
+     SIM},
+    {"framework", OPT_TYPE_CHOICE, F(framework), "eager", 0, 0, CMD_RUN | CMD_REPLAY,
+     "eager|graphs|ideal", "F",
+     "--compute model: the framework's host time beside the GPU's. eager: PyTorch eager mode "
+     "issuing every operation from the host (its measured costs per layer, pass, parameter "
+     "tensor and read-back; a step ends when both timelines have); graphs: the step as a CUDA "
+     "graph (no host time, cheaper launches); ideal: the GPU's time alone",
      SIM},
     {"compute-jitter", OPT_TYPE_STRING, F(compute_jitter), "auto", 0, 0, CMD_RUN, NULL, "CV",
      "CV of step compute times (auto: the model's measured CV, mlp 0.31, cnn 0.27; 0: none)", SIM},
@@ -548,7 +577,8 @@ static const struct {
     {"epochs", CMD_BENCH_COUPLING, "passes over the training set by all workers together", "1"},
     {"hosts-list", CMD_BENCH_REPLAY, "worker counts replayed", "1024,4096,65536"},
     {"model", CMD_BENCH_KERNELS,
-     "the model timed (any --model form; gpt:... on random tokens of a 10,000-word vocabulary)",
+     "the model timed: any --model form of train (logreg, mlp, cnn, cnn:lenet, resnet:20, vgg:11, "
+     "gpt:wlm, ...; gpt:... on random tokens of a 10,000-word vocabulary)",
      "logreg, mlp and cnn"},
 };
 #define COMMAND_HELP ((int)(sizeof command_help / sizeof command_help[0]))

@@ -1,6 +1,7 @@
 #include "cli/outputs.h"
 #include "cli/options.h"
 #include "common/status.h"
+#include "emu/recipe.h"
 #include "sim/policy/policy_registry.h"
 
 #include <stdlib.h>
@@ -35,6 +36,12 @@ static int given_for_policy(const run_config *cfg, const char *name) {
 
 void outputs_request(unsigned command, const run_config *cfg, int table, run_request *rq) {
     memset(rq, 0, sizeof *rq);
+    /* the runners, config.ini and the table see the options as resolved: the model's training
+     * recipe (emu/recipe.h) where an option was not given */
+    run_config *resolved = ss_malloc(sizeof *resolved);
+    *resolved = *cfg;
+    if (command != CMD_REPLAY) recipe_apply(resolved, options_was_set);
+    cfg = resolved;
     rq->cfg = cfg;
     rq->config_ini = outputs_config_ini(command, cfg);
     rq->lr = options_learning_rate(cfg);
@@ -53,5 +60,7 @@ void outputs_request(unsigned command, const run_config *cfg, int table, run_req
 void outputs_request_free(run_request *rq) {
     free((void *)rq->config_ini);
     free((void *)rq->config_table);
+    free((void *)rq->cfg);
     rq->config_ini = rq->config_table = NULL;
+    rq->cfg = NULL;
 }

@@ -35,7 +35,12 @@ typedef struct run_config {
     double lr;                      /* eta */
     double momentum;                /* mu */
     double weight_decay;            /* wd */
-    char lr_schedule[64];           /* constant | step[:E[:G]] | cosine[:MIN] */
+    char lr_schedule[64];           /* constant | step[:E[:G]] | multistep:E1,.. | cosine[:MIN] */
+    double lr_warmup;               /* epochs of linear learning-rate warm-up (0: none) */
+    int nesterov;                   /* Nesterov momentum */
+    char augment[8];                /* auto | yes | no: random crop (padding 4) and flip */
+    double clip_norm;               /* gradient L2-norm clipping (0: none) */
+    char bn_stats[16];              /* average | local: running statistics at a synchronization */
     long eval_every;                /* K: evaluate every K steps (0 = once per epoch) */
     int progress;                   /* 1 always, 0 never, -1 when stderr is a terminal */
 
@@ -55,6 +60,7 @@ typedef struct run_config {
     int ps_servers;                 /* parameter servers (ssp/asp, or --collective ps) */
     char compute[32];               /* model | flops | measured[:SCALE] */
     char precision[16];             /* model mode: pytorch | fp32 | tf32 | fp16 | bf16 */
+    char framework[16];             /* model mode: eager | graphs | ideal */
     char compute_jitter[32];        /* auto | CV of a step's compute time (0: none) */
     char partition[32];             /* defdp | seldp | seldp-perm | noniid:K ("" = policy's) */
     double target_accuracy;         /* for tta_s (0 = none) */

@@ -53,8 +53,16 @@ typedef struct run_summary {
     char partition[64];  /* of the training set over the workers */
     char collective[64]; /* the exchange of synchronous steps (--collective, --channels) */
     char precision[16];  /* --compute model's precision (null in the other modes) */
+    char framework[16];  /* --compute model's framework (null in the other modes) */
     int batch;
     double lr;
+    /* the training recipe (emu/recipe.h) */
+    char recipe[64]; /* the model's default recipe, or "" for none */
+    double momentum, weight_decay, lr_warmup_epochs, clip_norm;
+    int nesterov;         /* 0 or 1 */
+    char lr_schedule[64]; /* as resolved */
+    char augment[8];      /* yes | no */
+    char bn_stats[16];    /* average | local (emulated runs of models with batch norm) */
     int local_batch;
     double params;
     double flops_per_sample, forward_flops_per_sample, backward_flops_per_sample;

@@ -3,6 +3,7 @@
 #include "emu/emulation.h"
 #include "analysis/gradient_dump.h"
 #include "common/status.h"
+#include "emu/augment.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,10 +12,11 @@
 
 /* A cached aggregation result: the mean of one group for one aggregation sequence number. */
 typedef struct agg_slot {
-    long seq;    /* -1: free */
-    int key;     /* first member of the group (-1: all workers) */
-    int pending; /* callers that have not taken it yet */
-    float *mean; /* (P) device buffer */
+    long seq;        /* -1: free */
+    int key;         /* first member of the group (-1: all workers) */
+    int pending;     /* callers that have not taken it yet */
+    float *mean;     /* (P) device buffer */
+    float *buf_mean; /* (S) the members' mean running statistics (bn_average) */
 } agg_slot;
 
 struct emulation {
@@ -22,6 +24,8 @@ struct emulation {
     gradient_dump *dump; /* --dump-gradients (NULL: none) */
     step_source src;
     size_t params;                  /* P */
+    size_t buffers;                 /* S: batch-norm running statistics (0: none) */
+    augment aug;                    /* cfg.augment */
     double flops_per_sample;        /* forward + backward */
     int n_layers;                   /* layers of the compute model (the model's, plus the loss) */
     model_layer_cost *layer_sample; /* (n_layers) per-sample costs */
@@ -47,6 +51,7 @@ struct emulation {
 
     /* parameter server */
     float *ps_params;    /* (P) */
+    float **ps_pushed;   /* (N) bn_average: each worker's statistics at its last push (S) */
     sgd_state **ps_opts; /* (K) one per shard */
     long *last_step;     /* (N) latest step each worker computed (for the server's lr) */
 
@@ -146,6 +151,7 @@ static void em_compute(void *self, int w, long step, int batch, step_cost *cost,
     e->injected_count[w] = 0;
     const int total = own + extra;
     dataset_gather(e->cfg.train, e->idx, total, e->x, e->y);
+    if (e->cfg.augment) augment_batch(&e->aug, e->x, total, w, step);
 
     model *m = e->replicas[w];
     cost->flops = e->flops_per_sample * total;
@@ -170,6 +176,8 @@ static void em_compute(void *self, int w, long step, int batch, step_cost *cost,
         }
     if (gradient_dump_wants(e->dump, step))
         gradient_dump_device(e->dump, e->cfg.dev, model_grads(m), e->params, step, w);
+    if (e->cfg.use_ps && e->cfg.clip_norm > 0) /* clipped before it is pushed */
+        grad_clip_norm(e->cfg.dev, model_grads(m), e->params, e->cfg.clip_norm);
     e->samples += total;
     e->last_step[w] = step;
     if (!isfinite(loss)) {
@@ -189,6 +197,8 @@ static float lr_at(const emulation *e, long step) {
 static void em_apply_local(void *self, int w, long step) {
     emulation *e = self;
     model *m = e->replicas[w];
+    if (e->cfg.clip_norm > 0) /* after any gradient aggregation, as with DDP */
+        grad_clip_norm(e->cfg.dev, model_grads(m), e->params, e->cfg.clip_norm);
     sgd_step(e->opts[w], model_params(m), model_grads(m), lr_at(e, step), (float)e->cfg.momentum,
              (float)e->cfg.weight_decay);
 }
@@ -210,6 +220,7 @@ static agg_slot *new_slot(emulation *e, long seq, int key, int callers) {
         SS_ASSERT(e->slots);
         s = &e->slots[e->n_slots++];
         s->mean = device_alloc(e->cfg.dev, e->params);
+        s->buf_mean = e->buffers ? device_alloc(e->cfg.dev, e->buffers) : NULL;
     }
     s->seq = seq;
     s->key = key;
@@ -237,7 +248,14 @@ static void em_aggregate(void *self, int w, long seq, const int *group, int n, i
         for (int j = 0; j < n; j++)
             e->gather[j] = member_vector(e, group ? group[j] : j, what);
         device_mean(e->cfg.dev, e->params, n, e->gather, s->mean);
+        if (e->cfg.bn_average && e->buffers) { /* whatever is exchanged, never dropped */
+            for (int j = 0; j < n; j++)
+                e->gather[j] = model_buffers(e->replicas[group ? group[j] : j]);
+            device_mean(e->cfg.dev, e->buffers, n, e->gather, s->buf_mean);
+        }
     }
+    if (e->cfg.bn_average && e->buffers)
+        device_copy(e->cfg.dev, model_buffers(e->replicas[w]), s->buf_mean, e->buffers);
     float *mine = member_vector(e, w, what);
     if (!mask) {
         device_copy(e->cfg.dev, mine, s->mean, e->params);
@@ -261,6 +279,8 @@ static void em_ps_apply(void *self, int w, long step, int shard, int n_shards) {
     SS_ASSERT(e->ps_params && n_shards == e->cfg.ps_servers);
     size_t lo, count;
     shard_range(e, shard, n_shards, &lo, &count);
+    if (e->ps_pushed && shard == 0) /* the statistics travel with the push (server 0 keeps them) */
+        device_copy(e->cfg.dev, e->ps_pushed[w], model_buffers(e->replicas[w]), e->buffers);
     sgd_step(e->ps_opts[shard], e->ps_params + lo, model_grads(e->replicas[w]) + lo,
              lr_at(e, step) * (float)e->cfg.ps_lr_scale, (float)e->cfg.momentum,
              (float)e->cfg.weight_decay);
@@ -271,6 +291,9 @@ static void em_ps_pull(void *self, int w, int shard, int n_shards) {
     size_t lo, count;
     shard_range(e, shard, n_shards, &lo, &count);
     device_copy(e->cfg.dev, model_params(e->replicas[w]) + lo, e->ps_params + lo, count);
+    if (e->ps_pushed && shard == 0)
+        device_mean(e->cfg.dev, e->buffers, e->cfg.workers, (const float *const *)e->ps_pushed,
+                    model_buffers(e->replicas[w]));
 }
 
 /* ---- data injection ---- */
@@ -331,7 +354,11 @@ static void consensus_of_replicas(emulation *e) {
 static void evaluate(emulation *e, long step, double now_s, const step_counters *counters) {
     if (e->cfg.evaluate_ps && e->ps_params) {
         device_copy(e->cfg.dev, model_params(e->eval_model), e->ps_params, e->params);
-        buffers_of_replicas(e); /* the server holds parameters only */
+        if (e->ps_pushed) /* the server's statistics: the mean of the last pushed */
+            device_mean(e->cfg.dev, e->buffers, e->cfg.workers, (const float *const *)e->ps_pushed,
+                        model_buffers(e->eval_model));
+        else
+            buffers_of_replicas(e); /* the server holds parameters only */
     } else {
         consensus_of_replicas(e);
     }
@@ -504,6 +531,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
         if (rc != SS_OK) break;
         model_set_stream(e->replicas[w], (uint64_t)w); /* each worker its dropout masks */
         e->opts[w] = sgd_create(cfg->dev, model_param_count(e->replicas[w]));
+        sgd_set_nesterov(e->opts[w], cfg->nesterov);
         e->next_batch[w] = ss_malloc(sizeof(size_t) * (size_t)cfg->max_batch);
         e->injected[w] = ss_malloc(sizeof(size_t) * (size_t)cfg->max_batch);
     }
@@ -513,6 +541,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
         rc = partition_create(cfg->train, n, cfg->partition, cfg->partition_param, cfg->seed,
                               &e->part);
     if (rc == SS_OK) rc = gradient_dump_create(cfg->dump_gradients, cfg->out_dir, &e->dump);
+    if (rc == SS_OK && cfg->augment) rc = augment_init(&e->aug, cfg->train, 4, cfg->seed);
     if (rc != SS_OK) {
         emulation_destroy(e);
         return rc;
@@ -521,6 +550,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
         e->iters[w] = batch_iter_create(e->part, w, cfg->seed);
     model *m0 = e->replicas[0];
     e->params = model_param_count(m0);
+    e->buffers = model_buffer_count(m0);
     e->flops_per_sample = model_forward_flops_per_sample(m0) + model_backward_flops_per_sample(m0);
     e->n_layers = model_cost_layer_count(m0);
     e->layer_sample = ss_malloc(sizeof(model_layer_cost) * (size_t)e->n_layers);
@@ -541,12 +571,21 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
             size_t lo, count;
             shard_range(e, k, cfg->ps_servers, &lo, &count);
             e->ps_opts[k] = sgd_create(cfg->dev, count);
+            sgd_set_nesterov(e->ps_opts[k], cfg->nesterov);
+        }
+        if (cfg->bn_average && e->buffers) {
+            e->ps_pushed = ss_calloc((size_t)n, sizeof(float *));
+            for (int w = 0; w < n; w++) {
+                e->ps_pushed[w] = device_alloc(cfg->dev, e->buffers);
+                device_copy(cfg->dev, e->ps_pushed[w], model_buffers(m0), e->buffers);
+            }
         }
     }
     e->src.ops = cfg->real ? &emulation_real_ops : &emulation_ops;
     e->src.self = e;
     e->src.param_count = e->params;
     e->src.param_bytes = model_param_bytes(m0);
+    e->src.state_bytes = cfg->bn_average ? sizeof(float) * (double)e->buffers : 0.0;
     e->src.sample_bytes = (double)features * sizeof(float) + 1.0;
     if (cfg->measure_time) warm_up(e, features);
     *out = e;
@@ -566,8 +605,15 @@ void emulation_destroy(emulation *e) {
         free(e->next_batch[w]);
         free(e->injected[w]);
     }
-    for (int i = 0; i < e->n_slots; i++)
+    for (int i = 0; i < e->n_slots; i++) {
         device_free(e->cfg.dev, e->slots[i].mean);
+        if (e->slots[i].buf_mean) device_free(e->cfg.dev, e->slots[i].buf_mean);
+    }
+    if (e->ps_pushed)
+        for (int w = 0; w < n; w++)
+            device_free(e->cfg.dev, e->ps_pushed[w]);
+    free(e->ps_pushed);
+    augment_free(&e->aug);
     if (e->ps_opts)
         for (int k = 0; k < e->cfg.ps_servers; k++)
             sgd_destroy(e->ps_opts[k]);

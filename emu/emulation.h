@@ -3,7 +3,8 @@
  * Aggregation really averages the replicas, a parameter server really holds and updates its
  * parameters, and the consensus model (the mean of the replicas, or the server's parameters for
  * SSP/ASP) is evaluated on the test set when every worker has reached an evaluation step. The
- * evaluation takes no simulated time.
+ * evaluation takes no simulated time. The consensus model's batch-norm running statistics are the
+ * mean of the replicas' (SSP/ASP with bn_average: the server's, the mean of the last pushed).
  *
  *     emulation *e; emulation_create(&ec, &e);
  *     step_source *src = emulation_source(e);
@@ -46,6 +47,14 @@ typedef struct emulation_config {
     lr_schedule schedule;   /* learning rate per step */
     double momentum;
     double weight_decay;
+    int nesterov;     /* Nesterov momentum */
+    double clip_norm; /* > 0: each gradient applied is clipped to this L2 norm */
+    int augment;      /* 1: random crop (padding 4) and flip of every image batch */
+    /* 1 (--bn-stats average): every aggregation also averages the members' batch-norm running
+     * statistics among the same workers (GA or PA alike), and a parameter server hands out the
+     * mean of the statistics each worker last pushed; their bytes travel with each exchange
+     * (step_source.state_bytes). 0 (local): each replica keeps its own. */
+    int bn_average;
     long eval_every;    /* evaluate at multiples of this step ... */
     long last_step;     /* ... and at this one */
     int measure_time;   /* 1: time each step's real computation (--compute measured) */

@@ -5,6 +5,7 @@
 #include "common/csv.h"
 #include "common/status.h"
 #include "emu/memory.h"
+#include "emu/recipe.h"
 #include "emu/run_internal.h"
 #include "sim/net/coll/collective.h"
 #include "sim/policy/policy_build.h"
@@ -61,7 +62,8 @@ static void write_trace_header(const run_request *rq, const policy_config *pc, e
     const step_source *src = emulation_source(em);
     trace_meta meta = {.param_count = (double)src->param_count,
                        .param_bytes = src->param_bytes,
-                       .sample_bytes = src->sample_bytes};
+                       .sample_bytes = src->sample_bytes,
+                       .state_bytes = src->state_bytes};
     snprintf(meta.source, sizeof meta.source, "%s", real ? "real" : "emulation");
     snprintf(meta.model, sizeof meta.model, "%.63s", rq->cfg->model);
     /* the layers of a step of pc->batch samples: a replay of the trace may overlap them */
@@ -125,6 +127,7 @@ static int parse_run_options(emu_run *r) {
     int rc;
     if ((rc = lr_schedule_parse(&r->sched, cfg->lr_schedule)) != SS_OK) return rc;
     r->sched.base_lr = r->rq->lr;
+    r->sched.warmup_epochs = cfg->lr_warmup;
     const policy_info *pol = policy_registry_find(cfg->policy); /* "": the baseline */
     if (!pol) pol = policy_registry_baseline();
     const char *part_text = cfg->partition[0] ? cfg->partition : pol->default_partition;
@@ -202,6 +205,10 @@ static int create_emulation(emu_run *r) {
         .schedule = r->sched,
         .momentum = cfg->momentum,
         .weight_decay = cfg->weight_decay,
+        .nesterov = cfg->nesterov,
+        .clip_norm = cfg->clip_norm,
+        .augment = !strcmp(cfg->augment, "yes"),
+        .bn_average = strcmp(cfg->bn_stats, "local") != 0,
         .eval_every = pc->eval_every,
         .last_step = pc->steps,
         .measure_time = pc->compute.mode == SIM_COMPUTE_MEASURED || r->real,
@@ -354,9 +361,10 @@ void run_print_banner(const emu_run *r) {
     char exchange[64], compute[48];
     policy_describe_exchange(&r->pc, exchange, sizeof exchange);
     sim_compute_format(&r->pc.compute, compute, sizeof compute);
-    if (r->pc.compute.mode == SIM_COMPUTE_MODEL && !strchr(compute, ':'))
-        snprintf(compute, sizeof compute, "model, precision %s",
-                 sim_precision_name(r->pc.compute.precision));
+    if (r->pc.compute.mode == SIM_COMPUTE_MODEL)
+        snprintf(compute, sizeof compute, "model:%s, %s",
+                 sim_precision_name(r->pc.compute.precision),
+                 sim_framework_name(r->pc.compute.framework));
     if (r->real)
         printf("data %s, partition %s, batch %d\n", r->train.name, r->partition, r->cfg->batch);
     else
@@ -365,6 +373,12 @@ void run_print_banner(const emu_run *r) {
                r->train.name, r->partition, r->cfg->batch, exchange, compute, r->cfg->gpu,
                r->cfg->platform[0] ? r->cfg->platform : r->cfg->bandwidth,
                r->cfg->platform[0] ? "given" : r->cfg->topology);
+    char recipe[512];
+    recipe_describe(r->cfg, r->rq->lr, recipe, sizeof recipe);
+    if (model_buffer_count(m))
+        printf("%s | bn-stats %s\n", recipe, r->cfg->bn_stats);
+    else
+        printf("%s\n", recipe);
     const sim_allreduce_algo a = r->pc.coll.algo;
     if (!r->real && r->cfg->workers >= SIM_COARSE_MIN_MEMBERS && !r->pc.use_ps &&
         (a == SIM_ALLREDUCE_RING || a == SIM_ALLREDUCE_HIER))
@@ -456,11 +470,16 @@ static void summarize_setup(const emu_run *r, run_summary *s) {
     snprintf(s->dataset, sizeof s->dataset, "%s", r->train.name);
     snprintf(s->partition, sizeof s->partition, "%s", r->partition);
     policy_describe_exchange(&r->pc, s->collective, sizeof s->collective);
-    if (r->pc.compute.mode == SIM_COMPUTE_MODEL)
+    if (r->pc.compute.mode == SIM_COMPUTE_MODEL) {
         snprintf(s->precision, sizeof s->precision, "%s",
                  sim_precision_name(r->pc.compute.precision));
+        snprintf(s->framework, sizeof s->framework, "%s",
+                 sim_framework_name(r->pc.compute.framework));
+    }
     s->batch = cfg->batch;
     s->lr = r->rq->lr;
+    recipe_summarize(cfg, s);
+    if (model_buffer_count(m)) snprintf(s->bn_stats, sizeof s->bn_stats, "%s", cfg->bn_stats);
     s->local_batch = policy_local_batch(&r->pc);
     s->params = (double)model_param_count(m);
     s->flops_per_sample = model_forward_flops_per_sample(m) + model_backward_flops_per_sample(m);

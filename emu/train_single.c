@@ -4,8 +4,10 @@
 #include "common/csv.h"
 #include "common/outputs.h"
 #include "common/status.h"
+#include "emu/augment.h"
 #include "emu/dataset.h"
 #include "emu/partition.h"
+#include "emu/recipe.h"
 #include "emu/run.h"
 #include "kernels/device.h"
 #include "kernels/model.h"
@@ -31,6 +33,8 @@ typedef struct single_run {
     sgd_state *opt;
     partition *part;
     batch_iter *it;
+    augment aug; /* --augment yes */
+    int augmenting;
     afile metrics;
     float *x; /* one mini-batch */
     uint8_t *y;
@@ -63,6 +67,9 @@ static int single_open(single_run *r) {
     if ((rc = run_open_data(cfg, &r->dev, &r->train, &r->test, &spec)) != SS_OK) return rc;
     if ((rc = model_create(r->dev, &spec, cfg->seed, cfg->batch, &r->m)) != SS_OK) return rc;
     r->opt = sgd_create(r->dev, model_param_count(r->m));
+    sgd_set_nesterov(r->opt, cfg->nesterov);
+    r->augmenting = !strcmp(cfg->augment, "yes");
+    if (r->augmenting && (rc = augment_init(&r->aug, &r->train, 4, cfg->seed)) != SS_OK) return rc;
     rc = partition_create(&r->train, 1, PARTITION_DEFDP, 0, cfg->seed, &r->part);
     if (rc != SS_OK) return rc;
     r->it = batch_iter_create(r->part, 0, cfg->seed);
@@ -74,6 +81,7 @@ static int single_open(single_run *r) {
     r->eval_every = cfg->eval_every > 0 ? cfg->eval_every : r->steps_per_epoch;
     r->sched.steps_per_epoch = r->steps_per_epoch;
     r->sched.total_steps = r->total_steps;
+    r->sched.warmup_epochs = cfg->lr_warmup;
     return SS_OK;
 }
 
@@ -87,6 +95,9 @@ static void print_banner(const single_run *r) {
            device_name(r->dev), cfg->model, model_param_count(m), model_forward_flops_per_sample(m),
            model_backward_flops_per_sample(m), r->train.name, r->train.n, r->test.n, r->total_steps,
            r->steps_per_epoch);
+    char line[512];
+    recipe_describe(cfg, r->sched.base_lr, line, sizeof line);
+    printf("%s\n", line);
     fflush(stdout);
 }
 
@@ -127,8 +138,11 @@ static int train_step(single_run *r, long step, double *loss) {
     const run_config *cfg = r->cfg;
     batch_iter_next(r->it, r->idx, cfg->batch);
     dataset_gather(&r->train, r->idx, cfg->batch, r->x, r->y);
+    if (r->augmenting) augment_batch(&r->aug, r->x, cfg->batch, 0, step);
     *loss = model_forward_backward(r->m, r->x, r->y, cfg->batch);
     if (!isfinite(*loss)) return 0;
+    if (cfg->clip_norm > 0)
+        grad_clip_norm(r->dev, model_grads(r->m), model_param_count(r->m), cfg->clip_norm);
     sgd_step(r->opt, model_params(r->m), model_grads(r->m),
              (float)lr_schedule_at(&r->sched, step - 1), (float)cfg->momentum,
              (float)cfg->weight_decay);
@@ -187,6 +201,7 @@ static void summarize(const single_run *r, run_summary *s) {
     snprintf(s->dataset, sizeof s->dataset, "%s", r->train.name);
     s->batch = r->cfg->batch;
     s->lr = r->sched.base_lr;
+    recipe_summarize(r->cfg, s);
     s->params = (double)model_param_count(m);
     s->forward_flops_per_sample = model_forward_flops_per_sample(m);
     s->backward_flops_per_sample = model_backward_flops_per_sample(m);
@@ -201,6 +216,7 @@ static void single_close(single_run *r) {
     free(r->y);
     free(r->idx);
     batch_iter_destroy(r->it);
+    augment_free(&r->aug);
     partition_destroy(r->part);
     sgd_destroy(r->opt);
     model_destroy(r->m);

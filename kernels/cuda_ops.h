@@ -49,7 +49,7 @@ void cuda_shortcut_bwd(cudaStream_t stream, shortcut_geom g, const float *dy, fl
 void cuda_softmax_xent(cudaStream_t stream, int batch, int classes, const float *logits,
                        const uint8_t *labels, float *dlogits, double *loss_rows, int *correct_rows);
 void cuda_sgd(cudaStream_t stream, size_t n, float *w, const float *g, float *v, float lr, float mu,
-              float wd);
+              float wd, int nesterov);
 
 /* Transformer ops (device_impl.h states each) */
 void cuda_ln_fwd(cudaStream_t stream, int rows, int cols, const float *x, const float *gamma,

@@ -612,9 +612,15 @@ static double cpu_softmax_xent(device *dev, int batch, int classes, const float 
 }
 
 static SS_CPU_CLONES void cpu_sgd(device *dev, size_t n, float *w, const float *g, float *v,
-                                  float lr, float mu, float wd) {
+                                  float lr, float mu, float wd, int nesterov) {
     (void)dev;
-    if (mu != 0.0f) {
+    if (mu != 0.0f && nesterov) {
+        for (size_t i = 0; i < n; i++) {
+            float gi = g[i] + wd * w[i];
+            v[i] = mu * v[i] + gi;
+            w[i] -= lr * (gi + mu * v[i]);
+        }
+    } else if (mu != 0.0f) {
         for (size_t i = 0; i < n; i++) {
             float gi = g[i] + wd * w[i];
             v[i] = mu * v[i] + gi;

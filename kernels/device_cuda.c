@@ -263,8 +263,8 @@ static double cu_softmax_xent(device *dev, int batch, int classes, const float *
 }
 
 static void cu_sgd(device *dev, size_t n, float *w, const float *g, float *v, float lr, float mu,
-                   float wd) {
-    cuda_sgd(ctx_of(dev)->stream, n, w, g, v, lr, mu, wd);
+                   float wd, int nesterov) {
+    cuda_sgd(ctx_of(dev)->stream, n, w, g, v, lr, mu, wd, nesterov);
 }
 
 static void cu_axpy(device *dev, size_t n, float a, const float *x, float *y) {

@@ -129,9 +129,10 @@ typedef struct device_ops {
      * receives d(mean loss)/d(logits) = (softmax - onehot) / B. */
     double (*softmax_xent)(device *dev, int batch, int classes, const float *logits,
                            const uint8_t *labels, float *dlogits, int *correct);
-    /* g' = g + wd w; v = mu v + g' (v unused when mu == 0); w -= lr (mu ? v : g') */
+    /* g' = g + wd w; v = mu v + g' (v unused when mu == 0); w -= lr (mu ? v : g'), or with
+     * nesterov (PyTorch's definition) w -= lr (g' + mu v) */
     void (*sgd)(device *dev, size_t n, float *w, const float *g, float *v, float lr, float mu,
-                float wd);
+                float wd, int nesterov);
 
     /* ---- Transformer ops (CPU: device_cpu_gpt.c; CUDA: device_cuda_gpt.c) ----
      * gemm for count matrices at once: A_i = a + i stride_a (likewise B, C), each as gemm. */

@@ -1,4 +1,5 @@
-/* SGD with momentum and weight decay (one fused device op), and learning-rate schedules. */
+/* SGD with momentum and weight decay (one fused device op), gradient-norm clipping, and
+ * learning-rate schedules with linear warm-up. */
 #include "kernels/optim.h"
 
 #include "common/status.h"
@@ -13,6 +14,7 @@ struct sgd_state {
     device *dev;
     size_t n;
     float *velocity; /* (n) momentum buffer v */
+    int nesterov;
 };
 
 sgd_state *sgd_create(device *dev, size_t n) {
@@ -37,10 +39,23 @@ float *sgd_momentum_buffer(sgd_state *s) {
     return s->velocity;
 }
 
+void sgd_set_nesterov(sgd_state *s, int on) {
+    s->nesterov = on != 0;
+}
+
 void sgd_step(sgd_state *s, float *params, const float *grads, float lr, float momentum,
               float weight_decay) {
     if (s->n)
-        s->dev->ops->sgd(s->dev, s->n, params, grads, s->velocity, lr, momentum, weight_decay);
+        s->dev->ops->sgd(s->dev, s->n, params, grads, s->velocity, lr, momentum, weight_decay,
+                         s->nesterov);
+}
+
+double grad_clip_norm(device *dev, float *grads, size_t n, double max_norm) {
+    if (!n) return 0.0;
+    const double norm = device_nrm2(dev, n, grads);
+    const double coef = max_norm / (norm + 1e-6);
+    if (max_norm > 0 && coef < 1.0) device_scale(dev, n, (float)coef, grads);
+    return norm;
 }
 
 double sgd_step_flops(size_t n, float momentum, float weight_decay) {
@@ -58,21 +73,51 @@ static int parse_field(const char **p, double *out, const char *text) {
     if (end == start || errno || !isfinite(v) || v < 0 || (*end && *end != ':'))
         return ss_error_set(SS_EUSAGE,
                             "lr schedule '%s': bad number at '%s' (valid: constant, "
-                            "step[:EPOCHS[:GAMMA]], cosine[:MIN_LR])",
+                            "step[:EPOCHS[:GAMMA]], multistep:E1,E2,...[:GAMMA], cosine[:MIN_LR])",
                             text, start);
     *out = v;
     *p = end;
     return SS_OK;
 }
 
+/* multistep's epochs "E1,E2,..." after the ':' at *p, increasing; *p advances past them. */
+static int parse_milestones(lr_schedule *s, const char **p, const char *text, const char *valid) {
+    s->n_milestones = 0;
+    if (**p != ':')
+        return ss_error_set(SS_EUSAGE, "lr schedule '%s': multistep needs its epochs (%s)", text,
+                            valid);
+    const char *q = *p + 1;
+    for (;;) {
+        char *end;
+        errno = 0;
+        double v = strtod(q, &end);
+        const double prev = s->n_milestones ? s->milestones[s->n_milestones - 1] : 0.0;
+        if (end == q || errno || !isfinite(v) || v <= prev ||
+            s->n_milestones == LR_SCHEDULE_MAX_MILESTONES || (*end && *end != ',' && *end != ':'))
+            return ss_error_set(SS_EUSAGE,
+                                "lr schedule '%s': bad epoch at '%s' (multistep takes 1 to %d "
+                                "increasing epochs > 0; %s)",
+                                text, q, LR_SCHEDULE_MAX_MILESTONES, valid);
+        s->milestones[s->n_milestones++] = v;
+        q = end;
+        if (*q != ',') break;
+        q++;
+    }
+    *p = q;
+    return SS_OK;
+}
+
 int lr_schedule_parse(lr_schedule *s, const char *text) {
-    static const char *const valid = "valid: constant, step[:EPOCHS[:GAMMA]], cosine[:MIN_LR]";
+    static const char *const valid = "valid: constant, step[:EPOCHS[:GAMMA]], "
+                                     "multistep:E1,E2,...[:GAMMA], cosine[:MIN_LR]";
     const char *colon = strchr(text, ':');
     size_t len = colon ? (size_t)(colon - text) : strlen(text);
     const char *p = text + len;
     s->gamma = 0.1;
     s->step_epochs = 30.0;
     s->min_lr = 0.0;
+    s->n_milestones = 0;
+    s->warmup_epochs = 0.0;
     if (len == 8 && !strncmp(text, "constant", 8) && !*p) {
         s->kind = LR_SCHEDULE_CONSTANT;
         return SS_OK;
@@ -85,6 +130,15 @@ int lr_schedule_parse(lr_schedule *s, const char *text) {
             return ss_error_set(SS_EUSAGE, "lr schedule '%s': bad step form (%s)", text, valid);
         return SS_OK;
     }
+    if (len == 9 && !strncmp(text, "multistep", 9)) {
+        s->kind = LR_SCHEDULE_MULTISTEP;
+        if (parse_milestones(s, &p, text, valid) || parse_field(&p, &s->gamma, text))
+            return SS_EUSAGE;
+        if (*p)
+            return ss_error_set(SS_EUSAGE, "lr schedule '%s': bad multistep form (%s)", text,
+                                valid);
+        return SS_OK;
+    }
     if (len == 6 && !strncmp(text, "cosine", 6)) {
         s->kind = LR_SCHEDULE_COSINE;
         if (parse_field(&p, &s->min_lr, text)) return SS_EUSAGE;
@@ -95,12 +149,24 @@ int lr_schedule_parse(lr_schedule *s, const char *text) {
     return ss_error_set(SS_EUSAGE, "unknown lr schedule '%s' (%s)", text, valid);
 }
 
-double lr_schedule_at(const lr_schedule *s, long step) {
+long lr_schedule_warmup_steps(const lr_schedule *s) {
+    if (!(s->warmup_epochs > 0)) return 0;
+    const double spe = s->steps_per_epoch > 0 ? (double)s->steps_per_epoch : 1.0;
+    return (long)llround(s->warmup_epochs * spe);
+}
+
+/* The schedule's rate at `step` before the warm-up's factor. */
+static double scheduled(const lr_schedule *s, long step) {
+    const double spe = s->steps_per_epoch > 0 ? (double)s->steps_per_epoch : 1.0;
+    const double epoch = (double)step / spe;
     switch (s->kind) {
-    case LR_SCHEDULE_STEP: {
-        double spe = s->steps_per_epoch > 0 ? (double)s->steps_per_epoch : 1.0;
-        double epoch = (double)step / spe;
+    case LR_SCHEDULE_STEP:
         return s->base_lr * pow(s->gamma, floor(epoch / s->step_epochs));
+    case LR_SCHEDULE_MULTISTEP: {
+        int passed = 0;
+        while (passed < s->n_milestones && epoch >= s->milestones[passed])
+            passed++;
+        return s->base_lr * pow(s->gamma, passed);
     }
     case LR_SCHEDULE_COSINE: {
         if (s->total_steps <= 0) return s->base_lr;
@@ -112,4 +178,10 @@ double lr_schedule_at(const lr_schedule *s, long step) {
     default:
         return s->base_lr;
     }
+}
+
+double lr_schedule_at(const lr_schedule *s, long step) {
+    const double lr = scheduled(s, step);
+    const long w = lr_schedule_warmup_steps(s);
+    return step < w ? lr * (double)(step + 1) / (double)w : lr;
 }

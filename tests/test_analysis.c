@@ -680,7 +680,9 @@ static void test_validate_real_fit_host(void) {
     CU_ASSERT_EQUAL(w, 2);
     CU_ASSERT_PTR_NOT_NULL(strstr(why, "2 cores for up to 5 ranks"));
     CU_ASSERT_PTR_NOT_NULL(strstr(why, "ssp left out"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(why, "--workers 4 --policy bsp,selsync,ssp"));
+    /* a command that runs: --policy takes one policy, --workers alone the default list */
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "--workers 4 runs the requested case"));
+    CU_ASSERT_PTR_NULL(strstr(why, "--policy bsp,"));
     /* enough cores: as requested */
     CU_ASSERT_EQUAL(
         validate_real_fit_host(16, "bsp,selsync,ssp", 4, pol, sizeof pol, &w, why, sizeof why), 0);
@@ -695,6 +697,16 @@ static void test_validate_real_fit_host(void) {
     /* nothing fits */
     CU_ASSERT_EQUAL(validate_real_fit_host(2, "ssp", 4, pol, sizeof pol, &w, NULL, 0), -1);
     CU_ASSERT(validate_real_host_cores() >= 1);
+}
+
+static void test_validate_real_eager_limit(void) {
+    /* the real runs send the whole parameter vector eagerly: the mlp's 269,322 floats and
+     * OpenMPI's headers, in 4 KiB */
+    CU_ASSERT_EQUAL(validate_real_eager_limit(1077288.0), 1081344u);
+    CU_ASSERT(validate_real_eager_limit(1077288.0) > 1077288u + 64u);
+    CU_ASSERT_EQUAL(validate_real_eager_limit(31400.0), VALIDATE_REAL_EAGER_MIN); /* logreg */
+    CU_ASSERT_EQUAL(validate_real_eager_limit(VALIDATE_REAL_EAGER_MAX), 0u);      /* too large */
+    CU_ASSERT_EQUAL(validate_real_eager_limit(0.0), VALIDATE_REAL_EAGER_MIN);
 }
 
 static CU_TestInfo stats_tests[] = {
@@ -715,6 +727,7 @@ static CU_TestInfo report_tests[] = {
     {"natural order of run directories", test_natural_order},
     {"one colour per policy in every figure", test_policy_colours},
     {"validate real: the default case fitted to the host's cores", test_validate_real_fit_host},
+    {"validate real: the eager limit of the real runs", test_validate_real_eager_limit},
     CU_TEST_INFO_NULL};
 
 int main(void) {

@@ -356,19 +356,20 @@ static void test_softmax_xent(void) {
 }
 
 /* ---- SGD: three multiply-adds per element; nvcc contracts them into FMAs, the CPU build
- * does not: a few ulps, 1e-12. Momentum and plain forms. ---- */
+ * does not: a few ulps, 1e-12. Plain, momentum and Nesterov forms. ---- */
 static void test_sgd(void) {
     const size_t n = 4099;
-    for (int with_mu = 0; with_mu < 2; with_mu++) {
+    static const char *const names[] = {"sgd w (plain)", "sgd w (momentum)", "sgd w (nesterov)"};
+    for (int form = 0; form < 3; form++) {
         float *w = rand_host(n, 60, -1, 1), *g = rand_host(n, 61, -1, 1),
               *v = rand_host(n, 62, -1, 1);
         float *gw = on_gpu(w, n), *gg = on_gpu(g, n), *gv = on_gpu(v, n);
-        float mu = with_mu ? 0.9f : 0.0f;
+        float mu = form ? 0.9f : 0.0f;
         for (int step = 0; step < 3; step++) {
-            cpu_dev->ops->sgd(cpu_dev, n, w, g, v, 0.05f, mu, 5e-4f);
-            gpu_dev->ops->sgd(gpu_dev, n, gw, gg, gv, 0.05f, mu, 5e-4f);
+            cpu_dev->ops->sgd(cpu_dev, n, w, g, v, 0.05f, mu, 5e-4f, form == 2);
+            gpu_dev->ops->sgd(gpu_dev, n, gw, gg, gv, 0.05f, mu, 5e-4f, form == 2);
         }
-        check_nmse(with_mu ? "sgd w (momentum)" : "sgd w (plain)", w, gw, n, 1e-12);
+        check_nmse(names[form], w, gw, n, 1e-12);
         check_nmse("sgd v", v, gv, n, 1e-12);
         device_free(gpu_dev, gw);
         device_free(gpu_dev, gg);
@@ -508,8 +509,10 @@ static void model_step_of(const model_spec *s, const char *name, double grad_nms
     sgd_state *sc = sgd_create(cpu_dev, np), *sg = sgd_create(gpu_dev, np);
     sgd_step(sc, model_params(mc), model_grads(mc), 0.1f, 0.9f, 5e-4f);
     sgd_step(sg, model_params(mg), model_grads(mg), 0.1f, 0.9f, 5e-4f);
+    /* the step moves each parameter by lr x its gradient: the gradients' differences carry over,
+     * about 1e-4 of their NMSE here (1e-12 at least) */
     snprintf(what, sizeof what, "%s params after sgd_step", name);
-    check_nmse(what, model_params(mc), model_params(mg), np, 1e-12);
+    check_nmse(what, model_params(mc), model_params(mg), np, fmax(1e-12, grad_nmse * 1e-4));
     double el_c, el_g;
     size_t ok_c, ok_g;
     model_evaluate(mc, x, y, (size_t)batch, &el_c, &ok_c);
@@ -543,11 +546,16 @@ static void test_step_lenet(void) {
 
 /* ResNets with batch norm: the normalization divides by batch standard deviations, which
  * magnifies the GEMMs' rounding differences in channels of small variance; NMSE 1e-7. Option A
- * on CIFAR's shape (3x32x32), option B on Fashion-MNIST's (1x28x28). */
+ * on CIFAR's shape (3x32x32), option B on Fashion-MNIST's (1x28x28).
+ * resnet:8 on this batch is worse conditioned: a rounding difference flips ReLUs whose input is
+ * near zero (batch norm centres them there), and its gradients move by NMSE 7.3e-6 between two
+ * CPU runs whose only difference is OpenBLAS's kernels (Prescott against SkylakeX), 8.1e-6 when
+ * the input is scaled by 1 +- 5e-7. The H100 gave 7.3e-6 (2026-11-26); tolerance 1e-4, where
+ * the blocks' shortcut gradients left out of the sum move them by NMSE 0.13. */
 static void test_step_resnet(void) {
     model_spec spec;
     CU_ASSERT_FATAL(model_spec_parse(&spec, "resnet:8", 3, 32, 32, 10) == SS_OK);
-    model_step_of(&spec, "resnet:8", 1e-7);
+    model_step_of(&spec, "resnet:8", 1e-4);
     CU_ASSERT_FATAL(model_spec_parse(&spec, "resnet:20,proj", 1, 28, 28, 10) == SS_OK);
     model_step_of(&spec, "resnet:20,proj", 1e-7);
     /* VGG-11 with batch norm at a quarter of its width (16 ... 128 channels), CIFAR's shape */

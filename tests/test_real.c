@@ -273,6 +273,55 @@ static void test_validate_real_small(void) {
                    "&& awk -F, 'NR > 1 { d = $15 < 0 ? -$15 : $15; if (d > 0.3) exit 1 }' $f");
 }
 
+/* validate real's verdict follows its figures, both ways. With OpenMPI's default eager limit
+ * (64 KiB, set through OMPI_MCA_btl_tcp_eager_limit, which validate real then keeps) the 2-rank
+ * ring sends its 538 KB messages by rendezvous, one direction after the other: about twice the
+ * time the link needs (measured -46 % at 100 Mbit/s), so validate real reports the case OUTSIDE
+ * the bounds and exits 1. With the eager limit validate real sets (the mlp's 1,077,288 bytes and
+ * headers, in 4 KiB) the same case came within 2 % of LV08 at a load average of 9 on 2 cores,
+ * its ranks at real-time priority: exit 0 where the scheduler grants that priority (at a
+ * niceness only, other work on a loaded machine may delay the ranks past the bound). */
+static void test_validate_real_bounds(void) {
+    if (!have_mpirun()) SS_SKIP("mpirun not found");
+    if (!can_build_testbed()) SS_SKIP("validate real needs root, tc and network namespaces");
+    const char *const runs[2][2] = {{"off", "OMPI_MCA_btl_tcp_eager_limit=65536 "}, {"on", ""}};
+    const int realtime = ss_test_shell("chrt --rr 1 true >/dev/null 2>&1", NULL) == 0;
+    for (int i = 0; i < 2; i++) {
+        char cmd[1024], *out = NULL;
+        snprintf(cmd, sizeof cmd,
+                 "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 SYNCSIM_TESTBED_NAME=ssvalidatetest "
+                 "%s" SYNCSIM
+                 " validate real --policy bsp --workers 2 --bandwidth 100Mbps --epochs 0.03 --out "
+                 "%s/vr-eager-%s 2>&1",
+                 runs[i][1], tmp_dir, runs[i][0]);
+        const int rc = ss_test_shell(cmd, &out);
+        const char *eager = out ? strstr(out, "--mca btl_tcp_eager_limit 1081344 ") : NULL;
+        if (i == 0) {
+            if (rc != 1 || !out || !strstr(out, "OUTSIDE the bounds"))
+                fprintf(stderr, "\n%s\n%s\n", cmd, out ? out : "");
+            CU_ASSERT_EQUAL(rc, 1);
+            CU_ASSERT_PTR_NOT_NULL(out ? strstr(out, "OUTSIDE the bounds") : NULL);
+            CU_ASSERT_PTR_NULL(eager); /* the caller's limit kept */
+            /* off by far more than the bound: LV08's time error below -20 % */
+            snprintf(
+                cmd, sizeof cmd,
+                "awk -F, '$1 == \"bsp\" && $2 == \"LV08\" && $8 < -0.2 { n++ } END { exit n != "
+                "1 }' %s/vr-eager-off/validate_real.csv",
+                tmp_dir);
+            CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+        } else {
+            if (!eager || (realtime && rc != 0)) fprintf(stderr, "\n%s\n%s\n", cmd, out ? out : "");
+            CU_ASSERT_PTR_NOT_NULL(eager);
+            CU_ASSERT_TRUE(rc == 0 || (!realtime && rc == 1));
+            if (realtime) {
+                CU_ASSERT_PTR_NOT_NULL(out ? strstr(out, "within the bounds") : NULL);
+                CU_ASSERT_PTR_NOT_NULL(out ? strstr(out, "real-time priority (SCHED_RR 1)") : NULL);
+            }
+        }
+        free(out);
+    }
+}
+
 static int suite_init(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/ss_test_real_XXXXXX");
     return mkdtemp(tmp_dir) ? 0 : 1;
@@ -351,6 +400,8 @@ static CU_TestInfo real_tests[] = {
     {"syncsim real: ssp with a server rank", test_ssp_with_server},
     {"syncsim real: --device cuda on a GPU, or a clean stop without one", test_device_cuda},
     {"syncsim validate real: a small case on the testbed", test_validate_real_small},
+    {"syncsim validate real: exit 1 past the bounds (OpenMPI's rendezvous), 0 within them",
+     test_validate_real_bounds},
     CU_TEST_INFO_NULL,
 };
 

@@ -191,6 +191,7 @@ replay_source *replay_source_create(const trace *t, int workers, replay_scale_ou
     r->src.param_count = (size_t)t->meta.param_count;
     r->src.param_bytes = t->meta.param_bytes;
     r->src.sample_bytes = t->meta.sample_bytes;
+    r->src.state_bytes = t->meta.state_bytes;
     return r;
 }
 

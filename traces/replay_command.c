@@ -198,10 +198,11 @@ static int selsync_options_only(const run_request *rq, const char *what) {
 
 /* --compute and --precision time a profile's layers; a trace or a log replays its costs. */
 static int no_compute_options(const run_request *rq, const char *what) {
-    if (options_given(rq, "compute") || options_given(rq, "precision"))
+    if (options_given(rq, "compute") || options_given(rq, "precision") ||
+        options_given(rq, "framework"))
         return ss_error_set(SS_EUSAGE,
-                            "--compute and --precision are for --profile; %s replays its "
-                            "recorded costs",
+                            "--compute, --precision and --framework are for --profile; %s "
+                            "replays its recorded costs",
                             what);
     return SS_OK;
 }
@@ -224,10 +225,13 @@ static int profile_compute(const run_request *rq, const model_profile *prof, pol
             cfg->compute, prof->measured ? ", or measured[:SCALE] (its measured times)" : "");
     if (options_given(rq, "precision") && pc->compute.mode != SIM_COMPUTE_MODEL)
         return ss_error_set(SS_EUSAGE, "--precision applies to --compute model");
+    if (options_given(rq, "framework") && pc->compute.mode != SIM_COMPUTE_MODEL)
+        return ss_error_set(SS_EUSAGE, "--framework applies to --compute model");
     /* --precision (default pytorch), unless --compute model:PRECISION named one */
-    if (pc->compute.mode == SIM_COMPUTE_MODEL && strncmp(mode, "model:", 6) != 0)
-        return sim_precision_parse("--precision", cfg->precision, &pc->compute.precision);
-    return SS_OK;
+    if (pc->compute.mode == SIM_COMPUTE_MODEL && strncmp(mode, "model:", 6) != 0 &&
+        (rc = sim_precision_parse("--precision", cfg->precision, &pc->compute.precision)) != SS_OK)
+        return rc;
+    return policy_compute_framework(cfg, pc);
 }
 
 /* --trace: the recorded trace, with the command line's exchange options. */
@@ -462,9 +466,12 @@ static void summarize(const replay_cmd *c, run_summary *s) {
     s->workers = c->rr.pc.workers;
     s->batch = c->rr.pc.batch;
     policy_describe_exchange(&c->rr.pc, s->collective, sizeof s->collective);
-    if (c->rr.pc.compute.mode == SIM_COMPUTE_MODEL)
+    if (c->rr.pc.compute.mode == SIM_COMPUTE_MODEL) {
         snprintf(s->precision, sizeof s->precision, "%s",
                  sim_precision_name(c->rr.pc.compute.precision));
+        snprintf(s->framework, sizeof s->framework, "%s",
+                 sim_framework_name(c->rr.pc.compute.framework));
+    }
     s->recorded_workers = t->workers;
     snprintf(s->scale_out, sizeof s->scale_out, "%s", replay_scale_out_name(c->ro.scale_out));
     snprintf(s->platform, sizeof s->platform, "%s", c->platform);
@@ -527,8 +534,9 @@ static int replay_simulate(replay_cmd *c) {
            replay_scale_out_name(c->ro.scale_out), c->pc.steps, c->pc.batch, batch_origin(c),
            c->platform);
     if (c->pc.compute.mode == SIM_COMPUTE_MODEL)
-        printf("compute: the per-layer model on %s, precision %s\n", c->cfg->gpu,
-               sim_precision_name(c->pc.compute.precision));
+        printf("compute: the per-layer model on %s, precision %s, framework %s\n", c->cfg->gpu,
+               sim_precision_name(c->pc.compute.precision),
+               sim_framework_name(c->pc.compute.framework));
     if (c->pc.kind == POLICY_SELSYNC && c->cfg->replay_profile[0] && !c->cfg->replay_import[0]) {
         if (c->cfg->replay_decisions[0])
             printf("selsync decisions: the first %ld steps recorded in %s (sync fraction %.4f)\n",

@@ -36,6 +36,8 @@ typedef struct trace_meta {
     double param_count;  /* P: parameters of the model */
     double param_bytes;  /* bytes of every exchange (4 P) */
     double sample_bytes; /* bytes of one training sample on the wire (data injection) */
+    double state_bytes;  /* bytes that travel with every exchange besides (batch norm's running
+                            statistics under --bn-stats average; 0: none, no meta line) */
     /* writer only: one step's layers at the policy's batch, "# layer" lines (NULL: none); a
      * loaded trace has them in trace.layers */
     const sim_layer_cost *layers;

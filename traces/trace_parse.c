@@ -92,12 +92,13 @@ int trace_parse_header_line(trace_parser *r, char *text) {
         else if (!strcmp(key, "model"))
             snprintf(r->meta.model, sizeof r->meta.model, "%s", value);
         else if (!strcmp(key, "param_count") || !strcmp(key, "param_bytes") ||
-                 !strcmp(key, "sample_bytes")) {
+                 !strcmp(key, "sample_bytes") || !strcmp(key, "state_bytes")) {
             if (number_parse_double(value, &d) || d < 0)
                 return trace_parse_error(r, "meta value must be a number >= 0: ", key);
             if (!strcmp(key, "param_count")) r->meta.param_count = d;
             if (!strcmp(key, "param_bytes")) r->meta.param_bytes = d;
             if (!strcmp(key, "sample_bytes")) r->meta.sample_bytes = d;
+            if (!strcmp(key, "state_bytes")) r->meta.state_bytes = d;
         }
         return SS_OK; /* unknown meta keys are allowed (newer writers) */
     }

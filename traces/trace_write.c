@@ -15,6 +15,7 @@ void trace_writer_begin(trace_writer *w, FILE *fp, const trace_meta *meta, const
     fprintf(fp, "# meta param_count = %.17g\n", meta->param_count);
     fprintf(fp, "# meta param_bytes = %.17g\n", meta->param_bytes);
     fprintf(fp, "# meta sample_bytes = %.17g\n", meta->sample_bytes);
+    if (meta->state_bytes > 0) fprintf(fp, "# meta state_bytes = %.17g\n", meta->state_bytes);
     policy_codec_write(pc, "# policy ", fp);
     for (int i = 0; meta->layers && i < meta->n_layers; i++) {
         const sim_layer_cost *l = &meta->layers[i];

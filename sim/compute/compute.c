@@ -15,15 +15,15 @@ int sim_compute_parse(const char *option, const char *text, sim_compute_cfg *out
         "valid: model, model:PRECISION, flops, measured, measured:SCALE with SCALE > 0, trace";
     if (!text) return ss_error_set(SS_EUSAGE, "%s: missing value (%s)", option, valid);
     if (strcmp(text, "flops") == 0) {
-        *out = (sim_compute_cfg){SIM_COMPUTE_FLOPS, 1.0, SIM_PRECISION_FP32, NULL};
+        *out = (sim_compute_cfg){.mode = SIM_COMPUTE_FLOPS, .scale = 1.0};
         return SS_OK;
     }
     if (strcmp(text, "trace") == 0) {
-        *out = (sim_compute_cfg){SIM_COMPUTE_TRACE, 1.0, SIM_PRECISION_FP32, NULL};
+        *out = (sim_compute_cfg){.mode = SIM_COMPUTE_TRACE, .scale = 1.0};
         return SS_OK;
     }
     if (strncmp(text, "model", 5) == 0 && (text[5] == '\0' || text[5] == ':')) {
-        *out = (sim_compute_cfg){SIM_COMPUTE_MODEL, 1.0, SIM_PRECISION_FP32, NULL};
+        *out = (sim_compute_cfg){.mode = SIM_COMPUTE_MODEL, .scale = 1.0};
         if (text[5] == ':') return sim_precision_parse(option, text + 6, &out->precision);
         return SS_OK;
     }
@@ -36,7 +36,7 @@ int sim_compute_parse(const char *option, const char *text, sim_compute_cfg *out
             return ss_error_set(SS_EUSAGE, "%s: unknown compute mode '%s' (%s)", option, text,
                                 valid);
         }
-        *out = (sim_compute_cfg){SIM_COMPUTE_MEASURED, scale, SIM_PRECISION_FP32, NULL};
+        *out = (sim_compute_cfg){.mode = SIM_COMPUTE_MEASURED, .scale = scale};
         return SS_OK;
     }
     return ss_error_set(SS_EUSAGE, "%s: unknown compute mode '%s' (%s)", option, text, valid);
@@ -84,9 +84,14 @@ double sim_compute_duration_s(const sim_compute_cfg *cfg, const sim_step_cost *c
         s = cost->measured_s * cfg->scale;
         break;
     case SIM_COMPUTE_MODEL:
-        s = cfg->scale * sim_compute_layers_on(cfg->gpu ? cfg->gpu : sim_compute_host_class(host),
-                                               cfg->precision, cost->layers, cost->n_layers, NULL,
-                                               NULL, NULL);
+        if (cfg->framework == SIM_FRAMEWORK_IDEAL) {
+            s = cfg->scale * sim_compute_layers_on(
+                                 cfg->gpu ? cfg->gpu : sim_compute_host_class(host), cfg->precision,
+                                 cost->layers, cost->n_layers, NULL, NULL, NULL);
+        } else {
+            s = 0;
+            sim_compute_step_s(cfg, host, cost->layers, cost->n_layers, &s);
+        }
         break;
     default:
         s = cost->trace_s;
@@ -175,6 +180,19 @@ static int layers_valid(const sim_layer_cost *layers, int n) {
     return 1;
 }
 
+int sim_compute_step_s(const sim_compute_cfg *cfg, const sim_compute_host *host,
+                       const sim_layer_cost *layers, int n, double *step_s) {
+    double stack[2 * 256], *buf = n <= 256 ? stack : ss_malloc(2 * (size_t)n * sizeof(double));
+    double opt = 0;
+    int rc = sim_compute_layers(cfg, host, layers, n, buf, buf + n, &opt);
+    double s = opt;
+    for (int i = 0; rc == SS_OK && i < n; i++)
+        s += buf[i] + buf[n + i];
+    if (buf != stack) free(buf);
+    if (rc == SS_OK) *step_s = s;
+    return rc;
+}
+
 int sim_compute_layers(const sim_compute_cfg *cfg, const sim_compute_host *host,
                        const sim_layer_cost *layers, int n, double *fwd_s, double *bwd_s,
                        double *optimizer_s) {
@@ -196,12 +214,26 @@ int sim_compute_layers(const sim_compute_cfg *cfg, const sim_compute_host *host,
         return SS_OK;
     }
     const gpu_class *g = cfg->gpu ? cfg->gpu : sim_compute_host_class(host);
+    if (cfg->framework != SIM_FRAMEWORK_IDEAL && (!fwd_s || !bwd_s || !optimizer_s)) {
+        /* the timelines need every part: through a buffer of the caller's missing ones */
+        double *f = fwd_s ? fwd_s : ss_malloc((size_t)n * sizeof(double));
+        double *b = bwd_s ? bwd_s : ss_malloc((size_t)n * sizeof(double));
+        double o = 0;
+        int rc = sim_compute_layers(cfg, host, layers, n, f, b, &o);
+        if (optimizer_s) *optimizer_s = o;
+        if (f != fwd_s) free(f);
+        if (b != bwd_s) free(b);
+        return rc;
+    }
     sim_compute_layers_on(g, cfg->precision, layers, n, fwd_s, bwd_s, optimizer_s);
     for (int i = 0; cfg->scale != 1.0 && i < n; i++) {
         if (fwd_s) fwd_s[i] *= cfg->scale;
         if (bwd_s) bwd_s[i] *= cfg->scale;
     }
     if (optimizer_s && cfg->scale != 1.0) *optimizer_s *= cfg->scale;
+    if (cfg->framework != SIM_FRAMEWORK_IDEAL)
+        sim_framework_step(cfg->framework, cfg->host_sync, g->launch_s * cfg->scale, layers, n,
+                           fwd_s, bwd_s, optimizer_s);
     return SS_OK;
 }
 

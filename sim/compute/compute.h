@@ -13,7 +13,9 @@
  * - measured[:SCALE]: the real elapsed seconds of the step on this machine times SCALE
  *   (default 1), as a sleep: independent of the host's speed;
  * - trace: the seconds recorded in a trace (replay), as a sleep;
- * - model: the per-layer GPU model, as a sleep: each layer's forward and backward time is
+ * - model: the per-layer GPU model, as a sleep, with the framework's host time where
+ *   cfg.framework says (framework.h: eager PyTorch issues every operation from the host; the
+ *   step is the later of the two timelines). Each layer's device time (forward and backward) is
  *   max(FLOPs / achieved FLOP/s, bytes / achieved memory bandwidth) + launch overhead x kernels
  *   (a convolution or dense layer at the share of the FLOP/s its shape reaches, a normalization
  *   at the class's normalization bandwidth), on the GPU class of the host (its "gpu" property in
@@ -26,6 +28,7 @@
 #ifndef SS_SIM_COMPUTE_H
 #define SS_SIM_COMPUTE_H
 
+#include "sim/compute/framework.h"
 #include "sim/compute/gpu_table.h"
 
 typedef enum sim_compute_mode {
@@ -43,6 +46,10 @@ typedef struct sim_compute_cfg {
     sim_precision
         precision; /* model mode: fp32 (0) | tf32 | fp16 | bf16 | pytorch (the CLI default) */
     const gpu_class *gpu; /* model mode: NULL = the class of the worker's host */
+    /* model mode: the framework's host timeline beside the device's (framework.h); ideal (0):
+     * the device's time alone. host_sync: the policy reads a value back every step */
+    sim_framework framework;
+    int host_sync;
 } sim_compute_cfg;
 
 /* The host a worker computes on, as the model needs it. */
@@ -106,7 +113,8 @@ sim_precision sim_compute_layer_precision(const gpu_class *g, sim_precision p, s
  * update of every parameter, memory bound). Returns the total. Deterministic. */
 double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_layer_cost *layers,
                              int n, double *fwd_s, double *bwd_s, double *optimizer_s);
-/* The same on cfg's GPU (cfg->gpu, else the host's class) in model mode; in the other modes each
+/* The same on cfg's GPU (cfg->gpu, else the host's class) in model mode, each part as its share
+ * of the step on the framework's two timelines (sim_framework_step); in the other modes each
  * layer's FLOPs on the host's speed, as flops mode times a whole step, or, where any layer has
  * measured seconds (fwd_s, bwd_s), every layer's measured seconds, and no optimizer time (the
  * bucketed overlap splits a step this way). SS_EUSAGE for n < 1 or a negative or
@@ -114,6 +122,9 @@ double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_laye
 int sim_compute_layers(const sim_compute_cfg *cfg, const sim_compute_host *host,
                        const sim_layer_cost *layers, int n, double *fwd_s, double *bwd_s,
                        double *optimizer_s);
+/* The whole step as sim_compute_layers times it (the parts' sum) into *step_s. */
+int sim_compute_step_s(const sim_compute_cfg *cfg, const sim_compute_host *host,
+                       const sim_layer_cost *layers, int n, double *step_s);
 /* The GPU class of a host: its own, or the one whose FP32 peak is nearest its speed. */
 const gpu_class *sim_compute_host_class(const sim_compute_host *host);
 

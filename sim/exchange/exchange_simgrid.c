@@ -367,6 +367,7 @@ static int memo_hit(const layer_memo *m, const sim_compute_cfg *cfg, const sim_c
                     const sim_layer_cost *layers, int n) {
     return m->n == n && n > 0 && m->cfg.mode == cfg->mode && m->cfg.scale == cfg->scale &&
            m->cfg.precision == cfg->precision && m->cfg.gpu == cfg->gpu &&
+           m->cfg.framework == cfg->framework && m->cfg.host_sync == cfg->host_sync &&
            m->host.speed_flops == h->speed_flops && m->host.gpu == h->gpu &&
            memcmp(m->layers, layers, sizeof *layers * (size_t)n) == 0;
 }

@@ -251,6 +251,15 @@ static int resolve_overlap(policy_config *pc) {
     return SS_OK;
 }
 
+/* --framework (default eager) in model mode, and the policy's own read-backs to the host. */
+int policy_compute_framework(const run_config *cfg, policy_config *pc) {
+    const policy_info *p = policy_registry_of_kind(pc->kind);
+    pc->compute.framework = SIM_FRAMEWORK_IDEAL;
+    pc->compute.host_sync = p ? p->host_sync : 0;
+    if (pc->compute.mode != SIM_COMPUTE_MODEL || !cfg->framework[0]) return SS_OK;
+    return sim_framework_parse("--framework", cfg->framework, &pc->compute.framework);
+}
+
 int policy_config_build(const run_config *cfg, policy_build_env *env, policy_config *pc) {
     policy_config_default(pc);
     const int run = env->mode == POLICY_BUILD_RUN;
@@ -272,6 +281,7 @@ int policy_config_build(const run_config *cfg, policy_build_env *env, policy_con
             (rc = sim_precision_parse("--precision", cfg->precision, &pc->compute.precision)) !=
                 SS_OK)
             return rc;
+        if ((rc = policy_compute_framework(cfg, pc)) != SS_OK) return rc;
         if ((rc = sim_jitter_compute_parse("--compute-jitter", cfg->compute_jitter, cfg->model,
                                            &pc->compute_jitter)) != SS_OK)
             return rc;

@@ -27,6 +27,9 @@ typedef struct policy_build_env {
 /* Fills *pc from cfg (cfg->policy "" is the baseline policy). RUN: pc->slowdown, when set, is
  * owned by the caller (free((void *)pc->slowdown)). SS_EUSAGE naming the option otherwise. */
 int policy_config_build(const run_config *cfg, policy_build_env *env, policy_config *pc);
+/* pc->compute's framework from --framework (model mode; ideal otherwise) and host_sync from the
+ * policy (pc->kind set); SS_EUSAGE for an unknown framework. */
+int policy_compute_framework(const run_config *cfg, policy_config *pc);
 
 /* Sets the policy_config field of option `o` from its value (the option's slot). SS_EUSAGE for a
  * name or a duration that is not valid. */

@@ -124,12 +124,12 @@ static double move(policy_state *st, int w, long step, aggregate_what what, exch
     int rc;
     double sent;
     if (st->has_ps) {
-        if (pull_full && bytes < st->src->param_bytes) {
+        const double full = st->src->param_bytes + st->src->state_bytes;
+        if (pull_full && bytes < full) {
             rc = ex->ops->ps_push(ex->self, w, NULL, count, bytes, step, &r);
             SS_ASSERT(rc == SS_OK);
             sent = r.bytes_sent;
-            rc = ex->ops->ps_pull(ex->self, w, NULL, st->src->param_count, st->src->param_bytes,
-                                  step, &r);
+            rc = ex->ops->ps_pull(ex->self, w, NULL, st->src->param_count, full, step, &r);
         } else {
             rc = ex->ops->ps_push_pull(ex->self, w, buf, count, bytes, step, &r);
             sent = 0;
@@ -164,12 +164,13 @@ void policy_exchange(policy_state *st, int w, long id, long step, aggregate_what
     const int key = group_key(members);
     double entry = policy_sync_enter(st, id, key);
     if (pc->loss_tolerance <= 0) {
-        policy_sync_leave(st, id, key, entry,
-                          move(st, w, step, what, g, me, st->src->param_bytes, 0), a);
+        policy_sync_leave(
+            st, id, key, entry,
+            move(st, w, step, what, g, me, st->src->param_bytes + st->src->state_bytes, 0), a);
         return;
     }
     dlcp_slot *s = dlcp_get(st, id, members, m, callers, what);
-    double must = 0;
+    double must = st->src->state_bytes; /* the state is never dropped */
     for (int i = 0; i < s->need; i++)
         must += chunk_bytes_of(st, s->order[i]);
     double bytes = move(st, w, step, what, g, me, must, 1);

@@ -42,7 +42,7 @@ static void broadcast_model(policy_state *st, int w, int root, step_acc *a) {
     double entry = policy_now(st);
     float *buf = policy_buffer(st, w, AGGREGATE_PARAMS); /* real mode: the clients' sum */
     int rc = ex->ops->broadcast(ex->self, st->world, w, root, buf, st->src->param_count,
-                                st->src->param_bytes, &cr);
+                                st->src->param_bytes + st->src->state_bytes, &cr);
     SS_ASSERT(rc == SS_OK);
     if (buf) policy_buffer_done(st, w, AGGREGATE_PARAMS);
     a->rec.comm_s += policy_now(st) - entry;

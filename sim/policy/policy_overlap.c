@@ -72,7 +72,7 @@ static int overlap_closed(policy_state *st, int w, long id, const sim_layer_cost
     double ready[OVERLAP_IN_FLIGHT], bytes[OVERLAP_IN_FLIGHT];
     int nb = 0;
     const double t0 = policy_now(st);
-    double t = fwd_s * slowdown, bucket = 0;
+    double t = fwd_s * slowdown, bucket = st->src->state_bytes; /* the state: first bucket */
     for (int i = n - 1; i >= 0; i--) {
         t += bwd_s[i] * slowdown;
         bucket += layers[i].param_bytes;
@@ -109,7 +109,7 @@ static void overlap_backward(policy_state *st, int w, long id, const sim_layer_c
     while (lowest < n - 1 && !(layers[lowest].param_bytes > 0))
         lowest++;
     bucket_queue q = {.head = 0};
-    double segment_s = 0, bucket = 0;
+    double segment_s = 0, bucket = st->src->state_bytes; /* the state: first bucket */
     for (int i = n - 1; i >= 0; i--) {
         segment_s += bwd_s[i];
         bucket += layers[i].param_bytes;

@@ -84,12 +84,15 @@ typedef int (*policy_given_fn)(const run_config *cfg, const char *option);
 typedef struct policy_info {
     const char *name; /* --policy NAME, the trace's "policy" value */
     policy_kind kind;
-    const char *summary;                 /* one line for help texts */
-    int needs_ps;                        /* always runs with parameter servers */
-    int baseline;                        /* the reference of comparisons (TTA, speedup): one row */
-    int compare_default;                 /* in compare's default --policies */
-    const char *default_partition;       /* data partition unless --partition */
-    unsigned families;                   /* POLICY_FAMILY_* that apply */
+    const char *summary;           /* one line for help texts */
+    int needs_ps;                  /* always runs with parameter servers */
+    int baseline;                  /* the reference of comparisons (TTA, speedup): one row */
+    int compare_default;           /* in compare's default --policies */
+    const char *default_partition; /* data partition unless --partition */
+    unsigned families;             /* POLICY_FAMILY_* that apply */
+    /* reads a value of every step back to the host (SelSync's gradient norm, the gradient a
+     * parameter server receives): a synchronization the framework's host timeline charges */
+    int host_sync;
     const policy_option *const *options; /* its own options, NULL-terminated (NULL: none) */
     /* The protocol of one worker (sim/policy/policy_workers.h), run as its actor by policy_run. */
     void (*worker)(void *arg);

@@ -75,11 +75,11 @@ static void ssp_compute_push_pull(policy_state *st, int w, long step, step_acc *
     double t1 = policy_now(st);
     /* real mode: the gradient goes out, the servers' parameters come back into the replica */
     int rc = ex->ops->ps_push(ex->self, w, policy_buffer(st, w, AGGREGATE_GRADS), src->param_count,
-                              src->param_bytes, step, &r);
+                              src->param_bytes + src->state_bytes, step, &r);
     SS_ASSERT(rc == SS_OK);
     a->rec.bytes_sent += r.bytes_sent;
     rc = ex->ops->ps_pull(ex->self, w, policy_buffer(st, w, AGGREGATE_PARAMS), src->param_count,
-                          src->param_bytes, step, &r);
+                          src->param_bytes + src->state_bytes, step, &r);
     SS_ASSERT(rc == SS_OK);
     policy_buffer_done(st, w, AGGREGATE_GRADS);
     policy_buffer_done(st, w, AGGREGATE_PARAMS);

@@ -107,8 +107,12 @@ typedef struct step_counters {
 typedef struct step_source {
     const step_source_ops *ops;
     void *self;
-    size_t param_count;            /* P: parameters of the model (the size of every exchange) */
-    double param_bytes;            /* 4 P */
+    size_t param_count; /* P: parameters of the model (the size of every exchange) */
+    double param_bytes; /* 4 P */
+    /* Bytes of state that travels with every synchronization beside the parameters or gradients
+     * (batch normalization's running statistics under --bn-stats average; 0: none): the first
+     * bucket, the chunks DLCP never drops, the pushes and pulls of a parameter server. */
+    double state_bytes;
     double sample_bytes;           /* bytes of one training sample on the wire (data injection) */
     const step_counters *counters; /* set by the policy runner before the simulation starts */
     /* Set by the source when the run must end early (a diverged loss, an interruption): the step
