@@ -28,6 +28,7 @@ void compare_row_read(compare_row *r) {
     snprintf(path, sizeof path, "%s/summary.json", r->dir);
     if (summary_read(path, &s) != SS_OK) run_summary_init(&s);
     r->worker_accuracy = s.worker_test_accuracy_mean;
+    r->perplexity = s.test_perplexity;
     const double q[4] = {s.delta_p50, s.delta_p90, s.delta_p99, s.delta_max};
     memcpy(r->delta_q, q, sizeof q);
 }
@@ -73,6 +74,21 @@ static void print_delta(FILE *fp, const compare_row *rows, int n) {
     }
 }
 
+/* Language models: their metric beside the table's accuracy (the next-token accuracy). */
+static void print_perplexity(FILE *fp, const compare_row *rows, int n) {
+    int header = 0;
+    for (int i = 0; i < n; i++) {
+        const compare_row *r = &rows[i];
+        if (!r->ok || !isfinite(r->perplexity)) continue;
+        if (!header++)
+            fprintf(fp,
+                    "\n%-12s %-12s %-12s %11s  (language model: exp(test loss), lower is "
+                    "better; accuracy above is the next-token accuracy)\n",
+                    "policy", "network", "partition", "perplexity");
+        fprintf(fp, "%-12s %-12s %-12s %11.3f\n", r->policy, r->label, r->partition, r->perplexity);
+    }
+}
+
 void compare_rows_print(FILE *fp, const compare_row *rows, int n) {
     fprintf(fp, "\n%-12s %-12s %-12s %9s %9s %11s %11s %8s %6s %8s %8s\n", "policy", "network",
             "partition", "accuracy", "workers", "sim time", "TTA(BSP)", "speedup", "LSSR",
@@ -99,6 +115,7 @@ void compare_rows_print(FILE *fp, const compare_row *rows, int n) {
                 r->policy, r->label, r->partition, r->accuracy, r->worker_accuracy, r->sim_time_s,
                 tta, speed, r->lssr, r->bytes_sent / 1e9, 100.0 * r->dropped, note);
     }
+    print_perplexity(fp, rows, n);
     print_delta(fp, rows, n);
 }
 

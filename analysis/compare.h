@@ -31,6 +31,7 @@ typedef struct compare_row {
     double dropped;         /* DLCP: fraction of the exchanged data dropped */
     double worker_accuracy; /* mean of the workers' own final accuracies (NaN: not recorded) */
     double delta_q[4];      /* SelSync: Delta's p50, p90, p99 and max after the warm-up (NaN) */
+    double perplexity;      /* language models: exp(test loss) (NaN for other models) */
     double tta_s, speedup;  /* NaN: undefined */
     int tta;                /* its tta_status (analysis/tta.h): why tta_s is undefined */
 } compare_row;

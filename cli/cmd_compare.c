@@ -18,6 +18,7 @@
 #include "common/isolate.h"
 #include "sim/policy/policy_registry.h"
 
+#include "emu/dataset.h"
 #include "emu/run.h"
 #include "sim/platform/platform_gen.h"
 #include <dirent.h>
@@ -125,6 +126,10 @@ static int is_iid(const char *partition) {
 /* The partitions: --partition P alone (given, --partitions not) runs P only. */
 static int plan_partitions(compare_ctx *c) {
     const char *list = c->cfg.partition[0] ? c->cfg.partition : c->cfg.partitions;
+    /* a text set has no labels to split by: iid alone unless --partitions names others */
+    if (!c->cfg.partition[0] && !options_was_set(&c->cfg, "partitions") &&
+        dataset_is_text_spec(c->cfg.dataset))
+        list = "iid";
     snprintf(c->partitions_text, sizeof c->partitions_text, "%s", list);
     c->n_parts = split_list(c->partitions_text, c->parts, 8);
     if (c->n_parts < 1)

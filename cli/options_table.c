@@ -43,11 +43,14 @@ static const opt_def head_rows[] = {
      "M",
      "logreg | mlp | mlp:W1,W2,... (hidden widths) | cnn | cnn:C1,C2,D1,... (conv channels, "
      "dense widths) | cnn:lenet | resnet:D[,proj] (D = 6n+2: 20, 32, 44, 56, 110) | vgg:D "
-     "(11, 13, 16, 19)",
+     "(11, 13, 16, 19) | gpt:L,D,H,T[,P] (language model: layers, width, heads, tokens, dropout) "
+     "| gpt:wlm (SelSync's Transformer LM, PyTorch's word_language_model)",
      0},
     {"dataset", OPT_TYPE_STRING, F(dataset), "fashion-mnist", 0, 0,
      CMD_RUN | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION | CMD_VALIDATE, NULL, "NAME|PATH",
-     "fashion-mnist | mnist | cifar10 | synthetic | a directory of IDX or CIFAR-10 files", 0},
+     "fashion-mnist | mnist | cifar10 | synthetic | a directory of IDX or CIFAR-10 files; text "
+     "for gpt models: web-bible | wikitext-2 | wikitext-103 | ptb | a directory of their files",
+     0},
     {"data-dir", OPT_TYPE_STRING, F(data_dir), "", 0, 0,
      CMD_RUN | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION | CMD_VALIDATE, NULL, "DIR",
      "directory of the named data set (default: its Debian package's directory)", 0},
@@ -590,7 +593,7 @@ static const struct {
     {"hosts-list", CMD_BENCH_REPLAY, "worker counts replayed", "1024,4096,65536"},
     {"model", CMD_BENCH_KERNELS,
      "the model timed: any --model form of train (logreg, mlp, cnn, cnn:lenet, resnet:20, vgg:11, "
-     "...)",
+     "gpt:wlm, ...; gpt:... on random tokens of a 10,000-word vocabulary)",
      "logreg, mlp and cnn"},
     {"workers", CMD_BENCH_EMULATION, "workers", "8"},
     {"policy", CMD_BENCH_EMULATION, "synchronization policy", "bsp"},

@@ -46,6 +46,7 @@ static const field fields[] = {
     STR(platform),
     NUM(test_accuracy),
     NUM(test_loss),
+    NUM(test_perplexity),
     NUM(worker_test_accuracy_mean),
     NUM(sim_time_s),
     {"tta_s", F_TIME, offsetof(run_summary, tta_s), 0, 0},

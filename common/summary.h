@@ -29,6 +29,7 @@ typedef struct run_summary {
     char platform[1024];              /* as the user named it, or how it was generated */
     double test_accuracy;             /* final, consensus model */
     double test_loss;                 /* -1: not finite (diverged) */
+    double test_perplexity;           /* language models: exp(test_loss); null otherwise */
     double worker_test_accuracy_mean; /* emulation: mean of the workers' own final accuracies */
     double sim_time_s;                /* simulated time of the whole run */
     double tta_s; /* first simulated time at the target accuracy; < 0: never / no target */

@@ -255,6 +255,7 @@ void dataset_free(dataset *d) {
     if (!d) return;
     free(d->x);
     free(d->y);
+    free(d->tokens);
     memset(d, 0, sizeof *d);
 }
 
@@ -580,6 +581,7 @@ int dataset_load(const char *spec, const char *dir, uint64_t seed, dataset *trai
                                        "cifar10, synthetic or a directory");
     if (strlen(spec) > DIR_MAX_BYTES || (dir && strlen(dir) > DIR_MAX_BYTES))
         return ss_error_set(SS_EUSAGE, "data directory name longer than %d bytes", DIR_MAX_BYTES);
+    if (dataset_is_text_spec(spec)) return dataset_text_load(spec, dir, train, test);
     if (strcmp(spec, "synthetic") == 0) {
         synthetic_spec s;
         synthetic_spec_default(&s);

@@ -21,6 +21,10 @@ typedef struct dataset {
     int classes;   /* K */
     float *x;      /* (n, D) normalized: (pixel/255 - mean) / std, per channel over the train set */
     uint8_t *y;    /* (n) labels in [0, K) */
+    /* text sets (dataset_text.c): the split's token stream; a sample is a window of T + 1
+     * tokens (ids as floats in x, y all 0), D = w = T + 1, K = the vocabulary. NULL for images. */
+    uint32_t *tokens;
+    size_t n_tokens;
 } dataset;
 
 static inline size_t dataset_features(const dataset *d) {
@@ -54,5 +58,24 @@ int idx_read(const char *path, int expect_dims, uint8_t **data, size_t dims[3]);
 int cifar10_read_batch(const char *path, uint8_t **pixels, uint8_t **labels, size_t *n);
 
 void dataset_free(dataset *d);
+
+/* ---- text sets for language models (dataset_text.c) ----
+ * "web-bible": the World English Bible (public domain) of Debian's sword-text-web, read from its
+ * SWORD zText module (default /usr/share/sword/modules/texts/ztext/engWEB2015eb); word-level,
+ * split into blocks of 10,000 words, block k going to validation when k mod 20 = 18, to test
+ * when 19, to training otherwise. "wikitext-2", "wikitext-103" (wiki.{train,valid,test}.tokens)
+ * and "ptb" (ptb.{train,valid,test}.txt) from --data-dir DIR: whitespace-separated tokens, an
+ * <eos> after each line (PyTorch's word_language_model). The vocabulary comes from the training
+ * split (web-bible: words seen at least twice, the rest <unk>); the evaluation set ("test" of
+ * the pair) is the validation split. Windows of T + 1 = 36 tokens until dataset_fit_model. */
+int dataset_text_load(const char *spec, const char *dir, dataset *train, dataset *test);
+/* 1 for a name or directory dataset_text_load takes. */
+int dataset_is_text_spec(const char *spec);
+/* Re-cuts a text set into windows of t + 1 tokens (n = (tokens - 1) / t samples). */
+void dataset_set_window(dataset *d, int t);
+/* A language model needs a text set and an image model an image set: SS_EUSAGE naming the sets
+ * that fit; cuts text sets to the model's sequence length. */
+struct model_spec;
+int dataset_fit_model(dataset *train, dataset *test, const struct model_spec *spec);
 
 #endif

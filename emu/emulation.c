@@ -548,6 +548,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
         /* Same seed for every replica: all workers start from one initialization. */
         rc = model_create(cfg->dev, cfg->spec, cfg->seed, cfg->max_batch, &e->replicas[w]);
         if (rc != SS_OK) break;
+        model_set_stream(e->replicas[w], (uint64_t)w); /* each worker its dropout masks */
         e->opts[w] = sgd_create(cfg->dev, model_param_count(e->replicas[w]));
         sgd_set_nesterov(e->opts[w], cfg->nesterov);
         e->next_batch[w] = ss_malloc(sizeof(size_t) * (size_t)cfg->max_batch);

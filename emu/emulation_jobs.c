@@ -283,7 +283,8 @@ static void eval_chunk(void *ctx, int c, int slot) {
 
 double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *correct) {
     em_jobs_settle_all(j);
-    if (!j->eval || test->n == 0)
+    /* a language model in one piece: its next-token count is rounded once */
+    if (!j->eval || test->n == 0 || model_is_language(from))
         return model_evaluate_sum(from, test->x, test->y, test->n, correct);
     const int t = engine_threads(j->en);
     for (int s = 0; s < t; s++)

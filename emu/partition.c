@@ -364,6 +364,11 @@ int partition_check(const dataset *train, int workers, partition_kind kind, doub
     if ((size_t)workers > train->n)
         return ss_error_set(SS_EUSAGE, "%d workers but only %zu training samples in %s", workers,
                             train->n, train->name);
+    if (train->tokens && (kind == PARTITION_NONIID || kind == PARTITION_DIRICHLET))
+        return ss_error_set(SS_EUSAGE,
+                            "--partition %s splits by label; the text set %s has none (valid: "
+                            "defdp, seldp, seldp-perm)",
+                            partition_kind_name(kind), train->name);
     if (kind == PARTITION_NONIID) {
         if (labels_per_worker < 1 || labels_per_worker > train->classes)
             return ss_error_set(SS_EUSAGE,

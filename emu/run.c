@@ -20,11 +20,11 @@
 
 static void on_eval(void *ctx, const emulation_eval *ev) {
     run_context *rc = ctx;
-    csv_write_numbers(rc->metrics.fp, "%.0f %.6f %.9f %.6f %.6f %.6f %.0f %.0f",
+    csv_write_numbers(rc->metrics.fp, "%.0f %.6f %.9f %.6f %.6f %.6f %.0f %.0f %.6g",
                       (const double[]){(double)ev->step, ev->epoch, ev->sim_time_s, ev->train_loss,
                                        ev->test_loss, ev->test_accuracy, (double)ev->sync_steps,
-                                       ev->bytes_sent},
-                      8);
+                                       ev->bytes_sent, exp(ev->test_loss)},
+                      9);
     fflush(rc->metrics.fp);
     if (rc->tta_s < 0 && rc->cfg->target_accuracy > 0 &&
         ev->test_accuracy >= rc->cfg->target_accuracy)
@@ -99,6 +99,7 @@ int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *
         dataset_load(cfg->dataset, cfg->data_dir[0] ? cfg->data_dir : NULL, cfg->seed, train, test);
     if (rc == SS_OK)
         rc = model_spec_parse(spec, cfg->model, train->c, train->h, train->w, train->classes);
+    if (rc == SS_OK) rc = dataset_fit_model(train, test, spec);
     if (rc != SS_OK) {
         dataset_free(train);
         dataset_free(test);
@@ -237,7 +238,8 @@ static int open_outputs(emu_run *r) {
     int rc = afile_open(&r->ctx.metrics, path);
     if (rc != SS_OK) return rc;
     fprintf(r->ctx.metrics.fp,
-            "step,epoch,sim_time_s,train_loss,test_loss,test_accuracy,sync_steps,bytes_sent\n");
+            "step,epoch,sim_time_s,train_loss,test_loss,test_accuracy,sync_steps,bytes_sent,"
+            "test_perplexity\n");
     r->ctx.tracing = r->cfg->trace;
     if (!r->ctx.tracing) return SS_OK;
     outputs_path(r->cfg, "steps.trace", path, sizeof path);
@@ -513,6 +515,8 @@ static void summarize(emu_run *r, run_summary *s, long *div_step) {
     s->workers = r->cfg->workers;
     s->test_accuracy = last->test_accuracy;
     s->test_loss = isfinite(last->test_loss) ? last->test_loss : -1;
+    if (r->spec.arch == MODEL_ARCH_GPT && isfinite(last->test_loss))
+        s->test_perplexity = exp(last->test_loss);
     s->worker_test_accuracy_mean = r->worker_accuracy;
     s->sim_time_s = pr->sim_time_s;
     s->tta_s = r->ctx.tta_s;

@@ -113,7 +113,7 @@ static int open_outputs(single_run *r) {
     char path[1024];
     outputs_path(cfg, "metrics.csv", path, sizeof path);
     if ((rc = afile_open(&r->metrics, path)) != SS_OK) return rc;
-    fprintf(r->metrics.fp, "step,epoch,train_loss,test_loss,test_accuracy\n");
+    fprintf(r->metrics.fp, "step,epoch,train_loss,test_loss,test_accuracy,test_perplexity\n");
     const size_t features = dataset_features(&r->train);
     r->x = ss_malloc(sizeof(float) * features * (size_t)cfg->batch);
     r->y = ss_malloc((size_t)cfg->batch);
@@ -124,11 +124,11 @@ static int open_outputs(single_run *r) {
 /* Evaluates and writes a metrics.csv row with the mean training loss since the last one. */
 static void evaluate_row(single_run *r, long step) {
     r->ev = evaluate(r->m, &r->test);
-    csv_write_numbers(r->metrics.fp, "%.0f %.6f %.6f %.6f %.6f",
+    csv_write_numbers(r->metrics.fp, "%.0f %.6f %.6f %.6f %.6f %.6g",
                       (const double[]){(double)step, (double)step / (double)r->steps_per_epoch,
                                        r->loss_count ? r->loss_sum / (double)r->loss_count : NAN,
-                                       r->ev.loss, r->ev.accuracy},
-                      5);
+                                       r->ev.loss, r->ev.accuracy, exp(r->ev.loss)},
+                      6);
     r->loss_sum = 0.0;
     r->loss_count = 0;
 }
@@ -192,6 +192,7 @@ static void summarize(const single_run *r, run_summary *s) {
     snprintf(s->mode, sizeof s->mode, "single");
     s->test_accuracy = r->ev.accuracy;
     s->test_loss = isfinite(r->ev.loss) ? r->ev.loss : -1.0;
+    if (model_is_language(m) && isfinite(r->ev.loss)) s->test_perplexity = exp(r->ev.loss);
     s->epochs = (double)r->steps_done / (double)r->steps_per_epoch;
     s->steps = r->steps_done;
     s->seed = r->cfg->seed;

@@ -77,20 +77,25 @@ typedef struct bench_result {
 
 /* Trains on one fixed random batch (after 2 warm-up steps) in 5 windows of min_s / 5 seconds
  * and at least 2 steps each; reports the best window. */
+/* A language model (gpt:...) is measured on random tokens of a vocabulary of this size (Penn
+ * Treebank's); a sample is T tokens. */
+#define BENCH_LM_VOCAB 10000
+
 static int bench_model(device *dev, const char *text, int batch, double min_s, bench_result *res) {
     model_spec spec;
-    int status = model_spec_parse(&spec, text, 1, 28, 28, 10);
+    const int lm = !strncmp(text, "gpt", 3);
+    int status = model_spec_parse(&spec, text, 1, 28, 28, lm ? BENCH_LM_VOCAB : 10);
     if (status != SS_OK) return status;
     model *m;
     status = model_create(dev, &spec, 1, batch, &m);
     if (status != SS_OK) return status;
-    const size_t d = 28 * 28;
+    const size_t d = lm && spec.in_w > 28 * 28 ? (size_t)spec.in_w : 28 * 28;
     float *x = ss_malloc((size_t)batch * d * sizeof(float));
     uint8_t *y = ss_malloc((size_t)batch);
     rng r;
     rng_seed(&r, 3, RNG_STREAM_DATA);
     for (size_t i = 0; i < (size_t)batch * d; i++)
-        x[i] = (float)rng_uniform(&r);
+        x[i] = lm ? (float)rng_below(&r, BENCH_LM_VOCAB) : (float)rng_uniform(&r);
     for (int i = 0; i < batch; i++)
         y[i] = (uint8_t)rng_below(&r, 10);
     const float lr = 0.01f, mu = 0.9f, wd = 5e-4f;

@@ -51,6 +51,28 @@ void cuda_softmax_xent(cudaStream_t stream, int batch, int classes, const float 
 void cuda_sgd(cudaStream_t stream, size_t n, float *w, const float *g, float *v, float lr, float mu,
               float wd, int nesterov);
 
+/* Transformer ops (device_impl.h states each) */
+void cuda_ln_fwd(cudaStream_t stream, int rows, int cols, const float *x, const float *gamma,
+                 const float *beta, float eps, float *mean, float *rstd, float *y);
+void cuda_ln_bwd(cudaStream_t stream, int rows, int cols, const float *x, const float *dy,
+                 const float *gamma, const float *mean, const float *rstd, float *dgamma,
+                 float *dbeta, float *dx);
+void cuda_gelu_fwd(cudaStream_t stream, size_t n, const float *x, float *y);
+void cuda_gelu_bwd(cudaStream_t stream, size_t n, const float *x, const float *dy, float *dx);
+void cuda_embed_fwd(cudaStream_t stream, int batch, int t, int d, const float *tokens, int ld,
+                    const float *wte, float scale, const float *pos, float *y);
+void cuda_embed_bwd(cudaStream_t stream, int batch, int t, int d, const float *tokens, int ld,
+                    const float *dy, float scale, int vocab, int accumulate, float *dwte,
+                    float *dpos);
+void cuda_attn_softmax_fwd(cudaStream_t stream, int rows, int t, const float *x, float *y);
+void cuda_attn_softmax_bwd(cudaStream_t stream, int rows, int t, const float *y, const float *dy,
+                           float *dx);
+void cuda_dropout(cudaStream_t stream, size_t n, float p, uint64_t seed, const float *x, float *y);
+/* loss_rows (rows) per-row loss in double, correct_rows (rows) 0/1 */
+void cuda_xent_tokens(cudaStream_t stream, int rows, int vocab, const float *logits,
+                      const float *tokens, int ld, int t, float *dlogits, double *loss_rows,
+                      int *correct_rows);
+
 #ifdef __cplusplus
 }
 #endif

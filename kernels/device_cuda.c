@@ -322,6 +322,84 @@ static void cu_close(device *dev) {
     dev->ctx = NULL;
 }
 
+/* ---- Transformer ops ---- */
+
+static void cu_gemm_batched(device *dev, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                            const float *a, int lda, long long stride_a, const float *b, int ldb,
+                            long long stride_b, float beta, float *c, int ldc, long long stride_c,
+                            int count) {
+    cublasCheck(cublasSgemmStridedBatched(ctx_of(dev)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                          trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
+                                          ldb, stride_b, a, lda, stride_a, &beta, c, ldc, stride_c,
+                                          count));
+}
+
+static void cu_ln_fwd(device *dev, int rows, int cols, const float *x, const float *gamma,
+                      const float *beta, float eps, float *mean, float *rstd, float *y) {
+    cuda_ln_fwd(ctx_of(dev)->stream, rows, cols, x, gamma, beta, eps, mean, rstd, y);
+}
+
+static void cu_ln_bwd(device *dev, int rows, int cols, const float *x, const float *dy,
+                      const float *gamma, const float *mean, const float *rstd, float *dgamma,
+                      float *dbeta, float *dx) {
+    cuda_ln_bwd(ctx_of(dev)->stream, rows, cols, x, dy, gamma, mean, rstd, dgamma, dbeta, dx);
+}
+
+static void cu_gelu_fwd(device *dev, size_t n, const float *x, float *y) {
+    cuda_gelu_fwd(ctx_of(dev)->stream, n, x, y);
+}
+
+static void cu_gelu_bwd(device *dev, size_t n, const float *x, const float *dy, float *dx) {
+    cuda_gelu_bwd(ctx_of(dev)->stream, n, x, dy, dx);
+}
+
+static void cu_embed_fwd(device *dev, int batch, int t, int d, const float *tokens, int ld,
+                         const float *wte, float scale, const float *pos, float *y) {
+    cuda_embed_fwd(ctx_of(dev)->stream, batch, t, d, tokens, ld, wte, scale, pos, y);
+}
+
+static void cu_embed_bwd(device *dev, int batch, int t, int d, const float *tokens, int ld,
+                         const float *dy, float scale, int vocab, int accumulate, float *dwte,
+                         float *dpos) {
+    cuda_embed_bwd(ctx_of(dev)->stream, batch, t, d, tokens, ld, dy, scale, vocab, accumulate, dwte,
+                   dpos);
+}
+
+static void cu_attn_softmax_fwd(device *dev, int rows, int t, const float *x, float *y) {
+    cuda_attn_softmax_fwd(ctx_of(dev)->stream, rows, t, x, y);
+}
+
+static void cu_attn_softmax_bwd(device *dev, int rows, int t, const float *y, const float *dy,
+                                float *dx) {
+    cuda_attn_softmax_bwd(ctx_of(dev)->stream, rows, t, y, dy, dx);
+}
+
+static void cu_dropout(device *dev, size_t n, float p, uint64_t seed, const float *x, float *y) {
+    cuda_dropout(ctx_of(dev)->stream, n, p, seed, x, y);
+}
+
+/* per-row losses and hits on the device, added on the host in row order */
+static double cu_xent_tokens(device *dev, int rows, int vocab, const float *logits,
+                             const float *tokens, int ld, int t, float *dlogits, int *correct) {
+    cuda_ctx *c = ctx_of(dev);
+    double *loss_dev = scratch(dev, CUDA_SCRATCH_LOSS_ROWS, (size_t)rows * sizeof(double));
+    int *correct_dev = scratch(dev, CUDA_SCRATCH_CORRECT_ROWS, (size_t)rows * sizeof(int));
+    cuda_xent_tokens(c->stream, rows, vocab, logits, tokens, ld, t, dlogits, loss_dev, correct_dev);
+    double *loss_host = host_rows(dev, (size_t)rows * (sizeof(double) + sizeof(int)));
+    int *correct_host = (int *)(loss_host + rows);
+    cudaCheck(cudaMemcpyAsync(loss_host, loss_dev, (size_t)rows * sizeof(double),
+                              cudaMemcpyDeviceToHost, c->stream));
+    cudaCheck(cudaMemcpyAsync(correct_host, correct_dev, (size_t)rows * sizeof(int),
+                              cudaMemcpyDeviceToHost, c->stream));
+    cudaCheck(cudaStreamSynchronize(c->stream));
+    double sum = 0.0;
+    int right = 0;
+    for (int r = 0; r < rows; r++)
+        sum += loss_host[r], right += correct_host[r];
+    if (correct) *correct = right;
+    return sum;
+}
+
 static const device_ops cuda_ops = {
     .alloc = cu_alloc,
     .free = cu_free,
@@ -350,6 +428,17 @@ static const device_ops cuda_ops = {
     .shortcut_bwd = cu_shortcut_bwd,
     .softmax_xent = cu_softmax_xent,
     .sgd = cu_sgd,
+    .gemm_batched = cu_gemm_batched,
+    .ln_fwd = cu_ln_fwd,
+    .ln_bwd = cu_ln_bwd,
+    .gelu_fwd = cu_gelu_fwd,
+    .gelu_bwd = cu_gelu_bwd,
+    .embed_fwd = cu_embed_fwd,
+    .embed_bwd = cu_embed_bwd,
+    .attn_softmax_fwd = cu_attn_softmax_fwd,
+    .attn_softmax_bwd = cu_attn_softmax_bwd,
+    .dropout = cu_dropout,
+    .xent_tokens = cu_xent_tokens,
     .axpy = cu_axpy,
     .scale = cu_scale,
     .mean = cu_mean,

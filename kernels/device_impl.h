@@ -134,6 +134,52 @@ typedef struct device_ops {
     void (*sgd)(device *dev, size_t n, float *w, const float *g, float *v, float lr, float mu,
                 float wd, int nesterov);
 
+    /* ---- Transformer ops (CPU: device_cpu_gpt.c; CUDA: device_cuda_gpt.c) ----
+     * gemm for count matrices at once: A_i = a + i stride_a (likewise B, C), each as gemm. */
+    void (*gemm_batched)(device *dev, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                         const float *a, int lda, long long stride_a, const float *b, int ldb,
+                         long long stride_b, float beta, float *c, int ldc, long long stride_c,
+                         int count);
+    /* Layer normalization of each row of x (rows, cols): mean and rstd = 1 / sqrt(var + eps)
+     * (biased variance, sums in double) saved (rows each); y = (x - mean) rstd gamma + beta. */
+    void (*ln_fwd)(device *dev, int rows, int cols, const float *x, const float *gamma,
+                   const float *beta, float eps, float *mean, float *rstd, float *y);
+    /* dgamma = sum over rows of dy xhat, dbeta = sum of dy (overwritten, rows in order), and
+     * dx = rstd (g - mean(g) - xhat mean(g xhat)) with g = dy gamma (overwritten). */
+    void (*ln_bwd)(device *dev, int rows, int cols, const float *x, const float *dy,
+                   const float *gamma, const float *mean, const float *rstd, float *dgamma,
+                   float *dbeta, float *dx);
+    /* GELU, erf form (PyTorch's nn.GELU default): y = x Phi(x); dx = dy Phi'(x) x + dy Phi(x).
+     * Computed in double, rounded once. In place allowed. */
+    void (*gelu_fwd)(device *dev, size_t n, const float *x, float *y);
+    void (*gelu_bwd)(device *dev, size_t n, const float *x, const float *dy, float *dx);
+    /* Token ids are floats in rows of ld: token t of sample b is tokens[b ld + t] (device).
+     * y (B, T, D) = scale wte[token] + pos[t] (pos (T, D) or NULL). */
+    void (*embed_fwd)(device *dev, int batch, int t, int d, const float *tokens, int ld,
+                      const float *wte, float scale, const float *pos, float *y);
+    /* dwte (V, D): scale dy added at each token's row, rows of dy in order (accumulate 0: dwte
+     * zeroed first, V rows of it); dpos (T, D), unless NULL, = sum over the batch of dy
+     * (overwritten). */
+    void (*embed_bwd)(device *dev, int batch, int t, int d, const float *tokens, int ld,
+                      const float *dy, float scale, int vocab, int accumulate, float *dwte,
+                      float *dpos);
+    /* Causal softmax of attention scores: rows of length t, row r the query r mod t; y_j =
+     * softmax over j <= r mod t of x, 0 above the diagonal. In place allowed. */
+    void (*attn_softmax_fwd)(device *dev, int rows, int t, const float *x, float *y);
+    /* dx_j = y_j (dy_j - sum_k y_k dy_k) for j <= r mod t, 0 above. In place (dx = dy) allowed. */
+    void (*attn_softmax_bwd)(device *dev, int rows, int t, const float *y, const float *dy,
+                             float *dx);
+    /* Dropout: y = x / (1 - p) where element i is kept, 0 where dropped; element i is dropped
+     * when dropout_draw(seed, i) < p (dropout_hash.h): the same mask on every backend, and the
+     * backward pass is the same op with the same seed. In place allowed. */
+    void (*dropout)(device *dev, size_t n, float p, uint64_t seed, const float *x, float *y);
+    /* Softmax cross-entropy of a language model: logits (rows, V), row r = b t + j predicts
+     * token j + 1 of sample b (tokens as embed_fwd). Returns the summed loss; *correct = rows
+     * whose first argmax is the target. dlogits (may alias logits, or NULL) = (softmax -
+     * onehot) / rows. */
+    double (*xent_tokens)(device *dev, int rows, int vocab, const float *logits,
+                          const float *tokens, int ld, int t, float *dlogits, int *correct);
+
     /* vector ops of device.h */
     void (*axpy)(device *dev, size_t n, float a, const float *x, float *y);
     void (*scale)(device *dev, size_t n, float a, float *x);
@@ -150,6 +196,29 @@ struct device {
     char name[128];
     void *ctx; /* backend state (CUDA: handles and scratch buffers) */
 };
+
+/* The CPU backend's Transformer ops (device_cpu_gpt.c), in its table. */
+void cpu_gemm_batched(device *dev, int trans_a, int trans_b, int m, int n, int k, float alpha,
+                      const float *a, int lda, long long stride_a, const float *b, int ldb,
+                      long long stride_b, float beta, float *c, int ldc, long long stride_c,
+                      int count);
+void cpu_ln_fwd(device *dev, int rows, int cols, const float *x, const float *gamma,
+                const float *beta, float eps, float *mean, float *rstd, float *y);
+void cpu_ln_bwd(device *dev, int rows, int cols, const float *x, const float *dy,
+                const float *gamma, const float *mean, const float *rstd, float *dgamma,
+                float *dbeta, float *dx);
+void cpu_gelu_fwd(device *dev, size_t n, const float *x, float *y);
+void cpu_gelu_bwd(device *dev, size_t n, const float *x, const float *dy, float *dx);
+void cpu_embed_fwd(device *dev, int batch, int t, int d, const float *tokens, int ld,
+                   const float *wte, float scale, const float *pos, float *y);
+void cpu_embed_bwd(device *dev, int batch, int t, int d, const float *tokens, int ld,
+                   const float *dy, float scale, int vocab, int accumulate, float *dwte,
+                   float *dpos);
+void cpu_attn_softmax_fwd(device *dev, int rows, int t, const float *x, float *y);
+void cpu_attn_softmax_bwd(device *dev, int rows, int t, const float *y, const float *dy, float *dx);
+void cpu_dropout(device *dev, size_t n, float p, uint64_t seed, const float *x, float *y);
+double cpu_xent_tokens(device *dev, int rows, int vocab, const float *logits, const float *tokens,
+                       int ld, int t, float *dlogits, int *correct);
 
 /* The backends' constructors: fill *dev or return SS_EDEVICE with the reason in `reason`. */
 int device_cpu_init(device *dev);

@@ -5,6 +5,7 @@
 
 #include "common/rng.h"
 #include "common/status.h"
+#include "kernels/gpt.h"
 #include "kernels/layers.h"
 
 #include <errno.h>
@@ -39,6 +40,7 @@ struct model {
     float *host_nhwc; /* (max_batch, D) staging to reorder CHW input, or NULL */
     double forward_flops, backward_flops; /* per sample */
     double device_bytes;
+    gpt *gpt; /* a language model (gpt.h) in place of the layer graph */
 };
 
 /* Appends a layer reading the activation src (-1: the previous layer's output). */
@@ -254,42 +256,8 @@ static void mark_accumulation(model *m) {
     free(written);
 }
 
-/* The spec's shapes: SS_OK, or SS_EUSAGE naming what is wrong. */
 static int spec_check(const model_spec *spec, int max_batch) {
-    if (spec->in_c < 1 || spec->in_h < 1 || spec->in_w < 1 || spec->classes < 2 ||
-        spec->classes > 256 || max_batch < 1)
-        return ss_error_set(SS_EUSAGE,
-                            "model: bad shape (input %dx%dx%d, %d classes, max batch %d)",
-                            spec->in_c, spec->in_h, spec->in_w, spec->classes, max_batch);
-    if (spec->arch == MODEL_ARCH_MLP) {
-        if (spec->n_hidden < 0 || spec->n_hidden > MODEL_MAX_HIDDEN)
-            return ss_error_set(SS_EUSAGE, "mlp: %d hidden layers (at most %d)", spec->n_hidden,
-                                MODEL_MAX_HIDDEN);
-        for (int i = 0; i < spec->n_hidden; i++)
-            if (spec->hidden[i] < 1)
-                return ss_error_set(SS_EUSAGE, "mlp: hidden width %d must be positive",
-                                    spec->hidden[i]);
-    }
-    if (spec->arch == MODEL_ARCH_CNN) {
-        if (spec->conv_channels[0] < 1 || spec->conv_channels[1] < 1 || spec->n_cnn_dense < 1 ||
-            spec->n_cnn_dense > MODEL_MAX_HIDDEN)
-            return ss_error_set(SS_EUSAGE,
-                                "cnn: channels %d, %d must be positive, with 1 to %d dense layers",
-                                spec->conv_channels[0], spec->conv_channels[1], MODEL_MAX_HIDDEN);
-        for (int i = 0; i < spec->n_cnn_dense; i++)
-            if (spec->cnn_dense[i] < 1)
-                return ss_error_set(SS_EUSAGE, "cnn: dense width %d must be positive",
-                                    spec->cnn_dense[i]);
-    }
-    if (spec->arch == MODEL_ARCH_RESNET &&
-        (spec->depth < 8 || (spec->depth - 2) % 6 || spec->depth > 1000))
-        return ss_error_set(SS_EUSAGE, "resnet: depth %d is not 6n + 2 (20, 32, 44, 56, 110)",
-                            spec->depth);
-    if (spec->arch == MODEL_ARCH_VGG &&
-        (!model_vgg_stage_convs(spec->depth) || spec->vgg_width < 1 || spec->vgg_width > 4096))
-        return ss_error_set(SS_EUSAGE, "vgg: depth %d (11, 13, 16 or 19), width %d", spec->depth,
-                            spec->vgg_width);
-    return SS_OK;
+    return model_spec_check(spec, max_batch);
 }
 
 static void alloc_graph(model *m);
@@ -297,6 +265,11 @@ static void alloc_graph(model *m);
 int model_spec_count(const model_spec *spec, size_t *params, size_t *buffers) {
     int status = spec_check(spec, 1);
     if (status != SS_OK) return status;
+    if (spec->arch == MODEL_ARCH_GPT) {
+        if (params) *params = gpt_spec_params(spec);
+        if (buffers) *buffers = 0;
+        return SS_OK;
+    }
     model m = {.spec = *spec, .max_batch = 1};
     alloc_graph(&m);
     status = build_layers(&m);
@@ -418,6 +391,23 @@ static double skip_accum_flops(const model *m, int i) {
     return m->skip[i] > 0 && m->accum_skip[i] ? (double)layer_skip_size(&m->layers[i]) : 0.0;
 }
 
+/* A language model: the gpt's vectors and views seen through the model. */
+static int create_gpt(model *m, uint64_t seed) {
+    int status = gpt_create(m->dev, &m->spec, seed, m->max_batch, &m->gpt);
+    if (status != SS_OK) return status;
+    m->n_params = gpt_param_count(m->gpt);
+    m->params = gpt_params(m->gpt);
+    m->grads = gpt_grads(m->gpt);
+    m->n_views = gpt_view_count(m->gpt);
+    m->views = ss_calloc((size_t)m->n_views, sizeof *m->views);
+    for (int i = 0; i < m->n_views; i++)
+        m->views[i] = *gpt_view_at(m->gpt, i);
+    m->forward_flops = gpt_forward_flops(m->gpt);
+    m->backward_flops = gpt_backward_flops(m->gpt);
+    m->device_bytes = gpt_device_bytes(m->gpt);
+    return SS_OK;
+}
+
 int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_batch, model **out) {
     SS_ASSERT(dev && spec && out);
     *out = NULL;
@@ -427,6 +417,14 @@ int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_bat
     m->dev = dev;
     m->spec = *spec;
     m->max_batch = max_batch;
+    if (spec->arch == MODEL_ARCH_GPT) {
+        if ((status = create_gpt(m, seed)) != SS_OK) {
+            free(m);
+            return status;
+        }
+        *out = m;
+        return SS_OK;
+    }
     alloc_graph(m);
     status = build_layers(m);
     if (status != SS_OK) {
@@ -456,6 +454,12 @@ int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_bat
 
 void model_destroy(model *m) {
     if (!m) return;
+    if (m->gpt) {
+        gpt_destroy(m->gpt);
+        free(m->views);
+        free(m);
+        return;
+    }
     for (int i = 0; m->act && i < m->n_layers; i++)
         layer_free_scratch(m->dev, &m->layers[i]);
     for (int i = 0; m->act && i <= m->n_layers; i++) {
@@ -531,10 +535,15 @@ double model_backward_flops_per_sample(const model *m) {
 }
 
 int model_cost_layer_count(const model *m) {
+    if (m->gpt) return gpt_cost_layer_count(m->gpt);
     return m->n_layers + 1;
 }
 
 void model_cost_layer_at(const model *m, int i, model_layer_cost *out) {
+    if (m->gpt) {
+        gpt_cost_layer_at(m->gpt, i, out);
+        return;
+    }
     SS_ASSERT(i >= 0 && i <= m->n_layers);
     memset(out, 0, sizeof *out);
     if (i == m->n_layers) { /* the loss: logits in, one softmax kernel each way */
@@ -634,6 +643,7 @@ double model_forward_backward(model *m, const float *x, const uint8_t *y, int ba
 double model_forward_backward_each(model *m, const float *x, const uint8_t *y, int batch,
                                    void (*grad_ready)(void *ctx, int layer), void *ctx) {
     SS_ASSERT(batch >= 1 && batch <= m->max_batch);
+    if (m->gpt) return gpt_forward_backward(m->gpt, x, batch, grad_ready, ctx);
     set_training(m, 1);
     upload_input(m, x, batch);
     forward(m, batch);
@@ -657,6 +667,13 @@ double model_forward_backward_each(model *m, const float *x, const uint8_t *y, i
 }
 
 double model_evaluate_sum(model *m, const float *x, const uint8_t *y, size_t n, size_t *correct) {
+    if (m->gpt) { /* the mean per token over the n samples; correct: tokens / T (next-token) */
+        size_t tokens = 0;
+        double mean = 0.0;
+        gpt_evaluate(m->gpt, x, n, &mean, &tokens);
+        if (correct) *correct = tokens / (size_t)m->spec.gpt_seq;
+        return mean * (double)n;
+    }
     const size_t d = (size_t)m->spec.in_c * m->spec.in_h * m->spec.in_w;
     double loss_sum = 0.0;
     size_t right = 0;
@@ -678,4 +695,12 @@ void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double
                     size_t *correct) {
     const double loss_sum = model_evaluate_sum(m, x, y, n, correct);
     if (mean_loss) *mean_loss = n ? loss_sum / (double)n : 0.0;
+}
+
+void model_set_stream(model *m, uint64_t stream) {
+    if (m->gpt) gpt_set_dropout_stream(m->gpt, stream);
+}
+
+int model_is_language(const model *m) {
+    return m->gpt != NULL;
 }

@@ -26,7 +26,8 @@ typedef enum model_arch {
     MODEL_ARCH_MLP = 1,
     MODEL_ARCH_CNN = 2,
     MODEL_ARCH_RESNET = 3,
-    MODEL_ARCH_VGG = 4
+    MODEL_ARCH_VGG = 4,
+    MODEL_ARCH_GPT = 5
 } model_arch;
 
 #define MODEL_MAX_HIDDEN 8
@@ -45,6 +46,13 @@ typedef struct model_spec {
     int depth;       /* resnet: 6n + 2 layers (20, 32, 44, 56, 110); vgg: 11, 13, 16, 19 */
     int resnet_proj; /* resnet: 1 projection shortcuts (option B), 0 zero padding (option A) */
     int vgg_width;   /* vgg: channels of the first stage (64; the stages have 1, 2, 4, 8, 8 x) */
+    /* gpt (kernels/gpt.h): a language model over classes = vocabulary tokens; a sample is
+     * in_w = T + 1 token ids (as floats): T inputs, each predicting the next */
+    int gpt_layers, gpt_dim, gpt_heads, gpt_seq; /* L, D, H, T */
+    int gpt_ffn;                                 /* MLP width: 4 D (wlm: its nhid) */
+    float gpt_dropout;                           /* 0.1 (wlm: 0.2) */
+    int gpt_wlm; /* PyTorch's word_language_model Transformer (post-norm, ReLU, sinusoidal
+                    positions, embedding x sqrt(D), untied decoder with bias, no final norm) */
 } model_spec;
 
 /* A view of one parameter tensor inside the flat vector. */
@@ -68,6 +76,8 @@ void model_spec_default(model_spec *spec, model_arch arch, int in_c, int in_h, i
  * 13, 16, 19: Simonyan and Zisserman's configurations A, B, D, E with batch norm, CIFAR form);
  * SS_EUSAGE names the valid forms. */
 int model_spec_parse(model_spec *spec, const char *text, int in_c, int in_h, int in_w, int classes);
+/* The spec's sizes for batches of max_batch: SS_OK, or SS_EUSAGE naming what is wrong. */
+int model_spec_check(const model_spec *spec, int max_batch);
 /* The valid forms, for messages and --help. */
 const char *model_spec_forms(void);
 /* 1 when models of the spec have buffers (batch normalization: resnet, vgg). */
@@ -143,7 +153,17 @@ void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double
                     size_t *correct);
 /* The same evaluation, returning the sum of the per-sample losses (chunks of max_batch samples,
  * summed in order from 0.0): of one chunk (n <= max_batch) it is that chunk's loss exactly, so
- * the chunks of a test set may be evaluated apart and summed in order to the same bits. */
+ * the chunks of a test set may be evaluated apart and summed in order to the same bits. A
+ * language model returns n times its mean loss per token, evaluated whole. */
 double model_evaluate_sum(model *m, const float *x, const uint8_t *y, size_t n, size_t *correct);
+/* A language model (gpt): x holds samples of T + 1 token ids as floats and y is not read; the
+ * loss is the mean cross-entropy per predicted token (perplexity = exp(loss)), and model_evaluate's
+ * *correct is the number of correctly predicted tokens / T (correct / n the next-token
+ * accuracy). */
+int model_is_language(const model *m);
+/* The replica's stream of random draws in training passes (dropout masks): each worker sets its
+ * rank so that replicas with one seed still draw different masks. A no-op for models without
+ * dropout. */
+void model_set_stream(model *m, uint64_t stream);
 
 #endif

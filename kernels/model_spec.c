@@ -3,20 +3,25 @@
 
 #include "common/number.h"
 #include "common/status.h"
+#include "kernels/gpt.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const arch_names[] = {"logreg", "mlp", "cnn", "resnet", "vgg"};
+static const char *const arch_names[] = {"logreg", "mlp", "cnn", "resnet", "vgg", "gpt"};
 enum { ARCH_COUNT = sizeof arch_names / sizeof arch_names[0] };
 
 static const char model_forms[] =
     "valid: logreg, mlp, mlp:W1,W2,... (hidden widths), cnn, cnn:C1,C2,D1,... (the two convs' "
     "channels, then hidden dense widths), cnn:lenet (LeNet-5 of NIID-Bench: 6, 16, 120, 84, "
     "unpadded), resnet:D or resnet:D,proj (CIFAR ResNet, D = 6n+2: 20, 32, 44, 56, 110; proj: "
-    "projection shortcuts), vgg:D (CIFAR VGG with batch norm, D = 11, 13, 16, 19)";
+    "projection shortcuts), vgg:D (CIFAR VGG with batch norm, D = 11, 13, 16, 19), gpt:L,D,H,T or "
+    "gpt:L,D,H,T,P (a "
+    "language model: L pre-norm layers of width D, H heads, T tokens a sequence, dropout P, 0.1 "
+    "unless given), gpt:wlm (also gpt: the SelSync paper's Transformer, PyTorch's "
+    "word_language_model: 2 layers, 200 wide, 2 heads, T 35, dropout 0.2)";
 
 const char *model_spec_forms(void) {
     return model_forms;
@@ -28,6 +33,13 @@ int model_spec_has_buffers(const model_spec *spec) {
 
 const char *model_arch_name(model_arch arch) {
     return (unsigned)arch < ARCH_COUNT ? arch_names[arch] : "unknown";
+}
+
+static void set_gpt(model_spec *spec, int layers, int dim, int heads, int seq, float dropout,
+                    int ffn, int wlm) {
+    spec->gpt_layers = layers, spec->gpt_dim = dim, spec->gpt_heads = heads;
+    spec->gpt_seq = seq, spec->gpt_dropout = dropout, spec->gpt_ffn = ffn, spec->gpt_wlm = wlm;
+    spec->in_c = 1, spec->in_h = 1, spec->in_w = seq + 1;
 }
 
 void model_spec_default(model_spec *spec, model_arch arch, int in_c, int in_h, int in_w,
@@ -44,6 +56,7 @@ void model_spec_default(model_spec *spec, model_arch arch, int in_c, int in_h, i
     spec->cnn_dense[0] = 128;
     spec->depth = arch == MODEL_ARCH_VGG ? 11 : 20;
     spec->vgg_width = 64;
+    if (arch == MODEL_ARCH_GPT) set_gpt(spec, 2, 200, 2, 35, 0.2f, 200, 1);
 }
 
 /* Comma-separated positive integers of p into out (at most max); SS_EUSAGE naming text. */
@@ -84,6 +97,40 @@ static int parse_cnn(model_spec *spec, const char *text, const char *opts) {
     spec->conv_channels[0] = w[0], spec->conv_channels[1] = w[1];
     spec->n_cnn_dense = n - 2;
     memcpy(spec->cnn_dense, w + 2, (size_t)(n - 2) * sizeof(int));
+    return SS_OK;
+}
+
+/* gpt:wlm (or gpt:selsync), gpt:L,D,H,T[,P] */
+static int parse_gpt(model_spec *spec, const char *text, const char *opts) {
+    if (!strcmp(opts, "wlm") || !strcmp(opts, "selsync")) return SS_OK; /* the default */
+    long v[5] = {0, 0, 0, 0, 0};
+    int n = 0;
+    const char *p = opts;
+    char *end = NULL;
+    double drop = 0.1;
+    for (; n < 5; n++) {
+        errno = 0;
+        if (n == 4) {
+            drop = strtod(p, &end);
+        } else {
+            v[n] = strtol(p, &end, 10);
+            if (v[n] < 1 || v[n] > 1 << 16) break;
+        }
+        if (end == p || errno || (*end && *end != ',')) break;
+        if (!*end) {
+            n++;
+            break;
+        }
+        p = end + 1;
+    }
+    if ((n != 4 && n != 5) || *end || v[1] % v[2] || v[0] > 64 || v[3] > 4096 || drop < 0 ||
+        drop >= 1)
+        return ss_error_set(SS_EUSAGE,
+                            "model '%s': gpt takes L,D,H,T or L,D,H,T,P: layers (1 to 64), width "
+                            "D divisible by the heads H, sequence length T (1 to 4096), dropout P "
+                            "in [0, 1); or gpt:wlm (%s)",
+                            text, model_forms);
+    set_gpt(spec, (int)v[0], (int)v[1], (int)v[2], (int)v[3], (float)drop, 4 * (int)v[1], 0);
     return SS_OK;
 }
 
@@ -131,7 +178,49 @@ int model_spec_parse(model_spec *spec, const char *text, int in_c, int in_h, int
         if (a == MODEL_ARCH_CNN) return parse_cnn(spec, text, opts);
         if (a == MODEL_ARCH_RESNET) return parse_resnet(spec, text, opts);
         if (a == MODEL_ARCH_VGG) return parse_vgg(spec, text, opts);
+        if (a == MODEL_ARCH_GPT) return parse_gpt(spec, text, opts);
         return ss_error_set(SS_EUSAGE, "model '%s' takes no options (%s)", text, model_forms);
     }
     return ss_error_set(SS_EUSAGE, "unknown model '%s' (%s)", text, model_forms);
+}
+
+/* The spec's shapes: SS_OK, or SS_EUSAGE naming what is wrong. */
+int model_spec_check(const model_spec *spec, int max_batch) {
+    if (spec->arch == MODEL_ARCH_GPT)
+        return max_batch < 1 ? ss_error_set(SS_EUSAGE, "model: max batch %d", max_batch)
+                             : gpt_spec_check(spec);
+    if (spec->in_c < 1 || spec->in_h < 1 || spec->in_w < 1 || spec->classes < 2 ||
+        spec->classes > 256 || max_batch < 1)
+        return ss_error_set(SS_EUSAGE,
+                            "model: bad shape (input %dx%dx%d, %d classes, max batch %d)",
+                            spec->in_c, spec->in_h, spec->in_w, spec->classes, max_batch);
+    if (spec->arch == MODEL_ARCH_MLP) {
+        if (spec->n_hidden < 0 || spec->n_hidden > MODEL_MAX_HIDDEN)
+            return ss_error_set(SS_EUSAGE, "mlp: %d hidden layers (at most %d)", spec->n_hidden,
+                                MODEL_MAX_HIDDEN);
+        for (int i = 0; i < spec->n_hidden; i++)
+            if (spec->hidden[i] < 1)
+                return ss_error_set(SS_EUSAGE, "mlp: hidden width %d must be positive",
+                                    spec->hidden[i]);
+    }
+    if (spec->arch == MODEL_ARCH_CNN) {
+        if (spec->conv_channels[0] < 1 || spec->conv_channels[1] < 1 || spec->n_cnn_dense < 1 ||
+            spec->n_cnn_dense > MODEL_MAX_HIDDEN)
+            return ss_error_set(SS_EUSAGE,
+                                "cnn: channels %d, %d must be positive, with 1 to %d dense layers",
+                                spec->conv_channels[0], spec->conv_channels[1], MODEL_MAX_HIDDEN);
+        for (int i = 0; i < spec->n_cnn_dense; i++)
+            if (spec->cnn_dense[i] < 1)
+                return ss_error_set(SS_EUSAGE, "cnn: dense width %d must be positive",
+                                    spec->cnn_dense[i]);
+    }
+    if (spec->arch == MODEL_ARCH_RESNET &&
+        (spec->depth < 8 || (spec->depth - 2) % 6 || spec->depth > 1000))
+        return ss_error_set(SS_EUSAGE, "resnet: depth %d is not 6n + 2 (20, 32, 44, 56, 110)",
+                            spec->depth);
+    if (spec->arch == MODEL_ARCH_VGG &&
+        (!model_vgg_stage_convs(spec->depth) || spec->vgg_width < 1 || spec->vgg_width > 4096))
+        return ss_error_set(SS_EUSAGE, "vgg: depth %d (11, 13, 16 or 19), width %d", spec->depth,
+                            spec->vgg_width);
+    return SS_OK;
 }

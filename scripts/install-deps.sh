@@ -15,6 +15,7 @@ packages=(
   gnuplot-nox          # figures
   libopenmpi-dev openmpi-bin # sweeps spread over mpirun ranks (optional at build time)
   dataset-fashion-mnist # the default real data set (/usr/share/datasets/fashion-mnist)
+  sword-text-web       # web-bible, the language models' corpus (World English Bible, public domain)
   libxml2-dev          # platform files checked (well-formedness, line numbers) before SimGrid reads them
   clang libclang-rt-14-dev # libFuzzer targets (scripts/fuzz.sh; CI runs a short smoke of each)
   iproute2             # ip and tc: the network testbed (scripts/testbed.sh)

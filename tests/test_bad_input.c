@@ -590,6 +590,24 @@ static void test_silent(void) {
     run_cases(silent, (int)(sizeof silent / sizeof silent[0]));
 }
 
+/* Language models: a malformed gpt form lists the valid ones; a language model given an image
+ * set names the text sets. */
+static const bad_case language[] = {
+    {"train --model gpt:2,200,3,35 --epochs 0.01 --out @G", 2, "gpt takes L,D,H,T or L,D,H,T,P"},
+    {"train --model gpt:2,200 --epochs 0.01 --out @G", 2, "gpt:wlm"},
+    {"train --model gpt:wlm --dataset synthetic --epochs 0.01 --out @G", 2,
+     "it takes a text data set (web-bible, wikitext-2, wikitext-103, ptb), not synthetic"},
+    {"train --model gpt:wlm --dataset wikitext-2 --epochs 0.01 --out @G", 2,
+     "wikitext-2 needs --data-dir DIR holding wiki.train.tokens"},
+    {"train --model gpt:wlm --dataset web-bible --workers 2 --partition noniid:2 --epochs 0.01 "
+     "--out @G",
+     2, "--partition noniid splits by label; the text set web-bible has none"},
+};
+
+static void test_language(void) {
+    run_cases(language, (int)(sizeof language / sizeof language[0]));
+}
+
 /* Options that do nothing without another one are refused, as other policies' options are. */
 static const bad_case requirements[] = {
     {RUN8 "--policy selsync --deadline 1s", 2, "option --deadline applies only with --loss"},
@@ -775,6 +793,7 @@ static CU_TestInfo bad_tests[] = {
     {"every option of the table: bad values by kind, missing value, misspelled, not applicable",
      test_matrix},
     {"inputs that silently changed a run: IDX label, bench kernels --model", test_silent},
+    {"language models: malformed gpt forms, image sets", test_language},
     {"numbers: no hexadecimal, no empty list item, anywhere", test_numbers},
     {"report: malformed cells, NaN, wrong JSON types, truncated traces are errors", test_reports},
     {"validate network and scaling: SIGINT/SIGTERM exit 130, no process left",

@@ -564,6 +564,221 @@ static void test_step_resnet(void) {
     model_step_of(&spec, "vgg:11", 1e-7);
 }
 
+/* ---- Transformer ops ---- */
+
+/* strided batched GEMM over 3 matrices with row strides wider than the matrix (heads side by
+ * side, as attention reads them): FP32 both sides, NMSE 1e-10 as gemm */
+static void test_gemm_batched(void) {
+    const int m = 11, n = 7, k = 9, count = 3, ld = 40;
+    const long long stride = 13LL * ld;
+    const size_t total = (size_t)stride * count;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++) {
+            float *a = rand_host(total, 101, -1, 1), *b = rand_host(total, 102, -1, 1);
+            float *c = rand_host(total, 103, -1, 1);
+            float *ga = on_gpu(a, total), *gb = on_gpu(b, total), *gc = on_gpu(c, total);
+            cpu_dev->ops->gemm_batched(cpu_dev, ta, tb, m, n, k, 0.6f, a + 3, ld, stride, b + 5, ld,
+                                       stride, 0.4f, c + 2, ld, stride, count);
+            gpu_dev->ops->gemm_batched(gpu_dev, ta, tb, m, n, k, 0.6f, ga + 3, ld, stride, gb + 5,
+                                       ld, stride, 0.4f, gc + 2, ld, stride, count);
+            check_nmse("gemm_batched", c, gc, total, 1e-10);
+            device_free(gpu_dev, ga);
+            device_free(gpu_dev, gb);
+            device_free(gpu_dev, gc);
+            free(a);
+            free(b);
+            free(c);
+        }
+}
+
+/* layer norm: statistics in double on both sides, the rest float ops in one order; the CUDA
+ * kernels round each product (__fmul_rn), the CPU build does not contract: a few ulps, 1e-12;
+ * dgamma, dbeta sum the rows in another order (a tree), 1e-12 */
+static void test_layernorm(void) {
+    const int rows = 70, cols = 200;
+    const size_t n = (size_t)rows * cols;
+    float *x = rand_host(n, 110, -3, 3), *dy = rand_host(n, 111, -1, 1);
+    float *gamma = rand_host(cols, 112, 0.5f, 1.5f), *beta = rand_host(cols, 113, -1, 1);
+    float *y = on_cpu(x, n), *st = device_alloc(cpu_dev, 2 * (size_t)rows), *dx = on_cpu(x, n);
+    float *dg = device_alloc(cpu_dev, cols), *db = device_alloc(cpu_dev, cols);
+    float *gx = on_gpu(x, n), *gdy = on_gpu(dy, n), *gg = on_gpu(gamma, cols);
+    float *gb = on_gpu(beta, cols), *gy = device_alloc(gpu_dev, n);
+    float *gst = device_alloc(gpu_dev, 2 * (size_t)rows), *gdx = device_alloc(gpu_dev, n);
+    float *gdg = device_alloc(gpu_dev, cols), *gdb = device_alloc(gpu_dev, cols);
+    cpu_dev->ops->ln_fwd(cpu_dev, rows, cols, x, gamma, beta, 1e-5f, st, st + rows, y);
+    gpu_dev->ops->ln_fwd(gpu_dev, rows, cols, gx, gg, gb, 1e-5f, gst, gst + rows, gy);
+    check_nmse("ln_fwd y", y, gy, n, 1e-12);
+    check_nmse("ln_fwd mean, rstd", st, gst, 2 * (size_t)rows, 1e-12);
+    cpu_dev->ops->ln_bwd(cpu_dev, rows, cols, x, dy, gamma, st, st + rows, dg, db, dx);
+    gpu_dev->ops->ln_bwd(gpu_dev, rows, cols, gx, gdy, gg, gst, gst + rows, gdg, gdb, gdx);
+    check_nmse("ln_bwd dx", dx, gdx, n, 1e-10);
+    check_nmse("ln_bwd dgamma", dg, gdg, cols, 1e-12);
+    check_nmse("ln_bwd dbeta", db, gdb, cols, 1e-12);
+    float *frees_cpu[] = {y, st, dx, dg, db};
+    for (int i = 0; i < 5; i++)
+        device_free(cpu_dev, frees_cpu[i]);
+    float *frees_gpu[] = {gx, gdy, gg, gb, gy, gst, gdx, gdg, gdb};
+    for (int i = 0; i < 9; i++)
+        device_free(gpu_dev, frees_gpu[i]);
+    free(x), free(dy), free(gamma), free(beta);
+}
+
+/* GELU in double on both sides, rounded once: CUDA's and glibc's erf/exp may differ by an ulp
+ * of a double, which the rounding to float hides but for rare ties: 1e-13 */
+static void test_gelu(void) {
+    const size_t n = 10007;
+    float *x = rand_host(n, 120, -6, 6), *dy = rand_host(n, 121, -1, 1);
+    float *y = on_cpu(x, n), *dx = on_cpu(x, n);
+    float *gx = on_gpu(x, n), *gdy = on_gpu(dy, n), *gy = device_alloc(gpu_dev, n);
+    cpu_dev->ops->gelu_fwd(cpu_dev, n, x, y);
+    gpu_dev->ops->gelu_fwd(gpu_dev, n, gx, gy);
+    check_nmse("gelu_fwd", y, gy, n, 1e-13);
+    cpu_dev->ops->gelu_bwd(cpu_dev, n, x, dy, dx);
+    gpu_dev->ops->gelu_bwd(gpu_dev, n, gx, gdy, gdy); /* in place */
+    check_nmse("gelu_bwd", dx, gdy, n, 1e-13);
+    device_free(cpu_dev, y), device_free(cpu_dev, dx);
+    device_free(gpu_dev, gx), device_free(gpu_dev, gdy), device_free(gpu_dev, gy);
+    free(x), free(dy);
+}
+
+/* embeddings: the same float operations in the same order (each CUDA thread walks its column's
+ * rows as the CPU loop does): equal bit for bit; with repeated tokens, accumulate on and off,
+ * with learned positions */
+static void test_embedding(void) {
+    const int batch = 6, t = 9, d = 48, vocab = 13, ld = t + 1;
+    const size_t nt = (size_t)batch * ld, ny = (size_t)batch * t * d, nv = (size_t)vocab * d;
+    float *tok = ss_malloc(nt * sizeof(float));
+    for (size_t i = 0; i < nt; i++)
+        tok[i] = (float)((i * 7 + i / 3) % vocab);
+    float *wte = rand_host(nv, 130, -1, 1), *pos = rand_host((size_t)t * d, 131, -1, 1);
+    float *dy = rand_host(ny, 132, -1, 1), *dwte = rand_host(nv, 133, -1, 1);
+    float *y = device_alloc(cpu_dev, ny), *dpos = device_alloc(cpu_dev, (size_t)t * d);
+    float *gtok = on_gpu(tok, nt), *gwte = on_gpu(wte, nv), *gpos = on_gpu(pos, (size_t)t * d);
+    float *gdy = on_gpu(dy, ny), *gdwte = on_gpu(dwte, nv), *gy = device_alloc(gpu_dev, ny);
+    float *gdpos = device_alloc(gpu_dev, (size_t)t * d);
+    cpu_dev->ops->embed_fwd(cpu_dev, batch, t, d, tok, ld, wte, 1.7f, pos, y);
+    gpu_dev->ops->embed_fwd(gpu_dev, batch, t, d, gtok, ld, gwte, 1.7f, gpos, gy);
+    check_nmse("embed_fwd", y, gy, ny, 0.0);
+    for (int acc = 1; acc >= 0; acc--) {
+        cpu_dev->ops->embed_bwd(cpu_dev, batch, t, d, tok, ld, dy, 1.7f, vocab, acc, dwte, dpos);
+        gpu_dev->ops->embed_bwd(gpu_dev, batch, t, d, gtok, ld, gdy, 1.7f, vocab, acc, gdwte,
+                                gdpos);
+        check_nmse(acc ? "embed_bwd dwte (accumulated)" : "embed_bwd dwte", dwte, gdwte, nv, 0.0);
+        check_nmse("embed_bwd dpos", dpos, gdpos, (size_t)t * d, 0.0);
+    }
+    device_free(cpu_dev, y), device_free(cpu_dev, dpos);
+    float *g[] = {gtok, gwte, gpos, gdy, gdwte, gy, gdpos};
+    for (int i = 0; i < 7; i++)
+        device_free(gpu_dev, g[i]);
+    free(tok), free(wte), free(pos), free(dy), free(dwte);
+}
+
+/* causal softmax: exp in double for the sum, expf for the probabilities (CUDA's expf is within
+ * 2 ulps of glibc's), sums in another order: 1e-12; above the diagonal exactly 0 on both */
+static void test_attn_softmax(void) {
+    const int t = 35, rows = 4 * 2 * t;
+    const size_t n = (size_t)rows * t;
+    float *x = rand_host(n, 140, -5, 5), *dy = rand_host(n, 141, -1, 1);
+    float *y = on_cpu(x, n), *dx = on_cpu(dy, n);
+    float *gx = on_gpu(x, n), *gdy = on_gpu(dy, n), *gy = device_alloc(gpu_dev, n);
+    cpu_dev->ops->attn_softmax_fwd(cpu_dev, rows, t, x, y);
+    gpu_dev->ops->attn_softmax_fwd(gpu_dev, rows, t, gx, gy);
+    check_nmse("attn_softmax_fwd", y, gy, n, 1e-12);
+    cpu_dev->ops->attn_softmax_bwd(cpu_dev, rows, t, y, dx, dx);
+    gpu_dev->ops->attn_softmax_bwd(gpu_dev, rows, t, gy, gdy, gdy);
+    check_nmse("attn_softmax_bwd", dx, gdy, n, 1e-10);
+    device_free(cpu_dev, y), device_free(cpu_dev, dx);
+    device_free(gpu_dev, gx), device_free(gpu_dev, gdy), device_free(gpu_dev, gy);
+    free(x), free(dy);
+}
+
+/* dropout: one counter-based mask on both, one multiply: equal bit for bit */
+static void test_dropout(void) {
+    const size_t n = 100003;
+    float *x = rand_host(n, 150, -1, 1), *y = on_cpu(x, n);
+    float *gx = on_gpu(x, n), *gy = device_alloc(gpu_dev, n);
+    cpu_dev->ops->dropout(cpu_dev, n, 0.2f, 12345, x, y);
+    gpu_dev->ops->dropout(gpu_dev, n, 0.2f, 12345, gx, gy);
+    check_nmse("dropout", y, gy, n, 0.0);
+    gpu_dev->ops->dropout(gpu_dev, n, 0.2f, 12345, gx, gx); /* in place */
+    check_nmse("dropout in place", y, gx, n, 0.0);
+    device_free(cpu_dev, y);
+    device_free(gpu_dev, gx), device_free(gpu_dev, gy);
+    free(x);
+}
+
+/* the language model's cross-entropy over a vocabulary of 5,003: loss 1e-12 relative, argmax
+ * hits equal, dlogits (in place and not) 1e-10 */
+static void test_xent_tokens(void) {
+    const int batch = 3, t = 7, vocab = 5003, rows = batch * t, ld = t + 1;
+    const size_t n = (size_t)rows * vocab;
+    float *tok = ss_malloc((size_t)batch * ld * sizeof(float));
+    for (int i = 0; i < batch * ld; i++)
+        tok[i] = (float)((i * 977) % vocab);
+    float *z = rand_host(n, 160, -6, 6), *d = on_cpu(z, n);
+    float *gtok = on_gpu(tok, (size_t)batch * ld), *gz = on_gpu(z, n);
+    float *gd = device_alloc(gpu_dev, n);
+    int cc = -1, cg = -2;
+    double lc = cpu_dev->ops->xent_tokens(cpu_dev, rows, vocab, z, tok, ld, t, d, &cc);
+    double lg = gpu_dev->ops->xent_tokens(gpu_dev, rows, vocab, gz, gtok, ld, t, gd, &cg);
+    SS_CHECK_CLOSE(lg, lc, 0, 1e-12);
+    CU_ASSERT_EQUAL(cg, cc);
+    check_nmse("xent_tokens dlogits", d, gd, n, 1e-10);
+    lg = gpu_dev->ops->xent_tokens(gpu_dev, rows, vocab, gz, gtok, ld, t, gz, &cg);
+    SS_CHECK_CLOSE(lg, lc, 0, 1e-12);
+    check_nmse("xent_tokens dlogits in place", d, gz, n, 1e-10);
+    device_free(cpu_dev, d);
+    device_free(gpu_dev, gtok), device_free(gpu_dev, gz), device_free(gpu_dev, gd);
+    free(tok), free(z);
+}
+
+/* one training step of a language model on both devices, dropout on (the same masks on both):
+ * loss 1e-5 relative, gradients NMSE 1e-7 (layer norms and softmaxes divide by small spreads, as
+ * batch norm does), parameters after the step 1e-12, evaluation loss 1e-5 */
+static void gpt_step_case(const char *text, int vocab) {
+    model_spec spec;
+    CU_ASSERT_FATAL(model_spec_parse(&spec, text, 1, 1, 1, vocab) == SS_OK);
+    const int batch = 4, ld = spec.gpt_seq + 1;
+    model *mc, *mg;
+    CU_ASSERT_FATAL(model_create(cpu_dev, &spec, 5, batch, &mc) == SS_OK);
+    CU_ASSERT_FATAL(model_create(gpu_dev, &spec, 5, batch, &mg) == SS_OK);
+    model_set_stream(mc, 3);
+    model_set_stream(mg, 3);
+    const size_t np = model_param_count(mc);
+    float *x = ss_malloc((size_t)batch * ld * sizeof(float));
+    for (int i = 0; i < batch * ld; i++)
+        x[i] = (float)((i * 31 + i / 5) % vocab);
+    check_nmse("gpt initial params", model_params(mc), model_params(mg), np, 0.0);
+    for (int step = 0; step < 2; step++) {
+        double lc = model_forward_backward(mc, x, NULL, batch);
+        double lg = model_forward_backward(mg, x, NULL, batch);
+        SS_CHECK_CLOSE(lg, lc, 0, 1e-5);
+        char what[64];
+        snprintf(what, sizeof what, "%s grads", text);
+        check_nmse(what, model_grads(mc), model_grads(mg), np, 1e-7);
+        sgd_state *sc = sgd_create(cpu_dev, np), *sg = sgd_create(gpu_dev, np);
+        sgd_step(sc, model_params(mc), model_grads(mc), 0.1f, 0.0f, 0.0f);
+        sgd_step(sg, model_params(mg), model_grads(mg), 0.1f, 0.0f, 0.0f);
+        snprintf(what, sizeof what, "%s params after sgd_step", text);
+        check_nmse(what, model_params(mc), model_params(mg), np, 1e-12);
+        sgd_destroy(sc);
+        sgd_destroy(sg);
+    }
+    double el_c, el_g;
+    size_t ok_c, ok_g;
+    model_evaluate(mc, x, NULL, (size_t)batch, &el_c, &ok_c);
+    model_evaluate(mg, x, NULL, (size_t)batch, &el_g, &ok_g);
+    SS_CHECK_CLOSE(el_g, el_c, 0, 1e-5);
+    model_destroy(mc);
+    model_destroy(mg);
+    free(x);
+}
+
+static void test_step_gpt(void) {
+    gpt_step_case("gpt:2,64,4,16,0.1", 300);
+    gpt_step_case("gpt:wlm", 2000);
+}
+
 static CU_TestInfo cuda_tests[] = {
     {"gemm NN/NT/TN/TT", test_gemm},
     {"bias_add, bias_grad", test_bias},
@@ -576,11 +791,19 @@ static CU_TestInfo cuda_tests[] = {
     {"sgd", test_sgd},
     {"mean, axpy, scale, nrm2, masked_copy", test_vector_ops},
     {"memory shared with the host", test_share_with_host},
+    {"gemm_batched (strided)", test_gemm_batched},
+    {"ln_fwd, ln_bwd", test_layernorm},
+    {"gelu_fwd, gelu_bwd (erf)", test_gelu},
+    {"embed_fwd, embed_bwd", test_embedding},
+    {"attn_softmax_fwd, attn_softmax_bwd (causal)", test_attn_softmax},
+    {"dropout (counter-based mask)", test_dropout},
+    {"xent_tokens", test_xent_tokens},
     {"training step logreg", test_step_logreg},
     {"training step mlp", test_step_mlp},
     {"training step cnn", test_step_cnn},
     {"training step cnn:lenet", test_step_lenet},
     {"training step resnet:8 (option A), resnet:20,proj, vgg:11", test_step_resnet},
+    {"training step gpt:2,64,4,16,0.1 and gpt:wlm (dropout on)", test_step_gpt},
     CU_TEST_INFO_NULL,
 };
 
