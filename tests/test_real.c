@@ -302,13 +302,19 @@ static void test_validate_real_bounds(void) {
             CU_ASSERT_EQUAL(rc, 1);
             CU_ASSERT_PTR_NOT_NULL(out ? strstr(out, "OUTSIDE the bounds") : NULL);
             CU_ASSERT_PTR_NULL(eager); /* the caller's limit kept */
-            /* off by far more than the bound: LV08's time error below -20 % */
-            snprintf(
-                cmd, sizeof cmd,
-                "awk -F, '$1 == \"bsp\" && $2 == \"LV08\" && $8 < -0.2 { n++ } END { exit n != "
-                "1 }' %s/vr-eager-off/validate_real.csv",
-                tmp_dir);
-            CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+            /* past the bound in the direction of the rendezvous (the real run slower): LV08's
+             * time or comm error below -10 % (-42.7 and -42.4 % on a quiet machine; on a loaded
+             * one the measured compute's share changes how much of it the time shows) */
+            snprintf(cmd, sizeof cmd,
+                     "awk -F, '$1 == \"bsp\" && $2 == \"LV08\" && ($8 < -0.1 || $11 < -0.1) "
+                     "{ n++ } END { exit n != 1 }' %s/vr-eager-off/validate_real.csv",
+                     tmp_dir);
+            const int past = ss_test_shell(cmd, NULL) == 0;
+            if (!past) {
+                snprintf(cmd, sizeof cmd, "cat %s/vr-eager-off/validate_real.csv >&2", tmp_dir);
+                ss_test_shell(cmd, NULL);
+            }
+            CU_ASSERT_TRUE(past);
         } else {
             if (!eager || (realtime && rc != 0)) fprintf(stderr, "\n%s\n%s\n", cmd, out ? out : "");
             CU_ASSERT_PTR_NOT_NULL(eager);
