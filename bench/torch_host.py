@@ -272,16 +272,11 @@ def sync_item(reps):
     return med(once, reps)
 
 
-def step_phases(name, batch, reps):
-    """One of syncsim's models (bench/syncsim_torch.py) in an eager training step as
-    bench/torch_gpu.py runs it: the host's time in each phase of a step started on an idle GPU
-    (zero_grad, forward with the loss, backward, optimizer), the step synchronized every time,
-    and the steady rate of unsynchronized steps (CUDA events over 50 steps)."""
-    import syncsim_torch
-    torch.manual_seed(1)
-    m = syncsim_torch.build(name).to(DEV)
-    x = torch.rand(batch, 1, 28, 28, device=DEV)
-    y = torch.randint(0, 10, (batch,), device=DEV)
+def sgd_step_timer(m, x, y, warmup):
+    """An eager training step of m on (x, y) as bench/torch_gpu.py runs it, warmed up; returns
+    the step and a function timing one step started on an idle GPU: the host's microseconds of
+    zero_grad, forward with the loss, backward, optimizer, the four together, and the step
+    with the wait for the GPU."""
     opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
     loss_fn = nn.CrossEntropyLoss()
 
@@ -290,7 +285,7 @@ def step_phases(name, batch, reps):
         loss_fn(m(x), y).backward()
         opt.step()
 
-    for _ in range(5):
+    for _ in range(warmup):
         step()
 
     def phases():
@@ -308,6 +303,20 @@ def step_phases(name, batch, reps):
         t5 = time.perf_counter()
         return [(t1 - t0) * 1e6, (t2 - t1) * 1e6, (t3 - t2) * 1e6, (t4 - t3) * 1e6,
                 (t4 - t0) * 1e6, (t5 - t0) * 1e6]
+    return step, phases
+
+
+def step_phases(name, batch, reps):
+    """One of syncsim's models (bench/syncsim_torch.py) in an eager training step as
+    bench/torch_gpu.py runs it: the host's time in each phase of a step started on an idle GPU
+    (zero_grad, forward with the loss, backward, optimizer), the step synchronized every time,
+    and the steady rate of unsynchronized steps (CUDA events over 50 steps)."""
+    import syncsim_torch
+    torch.manual_seed(1)
+    m = syncsim_torch.build(name).to(DEV)
+    x = torch.rand(batch, 1, 28, 28, device=DEV)
+    y = torch.randint(0, 10, (batch,), device=DEV)
+    step, phases = sgd_step_timer(m, x, y, 5)
     runs = [phases() for _ in range(20 * reps)]
     out = [statistics.median(r[i] for r in runs) for i in range(6)]
     torch.cuda.synchronize()
@@ -373,26 +382,7 @@ def mix_phases(seq, reps):
     m = nn.Sequential(*[mix_module(k) for k in seq], nn.Flatten(), nn.Linear(256, 10)).to(DEV)
     x = torch.rand(2, 4, 8, 8, device=DEV)
     y = torch.zeros(2, dtype=torch.long, device=DEV)
-    opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
-    loss_fn = nn.CrossEntropyLoss()
-    for _ in range(3):
-        opt.zero_grad(set_to_none=False)
-        loss_fn(m(x), y).backward()
-        opt.step()
-
-    def phases():
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=False)
-        t1 = time.perf_counter()
-        loss = loss_fn(m(x), y)
-        t2 = time.perf_counter()
-        loss.backward()
-        t3 = time.perf_counter()
-        opt.step()
-        t4 = time.perf_counter()
-        torch.cuda.synchronize()
-        return [(t1 - t0) * 1e6, (t2 - t1) * 1e6, (t3 - t2) * 1e6, (t4 - t3) * 1e6]
+    _, phases = sgd_step_timer(m, x, y, 3)
     runs = [phases() for _ in range(10 * reps)]
     return [statistics.median(r[i] for r in runs) for i in range(4)], len(list(m.parameters()))
 
