@@ -10,6 +10,7 @@
  * noise of a shared machine out of a difference of a few percent. */
 #include "common/outputs.h"
 #include "common/status.h"
+#include "kernels/bench.h"
 #include "emu/run.h"
 #include "emu/emulation.h"
 #include "sim/net/cluster.h"
@@ -74,18 +75,6 @@ static const step_source_ops null_ops = {.name = "none",
                                          .apply_local = null_apply,
                                          .aggregate = null_aggregate,
                                          .step_done = null_step_done};
-
-static uint32_t checksum_params(device *dev, model *m) {
-    size_t n = model_param_count(m);
-    float *w = ss_malloc(sizeof(float) * n);
-    device_download(dev, w, model_params(m), n);
-    uint32_t h = 2166136261u; /* FNV-1a over the bytes */
-    const unsigned char *p = (const unsigned char *)w;
-    for (size_t i = 0; i < n * sizeof(float); i++)
-        h = (h ^ p[i]) * 16777619u;
-    free(w);
-    return h;
-}
 
 /* Device, data and the emulation step source of N workers for the given epochs. */
 static int coupling_open(const run_request *rq, coupling_state *s) {
@@ -195,7 +184,7 @@ static int coupling_run(void *varg, isolate_blob *out) {
         coupling_plain(cfg->workers, s.steps, cfg->batch, src, &res);
     if (rc == SS_OK) {
         res.accuracy = emulation_last_eval(s.em)->test_accuracy;
-        res.checksum = checksum_params(s.dev, emulation_replica(s.em, 0));
+        res.checksum = bench_param_checksum(s.dev, emulation_replica(s.em, 0));
         isolate_blob_append(out, &res, sizeof res);
     }
     coupling_close(&s);

@@ -10,6 +10,7 @@
 #include "common/isolate.h"
 #include "common/outputs.h"
 #include "common/status.h"
+#include "kernels/bench.h"
 #include "emu/run_internal.h"
 
 #include <stdio.h>
@@ -30,18 +31,6 @@ typedef struct bench_em_arg {
     const run_request *rq;
     int threads;
 } bench_em_arg;
-
-static uint32_t checksum_params(device *dev, model *m) {
-    size_t n = model_param_count(m);
-    float *w = ss_malloc(sizeof(float) * n);
-    device_download(dev, w, model_params(m), n);
-    uint32_t h = 2166136261u; /* FNV-1a over the bytes */
-    const unsigned char *p = (const unsigned char *)w;
-    for (size_t i = 0; i < n * sizeof(float); i++)
-        h = (h ^ p[i]) * 16777619u;
-    free(w);
-    return h;
-}
 
 /* One run, in its own process: its result goes back through `out`. */
 static int bench_em_run(void *varg, isolate_blob *out) {
@@ -70,7 +59,7 @@ static int bench_em_run(void *varg, isolate_blob *out) {
                                .samples = emulation_samples(r.em),
                                .sim_s = r.pr.sim_time_s,
                                .accuracy = emulation_last_eval(r.em)->test_accuracy,
-                               .checksum = checksum_params(r.dev, emulation_replica(r.em, 0)),
+                               .checksum = bench_param_checksum(r.dev, emulation_replica(r.em, 0)),
                                .steps = emulation_last_eval(r.em)->step,
                                .threads = emulation_threads(r.em)};
         isolate_blob_append(out, &res, sizeof res);

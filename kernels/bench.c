@@ -218,3 +218,15 @@ int bench_kernels(const char *device_request, int batch, const char *model_name,
     device_close(dev);
     return status;
 }
+
+uint32_t bench_param_checksum(device *dev, model *m) {
+    size_t n = model_param_count(m);
+    float *w = ss_malloc((n ? n : 1) * sizeof(float));
+    if (n) device_download(dev, w, model_params(m), n);
+    uint32_t h = 2166136261u; /* FNV-1a over the bytes */
+    const unsigned char *p = (const unsigned char *)w;
+    for (size_t i = 0; i < n * sizeof(float); i++)
+        h = (h ^ p[i]) * 16777619u;
+    free(w);
+    return h;
+}

@@ -15,10 +15,17 @@
 #ifndef SS_KERNELS_BENCH_H
 #define SS_KERNELS_BENCH_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* model_name: a --model text (model_spec_parse: "cnn", "resnet:20", ...) for that model alone on
  * 1x28x28 inputs (SS_EUSAGE naming the valid forms for another), NULL for logreg, mlp and cnn. */
 int bench_kernels(const char *device_request, int batch, const char *model_name, FILE *out);
+
+struct device;
+struct model;
+/* FNV-1a over the bytes of m's parameters on dev: the benchmarks' check that two runs trained
+ * the same bits. */
+uint32_t bench_param_checksum(struct device *dev, struct model *m);
 
 #endif
