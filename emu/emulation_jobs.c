@@ -65,8 +65,20 @@ static void job_run_hooked(em_job *job, int slot, void (*grad_ready)(void *ctx, 
         }
 }
 
+/* A task on an engine thread issues its device work on the slot's own lane (a CUDA stream). */
+static void lane_enter(em_jobs *j, int slot) {
+    if (engine_threads(j->en) > 1) device_lane_enter(j->cfg.dev, slot + 1);
+}
+
+static void lane_leave(em_jobs *j) {
+    if (engine_threads(j->en) > 1) device_lane_leave(j->cfg.dev);
+}
+
 static void job_run(void *arg, int slot) {
-    job_run_hooked(arg, slot, NULL, NULL);
+    em_job *job = arg;
+    lane_enter(job->owner, slot);
+    job_run_hooked(job, slot, NULL, NULL);
+    lane_leave(job->owner);
 }
 
 int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
@@ -96,7 +108,8 @@ int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
         j->x[s] = ss_malloc(sizeof(float) * features * ((size_t)cfg->max_batch + 1));
         j->y[s] = ss_malloc((size_t)cfg->max_batch);
     }
-    if (t > 1) {
+    if (t > 1) rc = device_lanes_reserve(cfg->dev, t);
+    if (t > 1 && rc == SS_OK) {
         j->eval = ss_calloc((size_t)t, sizeof *j->eval);
         for (int s = 0; s < t && rc == SS_OK; s++)
             rc = model_create(cfg->dev, cfg->spec, cfg->seed, cfg->max_batch, &j->eval[s]);
@@ -201,6 +214,7 @@ void em_jobs_settle_all(em_jobs *j) {
 
 typedef struct par_task {
     engine_task t;
+    em_jobs *j;
     void (*fn)(void *ctx, int i, int slot);
     void *ctx;
     int i;
@@ -208,7 +222,9 @@ typedef struct par_task {
 
 static void par_run(void *arg, int slot) {
     par_task *p = arg;
+    lane_enter(p->j, slot);
     p->fn(p->ctx, p->i, slot);
+    lane_leave(p->j);
 }
 
 /* fn(ctx, i, slot) for i = 0 .. n - 1 on the engine's threads; returns once all have run. */
@@ -216,7 +232,8 @@ static void parallel_for(em_jobs *j, int n, void (*fn)(void *ctx, int i, int slo
     em_jobs_settle_all(j);
     par_task *ts = ss_calloc((size_t)n, sizeof *ts);
     for (int i = 0; i < n; i++) {
-        ts[i] = (par_task){.t = {.run = par_run, .arg = &ts[i]}, .fn = fn, .ctx = ctx, .i = i};
+        ts[i] =
+            (par_task){.t = {.run = par_run, .arg = &ts[i]}, .j = j, .fn = fn, .ctx = ctx, .i = i};
         engine_submit(j->en, &ts[i].t);
     }
     for (int i = 0; i < n; i++)
@@ -247,7 +264,9 @@ static void mean_range(void *ctx, int r, int slot) {
 
 void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *out) {
     const int t = engine_threads(j->en);
-    if (!j->eval || j->count > 0 || n < MEAN_PARALLEL_MIN_FLOATS) {
+    /* on a GPU one kernel over all of it beats ranges on several streams */
+    if (!j->eval || j->count > 0 || n < MEAN_PARALLEL_MIN_FLOATS ||
+        device_get_kind(j->cfg.dev) == DEVICE_KIND_CUDA) {
         device_mean(j->cfg.dev, n, k, xs, out);
         return;
     }

@@ -225,8 +225,9 @@ static int create_emulation(emu_run *r) {
         .real = r->real,
         .dump_gradients = cfg->dump_gradients,
         .out_dir = cfg->out_dir,
-        /* a GPU runs the replicas one at a time on its stream; real mode has one per rank */
-        .threads = r->real || device_get_kind(r->dev) == DEVICE_KIND_CUDA ? 1 : r->threads};
+        /* on a GPU each thread issues its replicas' kernels on a stream of its own; real mode
+         * has one replica per rank */
+        .threads = r->real ? 1 : r->threads};
     return emulation_create(&ec, &r->em);
 }
 

@@ -104,6 +104,18 @@ void device_place(device *dev, float *p, size_t count, int on_host) {
         dev->ops->sync(dev);
 }
 
+int device_lanes_reserve(device *dev, int lanes) {
+    return dev->ops->lanes_reserve ? dev->ops->lanes_reserve(dev, lanes) : SS_OK;
+}
+
+void device_lane_enter(device *dev, int lane) {
+    if (dev->ops->lane_enter) dev->ops->lane_enter(dev, lane);
+}
+
+void device_lane_leave(device *dev) {
+    if (dev->ops->lane_leave) dev->ops->lane_leave(dev);
+}
+
 void device_axpy(device *dev, size_t n, float a, const float *x, float *y) {
     if (n) dev->ops->axpy(dev, n, a, x, y);
 }

@@ -50,6 +50,23 @@ int device_share_with_host(device *dev);
  * CPU and for memory that is not shared. */
 void device_place(device *dev, float *p, size_t count, int on_host);
 
+/* ---- lanes: independent queues of work, one per thread that computes at the same time ----
+ * On the GPU a lane is a CUDA stream with its own cuBLAS handle and scratch, so threads that
+ * compute different replicas at once run their kernels side by side; lane 0 is the device's
+ * own, which a thread uses until it enters another. On the CPU lanes are nothing: each call
+ * runs in the thread that makes it.
+ *
+ *     device_lanes_reserve(dev, threads);          // once, before the threads start
+ *     device_lane_enter(dev, slot + 1); ...work...; device_lane_leave(dev);   // in each thread
+ *
+ * Entering lane L makes its work wait (on the device, without blocking the host) for what lane 0
+ * has queued so far; leaving waits until the lane's work is done, so whoever reads its results
+ * next sees them. A lane is used by one thread at a time. The results are the same bits in any
+ * lane: each replica's kernels are the same, in the same order. */
+int device_lanes_reserve(device *dev, int lanes); /* lanes 1 .. lanes; SS_EDEVICE with reason */
+void device_lane_enter(device *dev, int lane);
+void device_lane_leave(device *dev);
+
 /* ---- vector ops for aggregation (all on device buffers of n floats) ---- */
 void device_axpy(device *dev, size_t n, float a, const float *x, float *y); /* y += a x */
 void device_scale(device *dev, size_t n, float a, float *x);                /* x *= a */

@@ -23,24 +23,45 @@ enum cuda_scratch_slot {
 
 enum { CUDA_NRM2_BLOCKS = 256 };
 
-typedef struct cuda_ctx {
+/* A lane: one independent queue of work on the GPU, with its own stream, cuBLAS handle and
+ * scratch, so that threads issuing different replicas' work (the engine's slots) never share a
+ * handle and their kernels run side by side. Lane 0 is the device's own; lanes 1 .. n are made
+ * by device_lanes_reserve. */
+typedef struct cuda_lane {
     cudaStream_t stream;
     cublasHandle_t cublas;
+    cudaEvent_t ready; /* lane 0's work up to a lane_enter */
     void *scratch[CUDA_SCRATCH_COUNT];
     size_t scratch_bytes[CUDA_SCRATCH_COUNT];
     float *ones; /* (ones_count) device vector of 1.0f for bias_grad */
     size_t ones_count;
     void *host_rows; /* host copy of loss/correct rows */
     size_t host_rows_bytes;
+} cuda_lane;
+
+enum { CUDA_MAX_LANES = 1025 }; /* lane 0 and one per engine thread (ENGINE_MAX_THREADS) */
+
+typedef struct cuda_ctx {
+    cuda_lane *lanes[CUDA_MAX_LANES];
+    int n_lanes; /* lanes 0 .. n_lanes - 1 exist */
     int managed; /* device_share_with_host: device_alloc gives managed memory */
 } cuda_ctx;
+
+/* The lane this thread issues to (device_lane_enter); 0 outside the engine's tasks. */
+static _Thread_local int tls_lane;
 
 static cuda_ctx *ctx_of(device *dev) {
     return (cuda_ctx *)dev->ctx;
 }
 
-static void *scratch(device *dev, int slot, size_t bytes) {
+static cuda_lane *lane_of(device *dev) {
     cuda_ctx *c = ctx_of(dev);
+    SS_ASSERT(tls_lane < c->n_lanes);
+    return c->lanes[tls_lane];
+}
+
+static void *scratch(device *dev, int slot, size_t bytes) {
+    cuda_lane *c = lane_of(dev);
     if (c->scratch_bytes[slot] < bytes) {
         cudaCheck(cudaStreamSynchronize(c->stream));
         if (c->scratch[slot]) cudaCheck(cudaFree(c->scratch[slot]));
@@ -51,7 +72,7 @@ static void *scratch(device *dev, int slot, size_t bytes) {
 }
 
 static void *host_rows(device *dev, size_t bytes) {
-    cuda_ctx *c = ctx_of(dev);
+    cuda_lane *c = lane_of(dev);
     if (c->host_rows_bytes < bytes) {
         free(c->host_rows);
         c->host_rows = ss_malloc(bytes);
@@ -67,38 +88,38 @@ static float *cu_alloc(device *dev, size_t count) {
         cudaCheck(cudaMallocManaged(&p, bytes, cudaMemAttachGlobal));
     else
         cudaCheck(cudaMalloc(&p, bytes));
-    cudaCheck(cudaMemsetAsync(p, 0, bytes, ctx_of(dev)->stream));
-    cudaCheck(cudaStreamSynchronize(ctx_of(dev)->stream));
+    cudaCheck(cudaMemsetAsync(p, 0, bytes, lane_of(dev)->stream));
+    cudaCheck(cudaStreamSynchronize(lane_of(dev)->stream));
     return (float *)p;
 }
 
 static void cu_free(device *dev, float *p) {
-    cudaCheck(cudaStreamSynchronize(ctx_of(dev)->stream));
+    cudaCheck(cudaStreamSynchronize(lane_of(dev)->stream));
     cudaCheck(cudaFree(p));
 }
 
 static void cu_upload(device *dev, float *dst, const float *host_src, size_t count) {
     cudaCheck(cudaMemcpyAsync(dst, host_src, count * sizeof(float), cudaMemcpyHostToDevice,
-                              ctx_of(dev)->stream));
+                              lane_of(dev)->stream));
 }
 
 static void cu_download(device *dev, float *host_dst, const float *src, size_t count) {
     cudaCheck(cudaMemcpyAsync(host_dst, src, count * sizeof(float), cudaMemcpyDeviceToHost,
-                              ctx_of(dev)->stream));
-    cudaCheck(cudaStreamSynchronize(ctx_of(dev)->stream));
+                              lane_of(dev)->stream));
+    cudaCheck(cudaStreamSynchronize(lane_of(dev)->stream));
 }
 
 static void cu_copy(device *dev, float *dst, const float *src, size_t count) {
     cudaCheck(cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDeviceToDevice,
-                              ctx_of(dev)->stream));
+                              lane_of(dev)->stream));
 }
 
 static void cu_zero(device *dev, float *dst, size_t count) {
-    cudaCheck(cudaMemsetAsync(dst, 0, count * sizeof(float), ctx_of(dev)->stream));
+    cudaCheck(cudaMemsetAsync(dst, 0, count * sizeof(float), lane_of(dev)->stream));
 }
 
 static void cu_sync(device *dev) {
-    cudaCheck(cudaStreamSynchronize(ctx_of(dev)->stream));
+    cudaCheck(cudaStreamSynchronize(lane_of(dev)->stream));
 }
 
 /* Managed memory lets the host touch a vector between kernels. Without concurrent managed
@@ -119,8 +140,8 @@ static int cu_share_with_host(device *dev) {
 }
 
 static void cu_place(device *dev, float *p, size_t count, int on_host) {
-    cuda_ctx *c = ctx_of(dev);
-    if (c->managed) {
+    cuda_lane *c = lane_of(dev);
+    if (ctx_of(dev)->managed) {
         int id = cudaCpuDeviceId;
         if (!on_host) cudaCheck(cudaGetDevice(&id));
         const size_t bytes = count * sizeof(float);
@@ -144,20 +165,20 @@ static void cu_place(device *dev, float *p, size_t count, int on_host) {
 static void cu_gemm(device *dev, int trans_a, int trans_b, int m, int n, int k, float alpha,
                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
                     int ldc) {
-    cublasCheck(cublasSgemm(ctx_of(dev)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+    cublasCheck(cublasSgemm(lane_of(dev)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                             trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
                             &beta, c, ldc));
 }
 
 static void cu_bias_add(device *dev, int rows, int cols, const float *bias, float *y) {
-    cuda_bias_add(ctx_of(dev)->stream, rows, cols, bias, y);
+    cuda_bias_add(lane_of(dev)->stream, rows, cols, bias, y);
 }
 
 /* db (cols) = beta db + dy^T ones (rows): a cuBLAS gemv (no atomics, so deterministic), which
  * spreads the rows over the whole GPU where one thread per column would leave it idle for the
  * few-column, many-row case of conv1 (32 columns, B*784 rows). */
 static void cu_bias_grad(device *dev, int rows, int cols, const float *dy, float beta, float *db) {
-    cuda_ctx *c = ctx_of(dev);
+    cuda_lane *c = lane_of(dev);
     if (c->ones_count < (size_t)rows) {
         float *host = ss_malloc((size_t)rows * sizeof(float));
         for (int i = 0; i < rows; i++)
@@ -176,69 +197,69 @@ static void cu_bias_grad(device *dev, int rows, int cols, const float *dy, float
 }
 
 static void cu_relu_fwd(device *dev, size_t n, const float *x, float *y) {
-    cuda_relu_fwd(ctx_of(dev)->stream, n, x, y);
+    cuda_relu_fwd(lane_of(dev)->stream, n, x, y);
 }
 
 static void cu_relu_bwd(device *dev, size_t n, const float *y, const float *dy, float *dx) {
-    cuda_relu_bwd(ctx_of(dev)->stream, n, y, dy, dx);
+    cuda_relu_bwd(lane_of(dev)->stream, n, y, dy, dx);
 }
 
 static void cu_im2col(device *dev, const conv_geom *g, const float *x, float *col) {
-    cuda_im2col(ctx_of(dev)->stream, *g, x, col);
+    cuda_im2col(lane_of(dev)->stream, *g, x, col);
 }
 
 static void cu_col2im(device *dev, const conv_geom *g, const float *col, float *dx) {
-    cuda_col2im(ctx_of(dev)->stream, *g, col, dx);
+    cuda_col2im(lane_of(dev)->stream, *g, col, dx);
 }
 
 static void cu_maxpool_fwd(device *dev, int batch, int h, int w, int c, const float *x, float *y) {
-    cuda_maxpool_fwd(ctx_of(dev)->stream, batch, h, w, c, x, y);
+    cuda_maxpool_fwd(lane_of(dev)->stream, batch, h, w, c, x, y);
 }
 
 static void cu_maxpool_bwd(device *dev, int batch, int h, int w, int c, const float *x,
                            const float *dy, float *dx) {
-    cuda_maxpool_bwd(ctx_of(dev)->stream, batch, h, w, c, x, dy, dx);
+    cuda_maxpool_bwd(lane_of(dev)->stream, batch, h, w, c, x, dy, dx);
 }
 
 static void cu_bn_fwd_train(device *dev, int rows, int cols, const float *x, const float *gamma,
                             const float *beta, float momentum, float eps, float *run_mean,
                             float *run_var, float *save_mean, float *save_invstd, float *y) {
-    cuda_bn_fwd_train(ctx_of(dev)->stream, rows, cols, x, gamma, beta, momentum, eps, run_mean,
+    cuda_bn_fwd_train(lane_of(dev)->stream, rows, cols, x, gamma, beta, momentum, eps, run_mean,
                       run_var, save_mean, save_invstd, y);
 }
 
 static void cu_bn_fwd_infer(device *dev, int rows, int cols, const float *x, const float *gamma,
                             const float *beta, const float *run_mean, const float *run_var,
                             float eps, float *y) {
-    cuda_bn_fwd_infer(ctx_of(dev)->stream, rows, cols, x, gamma, beta, run_mean, run_var, eps, y);
+    cuda_bn_fwd_infer(lane_of(dev)->stream, rows, cols, x, gamma, beta, run_mean, run_var, eps, y);
 }
 
 static void cu_bn_bwd(device *dev, int rows, int cols, const float *x, const float *dy,
                       const float *gamma, const float *save_mean, const float *save_invstd,
                       float *dgamma, float *dbeta, float *dx) {
-    cuda_bn_bwd(ctx_of(dev)->stream, rows, cols, x, dy, gamma, save_mean, save_invstd, dgamma,
+    cuda_bn_bwd(lane_of(dev)->stream, rows, cols, x, dy, gamma, save_mean, save_invstd, dgamma,
                 dbeta, dx);
 }
 
 static void cu_avgpool_fwd(device *dev, int batch, int hw, int c, const float *x, float *y) {
-    cuda_avgpool_fwd(ctx_of(dev)->stream, batch, hw, c, x, y);
+    cuda_avgpool_fwd(lane_of(dev)->stream, batch, hw, c, x, y);
 }
 
 static void cu_avgpool_bwd(device *dev, int batch, int hw, int c, const float *dy, float *dx) {
-    cuda_avgpool_bwd(ctx_of(dev)->stream, batch, hw, c, dy, dx);
+    cuda_avgpool_bwd(lane_of(dev)->stream, batch, hw, c, dy, dx);
 }
 
 static void cu_shortcut_fwd(device *dev, const shortcut_geom *g, const float *x, float *y) {
-    cuda_shortcut_fwd(ctx_of(dev)->stream, *g, x, y);
+    cuda_shortcut_fwd(lane_of(dev)->stream, *g, x, y);
 }
 
 static void cu_shortcut_bwd(device *dev, const shortcut_geom *g, const float *dy, float *dx) {
-    cuda_shortcut_bwd(ctx_of(dev)->stream, *g, dy, dx);
+    cuda_shortcut_bwd(lane_of(dev)->stream, *g, dy, dx);
 }
 
 static double cu_softmax_xent(device *dev, int batch, int classes, const float *logits,
                               const uint8_t *labels, float *dlogits, int *correct) {
-    cuda_ctx *c = ctx_of(dev);
+    cuda_lane *c = lane_of(dev);
     uint8_t *labels_dev = scratch(dev, CUDA_SCRATCH_BYTES, (size_t)batch);
     double *loss_dev = scratch(dev, CUDA_SCRATCH_LOSS_ROWS, (size_t)batch * sizeof(double));
     int *correct_dev = scratch(dev, CUDA_SCRATCH_CORRECT_ROWS, (size_t)batch * sizeof(int));
@@ -264,19 +285,19 @@ static double cu_softmax_xent(device *dev, int batch, int classes, const float *
 
 static void cu_sgd(device *dev, size_t n, float *w, const float *g, float *v, float lr, float mu,
                    float wd, int nesterov) {
-    cuda_sgd(ctx_of(dev)->stream, n, w, g, v, lr, mu, wd, nesterov);
+    cuda_sgd(lane_of(dev)->stream, n, w, g, v, lr, mu, wd, nesterov);
 }
 
 static void cu_axpy(device *dev, size_t n, float a, const float *x, float *y) {
-    cuda_axpy(ctx_of(dev)->stream, n, a, x, y);
+    cuda_axpy(lane_of(dev)->stream, n, a, x, y);
 }
 
 static void cu_scale(device *dev, size_t n, float a, float *x) {
-    cuda_scale(ctx_of(dev)->stream, n, a, x);
+    cuda_scale(lane_of(dev)->stream, n, a, x);
 }
 
 static void cu_mean(device *dev, size_t n, int k, const float *const *xs, float *out) {
-    cuda_ctx *c = ctx_of(dev);
+    cuda_lane *c = lane_of(dev);
     const float **xs_dev = scratch(dev, CUDA_SCRATCH_POINTERS, (size_t)k * sizeof(float *));
     cudaCheck(cudaMemcpyAsync(xs_dev, xs, (size_t)k * sizeof(float *), cudaMemcpyHostToDevice,
                               c->stream));
@@ -286,7 +307,7 @@ static void cu_mean(device *dev, size_t n, int k, const float *const *xs, float 
 }
 
 static double cu_nrm2(device *dev, size_t n, const float *x) {
-    cuda_ctx *c = ctx_of(dev);
+    cuda_lane *c = lane_of(dev);
     double *partials_dev = scratch(dev, CUDA_SCRATCH_PARTIALS, CUDA_NRM2_BLOCKS * sizeof(double));
     cuda_nrm2_partials(c->stream, n, x, partials_dev, CUDA_NRM2_BLOCKS);
     double partials[CUDA_NRM2_BLOCKS];
@@ -301,23 +322,88 @@ static double cu_nrm2(device *dev, size_t n, const float *x) {
 
 static void cu_masked_copy(device *dev, size_t n, const uint8_t *mask, const float *src,
                            float *dst) {
-    cuda_ctx *c = ctx_of(dev);
+    cuda_lane *c = lane_of(dev);
     uint8_t *mask_dev = scratch(dev, CUDA_SCRATCH_BYTES, n);
     cudaCheck(cudaMemcpyAsync(mask_dev, mask, n, cudaMemcpyHostToDevice, c->stream));
     cuda_masked_copy(c->stream, n, mask_dev, src, dst);
     cudaCheck(cudaStreamSynchronize(c->stream));
 }
 
+static void lane_destroy(cuda_lane *l) {
+    cudaCheck(cudaStreamSynchronize(l->stream));
+    for (int i = 0; i < CUDA_SCRATCH_COUNT; i++)
+        if (l->scratch[i]) cudaCheck(cudaFree(l->scratch[i]));
+    if (l->ones) cudaCheck(cudaFree(l->ones));
+    cublasCheck(cublasDestroy(l->cublas));
+    cudaCheck(cudaEventDestroy(l->ready));
+    cudaCheck(cudaStreamDestroy(l->stream));
+    free(l->host_rows);
+    free(l);
+}
+
+/* A lane with its stream, handle and event; NULL with the reason when one cannot be made. */
+static cuda_lane *lane_create(char *reason, size_t reason_size) {
+    cuda_lane *l = ss_calloc(1, sizeof *l);
+    cudaError_t err = cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking);
+    if (err == cudaSuccess) {
+        err = cudaEventCreateWithFlags(&l->ready, cudaEventDisableTiming);
+        if (err != cudaSuccess) cudaStreamDestroy(l->stream);
+    }
+    if (err != cudaSuccess) {
+        snprintf(reason, reason_size, "%s", cudaGetErrorString(err));
+        free(l);
+        return NULL;
+    }
+    cublasStatus_t st = cublasCreate(&l->cublas);
+    if (st != CUBLAS_STATUS_SUCCESS) {
+        snprintf(reason, reason_size, "cuBLAS: %s", cublasGetStatusString(st));
+        cudaEventDestroy(l->ready);
+        cudaStreamDestroy(l->stream);
+        free(l);
+        return NULL;
+    }
+    cublasCheck(cublasSetStream(l->cublas, l->stream));
+    return l;
+}
+
+static int cu_lanes_reserve(device *dev, int lanes) {
+    cuda_ctx *c = ctx_of(dev);
+    if (lanes + 1 > CUDA_MAX_LANES)
+        return ss_error_set(SS_EUSAGE, "%d lanes asked of %s (at most %d)", lanes, dev->name,
+                            CUDA_MAX_LANES - 1);
+    while (c->n_lanes < lanes + 1) {
+        char reason[200] = "";
+        cuda_lane *l = lane_create(reason, sizeof reason);
+        if (!l)
+            return ss_error_set(SS_EDEVICE, "%s: cannot make stream %d of %d: %s", dev->name,
+                                c->n_lanes, lanes, reason);
+        c->lanes[c->n_lanes++] = l;
+    }
+    return SS_OK;
+}
+
+/* The lane's stream waits (on the GPU) for what lane 0 has queued so far. */
+static void cu_lane_enter(device *dev, int lane) {
+    cuda_ctx *c = ctx_of(dev);
+    SS_ASSERT(lane >= 0 && lane < c->n_lanes);
+    tls_lane = lane;
+    if (lane == 0) return;
+    cuda_lane *l = c->lanes[lane];
+    cudaCheck(cudaEventRecord(l->ready, c->lanes[0]->stream));
+    cudaCheck(cudaStreamWaitEvent(l->stream, l->ready, 0));
+}
+
+/* The host waits for the lane's work, so whatever reads its results next sees them. */
+static void cu_lane_leave(device *dev) {
+    cudaCheck(cudaStreamSynchronize(lane_of(dev)->stream));
+    tls_lane = 0;
+}
+
 static void cu_close(device *dev) {
     cuda_ctx *c = ctx_of(dev);
     if (!c) return;
-    cudaCheck(cudaStreamSynchronize(c->stream));
-    for (int i = 0; i < CUDA_SCRATCH_COUNT; i++)
-        if (c->scratch[i]) cudaCheck(cudaFree(c->scratch[i]));
-    if (c->ones) cudaCheck(cudaFree(c->ones));
-    cublasCheck(cublasDestroy(c->cublas));
-    cudaCheck(cudaStreamDestroy(c->stream));
-    free(c->host_rows);
+    for (int i = c->n_lanes - 1; i >= 0; i--)
+        lane_destroy(c->lanes[i]);
     free(c);
     dev->ctx = NULL;
 }
@@ -328,7 +414,7 @@ static void cu_gemm_batched(device *dev, int trans_a, int trans_b, int m, int n,
                             const float *a, int lda, long long stride_a, const float *b, int ldb,
                             long long stride_b, float beta, float *c, int ldc, long long stride_c,
                             int count) {
-    cublasCheck(cublasSgemmStridedBatched(ctx_of(dev)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+    cublasCheck(cublasSgemmStridedBatched(lane_of(dev)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
                                           trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
                                           ldb, stride_b, a, lda, stride_a, &beta, c, ldc, stride_c,
                                           count));
@@ -336,52 +422,52 @@ static void cu_gemm_batched(device *dev, int trans_a, int trans_b, int m, int n,
 
 static void cu_ln_fwd(device *dev, int rows, int cols, const float *x, const float *gamma,
                       const float *beta, float eps, float *mean, float *rstd, float *y) {
-    cuda_ln_fwd(ctx_of(dev)->stream, rows, cols, x, gamma, beta, eps, mean, rstd, y);
+    cuda_ln_fwd(lane_of(dev)->stream, rows, cols, x, gamma, beta, eps, mean, rstd, y);
 }
 
 static void cu_ln_bwd(device *dev, int rows, int cols, const float *x, const float *dy,
                       const float *gamma, const float *mean, const float *rstd, float *dgamma,
                       float *dbeta, float *dx) {
-    cuda_ln_bwd(ctx_of(dev)->stream, rows, cols, x, dy, gamma, mean, rstd, dgamma, dbeta, dx);
+    cuda_ln_bwd(lane_of(dev)->stream, rows, cols, x, dy, gamma, mean, rstd, dgamma, dbeta, dx);
 }
 
 static void cu_gelu_fwd(device *dev, size_t n, const float *x, float *y) {
-    cuda_gelu_fwd(ctx_of(dev)->stream, n, x, y);
+    cuda_gelu_fwd(lane_of(dev)->stream, n, x, y);
 }
 
 static void cu_gelu_bwd(device *dev, size_t n, const float *x, const float *dy, float *dx) {
-    cuda_gelu_bwd(ctx_of(dev)->stream, n, x, dy, dx);
+    cuda_gelu_bwd(lane_of(dev)->stream, n, x, dy, dx);
 }
 
 static void cu_embed_fwd(device *dev, int batch, int t, int d, const float *tokens, int ld,
                          const float *wte, float scale, const float *pos, float *y) {
-    cuda_embed_fwd(ctx_of(dev)->stream, batch, t, d, tokens, ld, wte, scale, pos, y);
+    cuda_embed_fwd(lane_of(dev)->stream, batch, t, d, tokens, ld, wte, scale, pos, y);
 }
 
 static void cu_embed_bwd(device *dev, int batch, int t, int d, const float *tokens, int ld,
                          const float *dy, float scale, int vocab, int accumulate, float *dwte,
                          float *dpos) {
-    cuda_embed_bwd(ctx_of(dev)->stream, batch, t, d, tokens, ld, dy, scale, vocab, accumulate, dwte,
-                   dpos);
+    cuda_embed_bwd(lane_of(dev)->stream, batch, t, d, tokens, ld, dy, scale, vocab, accumulate,
+                   dwte, dpos);
 }
 
 static void cu_attn_softmax_fwd(device *dev, int rows, int t, const float *x, float *y) {
-    cuda_attn_softmax_fwd(ctx_of(dev)->stream, rows, t, x, y);
+    cuda_attn_softmax_fwd(lane_of(dev)->stream, rows, t, x, y);
 }
 
 static void cu_attn_softmax_bwd(device *dev, int rows, int t, const float *y, const float *dy,
                                 float *dx) {
-    cuda_attn_softmax_bwd(ctx_of(dev)->stream, rows, t, y, dy, dx);
+    cuda_attn_softmax_bwd(lane_of(dev)->stream, rows, t, y, dy, dx);
 }
 
 static void cu_dropout(device *dev, size_t n, float p, uint64_t seed, const float *x, float *y) {
-    cuda_dropout(ctx_of(dev)->stream, n, p, seed, x, y);
+    cuda_dropout(lane_of(dev)->stream, n, p, seed, x, y);
 }
 
 /* per-row losses and hits on the device, added on the host in row order */
 static double cu_xent_tokens(device *dev, int rows, int vocab, const float *logits,
                              const float *tokens, int ld, int t, float *dlogits, int *correct) {
-    cuda_ctx *c = ctx_of(dev);
+    cuda_lane *c = lane_of(dev);
     double *loss_dev = scratch(dev, CUDA_SCRATCH_LOSS_ROWS, (size_t)rows * sizeof(double));
     int *correct_dev = scratch(dev, CUDA_SCRATCH_CORRECT_ROWS, (size_t)rows * sizeof(int));
     cuda_xent_tokens(c->stream, rows, vocab, logits, tokens, ld, t, dlogits, loss_dev, correct_dev);
@@ -444,6 +530,9 @@ static const device_ops cuda_ops = {
     .mean = cu_mean,
     .nrm2 = cu_nrm2,
     .masked_copy = cu_masked_copy,
+    .lanes_reserve = cu_lanes_reserve,
+    .lane_enter = cu_lane_enter,
+    .lane_leave = cu_lane_leave,
     .close = cu_close,
 };
 
@@ -469,20 +558,13 @@ int device_cuda_init(device *dev, char *reason, size_t reason_size) {
         return SS_EDEVICE;
     }
     cuda_ctx *c = ss_calloc(1, sizeof *c);
-    err = cudaStreamCreate(&c->stream);
-    if (err != cudaSuccess) {
-        snprintf(reason, reason_size, "%s", cudaGetErrorString(err));
+    cuda_lane *l0 = lane_create(reason, reason_size);
+    if (!l0) {
         free(c);
         return SS_EDEVICE;
     }
-    cublasStatus_t st = cublasCreate(&c->cublas);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-        snprintf(reason, reason_size, "cuBLAS: %s", cublasGetStatusString(st));
-        cudaStreamDestroy(c->stream);
-        free(c);
-        return SS_EDEVICE;
-    }
-    cublasCheck(cublasSetStream(c->cublas, c->stream));
+    c->lanes[0] = l0;
+    c->n_lanes = 1;
     dev->ops = &cuda_ops;
     dev->kind = DEVICE_KIND_CUDA;
     dev->ctx = c;

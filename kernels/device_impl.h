@@ -187,6 +187,12 @@ typedef struct device_ops {
     double (*nrm2)(device *dev, size_t n, const float *x);
     void (*masked_copy)(device *dev, size_t n, const uint8_t *mask, const float *src, float *dst);
 
+    /* device_lanes_reserve, device_lane_enter, device_lane_leave; NULL: one queue of work,
+     * which every thread may use at once (the CPU's calls run in the calling thread) */
+    int (*lanes_reserve)(device *dev, int lanes);
+    void (*lane_enter)(device *dev, int lane);
+    void (*lane_leave)(device *dev);
+
     void (*close)(device *dev);
 } device_ops;
 

@@ -12,6 +12,7 @@
 #include "kernels/model.h"
 #include "kernels/optim.h"
 
+#include <pthread.h>
 #include <string.h>
 
 static device *cpu_dev, *gpu_dev; /* opened by the suite's init */
@@ -779,6 +780,91 @@ static void test_step_gpt(void) {
     gpt_step_case("gpt:wlm", 2000);
 }
 
+/* ---- lanes: replicas trained by threads at once, each on its own stream, end with the same
+ * bits as the same replicas trained one after the other on the device's own stream. Each
+ * replica starts from a copy queued on lane 0 just before its thread enters its lane: the lane
+ * must wait for it. ---- */
+enum { LANE_REPLICAS = 4, LANE_STEPS = 3, LANE_BATCH = 16 };
+
+typedef struct lane_job {
+    model *m;
+    sgd_state *opt;
+    const float *x; /* (LANE_STEPS, LANE_BATCH, d) */
+    const uint8_t *y;
+    size_t d;
+    int lane; /* 0: the caller's, no enter */
+    double loss;
+} lane_job;
+
+static void *lane_train(void *arg) {
+    lane_job *j = arg;
+    if (j->lane) device_lane_enter(gpu_dev, j->lane);
+    j->loss = 0;
+    for (int s = 0; s < LANE_STEPS; s++) {
+        j->loss += model_forward_backward(j->m, j->x + (size_t)s * LANE_BATCH * j->d,
+                                          j->y + (size_t)s * LANE_BATCH, LANE_BATCH);
+        sgd_step(j->opt, model_params(j->m), model_grads(j->m), 0.05f, 0.9f, 5e-4f);
+    }
+    if (j->lane) device_lane_leave(gpu_dev);
+    return NULL;
+}
+
+static void test_lanes(void) {
+    model_spec spec;
+    CU_ASSERT_FATAL(model_spec_parse(&spec, "resnet:8", 1, 28, 28, 10) == SS_OK);
+    const size_t d = 28 * 28;
+    CU_ASSERT_FATAL(device_lanes_reserve(gpu_dev, LANE_REPLICAS) == SS_OK);
+    model *start, *m[2][LANE_REPLICAS];
+    CU_ASSERT_FATAL(model_create(gpu_dev, &spec, 9, LANE_BATCH, &start) == SS_OK);
+    const size_t np = model_param_count(start);
+    float *x[LANE_REPLICAS];
+    uint8_t y[LANE_REPLICAS][LANE_STEPS * LANE_BATCH];
+    lane_job jobs[2][LANE_REPLICAS];
+    for (int r = 0; r < LANE_REPLICAS; r++) {
+        x[r] = rand_host((size_t)LANE_STEPS * LANE_BATCH * d, 300 + (uint64_t)r, 0, 1);
+        for (int i = 0; i < LANE_STEPS * LANE_BATCH; i++)
+            y[r][i] = (uint8_t)((i * 7 + r) % 10);
+        for (int way = 0; way < 2; way++) {
+            CU_ASSERT_FATAL(
+                model_create(gpu_dev, &spec, 100 + (uint64_t)r, LANE_BATCH, &m[way][r]) == SS_OK);
+            jobs[way][r] = (lane_job){.m = m[way][r],
+                                      .opt = sgd_create(gpu_dev, np),
+                                      .x = x[r],
+                                      .y = y[r],
+                                      .d = d,
+                                      .lane = way ? r + 1 : 0};
+        }
+    }
+    /* one after the other on lane 0 */
+    for (int r = 0; r < LANE_REPLICAS; r++) {
+        device_copy(gpu_dev, model_params(m[0][r]), model_params(start), np);
+        lane_train(&jobs[0][r]);
+    }
+    /* all at once, each on its lane, after a copy queued on lane 0 */
+    pthread_t th[LANE_REPLICAS];
+    for (int r = 0; r < LANE_REPLICAS; r++) {
+        device_copy(gpu_dev, model_params(m[1][r]), model_params(start), np);
+        CU_ASSERT_FATAL(pthread_create(&th[r], NULL, lane_train, &jobs[1][r]) == 0);
+    }
+    for (int r = 0; r < LANE_REPLICAS; r++)
+        pthread_join(th[r], NULL);
+    float *a = ss_malloc(np * sizeof(float)), *b = ss_malloc(np * sizeof(float));
+    for (int r = 0; r < LANE_REPLICAS; r++) {
+        CU_ASSERT_EQUAL(jobs[1][r].loss, jobs[0][r].loss);
+        device_download(gpu_dev, a, model_params(m[0][r]), np);
+        device_download(gpu_dev, b, model_params(m[1][r]), np);
+        CU_ASSERT_EQUAL(memcmp(a, b, np * sizeof(float)), 0);
+        for (int way = 0; way < 2; way++) {
+            sgd_destroy(jobs[way][r].opt);
+            model_destroy(m[way][r]);
+        }
+        free(x[r]);
+    }
+    free(a);
+    free(b);
+    model_destroy(start);
+}
+
 static CU_TestInfo cuda_tests[] = {
     {"gemm NN/NT/TN/TT", test_gemm},
     {"bias_add, bias_grad", test_bias},
@@ -804,6 +890,7 @@ static CU_TestInfo cuda_tests[] = {
     {"training step cnn:lenet", test_step_lenet},
     {"training step resnet:8 (option A), resnet:20,proj, vgg:11", test_step_resnet},
     {"training step gpt:2,64,4,16,0.1 and gpt:wlm (dropout on)", test_step_gpt},
+    {"lanes: 4 replicas on 4 streams at once equal one at a time", test_lanes},
     CU_TEST_INFO_NULL,
 };
 
