@@ -334,6 +334,68 @@ static void eval_replica(void *ctx, int w, int slot) {
     model_evaluate_sum(m, ec->test->x, ec->test->y, ec->test->n, &ec->correct[w]);
 }
 
+/* A replica's parameters and buffers on the host, in `into` (grown as needed). */
+static size_t replica_bytes_into(device *dev, model *m, float **into, size_t *cap) {
+    const size_t np = model_param_count(m), nb = model_buffer_count(m);
+    if (*cap < np + nb) {
+        free(*into);
+        *into = ss_malloc((np + nb) * sizeof(float));
+        *cap = np + nb;
+    }
+    device_download(dev, *into, model_params(m), np);
+    if (nb) device_download(dev, *into + np, model_buffers(m), nb);
+    return (np + nb) * sizeof(float);
+}
+
+static uint64_t hash_bytes(const void *p, size_t bytes) {
+    uint64_t h = 14695981039346656037ull; /* FNV-1a over 64-bit words, then the tail */
+    const unsigned char *b = p;
+    size_t i = 0;
+    for (; i + 8 <= bytes; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+    }
+    for (; i < bytes; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* first[w]: the first replica holding the same bits as replica w (w itself if none does), so
+ * that equal replicas (all of them after a BSP step) are evaluated once. Equal hashes are
+ * confirmed byte for byte. */
+static void find_equal_replicas(device *dev, model *const *replicas, int n, int *first) {
+    uint64_t *hash = ss_malloc(sizeof(uint64_t) * (size_t)n);
+    int *reps = ss_malloc(sizeof(int) * (size_t)n), n_reps = 0;
+    float *a = NULL, *b = NULL;
+    size_t cap_a = 0, cap_b = 0;
+    for (int w = 0; w < n; w++) {
+        const size_t bytes = replica_bytes_into(dev, replicas[w], &a, &cap_a);
+        hash[w] = hash_bytes(a, bytes);
+        first[w] = w;
+        for (int r = 0; r < n_reps && first[w] == w; r++) {
+            if (hash[reps[r]] != hash[w]) continue;
+            replica_bytes_into(dev, replicas[reps[r]], &b, &cap_b);
+            if (!memcmp(a, b, bytes)) first[w] = reps[r];
+        }
+        if (first[w] == w) reps[n_reps++] = w;
+    }
+    free(a);
+    free(b);
+    free(reps);
+    free(hash);
+}
+
+typedef struct reps_ctx {
+    eval_ctx *ec;
+    const int *reps;
+} reps_ctx;
+
+static void eval_rep(void *ctx, int i, int slot) {
+    const reps_ctx *rc = ctx;
+    eval_replica(rc->ec, rc->reps[i], slot);
+}
+
 double em_jobs_accuracy_mean(em_jobs *j, model *const *replicas, int n, model *holder,
                              const dataset *test) {
     em_jobs_settle_all(j);
@@ -342,17 +404,25 @@ double em_jobs_accuracy_mean(em_jobs *j, model *const *replicas, int n, model *h
                    .test = test,
                    .correct = ss_calloc((size_t)n, sizeof(size_t)),
                    .replicas = replicas};
+    int *first = ss_malloc(sizeof(int) * (size_t)n), *reps = ss_malloc(sizeof(int) * (size_t)n);
+    find_equal_replicas(j->cfg.dev, replicas, n, first);
+    int n_reps = 0;
+    for (int w = 0; w < n; w++)
+        if (first[w] == w) reps[n_reps++] = w;
     if (j->eval) {
-        parallel_for(j, n, eval_replica, &ec);
+        reps_ctx rc = {.ec = &ec, .reps = reps};
+        parallel_for(j, n_reps, eval_rep, &rc);
     } else {
-        for (int w = 0; w < n; w++) {
-            copy_model(j->cfg.dev, holder, replicas[w]);
-            model_evaluate_sum(holder, test->x, test->y, test->n, &ec.correct[w]);
+        for (int i = 0; i < n_reps; i++) {
+            copy_model(j->cfg.dev, holder, replicas[reps[i]]);
+            model_evaluate_sum(holder, test->x, test->y, test->n, &ec.correct[reps[i]]);
         }
     }
     double sum = 0;
     for (int w = 0; w < n; w++)
-        sum += (double)ec.correct[w] / (double)test->n;
+        sum += (double)ec.correct[first[w]] / (double)test->n;
+    free(first);
+    free(reps);
     free(ec.correct);
     return sum / n;
 }
