@@ -154,9 +154,9 @@ static const opt_def head_rows[] = {
      SIM},
     {"threads", OPT_TYPE_STRING, F(threads), "auto", 0, 0, CMD_RUN | CMD_BENCH_EMULATION, NULL,
      "N|auto",
-     "threads computing the workers' replicas at once, each with one BLAS thread (1 to 1024; "
-     "auto: every core, shared among compare's and sweep's runs at once); the results are the "
-     "same for any N",
+     "threads computing the workers' replicas at once, each with one BLAS thread, or on a GPU "
+     "its own CUDA stream (1 to 1024; auto: every core, shared among compare's and sweep's runs "
+     "at once); the results are the same for any N",
      SIM},
     {"precision", OPT_TYPE_CHOICE, F(precision), "pytorch", 0, 0, CMD_RUN | CMD_REPLAY,
      "pytorch|fp32|tf32|fp16|bf16", "P",
