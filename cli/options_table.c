@@ -220,7 +220,9 @@ static const opt_def tail_rows[] = {
     {"shard", OPT_TYPE_STRING, F(shard), "", 0, 0, CMD_SWEEP, NULL, "I/K",
      "sweep: run only the points i with i mod K = I (0 <= I < K), for batch-scheduler arrays", 0},
     {"target-margin", OPT_TYPE_DOUBLE, F(target_margin), "0.005", 0, 1, CMD_REPORT, NULL, "X",
-     "report: TTA target = BSP's final accuracy minus X (same platform, workers and seed)", 0},
+     "report: TTA target = BSP's final accuracy minus X (same platform, workers and seed); a "
+     "language model's: BSP's final perplexity x (1 + X), lower is better",
+     0},
     {"hosts", OPT_TYPE_INT, F(hosts), "16", 1, 65536, CMD_PLATFORM, NULL, "N",
      "platform: worker hosts", 0},
     {"ps", OPT_TYPE_INT, F(ps_hosts), "0", 0, 1024, CMD_PLATFORM, NULL, "K",
