@@ -3,6 +3,7 @@
 #include "analysis/report_internal.h"
 #include "analysis/plots.h"
 #include "common/status.h"
+#include "common/summary.h"
 #include "sim/policy/policy_registry.h"
 
 #include <dirent.h>
@@ -288,6 +289,17 @@ int figure_delta(const run_record *runs, int n, const report_options *o, const r
         fclose(fp);
         trace_table_free(&t);
         const char *delta = run_record_get(r, "delta");
+        /* --delta auto:R: the line is the delta the run chose (summary.json's delta_chosen) */
+        char chosen[64];
+        if (delta && !strncmp(delta, "auto", 4)) {
+            run_summary s;
+            char path[1200];
+            snprintf(path, sizeof path, "%s/summary.json", r->dir);
+            if (summary_read(path, &s) != SS_OK) run_summary_init(&s);
+            snprintf(chosen, sizeof chosen, "%.9g",
+                     isfinite(s.delta_chosen) ? s.delta_chosen : 0.0);
+            delta = chosen;
+        }
         char what[700], title[1800];
         snprintf(what, sizeof what, "SelSync: largest Delta(g) over the workers against step: %s",
                  g[i].label);

@@ -735,6 +735,33 @@ static void test_tta_perplexity(void) {
     free(r);
 }
 
+static void test_delta_figure_auto(void) {
+    /* a selsync run with --delta auto:R: its Delta figure draws the delta it chose (gnuplot was
+     * given "auto:0.9" as the threshold and the report failed) */
+    if (system("gnuplot --version > /dev/null 2>&1") != 0)
+        SS_SKIP("gnuplot missing: report not written");
+    char dir[512], moved[400];
+    make_run("auto-run", "selsync", "auto:0.9", 1, "ok", 0.8, 10, dir, sizeof dir);
+    snprintf(moved, sizeof moved, "%s/auto/points/selsync", root);
+    char parent[400];
+    snprintf(parent, sizeof parent, "%s/auto/points", root);
+    CU_ASSERT_EQUAL_FATAL(ss_mkdir_p(parent), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(rename(dir, moved), 0);
+    write_file(moved, "summary.json",
+               "{\"status\": \"ok\", \"policy\": \"selsync\", \"workers\": 4, \"test_accuracy\": "
+               "0.8, \"sim_time_s\": 10, \"lssr\": 0.5, \"steps\": 100, \"seed\": 1, "
+               "\"delta_chosen\": 0.0123}");
+    run_record r;
+    CU_ASSERT_EQUAL_FATAL(run_record_read(moved, &r), SS_OK);
+    char out[500], path[600];
+    snprintf(out, sizeof out, "%s/auto/report", root);
+    report_options o = {.out_dir = out, .target_margin = TTA_DEFAULT_MARGIN, .max_run_figures = 1};
+    CU_ASSERT_EQUAL(report_write(&r, 1, &o), SS_OK);
+    CU_ASSERT(file_size(out, "delta-selsync.png") > 0);
+    snprintf(path, sizeof path, "%s/replot.sh", out);
+    CU_ASSERT(file_has(path, "'0.0123'"));
+}
+
 static void test_natural_order(void) {
     /* run_name_compare: numbers by value, so a report lists 1Gbps, 10Gbps, 100Gbps and 4, 16,
      * 64 workers in that order (strcmp put 100Gbps before 10Gbps before 1Gbps) */
@@ -833,6 +860,7 @@ static CU_TestInfo report_tests[] = {
     {"one TTA: compare and report agree when policy keys differ", test_tta_one_definition},
     {"TTA: no BSP run warned, replays n/a", test_tta_no_reference_and_replays},
     {"TTA of a language model: perplexity, lower is better", test_tta_perplexity},
+    {"report: the Delta figure of --delta auto:R draws the delta chosen", test_delta_figure_auto},
     {"natural order of run directories", test_natural_order},
     {"one colour per policy in every figure", test_policy_colours},
     {"validate real: the default case fitted to the host's cores", test_validate_real_fit_host},

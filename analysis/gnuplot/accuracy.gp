@@ -47,6 +47,7 @@ set title title
 if (ppl) {
     set key top right
     set logscale y 10
+    set ytics (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000)
     set ylabel 'test perplexity (log scale, lower is better)'
 } else {
     set key bottom right

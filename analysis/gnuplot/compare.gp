@@ -51,6 +51,7 @@ logx = (fastest > 0 && slowest > 10*fastest)
 if (ppl) {
     set logscale y 10
     set yrange [ymin/1.1:ymax*1.1]
+    set ytics (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000)
 } else {
     set yrange [ymin-pad:ymax+pad]
 }
