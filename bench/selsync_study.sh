@@ -12,6 +12,13 @@
 #   bench/selsync_study.sh OUT [--models "resnet:20 gpt:wlm"] [--workers "8 16"] [--epochs E]
 #       [--device cpu|cuda|auto] [--deltas "0.3 0.5 auto:0.9"] [--jobs J] [--bandwidth BW]
 #       [--eval-every K] [--seed S] [--syncsim PATH] [--dataset NAME] [--set KEY=VALUE]...
+#       [--no-report] [--resume]
+#
+# Each model trains with its default recipe (syncsim train --help), whose decays follow --epochs
+# (resnet) or the step count (gpt); --set KEY=VALUE adds any other train option to every run.
+# When gnuplot is there, `syncsim report` then draws each model's figures into OUT/<model>/report/
+# (accuracy or perplexity against time, Delta against step); --no-report skips it. --resume keeps
+# the runs that finished (the sweep's --resume) and reruns the others.
 #
 # Runtime is the product of models x worker counts x (1 + deltas) runs of --epochs each; --jobs
 # runs that many at once (each its own process). A tiny check on 2 cores:
@@ -45,8 +52,10 @@ seed=1
 dataset=""
 syncsim="${SYNCSIM:-}"
 extra=()
+report=1
+resume=()
 while [ $# -gt 0 ]; do
-    [ $# -ge 2 ] || { [ "$1" = -h ] || [ "$1" = --help ]; } || die "$1 needs a value"
+    case "$1" in -h | --help | --no-report | --resume) ;; *) [ $# -ge 2 ] || die "$1 needs a value" ;; esac
     case "$1" in
     --models) models=$2 ;;
     --workers) workers=$2 ;;
@@ -60,6 +69,11 @@ while [ $# -gt 0 ]; do
     --dataset) dataset=$2 ;;
     --syncsim) syncsim=$2 ;;
     --set) extra+=("$2") ;;
+    --no-report | --resume)
+        if [ "$1" = --resume ]; then resume=(--resume); else report=0; fi
+        shift
+        continue
+        ;;
     -h | --help) usage 0 ;;
     *) die "unknown option '$1' (--help lists them)" ;;
     esac
@@ -139,13 +153,26 @@ for model in $models; do
     } > "$dir/sweep.ini"
     echo "== $model: $dir/sweep.ini (workers $workers; bsp, selsync delta $deltas; $epochs epochs)"
     rc=0
-    "$syncsim" sweep "$dir/sweep.ini" --jobs "$jobs" || rc=$?
+    "$syncsim" sweep "$dir/sweep.ini" --jobs "$jobs" ${resume[@]+"${resume[@]}"} || rc=$?
     if [ "$rc" -ne 0 ]; then
         echo "selsync_study.sh: the sweep of $model ended with exit $rc (the table shows what finished)" >&2
         status=$rc
         [ "$rc" -ne 130 ] || break
     fi
 done
+
+# ---- figures: syncsim report per model, when gnuplot is there ----
+if [ "$report" = 1 ] && command -v gnuplot > /dev/null 2>&1; then
+    for model in $models; do
+        dir="$out/$(slug "$model")"
+        [ -f "$dir/sweep.csv" ] || continue
+        if "$syncsim" report "$dir" --out "$dir/report" > "$dir/report.log" 2>&1; then
+            echo "== $model: figures and report.md in $dir/report/"
+        else
+            echo "selsync_study.sh: syncsim report on $dir failed: see $dir/report.log" >&2
+        fi
+    done
+fi
 
 # ---- the table: sweep.csv joined with each point's summary.json ----
 table_csv="$out/study.csv"
@@ -247,5 +274,6 @@ END {
     print "speedup = TTA of BSP / TTA. " secs " s of wall time."
 }' "$table_csv" | tee "$out/study.txt"
 echo "outputs: $out/{study.txt,study.csv}, and per model $out/<model>/{sweep.ini,sweep.csv,points/}"
-echo "figures: syncsim report $out/<model> (needs gnuplot)"
+[ "$report" = 1 ] && command -v gnuplot > /dev/null 2>&1 ||
+    echo "figures: syncsim report $out/<model> (needs gnuplot)"
 exit "$status"
