@@ -111,7 +111,6 @@ static void group_statistics(const run_record *runs, int n, const int *gid, cons
             v[10][m] = r->comm_s / steps;
             v[11][m] = r->wait_s / steps;
             v[12][m] = r->test_perplexity;
-            G->language += run_record_is_language(r);
             m++;
         }
         G->accuracy = stats_summarize(v[0], m);

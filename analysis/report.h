@@ -40,8 +40,7 @@ typedef struct report_group {
     int no_accuracy;  /* ok runs without a test accuracy (replays): TTA n/a */
     int no_reference; /* ok runs with an accuracy but no BSP run of their configuration */
     stats_summary accuracy, tta_s, speedup, lssr, bytes_sent, sim_time_s;
-    stats_summary perplexity; /* language models' final test perplexity (NaN for others) */
-    int language;             /* ok runs of a language model: TTA on perplexity (tta.h) */
+    stats_summary perplexity; /* language models' final test perplexity (none for others) */
     stats_summary compute_s, comm_s, wait_s;
     stats_summary compute_step_s, comm_step_s, wait_step_s; /* per step of a worker */
     int first; /* index of its run with the lowest seed */
