@@ -40,6 +40,7 @@ static void row_record(const compare_row *r, run_record *rec) {
     snprintf(rec->status, sizeof rec->status, "%s", r->ok ? r->status : "failed");
     snprintf(rec->policy, sizeof rec->policy, "%s", r->policy);
     rec->test_accuracy = r->ok ? r->accuracy : NAN;
+    rec->test_perplexity = r->ok ? r->perplexity : NAN;
 }
 
 void compare_rows_tta(compare_row *rows, int n, double margin) {
@@ -108,7 +109,7 @@ void compare_rows_print(FILE *fp, const compare_row *rows, int n) {
         char note[32] = "";
         if (strcmp(r->status, "ok")) snprintf(note, sizeof note, " (%s)", r->status);
         char tta[32], speed[32] = "-";
-        const tta_result t = {r->tta, NAN, r->tta_s, NAN, r->speedup};
+        const tta_result t = {r->tta, NAN, r->tta_s, NAN, r->speedup, isfinite(r->perplexity)};
         tta_cell(&t, 2, tta, sizeof tta);
         if (isfinite(r->speedup)) snprintf(speed, sizeof speed, "%.2fx", r->speedup);
         fprintf(fp, "%-12s %-12s %-12s %9.4f %9.4f %9.2f s %11s %8s %6.3f %8.3f %7.2f%%%s\n",
@@ -186,15 +187,19 @@ int compare_rows_plot(const char *out_dir, const compare_row *rows, int n, int n
     /* the title names the setting the panels share: model, data, partition, workers, GPU... */
     char setting[1024] = "", title[1200];
     if (n_recs) run_setting_text(recs, n_recs, n_panels == 1, setting, sizeof setting);
-    snprintf(title, sizeof title, "test accuracy against simulated time%s%s",
-             setting[0] ? ": " : "", setting);
+    /* a language model's figure shows its perplexity (compare runs one model) */
+    int language = n_recs > 0;
+    for (int i = 0; i < n_recs; i++)
+        language &= run_record_is_language(&recs[i]);
+    snprintf(title, sizeof title, "%s against simulated time%s%s",
+             language ? "test perplexity" : "test accuracy", setting[0] ? ": " : "", setting);
     free(recs);
     char replot[1200];
     snprintf(replot, sizeof replot, "%s/replot.sh", out_dir);
     remove(replot); /* plots_accuracy_panels appends this figure's commands */
     if (terminal) fflush(terminal);
-    int rc =
-        plots_accuracy_panels(out_dir, "compare", curves, m, title_of, n_panels, title, terminal);
+    int rc = plots_metric_panels(out_dir, "compare", curves, m, title_of, n_panels, title,
+                                 language ? "test_perplexity" : "test_accuracy", terminal);
     free(curves);
     free(titles);
     free(title_of);

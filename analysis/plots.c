@@ -196,9 +196,9 @@ void plots_styles(const char *const *policies, int n, char *buf, size_t size) {
     }
 }
 
-/* Appends the block of one curve: "sim_time_s,TITLE", then its (sim_time_s, test_accuracy)
- * cells as metrics.csv has them. 0 if the run has no readable curve (nothing written). */
-static int write_curve(FILE *out, const plots_curve *c, int first) {
+/* Appends the block of one curve: "sim_time_s,TITLE", then its (sim_time_s, column) cells as
+ * metrics.csv has them. 0 if the run has no readable curve (nothing written). */
+static int write_curve(FILE *out, const plots_curve *c, const char *column, int first) {
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.csv", c->dir);
     csv_reader r;
@@ -206,7 +206,7 @@ static int write_curve(FILE *out, const plots_curve *c, int first) {
     if (csv_open(&r, path) != SS_OK) return 0;
     int rc = csv_next(&r, &got);
     const int ct = got ? csv_find(&r, "sim_time_s") : -1;
-    const int ca = got ? csv_find(&r, "test_accuracy") : -1;
+    const int ca = got ? csv_find(&r, column) : -1;
     if (rc != SS_OK || ct < 0 || ca < 0) {
         csv_close(&r);
         return 0;
@@ -223,6 +223,13 @@ static int write_curve(FILE *out, const plots_curve *c, int first) {
 int plots_accuracy_panels(const char *out_dir, const char *base, const plots_curve *curves, int n,
                           const char *const *panel_titles, int n_panels, const char *title,
                           FILE *terminal) {
+    return plots_metric_panels(out_dir, base, curves, n, panel_titles, n_panels, title,
+                               "test_accuracy", terminal);
+}
+
+int plots_metric_panels(const char *out_dir, const char *base, const plots_curve *curves, int n,
+                        const char *const *panel_titles, int n_panels, const char *title,
+                        const char *column, FILE *terminal) {
     char data[256], path[1200];
     snprintf(data, sizeof data, "%s-curves.csv", base);
     snprintf(path, sizeof path, "%s/%s", out_dir, data);
@@ -239,7 +246,8 @@ int plots_accuracy_panels(const char *out_dir, const char *base, const plots_cur
     for (int k = 0; k < n_panels; k++) {
         int in_panel = 0;
         for (int i = 0; i < n; i++)
-            if (curves[i].panel == k && write_curve(f.fp, &curves[i], blocks + in_panel == 0))
+            if (curves[i].panel == k &&
+                write_curve(f.fp, &curves[i], column, blocks + in_panel == 0))
                 written[blocks + in_panel++] = curves[i].title;
         /* styles panel by panel: a policy's dash type counts its curves within its panel */
         if (in_panel && ls < sizeof styles - 1) {
@@ -257,6 +265,8 @@ int plots_accuracy_panels(const char *out_dir, const char *base, const plots_cur
     if ((rc = afile_commit(&f)) != SS_OK) return rc;
     if (lc >= sizeof counts || lt >= sizeof titles)
         return ss_error_set(SS_EUSAGE, "%s: too many panels or too long titles", path);
-    const char *args[4] = {counts, titles, styles, title ? title : ""};
-    return plots_render_args(out_dir, "compare", data, base, args, 4, terminal);
+    /* a perplexity figure names its axis (ARG8); an accuracy figure's command stays as it was */
+    const int perplexity = !strcmp(column, "test_perplexity");
+    const char *args[5] = {counts, titles, styles, title ? title : "", "perplexity"};
+    return plots_render_args(out_dir, "compare", data, base, args, perplexity ? 5 : 4, terminal);
 }

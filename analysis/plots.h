@@ -55,5 +55,11 @@ typedef struct plots_curve {
 int plots_accuracy_panels(const char *out_dir, const char *base, const plots_curve *curves, int n,
                           const char *const *panel_titles, int n_panels, const char *title,
                           FILE *terminal);
+/* plots_accuracy_panels of another metrics.csv column: "test_accuracy" as above, or
+ * "test_perplexity" (a language model's figure: the y axis says perplexity, on a log scale, lower
+ * is better). */
+int plots_metric_panels(const char *out_dir, const char *base, const plots_curve *curves, int n,
+                        const char *const *panel_titles, int n_panels, const char *title,
+                        const char *column, FILE *terminal);
 
 #endif

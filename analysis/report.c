@@ -72,7 +72,7 @@ static void group_label(const run_record *r, const run_record *runs, int n, cons
 /* Each group's counts and statistics over its runs that finished (ok). */
 static void group_statistics(const run_record *runs, int n, const int *gid, const tta_result *tta,
                              report_group *g, int ng) {
-    enum { V = 12 };
+    enum { V = 13 };
     double *v[V];
     for (int k = 0; k < V; k++)
         v[k] = ss_malloc(sizeof(double) * (size_t)(n ? n : 1));
@@ -110,6 +110,7 @@ static void group_statistics(const run_record *runs, int n, const int *gid, cons
             v[9][m] = r->compute_s / steps;
             v[10][m] = r->comm_s / steps;
             v[11][m] = r->wait_s / steps;
+            v[12][m] = r->test_perplexity;
             m++;
         }
         G->accuracy = stats_summarize(v[0], m);
@@ -124,6 +125,7 @@ static void group_statistics(const run_record *runs, int n, const int *gid, cons
         G->compute_step_s = stats_summarize(v[9], m);
         G->comm_step_s = stats_summarize(v[10], m);
         G->wait_step_s = stats_summarize(v[11], m);
+        G->perplexity = stats_summarize(v[12], m);
     }
     for (int k = 0; k < V; k++)
         free(v[k]);
@@ -205,12 +207,18 @@ static int write_tables(const run_record *runs, int n, const report_options *o,
     char path[1200];
     afile f;
     int rc;
+    /* language models add their perplexity columns; a report without one keeps its form */
+    int language = 0;
+    for (int i = 0; i < n; i++)
+        language |= run_record_is_language(&runs[i]);
     snprintf(path, sizeof path, "%s/report.csv", o->out_dir);
     if ((rc = afile_open(&f, path)) != SS_OK) return rc;
-    fprintf(f.fp, "group,policy,runs,ok,diverged,failed,accuracy_mean,accuracy_ci95,tta_s_mean,"
-                  "tta_s_ci95,tta_reached,speedup_mean,speedup_ci95,lssr_mean,lssr_ci95,"
-                  "bytes_sent_mean,bytes_sent_ci95,sim_time_s_mean,sim_time_s_ci95,"
-                  "compute_s_mean,comm_s_mean,wait_s_mean,tta_measured,no_accuracy,no_reference\n");
+    fprintf(f.fp,
+            "group,policy,runs,ok,diverged,failed,accuracy_mean,accuracy_ci95,tta_s_mean,"
+            "tta_s_ci95,tta_reached,speedup_mean,speedup_ci95,lssr_mean,lssr_ci95,"
+            "bytes_sent_mean,bytes_sent_ci95,sim_time_s_mean,sim_time_s_ci95,"
+            "compute_s_mean,comm_s_mean,wait_s_mean,tta_measured,no_accuracy,no_reference%s\n",
+            language ? ",perplexity_mean,perplexity_ci95" : "");
     for (int i = 0; i < ng; i++) {
         const report_group *G = &g[i];
         csv_write_field(f.fp, G->label);
@@ -231,14 +239,21 @@ static int write_tables(const run_record *runs, int n, const report_options *o,
         csv_number(f.fp, G->compute_s.mean);
         csv_number(f.fp, G->comm_s.mean);
         csv_number(f.fp, G->wait_s.mean);
-        fprintf(f.fp, ",%d,%d,%d\n", G->tta_measured, G->no_accuracy, G->no_reference);
+        fprintf(f.fp, ",%d,%d,%d", G->tta_measured, G->no_accuracy, G->no_reference);
+        if (language) {
+            csv_number(f.fp, G->perplexity.mean);
+            csv_number(f.fp, G->perplexity.ci95);
+        }
+        fputc('\n', f.fp);
     }
     if ((rc = afile_commit(&f)) != SS_OK) return rc;
 
     snprintf(path, sizeof path, "%s/runs.csv", o->out_dir);
     if ((rc = afile_open(&f, path)) != SS_OK) return rc;
-    fprintf(f.fp, "dir,group,policy,seed,status,test_accuracy,tta_s,speedup_vs_bsp,lssr,"
-                  "bytes_sent,sim_time_s,tta\n");
+    fprintf(f.fp,
+            "dir,group,policy,seed,status,test_accuracy,tta_s,speedup_vs_bsp,lssr,"
+            "bytes_sent,sim_time_s,tta%s\n",
+            language ? ",test_perplexity" : "");
     for (int i = 0; i < n; i++) {
         const run_record *r = &runs[i];
         csv_write_field(f.fp, r->dir);
@@ -253,7 +268,9 @@ static int write_tables(const run_record *runs, int n, const report_options *o,
         csv_number(f.fp, r->lssr);
         csv_number(f.fp, r->bytes_sent);
         csv_number(f.fp, r->sim_time_s);
-        fprintf(f.fp, ",%s\n", tta_status_word(tta[i].status));
+        fprintf(f.fp, ",%s", tta_status_word(tta[i].status));
+        if (language) csv_number(f.fp, r->test_perplexity);
+        fputc('\n', f.fp);
     }
     if ((rc = afile_commit(&f)) != SS_OK) return rc;
 
@@ -267,9 +284,18 @@ static int write_tables(const run_record *runs, int n, const report_options *o,
             "%.2g points; speedup = TTA(BSP) / TTA. Diverged runs are counted, not "
             "averaged.\n\n",
             n, ng, o->target_margin * 100);
-    fprintf(f.fp, "| group | runs | ok | diverged | failed | accuracy | TTA (s) | reached | "
-                  "speedup vs BSP | LSSR | GB sent |\n");
-    fprintf(f.fp, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    if (language)
+        fprintf(f.fp,
+                "Language models: accuracy is the next-token accuracy; perplexity is exp(test "
+                "loss), lower is better, and their TTA is the first simulated time at which the "
+                "perplexity is at most the BSP run's final perplexity plus %.2g %%.\n\n",
+                o->target_margin * 100);
+    fprintf(f.fp,
+            "| group | runs | ok | diverged | failed | accuracy |%s TTA (s) | reached | "
+            "speedup vs BSP | LSSR | GB sent |\n",
+            language ? " perplexity |" : "");
+    fprintf(f.fp, "|---|---:|---:|---:|---:|---:|%s---:|---:|---:|---:|---:|\n",
+            language ? "---:|" : "");
     for (int i = 0; i < ng; i++) {
         const report_group *G = &g[i];
         fprintf(f.fp, "| %s | %d | %d | %d | %d |", G->label, G->runs, G->ok, G->diverged,
@@ -278,6 +304,7 @@ static int write_tables(const run_record *runs, int n, const report_options *o,
             fprintf(f.fp, " n/a |"); /* replays record no accuracy */
         else
             md_cell(f.fp, G->accuracy, 1, "%.4f");
+        if (language) md_cell(f.fp, G->perplexity, 1, "%.2f"); /* "-" for an image model */
         /* n/a: no accuracy recorded (replays); "no BSP": no reference to measure against */
         const char *none = !G->tta_measured && G->no_accuracy    ? "n/a"
                            : !G->tta_measured && G->no_reference ? "no BSP"
@@ -329,8 +356,8 @@ static char *tta_warnings(const run_record *runs, int n, const report_options *o
  * run, or numbered by earlier versions) and their data, scripts and terminal versions. */
 static int is_report_file(const char *name) {
     static const char *const tables[] = {"report.md", "report.csv", "runs.csv", "replot.sh", NULL};
-    static const char *const figures[] = {"accuracy",  "breakdown", "scaling", "delta-",
-                                          "timeline-", "kde-",      NULL};
+    static const char *const figures[] = {"accuracy", "perplexity", "breakdown", "scaling",
+                                          "delta-",   "timeline-",  "kde-",      NULL};
     for (int i = 0; tables[i]; i++)
         if (!strcmp(name, tables[i])) return 1;
     const char *dot = strrchr(name, '.');
@@ -389,6 +416,7 @@ int report_write(const run_record *runs, int n, const report_options *o) {
     }
     if (rc == SS_OK) rc = write_tables(runs, n, o, g, ng, gid, tta, warnings);
     if (rc == SS_OK) rc = figure_accuracy(runs, n, o, g, ng);
+    if (rc == SS_OK) rc = figure_perplexity(runs, n, o, g, ng);
     if (rc == SS_OK) rc = figure_breakdown(runs, n, o, g, ng);
     if (rc == SS_OK) rc = figure_delta(runs, n, o, g, ng);
     if (rc == SS_OK) rc = figure_timeline(runs, n, o, g, ng);

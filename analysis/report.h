@@ -2,8 +2,10 @@
  * the mean and 95 % confidence interval of final accuracy, time to accuracy (TTA), speedup over
  * BSP, LSSR and bytes. The TTA target of a run is the final accuracy of the BSP run with the same
  * configuration (platform, workers, model, data, seed...) less a margin; speedup = TTA(BSP) /
- * TTA(run). Diverged runs are counted as such, never dropped. Outputs in OUT/: report.md,
- * report.csv, runs.csv, and figures (PNG, SVG; a terminal version of the main ones).
+ * TTA(run). A language model's TTA is on perplexity (BSP's final perplexity x (1 + margin),
+ * reached at or below it: tta.h), and its groups' perplexity is tabled and plotted. Diverged runs
+ * are counted as such, never dropped. Outputs in OUT/: report.md, report.csv, runs.csv, and figures
+ * (PNG, SVG; a terminal version of the main ones).
  *
  *     report_options o = {.out_dir = "rep", .target_margin = 0.005, .terminal = stdout};
  *     report_write(runs, n, &o);
@@ -19,7 +21,8 @@
 
 typedef struct report_options {
     const char *out_dir;
-    double target_margin; /* TTA target = BSP's final accuracy - this (0.005: 0.5 points) */
+    double target_margin; /* TTA target = BSP's final accuracy - this (0.005: 0.5 points); a
+                           * language model's: BSP's final perplexity x (1 + this) */
     /* 1 if config key `key` applies to runs of `policy` (NULL: every key applies). Keys that do
      * not apply (delta for bsp) neither split groups nor name them. */
     int (*key_applies)(const char *key, const char *policy);
@@ -37,6 +40,7 @@ typedef struct report_group {
     int no_accuracy;  /* ok runs without a test accuracy (replays): TTA n/a */
     int no_reference; /* ok runs with an accuracy but no BSP run of their configuration */
     stats_summary accuracy, tta_s, speedup, lssr, bytes_sent, sim_time_s;
+    stats_summary perplexity; /* language models' final test perplexity (none for others) */
     stats_summary compute_s, comm_s, wait_s;
     stats_summary compute_step_s, comm_step_s, wait_step_s; /* per step of a worker */
     int first; /* index of its run with the lowest seed */

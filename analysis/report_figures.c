@@ -3,6 +3,7 @@
 #include "analysis/report_internal.h"
 #include "analysis/plots.h"
 #include "common/status.h"
+#include "common/summary.h"
 #include "sim/policy/policy_registry.h"
 
 #include <dirent.h>
@@ -59,22 +60,37 @@ static void group_figure_base(const char *name, const report_group *g, int i, ch
     snprintf(buf, n, "%s-%s", name, slug);
 }
 
-int figure_accuracy(const run_record *runs, int n, const report_options *o, const report_group *g,
-                    int ng) {
-    FILE *fp = open_data(o, "accuracy.csv");
-    if (!fp) return ss_error_set(SS_EIO, "%s/accuracy.csv: cannot write", o->out_dir);
+/* A curve against simulated time per group (first seed): test accuracy of the image models'
+ * groups (accuracy.png), or test perplexity of the language models' (perplexity.png). */
+static int figure_curves(const run_record *runs, int n, const report_options *o,
+                         const report_group *g, int ng, int language) {
+    const char *name = language ? "perplexity" : "accuracy";
+    char data[64];
+    snprintf(data, sizeof data, "%s.csv", name);
+    /* accuracy.csv is written even when empty (as it always was); perplexity.csv only when a
+     * language model's curve is there */
+    FILE *fp = language ? NULL : open_data(o, data);
+    if (!language && !fp) return ss_error_set(SS_EIO, "%s/%s: cannot write", o->out_dir, data);
     int blocks = 0;
     const char **policies = ss_calloc((size_t)(ng ? ng : 1), sizeof *policies);
     for (int i = 0; i < ng; i++) {
+        const run_record *first = &runs[g[i].first];
+        if (run_record_is_language(first) != language) continue;
         double *t, *a;
         size_t m;
         char metrics[1200];
         struct stat st; /* replays record no accuracy: no metrics.csv, no curve */
-        snprintf(metrics, sizeof metrics, "%s/metrics.csv", runs[g[i].first].dir);
+        snprintf(metrics, sizeof metrics, "%s/metrics.csv", first->dir);
         if (stat(metrics, &st) != 0) continue;
-        int rc = run_curve_read(runs[g[i].first].dir, &t, &a, &m);
+        int rc = language ? run_curve_read_column(first->dir, "test_perplexity", &t, &a, &m)
+                          : run_curve_read(first->dir, &t, &a, &m);
+        if (rc == SS_OK && !fp && !(fp = open_data(o, data))) {
+            free(t);
+            free(a);
+            rc = ss_error_set(SS_EIO, "%s/%s: cannot write", o->out_dir, data);
+        }
         if (rc != SS_OK) {
-            fclose(fp);
+            if (fp) fclose(fp);
             free(policies);
             return rc;
         }
@@ -88,16 +104,29 @@ int figure_accuracy(const run_record *runs, int n, const report_options *o, cons
         free(a);
         policies[blocks++] = g[i].policy;
     }
-    fclose(fp);
+    if (fp) fclose(fp);
     char styles[4096], title[1400];
     plots_styles(policies, blocks, styles, sizeof styles);
     free(policies);
     if (!blocks) return SS_OK;
-    figure_title("test accuracy against simulated time (first seed of each group)", runs, n, 1,
-                 title, sizeof title);
-    const char *args[2] = {styles, title};
-    return plots_render_args(o->out_dir, "accuracy", "accuracy.csv", "accuracy", args, 2,
+    figure_title(language ? "test perplexity against simulated time (first seed of each group; "
+                            "lower is better)"
+                          : "test accuracy against simulated time (first seed of each group)",
+                 runs, n, 1, title, sizeof title);
+    /* the perplexity figure names its axis (ARG6); the accuracy figure's command is as it was */
+    const char *args[3] = {styles, title, "perplexity"};
+    return plots_render_args(o->out_dir, "accuracy", data, name, args, language ? 3 : 2,
                              o->terminal);
+}
+
+int figure_accuracy(const run_record *runs, int n, const report_options *o, const report_group *g,
+                    int ng) {
+    return figure_curves(runs, n, o, g, ng, 0);
+}
+
+int figure_perplexity(const run_record *runs, int n, const report_options *o, const report_group *g,
+                      int ng) {
+    return figure_curves(runs, n, o, g, ng, 1);
 }
 
 int figure_breakdown(const run_record *runs, int n, const report_options *o, const report_group *g,
@@ -260,6 +289,17 @@ int figure_delta(const run_record *runs, int n, const report_options *o, const r
         fclose(fp);
         trace_table_free(&t);
         const char *delta = run_record_get(r, "delta");
+        /* --delta auto:R: the line is the delta the run chose (summary.json's delta_chosen) */
+        char chosen[64];
+        if (delta && !strncmp(delta, "auto", 4)) {
+            run_summary s;
+            char path[1200];
+            snprintf(path, sizeof path, "%s/summary.json", r->dir);
+            if (summary_read(path, &s) != SS_OK) run_summary_init(&s);
+            snprintf(chosen, sizeof chosen, "%.9g",
+                     isfinite(s.delta_chosen) ? s.delta_chosen : 0.0);
+            delta = chosen;
+        }
         char what[700], title[1800];
         snprintf(what, sizeof what, "SelSync: largest Delta(g) over the workers against step: %s",
                  g[i].label);

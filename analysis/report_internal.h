@@ -7,6 +7,9 @@
 
 int figure_accuracy(const run_record *runs, int n, const report_options *o, const report_group *g,
                     int ng);
+/* Language models' groups: test perplexity against simulated time (perplexity.png). */
+int figure_perplexity(const run_record *runs, int n, const report_options *o, const report_group *g,
+                      int ng);
 int figure_breakdown(const run_record *runs, int n, const report_options *o, const report_group *g,
                      int ng);
 int figure_scaling(const run_record *runs, int n, const report_options *o);

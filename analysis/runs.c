@@ -55,6 +55,7 @@ static void record_summary(run_record *r, const run_summary *s) {
     if (s->batch >= 0) r->batch = s->batch;
     if (s->seed || !isfinite(r->seed)) r->seed = (double)s->seed; /* 0 is also an absent seed */
     r->test_accuracy = s->test_accuracy;
+    r->test_perplexity = s->test_perplexity;
     r->sim_time_s = s->sim_time_s;
     r->lssr = s->lssr;
     r->bytes_sent = s->bytes_sent;
@@ -71,7 +72,7 @@ int run_record_read(const char *dir, run_record *r) {
     memset(r, 0, sizeof *r);
     snprintf(r->dir, sizeof r->dir, "%s", dir);
     snprintf(r->status, sizeof r->status, "failed");
-    r->test_accuracy = r->sim_time_s = r->lssr = r->bytes_sent = NAN;
+    r->test_accuracy = r->test_perplexity = r->sim_time_s = r->lssr = r->bytes_sent = NAN;
     r->steps = r->sync_steps = r->compute_s = r->comm_s = r->wait_s = r->epochs = r->seed = NAN;
     char path[1200];
     snprintf(path, sizeof path, "%s/config.ini", dir);
@@ -303,8 +304,11 @@ static int cell_number(const csv_reader *r, int col, const char *name, double *x
                         name, r->field[col]);
 }
 
-int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *n) {
-    *time_s = *accuracy = NULL;
+/* metrics.csv's (sim_time_s, column) points; a missing column is SS_EINPUT unless optional, where
+ * it gives no points. */
+static int curve_read(const char *dir, const char *column, int optional, double **time_s,
+                      double **value, size_t *n) {
+    *time_s = *value = NULL;
     *n = 0;
     char path[1200];
     snprintf(path, sizeof path, "%s/metrics.csv", dir);
@@ -315,27 +319,41 @@ int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *
         csv_close(&r);
         return rc != SS_OK ? rc : ss_error_set(SS_EINPUT, "%s: empty", path);
     }
-    const int ct = csv_find(&r, "sim_time_s"), ca = csv_find(&r, "test_accuracy");
+    const int ct = csv_find(&r, "sim_time_s"), ca = csv_find(&r, column);
     if (ct < 0 || ca < 0) {
         csv_close(&r);
-        return ss_error_set(SS_EINPUT, "%s: no sim_time_s or test_accuracy column", path);
+        if (optional && ct >= 0) return SS_OK;
+        return ss_error_set(SS_EINPUT, "%s: no sim_time_s or %s column", path, column);
     }
     size_t cap = 0;
     while ((rc = csv_next(&r, &got)) == SS_OK && got) {
         double t, a;
         if ((rc = cell_number(&r, ct, "sim_time_s", &t)) != SS_OK ||
-            (rc = cell_number(&r, ca, "test_accuracy", &a)) != SS_OK)
+            (rc = cell_number(&r, ca, column, &a)) != SS_OK)
             break;
-        curve_push(time_s, accuracy, n, &cap, t, a);
+        curve_push(time_s, value, n, &cap, t, a);
     }
     csv_close(&r);
     if (rc != SS_OK) {
         free(*time_s);
-        free(*accuracy);
-        *time_s = *accuracy = NULL;
+        free(*value);
+        *time_s = *value = NULL;
         *n = 0;
     }
     return rc;
+}
+
+int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *n) {
+    return curve_read(dir, "test_accuracy", 0, time_s, accuracy, n);
+}
+
+int run_curve_read_column(const char *dir, const char *column, double **time_s, double **value,
+                          size_t *n) {
+    return curve_read(dir, column, 0, time_s, value, n);
+}
+
+int run_record_is_language(const run_record *r) {
+    return isfinite(r->test_perplexity);
 }
 
 int run_record_check_files(const char *dir) {
@@ -347,6 +365,10 @@ int run_record_check_files(const char *dir) {
         size_t m;
         int rc = run_curve_read(dir, &t, &a, &m);
         if (rc != SS_OK) return rc;
+        free(t);
+        free(a);
+        /* a language model's perplexity cells too (older files have no such column) */
+        if ((rc = curve_read(dir, "test_perplexity", 1, &t, &a, &m)) != SS_OK) return rc;
         free(t);
         free(a);
     }
@@ -363,6 +385,12 @@ int run_record_check_files(const char *dir) {
 double run_curve_tta_s(const double *time_s, const double *accuracy, size_t n, double target) {
     for (size_t i = 0; i < n; i++)
         if (accuracy[i] >= target) return time_s[i];
+    return -1;
+}
+
+double run_curve_tta_below_s(const double *time_s, const double *value, size_t n, double target) {
+    for (size_t i = 0; i < n; i++)
+        if (value[i] <= target) return time_s[i];
     return -1;
 }
 

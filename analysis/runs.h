@@ -21,7 +21,8 @@ typedef struct run_record {
     int workers;
     int batch;
     double seed;
-    double test_accuracy; /* final, consensus model */
+    double test_accuracy;   /* final, consensus model */
+    double test_perplexity; /* language models: final exp(test loss) (NaN for other models) */
     double sim_time_s;
     double lssr;
     double bytes_sent;
@@ -66,11 +67,20 @@ void run_dirs_free(char **dirs, int n);
  * of (sim_time_s, test_accuracy), malloc'ed (NaN for an empty cell). SS_EINPUT if missing or
  * malformed ("FILE:LINE: ..."). */
 int run_curve_read(const char *dir, double **time_s, double **accuracy, size_t *n);
+/* run_curve_read of another column of metrics.csv ("test_perplexity"): (sim_time_s, column). */
+int run_curve_read_column(const char *dir, const char *column, double **time_s, double **value,
+                          size_t *n);
+/* 1 if the run is a language model's: its summary records a test perplexity. Its TTA, report and
+ * figures then use the perplexity curve (lower is better) in place of accuracy. */
+int run_record_is_language(const run_record *r);
 /* The run's metrics.csv and steps.trace, where there are, read whole: SS_EINPUT naming the file
  * and line of a malformed cell or a truncated trace (a report shows no blank for it). */
 int run_record_check_files(const char *dir);
-/* First simulated time at which the curve reaches target; -1 if never. */
+/* First simulated time at which the curve reaches target (accuracy >= target); -1 if never. */
 double run_curve_tta_s(const double *time_s, const double *accuracy, size_t n, double target);
+/* First simulated time at which a lower-is-better curve (perplexity) is at or below target; -1
+ * if never (NaN points never reach it). */
+double run_curve_tta_below_s(const double *time_s, const double *value, size_t n, double target);
 
 /* steps.trace read through traces/trace.h (trace_stream: version and truncation checked; the
  * version-1 traces of older run directories too): the columns of the file, in its order, into a

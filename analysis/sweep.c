@@ -499,7 +499,7 @@ static tta_result *gather_tta(const sweep_plan *p) {
         if (!p->points[i].valid || run_record_read(dir, &runs[i]) != SS_OK) {
             memset(&runs[i], 0, sizeof runs[i]); /* neither a reference nor measured */
             snprintf(runs[i].status, sizeof runs[i].status, "failed");
-            runs[i].test_accuracy = runs[i].seed = NAN;
+            runs[i].test_accuracy = runs[i].test_perplexity = runs[i].seed = NAN;
         }
     }
     gather_opts = p->opts;

@@ -12,6 +12,20 @@ double tta_target(double reference_accuracy, double margin) {
     return reference_accuracy - margin;
 }
 
+double tta_target_perplexity(double reference_perplexity, double margin) {
+    return reference_perplexity * (1.0 + margin);
+}
+
+double tta_of_run_perplexity(const char *dir, double target) {
+    double *t, *p;
+    size_t m;
+    if (run_curve_read_column(dir, "test_perplexity", &t, &p, &m) != SS_OK) return NAN;
+    const double tta = run_curve_tta_below_s(t, p, m, target);
+    free(t);
+    free(p);
+    return tta < 0 ? NAN : tta;
+}
+
 double tta_of_run(const char *dir, double target) {
     double *t, *a;
     size_t m;
@@ -31,7 +45,7 @@ int tta_has_accuracy(const run_record *r) {
 }
 
 tta_result tta_measure(const run_record *run, const run_record *reference, double margin) {
-    tta_result t = {TTA_UNFINISHED, NAN, NAN, NAN, NAN};
+    tta_result t = {TTA_UNFINISHED, NAN, NAN, NAN, NAN, 0};
     if (strcmp(run->status, "ok") != 0) return t;
     if (!tta_has_accuracy(run)) {
         t.status = TTA_NO_ACCURACY;
@@ -45,9 +59,18 @@ tta_result tta_measure(const run_record *run, const run_record *reference, doubl
         t.status = TTA_NO_ACCURACY;
         return t;
     }
-    t.target = tta_target(reference->test_accuracy, margin);
-    t.tta_s = tta_of_run(run->dir, t.target);
-    t.reference_tta_s = run == reference ? t.tta_s : tta_of_run(reference->dir, t.target);
+    if (run_record_is_language(run) && run_record_is_language(reference)) {
+        /* perplexity: lower is better */
+        t.perplexity = 1;
+        t.target = tta_target_perplexity(reference->test_perplexity, margin);
+        t.tta_s = tta_of_run_perplexity(run->dir, t.target);
+        t.reference_tta_s =
+            run == reference ? t.tta_s : tta_of_run_perplexity(reference->dir, t.target);
+    } else {
+        t.target = tta_target(reference->test_accuracy, margin);
+        t.tta_s = tta_of_run(run->dir, t.target);
+        t.reference_tta_s = run == reference ? t.tta_s : tta_of_run(reference->dir, t.target);
+    }
     t.status = isfinite(t.tta_s) ? TTA_REACHED : TTA_NEVER;
     t.speedup = tta_speedup(t.reference_tta_s, t.tta_s);
     return t;

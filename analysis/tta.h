@@ -3,6 +3,10 @@
  * margin; a run's TTA is the first simulated time of its metrics.csv at which test accuracy
  * reaches the target; its speedup is TTA(reference) / TTA(run).
  *
+ * A language model (run_record_is_language: its summary has a test perplexity) is measured on
+ * perplexity, where lower is better: the target is the reference's final perplexity times
+ * (1 + margin), and its TTA the first simulated time at which test_perplexity <= the target.
+ *
  * The reference of a run is the BSP run of the same configuration and seed
  * (tta_reference_find): every config.ini key that both runs have and that applies to both
  * policies holds the same value. Keys that describe one policy only (delta for selsync, overlap
@@ -20,7 +24,9 @@
 
 #include <stddef.h>
 
-#define TTA_DEFAULT_MARGIN 0.005 /* 0.5 accuracy points below the reference's final accuracy */
+/* 0.5 accuracy points below the reference's final accuracy; a language model: 0.5 % above the
+ * reference's final perplexity */
+#define TTA_DEFAULT_MARGIN 0.005
 
 typedef enum tta_status {
     TTA_REACHED,      /* tta_s (and speedup, when the reference reached it too) defined */
@@ -36,12 +42,17 @@ typedef struct tta_result {
     double tta_s;           /* NaN unless TTA_REACHED */
     double reference_tta_s; /* the reference's own TTA at the same target */
     double speedup;         /* reference_tta_s / tta_s; NaN unless both are > 0 */
+    int perplexity;         /* 1: target and TTA are on perplexity (a language model) */
 } tta_result;
 
 /* The accuracy a run must reach: reference_accuracy - margin. */
 double tta_target(double reference_accuracy, double margin);
+/* The perplexity a language model must get down to: reference_perplexity x (1 + margin). */
+double tta_target_perplexity(double reference_perplexity, double margin);
 /* TTA of the run in dir (s); NaN if it never reaches target or has no readable metrics.csv. */
 double tta_of_run(const char *dir, double target);
+/* TTA on the test_perplexity column: the first time at or below target (NaN: never). */
+double tta_of_run_perplexity(const char *dir, double target);
 /* reference_tta_s / tta_s; NaN unless both are > 0. */
 double tta_speedup(double reference_tta_s, double tta_s);
 

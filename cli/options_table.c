@@ -60,11 +60,12 @@ static const opt_def head_rows[] = {
     {"batch", OPT_TYPE_INT, F(batch), "64", 1, 65536,
      CMD_RUN | CMD_BENCH_KERNELS | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION | CMD_BENCH_REPLAY |
          CMD_REPLAY | CMD_VALIDATE,
-     NULL, "B", "mini-batch size per worker (train: resnet, vgg 128 by their recipe)", 0},
+     NULL, "B", "mini-batch size per worker (train: resnet, vgg 128, gpt 20 by their recipe)", 0},
     {"lr", OPT_TYPE_DOUBLE, F(lr), "0", 0, 100, CMD_RUN | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION,
      NULL, "X",
-     "learning rate (0: resnet, vgg 0.1 x N x B / 128 by their recipe; one worker 0.01 logreg, "
-     "else 0.02; several workers 0.05, cnn 0.02)",
+     "learning rate (0: resnet, vgg 0.1 x N x B / 128, gpt:wlm 2.0, gpt:L,D,H,T 0.5 by their "
+     "recipe; one worker "
+     "0.01 logreg, else 0.02; several workers 0.05, cnn 0.02)",
      0},
     {"momentum", OPT_TYPE_DOUBLE, F(momentum), "0.9", 0, 0.9999,
      CMD_RUN | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION, NULL, "X", "SGD momentum (0 = plain SGD)",
@@ -74,8 +75,8 @@ static const opt_def head_rows[] = {
     {"weight-decay", OPT_TYPE_DOUBLE, F(weight_decay), "0", 0, 1, CMD_RUN, NULL, "X",
      "L2 weight decay in PyTorch SGD's coupled form: g' = g + X w", 0},
     {"lr-schedule", OPT_TYPE_STRING, F(lr_schedule), "constant", 0, 0, CMD_RUN, NULL, "S",
-     "constant | step[:EPOCHS[:GAMMA]] (every EPOCHS) | multistep:E1,E2,...[:GAMMA] (at those "
-     "epochs) | cosine[:MIN_LR]; GAMMA defaults to 0.1",
+     "constant | step[:EPOCHS[:GAMMA]] (every EPOCHS) | step-iters:N[:GAMMA] (every N steps) | "
+     "multistep:E1,E2,...[:GAMMA] (at those epochs) | cosine[:MIN_LR]; GAMMA defaults to 0.1",
      0},
     {"lr-warmup", OPT_TYPE_DOUBLE, F(lr_warmup), "0", 0, 10000, CMD_RUN, NULL, "E",
      "linear learning-rate warm-up over E epochs: step t < W = E x steps per epoch takes "
@@ -219,7 +220,9 @@ static const opt_def tail_rows[] = {
     {"shard", OPT_TYPE_STRING, F(shard), "", 0, 0, CMD_SWEEP, NULL, "I/K",
      "sweep: run only the points i with i mod K = I (0 <= I < K), for batch-scheduler arrays", 0},
     {"target-margin", OPT_TYPE_DOUBLE, F(target_margin), "0.005", 0, 1, CMD_REPORT, NULL, "X",
-     "report: TTA target = BSP's final accuracy minus X (same platform, workers and seed)", 0},
+     "report: TTA target = BSP's final accuracy minus X (same platform, workers and seed); a "
+     "language model's: BSP's final perplexity x (1 + X), lower is better",
+     0},
     {"hosts", OPT_TYPE_INT, F(hosts), "16", 1, 65536, CMD_PLATFORM, NULL, "N",
      "platform: worker hosts", 0},
     {"ps", OPT_TYPE_INT, F(ps_hosts), "0", 0, 1024, CMD_PLATFORM, NULL, "K",

@@ -7,6 +7,15 @@
  * recipe of Zagoruyko and Komodakis 2016), decay by 10 at 50 % and 75 % of the epochs
  * (32k and 48k of 64k iterations), random crop with padding 4 and horizontal flip.
  * vgg (the CIFAR VGG with batch norm): the same.
+ * gpt:wlm (also gpt, gpt:selsync): the SelSync paper's setting for its Transformer language model
+ * (SGD, lr 2.0 decayed x0.8 every 2,000 iterations, batch 20) with the gradient-norm clipping at
+ * 0.25 of PyTorch's examples/word_language_model (its --clip default); no momentum, no weight
+ * decay, no warm-up; the rate is the paper's whatever the workers and batch (not scaled).
+ * gpt:L,D,H,T: gpt:wlm's recipe (batch 20, clipping 0.25, x0.8 every 2,000 steps, the rate not
+ * scaled) with momentum 0.9 and lr 0.5: no SGD recipe is published for GPT-2's layout (GPT-2 was
+ * trained with Adam, which syncsim does not emulate); on gpt:2,128,4,64 and web-bible this one
+ * took the validation perplexity to 229 in 150 steps where gpt:wlm's (lr 2.0, no momentum) took
+ * it to 420 (docs/TRAINING.md).
  * logreg, mlp, cnn: no recipe; the option table's defaults (constant rate, momentum 0.9, no weight
  * decay, no augmentation), as before recipes existed.
  *
@@ -22,7 +31,7 @@
 #include <stdio.h>
 
 typedef struct recipe {
-    const char *arch;   /* the model's name before any ':' */
+    const char *arch;   /* the model's name before any ':' ("gpt:wlm" for that preset) */
     const char *source; /* where it comes from */
     int batch;
     double lr_per_128;    /* the rate at 128 samples per synchronous step, scaled linearly */
@@ -33,6 +42,8 @@ typedef struct recipe {
     double decay_at[2]; /* fractions of the epochs at which the rate is divided by 10 */
     int augment;
     double clip_norm;
+    double lr_fixed;      /* > 0: the rate whatever the workers and batch (lr_per_128 unused) */
+    const char *schedule; /* its --lr-schedule as given (NULL: multistep at decay_at) */
 } recipe;
 
 /* The recipe of a --model text (NULL: none, the table's defaults apply). */

@@ -73,7 +73,8 @@ static int parse_field(const char **p, double *out, const char *text) {
     if (end == start || errno || !isfinite(v) || v < 0 || (*end && *end != ':'))
         return ss_error_set(SS_EUSAGE,
                             "lr schedule '%s': bad number at '%s' (valid: constant, "
-                            "step[:EPOCHS[:GAMMA]], multistep:E1,E2,...[:GAMMA], cosine[:MIN_LR])",
+                            "step[:EPOCHS[:GAMMA]], step-iters:N[:GAMMA], "
+                            "multistep:E1,E2,...[:GAMMA], cosine[:MIN_LR])",
                             text, start);
     *out = v;
     *p = end;
@@ -109,12 +110,14 @@ static int parse_milestones(lr_schedule *s, const char **p, const char *text, co
 
 int lr_schedule_parse(lr_schedule *s, const char *text) {
     static const char *const valid = "valid: constant, step[:EPOCHS[:GAMMA]], "
-                                     "multistep:E1,E2,...[:GAMMA], cosine[:MIN_LR]";
+                                     "step-iters:N[:GAMMA], multistep:E1,E2,...[:GAMMA], "
+                                     "cosine[:MIN_LR]";
     const char *colon = strchr(text, ':');
     size_t len = colon ? (size_t)(colon - text) : strlen(text);
     const char *p = text + len;
     s->gamma = 0.1;
     s->step_epochs = 30.0;
+    s->step_iters = 0;
     s->min_lr = 0.0;
     s->n_milestones = 0;
     s->warmup_epochs = 0.0;
@@ -128,6 +131,21 @@ int lr_schedule_parse(lr_schedule *s, const char *text) {
             return SS_EUSAGE;
         if (*p || s->step_epochs <= 0)
             return ss_error_set(SS_EUSAGE, "lr schedule '%s': bad step form (%s)", text, valid);
+        return SS_OK;
+    }
+    if (len == 10 && !strncmp(text, "step-iters", 10)) {
+        s->kind = LR_SCHEDULE_STEP_ITERS;
+        double n = 0;
+        if (*p != ':')
+            return ss_error_set(SS_EUSAGE, "lr schedule '%s': step-iters needs its N (%s)", text,
+                                valid);
+        if (parse_field(&p, &n, text) || parse_field(&p, &s->gamma, text)) return SS_EUSAGE;
+        if (*p || n < 1 || n != floor(n) || n > 1e12)
+            return ss_error_set(SS_EUSAGE,
+                                "lr schedule '%s': bad step-iters form (N a whole number of steps "
+                                ">= 1; %s)",
+                                text, valid);
+        s->step_iters = (long)n;
         return SS_OK;
     }
     if (len == 9 && !strncmp(text, "multistep", 9)) {
@@ -162,6 +180,8 @@ static double scheduled(const lr_schedule *s, long step) {
     switch (s->kind) {
     case LR_SCHEDULE_STEP:
         return s->base_lr * pow(s->gamma, floor(epoch / s->step_epochs));
+    case LR_SCHEDULE_STEP_ITERS:
+        return s->base_lr * pow(s->gamma, (double)(step / s->step_iters));
     case LR_SCHEDULE_MULTISTEP: {
         int passed = 0;
         while (passed < s->n_milestones && epoch >= s->milestones[passed])

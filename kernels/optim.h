@@ -32,9 +32,10 @@ double grad_clip_norm(device *dev, float *grads, size_t n, double max_norm);
 
 typedef enum lr_schedule_kind {
     LR_SCHEDULE_CONSTANT = 0,
-    LR_SCHEDULE_STEP = 1,     /* lr * gamma^floor(epoch / step_epochs) */
-    LR_SCHEDULE_COSINE = 2,   /* lr_min + (lr - lr_min) (1 + cos(pi t / T)) / 2, t in steps */
-    LR_SCHEDULE_MULTISTEP = 3 /* lr * gamma^(milestones passed): epochs E1 < E2 < ... */
+    LR_SCHEDULE_STEP = 1,      /* lr * gamma^floor(epoch / step_epochs) */
+    LR_SCHEDULE_COSINE = 2,    /* lr_min + (lr - lr_min) (1 + cos(pi t / T)) / 2, t in steps */
+    LR_SCHEDULE_MULTISTEP = 3, /* lr * gamma^(milestones passed): epochs E1 < E2 < ... */
+    LR_SCHEDULE_STEP_ITERS = 4 /* lr * gamma^floor(t / step_iters), t the step (0-based) */
 } lr_schedule_kind;
 
 #define LR_SCHEDULE_MAX_MILESTONES 8
@@ -44,6 +45,7 @@ typedef struct lr_schedule {
     double base_lr;
     double gamma;       /* step: decay factor (default 0.1) */
     double step_epochs; /* step: epochs between decays (default 30) */
+    long step_iters;    /* step-iters: steps (iterations of a worker) between decays */
     double min_lr;      /* cosine: floor (default 0) */
     long total_steps;   /* cosine: T */
     long steps_per_epoch;
@@ -54,8 +56,9 @@ typedef struct lr_schedule {
     double warmup_epochs;
 } lr_schedule;
 
-/* Parses "constant", "step[:EPOCHS[:GAMMA]]", "multistep:E1,E2,...[:GAMMA]" or "cosine[:MIN_LR]";
- * SS_EUSAGE on anything else. Sets kind, gamma, step_epochs, milestones and min_lr (defaults where
+/* Parses "constant", "step[:EPOCHS[:GAMMA]]", "step-iters:N[:GAMMA]" (decay every N steps, N a
+ * whole number >= 1), "multistep:E1,E2,...[:GAMMA]" or "cosine[:MIN_LR]"; SS_EUSAGE on anything
+ * else. Sets kind, gamma, step_epochs, milestones and min_lr (defaults where
  * omitted) and warmup_epochs to 0; the caller then sets base_lr, total_steps, steps_per_epoch and
  * warmup_epochs, which parsing leaves as they are otherwise. */
 int lr_schedule_parse(lr_schedule *s, const char *text);

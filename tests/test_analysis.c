@@ -406,6 +406,8 @@ static void test_report_write_figures(void) {
         found |= !strncmp(line, "selsync,selsync,3,2,1,0,", 24);
     fclose(fp);
     CU_ASSERT(found);
+    CU_ASSERT(!file_has(path, "perplexity")); /* image models: the table's form as it was */
+    CU_ASSERT(file_size(out, "perplexity.png") < 0);
     /* Delta: per step the largest over the workers (the decision's quantity): worker 3's, 1.3
      * times worker 0's; step 3 synchronized */
     snprintf(path, sizeof path, "%s/delta-selsync.csv", out);
@@ -627,6 +629,139 @@ static void test_tta_no_reference_and_replays(void) {
     free(r);
 }
 
+/* A language model's run: next-token accuracy and perplexity at evaluations k = 1..10 at time
+ * k x dt; the summary's final perplexity is the last one. */
+static void make_lm_run(const char *dir, const char *policy, const double *ppl, double acc_end,
+                        double dt) {
+    CU_ASSERT_EQUAL_FATAL(ss_mkdir_p(dir), SS_OK);
+    char text[2048];
+    snprintf(text, sizeof text,
+             "[train]\nseed = 1\nout = %s\npolicy = %s\nworkers = 8\nmodel = gpt:wlm\n"
+             "dataset = web-bible\nbandwidth = 5Gbps\n%s",
+             dir, policy, strcmp(policy, "selsync") ? "" : "delta = 0.3\n");
+    write_file(dir, "config.ini", text);
+    snprintf(text, sizeof text,
+             "{\"status\": \"ok\", \"policy\": \"%s\", \"workers\": 8, \"test_accuracy\": %.6f, "
+             "\"test_loss\": %.9g, \"test_perplexity\": %.9g, \"sim_time_s\": %g, \"lssr\": "
+             "0.5, \"bytes_sent\": 1e9, \"steps\": 100, \"compute_s\": 1, \"comm_s\": 2, "
+             "\"wait_s\": 0.5, \"seed\": 1}",
+             policy, acc_end, log(ppl[9]), ppl[9], 10 * dt);
+    write_file(dir, "summary.json", text);
+    size_t len = (size_t)snprintf(text, sizeof text,
+                                  "step,epoch,sim_time_s,train_loss,test_loss,test_accuracy,"
+                                  "sync_steps,bytes_sent,test_perplexity\n");
+    for (int k = 1; k <= 10; k++)
+        len += (size_t)snprintf(text + len, sizeof text - len, "%d,%g,%g,1,%.9g,%.6f,0,0,%.9g\n",
+                                10 * k, 0.1 * k, dt * k, log(ppl[k - 1]), acc_end * k / 10,
+                                ppl[k - 1]);
+    write_file(dir, "metrics.csv", text);
+}
+
+static void test_tta_perplexity(void) {
+    /* A language model is measured on perplexity, lower is better: BSP ends at 100, so the
+     * target is 100 x 1.005 = 100.5. BSP (an evaluation every 2 s, falling linearly from 400)
+     * reaches it at its last point, 20 s; selsync's curve is at 101 at 5 s and 100.4 at 6 s:
+     * TTA 6 s, speedup 20 / 6. Read as accuracy (higher is better) the first point, 350 s at
+     * 1 s, would pass; on next-token accuracy selsync (0.2 at the end) would never reach BSP's
+     * 0.25 - 0.005. */
+    char cmp[300], bsp[400], sel[400];
+    snprintf(cmp, sizeof cmp, "%s/lm", root);
+    snprintf(bsp, sizeof bsp, "%s/runs/bsp-5Gbps", cmp);
+    snprintf(sel, sizeof sel, "%s/runs/selsync-5Gbps", cmp);
+    double bsp_ppl[10];
+    for (int k = 0; k < 10; k++)
+        bsp_ppl[k] = 400 - 300.0 * k / 9;
+    const double sel_ppl[10] = {350, 250, 180, 120, 101, 100.4, 99, 98.5, 98.2, 98};
+    make_lm_run(bsp, "bsp", bsp_ppl, 0.25, 2.0);
+    make_lm_run(sel, "selsync", sel_ppl, 0.2, 1.0);
+    SS_CHECK_CLOSE(tta_target_perplexity(100, TTA_DEFAULT_MARGIN), 100.5, 1e-12, 0);
+    SS_CHECK_CLOSE(
+        run_curve_tta_below_s((const double[]){1, 2, 3}, (const double[]){NAN, 120, 90}, 3, 100), 3,
+        1e-12, 0);
+
+    /* compare's rows */
+    compare_row rows[2] = {{.policy = "bsp", .network = "5Gbps", .reference = 1},
+                           {.policy = "selsync", .network = "5Gbps"}};
+    snprintf(rows[0].dir, sizeof rows[0].dir, "%.300s", bsp);
+    snprintf(rows[1].dir, sizeof rows[1].dir, "%.300s", sel);
+    for (int i = 0; i < 2; i++)
+        compare_row_read(&rows[i]);
+    SS_CHECK_CLOSE(rows[1].perplexity, 98, 1e-9, 0);
+    compare_rows_tta(rows, 2, TTA_DEFAULT_MARGIN);
+    CU_ASSERT_EQUAL(rows[1].tta, TTA_REACHED);
+    SS_CHECK_CLOSE(rows[0].tta_s, 20, 1e-12, 0);
+    SS_CHECK_CLOSE(rows[1].tta_s, 6, 1e-12, 0);
+    SS_CHECK_CLOSE(rows[1].speedup, 20.0 / 6, 1e-12, 0);
+
+    /* report: the same numbers, the perplexity in its tables */
+    run_record *r;
+    const int n = read_dir_runs(cmp, &r);
+    CU_ASSERT_EQUAL_FATAL(n, 2);
+    CU_ASSERT(run_record_is_language(&r[0]) && run_record_is_language(&r[1]));
+    report_options o = {.target_margin = TTA_DEFAULT_MARGIN, .key_applies = compare_key_applies};
+    report_group *g;
+    int ng, gid[2];
+    tta_result t[2];
+    CU_ASSERT_EQUAL_FATAL(report_analyze(r, n, &o, &g, &ng, gid, t), SS_OK);
+    CU_ASSERT(t[1].perplexity);
+    SS_CHECK_CLOSE(t[1].target, 100.5, 1e-12, 0);
+    CU_ASSERT_EQUAL(t[1].status, TTA_REACHED);
+    SS_CHECK_CLOSE(t[1].tta_s, 6, 1e-12, 0);
+    SS_CHECK_CLOSE(t[1].reference_tta_s, 20, 1e-12, 0);
+    SS_CHECK_CLOSE(g[gid[1]].perplexity.mean, 98, 1e-9, 0);
+    free(g);
+    /* a target below what a run reaches: never (not its first point) */
+    CU_ASSERT(isnan(tta_of_run_perplexity(sel, 97)));
+
+    if (system("gnuplot --version > /dev/null 2>&1") == 0) {
+        char out[400], path[500];
+        snprintf(out, sizeof out, "%s/report", cmp);
+        FILE *term = fopen("/dev/null", "w");
+        o.out_dir = out;
+        o.terminal = term;
+        CU_ASSERT_EQUAL(report_write(r, n, &o), SS_OK);
+        fclose(term);
+        snprintf(path, sizeof path, "%s/report.md", out);
+        CU_ASSERT(file_has(path, "| perplexity |"));
+        CU_ASSERT(file_has(path, "| 98.00 |"));
+        snprintf(path, sizeof path, "%s/runs.csv", out);
+        CU_ASSERT(file_has(path, ",tta,test_perplexity\n"));
+        CU_ASSERT(file_has(path, ",reached,98\n"));
+        CU_ASSERT(file_size(out, "perplexity.png") > 0);
+        CU_ASSERT(file_size(out, "accuracy.png") < 0); /* no image model's curve */
+        snprintf(path, sizeof path, "%s/perplexity.csv", out);
+        CU_ASSERT(file_has(path, "\n6,100.400000\n"));
+    }
+    free(r);
+}
+
+static void test_delta_figure_auto(void) {
+    /* a selsync run with --delta auto:R: its Delta figure draws the delta it chose (gnuplot was
+     * given "auto:0.9" as the threshold and the report failed) */
+    if (system("gnuplot --version > /dev/null 2>&1") != 0)
+        SS_SKIP("gnuplot missing: report not written");
+    char dir[512], moved[400];
+    make_run("auto-run", "selsync", "auto:0.9", 1, "ok", 0.8, 10, dir, sizeof dir);
+    snprintf(moved, sizeof moved, "%s/auto/points/selsync", root);
+    char parent[400];
+    snprintf(parent, sizeof parent, "%s/auto/points", root);
+    CU_ASSERT_EQUAL_FATAL(ss_mkdir_p(parent), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(rename(dir, moved), 0);
+    write_file(moved, "summary.json",
+               "{\"status\": \"ok\", \"policy\": \"selsync\", \"workers\": 4, \"test_accuracy\": "
+               "0.8, \"sim_time_s\": 10, \"lssr\": 0.5, \"steps\": 100, \"seed\": 1, "
+               "\"delta_chosen\": 0.0123}");
+    run_record r;
+    CU_ASSERT_EQUAL_FATAL(run_record_read(moved, &r), SS_OK);
+    char out[500], path[600];
+    snprintf(out, sizeof out, "%s/auto/report", root);
+    report_options o = {.out_dir = out, .target_margin = TTA_DEFAULT_MARGIN, .max_run_figures = 1};
+    CU_ASSERT_EQUAL(report_write(&r, 1, &o), SS_OK);
+    CU_ASSERT(file_size(out, "delta-selsync.png") > 0);
+    snprintf(path, sizeof path, "%s/replot.sh", out);
+    CU_ASSERT(file_has(path, "'0.0123'"));
+}
+
 static void test_natural_order(void) {
     /* run_name_compare: numbers by value, so a report lists 1Gbps, 10Gbps, 100Gbps and 4, 16,
      * 64 workers in that order (strcmp put 100Gbps before 10Gbps before 1Gbps) */
@@ -724,6 +859,8 @@ static CU_TestInfo report_tests[] = {
     {"gradient_dump: step lists and samples", test_gradient_dump},
     {"one TTA: compare and report agree when policy keys differ", test_tta_one_definition},
     {"TTA: no BSP run warned, replays n/a", test_tta_no_reference_and_replays},
+    {"TTA of a language model: perplexity, lower is better", test_tta_perplexity},
+    {"report: the Delta figure of --delta auto:R draws the delta chosen", test_delta_figure_auto},
     {"natural order of run directories", test_natural_order},
     {"one colour per policy in every figure", test_policy_colours},
     {"validate real: the default case fitted to the host's cores", test_validate_real_fit_host},

@@ -10,6 +10,7 @@
 #include "kernels/optim.h"
 #include "ss_test.h"
 
+#include <math.h>
 #include <string.h>
 
 static device *open_cpu(void) {
@@ -147,6 +148,33 @@ static void test_warmup_multistep(void) {
     CU_ASSERT_EQUAL(lr_schedule_parse(&s, "multistep:2,1"), SS_EUSAGE);
     CU_ASSERT_EQUAL(lr_schedule_parse(&s, "multistep:1,x"), SS_EUSAGE);
     CU_ASSERT_EQUAL(lr_schedule_parse(&s, "multistep:1,2:0.1:3"), SS_EUSAGE);
+}
+
+/* step-iters:2000:0.8 (the SelSync paper's language model): x0.8 at steps 2000, 4000, ...
+ * whatever the epoch's length; with warm-up on top. */
+static void test_step_iters(void) {
+    lr_schedule s;
+    CU_ASSERT_EQUAL_FATAL(lr_schedule_parse(&s, "step-iters:2000:0.8"), SS_OK);
+    s.base_lr = 2.0;
+    s.steps_per_epoch = 300; /* not read */
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 0), 2.0, 0, 1e-12);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 1999), 2.0, 0, 1e-12);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 2000), 1.6, 0, 1e-12);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 3999), 1.6, 0, 1e-12);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 4000), 1.28, 0, 1e-12);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 10000), 2.0 * pow(0.8, 5), 0, 1e-12);
+    s.warmup_epochs = 1.0; /* 300 steps: step 149 takes half the rate */
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 149), 1.0, 0, 1e-12);
+    CU_ASSERT_EQUAL_FATAL(lr_schedule_parse(&s, "step-iters:5"), SS_OK); /* gamma 0.1 */
+    s.base_lr = 1.0;
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 5), 0.1, 0, 1e-12);
+    SS_CHECK_CLOSE(lr_schedule_at(&s, 4), 1.0, 0, 1e-12);
+    /* N a whole number of steps >= 1 */
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "step-iters"), SS_EUSAGE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "step-iters:N[:GAMMA]"));
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "step-iters:0"), SS_EUSAGE);
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "step-iters:2.5"), SS_EUSAGE);
+    CU_ASSERT_EQUAL(lr_schedule_parse(&s, "step-iters:10:0.5:1"), SS_EUSAGE);
 }
 
 /* ---- augmentation ---- */
@@ -295,12 +323,65 @@ static void test_recipe_defaults(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "recipe none"));
 }
 
+/* gpt:wlm (and its other names): the SelSync paper's setting, lr 2.0 not scaled with the workers,
+ * x0.8 every 2,000 steps, batch 20, clipping 0.25, no momentum or weight decay; in the summary's
+ * keys as resolved. gpt:L,D,H,T: its own recipe. */
+static void test_recipe_gpt(void) {
+    run_config cfg;
+    char *wlm[] = {"--model",  "gpt:wlm", "--dataset", "web-bible",
+                   "--policy", "bsp",     "--workers", "16"};
+    parse(&cfg, 8, wlm);
+    CU_ASSERT_EQUAL(cfg.batch, 20);
+    SS_CHECK_CLOSE(cfg.lr, 2.0, 0, 0); /* not 2.0 x 16 x 20 / 128 */
+    CU_ASSERT(cfg.momentum == 0.0 && cfg.weight_decay == 0.0 && cfg.lr_warmup == 0.0);
+    CU_ASSERT(!cfg.nesterov);
+    SS_CHECK_CLOSE(cfg.clip_norm, 0.25, 0, 0);
+    CU_ASSERT_STRING_EQUAL(cfg.lr_schedule, "step-iters:2000:0.8");
+    CU_ASSERT_STRING_EQUAL(cfg.augment, "no");
+    run_summary sum;
+    run_summary_init(&sum);
+    recipe_summarize(&cfg, &sum);
+    CU_ASSERT_STRING_EQUAL(sum.recipe, "gpt:wlm");
+    CU_ASSERT_STRING_EQUAL(sum.lr_schedule, "step-iters:2000:0.8");
+    SS_CHECK_CLOSE(sum.clip_norm, 0.25, 0, 0);
+    char line[512];
+    recipe_describe(&cfg, 2.0, line, sizeof line);
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "recipe gpt:wlm: lr 2, schedule step-iters:2000:0.8"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(line, "clip-norm 0.25"));
+    for (int i = 0; i < 2; i++) { /* the preset's other names */
+        char *other[] = {"--model", i ? "gpt:selsync" : "gpt", "--dataset", "web-bible"};
+        parse(&cfg, 4, other);
+        CU_ASSERT_STRING_EQUAL(cfg.lr_schedule, "step-iters:2000:0.8");
+        CU_ASSERT_EQUAL(cfg.batch, 20);
+    }
+    /* what was given stays */
+    char *given[] = {"--model", "gpt:wlm",     "--dataset", "web-bible",     "--lr",
+                     "0.5",     "--clip-norm", "1",         "--lr-schedule", "constant"};
+    parse(&cfg, 10, given);
+    SS_CHECK_CLOSE(cfg.lr, 0.5, 0, 0);
+    SS_CHECK_CLOSE(cfg.clip_norm, 1.0, 0, 0);
+    CU_ASSERT_STRING_EQUAL(cfg.lr_schedule, "constant");
+    /* gpt:L,D,H,T: gpt:wlm's with momentum 0.9 at lr 0.5 */
+    char *small[] = {"--model",  "gpt:2,128,4,64", "--dataset", "web-bible",
+                     "--policy", "selsync",        "--workers", "8"};
+    parse(&cfg, 8, small);
+    CU_ASSERT_EQUAL(cfg.batch, 20);
+    SS_CHECK_CLOSE(cfg.lr, 0.5, 0, 0);
+    SS_CHECK_CLOSE(cfg.clip_norm, 0.25, 0, 0);
+    SS_CHECK_CLOSE(cfg.momentum, 0.9, 0, 0);
+    CU_ASSERT(cfg.weight_decay == 0.0 && !cfg.nesterov);
+    CU_ASSERT_STRING_EQUAL(cfg.lr_schedule, "step-iters:2000:0.8");
+    recipe_summarize(&cfg, &sum);
+    CU_ASSERT_STRING_EQUAL(sum.recipe, "gpt");
+}
+
 static CU_TestInfo rules_tests[] = {
     {"optim: Nesterov momentum matches a hand computation", test_nesterov_hand},
     {"optim: weight decay is coupled L2, by hand with and without momentum",
      test_weight_decay_hand},
     {"optim: gradient-norm clipping as clip_grad_norm_", test_clip_norm_hand},
     {"optim: warm-up and multistep learning rates at given steps", test_warmup_multistep},
+    {"optim: step-iters decays every N steps", test_step_iters},
     CU_TEST_INFO_NULL,
 };
 
@@ -308,6 +389,7 @@ static CU_TestInfo augment_tests[] = {
     {"augment: crops and flips move pixels as specified", test_augment_moves_pixels},
     {"augment: draws are per worker and step, deterministic", test_augment_deterministic},
     {"recipe: resnet and vgg defaults, given options kept, mlp unchanged", test_recipe_defaults},
+    {"recipe: gpt:wlm as the SelSync paper trained it, gpt:L,D,H,T", test_recipe_gpt},
     CU_TEST_INFO_NULL,
 };
 

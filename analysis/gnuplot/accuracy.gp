@@ -1,15 +1,17 @@
 # Test accuracy against simulated time, one line per run group (policy, platform, ...), each
 # policy in its own colour in every figure; time on a log scale when the groups' time spans
 # differ over 10 times.
-# usage: gnuplot -c accuracy.gp accuracy.csv OUTPUT png|svg|dumb ['STYLES' ['TITLE']]
+# usage: gnuplot -c accuracy.gp accuracy.csv OUTPUT png|svg|dumb ['STYLES' ['TITLE' ['perplexity']]]
 # accuracy.csv: one block per group, blocks separated by two blank lines; each block starts with
 # a header line "sim_time_s,LABEL" and holds rows "sim_time_s,test_accuracy". STYLES: one word
 # per block, "#RRGGBB:M:D" (colour, its mark in a terminal plot, dash type); TITLE: the title
-# (the setting of the runs; a newline starts a second line).
+# (the setting of the runs; a newline starts a second line). 'perplexity': the second column is a
+# language model's test perplexity (perplexity.csv; lower is better), on a logarithmic axis.
 data = ARG1
 term = (ARGC >= 3) ? ARG3 : 'png'
 styles = (ARGC >= 4) ? ARG4 : ''
 title = (ARGC >= 5) ? ARG5 : 'test accuracy against simulated time'
+ppl = (ARGC >= 6) ? (ARG6 eq 'perplexity') : 0
 if (term eq 'png') { set terminal pngcairo size 960,600 font ',11'; set output ARG2 }
 if (term eq 'svg') { set terminal svg size 960,600 font 'sans,11'; set output ARG2 }
 if (term eq 'dumb') { set terminal dumb size 100,32; set output }
@@ -40,10 +42,17 @@ if (fastest > 0 && slowest > 10*fastest) {
 } else {
     set xlabel 'simulated time (s)'
 }
-set key bottom right
 set grid
 set title title
-set ylabel 'test accuracy'
+if (ppl) {
+    set key top right
+    set logscale y 10
+    set ytics (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000)
+    set ylabel 'test perplexity (log scale, lower is better)'
+} else {
+    set key bottom right
+    set ylabel 'test accuracy'
+}
 # a terminal shows no colours: each group is drawn with its policy's letter (the key maps them)
 if (term eq 'dumb') {
     plot for [i=0:blocks-1] data index i using 1:2 with linespoints pt mark(i) title columnheader(2)
