@@ -15,6 +15,8 @@ typedef struct em_job {
     model *m;
     engine_task task;
     int in_flight; /* submitted and not settled */
+    int deferred;  /* the job runs the worker's deferred work first */
+    double wall_s; /* the job's wall time, deferred work included */
     em_job_out out;
 } em_job;
 
@@ -28,7 +30,10 @@ struct em_jobs {
     uint8_t **y;      /* (threads, max_batch) */
     int *fifo;        /* (N) workers in flight, in the order their jobs began (a ring) */
     model **eval;     /* (threads) models for the evaluations, one per slot (NULL: 1 thread) */
+    uint8_t *deferred; /* (N) the worker has deferred work that no job has taken yet */
+    int *flush;        /* (N) scratch: the workers whose deferred work runs across the engine */
     int head, count;
+    double work_s; /* wall seconds of the work the engine runs or splits (jobs, parallel parts) */
 };
 
 static double wall_now_s(void) {
@@ -37,12 +42,17 @@ static double wall_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static void settle_jobs(em_jobs *j);
+static void flush_deferred(em_jobs *j, const int *group, int n);
+
 /* One worker's step: the batch, the passes, the norms. Touches only its replica and its slot. */
 static void job_run_hooked(em_job *job, int slot, void (*grad_ready)(void *ctx, int layer),
                            void *hook_ctx) {
     em_jobs *j = job->owner;
     device *dev = j->cfg.dev;
     em_job_out *o = &job->out;
+    const double start_s = wall_now_s();
+    if (job->deferred) j->cfg.deferred(j->cfg.ctx, job->worker);
     dataset_gather(j->cfg.train, j->indices[job->worker], o->samples, j->x[slot], j->y[slot]);
     if (j->cfg.aug)
         augment_batch_into(j->cfg.aug,
@@ -63,6 +73,7 @@ static void job_run_hooked(em_job *job, int slot, void (*grad_ready)(void *ctx, 
             const model_view *v = model_view_at(job->m, i);
             o->layer_norm_sum += device_nrm2(dev, v->count, model_grads(job->m) + v->offset);
         }
+    job->wall_s = wall_now_s() - start_s;
 }
 
 static void job_run(void *arg, int slot) {
@@ -84,6 +95,8 @@ int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
     j->jobs = ss_calloc((size_t)n, sizeof *j->jobs);
     j->indices = ss_calloc((size_t)n, sizeof *j->indices);
     j->fifo = ss_calloc((size_t)n, sizeof *j->fifo);
+    j->deferred = ss_calloc((size_t)n, 1);
+    j->flush = ss_calloc((size_t)n, sizeof *j->flush);
     for (int w = 0; w < n; w++) {
         j->jobs[w] = (em_job){.owner = j, .worker = w};
         j->jobs[w].task = (engine_task){.run = job_run, .arg = &j->jobs[w]};
@@ -111,7 +124,7 @@ int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
 
 void em_jobs_destroy(em_jobs *j) {
     if (!j) return;
-    em_jobs_settle_all(j);
+    settle_jobs(j); /* deferred work left is dropped with the replicas */
     const int t = engine_threads(j->en);
     engine_destroy(j->en);
     for (int w = 0; w < j->cfg.workers; w++)
@@ -127,6 +140,8 @@ void em_jobs_destroy(em_jobs *j) {
     free(j->indices);
     free(j->jobs);
     free(j->fifo);
+    free(j->deferred);
+    free(j->flush);
     free(j);
 }
 
@@ -153,6 +168,11 @@ static void settle_oldest(em_jobs *j) {
     job->in_flight = 0;
     j->head = (j->head + 1) % j->cfg.workers;
     j->count--;
+    j->work_s += job->wall_s;
+    if (job->deferred) {
+        job->deferred = 0;
+        j->cfg.deferred_done(j->cfg.ctx, job->worker);
+    }
     j->cfg.settled(j->cfg.ctx, job->worker, &job->out);
 }
 
@@ -162,7 +182,9 @@ void em_jobs_submit(em_jobs *j, int w, model *m, long step, int samples,
     SS_ASSERT(!job->in_flight && samples >= 1 && samples <= j->cfg.max_batch);
     job->m = m;
     job->out = (em_job_out){.step = step, .samples = samples};
-    if (grad_ready) em_jobs_settle_all(j); /* slot 0 is free, and the order kept */
+    job->deferred = j->deferred[w]; /* the job runs them first, on its thread */
+    j->deferred[w] = 0;
+    if (grad_ready) settle_jobs(j); /* slot 0 is free, and the order kept */
     job->in_flight = 1;
     j->fifo[(j->head + j->count) % j->cfg.workers] = w;
     j->count++;
@@ -174,13 +196,28 @@ void em_jobs_submit(em_jobs *j, int w, model *m, long step, int samples,
     }
 }
 
-void em_jobs_own(em_jobs *j, int w) {
+void em_jobs_settle_worker(em_jobs *j, int w) {
     while (j->jobs[w].in_flight)
         settle_oldest(j);
 }
 
+void em_jobs_own(em_jobs *j, int w) {
+    em_jobs_settle_worker(j, w);
+    if (!j->deferred[w]) return;
+    const double t0 = wall_now_s();
+    j->deferred[w] = 0;
+    j->cfg.deferred(j->cfg.ctx, w);
+    j->cfg.deferred_done(j->cfg.ctx, w);
+    j->work_s += wall_now_s() - t0;
+}
+
+void em_jobs_defer(em_jobs *j, int w) {
+    em_jobs_settle_worker(j, w);
+    j->deferred[w] = 1;
+}
+
 const em_job_out *em_jobs_take(em_jobs *j, int w) {
-    em_jobs_own(j, w);
+    em_jobs_settle_worker(j, w);
     return &j->jobs[w].out;
 }
 
@@ -192,9 +229,18 @@ void em_jobs_settle_before(em_jobs *j, long step) {
         settle_oldest(j);
 }
 
-void em_jobs_settle_all(em_jobs *j) {
+static void settle_jobs(em_jobs *j) {
     while (j->count > 0)
         settle_oldest(j);
+}
+
+void em_jobs_settle_all(em_jobs *j) {
+    settle_jobs(j);
+    flush_deferred(j, NULL, j->cfg.workers);
+}
+
+double em_jobs_work_seconds(const em_jobs *j) {
+    return j->work_s;
 }
 
 /* ---- evaluations ---- */
@@ -211,17 +257,75 @@ static void par_run(void *arg, int slot) {
     p->fn(p->ctx, p->i, slot);
 }
 
+/* One task of parallel_for, timed: its wall time joins the engine's work. */
+typedef struct par_timed {
+    void (*fn)(void *ctx, int i, int slot);
+    void *ctx;
+    double wall_s;
+} par_timed;
+
+static void par_timed_run(void *ctx, int i, int slot) {
+    par_timed *pt = ctx;
+    const double t0 = wall_now_s();
+    pt->fn(pt->ctx, i, slot);
+    pt->wall_s = wall_now_s() - t0;
+}
+
 /* fn(ctx, i, slot) for i = 0 .. n - 1 on the engine's threads; returns once all have run. */
 static void parallel_for(em_jobs *j, int n, void (*fn)(void *ctx, int i, int slot), void *ctx) {
-    em_jobs_settle_all(j);
+    settle_jobs(j);
     par_task *ts = ss_calloc((size_t)n, sizeof *ts);
+    par_timed *timed = ss_calloc((size_t)n, sizeof *timed);
     for (int i = 0; i < n; i++) {
-        ts[i] = (par_task){.t = {.run = par_run, .arg = &ts[i]}, .fn = fn, .ctx = ctx, .i = i};
+        timed[i] = (par_timed){.fn = fn, .ctx = ctx};
+        ts[i] = (par_task){
+            .t = {.run = par_run, .arg = &ts[i]}, .fn = par_timed_run, .ctx = &timed[i], .i = i};
         engine_submit(j->en, &ts[i].t);
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         engine_wait(j->en, &ts[i].t);
+        j->work_s += timed[i].wall_s;
+    }
+    free(timed);
     free(ts);
+}
+
+/* ---- deferred work ---- */
+
+static void deferred_one(void *ctx, int i, int slot) {
+    em_jobs *j = ctx;
+    (void)slot;
+    j->cfg.deferred(j->cfg.ctx, j->flush[i]);
+}
+
+/* The deferred work of the workers of `group` (NULL: 0 .. n - 1) that have any, each on its own
+ * replica: across the engine where there is more than one, then accounted in worker order. */
+static void flush_deferred(em_jobs *j, const int *group, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const int w = group ? group[i] : i;
+        if (j->deferred[w]) {
+            j->deferred[w] = 0;
+            j->flush[k++] = w;
+        }
+    }
+    if (k == 0) return;
+    if (k > 1 && j->eval) {
+        parallel_for(j, k, deferred_one, j);
+    } else {
+        const double t0 = wall_now_s();
+        for (int i = 0; i < k; i++)
+            j->cfg.deferred(j->cfg.ctx, j->flush[i]);
+        j->work_s += wall_now_s() - t0;
+    }
+    for (int i = 0; i < k; i++)
+        j->cfg.deferred_done(j->cfg.ctx, j->flush[i]);
+}
+
+void em_jobs_own_group(em_jobs *j, const int *group, int n) {
+    for (int i = 0; i < n; i++)
+        em_jobs_settle_worker(j, group ? group[i] : i);
+    flush_deferred(j, group, n);
 }
 
 typedef struct mean_ctx {
@@ -247,8 +351,14 @@ static void mean_range(void *ctx, int r, int slot) {
 
 void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *out) {
     const int t = engine_threads(j->en);
-    if (!j->eval || j->count > 0 || n < MEAN_PARALLEL_MIN_FLOATS) {
+    if (j->count > 0 || n < MEAN_PARALLEL_MIN_FLOATS) { /* never split */
         device_mean(j->cfg.dev, n, k, xs, out);
+        return;
+    }
+    if (!j->eval) { /* one thread: the work it would split */
+        const double t0 = wall_now_s();
+        device_mean(j->cfg.dev, n, k, xs, out);
+        j->work_s += wall_now_s() - t0;
         return;
     }
     size_t range = (n + (size_t)t - 1) / (size_t)t;
@@ -267,6 +377,8 @@ static void copy_model(device *dev, model *dst, model *src) {
 typedef struct eval_ctx {
     em_jobs *j;
     const dataset *test;
+    model *from;     /* the model evaluated in chunks */
+    uint8_t *copied; /* (threads) the slot's evaluation model holds `from` */
     double *loss;    /* (chunks) */
     size_t *correct; /* (chunks, or replicas) */
     model *const *replicas;
@@ -277,6 +389,10 @@ static void eval_chunk(void *ctx, int c, int slot) {
     const size_t chunk = (size_t)ec->j->cfg.max_batch, s0 = (size_t)c * chunk;
     const size_t nb = ec->test->n - s0 < chunk ? ec->test->n - s0 : chunk;
     const size_t d = dataset_features(ec->test);
+    if (!ec->copied[slot]) { /* each slot's model, on its own thread: no serial copies */
+        copy_model(ec->j->cfg.dev, ec->j->eval[slot], ec->from);
+        ec->copied[slot] = 1;
+    }
     ec->loss[c] = model_evaluate_sum(ec->j->eval[slot], ec->test->x + s0 * d, ec->test->y + s0, nb,
                                      &ec->correct[c]);
 }
@@ -284,15 +400,20 @@ static void eval_chunk(void *ctx, int c, int slot) {
 double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *correct) {
     em_jobs_settle_all(j);
     /* a language model in one piece: its next-token count is rounded once */
-    if (!j->eval || test->n == 0 || model_is_language(from))
+    if (test->n == 0 || model_is_language(from))
         return model_evaluate_sum(from, test->x, test->y, test->n, correct);
-    const int t = engine_threads(j->en);
-    for (int s = 0; s < t; s++)
-        copy_model(j->cfg.dev, j->eval[s], from);
+    if (!j->eval) {
+        const double t0 = wall_now_s();
+        const double sum = model_evaluate_sum(from, test->x, test->y, test->n, correct);
+        j->work_s += wall_now_s() - t0;
+        return sum;
+    }
     const size_t chunk = (size_t)j->cfg.max_batch;
     const int n_chunks = (int)((test->n + chunk - 1) / chunk);
     eval_ctx ec = {.j = j,
                    .test = test,
+                   .from = from,
+                   .copied = ss_calloc((size_t)engine_threads(j->en), 1),
                    .loss = ss_calloc((size_t)n_chunks, sizeof(double)),
                    .correct = ss_calloc((size_t)n_chunks, sizeof(size_t))};
     parallel_for(j, n_chunks, eval_chunk, &ec);
@@ -304,6 +425,7 @@ double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *co
     }
     free(ec.loss);
     free(ec.correct);
+    free(ec.copied);
     if (correct) *correct = right;
     return loss_sum;
 }
@@ -326,10 +448,12 @@ double em_jobs_accuracy_mean(em_jobs *j, model *const *replicas, int n, model *h
     if (j->eval) {
         parallel_for(j, n, eval_replica, &ec);
     } else {
+        const double t0 = wall_now_s();
         for (int w = 0; w < n; w++) {
             copy_model(j->cfg.dev, holder, replicas[w]);
             model_evaluate_sum(holder, test->x, test->y, test->n, &ec.correct[w]);
         }
+        j->work_s += wall_now_s() - t0;
     }
     double sum = 0;
     for (int w = 0; w < n; w++)
