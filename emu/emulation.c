@@ -355,6 +355,26 @@ static void shard_range(const emulation *e, int shard, int n_shards, size_t *lo,
     *count = base + ((size_t)shard < rem);
 }
 
+/* A server's update of its slice, or a pull of it, in ranges (em_jobs_ranges): element-wise, so
+ * the same bits however the slice is split, and still in the simulation's order. */
+typedef struct ps_part {
+    emulation *e;
+    sgd_state *opt;   /* the update's (NULL: a pull) */
+    float *dst;       /* the slice's first element: the server's, or the replica's */
+    const float *src; /* the pushed gradient's, or the server's */
+    float lr;
+} ps_part;
+
+static void ps_part_run(void *ctx, size_t lo, size_t count) {
+    const ps_part *p = ctx;
+    const emulation *e = p->e;
+    if (p->opt)
+        sgd_step_part(p->opt, lo, count, p->dst, p->src, p->lr, (float)e->cfg.momentum,
+                      (float)e->cfg.weight_decay);
+    else
+        device_copy(e->cfg.dev, p->dst + lo, p->src + lo, count);
+}
+
 static void em_ps_apply(void *self, int w, long step, int shard, int n_shards) {
     emulation *e = self;
     SS_ASSERT(e->ps_params && n_shards == e->cfg.ps_servers);
@@ -363,9 +383,12 @@ static void em_ps_apply(void *self, int w, long step, int shard, int n_shards) {
     em_jobs_own(e->jobs, w);
     if (e->ps_pushed && shard == 0) /* the statistics travel with the push (server 0 keeps them) */
         device_copy(e->cfg.dev, e->ps_pushed[w], model_buffers(e->replicas[w]), e->buffers);
-    sgd_step(e->ps_opts[shard], e->ps_params + lo, model_grads(e->replicas[w]) + lo,
-             lr_at(e, step) * (float)e->cfg.ps_lr_scale, (float)e->cfg.momentum,
-             (float)e->cfg.weight_decay);
+    ps_part p = {.e = e,
+                 .opt = e->ps_opts[shard],
+                 .dst = e->ps_params + lo,
+                 .src = model_grads(e->replicas[w]) + lo,
+                 .lr = lr_at(e, step) * (float)e->cfg.ps_lr_scale};
+    em_jobs_ranges(e->jobs, count, ps_part_run, &p);
 }
 
 static void em_ps_pull(void *self, int w, int shard, int n_shards) {
@@ -373,7 +396,8 @@ static void em_ps_pull(void *self, int w, int shard, int n_shards) {
     size_t lo, count;
     shard_range(e, shard, n_shards, &lo, &count);
     em_jobs_own(e->jobs, w);
-    device_copy(e->cfg.dev, model_params(e->replicas[w]) + lo, e->ps_params + lo, count);
+    ps_part p = {.e = e, .dst = model_params(e->replicas[w]) + lo, .src = e->ps_params + lo};
+    em_jobs_ranges(e->jobs, count, ps_part_run, &p);
     if (e->ps_pushed && shard == 0)
         device_mean(e->cfg.dev, e->buffers, e->cfg.workers, (const float *const *)e->ps_pushed,
                     model_buffers(e->replicas[w]));

@@ -5,6 +5,7 @@
 #include "emu/partition.h"
 #include "kernels/device.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -328,43 +329,91 @@ void em_jobs_own_group(em_jobs *j, const int *group, int n) {
     flush_deferred(j, group, n);
 }
 
+/* ---- element-wise work in ranges, shared with the free threads ---- */
+
+typedef struct share_ctx {
+    atomic_int next; /* the next range to take */
+    int n;           /* ranges */
+    size_t total, range;
+    void (*fn)(void *ctx, size_t lo, size_t count);
+    void *ctx;
+} share_ctx;
+
+static void share_loop(share_ctx *sc) {
+    for (int r; (r = atomic_fetch_add(&sc->next, 1)) < sc->n;) {
+        const size_t lo = (size_t)r * sc->range;
+        sc->fn(sc->ctx, lo, sc->total - lo < sc->range ? sc->total - lo : sc->range);
+    }
+}
+
+static void share_help(void *ctx, int i, int slot) {
+    (void)i, (void)slot;
+    share_loop(ctx);
+}
+
+#define SHARE_MIN_FLOATS   65536 /* below this one thread is as fast */
+#define SHARE_RANGE_FLOATS 16384 /* the smallest range a thread takes (64 KiB) */
+
+void em_jobs_ranges(em_jobs *j, size_t total, void (*fn)(void *ctx, size_t lo, size_t count),
+                    void *ctx) {
+    if (total < SHARE_MIN_FLOATS) { /* serial on any thread count */
+        fn(ctx, 0, total);
+        return;
+    }
+    const double t0 = wall_now_s();
+    const int t = engine_threads(j->en);
+    if (t == 1) {
+        fn(ctx, 0, total);
+        j->work_s += wall_now_s() - t0;
+        return;
+    }
+    size_t range = (total + (size_t)t - 1) / (size_t)t;
+    if (range < SHARE_RANGE_FLOATS) range = SHARE_RANGE_FLOATS;
+    range = (range + 15) / 16 * 16; /* whole cache lines */
+    share_ctx sc = {.n = (int)((total + range - 1) / range),
+                    .total = total,
+                    .range = range,
+                    .fn = fn,
+                    .ctx = ctx};
+    atomic_init(&sc.next, 0);
+    const int helpers = sc.n - 1 < t ? sc.n - 1 : t;
+    par_task *ts = ss_calloc((size_t)helpers, sizeof *ts);
+    par_timed *timed = ss_calloc((size_t)helpers, sizeof *timed);
+    for (int i = 0; i < helpers; i++) {
+        timed[i] = (par_timed){.fn = share_help, .ctx = &sc};
+        ts[i] = (par_task){
+            .t = {.run = par_run, .arg = &ts[i]}, .fn = par_timed_run, .ctx = &timed[i], .i = i};
+        engine_submit(j->en, &ts[i].t);
+    }
+    share_loop(&sc); /* the caller works too: a helper not started yet is taken back */
+    j->work_s += wall_now_s() - t0;
+    for (int i = 0; i < helpers; i++) {
+        if (!engine_cancel(j->en, &ts[i].t)) engine_wait(j->en, &ts[i].t);
+        j->work_s += timed[i].wall_s;
+    }
+    free(timed);
+    free(ts);
+}
+
 typedef struct mean_ctx {
     em_jobs *j;
-    size_t n, range; /* floats, and floats per task */
     int k;
     const float *const *xs;
     float *out;
 } mean_ctx;
 
-static void mean_range(void *ctx, int r, int slot) {
+static void mean_part(void *ctx, size_t lo, size_t count) {
     const mean_ctx *m = ctx;
-    (void)slot;
-    const size_t lo = (size_t)r * m->range, len = m->n - lo < m->range ? m->n - lo : m->range;
     const float **xs = ss_malloc(sizeof(float *) * (size_t)m->k);
     for (int i = 0; i < m->k; i++)
         xs[i] = m->xs[i] + lo;
-    device_mean(m->j->cfg.dev, len, m->k, xs, m->out + lo);
+    device_mean(m->j->cfg.dev, count, m->k, xs, m->out + lo);
     free(xs);
 }
 
-#define MEAN_PARALLEL_MIN_FLOATS 65536 /* below this one thread is as fast */
-
 void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *out) {
-    const int t = engine_threads(j->en);
-    if (j->count > 0 || n < MEAN_PARALLEL_MIN_FLOATS) { /* never split */
-        device_mean(j->cfg.dev, n, k, xs, out);
-        return;
-    }
-    if (!j->eval) { /* one thread: the work it would split */
-        const double t0 = wall_now_s();
-        device_mean(j->cfg.dev, n, k, xs, out);
-        j->work_s += wall_now_s() - t0;
-        return;
-    }
-    size_t range = (n + (size_t)t - 1) / (size_t)t;
-    range = (range + 15) / 16 * 16; /* whole cache lines */
-    mean_ctx m = {.j = j, .n = n, .range = range, .k = k, .xs = xs, .out = out};
-    parallel_for(j, (int)((n + range - 1) / range), mean_range, &m);
+    mean_ctx m = {.j = j, .k = k, .xs = xs, .out = out};
+    em_jobs_ranges(j, n, mean_part, &m);
 }
 
 /* dst takes src's parameters and buffers (batch normalization's running statistics). */

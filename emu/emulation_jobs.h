@@ -85,9 +85,13 @@ void em_jobs_settle_all(em_jobs *j);
  * threads. With one thread, the rest of a run's time is what stays serial on any thread count. */
 double em_jobs_work_seconds(const em_jobs *j);
 
-/* out = the mean of the k vectors xs[j] of n floats (device_mean), split in ranges over the
- * engine's threads when no job is in flight: per element the same sum in the same order, so the
- * same bits. */
+/* fn(ctx, lo, count) over ranges covering [0, total): element-wise work (the same bits however
+ * it is split), which the caller runs with the engine's threads that are free joining in; it
+ * waits for no job in flight. Ranges touch only what the caller owns. Returns once all ran. */
+void em_jobs_ranges(em_jobs *j, size_t total, void (*fn)(void *ctx, size_t lo, size_t count),
+                    void *ctx);
+/* out = the mean of the k vectors xs[j] of n floats (device_mean), in ranges (em_jobs_ranges):
+ * per element the same sum in the same order, so the same bits. */
 void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *out);
 
 /* Evaluations on the engine (after settling every job), the test set's chunks of max_batch

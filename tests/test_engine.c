@@ -205,18 +205,20 @@ static void test_measured_same_model(void) {
 }
 
 /* FedAvg with half the workers sampled a round: group averages, a broadcast to the others,
- * local steps in between (Nesterov momentum). */
+ * local steps in between (Nesterov momentum); mlp:128's 100,000 parameters are averaged in
+ * ranges across the threads. */
 static void test_fedavg_same_bytes(void) {
     expect_same_bytes("fedavg",
-                      "--policy fedavg --workers 4 --dataset synthetic --model mlp:32 "
+                      "--policy fedavg --workers 4 --dataset synthetic --model mlp:128 "
                       "--epochs 0.2 --local-steps 3 --client-fraction 0.5 --nesterov --seed 6",
                       1);
 }
 
-/* DS-Sync's pairs average apart, each pair its own mean, after a clipped local step. */
+/* DS-Sync's pairs average apart, each pair its own mean (in ranges, while the other pair's
+ * steps may be in flight), after a clipped local step. */
 static void test_dssync_same_bytes(void) {
     expect_same_bytes("dssync",
-                      "--policy dssync --workers 4 --dataset synthetic --model mlp:32 "
+                      "--policy dssync --workers 4 --dataset synthetic --model mlp:128 "
                       "--epochs 0.2 --group-size 2 --clip-norm 0.5 --seed 7",
                       1);
 }
@@ -233,15 +235,16 @@ static void test_selsync_orders_same_bytes(void) {
                       1);
 }
 
-/* DLCP's partial exchanges (masked copies, magnitude order) and ASP's parameter server. */
+/* DLCP's partial exchanges (masked copies, magnitude order) and ASP's two parameter servers,
+ * whose updates and pulls of mlp:128's slices run in ranges across the threads. */
 static void test_dlcp_asp_same_bytes(void) {
     expect_same_bytes("dlcp",
                       "--policy bsp --workers 4 --dataset synthetic --model mlp:32 "
                       "--epochs 0.2 --loss-tolerance 0.3 --priority magnitude --seed 10",
                       1);
     expect_same_bytes("asp",
-                      "--policy asp --workers 4 --dataset synthetic --model mlp:32 "
-                      "--epochs 0.2 --seed 11",
+                      "--policy asp --workers 4 --dataset synthetic --model mlp:128 "
+                      "--ps-servers 2 --epochs 0.2 --seed 11",
                       1);
 }
 
