@@ -291,44 +291,6 @@ static void parallel_for(em_jobs *j, int n, void (*fn)(void *ctx, int i, int slo
     free(ts);
 }
 
-/* ---- deferred work ---- */
-
-static void deferred_one(void *ctx, int i, int slot) {
-    em_jobs *j = ctx;
-    (void)slot;
-    j->cfg.deferred(j->cfg.ctx, j->flush[i]);
-}
-
-/* The deferred work of the workers of `group` (NULL: 0 .. n - 1) that have any, each on its own
- * replica: across the engine where there is more than one, then accounted in worker order. */
-static void flush_deferred(em_jobs *j, const int *group, int n) {
-    int k = 0;
-    for (int i = 0; i < n; i++) {
-        const int w = group ? group[i] : i;
-        if (j->deferred[w]) {
-            j->deferred[w] = 0;
-            j->flush[k++] = w;
-        }
-    }
-    if (k == 0) return;
-    if (k > 1 && j->eval) {
-        parallel_for(j, k, deferred_one, j);
-    } else {
-        const double t0 = wall_now_s();
-        for (int i = 0; i < k; i++)
-            j->cfg.deferred(j->cfg.ctx, j->flush[i]);
-        j->work_s += wall_now_s() - t0;
-    }
-    for (int i = 0; i < k; i++)
-        j->cfg.deferred_done(j->cfg.ctx, j->flush[i]);
-}
-
-void em_jobs_own_group(em_jobs *j, const int *group, int n) {
-    for (int i = 0; i < n; i++)
-        em_jobs_settle_worker(j, group ? group[i] : i);
-    flush_deferred(j, group, n);
-}
-
 /* ---- element-wise work in ranges, shared with the free threads ---- */
 
 typedef struct share_ctx {
@@ -354,29 +316,20 @@ static void share_help(void *ctx, int i, int slot) {
 #define SHARE_MIN_FLOATS   65536 /* below this one thread is as fast */
 #define SHARE_RANGE_FLOATS 16384 /* the smallest range a thread takes (64 KiB) */
 
-void em_jobs_ranges(em_jobs *j, size_t total, void (*fn)(void *ctx, size_t lo, size_t count),
-                    void *ctx) {
-    if (total < SHARE_MIN_FLOATS) { /* serial on any thread count */
-        fn(ctx, 0, total);
-        return;
-    }
+/* fn over [0, total) in ranges of `range` (the last may be shorter), timed as the engine's
+ * work: the caller takes ranges, and helpers queued on the engine take the others if a thread
+ * is free before the caller is done; those not started then are taken back. */
+static void share(em_jobs *j, size_t total, size_t range,
+                  void (*fn)(void *ctx, size_t lo, size_t count), void *ctx) {
     const double t0 = wall_now_s();
     const int t = engine_threads(j->en);
-    if (t == 1) {
-        fn(ctx, 0, total);
-        j->work_s += wall_now_s() - t0;
-        return;
-    }
-    size_t range = (total + (size_t)t - 1) / (size_t)t;
-    if (range < SHARE_RANGE_FLOATS) range = SHARE_RANGE_FLOATS;
-    range = (range + 15) / 16 * 16; /* whole cache lines */
     share_ctx sc = {.n = (int)((total + range - 1) / range),
                     .total = total,
                     .range = range,
                     .fn = fn,
                     .ctx = ctx};
     atomic_init(&sc.next, 0);
-    const int helpers = sc.n - 1 < t ? sc.n - 1 : t;
+    const int helpers = t == 1 ? 0 : sc.n - 1 < t ? sc.n - 1 : t; /* one thread: none */
     par_task *ts = ss_calloc((size_t)helpers, sizeof *ts);
     par_timed *timed = ss_calloc((size_t)helpers, sizeof *timed);
     for (int i = 0; i < helpers; i++) {
@@ -393,6 +346,51 @@ void em_jobs_ranges(em_jobs *j, size_t total, void (*fn)(void *ctx, size_t lo, s
     }
     free(timed);
     free(ts);
+}
+
+void em_jobs_ranges(em_jobs *j, size_t total, void (*fn)(void *ctx, size_t lo, size_t count),
+                    void *ctx) {
+    if (total < SHARE_MIN_FLOATS) { /* serial on any thread count */
+        fn(ctx, 0, total);
+        return;
+    }
+    const int t = engine_threads(j->en); /* one thread: one range */
+    size_t range = (total + (size_t)t - 1) / (size_t)t;
+    if (range < SHARE_RANGE_FLOATS) range = SHARE_RANGE_FLOATS;
+    range = (range + 15) / 16 * 16; /* whole cache lines */
+    share(j, total, range, fn, ctx);
+}
+
+/* ---- deferred work ---- */
+
+static void deferred_some(void *ctx, size_t lo, size_t count) {
+    em_jobs *j = ctx;
+    for (size_t i = lo; i < lo + count; i++)
+        j->cfg.deferred(j->cfg.ctx, j->flush[i]);
+}
+
+/* The deferred work of the workers of `group` (NULL: 0 .. n - 1) that have any, each on its own
+ * replica, shared with the engine's free threads (without waiting for the jobs in flight), then
+ * accounted in worker order. */
+static void flush_deferred(em_jobs *j, const int *group, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const int w = group ? group[i] : i;
+        if (j->deferred[w]) {
+            j->deferred[w] = 0;
+            j->flush[k++] = w;
+        }
+    }
+    if (k == 0) return;
+    share(j, (size_t)k, 1, deferred_some, j);
+    for (int i = 0; i < k; i++)
+        j->cfg.deferred_done(j->cfg.ctx, j->flush[i]);
+}
+
+void em_jobs_own_group(em_jobs *j, const int *group, int n) {
+    for (int i = 0; i < n; i++)
+        em_jobs_settle_worker(j, group ? group[i] : i);
+    flush_deferred(j, group, n);
 }
 
 typedef struct mean_ctx {
