@@ -6,7 +6,13 @@
  * Jobs are accounted in the order they began (a FIFO): the source's bookkeeping of a job (the
  * training loss sum, samples, divergence, gradient dumps) happens when it is settled, in that
  * order, so that it sums exactly as when every computation finished the moment it began. Anyone
- * who reads a replica, or the bookkeeping, settles the jobs it depends on first. */
+ * who reads a replica, or the bookkeeping, settles the jobs it depends on first.
+ *
+ * A worker's work on its own replica between two steps (its optimizer step, its copy of an
+ * average) is deferred: its next job runs it first, or whoever owns the replica before runs it
+ * (em_jobs_own, em_jobs_own_group, em_jobs_settle_all). Element-wise work over one vector (an
+ * average, a parameter server's update) runs in ranges that the caller shares with the threads
+ * that are free (em_jobs_ranges). Both compute the same bits on any thread. */
 #ifndef SS_EMU_EMULATION_JOBS_H
 #define SS_EMU_EMULATION_JOBS_H
 

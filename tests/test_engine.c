@@ -190,10 +190,12 @@ static void test_selsync_cnn_same_bytes(void) {
                       1);
 }
 
+/* Two parameter servers, whose updates and pulls of mlp:128's slices run in ranges across the
+ * threads. */
 static void test_ssp_same_bytes(void) {
     expect_same_bytes("ssp",
-                      "--policy ssp --workers 4 --dataset synthetic --model mlp:32 "
-                      "--epochs 0.2 --seed 2",
+                      "--policy ssp --workers 4 --dataset synthetic --model mlp:128 "
+                      "--ps-servers 2 --epochs 0.2 --seed 2",
                       1);
 }
 
@@ -223,28 +225,11 @@ static void test_dssync_same_bytes(void) {
                       1);
 }
 
-/* SelSync averaging gradients, and averaging parameters before the local step. */
-static void test_selsync_orders_same_bytes(void) {
-    expect_same_bytes("selsync-ga",
-                      "--policy selsync --workers 4 --dataset synthetic --model mlp:32 "
-                      "--epochs 0.2 --delta 0.05 --aggregation ga --seed 8",
-                      1);
-    expect_same_bytes("selsync-avg",
-                      "--policy selsync --workers 4 --dataset synthetic --model mlp:32 "
-                      "--epochs 0.2 --delta 0.05 --selsync-order average-then-step --seed 9",
-                      1);
-}
-
-/* DLCP's partial exchanges (masked copies, magnitude order) and ASP's two parameter servers,
- * whose updates and pulls of mlp:128's slices run in ranges across the threads. */
-static void test_dlcp_asp_same_bytes(void) {
+/* DLCP's partial exchanges: masked copies, the magnitude order read from every replica. */
+static void test_dlcp_same_bytes(void) {
     expect_same_bytes("dlcp",
                       "--policy bsp --workers 4 --dataset synthetic --model mlp:32 "
                       "--epochs 0.2 --loss-tolerance 0.3 --priority magnitude --seed 10",
-                      1);
-    expect_same_bytes("asp",
-                      "--policy asp --workers 4 --dataset synthetic --model mlp:128 "
-                      "--ps-servers 2 --epochs 0.2 --seed 11",
                       1);
 }
 
@@ -293,6 +278,12 @@ static void test_bad_threads(void) {
         CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
         free(out);
     }
+    char args[600], *out = NULL; /* bench emulation too, before either run */
+    snprintf(args, sizeof args, "bench emulation --dataset synthetic --threads 0 --out %s/bad",
+             tmp_dir);
+    CU_ASSERT_EQUAL(run_syncsim(args, &out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--threads 0: give a thread count from 1 to 1024"));
+    free(out);
     char path[600];
     snprintf(path, sizeof path, "%s/bad", tmp_dir);
     CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0); /* refused before any output */
@@ -348,15 +339,14 @@ static CU_TestInfo engine_tests[] = {
 static CU_TestInfo run_tests[] = {
     {"train bsp mlp: --threads 1 and 2 give the same bytes", test_bsp_mlp_same_bytes},
     {"train selsync cnn: --threads 1 and 2 give the same bytes", test_selsync_cnn_same_bytes},
-    {"train ssp: --threads 1 and 2 give the same bytes", test_ssp_same_bytes},
+    {"train ssp, two servers: --threads 1 and 2 give the same bytes", test_ssp_same_bytes},
     {"train --compute measured: --threads 1 and 2 give the same model", test_measured_same_model},
     {"train fedavg, partial clients: --threads 1 and 2 give the same bytes",
      test_fedavg_same_bytes},
     {"train dssync, clipped: --threads 1 and 2 give the same bytes", test_dssync_same_bytes},
-    {"train selsync ga and average-then-step: --threads 1 and 2 give the same bytes",
-     test_selsync_orders_same_bytes},
-    {"train bsp-dlcp and asp: --threads 1 and 2 give the same bytes", test_dlcp_asp_same_bytes},
-    {"train --threads 0, 1025, many: exit 2 naming the option", test_bad_threads},
+    {"train bsp with DLCP's drops: --threads 1 and 2 give the same bytes", test_dlcp_same_bytes},
+    {"train --threads 0, 1025, many, bench emulation --threads 0: exit 2 naming the option",
+     test_bad_threads},
     {"bench emulation: table and CSV, the same parameters on 2 threads", test_bench_emulation},
     CU_TEST_INFO_NULL,
 };
