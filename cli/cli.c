@@ -116,7 +116,8 @@ static const struct {
     {"replay", CMD_BENCH_REPLAY, "syncsim bench replay [options]",
      "replay of a profile at scale (BSP, one all-reduce a step), and against SMPI"},
     {"emulation", CMD_BENCH_EMULATION, "syncsim bench emulation [options]",
-     "samples/s of an emulated run on --threads threads beside one thread"},
+     "samples/s of an emulated run on --threads threads beside one thread, and its serial "
+     "share"},
 };
 #define BENCH_TARGETS ((int)(sizeof bench_targets / sizeof bench_targets[0]))
 

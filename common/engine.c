@@ -122,6 +122,27 @@ void engine_wait(engine *en, engine_task *t) {
     pthread_mutex_unlock(&en->mu);
 }
 
+int engine_cancel(engine *en, engine_task *t) {
+    if (en->started == 0) return 0; /* one thread: submit ran it */
+    int cancelled = 0;
+    pthread_mutex_lock(&en->mu);
+    if (t->state == 1) {
+        engine_task *prev = NULL;
+        for (engine_task *q = en->head; q && q != t; q = q->next)
+            prev = q;
+        if (prev)
+            prev->next = t->next;
+        else
+            en->head = t->next;
+        if (en->tail == t) en->tail = prev;
+        t->next = NULL;
+        t->state = 0;
+        cancelled = 1;
+    }
+    pthread_mutex_unlock(&en->mu);
+    return cancelled;
+}
+
 static int shared_by_jobs = 1;
 
 int engine_cores(void) {

@@ -41,6 +41,9 @@ int engine_threads(const engine *en);
 void engine_submit(engine *en, engine_task *t);
 /* Returns once t has run (at once for a task never submitted or already waited for). */
 void engine_wait(engine *en, engine_task *t);
+/* Takes t back out of the queue if no thread has started it: returns 1 (t will not run, and is
+ * idle again), else 0 (it runs or has run: engine_wait for it). */
+int engine_cancel(engine *en, engine_task *t);
 
 /* The cores of this machine (sysconf), at least 1. */
 int engine_cores(void);

@@ -4,7 +4,10 @@
  * and on --threads threads, each in its own process, its directory under OUT/bench-emulation/.
  * The figure is the samples every worker computed per second of wall time of the training loop
  * (the simulation with its evaluations; loading the data and building the replicas excluded).
- * Both runs must end with the same parameters: the engine's threads change the wall time only. */
+ * Both runs must end with the same parameters: the engine's threads change the wall time only.
+ * Each run also reports the wall seconds of the work its engine ran or split (emulation.h,
+ * summed over its threads): on one thread, the rest of the loop is the serial share, which no
+ * thread count shortens (Amdahl's law bounds the speedup on N threads by 1 / (s + (1 - s) / N)). */
 #include "common/afile.h"
 #include "common/engine.h"
 #include "common/isolate.h"
@@ -19,6 +22,7 @@
 
 typedef struct bench_em_result {
     double wall_s;  /* the training loop */
+    double work_s;  /* of it, the engine's work, summed over its threads */
     double samples; /* computed by all workers */
     double sim_s;
     double accuracy;
@@ -56,6 +60,7 @@ static int bench_em_run(void *varg, isolate_blob *out) {
     if (rc == SS_OK) rc = run_simulate(&r);
     if (rc == SS_OK) {
         bench_em_result res = {.wall_s = r.train_wall_s,
+                               .work_s = emulation_work_seconds(r.em),
                                .samples = emulation_samples(r.em),
                                .sim_s = r.pr.sim_time_s,
                                .accuracy = emulation_last_eval(r.em)->test_accuracy,
@@ -82,21 +87,33 @@ static int bench_em_one(const run_request *rq, int threads, bench_em_result *res
     return SS_OK;
 }
 
-static const char *const csv_header =
-    "model,policy,workers,threads,steps,samples,wall_s,samples_per_s,speedup,same_params";
+static const char *const csv_header = "model,policy,workers,threads,steps,samples,wall_s,"
+                                      "samples_per_s,speedup,same_params,work_s,serial_share";
+
+/* The share of the loop's wall time outside the engine's work; meaningful on one thread, where
+ * the work is not spread over several. */
+static double serial_share(const bench_em_result *r) {
+    const double s = r->wall_s > 0 ? 1.0 - r->work_s / r->wall_s : 0;
+    return s > 0 ? s : 0;
+}
 
 static void print_row(FILE *out, int csv, const run_config *cfg, const bench_em_result *r,
                       const bench_em_result *base) {
     const double rate = r->wall_s > 0 ? r->samples / r->wall_s : 0;
     const double speedup = r->wall_s > 0 ? base->wall_s / r->wall_s : 0;
     const char *same = r->checksum == base->checksum ? "yes" : "NO";
-    if (csv)
-        fprintf(out, "%s,%s,%d,%d,%ld,%.0f,%.4f,%.2f,%.3f,%s\n", cfg->model, cfg->policy,
-                cfg->workers, r->threads, r->steps, r->samples, r->wall_s, rate, speedup, same);
+    if (csv && r->threads == 1)
+        fprintf(out, "%s,%s,%d,%d,%ld,%.0f,%.6f,%.2f,%.3f,%s,%.6f,%.4f\n", cfg->model, cfg->policy,
+                cfg->workers, r->threads, r->steps, r->samples, r->wall_s, rate, speedup, same,
+                r->work_s, serial_share(r));
+    else if (csv)
+        fprintf(out, "%s,%s,%d,%d,%ld,%.0f,%.6f,%.2f,%.3f,%s,%.6f,\n", cfg->model, cfg->policy,
+                cfg->workers, r->threads, r->steps, r->samples, r->wall_s, rate, speedup, same,
+                r->work_s);
     else
-        fprintf(out, "%-14s %-8s %7d %7d %7ld %9.0f %9.3f %11.1f %8.2fx %6s\n", cfg->model,
+        fprintf(out, "%-14s %-8s %7d %7d %7ld %9.0f %9.3f %11.1f %8.2fx %6s %9.3f\n", cfg->model,
                 cfg->policy, cfg->workers, r->threads, r->steps, r->samples, r->wall_s, rate,
-                speedup, same);
+                speedup, same, r->work_s);
 }
 
 static int write_csv(const char *path, const run_config *cfg, const bench_em_result r[2]) {
@@ -123,12 +140,18 @@ int bench_emulation(const run_request *rq, const char *csv_path, FILE *out) {
     bench_em_result r[2];
     if ((rc = bench_em_one(rq, 1, &r[0])) != SS_OK) return rc;
     if ((rc = bench_em_one(rq, threads, &r[1])) != SS_OK) return rc;
-    fprintf(out, "%-14s %-8s %7s %7s %7s %9s %9s %11s %9s %6s\n", "model", "policy", "workers",
-            "threads", "steps", "samples", "wall (s)", "samples/s", "speedup", "same");
+    fprintf(out, "%-14s %-8s %7s %7s %7s %9s %9s %11s %9s %6s %9s\n", "model", "policy", "workers",
+            "threads", "steps", "samples", "wall (s)", "samples/s", "speedup", "same", "work (s)");
     for (int i = 0; i < 2; i++)
         print_row(out, 0, cfg, &r[i], &r[0]);
+    const double s = serial_share(&r[0]);
     fprintf(out, "wall: the training loop (simulation and evaluations), each run in its own "
-                 "process; same: worker 0's final parameters equal bit for bit\n");
+                 "process; same: worker 0's final parameters equal bit for bit; work: the "
+                 "engine's work, summed over its threads\n");
+    fprintf(out,
+            "serial share on 1 thread: %.1f %% of the loop outside the engine's work; Amdahl's "
+            "bound on %d threads: %.2fx\n",
+            100.0 * s, threads, 1.0 / (s + (1.0 - s) / threads));
     if (csv_path && (rc = write_csv(csv_path, cfg, r)) != SS_OK) return rc;
     if (r[0].checksum != r[1].checksum)
         return ss_error_set(SS_EIO,

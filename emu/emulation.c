@@ -19,7 +19,23 @@ typedef struct agg_slot {
     int pending;     /* callers that have not taken it yet */
     float *mean;     /* (P) device buffer */
     float *buf_mean; /* (S) the members' mean running statistics (bn_average) */
+    int copies;      /* deferred copies of the mean not yet made: the slot is not reused */
 } agg_slot;
+
+/* Work on a worker's own replica deferred to its next job (emulation_jobs.h), in order: the
+ * copy of an average into its parameters or gradients, and its optimizer step. Each is the same
+ * arithmetic on the same values as when it was asked for: nothing else touches the replica in
+ * between without running it first. */
+typedef enum em_op_kind { EM_OP_COPY, EM_OP_STEP } em_op_kind;
+typedef struct em_op {
+    em_op_kind kind;
+    aggregate_what what;   /* COPY: into the parameters or the gradients */
+    const float *mean;     /* COPY: the slot's mean (P) */
+    const float *buf_mean; /* COPY: its statistics (S; NULL: none) */
+    int slot;              /* COPY: index into slots, released once the copy is made */
+    float lr;              /* STEP */
+} em_op;
+#define EM_MAX_OPS 4 /* a worker's deferred ops before they run at once */
 
 struct emulation {
     emulation_config cfg;
@@ -46,7 +62,10 @@ struct emulation {
 
     agg_slot *slots;
     int n_slots;
-    const float **gather; /* (N) pointers for device_mean */
+    em_op (*ops)[EM_MAX_OPS]; /* (N) each worker's deferred work */
+    int *n_ops;               /* (N) */
+    int defer;                /* 0 in real mode: the work runs when asked for */
+    const float **gather;     /* (N) pointers for device_mean */
 
     /* parameter server */
     float *ps_params;    /* (P) */
@@ -149,7 +168,7 @@ static void em_compute_begin(void *self, int w, long step, int batch, step_cost 
     if (!e->cfg.real && e->cfg.interrupted && e->cfg.interrupted() && !e->src.stop_after)
         e->src.stop_after = step;
     SS_ASSERT(batch >= 1 && batch <= e->cfg.max_batch);
-    em_jobs_own(e->jobs, w);
+    em_jobs_settle_worker(e->jobs, w); /* its deferred work goes into the new job */
     int own = draw_batch(e, w, batch);
     if (e->cfg.real && e->cfg.max_batch > e->cfg.batch) /* injection: every stream in step */
         for (int j = 0; j < e->cfg.workers; j++)
@@ -198,14 +217,59 @@ static float lr_at(const emulation *e, long step) {
     return (float)lr_schedule_at(&e->cfg.schedule, step - 1);
 }
 
-static void em_apply_local(void *self, int w, long step) {
-    emulation *e = self;
-    em_jobs_own(e->jobs, w);
+/* The optimizer step of worker w at rate lr: any thread (its replica and momentum only). */
+static void local_step(emulation *e, int w, float lr) {
     model *m = e->replicas[w];
     if (e->cfg.clip_norm > 0) /* after any gradient aggregation, as with DDP */
         grad_clip_norm(e->cfg.dev, model_grads(m), e->params, e->cfg.clip_norm);
-    sgd_step(e->opts[w], model_params(m), model_grads(m), lr_at(e, step), (float)e->cfg.momentum,
+    sgd_step(e->opts[w], model_params(m), model_grads(m), lr, (float)e->cfg.momentum,
              (float)e->cfg.weight_decay);
+}
+
+static float *member_vector(emulation *e, int w, aggregate_what what);
+
+/* Worker w's copy of a mean (and of its statistics) into its own vector: any thread. */
+static void copy_mean(emulation *e, int w, aggregate_what what, const float *mean,
+                      const float *buf_mean) {
+    if (buf_mean) device_copy(e->cfg.dev, model_buffers(e->replicas[w]), buf_mean, e->buffers);
+    device_copy(e->cfg.dev, member_vector(e, w, what), mean, e->params);
+}
+
+/* em_jobs' deferred work of worker w: its ops in order, on whichever thread runs them. */
+static void em_deferred(void *ctx, int w) {
+    emulation *e = ctx;
+    for (int i = 0; i < e->n_ops[w]; i++) {
+        const em_op *op = &e->ops[w][i];
+        if (op->kind == EM_OP_COPY)
+            copy_mean(e, w, op->what, op->mean, op->buf_mean);
+        else
+            local_step(e, w, op->lr);
+    }
+}
+
+/* On the simulation's thread, once worker w's deferred ops have run: their slots are free. */
+static void em_deferred_done(void *ctx, int w) {
+    emulation *e = ctx;
+    for (int i = 0; i < e->n_ops[w]; i++)
+        if (e->ops[w][i].kind == EM_OP_COPY) e->slots[e->ops[w][i].slot].copies--;
+    e->n_ops[w] = 0;
+}
+
+/* Queues op for worker w's next job (its job in flight, if any, settled first). */
+static void defer_op(emulation *e, int w, const em_op *op) {
+    if (e->n_ops[w] == EM_MAX_OPS) em_jobs_own(e->jobs, w); /* full: they run now */
+    e->ops[w][e->n_ops[w]++] = *op;
+    em_jobs_defer(e->jobs, w);
+}
+
+static void em_apply_local(void *self, int w, long step) {
+    emulation *e = self;
+    if (e->defer) {
+        defer_op(e, w, &(em_op){.kind = EM_OP_STEP, .lr = lr_at(e, step)});
+        return;
+    }
+    em_jobs_own(e->jobs, w);
+    local_step(e, w, lr_at(e, step));
 }
 
 /* ---- aggregation ---- */
@@ -219,13 +283,14 @@ static agg_slot *find_slot(emulation *e, long seq, int key) {
 static agg_slot *new_slot(emulation *e, long seq, int key, int callers) {
     agg_slot *s = NULL;
     for (int i = 0; i < e->n_slots && !s; i++)
-        if (e->slots[i].seq < 0) s = &e->slots[i];
+        if (e->slots[i].seq < 0 && e->slots[i].copies == 0) s = &e->slots[i];
     if (!s) {
         e->slots = realloc(e->slots, sizeof(agg_slot) * (size_t)(e->n_slots + 1));
         SS_ASSERT(e->slots);
         s = &e->slots[e->n_slots++];
         s->mean = device_alloc(e->cfg.dev, e->params);
         s->buf_mean = e->buffers ? device_alloc(e->cfg.dev, e->buffers) : NULL;
+        s->copies = 0;
     }
     s->seq = seq;
     s->key = key;
@@ -248,13 +313,11 @@ static void em_aggregate(void *self, int w, long seq, const int *group, int n, i
     }
     const int key = group ? group[0] : -1;
     agg_slot *s = find_slot(e, seq, key);
-    em_jobs_own(e->jobs, w);
     if (!s) {
         s = new_slot(e, seq, key, callers);
-        for (int j = 0; j < n; j++) {
-            em_jobs_own(e->jobs, group ? group[j] : j);
+        em_jobs_own_group(e->jobs, group, n); /* their deferred work across the engine */
+        for (int j = 0; j < n; j++)
             e->gather[j] = member_vector(e, group ? group[j] : j, what);
-        }
         em_jobs_mean(e->jobs, e->params, n, e->gather, s->mean);
         if (e->cfg.bn_average && e->buffers) { /* whatever is exchanged, never dropped */
             for (int j = 0; j < n; j++)
@@ -262,12 +325,22 @@ static void em_aggregate(void *self, int w, long seq, const int *group, int n, i
             device_mean(e->cfg.dev, e->buffers, n, e->gather, s->buf_mean);
         }
     }
-    if (e->cfg.bn_average && e->buffers)
-        device_copy(e->cfg.dev, model_buffers(e->replicas[w]), s->buf_mean, e->buffers);
-    float *mine = member_vector(e, w, what);
-    if (!mask) {
-        device_copy(e->cfg.dev, mine, s->mean, e->params);
+    const float *buf_mean = e->cfg.bn_average && e->buffers ? s->buf_mean : NULL;
+    if (!mask && e->defer) { /* the copy into w's replica runs with its next job */
+        s->copies++;
+        defer_op(e, w,
+                 &(em_op){.kind = EM_OP_COPY,
+                          .what = what,
+                          .mean = s->mean,
+                          .buf_mean = buf_mean,
+                          .slot = (int)(s - e->slots)});
+    } else if (!mask) {
+        em_jobs_own(e->jobs, w);
+        copy_mean(e, w, what, s->mean, buf_mean);
     } else {
+        em_jobs_own(e->jobs, w);
+        if (buf_mean) device_copy(e->cfg.dev, model_buffers(e->replicas[w]), buf_mean, e->buffers);
+        float *mine = member_vector(e, w, what);
         if (!keep_local) device_scale(e->cfg.dev, e->params, 0.0f, mine);
         device_masked_copy(e->cfg.dev, e->params, mask, s->mean, mine);
     }
@@ -282,6 +355,26 @@ static void shard_range(const emulation *e, int shard, int n_shards, size_t *lo,
     *count = base + ((size_t)shard < rem);
 }
 
+/* A server's update of its slice, or a pull of it, in ranges (em_jobs_ranges): element-wise, so
+ * the same bits however the slice is split, and still in the simulation's order. */
+typedef struct ps_part {
+    emulation *e;
+    sgd_state *opt;   /* the update's (NULL: a pull) */
+    float *dst;       /* the slice's first element: the server's, or the replica's */
+    const float *src; /* the pushed gradient's, or the server's */
+    float lr;
+} ps_part;
+
+static void ps_part_run(void *ctx, size_t lo, size_t count) {
+    const ps_part *p = ctx;
+    const emulation *e = p->e;
+    if (p->opt)
+        sgd_step_part(p->opt, lo, count, p->dst, p->src, p->lr, (float)e->cfg.momentum,
+                      (float)e->cfg.weight_decay);
+    else
+        device_copy(e->cfg.dev, p->dst + lo, p->src + lo, count);
+}
+
 static void em_ps_apply(void *self, int w, long step, int shard, int n_shards) {
     emulation *e = self;
     SS_ASSERT(e->ps_params && n_shards == e->cfg.ps_servers);
@@ -290,9 +383,12 @@ static void em_ps_apply(void *self, int w, long step, int shard, int n_shards) {
     em_jobs_own(e->jobs, w);
     if (e->ps_pushed && shard == 0) /* the statistics travel with the push (server 0 keeps them) */
         device_copy(e->cfg.dev, e->ps_pushed[w], model_buffers(e->replicas[w]), e->buffers);
-    sgd_step(e->ps_opts[shard], e->ps_params + lo, model_grads(e->replicas[w]) + lo,
-             lr_at(e, step) * (float)e->cfg.ps_lr_scale, (float)e->cfg.momentum,
-             (float)e->cfg.weight_decay);
+    ps_part p = {.e = e,
+                 .opt = e->ps_opts[shard],
+                 .dst = e->ps_params + lo,
+                 .src = model_grads(e->replicas[w]) + lo,
+                 .lr = lr_at(e, step) * (float)e->cfg.ps_lr_scale};
+    em_jobs_ranges(e->jobs, count, ps_part_run, &p);
 }
 
 static void em_ps_pull(void *self, int w, int shard, int n_shards) {
@@ -300,7 +396,8 @@ static void em_ps_pull(void *self, int w, int shard, int n_shards) {
     size_t lo, count;
     shard_range(e, shard, n_shards, &lo, &count);
     em_jobs_own(e->jobs, w);
-    device_copy(e->cfg.dev, model_params(e->replicas[w]) + lo, e->ps_params + lo, count);
+    ps_part p = {.e = e, .dst = model_params(e->replicas[w]) + lo, .src = e->ps_params + lo};
+    em_jobs_ranges(e->jobs, count, ps_part_run, &p);
     if (e->ps_pushed && shard == 0)
         device_mean(e->cfg.dev, e->buffers, e->cfg.workers, (const float *const *)e->ps_pushed,
                     model_buffers(e->replicas[w]));
@@ -433,8 +530,8 @@ static void em_chunk_order(void *self, aggregate_what what, const int *group, in
     emulation *e = self;
     float *host = ss_malloc(sizeof(float) * e->params);
     double *mass = ss_calloc((size_t)n_chunks, sizeof(double));
+    em_jobs_own_group(e->jobs, group, n);
     for (int j = 0; j < n; j++) {
-        em_jobs_own(e->jobs, group ? group[j] : j);
         device_download(e->cfg.dev, host, member_vector(e, group ? group[j] : j, what), e->params);
         for (size_t i = 0; i < e->params; i++)
             mass[i / chunk_floats] += fabsf(host[i]);
@@ -539,6 +636,9 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
     e->injected = ss_calloc((size_t)n, sizeof(size_t *));
     e->injected_count = ss_calloc((size_t)n, sizeof(int));
     e->gather = ss_calloc((size_t)n, sizeof(float *));
+    e->ops = ss_calloc((size_t)n, sizeof *e->ops);
+    e->n_ops = ss_calloc((size_t)n, sizeof(int));
+    e->defer = !cfg->real;
     e->done_step = ss_calloc((size_t)n, sizeof(long));
     e->last_step = ss_calloc((size_t)n, sizeof(long));
     e->last.test_accuracy = -1;
@@ -588,6 +688,8 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
                                .layer_norms = cfg->layer_norms,
                                .aug = cfg->augment ? &e->aug : NULL,
                                .settled = em_settled,
+                               .deferred = em_deferred,
+                               .deferred_done = em_deferred_done,
                                .ctx = e};
     if ((rc = em_jobs_create(&jc, &e->jobs)) != SS_OK) {
         emulation_destroy(e);
@@ -663,6 +765,8 @@ void emulation_destroy(emulation *e) {
     free(e->injected);
     free(e->injected_count);
     free(e->gather);
+    free(e->ops);
+    free(e->n_ops);
     free(e->done_step);
     free(e->last_step);
     free(e->snaps);
@@ -707,6 +811,10 @@ int emulation_threads(const emulation *e) {
 
 double emulation_samples(const emulation *e) {
     return e->samples;
+}
+
+double emulation_work_seconds(const emulation *e) {
+    return em_jobs_work_seconds(e->jobs);
 }
 
 void emulation_snapshot_stop(emulation *e, int w, long step, double now_s, const step_counters *c) {

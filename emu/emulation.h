@@ -112,6 +112,11 @@ model *emulation_replica(emulation *e, int w);
 int emulation_threads(const emulation *e);
 /* Samples computed by all workers so far. */
 double emulation_samples(const emulation *e);
+/* Wall seconds of the work the compute engine runs or splits over its threads (the replicas'
+ * steps with their optimizer steps and copies of averages, the split averages and evaluations),
+ * summed over its threads. On one thread, the rest of the run's time stays serial whatever
+ * --threads is. */
+double emulation_work_seconds(const emulation *e);
 
 /* Real mode: what one worker's rank kept at an evaluation step. */
 typedef struct emulation_snapshot {

@@ -5,6 +5,7 @@
 #include "emu/partition.h"
 #include "kernels/device.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +16,8 @@ typedef struct em_job {
     model *m;
     engine_task task;
     int in_flight; /* submitted and not settled */
+    int deferred;  /* the job runs the worker's deferred work first */
+    double wall_s; /* the job's wall time, deferred work included */
     em_job_out out;
 } em_job;
 
@@ -28,7 +31,10 @@ struct em_jobs {
     uint8_t **y;      /* (threads, max_batch) */
     int *fifo;        /* (N) workers in flight, in the order their jobs began (a ring) */
     model **eval;     /* (threads) models for the evaluations, one per slot (NULL: 1 thread) */
+    uint8_t *deferred; /* (N) the worker has deferred work that no job has taken yet */
+    int *flush;        /* (N) scratch: the workers whose deferred work runs across the engine */
     int head, count;
+    double work_s; /* wall seconds of the work the engine runs or splits (jobs, parallel parts) */
 };
 
 static double wall_now_s(void) {
@@ -37,12 +43,17 @@ static double wall_now_s(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static void settle_jobs(em_jobs *j);
+static void flush_deferred(em_jobs *j, const int *group, int n);
+
 /* One worker's step: the batch, the passes, the norms. Touches only its replica and its slot. */
 static void job_run_hooked(em_job *job, int slot, void (*grad_ready)(void *ctx, int layer),
                            void *hook_ctx) {
     em_jobs *j = job->owner;
     device *dev = j->cfg.dev;
     em_job_out *o = &job->out;
+    const double start_s = wall_now_s();
+    if (job->deferred) j->cfg.deferred(j->cfg.ctx, job->worker);
     dataset_gather(j->cfg.train, j->indices[job->worker], o->samples, j->x[slot], j->y[slot]);
     if (j->cfg.aug)
         augment_batch_into(j->cfg.aug,
@@ -63,6 +74,7 @@ static void job_run_hooked(em_job *job, int slot, void (*grad_ready)(void *ctx, 
             const model_view *v = model_view_at(job->m, i);
             o->layer_norm_sum += device_nrm2(dev, v->count, model_grads(job->m) + v->offset);
         }
+    job->wall_s = wall_now_s() - start_s;
 }
 
 /* A task on an engine thread issues its device work on the slot's own lane (a CUDA stream). */
@@ -96,6 +108,8 @@ int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
     j->jobs = ss_calloc((size_t)n, sizeof *j->jobs);
     j->indices = ss_calloc((size_t)n, sizeof *j->indices);
     j->fifo = ss_calloc((size_t)n, sizeof *j->fifo);
+    j->deferred = ss_calloc((size_t)n, 1);
+    j->flush = ss_calloc((size_t)n, sizeof *j->flush);
     for (int w = 0; w < n; w++) {
         j->jobs[w] = (em_job){.owner = j, .worker = w};
         j->jobs[w].task = (engine_task){.run = job_run, .arg = &j->jobs[w]};
@@ -124,7 +138,7 @@ int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
 
 void em_jobs_destroy(em_jobs *j) {
     if (!j) return;
-    em_jobs_settle_all(j);
+    settle_jobs(j); /* deferred work left is dropped with the replicas */
     const int t = engine_threads(j->en);
     engine_destroy(j->en);
     for (int w = 0; w < j->cfg.workers; w++)
@@ -140,6 +154,8 @@ void em_jobs_destroy(em_jobs *j) {
     free(j->indices);
     free(j->jobs);
     free(j->fifo);
+    free(j->deferred);
+    free(j->flush);
     free(j);
 }
 
@@ -166,6 +182,11 @@ static void settle_oldest(em_jobs *j) {
     job->in_flight = 0;
     j->head = (j->head + 1) % j->cfg.workers;
     j->count--;
+    j->work_s += job->wall_s;
+    if (job->deferred) {
+        job->deferred = 0;
+        j->cfg.deferred_done(j->cfg.ctx, job->worker);
+    }
     j->cfg.settled(j->cfg.ctx, job->worker, &job->out);
 }
 
@@ -175,7 +196,9 @@ void em_jobs_submit(em_jobs *j, int w, model *m, long step, int samples,
     SS_ASSERT(!job->in_flight && samples >= 1 && samples <= j->cfg.max_batch);
     job->m = m;
     job->out = (em_job_out){.step = step, .samples = samples};
-    if (grad_ready) em_jobs_settle_all(j); /* slot 0 is free, and the order kept */
+    job->deferred = j->deferred[w]; /* the job runs them first, on its thread */
+    j->deferred[w] = 0;
+    if (grad_ready) settle_jobs(j); /* slot 0 is free, and the order kept */
     job->in_flight = 1;
     j->fifo[(j->head + j->count) % j->cfg.workers] = w;
     j->count++;
@@ -187,13 +210,28 @@ void em_jobs_submit(em_jobs *j, int w, model *m, long step, int samples,
     }
 }
 
-void em_jobs_own(em_jobs *j, int w) {
+void em_jobs_settle_worker(em_jobs *j, int w) {
     while (j->jobs[w].in_flight)
         settle_oldest(j);
 }
 
+void em_jobs_own(em_jobs *j, int w) {
+    em_jobs_settle_worker(j, w);
+    if (!j->deferred[w]) return;
+    const double t0 = wall_now_s();
+    j->deferred[w] = 0;
+    j->cfg.deferred(j->cfg.ctx, w);
+    j->cfg.deferred_done(j->cfg.ctx, w);
+    j->work_s += wall_now_s() - t0;
+}
+
+void em_jobs_defer(em_jobs *j, int w) {
+    em_jobs_settle_worker(j, w);
+    j->deferred[w] = 1;
+}
+
 const em_job_out *em_jobs_take(em_jobs *j, int w) {
-    em_jobs_own(j, w);
+    em_jobs_settle_worker(j, w);
     return &j->jobs[w].out;
 }
 
@@ -205,9 +243,18 @@ void em_jobs_settle_before(em_jobs *j, long step) {
         settle_oldest(j);
 }
 
-void em_jobs_settle_all(em_jobs *j) {
+static void settle_jobs(em_jobs *j) {
     while (j->count > 0)
         settle_oldest(j);
+}
+
+void em_jobs_settle_all(em_jobs *j) {
+    settle_jobs(j);
+    flush_deferred(j, NULL, j->cfg.workers);
+}
+
+double em_jobs_work_seconds(const em_jobs *j) {
+    return j->work_s;
 }
 
 /* ---- evaluations ---- */
@@ -227,53 +274,167 @@ static void par_run(void *arg, int slot) {
     lane_leave(p->j);
 }
 
+/* One task of parallel_for, timed: its wall time joins the engine's work. */
+typedef struct par_timed {
+    void (*fn)(void *ctx, int i, int slot);
+    void *ctx;
+    double wall_s;
+} par_timed;
+
+static void par_timed_run(void *ctx, int i, int slot) {
+    par_timed *pt = ctx;
+    const double t0 = wall_now_s();
+    pt->fn(pt->ctx, i, slot);
+    pt->wall_s = wall_now_s() - t0;
+}
+
 /* fn(ctx, i, slot) for i = 0 .. n - 1 on the engine's threads; returns once all have run. */
 static void parallel_for(em_jobs *j, int n, void (*fn)(void *ctx, int i, int slot), void *ctx) {
-    em_jobs_settle_all(j);
+    settle_jobs(j);
     par_task *ts = ss_calloc((size_t)n, sizeof *ts);
+    par_timed *timed = ss_calloc((size_t)n, sizeof *timed);
     for (int i = 0; i < n; i++) {
-        ts[i] =
-            (par_task){.t = {.run = par_run, .arg = &ts[i]}, .j = j, .fn = fn, .ctx = ctx, .i = i};
+        timed[i] = (par_timed){.fn = fn, .ctx = ctx};
+        ts[i] = (par_task){.t = {.run = par_run, .arg = &ts[i]},
+                           .j = j,
+                           .fn = par_timed_run,
+                           .ctx = &timed[i],
+                           .i = i};
         engine_submit(j->en, &ts[i].t);
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         engine_wait(j->en, &ts[i].t);
+        j->work_s += timed[i].wall_s;
+    }
+    free(timed);
     free(ts);
+}
+
+/* ---- element-wise work in ranges, shared with the free threads ---- */
+
+typedef struct share_ctx {
+    atomic_int next; /* the next range to take */
+    int n;           /* ranges */
+    size_t total, range;
+    void (*fn)(void *ctx, size_t lo, size_t count);
+    void *ctx;
+} share_ctx;
+
+static void share_loop(share_ctx *sc) {
+    for (int r; (r = atomic_fetch_add(&sc->next, 1)) < sc->n;) {
+        const size_t lo = (size_t)r * sc->range;
+        sc->fn(sc->ctx, lo, sc->total - lo < sc->range ? sc->total - lo : sc->range);
+    }
+}
+
+static void share_help(void *ctx, int i, int slot) {
+    (void)i, (void)slot;
+    share_loop(ctx);
+}
+
+#define SHARE_MIN_FLOATS   65536 /* below this one thread is as fast */
+#define SHARE_RANGE_FLOATS 16384 /* the smallest range a thread takes (64 KiB) */
+
+/* fn over [0, total) in ranges of `range` (the last may be shorter), timed as the engine's
+ * work: the caller takes ranges, and helpers queued on the engine take the others if a thread
+ * is free before the caller is done; those not started then are taken back. */
+static void share(em_jobs *j, size_t total, size_t range,
+                  void (*fn)(void *ctx, size_t lo, size_t count), void *ctx) {
+    const double t0 = wall_now_s();
+    const int t = engine_threads(j->en);
+    share_ctx sc = {.n = (int)((total + range - 1) / range),
+                    .total = total,
+                    .range = range,
+                    .fn = fn,
+                    .ctx = ctx};
+    atomic_init(&sc.next, 0);
+    const int helpers = t == 1 ? 0 : sc.n - 1 < t ? sc.n - 1 : t; /* one thread: none */
+    par_task *ts = ss_calloc((size_t)helpers, sizeof *ts);
+    par_timed *timed = ss_calloc((size_t)helpers, sizeof *timed);
+    for (int i = 0; i < helpers; i++) {
+        timed[i] = (par_timed){.fn = share_help, .ctx = &sc};
+        ts[i] = (par_task){.t = {.run = par_run, .arg = &ts[i]},
+                           .j = j,
+                           .fn = par_timed_run,
+                           .ctx = &timed[i],
+                           .i = i};
+        engine_submit(j->en, &ts[i].t);
+    }
+    share_loop(&sc); /* the caller works too: a helper not started yet is taken back */
+    j->work_s += wall_now_s() - t0;
+    for (int i = 0; i < helpers; i++) {
+        if (!engine_cancel(j->en, &ts[i].t)) engine_wait(j->en, &ts[i].t);
+        j->work_s += timed[i].wall_s;
+    }
+    free(timed);
+    free(ts);
+}
+
+void em_jobs_ranges(em_jobs *j, size_t total, void (*fn)(void *ctx, size_t lo, size_t count),
+                    void *ctx) {
+    /* serial on any thread count; on a GPU one launch over all of it beats ranges on streams */
+    if (total < SHARE_MIN_FLOATS || device_get_kind(j->cfg.dev) == DEVICE_KIND_CUDA) {
+        fn(ctx, 0, total);
+        return;
+    }
+    const int t = engine_threads(j->en); /* one thread: one range */
+    size_t range = (total + (size_t)t - 1) / (size_t)t;
+    if (range < SHARE_RANGE_FLOATS) range = SHARE_RANGE_FLOATS;
+    range = (range + 15) / 16 * 16; /* whole cache lines */
+    share(j, total, range, fn, ctx);
+}
+
+/* ---- deferred work ---- */
+
+static void deferred_some(void *ctx, size_t lo, size_t count) {
+    em_jobs *j = ctx;
+    for (size_t i = lo; i < lo + count; i++)
+        j->cfg.deferred(j->cfg.ctx, j->flush[i]);
+}
+
+/* The deferred work of the workers of `group` (NULL: 0 .. n - 1) that have any, each on its own
+ * replica, shared with the engine's free threads (without waiting for the jobs in flight), then
+ * accounted in worker order. */
+static void flush_deferred(em_jobs *j, const int *group, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        const int w = group ? group[i] : i;
+        if (j->deferred[w]) {
+            j->deferred[w] = 0;
+            j->flush[k++] = w;
+        }
+    }
+    if (k == 0) return;
+    share(j, (size_t)k, 1, deferred_some, j);
+    for (int i = 0; i < k; i++)
+        j->cfg.deferred_done(j->cfg.ctx, j->flush[i]);
+}
+
+void em_jobs_own_group(em_jobs *j, const int *group, int n) {
+    for (int i = 0; i < n; i++)
+        em_jobs_settle_worker(j, group ? group[i] : i);
+    flush_deferred(j, group, n);
 }
 
 typedef struct mean_ctx {
     em_jobs *j;
-    size_t n, range; /* floats, and floats per task */
     int k;
     const float *const *xs;
     float *out;
 } mean_ctx;
 
-static void mean_range(void *ctx, int r, int slot) {
+static void mean_part(void *ctx, size_t lo, size_t count) {
     const mean_ctx *m = ctx;
-    (void)slot;
-    const size_t lo = (size_t)r * m->range, len = m->n - lo < m->range ? m->n - lo : m->range;
     const float **xs = ss_malloc(sizeof(float *) * (size_t)m->k);
     for (int i = 0; i < m->k; i++)
         xs[i] = m->xs[i] + lo;
-    device_mean(m->j->cfg.dev, len, m->k, xs, m->out + lo);
+    device_mean(m->j->cfg.dev, count, m->k, xs, m->out + lo);
     free(xs);
 }
 
-#define MEAN_PARALLEL_MIN_FLOATS 65536 /* below this one thread is as fast */
-
 void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *out) {
-    const int t = engine_threads(j->en);
-    /* on a GPU one kernel over all of it beats ranges on several streams */
-    if (!j->eval || j->count > 0 || n < MEAN_PARALLEL_MIN_FLOATS ||
-        device_get_kind(j->cfg.dev) == DEVICE_KIND_CUDA) {
-        device_mean(j->cfg.dev, n, k, xs, out);
-        return;
-    }
-    size_t range = (n + (size_t)t - 1) / (size_t)t;
-    range = (range + 15) / 16 * 16; /* whole cache lines */
-    mean_ctx m = {.j = j, .n = n, .range = range, .k = k, .xs = xs, .out = out};
-    parallel_for(j, (int)((n + range - 1) / range), mean_range, &m);
+    mean_ctx m = {.j = j, .k = k, .xs = xs, .out = out};
+    em_jobs_ranges(j, n, mean_part, &m);
 }
 
 /* dst takes src's parameters and buffers (batch normalization's running statistics). */
@@ -286,6 +447,8 @@ static void copy_model(device *dev, model *dst, model *src) {
 typedef struct eval_ctx {
     em_jobs *j;
     const dataset *test;
+    model *from;     /* the model evaluated in chunks */
+    uint8_t *copied; /* (threads) the slot's evaluation model holds `from` */
     double *loss;    /* (chunks) */
     size_t *correct; /* (chunks, or replicas) */
     model *const *replicas;
@@ -296,6 +459,10 @@ static void eval_chunk(void *ctx, int c, int slot) {
     const size_t chunk = (size_t)ec->j->cfg.max_batch, s0 = (size_t)c * chunk;
     const size_t nb = ec->test->n - s0 < chunk ? ec->test->n - s0 : chunk;
     const size_t d = dataset_features(ec->test);
+    if (!ec->copied[slot]) { /* each slot's model, on its own thread: no serial copies */
+        copy_model(ec->j->cfg.dev, ec->j->eval[slot], ec->from);
+        ec->copied[slot] = 1;
+    }
     ec->loss[c] = model_evaluate_sum(ec->j->eval[slot], ec->test->x + s0 * d, ec->test->y + s0, nb,
                                      &ec->correct[c]);
 }
@@ -303,15 +470,20 @@ static void eval_chunk(void *ctx, int c, int slot) {
 double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *correct) {
     em_jobs_settle_all(j);
     /* a language model in one piece: its next-token count is rounded once */
-    if (!j->eval || test->n == 0 || model_is_language(from))
+    if (test->n == 0 || model_is_language(from))
         return model_evaluate_sum(from, test->x, test->y, test->n, correct);
-    const int t = engine_threads(j->en);
-    for (int s = 0; s < t; s++)
-        copy_model(j->cfg.dev, j->eval[s], from);
+    if (!j->eval) {
+        const double t0 = wall_now_s();
+        const double sum = model_evaluate_sum(from, test->x, test->y, test->n, correct);
+        j->work_s += wall_now_s() - t0;
+        return sum;
+    }
     const size_t chunk = (size_t)j->cfg.max_batch;
     const int n_chunks = (int)((test->n + chunk - 1) / chunk);
     eval_ctx ec = {.j = j,
                    .test = test,
+                   .from = from,
+                   .copied = ss_calloc((size_t)engine_threads(j->en), 1),
                    .loss = ss_calloc((size_t)n_chunks, sizeof(double)),
                    .correct = ss_calloc((size_t)n_chunks, sizeof(size_t))};
     parallel_for(j, n_chunks, eval_chunk, &ec);
@@ -323,6 +495,7 @@ double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *co
     }
     free(ec.loss);
     free(ec.correct);
+    free(ec.copied);
     if (correct) *correct = right;
     return loss_sum;
 }
@@ -413,10 +586,12 @@ double em_jobs_accuracy_mean(em_jobs *j, model *const *replicas, int n, model *h
         reps_ctx rc = {.ec = &ec, .reps = reps};
         parallel_for(j, n_reps, eval_rep, &rc);
     } else {
+        const double t0 = wall_now_s();
         for (int i = 0; i < n_reps; i++) {
             copy_model(j->cfg.dev, holder, replicas[reps[i]]);
             model_evaluate_sum(holder, test->x, test->y, test->n, &ec.correct[reps[i]]);
         }
+        j->work_s += wall_now_s() - t0;
     }
     double sum = 0;
     for (int w = 0; w < n; w++)

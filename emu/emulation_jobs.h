@@ -6,7 +6,13 @@
  * Jobs are accounted in the order they began (a FIFO): the source's bookkeeping of a job (the
  * training loss sum, samples, divergence, gradient dumps) happens when it is settled, in that
  * order, so that it sums exactly as when every computation finished the moment it began. Anyone
- * who reads a replica, or the bookkeeping, settles the jobs it depends on first. */
+ * who reads a replica, or the bookkeeping, settles the jobs it depends on first.
+ *
+ * A worker's work on its own replica between two steps (its optimizer step, its copy of an
+ * average) is deferred: its next job runs it first, or whoever owns the replica before runs it
+ * (em_jobs_own, em_jobs_own_group, em_jobs_settle_all). Element-wise work over one vector (an
+ * average, a parameter server's update) runs in ranges that the caller shares with the threads
+ * that are free (em_jobs_ranges). Both compute the same bits on any thread. */
 #ifndef SS_EMU_EMULATION_JOBS_H
 #define SS_EMU_EMULATION_JOBS_H
 
@@ -42,6 +48,12 @@ typedef struct em_jobs_config {
     int layer_norms;    /* sum of the per-layer gradient norms as well */
     const augment *aug; /* random crops and flips of each batch (NULL: none) */
     em_job_settled_fn settled;
+    /* A worker's deferred work on its own replica (its optimizer step, its copy of an average),
+     * marked by em_jobs_defer: run at the start of the worker's next job, on the job's thread, or
+     * when something owns the replica first (any thread: it touches only that replica and what
+     * the source keeps for it). deferred_done follows on the caller's thread, once it has run. */
+    void (*deferred)(void *ctx, int worker);
+    void (*deferred_done)(void *ctx, int worker);
     void *ctx;
 } em_jobs_config;
 
@@ -59,15 +71,33 @@ void em_jobs_submit(em_jobs *j, int w, model *m, long step, int samples,
                     void (*grad_ready)(void *ctx, int layer), void *hook_ctx);
 /* Waits for worker w's job and settles it (and every job begun before it); its result. */
 const em_job_out *em_jobs_take(em_jobs *j, int w);
-/* Settles worker w's job if one is in flight (before anything reads or writes its replica). */
+/* Settles worker w's job if one is in flight, and runs its deferred work (before anything
+ * reads or writes its replica). */
 void em_jobs_own(em_jobs *j, int w);
+/* em_jobs_own for the n workers of `group` (NULL: 0 .. n - 1), their deferred work across the
+ * engine. */
+void em_jobs_own_group(em_jobs *j, const int *group, int n);
+/* Settles worker w's job if one is in flight, leaving any deferred work deferred. */
+void em_jobs_settle_worker(em_jobs *j, int w);
+/* Worker w has (more) deferred work: the source queued it. Its next job runs it first, unless
+ * its replica is owned before (em_jobs_own, em_jobs_own_group, em_jobs_settle_all). */
+void em_jobs_defer(em_jobs *j, int w);
 /* Settles every job begun for a step before `step` (and those begun before them). */
 void em_jobs_settle_before(em_jobs *j, long step);
+/* Settles every job, and runs every worker's deferred work (across the engine). */
 void em_jobs_settle_all(em_jobs *j);
+/* Wall seconds of the work the engine runs or splits over its threads: the jobs (deferred work
+ * included), the deferred work run on its own, the split means and evaluations; summed over the
+ * threads. With one thread, the rest of a run's time is what stays serial on any thread count. */
+double em_jobs_work_seconds(const em_jobs *j);
 
-/* out = the mean of the k vectors xs[j] of n floats (device_mean), split in ranges over the
- * engine's threads when no job is in flight: per element the same sum in the same order, so the
- * same bits. */
+/* fn(ctx, lo, count) over ranges covering [0, total): element-wise work (the same bits however
+ * it is split), which the caller runs with the engine's threads that are free joining in; it
+ * waits for no job in flight. Ranges touch only what the caller owns. Returns once all ran. */
+void em_jobs_ranges(em_jobs *j, size_t total, void (*fn)(void *ctx, size_t lo, size_t count),
+                    void *ctx);
+/* out = the mean of the k vectors xs[j] of n floats (device_mean), in ranges (em_jobs_ranges):
+ * per element the same sum in the same order, so the same bits. */
 void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *out);
 
 /* Evaluations on the engine (after settling every job), the test set's chunks of max_batch

@@ -55,8 +55,8 @@ static double allocated_bytes(void) {
     return (double)mi.uordblks + (double)mi.hblkhd;
 }
 
-int memory_estimate_run(device *dev, const model_spec *spec, int workers, int max_batch,
-                        double hosts, double *bytes) {
+int memory_estimate_run(device *dev, const model_spec *spec, int workers, int threads,
+                        int max_batch, double hosts, double *bytes) {
     const double before = allocated_bytes();
     model *probe = NULL;
     int rc = model_create(dev, spec, 1, max_batch, &probe);
@@ -71,23 +71,33 @@ int memory_estimate_run(device *dev, const model_spec *spec, int workers, int ma
     model_destroy(probe);
     /* each worker: its model (parameters, gradients, activations) and its SGD momentum; and the
      * evaluation model */
-    const double replica = (model_bytes > param_bytes ? model_bytes : param_bytes) + param_bytes;
-    *bytes = replica * ((double)workers + 1) + hosts * MEMORY_BYTES_PER_HOST;
+    const double model_all = model_bytes > param_bytes ? model_bytes : param_bytes;
+    const double replica = model_all + param_bytes;
+    /* the compute engine (emu/emulation_jobs.c): per thread, a mini-batch's staging (samples and
+     * one more for the augmentation, labels); with more than one thread, an evaluation model
+     * each. And the averages of the replicas (emu/emulation.c): two at a time, the newest and
+     * the one before, whose copies into the replicas wait for their next steps (DS-Sync's
+     * groups each keep their own, up to one per worker: not counted) */
+    const double sample_bytes = sizeof(float) * (double)spec->in_c * spec->in_h * spec->in_w;
+    const double staging = sample_bytes * ((double)max_batch + 1) + (double)max_batch;
+    const double engine = (double)threads * (staging + (threads > 1 ? model_all : 0.0));
+    *bytes = replica * ((double)workers + 1) + engine + 2.0 * param_bytes +
+             hosts * MEMORY_BYTES_PER_HOST;
     return SS_OK;
 }
 
-int memory_check_run(device *dev, const model_spec *spec, int workers, int max_batch,
+int memory_check_run(device *dev, const model_spec *spec, int workers, int threads, int max_batch,
                      double hosts) {
     double need, have;
-    int rc = memory_estimate_run(dev, spec, workers, max_batch, hosts, &need);
+    int rc = memory_estimate_run(dev, spec, workers, threads, max_batch, hosts, &need);
     if (rc == SS_OK) rc = memory_available_bytes(&have);
     if (rc != SS_OK) return rc;
     if (need > have)
         return ss_error_set(SS_ENOMEM,
                             "this run needs about %.2f GB (%d replicas of the model with batch %d, "
-                            "%.0f simulated hosts) but %.2f GB are available (%s): use fewer "
-                            "--workers, a smaller --batch or platform",
-                            need / 1e9, workers, max_batch, hosts, have / 1e9,
+                            "%d compute threads, %.0f simulated hosts) but %.2f GB are available "
+                            "(%s): use fewer --workers or --threads, a smaller --batch or platform",
+                            need / 1e9, workers, max_batch, threads, hosts, have / 1e9,
                             getenv("SYNCSIM_MEMORY_LIMIT") ? "SYNCSIM_MEMORY_LIMIT"
                                                            : "MemAvailable of /proc/meminfo");
     if (need > MEMORY_WARN_FRACTION * have)

@@ -3,7 +3,7 @@
  * front (SS_ENOMEM, exit 1, with the estimate and what is available); one that takes more than
  * MEMORY_WARN_FRACTION of it runs with a warning on stderr.
  *
- *     if ((rc = memory_check_run(dev, &spec, workers, max_batch, hosts)) != SS_OK) return rc;
+ *     if ((rc = memory_check_run(dev, &spec, workers, threads, max_batch, hosts)) != SS_OK) ...
  *
  * The available memory is MemAvailable of /proc/meminfo, or SYNCSIM_MEMORY_LIMIT (bytes, or
  * with a unit: 512MB, 8GB) when set, e.g. to stay inside a batch job's allocation. */
@@ -24,12 +24,14 @@
  * when /proc/meminfo cannot be read. */
 int memory_available_bytes(double *bytes);
 /* Bytes of `workers` replicas (and the evaluation model) of `spec` for batches of max_batch on
- * dev, each with its SGD momentum, plus `hosts` simulated hosts; the size of one replica is what
- * creating one allocates, or its device memory (model_device_bytes: activations included) where
- * that is more. */
-int memory_estimate_run(device *dev, const model_spec *spec, int workers, int max_batch,
-                        double hosts, double *bytes);
+ * dev, each with its SGD momentum, the compute engine's `threads` threads (each a mini-batch's
+ * staging, and with more than one an evaluation model each), two averages of the parameters,
+ * plus `hosts` simulated hosts; the size of one replica is what creating one allocates, or its
+ * device memory (model_device_bytes: activations included) where that is more. */
+int memory_estimate_run(device *dev, const model_spec *spec, int workers, int threads,
+                        int max_batch, double hosts, double *bytes);
 /* The estimate against the available memory: SS_ENOMEM naming both when it does not fit. */
-int memory_check_run(device *dev, const model_spec *spec, int workers, int max_batch, double hosts);
+int memory_check_run(device *dev, const model_spec *spec, int workers, int threads, int max_batch,
+                     double hosts);
 
 #endif

@@ -184,6 +184,12 @@ static int open_cluster(emu_run *r) {
 }
 
 /* The emulation step source: replicas, batches, schedule, evaluation. */
+/* The compute engine's threads (on a GPU each issues its replicas' kernels on a CUDA stream of
+ * its own); real mode has one replica per rank. */
+static int emulation_threads_for(const emu_run *r) {
+    return r->real ? 1 : r->threads;
+}
+
 static int create_emulation(emu_run *r) {
     const run_config *cfg = r->cfg;
     const policy_config *pc = &r->pc;
@@ -225,9 +231,7 @@ static int create_emulation(emu_run *r) {
         .real = r->real,
         .dump_gradients = cfg->dump_gradients,
         .out_dir = cfg->out_dir,
-        /* on a GPU each thread issues its replicas' kernels on a stream of its own; real mode
-         * has one replica per rank */
-        .threads = r->real ? 1 : r->threads};
+        .threads = emulation_threads_for(r)};
     return emulation_create(&ec, &r->em);
 }
 
@@ -340,8 +344,8 @@ int run_open(emu_run *r) {
     }
     r->ctx.warmup_steps = r->pc.kind == POLICY_SELSYNC ? policy_selsync_warmup_steps(&r->pc) : -1;
     r->ctx.calibrated_from = r->ctx.warmup_steps + policy_selsync_calibration_steps(&r->pc) + 1;
-    if ((rc = memory_check_run(r->dev, &r->spec, r->cfg->workers, policy_max_batch(&r->pc),
-                               hosts)) != SS_OK)
+    if ((rc = memory_check_run(r->dev, &r->spec, r->cfg->workers, emulation_threads_for(r),
+                               policy_max_batch(&r->pc), hosts)) != SS_OK)
         return rc;
     if ((rc = check_against_data(r)) != SS_OK) return rc;
     if ((rc = open_cluster(r)) != SS_OK) return rc;

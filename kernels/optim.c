@@ -50,6 +50,14 @@ void sgd_step(sgd_state *s, float *params, const float *grads, float lr, float m
                          s->nesterov);
 }
 
+void sgd_step_part(sgd_state *s, size_t offset, size_t count, float *params, const float *grads,
+                   float lr, float momentum, float weight_decay) {
+    SS_ASSERT(offset + count <= s->n);
+    if (count)
+        s->dev->ops->sgd(s->dev, count, params + offset, grads + offset, s->velocity + offset, lr,
+                         momentum, weight_decay, s->nesterov);
+}
+
 double grad_clip_norm(device *dev, float *grads, size_t n, double max_norm) {
     if (!n) return 0.0;
     const double norm = device_nrm2(dev, n, grads);

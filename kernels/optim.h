@@ -21,6 +21,10 @@ void sgd_set_nesterov(sgd_state *s,
                       int on); /* Nesterov momentum from the next step (default off) */
 void sgd_step(sgd_state *s, float *params, const float *grads, float lr, float momentum,
               float weight_decay);
+/* sgd_step on elements [offset, offset + count) only (params and grads as for sgd_step): the
+ * same arithmetic per element, so parts that cover the vector give sgd_step's bits. */
+void sgd_step_part(sgd_state *s, size_t offset, size_t count, float *params, const float *grads,
+                   float lr, float momentum, float weight_decay);
 /* Added: FLOPs of one sgd_step on n parameters (2 per multiply-add: update, plus momentum and
  * weight decay when they are non-zero). */
 double sgd_step_flops(size_t n, float momentum, float weight_decay);

@@ -1,9 +1,14 @@
 /* CUnit suite of the compute engine (common/engine.h) and of what it must not change: an
- * emulated run gives the same bytes on one thread and on several (bsp and selsync, mlp and cnn,
- * modelled and measured compute), --threads refuses what it cannot take, and bench emulation's
- * table and CSV. The runs are the built program as a child process (build/syncsim). */
+ * emulated run gives the same bytes on one thread and on several (every policy's way of
+ * averaging and stepping the replicas, whose optimizer steps and copies of averages run deferred
+ * on the engine; mlp and cnn, modelled and measured compute), --threads refuses what it cannot
+ * take, the memory estimate counts the engine's threads, and bench emulation's table and CSV.
+ * The runs are the built program as a child process (build/syncsim). */
 #include "common/engine.h"
 #include "common/status.h"
+#include "emu/memory.h"
+#include "kernels/device.h"
+#include "kernels/model.h"
 #include "ss_test.h"
 
 #include <pthread.h>
@@ -185,10 +190,12 @@ static void test_selsync_cnn_same_bytes(void) {
                       1);
 }
 
+/* Two parameter servers, whose updates and pulls of mlp:128's slices run in ranges across the
+ * threads. */
 static void test_ssp_same_bytes(void) {
     expect_same_bytes("ssp",
-                      "--policy ssp --workers 4 --dataset synthetic --model mlp:32 "
-                      "--epochs 0.2 --seed 2",
+                      "--policy ssp --workers 4 --dataset synthetic --model mlp:128 "
+                      "--ps-servers 2 --epochs 0.2 --seed 2",
                       1);
 }
 
@@ -197,6 +204,61 @@ static void test_measured_same_model(void) {
                       "--policy bsp --workers 4 --dataset synthetic --model mlp:32 "
                       "--epochs 0.2 --compute measured --seed 4",
                       0);
+}
+
+/* FedAvg with half the workers sampled a round: group averages, a broadcast to the others,
+ * local steps in between (Nesterov momentum); mlp:128's 100,000 parameters are averaged in
+ * ranges across the threads. */
+static void test_fedavg_same_bytes(void) {
+    expect_same_bytes("fedavg",
+                      "--policy fedavg --workers 4 --dataset synthetic --model mlp:128 "
+                      "--epochs 0.2 --local-steps 3 --client-fraction 0.5 --nesterov --seed 6",
+                      1);
+}
+
+/* DS-Sync's pairs average apart, each pair its own mean (in ranges, while the other pair's
+ * steps may be in flight), after a clipped local step. */
+static void test_dssync_same_bytes(void) {
+    expect_same_bytes("dssync",
+                      "--policy dssync --workers 4 --dataset synthetic --model mlp:128 "
+                      "--epochs 0.2 --group-size 2 --clip-norm 0.5 --seed 7",
+                      1);
+}
+
+/* DLCP's partial exchanges: masked copies, the magnitude order read from every replica. */
+static void test_dlcp_same_bytes(void) {
+    expect_same_bytes("dlcp",
+                      "--policy bsp --workers 4 --dataset synthetic --model mlp:32 "
+                      "--epochs 0.2 --loss-tolerance 0.3 --priority magnitude --seed 10",
+                      1);
+}
+
+/* ---- the memory estimate ---- */
+
+static void test_memory_counts_threads(void) {
+    device *dev = NULL;
+    char notice[256];
+    CU_ASSERT_EQUAL_FATAL(device_open("cpu", &dev, notice, sizeof notice), SS_OK);
+    model_spec spec;
+    CU_ASSERT_EQUAL_FATAL(model_spec_parse(&spec, "cnn:4,8,16", 1, 28, 28, 10), SS_OK);
+    model *probe = NULL;
+    CU_ASSERT_EQUAL_FATAL(model_create(dev, &spec, 1, 32, &probe), SS_OK);
+    const double params = model_param_bytes(probe);
+    model_destroy(probe);
+    double t1, t2, t8;
+    CU_ASSERT_EQUAL(memory_estimate_run(dev, &spec, 4, 1, 32, 8, &t1), SS_OK);
+    CU_ASSERT_EQUAL(memory_estimate_run(dev, &spec, 4, 2, 32, 8, &t2), SS_OK);
+    CU_ASSERT_EQUAL(memory_estimate_run(dev, &spec, 4, 8, 32, 8, &t8), SS_OK);
+    /* a second thread brings a staging area and two evaluation models (at least their
+     * parameters each); every thread more, one model and its staging */
+    const double staging = sizeof(float) * 28.0 * 28.0 * 33.0 + 32.0; /* samples, labels */
+    CU_ASSERT(t2 - t1 >= 2 * params + staging);
+    CU_ASSERT(t8 - t2 >= 6 * (params + staging));
+    /* the same evaluation model for each thread from the second on (within what the allocator's
+     * accounting of one model varies between probes) */
+    const double model_bytes = (t2 - t1 - staging) / 2.0;
+    CU_ASSERT_DOUBLE_EQUAL((t8 - t2) / 6.0 - staging, model_bytes, 0.01 * model_bytes);
+    device_close(dev);
 }
 
 /* ---- bad input ---- */
@@ -216,6 +278,12 @@ static void test_bad_threads(void) {
         CU_ASSERT_PTR_NOT_NULL(strstr(out, want));
         free(out);
     }
+    char args[600], *out = NULL; /* bench emulation too, before either run */
+    snprintf(args, sizeof args, "bench emulation --dataset synthetic --threads 0 --out %s/bad",
+             tmp_dir);
+    CU_ASSERT_EQUAL(run_syncsim(args, &out), 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "--threads 0: give a thread count from 1 to 1024"));
+    free(out);
     char path[600];
     snprintf(path, sizeof path, "%s/bad", tmp_dir);
     CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0); /* refused before any output */
@@ -233,16 +301,29 @@ static void test_bench_emulation(void) {
     if (rc != 0) fprintf(stderr, "\n  %s\n", out);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "samples/s"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "serial share on 1 thread: "));
     free(out);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "cat %s/bench.csv", tmp_dir);
     CU_ASSERT_EQUAL(ss_test_shell(cmd, &out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "model,policy,workers,threads,steps,samples,wall_s,"
-                                       "samples_per_s,speedup,same_params\n"));
+                                       "samples_per_s,speedup,same_params,work_s,serial_share\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nmlp:32,bsp,4,1,"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nmlp:32,bsp,4,2,"));
     char *line2 = strstr(out, "\nmlp:32,bsp,4,2,");
-    CU_ASSERT(line2 && strstr(line2, ",yes\n")); /* the same parameters on 2 threads */
+    CU_ASSERT(line2 && strstr(line2, ",yes,")); /* the same parameters on 2 threads */
+    /* the 1-thread row: the engine's work and the serial share, a fraction of its wall time */
+    const char *line1 = strstr(out, "\nmlp:32,bsp,4,1,");
+    double fields[12];
+    CU_ASSERT_EQUAL_FATAL(
+        line1 && sscanf(line1 + 1, "%*[^,],%*[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf,%*[^,],%lf,%lf",
+                        &fields[0], &fields[1], &fields[2], &fields[3], &fields[4], &fields[5],
+                        &fields[6], &fields[7], &fields[8]) == 9,
+        1);
+    const double wall = fields[4], work = fields[7], serial = fields[8];
+    CU_ASSERT(work > 0 && work <= wall * 1.001);
+    CU_ASSERT(serial >= 0 && serial < 1);
+    CU_ASSERT_DOUBLE_EQUAL(serial, 1 - work / wall, 2e-3);
     free(out);
 }
 
@@ -250,15 +331,22 @@ static CU_TestInfo engine_tests[] = {
     {"engine: every task runs once, on the pool's threads, any thread count",
      test_pool_runs_each_task_once},
     {"engine: --threads auto, N, and what it refuses", test_parse_threads},
+    {"memory estimate: grows by an evaluation model and a staging area per thread",
+     test_memory_counts_threads},
     CU_TEST_INFO_NULL,
 };
 
 static CU_TestInfo run_tests[] = {
     {"train bsp mlp: --threads 1 and 2 give the same bytes", test_bsp_mlp_same_bytes},
     {"train selsync cnn: --threads 1 and 2 give the same bytes", test_selsync_cnn_same_bytes},
-    {"train ssp: --threads 1 and 2 give the same bytes", test_ssp_same_bytes},
+    {"train ssp, two servers: --threads 1 and 2 give the same bytes", test_ssp_same_bytes},
     {"train --compute measured: --threads 1 and 2 give the same model", test_measured_same_model},
-    {"train --threads 0, 1025, many: exit 2 naming the option", test_bad_threads},
+    {"train fedavg, partial clients: --threads 1 and 2 give the same bytes",
+     test_fedavg_same_bytes},
+    {"train dssync, clipped: --threads 1 and 2 give the same bytes", test_dssync_same_bytes},
+    {"train bsp with DLCP's drops: --threads 1 and 2 give the same bytes", test_dlcp_same_bytes},
+    {"train --threads 0, 1025, many, bench emulation --threads 0: exit 2 naming the option",
+     test_bad_threads},
     {"bench emulation: table and CSV, the same parameters on 2 threads", test_bench_emulation},
     CU_TEST_INFO_NULL,
 };
