@@ -55,43 +55,72 @@ static double allocated_bytes(void) {
     return (double)mi.uordblks + (double)mi.hblkhd;
 }
 
-int memory_estimate_run(device *dev, const model_spec *spec, int workers, int threads,
-                        int max_batch, double hosts, double *bytes) {
+/* What a run takes: on the host, and on a device with memory of its own (a GPU). */
+typedef struct memory_parts {
+    double host;
+    double device; /* 0 where device memory is host memory (the CPU) */
+    double device_per_worker;
+} memory_parts;
+
+static int estimate_parts(device *dev, const model_spec *spec, int workers, int threads,
+                          int max_batch, double hosts, memory_parts *p) {
     const double before = allocated_bytes();
     model *probe = NULL;
     int rc = model_create(dev, spec, 1, max_batch, &probe);
     if (rc != SS_OK) return rc;
-    /* what the allocator saw (the CPU device's memory and the host side of any device), or
+    /* what the allocator saw (the CPU device's memory and the host side of any device), and
      * what the model holds on its device (parameters, gradients, buffers, activations and
-     * their gradients for max_batch samples, scratch), whichever is larger: on a GPU the
-     * allocator sees no device memory */
-    double model_bytes = allocated_bytes() - before;
-    if (model_device_bytes(probe) > model_bytes) model_bytes = model_device_bytes(probe);
+     * their gradients for max_batch samples, scratch) */
+    const double host_model = allocated_bytes() - before;
+    const double device_model = model_device_bytes(probe);
     const double param_bytes = model_param_bytes(probe);
     model_destroy(probe);
+    double free_bytes, total_bytes;
+    const int own_memory = device_memory_info(dev, &free_bytes, &total_bytes);
+    /* one model: on the CPU the larger of the two views of the same memory */
+    double model_all =
+        own_memory ? device_model : (host_model > device_model ? host_model : device_model);
+    if (model_all < param_bytes) model_all = param_bytes;
     /* each worker: its model (parameters, gradients, activations) and its SGD momentum; and the
-     * evaluation model */
-    const double model_all = model_bytes > param_bytes ? model_bytes : param_bytes;
+     * evaluation model. The compute engine (emu/emulation_jobs.c): per thread, a mini-batch's
+     * staging on the host (samples and one more for the augmentation, labels); with more than
+     * one thread, an evaluation model each. And the averages of the replicas (emu/emulation.c):
+     * two at a time, the newest and the one before, whose copies into the replicas wait for
+     * their next steps (DS-Sync's groups each keep their own, up to one per worker: not
+     * counted) */
     const double replica = model_all + param_bytes;
-    /* the compute engine (emu/emulation_jobs.c): per thread, a mini-batch's staging (samples and
-     * one more for the augmentation, labels); with more than one thread, an evaluation model
-     * each. And the averages of the replicas (emu/emulation.c): two at a time, the newest and
-     * the one before, whose copies into the replicas wait for their next steps (DS-Sync's
-     * groups each keep their own, up to one per worker: not counted) */
     const double sample_bytes = sizeof(float) * (double)spec->in_c * spec->in_h * spec->in_w;
     const double staging = sample_bytes * ((double)max_batch + 1) + (double)max_batch;
-    const double engine = (double)threads * (staging + (threads > 1 ? model_all : 0.0));
-    *bytes = replica * ((double)workers + 1) + engine + 2.0 * param_bytes +
-             hosts * MEMORY_BYTES_PER_HOST;
+    const double models = replica * ((double)workers + 1) +
+                          (threads > 1 ? (double)threads * model_all : 0.0) + 2.0 * param_bytes;
+    const double host_side = (double)threads * staging + hosts * MEMORY_BYTES_PER_HOST;
+    if (own_memory) {
+        p->device = models;
+        p->device_per_worker = replica;
+        p->host = host_side + host_model * ((double)workers + 1 + (threads > 1 ? threads : 0));
+    } else {
+        p->device = p->device_per_worker = 0;
+        p->host = host_side + models;
+    }
     return SS_OK;
 }
 
+int memory_estimate_run(device *dev, const model_spec *spec, int workers, int threads,
+                        int max_batch, double hosts, double *bytes) {
+    memory_parts p;
+    int rc = estimate_parts(dev, spec, workers, threads, max_batch, hosts, &p);
+    if (rc == SS_OK) *bytes = p.host + p.device;
+    return rc;
+}
+
 int memory_check_run(device *dev, const model_spec *spec, int workers, int threads, int max_batch,
-                     double hosts) {
-    double need, have;
-    int rc = memory_estimate_run(dev, spec, workers, threads, max_batch, hosts, &need);
+                     double hosts, char *line, size_t line_size) {
+    double have;
+    memory_parts p;
+    int rc = estimate_parts(dev, spec, workers, threads, max_batch, hosts, &p);
     if (rc == SS_OK) rc = memory_available_bytes(&have);
     if (rc != SS_OK) return rc;
+    const double need = p.host;
     if (need > have)
         return ss_error_set(SS_ENOMEM,
                             "this run needs about %.2f GB (%d replicas of the model with batch %d, "
@@ -100,8 +129,36 @@ int memory_check_run(device *dev, const model_spec *spec, int workers, int threa
                             need / 1e9, workers, max_batch, threads, hosts, have / 1e9,
                             getenv("SYNCSIM_MEMORY_LIMIT") ? "SYNCSIM_MEMORY_LIMIT"
                                                            : "MemAvailable of /proc/meminfo");
+    double dev_free = 0, dev_total = 0;
+    if (p.device > 0) {
+        device_memory_info(dev, &dev_free, &dev_total);
+        if (p.device > dev_free) {
+            const double fixed = p.device - p.device_per_worker * (double)workers;
+            const double fit = (dev_free - fixed) / p.device_per_worker;
+            const int most = fit >= 1 ? (fit > 1e9 ? 1000000000 : (int)fit) : 0;
+            return ss_error_set(SS_ENOMEM,
+                                "this run needs about %.2f GB of GPU memory (%d replicas of the "
+                                "model with batch %d, %.3f GB each, %d compute threads) but %s "
+                                "has %.2f GB free: %s%d workers fit; use fewer --workers or "
+                                "--threads, a smaller --batch, or --device cpu",
+                                p.device / 1e9, workers, max_batch, p.device_per_worker / 1e9,
+                                threads, device_name(dev), dev_free / 1e9, most ? "at most " : "",
+                                most);
+        }
+    }
     if (need > MEMORY_WARN_FRACTION * have)
         fprintf(stderr, "syncsim: warning: this run needs about %.2f GB of the %.2f GB available\n",
                 need / 1e9, have / 1e9);
+    if (p.device > MEMORY_WARN_FRACTION * dev_free && p.device > 0)
+        fprintf(stderr,
+                "syncsim: warning: this run needs about %.2f GB of the GPU's %.2f GB free\n",
+                p.device / 1e9, dev_free / 1e9);
+    if (line && line_size) {
+        int n = snprintf(line, line_size, "memory about %.2f GB of %.2f GB available", need / 1e9,
+                         have / 1e9);
+        if (p.device > 0 && n > 0 && (size_t)n < line_size)
+            snprintf(line + n, line_size - (size_t)n, ", %.2f GB of the GPU's %.2f GB free",
+                     p.device / 1e9, dev_free / 1e9);
+    }
     return SS_OK;
 }

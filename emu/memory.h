@@ -3,7 +3,8 @@
  * front (SS_ENOMEM, exit 1, with the estimate and what is available); one that takes more than
  * MEMORY_WARN_FRACTION of it runs with a warning on stderr.
  *
- *     if ((rc = memory_check_run(dev, &spec, workers, threads, max_batch, hosts)) != SS_OK) ...
+ *     if ((rc = memory_check_run(dev, &spec, workers, threads, max_batch, hosts, line,
+ *                                sizeof line)) != SS_OK) ...
  *
  * The available memory is MemAvailable of /proc/meminfo, or SYNCSIM_MEMORY_LIMIT (bytes, or
  * with a unit: 512MB, 8GB) when set, e.g. to stay inside a batch job's allocation. */
@@ -30,8 +31,11 @@ int memory_available_bytes(double *bytes);
  * device memory (model_device_bytes: activations included) where that is more. */
 int memory_estimate_run(device *dev, const model_spec *spec, int workers, int threads,
                         int max_batch, double hosts, double *bytes);
-/* The estimate against the available memory: SS_ENOMEM naming both when it does not fit. */
+/* The estimate against the available memory: SS_ENOMEM naming both when it does not fit. On a
+ * GPU (a device with memory of its own) the replicas, their momenta and the evaluation models are
+ * checked against the GPU's free memory as well, and a refusal says how many workers would fit.
+ * `line` (unless NULL) gets the estimate in one line for the run's banner. */
 int memory_check_run(device *dev, const model_spec *spec, int workers, int threads, int max_batch,
-                     double hosts);
+                     double hosts, char *line, size_t line_size);
 
 #endif

@@ -345,7 +345,8 @@ int run_open(emu_run *r) {
     r->ctx.warmup_steps = r->pc.kind == POLICY_SELSYNC ? policy_selsync_warmup_steps(&r->pc) : -1;
     r->ctx.calibrated_from = r->ctx.warmup_steps + policy_selsync_calibration_steps(&r->pc) + 1;
     if ((rc = memory_check_run(r->dev, &r->spec, r->cfg->workers, emulation_threads_for(r),
-                               policy_max_batch(&r->pc), hosts)) != SS_OK)
+                               policy_max_batch(&r->pc), hosts, r->memory_line,
+                               sizeof r->memory_line)) != SS_OK)
         return rc;
     if ((rc = check_against_data(r)) != SS_OK) return rc;
     if ((rc = open_cluster(r)) != SS_OK) return rc;
@@ -364,10 +365,10 @@ void run_print_banner(const emu_run *r) {
                policy_kind_name(r->pc.kind), r->cfg->workers, (unsigned long long)r->cfg->seed,
                r->platform);
     printf("device %s, %d compute thread%s | model %s: %zu parameters (%.2f MB per exchange) | "
-           "%ld steps, evaluation every %ld\n",
+           "%ld steps, evaluation every %ld%s%s\n",
            device_name(r->dev), emulation_threads(r->em), emulation_threads(r->em) == 1 ? "" : "s",
            r->cfg->model, model_param_count(m), model_param_bytes(m) / 1e6, r->pc.steps,
-           r->pc.eval_every);
+           r->pc.eval_every, r->memory_line[0] ? " | " : "", r->memory_line);
     char exchange[64], compute[48];
     policy_describe_exchange(&r->pc, exchange, sizeof exchange);
     sim_compute_format(&r->pc.compute, compute, sizeof compute);

@@ -47,6 +47,7 @@ typedef struct emu_run {
     policy_config pc;
     policy_result pr;
     char platform[1024];
+    char memory_line[160]; /* the memory estimate, for the banner (memory_check_run) */
     sim_cluster *cluster;
     emulation *em;
     run_context ctx;

@@ -104,6 +104,11 @@ void device_place(device *dev, float *p, size_t count, int on_host) {
         dev->ops->sync(dev);
 }
 
+int device_memory_info(device *dev, double *free_bytes, double *total_bytes) {
+    *free_bytes = *total_bytes = 0;
+    return dev->ops->memory_info ? dev->ops->memory_info(dev, free_bytes, total_bytes) : 0;
+}
+
 int device_lanes_reserve(device *dev, int lanes) {
     return dev->ops->lanes_reserve ? dev->ops->lanes_reserve(dev, lanes) : SS_OK;
 }

@@ -50,6 +50,10 @@ int device_share_with_host(device *dev);
  * CPU and for memory that is not shared. */
 void device_place(device *dev, float *p, size_t count, int on_host);
 
+/* 1 when dev has memory of its own (a GPU), with its free and total bytes now; 0 on the CPU,
+ * whose device memory is host memory. */
+int device_memory_info(device *dev, double *free_bytes, double *total_bytes);
+
 /* ---- lanes: independent queues of work, one per thread that computes at the same time ----
  * On the GPU a lane is a CUDA stream with its own cuBLAS handle and scratch, so threads that
  * compute different replicas at once run their kernels side by side; lane 0 is the device's

@@ -399,6 +399,15 @@ static void cu_lane_leave(device *dev) {
     tls_lane = 0;
 }
 
+static int cu_memory_info(device *dev, double *free_bytes, double *total_bytes) {
+    (void)dev;
+    size_t f = 0, t = 0;
+    cudaCheck(cudaMemGetInfo(&f, &t));
+    *free_bytes = (double)f;
+    *total_bytes = (double)t;
+    return 1;
+}
+
 static void cu_close(device *dev) {
     cuda_ctx *c = ctx_of(dev);
     if (!c) return;
@@ -531,6 +540,7 @@ static const device_ops cuda_ops = {
     .nrm2 = cu_nrm2,
     .masked_copy = cu_masked_copy,
     .lanes_reserve = cu_lanes_reserve,
+    .memory_info = cu_memory_info,
     .lane_enter = cu_lane_enter,
     .lane_leave = cu_lane_leave,
     .close = cu_close,

@@ -190,6 +190,8 @@ typedef struct device_ops {
     /* device_lanes_reserve, device_lane_enter, device_lane_leave; NULL: one queue of work,
      * which every thread may use at once (the CPU's calls run in the calling thread) */
     int (*lanes_reserve)(device *dev, int lanes);
+    /* device_memory_info; NULL: no memory of its own */
+    int (*memory_info)(device *dev, double *free_bytes, double *total_bytes);
     void (*lane_enter)(device *dev, int lane);
     void (*lane_leave)(device *dev);
 
