@@ -5,7 +5,8 @@ and whole steps timed the ways bench/ has timed them.
 
 Tables (--tables, each printed as NAME VALUE lines and written to --csv):
 
-  params    GPU time per parameter (ns) of the step's per-parameter kernels on 10 tensors of 10 M
+  params    GPU time per parameter (ns; times the copy bandwidth in GB/s: bytes moved per
+            parameter at that bandwidth) of the step's per-parameter kernels on 10 tensors of 10 M
             floats, and the copy bandwidth they are set against: zero_grad(set_to_none=False)'s
             fill, a gradient accumulated into an existing .grad (torch._foreach_add_, what
             AccumulateGrad does when .grad is kept), SGD with momentum and weight decay (foreach,
@@ -48,7 +49,7 @@ ROWS = []
 
 def row(name, value):
     ROWS.append((name, value))
-    print(f"{name:<52} {value:12.3f}", flush=True)
+    print(f"{name:<52} {value:12.4f}", flush=True)
 
 
 def gpu_ms(fn, reps=10, warmup=2):
@@ -242,7 +243,8 @@ def table_steps(a):
         row(f"step_{name}_jitter_p99_ms", t[int(0.99 * (n - 1))])
         variants = (("windows", {}), ("sync_each", {"sync": True}), ("item_each", {"item": True}),
                     ("set_to_none", {"set_to_none": True}), ("for_loop_sgd", {"foreach": False}),
-                    ("host_batch", {"host_batch": x.cpu().pin_memory()}))
+                    ("host_batch", {"host_batch": x.cpu().pin_memory()}),
+                    ("windows_again", {}))
         for label, kw in variants:
             row(f"step_{name}_{label}_ms", window_ms(trainer(m, x, y, **kw), 100))
         busy_and_kernels(trainer(m, x, y), f"step_{name}", top=0)
