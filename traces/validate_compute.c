@@ -19,9 +19,17 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Predicted images/s of one row: batch / (forward + backward + optimizer) on the GPU. */
+/* How a row's training loop ran on its host: the framework (framework.h) and whether it read a
+ * value back to the host every step. */
+typedef struct row_loop {
+    sim_framework framework;
+    int host_sync;
+} row_loop;
+
+/* Predicted images/s of one row: batch / the step on the framework's two timelines (ideal: the
+ * GPU's forward + backward + optimizer). *gpu_img_s: the GPU's time alone, for the table. */
 static int predict(const csv_reader *r, const char *model, const char *gpu, const char *prec,
-                   int batch, double *img_s) {
+                   int batch, row_loop loop, double *img_s, double *gpu_img_s) {
     const gpu_class *g;
     sim_precision p;
     model_profile prof;
@@ -32,9 +40,20 @@ static int predict(const csv_reader *r, const char *model, const char *gpu, cons
         return ss_error_set(SS_EINPUT, "%s:%ld: %s", r->name, r->line, ss_error_message());
     sim_layer_cost *layers = ss_malloc(sizeof(sim_layer_cost) * (size_t)prof.layers);
     rc = profile_step_layers(&prof, batch, layers);
-    if (rc == SS_OK)
-        *img_s = batch / sim_compute_layers_on(g, p, layers, prof.layers, NULL, NULL, NULL);
-    else
+    if (rc == SS_OK) {
+        const sim_compute_cfg cfg = {.mode = SIM_COMPUTE_MODEL,
+                                     .scale = 1.0,
+                                     .precision = p,
+                                     .gpu = g,
+                                     .framework = loop.framework,
+                                     .host_sync = loop.host_sync};
+        const sim_compute_host host = {.speed_flops = g->peak_flops[SIM_PRECISION_FP32], .gpu = g};
+        double step_s = 0;
+        *gpu_img_s = batch / sim_compute_layers_on(g, p, layers, prof.layers, NULL, NULL, NULL);
+        rc = sim_compute_step_s(&cfg, &host, layers, prof.layers, &step_s);
+        if (rc == SS_OK) *img_s = batch / step_s;
+    }
+    if (rc != SS_OK)
         rc = ss_error_set(SS_EINPUT, "%s:%ld: %s", r->name, r->line, ss_error_message());
     free(layers);
     profile_free(&prof);
@@ -51,23 +70,70 @@ static int column(csv_reader *r, const char *name, int *col) {
     return SS_OK;
 }
 
-/* One data row: prints it and appends its relative error. */
-static int row(csv_reader *r, const int *c, FILE *out, double *errs, int *n) {
+/* The loop of a row: its framework and host_sync columns where the file has them (c[6], c[7];
+ * -1: absent), else eager without a read-back, the command line's default. */
+static int row_loop_of(const csv_reader *r, const int *c, row_loop *loop) {
+    *loop = (row_loop){.framework = SIM_FRAMEWORK_EAGER, .host_sync = 0};
+    const char *fw = c[6] >= 0 && c[6] < r->n_fields ? r->field[c[6]] : "";
+    const char *hs = c[7] >= 0 && c[7] < r->n_fields ? r->field[c[7]] : "";
+    if (*fw && sim_framework_parse("framework", fw, &loop->framework) != SS_OK)
+        return ss_error_set(SS_EINPUT, "%s:%ld: %s", r->name, r->line, ss_error_message());
+    if (*hs && strcmp(hs, "0") != 0 && strcmp(hs, "1") != 0)
+        return ss_error_set(SS_EINPUT, "%s:%ld: host_sync must be 0 or 1, not '%s'", r->name,
+                            r->line, hs);
+    loop->host_sync = *hs == '1';
+    return SS_OK;
+}
+
+/* One data row: prints it and appends its relative error (and its precision's, prec[]). */
+static int row(csv_reader *r, const int *c, FILE *out, double *errs, int *n, sim_precision *prec) {
     char *end;
     long batch = strtol(r->field[c[4]], &end, 10);
     double pub = strtod(r->field[c[5]], NULL);
     if (*end || batch < 1 || batch > 1 << 20 || !(pub > 0))
         return ss_error_set(SS_EINPUT, "%s:%ld: batch and images_per_s must be positive", r->name,
                             r->line);
-    double pred = 0;
-    int rc = predict(r, r->field[c[1]], r->field[c[2]], r->field[c[3]], (int)batch, &pred);
+    row_loop loop;
+    double pred = 0, gpu_only = 0;
+    int rc = row_loop_of(r, c, &loop);
+    if (rc == SS_OK)
+        rc = predict(r, r->field[c[1]], r->field[c[2]], r->field[c[3]], (int)batch, loop, &pred,
+                     &gpu_only);
     if (rc != SS_OK) return rc;
     double e = fabs(pred - pub) / pub;
+    if (sim_precision_parse("precision", r->field[c[3]], &prec[*n]) != SS_OK)
+        prec[*n] = SIM_PRECISION_FP32; /* predict() refused an unknown one already */
     errs[(*n)++] = e;
-    fprintf(out, "%-19s %-18s %-9s %-5s %6ld %10.0f %10.0f %+8.1f%%\n", r->field[c[0]],
-            r->field[c[1]], r->field[c[2]], r->field[c[3]], batch, pub, pred,
-            100 * (pred - pub) / pub);
+    char fw[24];
+    snprintf(fw, sizeof fw, "%s%s", sim_framework_name(loop.framework),
+             loop.host_sync ? "+sync" : "");
+    fprintf(out, "%-19s %-18s %-9s %-5s %6ld %-11s %10.0f %10.0f %+8.1f%% %+8.1f%%\n",
+            r->field[c[0]], r->field[c[1]], r->field[c[2]], r->field[c[3]], batch, fw, pub, pred,
+            100 * (pred - pub) / pub, 100 * (gpu_only - pub) / pub);
     return SS_OK;
+}
+
+/* Prints the median relative error of each precision's rows (where more than one precision has
+ * rows): a table's mixed-precision rows can hide behind its others' median. */
+static void print_by_precision(const double *errs, const sim_precision *prec, int n, FILE *out) {
+    double *e = ss_malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    int kinds = 0;
+    for (int p = 0; p < SIM_PRECISION_COUNT; p++) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            m += prec[i] == (sim_precision)p;
+        kinds += m > 0;
+    }
+    for (int p = 0; kinds > 1 && p < SIM_PRECISION_COUNT; p++) {
+        int m = 0;
+        for (int i = 0; i < n; i++)
+            if (prec[i] == (sim_precision)p) e[m++] = errs[i];
+        if (m == 0) continue;
+        qsort(e, (size_t)m, sizeof(double), cmp_double);
+        fprintf(out, "  %s: median |error| %.1f%% over %d rows\n", sim_precision_name(p),
+                100 * (m % 2 ? e[m / 2] : 0.5 * (e[m / 2 - 1] + e[m / 2])), m);
+    }
+    free(e);
 }
 
 /* Sorts the n relative errors into res's median and bound check, and prints them; SS_EINPUT
@@ -249,7 +315,7 @@ int validate_compute(const char *csv_path, double bound, FILE *out, validate_com
     memset(res, 0, sizeof *res);
     const char *path = csv_path ? csv_path : SS_REFERENCE_DIR "/compute/throughputs.csv";
     csv_reader r;
-    int rc = csv_open(&r, path), got = 0, c[6], n = 0, cap = 0;
+    int rc = csv_open(&r, path), got = 0, c[8], n = 0, cap = 0;
     if (rc != SS_OK) return rc;
     r.skip_comments = 1;
     static const char *const names[6] = {"id",        "model", "gpu",
@@ -263,18 +329,27 @@ int validate_compute(const char *csv_path, double bound, FILE *out, validate_com
     }
     for (int i = 0; rc == SS_OK && i < 6; i++)
         rc = column(&r, names[i], &c[i]);
+    c[6] = csv_find(&r, "framework"); /* optional: eager where absent */
+    c[7] = csv_find(&r, "host_sync");
     double *errs = NULL;
     if (rc == SS_OK)
-        fprintf(out, "%-19s %-18s %-9s %-5s %6s %10s %10s %9s\n", "id", "model", "gpu", "prec",
-                "batch", "published", "predicted", "error");
+        fprintf(out, "%-19s %-18s %-9s %-5s %6s %-11s %10s %10s %9s %9s\n", "id", "model", "gpu",
+                "prec", "batch", "framework", "reference", "predicted", "error", "gpu only");
+    sim_precision *prec = NULL;
     while (rc == SS_OK && (rc = csv_next(&r, &got)) == SS_OK && got) {
-        if (n == cap) errs = realloc(errs, sizeof(double) * (size_t)(cap = cap ? 2 * cap : 16));
-        SS_ASSERT(errs);
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            errs = realloc(errs, sizeof(double) * (size_t)cap);
+            prec = realloc(prec, sizeof(sim_precision) * (size_t)cap);
+        }
+        SS_ASSERT(errs && prec);
         rc = r.n_fields < 6 ? ss_error_set(SS_EINPUT, "%s:%ld: expected 6 fields", path, r.line)
-                            : row(&r, c, out, errs, &n);
+                            : row(&r, c, out, errs, &n, prec);
     }
     csv_close(&r);
+    if (rc == SS_OK) print_by_precision(errs, prec, n, out);
     if (rc == SS_OK) rc = finish(errs, n, bound, path, "rows", out, res);
     free(errs);
+    free(prec);
     return rc;
 }

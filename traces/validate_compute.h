@@ -20,9 +20,13 @@ typedef struct validate_compute_result {
 } validate_compute_result;
 
 /* The reference CSV (columns id,model,gpu,precision,batch,images_per_s; '#' lines are comments)
- * where a NULL path is traces/reference/compute/throughputs.csv of the source tree. Prints a
- * table to out. SS_EINPUT "FILE:LINE: ..." for a bad row (unknown GPU class, precision,
- * profile without per-layer data).
+ * where a NULL path is traces/reference/compute/throughputs.csv of the source tree. Each row is
+ * predicted on the framework's two timelines (sim/compute/framework.h) as the row's training loop
+ * ran: optional columns framework (eager, graphs, ideal; eager where absent or empty, as
+ * --framework) and host_sync (1: the loop read a value back to the host every step, as PyTorch's
+ * GradScaler does; 0 where absent). Prints a table to out, with each row's error of the GPU's
+ * time alone beside it. SS_EINPUT "FILE:LINE: ..." for a bad row (unknown GPU class, precision,
+ * profile without per-layer data, framework or host_sync).
  * A file with a profile_layer column is a per-layer measurement (bench/torch_layers.py's layers
  * table: model, gpu, precision, batch, profile_layer, fwd_us, bwd_us; consecutive rows of one
  * model, GPU, precision and batch form a group): each group's measured times are summed per

@@ -122,8 +122,37 @@ int sim_compute_charge(const sim_compute_cfg *cfg, const sim_step_cost *cost,
 /* ---- the per-layer model ---- */
 
 /* Updating the parameters with SGD and momentum in fp32 (master weights under mixed
- * precision): read w, g, m and write w, m, 20 bytes a parameter, one fused kernel. */
+ * precision): read w, g, m and write w, m, 20 bytes a parameter, one fused kernel (PyTorch's
+ * fused SGD: 22.2 bytes a parameter at the copy bandwidth, [PARAMS] below). */
 #define OPTIMIZER_BYTES_PER_PARAM_BYTE 5.0
+
+/* [INPUT] The first layer's convolution reads the input image (3 channels, 1 for the emulated
+ * grey-scale sets) in NCHW. Under TF32 cuDNN transposes it to NHWC and runs a tensor-core kernel
+ * made for few channels (bench/torch_step_parts.py's alexnet table: nchwToNhwc and an
+ * implicit_gemm_indexed_wo_smem kernel), and the layer takes about its FP32 time: ResNet-50's,
+ * ResNet-101's and VGG-16's first convolutions took 0.87, 0.87 and 1.00 times their fp32 time
+ * (forward and backward, batch 128, h100-layers.csv; ResNet-50 on the H200: 0.84). The model runs
+ * a first-layer convolution at fp32 where the precision would give it tf32. */
+
+/* [PARAMS] The per-parameter kernels of a training step beside the layers' own, in bytes moved
+ * per byte of fp32 gradient (4 a parameter), counted from the kernels PyTorch runs and checked
+ * with bench/torch_step_parts.py's params table (one H100 80GB HBM3, PyTorch 2.11.0, 10 tensors
+ * of 10 M floats, GPU time per parameter against the copy bandwidth measured in the same run:
+ * traces/reference/compute/h100-step-parts.csv):
+ * - mixed precision (fp16, bf16; autocast): each product's fp32 weight cast to 16 bits in the
+ *   forward pass (read 4, write 2 bytes: 1.5; measured 6.8 bytes) and its 16-bit gradient cast
+ *   back in the backward (the same; measured 10.1), and the gradient scaler's unscale of every
+ *   gradient before the update (read and write 4: 2; measured 9.2);
+ * - eager (framework.h): zero_grad(set_to_none=False) fills every gradient with zeros (write 4:
+ *   1; measured 4.4), the backward pass adds each new gradient into the kept one (read 8, write
+ *   4: 3; measured 13.3: AccumulateGrad, torch._foreach_add_), and SGD with momentum and weight
+ *   decay in its foreach form runs four passes (grad + wd x w: 12 bytes; m x momentum: 8;
+ *   m + grad: 12; w - lr x m: 12; 44 bytes: 11; measured 49.2) where the fused update moves 20. */
+#define AMP_CAST_BYTES_PER_PARAM_BYTE      1.5
+#define AMP_UNSCALE_BYTES_PER_PARAM_BYTE   2.0
+#define EAGER_ZERO_BYTES_PER_PARAM_BYTE    1.0
+#define EAGER_ACCUM_BYTES_PER_PARAM_BYTE   3.0
+#define EAGER_FOREACH_BYTES_PER_PARAM_BYTE 11.0
 
 static double pass_s(double flops, double bytes, int kernels, double rate, double bw,
                      double launch_s) {
@@ -143,10 +172,17 @@ double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_laye
     /* activations move at the precision's element size; weights are read in it too (pytorch:
      * fp32 storage throughout) */
     const double act = sim_precision_element_bytes(gpu_class_effective_precision(g, p)) / 4.0;
+    /* mixed precision: autocast's casts of each product's weight and gradient ([PARAMS]) */
+    const double cast = act < 1 ? AMP_CAST_BYTES_PER_PARAM_BYTE : 0;
     double total = 0, params = 0;
     for (int i = 0; i < n; i++) {
         const sim_layer_cost *l = &layers[i];
-        const sim_precision e = sim_compute_layer_precision(g, p, l->kind);
+        /* [INPUT] the convolution of the network's input (its first layer: 1 to 3 channels)
+         * gains nothing from TF32 */
+        const sim_precision e0 = sim_compute_layer_precision(g, p, l->kind);
+        const sim_precision e = i == 0 && l->kind == SIM_LAYER_CONV && e0 == SIM_PRECISION_TF32
+                                    ? SIM_PRECISION_FP32
+                                    : e0;
         const double rate = gpu_class_achieved_flops(g, e);
         /* a matrix product reaches a share of the rate that depends on its shape; the backward
          * products (data and weight gradients) have the same N and K, exchanged */
@@ -158,12 +194,17 @@ double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_laye
                           b_w, g->launch_s);
         double b = pass_s(l->bwd_flops, l->bwd_bytes * act + 2 * l->param_bytes * act, l->kernels,
                           r, b_w, g->launch_s);
+        if (cast > 0 && sim_layer_is_product(l->kind) && l->param_bytes > 0) {
+            f += l->param_bytes * cast / bw + g->launch_s;
+            b += l->param_bytes * cast / bw + g->launch_s;
+        }
         if (fwd_s) fwd_s[i] = f;
         if (bwd_s) bwd_s[i] = b;
         total += f + b;
         params += l->param_bytes;
     }
     double opt = params > 0 ? params * OPTIMIZER_BYTES_PER_PARAM_BYTE / bw + g->launch_s : 0;
+    if (cast > 0 && params > 0) opt += params * AMP_UNSCALE_BYTES_PER_PARAM_BYTE / bw + g->launch_s;
     if (optimizer_s) *optimizer_s = opt;
     return total + opt;
 }
@@ -178,6 +219,25 @@ static int layers_valid(const sim_layer_cost *layers, int n) {
         if (l->kernels < 0 || (unsigned)l->kind > SIM_LAYER_CONV) return 0;
     }
     return 1;
+}
+
+/* Eager PyTorch's per-parameter kernels beside the fused update ([PARAMS]): the zero fill at the
+ * step's start (before the first layer's forward), each layer's gradient added into its kept
+ * one in its backward, the foreach update's passes instead of the fused one's. */
+static void eager_param_kernels(const gpu_class *g, const sim_layer_cost *layers, int n,
+                                double *fwd_s, double *bwd_s, double *optimizer_s) {
+    const double bw = gpu_class_achieved_bw_Bps(g);
+    double params = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(layers[i].param_bytes > 0)) continue;
+        params += layers[i].param_bytes;
+        bwd_s[i] += layers[i].param_bytes * EAGER_ACCUM_BYTES_PER_PARAM_BYTE / bw + g->launch_s;
+    }
+    if (!(params > 0)) return;
+    fwd_s[0] += params * EAGER_ZERO_BYTES_PER_PARAM_BYTE / bw + g->launch_s;
+    *optimizer_s +=
+        params * (EAGER_FOREACH_BYTES_PER_PARAM_BYTE - OPTIMIZER_BYTES_PER_PARAM_BYTE) / bw +
+        3 * g->launch_s;
 }
 
 int sim_compute_step_s(const sim_compute_cfg *cfg, const sim_compute_host *host,
@@ -226,6 +286,8 @@ int sim_compute_layers(const sim_compute_cfg *cfg, const sim_compute_host *host,
         return rc;
     }
     sim_compute_layers_on(g, cfg->precision, layers, n, fwd_s, bwd_s, optimizer_s);
+    if (cfg->framework == SIM_FRAMEWORK_EAGER)
+        eager_param_kernels(g, layers, n, fwd_s, bwd_s, optimizer_s);
     for (int i = 0; cfg->scale != 1.0 && i < n; i++) {
         if (fwd_s) fwd_s[i] *= cfg->scale;
         if (bwd_s) bwd_s[i] *= cfg->scale;

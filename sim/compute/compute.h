@@ -21,8 +21,10 @@
  *   at the class's normalization bandwidth), on the GPU class of the host (its "gpu" property in
  *   the platform; a host without one takes the class whose FP32 peak is nearest its speed) at the
  *   configured precision, plus the optimizer step (sim/compute/gpu_table.h gives the rates and
- *   their sources). It needs the step's layers (sim_layer_cost); a step source without them
- *   cannot use it.
+ *   their sources); mixed precision adds autocast's weight casts and the scaler's unscale, a
+ *   first-layer convolution runs at fp32 under tf32, and eager adds its per-parameter kernels
+ *   (compute.c, [PARAMS], [INPUT]). It needs the step's layers (sim_layer_cost); a step
+ *   source without them cannot use it.
  * A step's `slowdown` (stragglers, jitter) multiplies the time in every mode.
  */
 #ifndef SS_SIM_COMPUTE_H

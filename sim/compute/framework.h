@@ -11,7 +11,8 @@
  * Frameworks:
  * - eager (the command line's default): PyTorch eager mode as bench/torch_gpu.py runs it
  *   (zero_grad(set_to_none=False), SGD with momentum and weight decay, foreach), with the host
- *   costs below;
+ *   costs below and, on the device, their per-parameter kernels (compute.c, [PARAMS]: the zero
+ *   fill, each gradient added into the kept one, the foreach update's four passes);
  * - graphs: the step captured in a CUDA graph (torch.cuda.graphs, torch.compile with
  *   mode="reduce-overhead"): no host costs, and each kernel launched from the graph;
  * - ideal: the device's time alone (the library's default: compute.h as it was).
