@@ -2,92 +2,12 @@
  * server's) SimGrid actor and takes no simulated time itself: the policy charges the time. A
  * step's real computation runs on the compute engine between compute_begin and compute_end
  * (emulation_jobs.h); every callback that touches a replica settles its job first. */
-#include "emu/emulation.h"
-#include "analysis/gradient_dump.h"
+#include "emu/emulation_internal.h"
 #include "common/status.h"
-#include "emu/augment.h"
-#include "emu/emulation_jobs.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* A cached aggregation result: the mean of one group for one aggregation sequence number. */
-typedef struct agg_slot {
-    long seq;        /* -1: free */
-    int key;         /* first member of the group (-1: all workers) */
-    int pending;     /* callers that have not taken it yet */
-    float *mean;     /* (P) device buffer */
-    float *buf_mean; /* (S) the members' mean running statistics (bn_average) */
-    int copies;      /* deferred copies of the mean not yet made: the slot is not reused */
-} agg_slot;
-
-/* Work on a worker's own replica deferred to its next job (emulation_jobs.h), in order: the
- * copy of an average into its parameters or gradients, and its optimizer step. Each is the same
- * arithmetic on the same values as when it was asked for: nothing else touches the replica in
- * between without running it first. */
-typedef enum em_op_kind { EM_OP_COPY, EM_OP_STEP } em_op_kind;
-typedef struct em_op {
-    em_op_kind kind;
-    aggregate_what what;   /* COPY: into the parameters or the gradients */
-    const float *mean;     /* COPY: the slot's mean (P) */
-    const float *buf_mean; /* COPY: its statistics (S; NULL: none) */
-    int slot;              /* COPY: index into slots, released once the copy is made */
-    float lr;              /* STEP */
-} em_op;
-#define EM_MAX_OPS 4 /* a worker's deferred ops before they run at once */
-
-struct emulation {
-    emulation_config cfg;
-    gradient_dump *dump; /* --dump-gradients (NULL: none) */
-    step_source src;
-    size_t params;                  /* P */
-    size_t buffers;                 /* S: batch-norm running statistics (0: none) */
-    augment aug;                    /* cfg.augment */
-    double flops_per_sample;        /* forward + backward */
-    int n_layers;                   /* layers of the compute model (the model's, plus the loss) */
-    model_layer_cost *layer_sample; /* (n_layers) per-sample costs */
-    sim_layer_cost *layer_step;     /* (N, n_layers) each worker's last step, whole batch */
-    model **replicas;               /* (N) */
-    sgd_state **opts;               /* (N) */
-    partition *part;
-    batch_iter **iters; /* (N) */
-
-    em_jobs *jobs; /* the steps' computations in flight, and their mini-batch staging */
-    /* data injection: a worker's batch is drawn early when it shares part of it */
-    size_t **next_batch;  /* (N, max_batch) indices of the worker's next own batch */
-    int *next_batch_size; /* (N) 0: not drawn yet */
-    size_t **injected;    /* (N, max_batch) indices received for the next compute */
-    int *injected_count;  /* (N) */
-
-    agg_slot *slots;
-    int n_slots;
-    em_op (*ops)[EM_MAX_OPS]; /* (N) each worker's deferred work */
-    int *n_ops;               /* (N) */
-    int defer;                /* 0 in real mode: the work runs when asked for */
-    const float **gather;     /* (N) pointers for device_mean */
-
-    /* parameter server */
-    float *ps_params;    /* (P) */
-    float **ps_pushed;   /* (N) bn_average: each worker's statistics at its last push (S) */
-    sgd_state **ps_opts; /* (K) one per shard */
-    long *last_step;     /* (N) latest step each worker computed (for the server's lr) */
-
-    /* evaluation */
-    model *eval_model; /* holds the consensus parameters */
-    long *done_step;   /* (N) latest step each worker finished */
-    long next_eval;    /* next step to evaluate */
-    double loss_sum;   /* training loss since the last evaluation */
-    long loss_count;
-    double samples; /* samples computed so far */
-    emulation_eval last;
-    /* real mode: the snapshots kept at evaluation steps */
-    emulation_snapshot *snaps;
-    float *snap_params; /* (n_snaps, P) host */
-    size_t n_snaps, cap_snaps;
-    int diverged;
-    long diverged_step;
-};
 
 /* ---- compute and local update ---- */
 
@@ -418,111 +338,6 @@ static void em_inject(void *self, int from, int to, int count) {
     e->injected_count[to] += count;
 }
 
-/* ---- evaluation ---- */
-
-/* The evaluation of the model in eval_model. */
-static void evaluate_model(emulation *e, long step, double now_s, const step_counters *counters) {
-    emulation_eval ev;
-    size_t correct = 0;
-    const size_t n_test = e->cfg.test->n;
-    const double loss_sum = em_jobs_evaluate(e->jobs, e->eval_model, e->cfg.test, &correct);
-    ev.test_loss = n_test ? loss_sum / (double)n_test : 0.0; /* as model_evaluate's mean */
-    ev.step = step;
-    ev.epoch = e->samples / (double)e->cfg.train->n;
-    ev.sim_time_s = now_s;
-    ev.train_loss = e->loss_count ? e->loss_sum / (double)e->loss_count : NAN;
-    ev.test_accuracy = e->cfg.test->n ? (double)correct / (double)e->cfg.test->n : 0.0;
-    ev.sync_steps = counters ? counters->sync_steps : 0;
-    ev.bytes_sent = counters ? counters->bytes_sent : 0;
-    e->loss_sum = 0;
-    e->loss_count = 0;
-    e->last = ev;
-    if (e->cfg.on_eval) e->cfg.on_eval(e->cfg.eval_ctx, &ev);
-}
-
-/* eval_model's buffers (batch normalization's running statistics, which every replica keeps
- * for itself and no policy exchanges) take the mean of the replicas'. */
-static void buffers_of_replicas(emulation *e) {
-    const size_t nb = model_buffer_count(e->eval_model);
-    if (!nb) return;
-    for (int j = 0; j < e->cfg.workers; j++)
-        e->gather[j] = model_buffers(e->replicas[j]);
-    device_mean(e->cfg.dev, nb, e->cfg.workers, e->gather, model_buffers(e->eval_model));
-}
-
-/* eval_model takes the mean of the replicas' parameters (and buffers). */
-static void consensus_of_replicas(emulation *e) {
-    for (int j = 0; j < e->cfg.workers; j++)
-        e->gather[j] = model_params(e->replicas[j]);
-    em_jobs_mean(e->jobs, e->params, e->cfg.workers, e->gather, model_params(e->eval_model));
-    buffers_of_replicas(e);
-}
-
-/* `counters`: the policy's, as they are now (the run's final ones after the simulation). */
-static void evaluate(emulation *e, long step, double now_s, const step_counters *counters) {
-    em_jobs_settle_all(e->jobs); /* the replicas' buffers, and every loss begun before */
-    if (e->cfg.evaluate_ps && e->ps_params) {
-        device_copy(e->cfg.dev, model_params(e->eval_model), e->ps_params, e->params);
-        if (e->ps_pushed) /* the server's statistics: the mean of the last pushed */
-            device_mean(e->cfg.dev, e->buffers, e->cfg.workers, (const float *const *)e->ps_pushed,
-                        model_buffers(e->eval_model));
-        else
-            buffers_of_replicas(e); /* the server holds parameters only */
-    } else {
-        consensus_of_replicas(e);
-    }
-    evaluate_model(e, step, now_s, counters);
-}
-
-static long next_eval_after(const emulation *e, long eval) {
-    long next = eval + e->cfg.eval_every;
-    if (eval < e->cfg.last_step && next > e->cfg.last_step) next = e->cfg.last_step;
-    return next;
-}
-
-/* Real mode: worker w keeps its parameters and its counters at the evaluation step. */
-static void snapshot(emulation *e, int w, long step, double now_s, const step_counters *c) {
-    em_jobs_settle_all(e->jobs);
-    if (e->n_snaps == e->cap_snaps) {
-        e->cap_snaps = e->cap_snaps ? 2 * e->cap_snaps : 16;
-        e->snaps = realloc(e->snaps, e->cap_snaps * sizeof *e->snaps);
-        e->snap_params = realloc(e->snap_params, e->cap_snaps * e->params * sizeof(float));
-        SS_ASSERT(e->snaps && e->snap_params);
-    }
-    e->snaps[e->n_snaps] = (emulation_snapshot){.step = step,
-                                                .now_s = now_s,
-                                                .sync_steps = c ? c->sync_steps : 0,
-                                                .bytes_sent = c ? c->bytes_sent : 0,
-                                                .loss_sum = e->loss_sum,
-                                                .loss_count = (double)e->loss_count,
-                                                .samples = e->samples};
-    device_download(e->cfg.dev, e->snap_params + e->n_snaps * e->params,
-                    model_params(e->replicas[w]), e->params);
-    e->n_snaps++;
-    e->loss_sum = 0;
-    e->loss_count = 0;
-}
-
-static void em_step_done(void *self, int w, long step, double now_s) {
-    emulation *e = self;
-    e->done_step[w] = step;
-    if (e->cfg.real) {
-        if (e->next_eval > e->cfg.last_step || step < e->next_eval) return;
-        snapshot(e, w, e->next_eval, now_s, e->src.counters);
-        while (e->next_eval <= e->cfg.last_step && e->next_eval <= step)
-            e->next_eval = next_eval_after(e, e->next_eval);
-        return;
-    }
-    for (;;) {
-        long min = e->done_step[0];
-        for (int j = 1; j < e->cfg.workers; j++)
-            if (e->done_step[j] < min) min = e->done_step[j];
-        if (e->next_eval > e->cfg.last_step || min < e->next_eval) break;
-        evaluate(e, e->next_eval, now_s, e->src.counters);
-        e->next_eval = next_eval_after(e, e->next_eval);
-    }
-}
-
 /* DLCP's magnitude priority: chunks ordered by the sum over the group of the mean |value| of
  * the exchanged vectors in the chunk, largest first (ties: lower index first). */
 static void em_chunk_order(void *self, aggregate_what what, const int *group, int n,
@@ -778,26 +593,9 @@ step_source *emulation_source(emulation *e) {
     return &e->src;
 }
 
-void emulation_evaluate_final(emulation *e, double now_s, const step_counters *final) {
-    em_jobs_settle_all(e->jobs);
-    long min = e->done_step[0];
-    for (int j = 1; j < e->cfg.workers; j++)
-        if (e->done_step[j] < min) min = e->done_step[j];
-    if (e->last.test_accuracy >= 0 && e->last.step >= min) return;
-    evaluate(e, min, now_s, final);
-}
-
-double emulation_worker_accuracy_mean(emulation *e) {
-    return em_jobs_accuracy_mean(e->jobs, e->replicas, e->cfg.workers, e->eval_model, e->cfg.test);
-}
-
 int emulation_diverged(const emulation *e, long *step) {
     if (step) *step = e->diverged_step;
     return e->diverged;
-}
-
-const emulation_eval *emulation_last_eval(const emulation *e) {
-    return &e->last;
 }
 
 model *emulation_replica(emulation *e, int w) {
@@ -815,36 +613,6 @@ double emulation_samples(const emulation *e) {
 
 double emulation_work_seconds(const emulation *e) {
     return em_jobs_work_seconds(e->jobs);
-}
-
-void emulation_snapshot_stop(emulation *e, int w, long step, double now_s, const step_counters *c) {
-    if (e->n_snaps > 0 && e->snaps[e->n_snaps - 1].step == step) return;
-    snapshot(e, w, step, now_s, c);
-}
-
-size_t emulation_snapshots(const emulation *e, const emulation_snapshot **snaps,
-                           const float **params) {
-    *snaps = e->snaps;
-    *params = e->snap_params;
-    return e->n_snaps;
-}
-
-void emulation_evaluate_given(emulation *e, const float *const *params, const float *ps, long step,
-                              double now_s, const step_counters *counters, double train_loss,
-                              double samples) {
-    em_jobs_settle_all(e->jobs);
-    for (int w = 0; w < e->cfg.workers; w++) {
-        device_upload(e->cfg.dev, model_params(e->replicas[w]), params[w], e->params);
-        e->done_step[w] = step;
-    }
-    if (ps)
-        device_upload(e->cfg.dev, model_params(e->eval_model), ps, e->params);
-    else
-        consensus_of_replicas(e);
-    e->samples = samples;
-    e->loss_sum = isfinite(train_loss) ? train_loss : 0;
-    e->loss_count = isfinite(train_loss) ? 1 : 0;
-    evaluate_model(e, step, now_s, counters);
 }
 
 int emulation_ps_download(emulation *e, float *host) {

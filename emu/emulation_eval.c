@@ -1,0 +1,159 @@
+/* The emulation's evaluations (emulation.h): the consensus of the replicas (or the parameter
+ * server's model) on the test set at the evaluation steps, the final one, the mean of the
+ * workers' own accuracies, and real mode's snapshots and their later evaluation. */
+#include "emu/emulation_internal.h"
+#include "common/status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The evaluation of the model in eval_model. */
+static void evaluate_model(emulation *e, long step, double now_s, const step_counters *counters) {
+    emulation_eval ev;
+    size_t correct = 0;
+    const size_t n_test = e->cfg.test->n;
+    const double loss_sum = em_jobs_evaluate(e->jobs, e->eval_model, e->cfg.test, &correct);
+    ev.test_loss = n_test ? loss_sum / (double)n_test : 0.0; /* as model_evaluate's mean */
+    ev.step = step;
+    ev.epoch = e->samples / (double)e->cfg.train->n;
+    ev.sim_time_s = now_s;
+    ev.train_loss = e->loss_count ? e->loss_sum / (double)e->loss_count : NAN;
+    ev.test_accuracy = e->cfg.test->n ? (double)correct / (double)e->cfg.test->n : 0.0;
+    ev.sync_steps = counters ? counters->sync_steps : 0;
+    ev.bytes_sent = counters ? counters->bytes_sent : 0;
+    e->loss_sum = 0;
+    e->loss_count = 0;
+    e->last = ev;
+    if (e->cfg.on_eval) e->cfg.on_eval(e->cfg.eval_ctx, &ev);
+}
+
+/* eval_model's buffers (batch normalization's running statistics, which every replica keeps
+ * for itself and no policy exchanges) take the mean of the replicas'. */
+static void buffers_of_replicas(emulation *e) {
+    const size_t nb = model_buffer_count(e->eval_model);
+    if (!nb) return;
+    for (int j = 0; j < e->cfg.workers; j++)
+        e->gather[j] = model_buffers(e->replicas[j]);
+    device_mean(e->cfg.dev, nb, e->cfg.workers, e->gather, model_buffers(e->eval_model));
+}
+
+/* eval_model takes the mean of the replicas' parameters (and buffers). */
+static void consensus_of_replicas(emulation *e) {
+    for (int j = 0; j < e->cfg.workers; j++)
+        e->gather[j] = model_params(e->replicas[j]);
+    em_jobs_mean(e->jobs, e->params, e->cfg.workers, e->gather, model_params(e->eval_model));
+    buffers_of_replicas(e);
+}
+
+/* `counters`: the policy's, as they are now (the run's final ones after the simulation). */
+static void evaluate(emulation *e, long step, double now_s, const step_counters *counters) {
+    em_jobs_settle_all(e->jobs); /* the replicas' buffers, and every loss begun before */
+    if (e->cfg.evaluate_ps && e->ps_params) {
+        device_copy(e->cfg.dev, model_params(e->eval_model), e->ps_params, e->params);
+        if (e->ps_pushed) /* the server's statistics: the mean of the last pushed */
+            device_mean(e->cfg.dev, e->buffers, e->cfg.workers, (const float *const *)e->ps_pushed,
+                        model_buffers(e->eval_model));
+        else
+            buffers_of_replicas(e); /* the server holds parameters only */
+    } else {
+        consensus_of_replicas(e);
+    }
+    evaluate_model(e, step, now_s, counters);
+}
+
+static long next_eval_after(const emulation *e, long eval) {
+    long next = eval + e->cfg.eval_every;
+    if (eval < e->cfg.last_step && next > e->cfg.last_step) next = e->cfg.last_step;
+    return next;
+}
+
+/* Real mode: worker w keeps its parameters and its counters at the evaluation step. */
+static void snapshot(emulation *e, int w, long step, double now_s, const step_counters *c) {
+    em_jobs_settle_all(e->jobs);
+    if (e->n_snaps == e->cap_snaps) {
+        e->cap_snaps = e->cap_snaps ? 2 * e->cap_snaps : 16;
+        e->snaps = realloc(e->snaps, e->cap_snaps * sizeof *e->snaps);
+        e->snap_params = realloc(e->snap_params, e->cap_snaps * e->params * sizeof(float));
+        SS_ASSERT(e->snaps && e->snap_params);
+    }
+    e->snaps[e->n_snaps] = (emulation_snapshot){.step = step,
+                                                .now_s = now_s,
+                                                .sync_steps = c ? c->sync_steps : 0,
+                                                .bytes_sent = c ? c->bytes_sent : 0,
+                                                .loss_sum = e->loss_sum,
+                                                .loss_count = (double)e->loss_count,
+                                                .samples = e->samples};
+    device_download(e->cfg.dev, e->snap_params + e->n_snaps * e->params,
+                    model_params(e->replicas[w]), e->params);
+    e->n_snaps++;
+    e->loss_sum = 0;
+    e->loss_count = 0;
+}
+
+void em_step_done(void *self, int w, long step, double now_s) {
+    emulation *e = self;
+    e->done_step[w] = step;
+    if (e->cfg.real) {
+        if (e->next_eval > e->cfg.last_step || step < e->next_eval) return;
+        snapshot(e, w, e->next_eval, now_s, e->src.counters);
+        while (e->next_eval <= e->cfg.last_step && e->next_eval <= step)
+            e->next_eval = next_eval_after(e, e->next_eval);
+        return;
+    }
+    for (;;) {
+        long min = e->done_step[0];
+        for (int j = 1; j < e->cfg.workers; j++)
+            if (e->done_step[j] < min) min = e->done_step[j];
+        if (e->next_eval > e->cfg.last_step || min < e->next_eval) break;
+        evaluate(e, e->next_eval, now_s, e->src.counters);
+        e->next_eval = next_eval_after(e, e->next_eval);
+    }
+}
+
+void emulation_evaluate_final(emulation *e, double now_s, const step_counters *final) {
+    em_jobs_settle_all(e->jobs);
+    long min = e->done_step[0];
+    for (int j = 1; j < e->cfg.workers; j++)
+        if (e->done_step[j] < min) min = e->done_step[j];
+    if (e->last.test_accuracy >= 0 && e->last.step >= min) return;
+    evaluate(e, min, now_s, final);
+}
+
+double emulation_worker_accuracy_mean(emulation *e) {
+    return em_jobs_accuracy_mean(e->jobs, e->replicas, e->cfg.workers, e->eval_model, e->cfg.test);
+}
+
+const emulation_eval *emulation_last_eval(const emulation *e) {
+    return &e->last;
+}
+
+void emulation_snapshot_stop(emulation *e, int w, long step, double now_s, const step_counters *c) {
+    if (e->n_snaps > 0 && e->snaps[e->n_snaps - 1].step == step) return;
+    snapshot(e, w, step, now_s, c);
+}
+
+size_t emulation_snapshots(const emulation *e, const emulation_snapshot **snaps,
+                           const float **params) {
+    *snaps = e->snaps;
+    *params = e->snap_params;
+    return e->n_snaps;
+}
+
+void emulation_evaluate_given(emulation *e, const float *const *params, const float *ps, long step,
+                              double now_s, const step_counters *counters, double train_loss,
+                              double samples) {
+    em_jobs_settle_all(e->jobs);
+    for (int w = 0; w < e->cfg.workers; w++) {
+        device_upload(e->cfg.dev, model_params(e->replicas[w]), params[w], e->params);
+        e->done_step[w] = step;
+    }
+    if (ps)
+        device_upload(e->cfg.dev, model_params(e->eval_model), ps, e->params);
+    else
+        consensus_of_replicas(e);
+    e->samples = samples;
+    e->loss_sum = isfinite(train_loss) ? train_loss : 0;
+    e->loss_count = isfinite(train_loss) ? 1 : 0;
+    evaluate_model(e, step, now_s, counters);
+}
