@@ -177,27 +177,30 @@ fi
 # ---- the table: sweep.csv joined with each point's summary.json ----
 table_csv="$out/study.csv"
 tmp="$table_csv.tmp.$$"
+# one CSV line into f[1..n] (quoted fields with "" inside; no newline inside a field), for the
+# two awk programs below
+split_csv='
+function split_csv(line, f,    n, i, c, q, cur) {
+    n = 0; cur = ""; q = 0
+    for (i = 1; i <= length(line); i++) {
+        c = substr(line, i, 1)
+        if (q) {
+            if (c == "\"" && substr(line, i + 1, 1) == "\"") { cur = cur "\""; i++ }
+            else if (c == "\"") q = 0
+            else cur = cur c
+        } else if (c == "\"") q = 1
+        else if (c == ",") { f[++n] = cur; cur = "" }
+        else cur = cur c
+    }
+    f[++n] = cur
+    return n
+}
+'
 echo "model,workers,policy,delta,delta_chosen,delta_p50,delta_p90,delta_p99,delta_max,lssr,test_accuracy,test_perplexity,sim_time_s,tta_s,speedup_vs_bsp,tta,status" > "$tmp"
 for model in $models; do
     dir="$out/$(slug "$model")"
     [ -f "$dir/sweep.csv" ] || continue
-    awk -v model="$model" -v points="$dir/points" '
-    # one CSV line into f[1..n] (quoted fields with "" inside; no newline inside a field)
-    function split_csv(line, f,    n, i, c, q, cur) {
-        n = 0; cur = ""; q = 0
-        for (i = 1; i <= length(line); i++) {
-            c = substr(line, i, 1)
-            if (q) {
-                if (c == "\"" && substr(line, i + 1, 1) == "\"") { cur = cur "\""; i++ }
-                else if (c == "\"") q = 0
-                else cur = cur c
-            } else if (c == "\"") q = 1
-            else if (c == ",") { f[++n] = cur; cur = "" }
-            else cur = cur c
-        }
-        f[++n] = cur
-        return n
-    }
+    awk -v model="$model" -v points="$dir/points" "$split_csv"'
     # a number of summary.json (cJSON: one "key": value per line); "" when null or absent
     function json(file, key,    line, v) {
         v = ""
@@ -228,22 +231,7 @@ for model in $models; do
 done
 mv "$tmp" "$table_csv"
 
-awk -v secs=$(($(date +%s) - started)) '
-function split_csv(line, f,    n, i, c, q, cur) {
-    n = 0; cur = ""; q = 0
-    for (i = 1; i <= length(line); i++) {
-        c = substr(line, i, 1)
-        if (q) {
-            if (c == "\"" && substr(line, i + 1, 1) == "\"") { cur = cur "\""; i++ }
-            else if (c == "\"") q = 0
-            else cur = cur c
-        } else if (c == "\"") q = 1
-        else if (c == ",") { f[++n] = cur; cur = "" }
-        else cur = cur c
-    }
-    f[++n] = cur
-    return n
-}
+awk -v secs=$(($(date +%s) - started)) "$split_csv"'
 function num(x, fmt) { return x == "" ? "-" : sprintf(fmt, x) }
 NR == 1 {
     printf "%-16s %4s %-26s %8s %8s %8s %8s %6s %9s %10s %9s %8s %s\n", "model", "N", "policy",
