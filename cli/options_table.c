@@ -182,6 +182,10 @@ static const opt_def head_rows[] = {
      SIM},
     {"target-accuracy", OPT_TYPE_DOUBLE, F(target_accuracy), "0", 0, 1, CMD_TRAIN, NULL, "A",
      "test accuracy whose first simulated time is reported as tta_s (0: none)", SIM},
+    {"target-perplexity", OPT_TYPE_DOUBLE, F(target_perplexity), "0", 0, 1e12, CMD_TRAIN, NULL, "P",
+     "language models: test perplexity whose first simulated time at or below it is reported as "
+     "tta_s (0: none)",
+     SIM},
     {"dump-gradients", OPT_TYPE_STRING, F(dump_gradients), "", 0, 0, CMD_TRAIN, NULL, "STEPS",
      "write a sample of each worker's gradient at these steps (comma-separated) to "
      "OUT/gradients/, for the report's density plots",

@@ -65,6 +65,7 @@ typedef struct run_config {
     char compute_jitter[32];        /* auto | CV of a step's compute time (0: none) */
     char partition[32];             /* defdp | seldp | seldp-perm | noniid:K ("" = policy's) */
     double target_accuracy;         /* for tta_s (0 = none) */
+    double target_perplexity;       /* for tta_s, language models (0 = none) */
     int trace;                      /* write steps.trace */
 
     /* the options of the policies, one slot per option of the registry

@@ -51,6 +51,7 @@ static const field fields[] = {
     NUM(sim_time_s),
     {"tta_s", F_TIME, offsetof(run_summary, tta_s), 0, 0},
     NUM(target_accuracy),
+    NUM(target_perplexity),
     NUM(lssr),
     NUM(delta_p50),
     NUM(delta_p90),

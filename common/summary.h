@@ -34,6 +34,7 @@ typedef struct run_summary {
     double sim_time_s;                /* simulated time of the whole run */
     double tta_s; /* first simulated time at the target accuracy; < 0: never / no target */
     double target_accuracy;
+    double target_perplexity;
     double lssr;
     /* SelSync: Delta over the steps after the warm-up (all workers), and with --delta auto:R the
      * target R, the delta chosen and the LSSR of the steps after the calibration */

@@ -18,6 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* 1 when an evaluation meets --target-accuracy, or --target-perplexity (lower is better). */
+static int reaches_target(const run_config *cfg, const emulation_eval *ev) {
+    if (cfg->target_perplexity > 0) return exp(ev->test_loss) <= cfg->target_perplexity;
+    return cfg->target_accuracy > 0 && ev->test_accuracy >= cfg->target_accuracy;
+}
+
 static void on_eval(void *ctx, const emulation_eval *ev) {
     run_context *rc = ctx;
     csv_write_numbers(rc->metrics.fp, "%.0f %.6f %.9f %.6f %.6f %.6f %.0f %.0f %.6g",
@@ -26,9 +32,7 @@ static void on_eval(void *ctx, const emulation_eval *ev) {
                                        ev->bytes_sent, exp(ev->test_loss)},
                       9);
     fflush(rc->metrics.fp);
-    if (rc->tta_s < 0 && rc->cfg->target_accuracy > 0 &&
-        ev->test_accuracy >= rc->cfg->target_accuracy)
-        rc->tta_s = ev->sim_time_s;
+    if (rc->tta_s < 0 && reaches_target(rc->cfg, ev)) rc->tta_s = ev->sim_time_s;
     if (rc->curve) {
         run_curve_point p = {ev->sim_time_s, ev->test_accuracy};
         isolate_blob_append(rc->curve, &p, sizeof p);
@@ -83,6 +87,20 @@ static int make_policy(const run_config *cfg, size_t train_n, policy_config *pc,
     return rc;
 }
 
+/* --target-perplexity is a language model's target, --target-accuracy an image model's (a
+ * language model's accuracy is its next-token accuracy); not both. */
+static int check_target(const run_config *cfg, const model_spec *spec) {
+    if (cfg->target_perplexity > 0 && cfg->target_accuracy > 0)
+        return ss_error_set(SS_EUSAGE, "--target-accuracy and --target-perplexity: give one "
+                                       "target, not both");
+    if (cfg->target_perplexity > 0 && spec->arch != MODEL_ARCH_GPT)
+        return ss_error_set(SS_EUSAGE,
+                            "--target-perplexity applies to language models (gpt:wlm, "
+                            "gpt:L,D,H,T); model %s takes --target-accuracy",
+                            cfg->model);
+    return SS_OK;
+}
+
 int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *test,
                   model_spec *spec) {
     *dev = NULL;
@@ -100,6 +118,7 @@ int run_open_data(const run_config *cfg, device **dev, dataset *train, dataset *
     if (rc == SS_OK)
         rc = model_spec_parse(spec, cfg->model, train->c, train->h, train->w, train->classes);
     if (rc == SS_OK) rc = dataset_fit_model(train, test, spec);
+    if (rc == SS_OK) rc = check_target(cfg, spec);
     if (rc != SS_OK) {
         dataset_free(train);
         dataset_free(test);
@@ -477,6 +496,7 @@ static void summarize_setup(const emu_run *r, run_summary *s) {
     const run_config *cfg = r->cfg;
     const model *m = emulation_replica(r->em, 0);
     s->target_accuracy = cfg->target_accuracy;
+    s->target_perplexity = cfg->target_perplexity;
     s->seed = cfg->seed;
     snprintf(s->device, sizeof s->device, "%s", device_name(r->dev));
     s->threads = emulation_threads(r->em);

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -399,6 +400,104 @@ static void test_bench_network_channels_gpu(void) {
            "--channels 2 applies to --collective ring or auto, not tree", NULL);
 }
 
+/* Writes a WikiText-form split of n words drawn (fixed LCG) from a small vocabulary. */
+static void write_wiki(const char *dir, const char *name, int n, unsigned seed) {
+    static const char *const words[] = {"the", "cat", "sat", "on",    "a",   "mat",
+                                        "dog", "ran", "to",  "house", "and", "slept"};
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    for (int i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        /* a bigram habit the model can learn: "the" is followed by an animal or a thing */
+        const int w = (int)((seed >> 16) % 12u);
+        fprintf(f, " %s%s", words[w], w == 0 ? (seed & 256u ? " cat" : " dog") : "");
+        if (i % 12 == 11) fputs(" \n", f);
+    }
+    fclose(f);
+}
+
+/* The test_perplexity column of a run's metrics.csv: up to cap values, with their times. */
+static int read_perplexities(const char *dir, double *t, double *ppl, int cap) {
+    char path[600], line[512];
+    snprintf(path, sizeof path, "%s/metrics.csv", dir);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = 0;
+    if (fgets(line, sizeof line, f)) /* header */
+        while (n < cap && fgets(line, sizeof line, f)) {
+            double v[9];
+            if (sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3],
+                       &v[4], &v[5], &v[6], &v[7], &v[8]) != 9)
+                break;
+            t[n] = v[2];
+            ppl[n++] = v[8];
+        }
+    fclose(f);
+    return n;
+}
+
+/* --target-perplexity: tta_s is the simulated time of the first evaluation at or below the
+ * target (lower is better), and the target changes nothing else; it is refused for an image
+ * model and beside --target-accuracy. */
+static void test_target_perplexity(void) {
+    char data[300], args[1500], a[400], b[400];
+    snprintf(data, sizeof data, "%s/wiki", tmp_dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(data, 0755), 0);
+    write_wiki(data, "wiki.train.tokens", 4000, 1);
+    write_wiki(data, "wiki.valid.tokens", 400, 2);
+    write_wiki(data, "wiki.test.tokens", 400, 3);
+    const char *common = "train --model gpt:1,16,2,8 --dataset wikitext-2 --policy bsp "
+                         "--workers 2 --epochs 1 --eval-every 4 --seed 3";
+    snprintf(args, sizeof args, "%s --data-dir %s --out %s/ppl0", common, data, tmp_dir);
+    expect(args, 0, NULL, NULL);
+    snprintf(a, sizeof a, "%s/ppl0", tmp_dir);
+    double t[64], ppl[64];
+    const int n = read_perplexities(a, t, ppl, 64);
+    CU_ASSERT_FATAL(n >= 4);
+    CU_ASSERT(ppl[n - 1] < ppl[0]); /* it learns */
+    /* a target between the third evaluation's perplexity and the lowest before it */
+    double best = ppl[0];
+    for (int i = 1; i < 2; i++)
+        best = ppl[i] < best ? ppl[i] : best;
+    int first = -1;
+    double target = 0;
+    for (int i = 2; i < n && first < 0; i++)
+        if (ppl[i] < best) {
+            target = 0.5 * (ppl[i] + best);
+            first = i;
+        }
+    CU_ASSERT_FATAL(first >= 0);
+    snprintf(args, sizeof args, "%s --data-dir %s --target-perplexity %.9g --out %s/ppl1", common,
+             data, target, tmp_dir);
+    expect(args, 0, "tta reached", NULL);
+    char cmd[600], *out = NULL;
+    snprintf(cmd, sizeof cmd, "grep -o '\"tta_s\":[[:space:]]*[0-9.e+-]*' '%s/ppl1/summary.json'",
+             tmp_dir);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, &out), 0);
+    double tta = -1;
+    CU_ASSERT(out && sscanf(out, "\"tta_s\": %lf", &tta) == 1);
+    free(out);
+    SS_CHECK_CLOSE(tta, t[first], 1e-9, 0);
+    snprintf(b, sizeof b, "%s/ppl1/metrics.csv", tmp_dir);
+    snprintf(a, sizeof a, "%s/ppl0/metrics.csv", tmp_dir);
+    CU_ASSERT(file_equal(a, b));
+    /* unreachable: no tta */
+    snprintf(args, sizeof args, "%s --data-dir %s --target-perplexity 1.0001 --out %s/ppl2", common,
+             data, tmp_dir);
+    expect(args, 0, "tta -;", NULL);
+    snprintf(args, sizeof args,
+             "%s --data-dir %s --target-perplexity 50 --target-accuracy 0.5 --out %s/ppl3", common,
+             data, tmp_dir);
+    expect(args, 2, "give one target, not both", NULL);
+    snprintf(args, sizeof args,
+             "train --model mlp:32 --dataset synthetic --policy bsp --workers 2 --epochs 0.1 "
+             "--target-perplexity 5 --out %s/ppl4",
+             tmp_dir);
+    expect(args, 2, "--target-perplexity applies to language models", "takes --target-accuracy");
+}
+
 static CU_TestInfo cli_tests[] = {
     {"syncsim: usage errors exit 2 and name the option", test_usage_errors},
     {"syncsim: input errors exit 1 (2 for a request the platform cannot meet)", test_input_errors},
@@ -415,6 +514,8 @@ static CU_TestInfo cli_tests[] = {
      test_bench_help_per_target},
     {"syncsim bench network: --channels splits the ring, --gpu changes no time and says so",
      test_bench_network_channels_gpu},
+    {"syncsim train: --target-perplexity's tta_s is the first evaluation at or below it",
+     test_target_perplexity},
     CU_TEST_INFO_NULL,
 };
 
