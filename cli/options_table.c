@@ -153,8 +153,8 @@ static const opt_def head_rows[] = {
      "(where the profile has per-layer data) | flops | measured[:SCALE] (the default for a "
      "profile imported by syncsim profile import: its measured times)",
      SIM},
-    {"threads", OPT_TYPE_STRING, F(threads), "auto", 0, 0, CMD_RUN | CMD_BENCH_EMULATION, NULL,
-     "N|auto",
+    {"threads", OPT_TYPE_STRING, F(threads), "auto", 0, 0,
+     CMD_RUN | CMD_BENCH_EMULATION | CMD_BENCH_COUPLING, NULL, "N|auto",
      "threads computing the workers' replicas at once, each with one BLAS thread, or on a GPU "
      "its own CUDA stream (1 to 1024; auto: every core, shared among compare's and sweep's runs "
      "at once); the results are the same for any N",
@@ -597,6 +597,8 @@ static const struct {
      "every worker host of --platform FILE, 16 on a generated platform"},
     {"workers", CMD_BENCH_COUPLING, "workers", "8"},
     {"epochs", CMD_BENCH_COUPLING, "passes over the training set by all workers together", "1"},
+    {"threads", CMD_BENCH_COUPLING,
+     "threads computing the replicas in both runs, each with one BLAS thread", "auto"},
     {"hosts-list", CMD_BENCH_REPLAY, "worker counts replayed", "1024,4096,65536"},
     {"model", CMD_BENCH_KERNELS,
      "the model timed: any --model form of train (logreg, mlp, cnn, cnn:lenet, resnet:20, vgg:11, "

@@ -8,6 +8,7 @@
  * source that computes nothing (the same FLOPs charged): the simulation's own cost, measured
  * alone. Each variant runs BENCH_COUPLING_REPEAT times and the fastest counts, which keeps the
  * noise of a shared machine out of a difference of a few percent. */
+#include "common/engine.h"
 #include "common/outputs.h"
 #include "common/status.h"
 #include "kernels/bench.h"
@@ -19,6 +20,7 @@
 #include "sim/policy/policy.h"
 #include "sim/simulate.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,7 +82,12 @@ static const step_source_ops null_ops = {.name = "none",
 static int coupling_open(const run_request *rq, coupling_state *s) {
     const run_config *cfg = rq->cfg;
     model_spec spec;
-    int rc = run_open_data(cfg, &s->dev, &s->train, &s->test, &spec);
+    int threads = 1;
+    int rc = engine_parse_threads(cfg->threads, &threads);
+    if (rc != SS_OK) return rc;
+    /* as in `train`: one BLAS thread, the replicas on the engine's --threads */
+    openblas_set_num_threads(1);
+    rc = run_open_data(cfg, &s->dev, &s->train, &s->test, &spec);
     if (rc != SS_OK) return rc;
     const int n = cfg->workers;
     s->steps = lround(cfg->epochs * (double)s->train.n / ((double)n * cfg->batch));
@@ -100,7 +107,8 @@ static int coupling_open(const run_request *rq, coupling_state *s) {
                            .schedule = sched,
                            .momentum = cfg->momentum,
                            .eval_every = s->steps,
-                           .last_step = s->steps};
+                           .last_step = s->steps,
+                           .threads = threads};
     return emulation_create(&ec, &s->em);
 }
 
@@ -214,8 +222,9 @@ static int coupling_fastest(const run_request *rq, coupling_result r[3]) {
 int bench_coupling(const run_request *rq, FILE *out) {
     const run_config *cfg = rq->cfg;
     coupling_result r[3];
-    fprintf(out, "bench coupling: %s on %s, %d workers, batch %d, %.3g epochs, BSP, %s\n",
-            cfg->model, cfg->dataset, cfg->workers, cfg->batch, cfg->epochs, cfg->device);
+    fprintf(
+        out, "bench coupling: %s on %s, %d workers, batch %d, %.3g epochs, BSP, %s, threads %s\n",
+        cfg->model, cfg->dataset, cfg->workers, cfg->batch, cfg->epochs, cfg->device, cfg->threads);
     fflush(out);
     int rc = coupling_fastest(rq, r);
     if (rc != SS_OK) return rc;
