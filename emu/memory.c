@@ -63,7 +63,7 @@ typedef struct memory_parts {
 } memory_parts;
 
 static int estimate_parts(device *dev, const model_spec *spec, int workers, int threads,
-                          int max_batch, double hosts, memory_parts *p) {
+                          int max_batch, int vectors, double hosts, memory_parts *p) {
     const double before = allocated_bytes();
     model *probe = NULL;
     int rc = model_create(dev, spec, 1, max_batch, &probe);
@@ -84,15 +84,14 @@ static int estimate_parts(device *dev, const model_spec *spec, int workers, int 
     /* each worker: its model (parameters, gradients, activations) and its SGD momentum; and the
      * evaluation model. The compute engine (emu/emulation_jobs.c): per thread, a mini-batch's
      * staging on the host (samples and one more for the augmentation, labels); with more than
-     * one thread, an evaluation model each. And the averages of the replicas (emu/emulation.c):
-     * two at a time, the newest and the one before, whose copies into the replicas wait for
-     * their next steps (DS-Sync's groups each keep their own, up to one per worker: not
-     * counted) */
+     * one thread, an evaluation model each. And the `vectors` the run keeps beside the
+     * replicas (memory_run_vectors) */
     const double replica = model_all + param_bytes;
     const double sample_bytes = sizeof(float) * (double)spec->in_c * spec->in_h * spec->in_w;
     const double staging = sample_bytes * ((double)max_batch + 1) + (double)max_batch;
     const double models = replica * ((double)workers + 1) +
-                          (threads > 1 ? (double)threads * model_all : 0.0) + 2.0 * param_bytes;
+                          (threads > 1 ? (double)threads * model_all : 0.0) +
+                          (double)vectors * param_bytes;
     const double host_side = (double)threads * staging + hosts * MEMORY_BYTES_PER_HOST;
     if (own_memory) {
         p->device = models;
@@ -105,19 +104,25 @@ static int estimate_parts(device *dev, const model_spec *spec, int workers, int 
     return SS_OK;
 }
 
+int memory_run_vectors(int workers, int async, int group_size) {
+    if (async) return 2 + 2; /* the server's parameters and momentum, and two averages */
+    if (group_size > 0 && group_size < workers) return (workers + group_size - 1) / group_size + 1;
+    return 2;
+}
+
 int memory_estimate_run(device *dev, const model_spec *spec, int workers, int threads,
-                        int max_batch, double hosts, double *bytes) {
+                        int max_batch, int vectors, double hosts, double *bytes) {
     memory_parts p;
-    int rc = estimate_parts(dev, spec, workers, threads, max_batch, hosts, &p);
+    int rc = estimate_parts(dev, spec, workers, threads, max_batch, vectors, hosts, &p);
     if (rc == SS_OK) *bytes = p.host + p.device;
     return rc;
 }
 
 int memory_check_run(device *dev, const model_spec *spec, int workers, int threads, int max_batch,
-                     double hosts, char *line, size_t line_size) {
+                     int vectors, double hosts, char *line, size_t line_size) {
     double have;
     memory_parts p;
-    int rc = estimate_parts(dev, spec, workers, threads, max_batch, hosts, &p);
+    int rc = estimate_parts(dev, spec, workers, threads, max_batch, vectors, hosts, &p);
     if (rc == SS_OK) rc = memory_available_bytes(&have);
     if (rc != SS_OK) return rc;
     const double need = p.host;

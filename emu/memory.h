@@ -3,7 +3,8 @@
  * front (SS_ENOMEM, exit 1, with the estimate and what is available); one that takes more than
  * MEMORY_WARN_FRACTION of it runs with a warning on stderr.
  *
- *     if ((rc = memory_check_run(dev, &spec, workers, threads, max_batch, hosts, line,
+ *     if ((rc = memory_check_run(dev, &spec, workers, threads, max_batch,
+ *                                memory_run_vectors(workers, async, group_size), hosts, line,
  *                                sizeof line)) != SS_OK) ...
  *
  * The available memory is MemAvailable of /proc/meminfo, or SYNCSIM_MEMORY_LIMIT (bytes, or
@@ -24,18 +25,26 @@
 /* The available memory in bytes (see above); SS_EUSAGE for a bad SYNCSIM_MEMORY_LIMIT, SS_EIO
  * when /proc/meminfo cannot be read. */
 int memory_available_bytes(double *bytes);
+/* The parameter-sized vectors a run keeps beside its replicas: the averages of the replicas
+ * (emu/emulation.c) whose copies into the replicas wait for their next steps, two at a time (the
+ * newest and the one before; one is what BSP, SelSync and FedAvg were seen to hold), or with
+ * groups of group_size (DS-Sync; 0: none) one per group and one more (at most N/G were seen,
+ * with and without stragglers); an asynchronous run's (SSP, ASP) server parameters and momentum
+ * besides. */
+int memory_run_vectors(int workers, int async, int group_size);
 /* Bytes of `workers` replicas (and the evaluation model) of `spec` for batches of max_batch on
  * dev, each with its SGD momentum, the compute engine's `threads` threads (each a mini-batch's
- * staging, and with more than one an evaluation model each), two averages of the parameters,
- * plus `hosts` simulated hosts; the size of one replica is what creating one allocates, or its
- * device memory (model_device_bytes: activations included) where that is more. */
+ * staging, and with more than one an evaluation model each), `vectors` more vectors of the
+ * parameters (memory_run_vectors), plus `hosts` simulated hosts; the size of one replica is what
+ * creating one allocates, or its device memory (model_device_bytes: activations included) where
+ * that is more. */
 int memory_estimate_run(device *dev, const model_spec *spec, int workers, int threads,
-                        int max_batch, double hosts, double *bytes);
+                        int max_batch, int vectors, double hosts, double *bytes);
 /* The estimate against the available memory: SS_ENOMEM naming both when it does not fit. On a
  * GPU (a device with memory of its own) the replicas, their momenta and the evaluation models are
  * checked against the GPU's free memory as well, and a refusal says how many workers would fit.
  * `line` (unless NULL) gets the estimate in one line for the run's banner. */
 int memory_check_run(device *dev, const model_spec *spec, int workers, int threads, int max_batch,
-                     double hosts, char *line, size_t line_size);
+                     int vectors, double hosts, char *line, size_t line_size);
 
 #endif

@@ -363,9 +363,11 @@ int run_open(emu_run *r) {
     }
     r->ctx.warmup_steps = r->pc.kind == POLICY_SELSYNC ? policy_selsync_warmup_steps(&r->pc) : -1;
     r->ctx.calibrated_from = r->ctx.warmup_steps + policy_selsync_calibration_steps(&r->pc) + 1;
+    const int groups = r->pc.kind == POLICY_DSSYNC ? r->pc.group_size : 0;
     if ((rc = memory_check_run(r->dev, &r->spec, r->cfg->workers, emulation_threads_for(r),
-                               policy_max_batch(&r->pc), hosts, r->memory_line,
-                               sizeof r->memory_line)) != SS_OK)
+                               policy_max_batch(&r->pc),
+                               memory_run_vectors(r->cfg->workers, policy_is_async(&r->pc), groups),
+                               hosts, r->memory_line, sizeof r->memory_line)) != SS_OK)
         return rc;
     if ((rc = check_against_data(r)) != SS_OK) return rc;
     if ((rc = open_cluster(r)) != SS_OK) return rc;

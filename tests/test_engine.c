@@ -246,9 +246,9 @@ static void test_memory_counts_threads(void) {
     const double params = model_param_bytes(probe);
     model_destroy(probe);
     double t1, t2, t8;
-    CU_ASSERT_EQUAL(memory_estimate_run(dev, &spec, 4, 1, 32, 8, &t1), SS_OK);
-    CU_ASSERT_EQUAL(memory_estimate_run(dev, &spec, 4, 2, 32, 8, &t2), SS_OK);
-    CU_ASSERT_EQUAL(memory_estimate_run(dev, &spec, 4, 8, 32, 8, &t8), SS_OK);
+    CU_ASSERT_EQUAL(memory_estimate_run(dev, &spec, 4, 1, 32, 2, 8, &t1), SS_OK);
+    CU_ASSERT_EQUAL(memory_estimate_run(dev, &spec, 4, 2, 32, 2, 8, &t2), SS_OK);
+    CU_ASSERT_EQUAL(memory_estimate_run(dev, &spec, 4, 8, 32, 2, 8, &t8), SS_OK);
     /* a second thread brings a staging area and two evaluation models (at least their
      * parameters each); every thread more, one model and its staging */
     const double staging = sizeof(float) * 28.0 * 28.0 * 33.0 + 32.0; /* samples, labels */
@@ -258,6 +258,16 @@ static void test_memory_counts_threads(void) {
      * accounting of one model varies between probes) */
     const double model_bytes = (t2 - t1 - staging) / 2.0;
     CU_ASSERT_DOUBLE_EQUAL((t8 - t2) / 6.0 - staging, model_bytes, 0.01 * model_bytes);
+    /* the vectors beside the replicas: two averages; DS-Sync's one per group and one more; the
+     * servers' parameters and momentum of SSP and ASP; each one parameter vector more */
+    CU_ASSERT_EQUAL(memory_run_vectors(16, 0, 0), 2);
+    CU_ASSERT_EQUAL(memory_run_vectors(16, 0, 2), 9);
+    CU_ASSERT_EQUAL(memory_run_vectors(15, 0, 4), 5);
+    CU_ASSERT_EQUAL(memory_run_vectors(16, 1, 0), 4);
+    double t9;
+    CU_ASSERT_EQUAL(memory_estimate_run(dev, &spec, 4, 1, 32, 9, 8, &t9), SS_OK);
+    /* (the two probes' allocator accounting differs by a few hundred bytes) */
+    CU_ASSERT_DOUBLE_EQUAL(t9 - t1, 7 * params, 0.25 * params);
     device_close(dev);
 }
 

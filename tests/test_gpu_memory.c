@@ -21,10 +21,10 @@ static void test_refused_with_largest_count(void) {
     model_spec spec;
     CU_ASSERT_FATAL(model_spec_parse(&spec, "resnet:20", 1, 28, 28, 10) == SS_OK);
     char line[160] = "";
-    CU_ASSERT_EQUAL(memory_check_run(dev, &spec, 2, 2, 64, 2, line, sizeof line), SS_OK);
+    CU_ASSERT_EQUAL(memory_check_run(dev, &spec, 2, 2, 64, 2, 2, line, sizeof line), SS_OK);
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "of the GPU's"));
     /* far more replicas than any GPU holds at batch 512 */
-    int rc = memory_check_run(dev, &spec, 100000, 2, 512, 2, NULL, 0);
+    int rc = memory_check_run(dev, &spec, 100000, 2, 512, 2, 2, NULL, 0);
     CU_ASSERT_EQUAL(rc, SS_ENOMEM);
     const char *msg = ss_error_message();
     CU_ASSERT_PTR_NOT_NULL(strstr(msg, "of GPU memory"));
@@ -32,8 +32,8 @@ static void test_refused_with_largest_count(void) {
     CU_ASSERT_PTR_NOT_NULL_FATAL(at);
     const int most = atoi(at + strlen("at most "));
     CU_ASSERT(most >= 1 && most < 100000);
-    CU_ASSERT_EQUAL(memory_check_run(dev, &spec, most, 2, 512, 2, NULL, 0), SS_OK);
-    CU_ASSERT_EQUAL(memory_check_run(dev, &spec, most + 2, 2, 512, 2, NULL, 0), SS_ENOMEM);
+    CU_ASSERT_EQUAL(memory_check_run(dev, &spec, most, 2, 512, 2, 2, NULL, 0), SS_OK);
+    CU_ASSERT_EQUAL(memory_check_run(dev, &spec, most + 2, 2, 512, 2, 2, NULL, 0), SS_ENOMEM);
     device_close(dev);
 }
 
