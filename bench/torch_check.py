@@ -127,6 +127,11 @@ def report(name, batch, loss, loss_s, rows, tol, note):
     return 0 if ok else 1
 
 
+def relu_note(near):
+    return (f"; smallest ReLU input {near:.2g} of its tensor's RMS"
+            f"{' (within fp32 rounding of zero: a ReLU may switch)' if near < 1e-5 else ''}")
+
+
 def attention_vs_pytorch(model, dtype):
     """The largest relative error of syncsim_torch.Attention against nn.MultiheadAttention with
     the same weights, on a causal mask in eval mode, over the model's attentions."""
@@ -190,8 +195,7 @@ def check_language_model(a, meta, raw, views):
     note = (f"; {len(mviews)} dropout masks applied ({dropped} of {n_masked} elements dropped)"
             f"; Attention against nn.MultiheadAttention {att:.2g}")
     if relus:
-        note += (f"; smallest ReLU input {near[0]:.2g} of its tensor's RMS"
-                 f"{' (within fp32 rounding of zero: a ReLU may switch)' if near[0] < 1e-5 else ''}")
+        note += relu_note(near[0])
     return report(name, batch, loss.item(), loss_s, rows, a.tol, note) or \
         (0 if att <= a.tol else 1)
 
@@ -253,9 +257,7 @@ def main():
         s = bufs[off:off + cnt].astype(np.float64)
         e = np.linalg.norm(b.numpy().astype(np.float64) - s) / max(np.linalg.norm(s), 1e-30)
         rows.append((sname, e))
-    note = (f"; smallest ReLU input {near[0]:.2g} of its tensor's RMS"
-            f"{' (within fp32 rounding of zero: a ReLU may switch)' if near[0] < 1e-5 else ''}")
-    return report(name, batch, loss.item(), loss_s, rows, a.tol, note)
+    return report(name, batch, loss.item(), loss_s, rows, a.tol, relu_note(near[0]))
 
 
 if __name__ == "__main__":
