@@ -20,6 +20,14 @@ at batch 8, seed 1: 2.5e-6); another seed or batch checks the same code.
 With --double PyTorch runs in float64: the reference is then the exact step, and only syncsim's
 rounding (and a ReLU it switches) remains.
 
+A language model (gpt:wlm, gpt:L,D,H,T[,P]) reads the dump's token batch (B samples of T + 1 ids:
+the first T are the inputs, each predicting the next) and vocabulary, keeps every parameter's
+layout (syncsim's dense weights are (out, in) as nn.Linear's, its embeddings (V, D) and
+positions (T, D) as nn.Embedding's), and gives every dropout site the mask syncsim's step drew
+(dropout.f32), so that the dropout is checked too; the loss is the mean cross-entropy over the
+B T predictions. It also checks the written-out attention (syncsim_torch.Attention) against
+nn.MultiheadAttention with the same weights on a causal mask, without dropout.
+
 Usage: torch_check.py DIR [--tol X] [--threads T] [--double]
 """
 import argparse
@@ -30,6 +38,7 @@ try:
     import numpy as np
     import torch
     import torch.nn as nn
+    import torch.nn.functional as F
     import syncsim_torch
 except ImportError:
     sys.stderr.write("torch_check.py: PyTorch (and numpy) are not installed\n")
@@ -83,6 +92,114 @@ def flatten_shapes(model, x):
     return shapes
 
 
+def load_params(model, params, views, shape_of):
+    """Copies syncsim's flat parameters into the model's (same order) in PyTorch's layout."""
+    named = list(model.named_parameters())
+    if len(named) != len(views):
+        raise SystemExit(f"torch_check.py: {len(views)} syncsim views, {len(named)} PyTorch "
+                         "parameters: not the same model")
+    with torch.no_grad():
+        for (tname, p), (sname, off, cnt) in zip(named, views):
+            if p.numel() != cnt:
+                raise SystemExit(f"torch_check.py: {sname} has {cnt} values, {tname} {p.numel()}")
+            p.copy_(torch.from_numpy(np.ascontiguousarray(
+                shape_of(params[off:off + cnt], p))).to(p.dtype))
+    return named
+
+
+def grad_rows(named, grads, views, shape_of):
+    rows = []
+    for (tname, p), (sname, off, cnt) in zip(named, views):
+        g = shape_of(grads[off:off + cnt], p).astype(np.float64)
+        d = p.grad.detach().numpy().astype(np.float64) - g
+        rows.append((f"{sname} grad", np.linalg.norm(d) / max(np.linalg.norm(g), 1e-30)))
+    return rows
+
+
+def report(name, batch, loss, loss_s, rows, tol, note):
+    worst = max(e for _, e in rows)
+    for n, e in rows:
+        print(f"{n:<40} {e:.3g}")
+    ok = worst <= tol
+    print(f"{name} batch {batch}: loss {loss:.7g} (syncsim {loss_s:.7g}); "
+          f"{len(rows)} checks, worst relative error {worst:.3g}: "
+          f"{'within' if ok else 'OUTSIDE'} {tol:g}{note}")
+    return 0 if ok else 1
+
+
+def relu_note(near):
+    return (f"; smallest ReLU input {near:.2g} of its tensor's RMS"
+            f"{' (within fp32 rounding of zero: a ReLU may switch)' if near < 1e-5 else ''}")
+
+
+def attention_vs_pytorch(model, dtype):
+    """The largest relative error of syncsim_torch.Attention against nn.MultiheadAttention with
+    the same weights, on a causal mask in eval mode, over the model's attentions."""
+    worst = 0.0
+    gen = torch.Generator().manual_seed(0)
+    for att in (m for m in model.modules() if isinstance(m, syncsim_torch.Attention)):
+        d = att.in_proj_weight.shape[1]
+        ref = nn.MultiheadAttention(d, att.heads, batch_first=True).to(dtype).eval()
+        ref.load_state_dict({k: v for k, v in att.state_dict().items()})
+        x = torch.randn(2, 7, d, generator=gen, dtype=dtype)
+        mask = syncsim_torch.causal_mask(7, dtype)
+        was = att.training
+        att.eval()
+        with torch.no_grad():
+            mine = att(x)[0]
+            theirs = ref(x, x, x, attn_mask=mask, need_weights=False)[0]
+        att.train(was)
+        worst = max(worst, float((mine - theirs).norm() / theirs.norm()))
+    return worst
+
+
+def check_language_model(a, meta, raw, views):
+    name, batch = meta["model"].strip(), int(meta["batch"])
+    vocab, loss_s = int(meta["vocab"]), float(meta["loss"])
+    dtype = torch.float64 if a.double else torch.float32
+    torch.manual_seed(0)
+    model = syncsim_torch.build(name, classes=vocab).to(dtype)
+    tokens = torch.from_numpy(raw("x.f32", np.float32).astype(np.int64)).reshape(batch, -1)
+    named = load_params(model, raw("params.f32", np.float32), views,
+                        lambda arr, p: arr.reshape(p.shape))
+    masks, mviews = raw("dropout.f32", np.float32), read_views(os.path.join(a.dir,
+                                                                             "dropout_views.txt"))
+    sites = model.dropout_sites()
+    active = [s for s, m in sites.items() if m.p > 0]
+    if sorted(active) != sorted(v[0] for v in mviews):
+        raise SystemExit(f"torch_check.py: syncsim's dropout sites {[v[0] for v in mviews]}, "
+                         f"PyTorch's {active}: not the same model")
+    dropped = 0
+    for site, off, cnt in mviews:
+        sites[site].mask = torch.from_numpy(masks[off:off + cnt].copy())
+        dropped += int((masks[off:off + cnt] == 0).sum())
+    # the smallest |input| of any ReLU (wlm's MLP) relative to its tensor's RMS
+    near = [float("inf")]
+
+    def watch(t):
+        v = t.detach()
+        near[0] = min(near[0], float(v.abs().min() / v.pow(2).mean().sqrt().clamp_min(1e-30)))
+        return F.relu(t)
+    relus = [m for m in model.modules() if isinstance(m, nn.TransformerEncoderLayer)]
+    for m in relus:
+        m.activation = watch
+    model.train()
+    logits = model(tokens[:, :-1])
+    loss = F.cross_entropy(logits.reshape(-1, vocab), tokens[:, 1:].reshape(-1))
+    loss.backward()
+    rows = [("loss", abs(loss.item() - loss_s) / abs(loss_s))]
+    rows += grad_rows(named, raw("grads.f32", np.float32), views,
+                      lambda arr, p: arr.reshape(p.shape))
+    att = attention_vs_pytorch(model, dtype)
+    n_masked = sum(c for _, _, c in mviews)
+    note = (f"; {len(mviews)} dropout masks applied ({dropped} of {n_masked} elements dropped)"
+            f"; Attention against nn.MultiheadAttention {att:.2g}")
+    if relus:
+        note += relu_note(near[0])
+    return report(name, batch, loss.item(), loss_s, rows, a.tol, note) or \
+        (0 if att <= a.tol else 1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir")
@@ -96,11 +213,13 @@ def main():
     name, batch = meta["model"].strip(), int(meta["batch"])
     loss_s = float(meta["loss"])
     raw = lambda f, t: np.fromfile(os.path.join(a.dir, f), dtype=t)
+    views = read_views(os.path.join(a.dir, "views.txt"))
+    if name.partition(":")[0] == "gpt":
+        return check_language_model(a, meta, raw, views)
     params, grads, bufs = raw("params.f32", np.float32), raw("grads.f32", np.float32), \
         raw("buffers.f32", np.float32)
     x = raw("x.f32", np.float32).reshape(batch, 28, 28, 1).transpose(0, 3, 1, 2)
     y = raw("y.u8", np.uint8).astype(np.int64)
-    views = read_views(os.path.join(a.dir, "views.txt"))
     bviews = read_views(os.path.join(a.dir, "buffer_views.txt"))
 
     torch.manual_seed(0)
@@ -110,22 +229,15 @@ def main():
         model, xt = model.double(), xt.double()
     flat = flatten_shapes(model, xt)
     mods = {id(p): m for m in model.modules() for p in m.parameters(recurse=False)}
-    named = list(model.named_parameters())
-    if len(named) != len(views):
-        raise SystemExit(f"torch_check.py: {len(views)} syncsim views, {len(named)} PyTorch "
-                         "parameters: not the same model")
-    with torch.no_grad():
-        for (tname, p), (sname, off, cnt) in zip(named, views):
-            if p.numel() != cnt:
-                raise SystemExit(f"torch_check.py: {sname} has {cnt} values, {tname} {p.numel()}")
-            lin = mods[id(p)]
-            shape = flat.get(id(lin)) if isinstance(lin, nn.Linear) and p.dim() == 2 else None
-            p.copy_(torch.from_numpy(np.ascontiguousarray(
-                to_torch_layout(params[off:off + cnt], p, shape))).to(p.dtype))
+
+    def shape_of(arr, p):
+        lin = mods[id(p)]
+        shape = flat.get(id(lin)) if isinstance(lin, nn.Linear) and p.dim() == 2 else None
+        return to_torch_layout(arr, p, shape)
+    named = load_params(model, params, views, shape_of)
     model.train()
     # the smallest |input| of any ReLU relative to its tensor's RMS: where it is within float
     # rounding of zero, fp32 on either side may take the other branch there
-    import torch.nn.functional as F
     near, relu = [float("inf")], F.relu
 
     def watch(t, *args, **kw):
@@ -138,32 +250,14 @@ def main():
     finally:
         F.relu = relu
     loss.backward()
-    worst, rows = 0.0, []
-    err = abs(loss.item() - loss_s) / abs(loss_s)
-    rows.append(("loss", err))
-    worst = max(worst, err)
-    for (tname, p), (sname, off, cnt) in zip(named, views):
-        lin = mods[id(p)]
-        shape = flat.get(id(lin)) if isinstance(lin, nn.Linear) and p.dim() == 2 else None
-        g = to_torch_layout(grads[off:off + cnt], p, shape).astype(np.float64)
-        d = p.grad.detach().numpy().astype(np.float64) - g
-        e = np.linalg.norm(d) / max(np.linalg.norm(g), 1e-30)
-        rows.append((f"{sname} grad", e))
-        worst = max(worst, e)
+    rows = [("loss", abs(loss.item() - loss_s) / abs(loss_s))]
+    rows += grad_rows(named, grads, views, shape_of)
     tbufs = [b for n, b in model.named_buffers() if not n.endswith("num_batches_tracked")]
     for b, (sname, off, cnt) in zip(tbufs, bviews):
         s = bufs[off:off + cnt].astype(np.float64)
         e = np.linalg.norm(b.numpy().astype(np.float64) - s) / max(np.linalg.norm(s), 1e-30)
         rows.append((sname, e))
-        worst = max(worst, e)
-    for n, e in rows:
-        print(f"{n:<40} {e:.3g}")
-    ok = worst <= a.tol
-    print(f"{name} batch {batch}: loss {loss.item():.7g} (syncsim {loss_s:.7g}); "
-          f"{len(rows)} checks, worst relative error {worst:.3g}: "
-          f"{'within' if ok else 'OUTSIDE'} {a.tol:g}; smallest ReLU input {near[0]:.2g} of its "
-          f"tensor's RMS{' (within fp32 rounding of zero: a ReLU may switch)' if near[0] < 1e-5 else ''}")
-    return 0 if ok else 1
+    return report(name, batch, loss.item(), loss_s, rows, a.tol, relu_note(near[0]))
 
 
 if __name__ == "__main__":

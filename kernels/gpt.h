@@ -45,6 +45,12 @@ void gpt_cost_layer_at(const gpt *g, int i, model_layer_cost *out);
 /* Dropout masks of this replica: a stream number (the worker's rank) mixed into the seed. */
 void gpt_set_dropout_stream(gpt *g, uint64_t stream);
 
+/* The mask the last training pass applied at dropout site `site` (gpt_pass.c numbers them) to
+ * its n elements, into host: 0 where dropped, else 1 / (1 - p); the site's dropout op applied
+ * again to ones, as the backward pass applies it (bench/step_dump writes these for a check
+ * against PyTorch). All ones when the model has no dropout or no training pass ran. */
+void gpt_dropout_mask(gpt *g, int site, size_t n, float *host);
+
 /* x: (batch, T + 1) host token ids as floats. Returns the mean loss over batch T tokens. */
 double gpt_forward_backward(gpt *g, const float *x, int batch,
                             void (*grad_ready)(void *ctx, int layer), void *ctx);

@@ -297,6 +297,17 @@ double gpt_forward_backward(gpt *g, const float *x, int batch,
     return loss / n;
 }
 
+void gpt_dropout_mask(gpt *g, int site, size_t n, float *host) {
+    for (size_t i = 0; i < n; i++)
+        host[i] = 1.0f;
+    if (!n || !g->pass || g->spec.gpt_dropout <= 0.0f) return;
+    float *d = device_alloc(g->dev, n);
+    device_upload(g->dev, d, host, n);
+    g->dev->ops->dropout(g->dev, n, g->spec.gpt_dropout, gpt_site_seed(g, site), d, d);
+    device_download(g->dev, host, d, n);
+    device_free(g->dev, d);
+}
+
 void gpt_evaluate(gpt *g, const float *x, size_t n, double *mean_loss, size_t *correct_tokens) {
     const int t = g->spec.gpt_seq;
     double sum = 0.0;

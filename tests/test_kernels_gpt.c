@@ -1,13 +1,14 @@
 /* Tests of the Transformer ops and the gpt models (kernels/gpt.h) on the CPU backend: each op's
  * gradient against central finite differences, dropout's mask, the models' gradients (the tied
  * output projection's included), parameter counts against the reference definitions, the
- * --model gpt forms, determinism and learning. */
+ * --model gpt forms, determinism and learning, and the dropout masks gpt_dropout_mask reports. */
 #include "ss_test.h"
 
 #include "common/rng.h"
 #include "common/status.h"
 #include "kernels/device_impl.h"
 #include "kernels/dropout_hash.h"
+#include "kernels/gpt_internal.h"
 #include "kernels/model.h"
 #include "kernels/optim.h"
 
@@ -466,6 +467,61 @@ static void test_determinism_and_learning(void) {
     CU_ASSERT(w < 0.7 * first);
 }
 
+/* gpt_dropout_mask returns the masks the training pass applied: the embedding after dropout
+ * (site 0) is the embedding times the mask, block 0's attention probabilities after dropout
+ * (site 1) are the probabilities times theirs; 0 or 1 / (1 - p), about p dropped; all ones
+ * before a pass; another pass draws others. */
+static void test_dropout_mask_report(void) {
+    device *dev = open_cpu();
+    model_spec spec;
+    CU_ASSERT_FATAL(model_spec_parse(&spec, "gpt:2,16,2,8,0.3", 1, 1, 1, 40) == SS_OK);
+    gpt *g;
+    const int batch = 3, t = 8, d = 16, h = 2;
+    const size_t n = (size_t)batch * t * d, natt = (size_t)batch * h * t * t;
+    CU_ASSERT_FATAL(gpt_create(dev, &spec, 5, batch, &g) == SS_OK);
+    float *mask = ss_malloc(n * sizeof(float)), *mask1 = ss_malloc(n * sizeof(float));
+    gpt_dropout_mask(g, 0, n, mask);
+    for (size_t i = 0; i < n; i++)
+        CU_ASSERT_EQUAL(mask[i], 1.0f);
+    float x[3 * 9];
+    rng r;
+    rng_seed(&r, 8, RNG_STREAM_DATA);
+    tokens_of(&r, x, batch, t, 40);
+    gpt_forward_backward(g, x, batch, NULL, NULL);
+    gpt_dropout_mask(g, 0, n, mask);
+    const float keep = 1.0f / (1.0f - 0.3f);
+    size_t dropped = 0, bad = 0;
+    for (int b = 0; b < batch; b++)
+        for (int j = 0; j < t; j++)
+            for (int c = 0; c < d; c++) {
+                const size_t i = ((size_t)b * t + j) * d + c;
+                const float pre =
+                    g->wte.w[(size_t)x[b * (t + 1) + j] * d + c] + g->wpe.w[(size_t)j * d + c];
+                CU_ASSERT(mask[i] == 0.0f || mask[i] == keep);
+                dropped += mask[i] == 0.0f;
+                bad += fabsf(g->emb[i] - pre * mask[i]) > 1e-6f * fabsf(pre * mask[i]);
+            }
+    CU_ASSERT_EQUAL(bad, 0);
+    CU_ASSERT(dropped > n / 5 && dropped < 2 * n / 5); /* 0.3 of 384 */
+    float *matt = ss_malloc(natt * sizeof(float));
+    gpt_dropout_mask(g, 1, natt, matt);
+    size_t kept_nonzero = 0;
+    for (size_t i = 0; i < natt; i++) {
+        const float want = g->acts[0].att[i] * matt[i];
+        CU_ASSERT(fabsf(g->acts[0].attd[i] - want) <= 1e-6f * fabsf(want));
+        kept_nonzero += matt[i] != 0.0f && g->acts[0].att[i] != 0.0f;
+    }
+    CU_ASSERT(kept_nonzero > natt / 4); /* the causal half, less 0.3 of it */
+    gpt_forward_backward(g, x, batch, NULL, NULL);
+    gpt_dropout_mask(g, 0, n, mask1);
+    CU_ASSERT(memcmp(mask, mask1, n * sizeof(float)) != 0);
+    free(matt);
+    free(mask);
+    free(mask1);
+    gpt_destroy(g);
+    device_close(dev);
+}
+
 static CU_TestInfo op_tests[] = {
     {"layer norm vs finite differences", test_grad_layernorm},
     {"GELU (erf form) vs finite differences and Phi", test_grad_gelu},
@@ -483,6 +539,7 @@ static CU_TestInfo gpt_tests[] = {
      test_param_counts},
     {"model_spec_parse gpt forms and errors", test_spec_parse},
     {"dropout streams: deterministic, per worker; the loss falls", test_determinism_and_learning},
+    {"gpt_dropout_mask: the masks the training pass applied", test_dropout_mask_report},
     CU_TEST_INFO_NULL,
 };
 
