@@ -29,10 +29,11 @@ static void layers_of(const emulation *e, int samples, sim_layer_cost *out) {
                                   .bwd_bytes = l->bwd_bytes * samples,
                                   .param_bytes = l->param_bytes,
                                   .kernels = l->kernels,
-                                  .kind = l->conv     ? SIM_LAYER_CONV
-                                          : l->matmul ? SIM_LAYER_MATMUL
-                                          : l->norm   ? SIM_LAYER_NORM
-                                                      : SIM_LAYER_OTHER,
+                                  .kind = l->conv      ? SIM_LAYER_CONV
+                                          : l->matmul  ? SIM_LAYER_MATMUL
+                                          : l->norm    ? SIM_LAYER_NORM
+                                          : l->maxpool ? SIM_LAYER_MAXPOOL
+                                                       : SIM_LAYER_OTHER,
                                   .gemm_n = l->gemm_n,
                                   .gemm_k = l->gemm_k};
     }

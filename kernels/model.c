@@ -564,6 +564,7 @@ void model_cost_layer_at(const model *m, int i, model_layer_cost *out) {
     int f = layer_forward_kernels(l), b = layer_backward_kernels(l);
     out->kernels = f > b ? f : b;
     out->norm = l->kind == LAYER_KIND_BATCHNORM;
+    out->maxpool = l->kind == LAYER_KIND_MAXPOOL2;
     if (l->kind == LAYER_KIND_DENSE || l->kind == LAYER_KIND_CONV2D) {
         out->matmul = 1;
         out->conv = l->kind == LAYER_KIND_CONV2D;

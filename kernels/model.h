@@ -130,6 +130,7 @@ typedef struct model_layer_cost {
     int matmul;            /* a dense or convolution layer: a matrix product, N x K */
     int conv;              /* that product is a convolution */
     int norm;              /* a batch normalization (reductions over the activations) */
+    int maxpool;           /* a max pooling */
     double gemm_n, gemm_k; /* its output features/channels, reduction length */
 } model_layer_cost;
 int model_cost_layer_count(const model *m);

@@ -33,7 +33,7 @@ static trace *read_text(const char *text, int *rc) {
 
 /* A small valid trace as text: 2 workers x 2 steps of SelSync; with_layers: and the "# layer"
  * lines of a step (two layers holding the 10 parameters). */
-static const sim_layer_cost small_layers[2] = {
+static const sim_layer_cost small_layers[3] = {
     {.fwd_flops = 1.0 / 3.0,
      .bwd_flops = 2,
      .fwd_bytes = 3,
@@ -43,7 +43,8 @@ static const sim_layer_cost small_layers[2] = {
      .kind = SIM_LAYER_MATMUL,
      .gemm_n = 4,
      .gemm_k = 2},
-    {.fwd_flops = 5, .bwd_flops = 6, .param_bytes = 8, .kernels = 1, .kind = SIM_LAYER_NORM}};
+    {.fwd_flops = 5, .bwd_flops = 6, .param_bytes = 8, .kernels = 1, .kind = SIM_LAYER_NORM},
+    {.fwd_flops = 9, .fwd_bytes = 40, .bwd_bytes = 72, .kernels = 1, .kind = SIM_LAYER_MAXPOOL}};
 
 static char *small_trace_text_layers(int with_layers) {
     char *text = NULL;
@@ -58,7 +59,7 @@ static char *small_trace_text_layers(int with_layers) {
     pc.seed = 42;
     trace_meta meta = {.param_count = 10, .param_bytes = 40, .sample_bytes = 5};
     snprintf(meta.source, sizeof meta.source, "emulation");
-    if (with_layers) meta.layers = small_layers, meta.n_layers = 2;
+    if (with_layers) meta.layers = small_layers, meta.n_layers = 3;
     trace_writer tw;
     trace_writer_begin(&tw, fp, &meta, &pc, "[train]\nbandwidth = 5Gbps\n");
     for (long s = 1; s <= 2; s++)
@@ -143,7 +144,7 @@ static void test_trace_round_trip(void) {
     text = small_trace_text_layers(1);
     t = read_text(text, &rc);
     CU_ASSERT_EQUAL_FATAL(rc, SS_OK);
-    CU_ASSERT_EQUAL_FATAL(t->n_layers, 2);
+    CU_ASSERT_EQUAL_FATAL(t->n_layers, 3);
     CU_ASSERT_EQUAL(memcmp(t->layers, small_layers, sizeof small_layers), 0);
     trace_free(t);
     free(text);
@@ -227,7 +228,7 @@ static void test_trace_bad_input(void) {
     snprintf(want, sizeof want, "mem.trace:%d:", layer_line);
     e = edit_line(text, layer_line, "# layer gemm 1 2 3 4 32 2 4 2", 0);
     expect_error(e, want);
-    expect_error(e, "other, matmul, norm or conv");
+    expect_error(e, "other, matmul, norm, conv or maxpool");
     free(e);
     e = edit_line(text, layer_line, "# layer matmul 1 2 3 -4 32 2 4 2", 0);
     expect_error(e, "finite numbers >= 0");

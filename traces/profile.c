@@ -66,8 +66,8 @@ static int read_magic(profile_reader *r, char **f, int n) {
 /* "layer NAME PARAMS FORWARD_FLOPS [BACKWARD_FLOPS]": adds the layer to the totals. */
 /* Version 2: "layer NAME PARAMS FWD BWD|- FWD_BYTES BWD_BYTES KERNELS"; version 3 adds
  * "KIND GEMM_N GEMM_K". */
-static const char *const layer_kinds[] = {"conv",    "linear", "norm",  "pool",
-                                          "eltwise", "attn",   "embed", "loss"};
+static const char *const layer_kinds[] = {"conv", "linear", "norm", "pool",   "eltwise",
+                                          "attn", "embed",  "loss", "maxpool"};
 
 static int layer_kind_of(const char *word, sim_layer_kind *out) {
     for (size_t i = 0; i < sizeof layer_kinds / sizeof layer_kinds[0]; i++)
@@ -75,6 +75,7 @@ static int layer_kind_of(const char *word, sim_layer_kind *out) {
             *out = i == 0   ? SIM_LAYER_CONV
                    : i == 1 ? SIM_LAYER_MATMUL
                    : i == 2 ? SIM_LAYER_NORM
+                   : i == 8 ? SIM_LAYER_MAXPOOL
                             : SIM_LAYER_OTHER;
             return 0;
         }
@@ -436,10 +437,11 @@ double profile_step_flops(const model_profile *p, int batch) {
 }
 
 static const char *layer_kind_word(const sim_layer_cost *l) {
-    return l->kind == SIM_LAYER_CONV     ? "conv"
-           : l->kind == SIM_LAYER_MATMUL ? "linear"
-           : l->kind == SIM_LAYER_NORM   ? "norm"
-                                         : "eltwise";
+    return l->kind == SIM_LAYER_CONV      ? "conv"
+           : l->kind == SIM_LAYER_MATMUL  ? "linear"
+           : l->kind == SIM_LAYER_NORM    ? "norm"
+           : l->kind == SIM_LAYER_MAXPOOL ? "maxpool"
+                                          : "eltwise";
 }
 
 void profile_write(FILE *fp, const model_profile *p, const char *comments) {

@@ -424,6 +424,7 @@ static sim_layer_kind kind_of_type(const char *t) {
     if (strstr(t, "Conv")) return SIM_LAYER_CONV;
     if (strstr(t, "Linear")) return SIM_LAYER_MATMUL;
     if (strstr(t, "Norm")) return SIM_LAYER_NORM;
+    if (strstr(t, "MaxPool")) return SIM_LAYER_MAXPOOL;
     return SIM_LAYER_OTHER;
 }
 

@@ -19,7 +19,7 @@
     "a trace is a steps.trace file written by syncsim train or replay --record (traces/FORMAT.md)"
 
 /* sim_layer_kind's names in "# layer" lines, indexed by the kind */
-extern const char *const trace_layer_kind_names[4];
+extern const char *const trace_layer_kind_names[SIM_LAYER_KIND_COUNT];
 
 /* What has been read of a trace's header and trailer so far. */
 typedef struct trace_parser {

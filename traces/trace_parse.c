@@ -11,7 +11,8 @@
 #include <string.h>
 
 /* sim_layer_kind's names in "# layer" lines */
-const char *const trace_layer_kind_names[4] = {"other", "matmul", "norm", "conv"};
+const char *const trace_layer_kind_names[SIM_LAYER_KIND_COUNT] = {"other", "matmul", "norm", "conv",
+                                                                  "maxpool"};
 
 int trace_parse_line(FILE *fp, char **buf, size_t *cap, int *had_newline) {
     return traces_input_line(fp, buf, cap, TRACE_MAX_LINE, had_newline);
@@ -57,10 +58,11 @@ static int layer_line(trace_parser *r, const char *text) {
             NULL);
     sim_layer_cost l = {0};
     int k = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < SIM_LAYER_KIND_COUNT; i++)
         if (!strcmp(kind, trace_layer_kind_names[i])) k = i;
     if (k < 0)
-        return trace_parse_error(r, "layer kind must be other, matmul, norm or conv, not ", kind);
+        return trace_parse_error(r, "layer kind must be other, matmul, norm, conv or maxpool, not ",
+                                 kind);
     l.kind = (sim_layer_kind)k;
     double *v[7] = {&l.fwd_flops,   &l.bwd_flops, &l.fwd_bytes, &l.bwd_bytes,
                     &l.param_bytes, &l.gemm_n,    &l.gemm_k};

@@ -166,7 +166,8 @@ typedef struct layer_group {
     int rows;
 } layer_group;
 
-static const char *const kind_names[4] = {"other", "dense", "norm", "conv"};
+static const char *const kind_names[SIM_LAYER_KIND_COUNT] = {"other", "dense", "norm", "conv",
+                                                             "maxpool"};
 
 static void group_free(layer_group *g) {
     profile_free(&g->prof);
@@ -232,7 +233,8 @@ static int group_report(layer_group *g, const char *file, FILE *out, double *err
     double *f = ss_malloc(sizeof(double) * (size_t)L), *b = ss_malloc(sizeof(double) * (size_t)L);
     profile_step_layers(&g->prof, g->batch, layers);
     sim_compute_layers_on(g->gpu, g->prec, layers, L, f, b, NULL);
-    double sum[4][4] = {{0}}, tm = 0, tp = 0; /* per kind: measured f, b; model f, b */
+    double sum[SIM_LAYER_KIND_COUNT][4] = {{0}}, tm = 0, tp = 0; /* per kind: measured f, b; model
+                                                                    f, b */
     for (int i = 0; i < L; i++) {
         if (g->meas_f[i] + g->meas_b[i] <= 0) continue; /* not measured (the loss) */
         double *k = sum[layers[i].kind];
@@ -256,7 +258,7 @@ static int group_report(layer_group *g, const char *file, FILE *out, double *err
     errs[(*n)++] = fabs(e);
     fprintf(out, "%s %s %s batch %d: %d layer calls, measured %.2f ms, model %.2f ms (%+.1f%%)\n",
             g->key[0], g->key[1], g->key[2], g->batch, g->rows, 1e3 * tm, 1e3 * tp, 100 * e);
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < SIM_LAYER_KIND_COUNT; k++)
         if (sum[k][0] + sum[k][1] > 0)
             fprintf(
                 out, "    %-7s forward %8.2f / %8.2f ms, backward %8.2f / %8.2f ms (%+.1f%%)\n",

@@ -190,10 +190,18 @@ double sim_compute_layers_on(const gpu_class *g, sim_precision p, const sim_laye
                              ? rate * gpu_class_matmul_efficiency(g, e, l->gemm_n, l->gemm_k)
                              : rate;
         const double b_w = l->kind == SIM_LAYER_NORM ? norm_bw : bw;
-        double f = pass_s(l->fwd_flops, l->fwd_bytes * act + l->param_bytes * act, l->kernels, r,
-                          b_w, g->launch_s);
-        double b = pass_s(l->bwd_flops, l->bwd_bytes * act + 2 * l->param_bytes * act, l->kernels,
-                          r, b_w, g->launch_s);
+        double f, b;
+        const double pool_f = l->kind == SIM_LAYER_MAXPOOL ? gpu_class_maxpool_bw_Bps(g, e, 0) : 0;
+        if (pool_f > 0) { /* [MAXPOOL] its measured rate over its fp32 bytes */
+            f = pass_s(l->fwd_flops, l->fwd_bytes, l->kernels, r, pool_f, g->launch_s);
+            b = pass_s(l->bwd_flops, l->bwd_bytes, l->kernels, r, gpu_class_maxpool_bw_Bps(g, e, 1),
+                       g->launch_s);
+        } else {
+            f = pass_s(l->fwd_flops, l->fwd_bytes * act + l->param_bytes * act, l->kernels, r, b_w,
+                       g->launch_s);
+            b = pass_s(l->bwd_flops, l->bwd_bytes * act + 2 * l->param_bytes * act, l->kernels, r,
+                       b_w, g->launch_s);
+        }
         if (cast > 0 && sim_layer_is_product(l->kind) && l->param_bytes > 0) {
             f += l->param_bytes * cast / bw + g->launch_s;
             b += l->param_bytes * cast / bw + g->launch_s;
@@ -216,7 +224,7 @@ static int layers_valid(const sim_layer_cost *layers, int n) {
                              l->gemm_n,    l->gemm_k,    l->fwd_s,     l->bwd_s};
         for (int k = 0; k < 9; k++)
             if (!(v[k] >= 0) || !isfinite(v[k])) return 0;
-        if (l->kernels < 0 || (unsigned)l->kind > SIM_LAYER_CONV) return 0;
+        if (l->kernels < 0 || (unsigned)l->kind >= SIM_LAYER_KIND_COUNT) return 0;
     }
     return 1;
 }

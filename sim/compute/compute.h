@@ -65,10 +65,12 @@ typedef struct sim_compute_host {
  * element size (2 at fp16/bf16). */
 /* What the compute model needs to know of a layer's kind (zero: other). */
 typedef enum sim_layer_kind {
-    SIM_LAYER_OTHER = 0,  /* element-wise, pooling, loss, attention, embedding */
-    SIM_LAYER_MATMUL = 1, /* dense layer (or a product of unknown origin): gemm_n x gemm_k */
-    SIM_LAYER_NORM = 2,   /* batch or layer normalization (reductions over the activations) */
-    SIM_LAYER_CONV = 3    /* convolution: a matrix product too, run by cuDNN */
+    SIM_LAYER_OTHER = 0,   /* element-wise, average pooling, loss, attention, embedding */
+    SIM_LAYER_MATMUL = 1,  /* dense layer (or a product of unknown origin): gemm_n x gemm_k */
+    SIM_LAYER_NORM = 2,    /* batch or layer normalization (reductions over the activations) */
+    SIM_LAYER_CONV = 3,    /* convolution: a matrix product too, run by cuDNN */
+    SIM_LAYER_MAXPOOL = 4, /* max pooling (gpu_class_maxpool_bw_Bps) */
+    SIM_LAYER_KIND_COUNT
 } sim_layer_kind;
 
 /* A convolution or a dense layer: a matrix product whose shape sets its share of the rate. */

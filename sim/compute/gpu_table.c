@@ -68,7 +68,17 @@
  *   [LAUNCH] NVIDIA, Getting Started with CUDA Graphs,
  *           https://developer.nvidia.com/blog/cuda-graphs/ : back-to-back launches of a short
  *           kernel cost about 3.8 us each against 2.9 us of execution; syncsim charges 4 us per
- *           kernel launch. */
+ *           kernel launch.
+ *   [MAXPOOL] the same measurement as [TILE]: ResNet-50's 3x3 stride-2 max pool (128 x 64 x
+ *           112 x 112 in) took 402.8 us forward and 1251.4 us backward at fp32 and tf32 (the mean
+ *           of the two rows), 431.9 and 976.0 us at fp16: far from its traffic at the copy rate
+ *           (171 and 307 us), and no faster at 16 bits. Over the bytes of its fp32 traffic
+ *           (forward in + out, backward 2 x in + out, 4 bytes an element), less one launch: fp32
+ *           1.29e12 forward, 0.741e12 backward; 16-bit 1.20e12 and 0.951e12 bytes/s. The H200
+ *           (the same GH100 multiprocessors) takes the H100's: its own ResNet-50 max pool took
+ *           402.4 and 1213.3 us at fp32, 416.0 and 971.7 us at fp16 (h200-layers.csv), within 4 %.
+ *           Checked on layers not fitted: AlexNet's three max pools and VGG-16's five 2x2 ones
+ *           (docs/VALIDATION.md). Other classes: not measured, their streaming bandwidth. */
 #include "sim/compute/gpu_table.h"
 
 #include <stdio.h>
@@ -83,6 +93,19 @@
 #define LAUNCH_S           4e-6                     /* [LAUNCH] */
 #define H100_NORM_FRACTION (3012.0 / 1.52 / 3350.0) /* [NORM] */
 #define H200_NORM_FRACTION (4219.6 / 1.52 / 4800.0) /* [H200-MEAS] */
+#define NO_MAXPOOL                                                                                 \
+    {                                                                                              \
+        {0, 0}, {                                                                                  \
+            0, 0                                                                                   \
+        }                                                                                          \
+    }
+/* [MAXPOOL] the GH100's (H100 and H200) */
+#define GH100_MAXPOOL                                                                              \
+    {                                                                                              \
+        {1.29e12, 0.741e12}, {                                                                     \
+            1.20e12, 0.951e12                                                                      \
+        }                                                                                          \
+    }
 #define FRACTIONS                                                                                  \
     { GEMM_FRACTION, GEMM_FRACTION, GEMM_FRACTION, GEMM_FRACTION }
 
@@ -95,7 +118,8 @@ static const gpu_class gpu_classes[] = {
      MEM_FRACTION,
      LAUNCH_S,
      80, /* [SM] */
-     0},
+     0,
+     NO_MAXPOOL},
     {"a100",
      "A100 SXM4 80 GB [A100]",
      {19.5 * T, 156 * T, 312 * T, 312 * T},
@@ -104,7 +128,8 @@ static const gpu_class gpu_classes[] = {
      MEM_FRACTION,
      LAUNCH_S,
      108, /* [SM] */
-     0},
+     0,
+     NO_MAXPOOL},
     {"h100",
      "H100 SXM5 [H100] [H100-MEAS]",
      {67 * T, 494.7 * T, 989.4 * T, 989.4 * T},
@@ -113,7 +138,8 @@ static const gpu_class gpu_classes[] = {
      3012.0 / 3350.0,
      LAUNCH_S,
      132, /* [SM] */
-     H100_NORM_FRACTION},
+     H100_NORM_FRACTION,
+     GH100_MAXPOOL},
     {"rtx3090",
      "GeForce RTX 3090 [3090]",
      {35.6 * T, 35.6 * T, 71 * T, 71 * T},
@@ -122,7 +148,8 @@ static const gpu_class gpu_classes[] = {
      MEM_FRACTION,
      LAUNCH_S,
      82, /* [SM] */
-     0},
+     0,
+     NO_MAXPOOL},
     {"p100",
      "Tesla P100 PCIe 16 GB [P100]",
      {9.3 * T, 0, 18.7 * T, 0},
@@ -131,7 +158,8 @@ static const gpu_class gpu_classes[] = {
      MEM_FRACTION,
      LAUNCH_S,
      56, /* [SM] */
-     0},
+     0,
+     NO_MAXPOOL},
     {"p100-sxm2",
      "Tesla P100 SXM2 (NVLink) [P100-SXM2]",
      {10.6 * T, 0, 21.2 * T, 0},
@@ -140,7 +168,8 @@ static const gpu_class gpu_classes[] = {
      MEM_FRACTION,
      LAUNCH_S,
      56, /* [SM] */
-     0},
+     0,
+     NO_MAXPOOL},
     {"h200",
      "H200 SXM [H200] [H200-MEAS]",
      {67 * T, 494.7 * T, 989.4 * T, 989.4 * T},
@@ -149,7 +178,8 @@ static const gpu_class gpu_classes[] = {
      4219.6 / 4800.0,
      LAUNCH_S,
      132, /* [SM] */
-     H200_NORM_FRACTION},
+     H200_NORM_FRACTION,
+     GH100_MAXPOOL},
 };
 
 static const char *const precision_names[SIM_PRECISION_COUNT + 1] = {"fp32", "tf32", "fp16", "bf16",
@@ -220,6 +250,12 @@ double gpu_class_achieved_flops(const gpu_class *g, sim_precision p) {
 
 double gpu_class_achieved_bw_Bps(const gpu_class *g) {
     return g->mem_bw_Bps * g->mem_fraction;
+}
+
+double gpu_class_maxpool_bw_Bps(const gpu_class *g, sim_precision p, int backward) {
+    const sim_precision e = gpu_class_effective_precision(g, p);
+    const int half = e == SIM_PRECISION_FP16 || e == SIM_PRECISION_BF16;
+    return g->maxpool_Bps[half][backward ? 1 : 0];
 }
 
 double gpu_class_norm_bw_Bps(const gpu_class *g) {

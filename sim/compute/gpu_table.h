@@ -32,6 +32,10 @@ typedef struct gpu_class {
     double launch_s;                              /* per kernel launch, seconds */
     int sms;                                      /* streaming multiprocessors */
     double norm_mem_fraction; /* of the peak bandwidth reached by normalization (0: mem_fraction) */
+    /* max pooling's rate in bytes/s of its fp32 traffic (4 bytes an element, whatever the
+     * precision), [0][pass] at fp32 and tf32, [1][pass] at fp16 and bf16, pass 0 forward and 1
+     * backward; 0: not measured (the streaming bandwidth, at the precision's element size) */
+    double maxpool_Bps[2][2];
 } gpu_class;
 
 int gpu_table_count(void);
@@ -59,6 +63,9 @@ double gpu_class_achieved_flops(const gpu_class *g, sim_precision p);
 double gpu_class_achieved_bw_Bps(const gpu_class *g);
 /* The bandwidth normalization layers reach, bytes/s. */
 double gpu_class_norm_bw_Bps(const gpu_class *g);
+/* Max pooling's measured rate at precision p, forward (backward = 0) or backward (1), over the
+ * bytes of its fp32 traffic; 0 where the class has none measured. */
+double gpu_class_maxpool_bw_Bps(const gpu_class *g, sim_precision p, int backward);
 /* The share of gpu_class_achieved_flops that a matrix product of n output columns and reduction
  * length k reaches: 1 / (1 + n0/n + k0/k), where the tile overheads n0, k0 grow with the rate of
  * one multiprocessor (docs/COMPUTE.md); 1 where n or k is 0 (not known). */

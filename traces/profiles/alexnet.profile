@@ -14,17 +14,17 @@ published_params 61100840
 # layer NAME PARAMS FORWARD_FLOPS BACKWARD_FLOPS|- FORWARD_BYTES BACKWARD_BYTES KERNELS KIND GEMM_N GEMM_K (per sample; '-': backward_factor x forward)
 layer conv1 23296 140747200 - 1355200 1936000 2 conv 64 363
 layer relu1 0 193600 - 1548800 2323200 1 eltwise 0 0
-layer pool1 0 419904 - 961024 1735424 1 pool 0 0
+layer pool1 0 419904 - 961024 1735424 1 maxpool 0 0
 layer conv2 307392 448037568 - 746496 933120 2 conv 192 1600
 layer relu2 0 139968 - 1119744 1679616 1 eltwise 0 0
-layer pool2 0 292032 - 689664 1249536 1 pool 0 0
+layer pool2 0 292032 - 689664 1249536 1 maxpool 0 0
 layer conv3 663936 224345472 - 389376 519168 2 conv 384 1728
 layer relu3 0 64896 - 519168 778752 1 eltwise 0 0
 layer conv4 884992 299084032 - 432640 692224 2 conv 256 3456
 layer relu4 0 43264 - 346112 519168 1 eltwise 0 0
 layer conv5 590080 199403776 - 346112 519168 2 conv 256 2304
 layer relu5 0 43264 - 346112 519168 1 eltwise 0 0
-layer pool5 0 82944 - 209920 382976 1 pool 0 0
+layer pool5 0 82944 - 209920 382976 1 maxpool 0 0
 layer fc6 37752832 75501568 - 53248 90112 2 linear 4096 9216
 layer relu6 0 4096 - 32768 49152 1 eltwise 0 0
 layer fc7 16781312 33558528 - 32768 49152 2 linear 4096 4096

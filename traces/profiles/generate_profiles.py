@@ -23,7 +23,8 @@ Memory traffic per sample, 4 bytes an element (the compute model scales it to th
          or residual add reads and writes once more each way
 Kinds: conv and linear carry their matrix product's N (output channels or features) and K
 (input channels x k x k, or input features), which the compute model's tile overheads use; norm
-layers run at the GPU's normalization bandwidth.
+layers run at the GPU's normalization bandwidth; maxpool layers (max pooling) at the GPU's
+measured max-pooling rate where it has one; pool (average pooling) as eltwise.
 Kernels per pass: conv/linear 2 (GEMM or convolution, bias or a second gradient kernel),
 batch norm 1 plus 1 per folded ReLU/add, others 1.
 """
@@ -112,8 +113,9 @@ def linear(p, name, fin, fout, positions=1):
 
 def elementwise(p, name, fwd, in_el, out_el, bwd=None, kind=None):
     if kind is None:
-        kind = ("pool" if "pool" in name else "loss" if name.startswith("softmax_xent")
-                else "eltwise")
+        maxpool = "maxpool" in name or name in ("pool1", "pool2", "pool5")  # AlexNet's
+        kind = ("maxpool" if maxpool else "pool" if "pool" in name
+                else "loss" if name.startswith("softmax_xent") else "eltwise")
     p.layer(name, 0, fwd, bwd, in_el=in_el, out_el=out_el, kind=kind)
 
 

@@ -20,12 +20,12 @@ layer Conv2d_2a_3x3.conv 9216 398297088 - 5607680 8449408 2 conv 32 288
 layer Conv2d_2a_3x3.bn+relu 64 3457440 - 13829760 22127616 2 norm 0 0
 layer Conv2d_2b_3x3.conv 18432 796594176 - 8297856 11063808 2 conv 64 288
 layer Conv2d_2b_3x3.bn+relu 128 6914880 - 27659520 44255232 2 norm 0 0
-layer maxpool1 0 3069504 - 6896128 12428032 1 pool 0 0
+layer maxpool1 0 3069504 - 6896128 12428032 1 maxpool 0 0
 layer Conv2d_3b_1x1.conv 5120 54568960 - 3069504 4433728 2 conv 80 64
 layer Conv2d_3b_1x1.bn+relu 160 2131600 - 8526400 13642240 2 norm 0 0
 layer Conv2d_4a_3x3.conv 138240 1393735680 - 5576768 7282048 2 conv 192 720
 layer Conv2d_4a_3x3.bn+relu 384 4839360 - 19357440 30971904 2 norm 0 0
-layer maxpool2 0 2116800 - 4812288 8683776 1 pool 0 0
+layer maxpool2 0 2116800 - 4812288 8683776 1 maxpool 0 0
 layer Mixed_5b.branch1x1.conv 12288 30105600 - 1254400 2195200 2 conv 64 192
 layer Mixed_5b.branch1x1.bn+relu 128 392000 - 1568000 2508800 2 norm 0 0
 layer Mixed_5b.branch5x5_1.conv 9216 22579200 - 1176000 2116800 2 conv 48 192
@@ -82,7 +82,7 @@ layer Mixed_6a.branch3x3dbl_2.conv 55296 135475200 - 784000 1097600 2 conv 96 57
 layer Mixed_6a.branch3x3dbl_2.bn+relu 192 588000 - 2352000 3763200 2 norm 0 0
 layer Mixed_6a.branch3x3dbl_3.conv 82944 47941632 - 581376 1051776 2 conv 96 864
 layer Mixed_6a.branch3x3dbl_3.bn+relu 192 138720 - 554880 887808 2 norm 0 0
-layer Mixed_6a.maxpool 0 749088 - 1744128 3155328 1 pool 0 0
+layer Mixed_6a.maxpool 0 749088 - 1744128 3155328 1 maxpool 0 0
 layer Mixed_6a.cat 0 0 0 1775616 0 1 eltwise 0 0
 layer Mixed_6b.branch1x1.conv 147456 85229568 - 1109760 1997568 2 conv 192 768
 layer Mixed_6b.branch1x1.bn+relu 384 277440 - 1109760 1775616 2 norm 0 0
@@ -184,7 +184,7 @@ layer Mixed_7a.branch7x7x3_3.conv 258048 149151744 - 443904 665856 2 conv 192 13
 layer Mixed_7a.branch7x7x3_3.bn+relu 384 277440 - 1109760 1775616 2 norm 0 0
 layer Mixed_7a.branch7x7x3_4.conv 331776 42467328 - 271104 493056 2 conv 192 1728
 layer Mixed_7a.branch7x7x3_4.bn+relu 384 61440 - 245760 393216 2 norm 0 0
-layer Mixed_7a.maxpool 0 442368 - 1084416 1972224 1 pool 0 0
+layer Mixed_7a.maxpool 0 442368 - 1084416 1972224 1 maxpool 0 0
 layer Mixed_7a.cat 0 0 0 655360 0 1 eltwise 0 0
 layer Mixed_7b.branch1x1.conv 409600 52428800 - 409600 737280 2 conv 320 1280
 layer Mixed_7b.branch1x1.bn+relu 640 102400 - 409600 655360 2 norm 0 0

@@ -14,7 +14,7 @@ published_params 44549160
 # layer NAME PARAMS FORWARD_FLOPS BACKWARD_FLOPS|- FORWARD_BYTES BACKWARD_BYTES KERNELS KIND GEMM_N GEMM_K (per sample; '-': backward_factor x forward)
 layer conv1 9408 236027904 - 3813376 4415488 2 conv 64 147
 layer bn1+relu 128 4014080 - 16056320 25690112 2 norm 0 0
-layer maxpool 0 1806336 - 4014080 7225344 1 pool 0 0
+layer maxpool 0 1806336 - 4014080 7225344 1 maxpool 0 0
 layer layer1.0.conv1 4096 25690112 - 1605632 2408448 2 conv 64 64
 layer layer1.0.bn1+relu 128 1003520 - 4014080 6422528 2 norm 0 0
 layer layer1.0.conv2 36864 231211008 - 1605632 2408448 2 conv 64 576
