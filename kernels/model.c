@@ -553,9 +553,11 @@ void model_cost_layer_at(const model *m, int i, model_layer_cost *out) {
         out->fwd_bytes = 4.0 * k;
         out->bwd_bytes = 8.0 * k;
         out->kernels = 1;
+        snprintf(out->name, sizeof out->name, "loss");
         return;
     }
     const layer *l = &m->layers[i];
+    snprintf(out->name, sizeof out->name, "%s", l->name);
     out->fwd_flops = layer_forward_flops(l);
     out->bwd_flops = layer_backward_flops(l) + skip_accum_flops(m, i);
     out->fwd_bytes = layer_forward_bytes(l);

@@ -123,6 +123,7 @@ void model_layer_norms(model *m, const float *vec, double *out);
  * cross-entropy loss) for the GPU compute model: FLOPs and bytes per sample, the bytes of its
  * parameters, and its kernel launches per pass (the larger of forward and backward). */
 typedef struct model_layer_cost {
+    char name[24];               /* the layer's name ("conv1", "layer1.0.bn1", "h0.attn", "loss") */
     double fwd_flops, bwd_flops; /* per sample */
     double fwd_bytes, bwd_bytes; /* activation traffic per sample, 4 bytes an element */
     double param_bytes;          /* 4 x the layer's parameters */
