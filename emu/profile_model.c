@@ -2,7 +2,6 @@
 #include "emu/profile_model.h"
 #include "common/status.h"
 #include "emu/dataset.h"
-#include "kernels/device.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,45 +65,41 @@ int profile_model_from_spec(const model_spec *spec, int batch, model_profile *ou
     memset(out, 0, sizeof *out);
     if (batch < 1 || batch > 1000000)
         return ss_error_set(SS_EUSAGE, "--batch: an integer from 1 to 1000000, not %d", batch);
-    device *dev;
-    int rc = device_open("cpu", &dev, NULL, 0);
-    if (rc != SS_OK) return rc;
-    model *m;
-    /* per-sample costs: the same for any batch, so a model of one sample */
-    if ((rc = model_create(dev, spec, 1, 1, &m)) != SS_OK) {
-        device_close(dev);
+    model_layer_cost *costs;
+    int n;
+    size_t count;
+    int rc = model_spec_cost_layers(spec, &costs, &n);
+    if (rc == SS_OK) rc = model_spec_count(spec, &count, NULL);
+    if (rc != SS_OK) {
+        free(costs);
         return rc;
     }
-    const int n = model_cost_layer_count(m);
     out->layers = n;
     out->layer_costs = ss_calloc((size_t)n, sizeof *out->layer_costs);
     out->layer_names = ss_calloc((size_t)n, sizeof out->layer_names[0]);
     for (int i = 0; i < n; i++) {
-        model_layer_cost lc;
-        model_cost_layer_at(m, i, &lc);
+        const model_layer_cost *lc = &costs[i];
         /* what emulation.c's layers_of gives the compute model, per sample */
-        out->layer_costs[i] = (sim_layer_cost){.fwd_flops = lc.fwd_flops,
-                                               .bwd_flops = lc.bwd_flops,
-                                               .fwd_bytes = lc.fwd_bytes,
-                                               .bwd_bytes = lc.bwd_bytes,
-                                               .param_bytes = lc.param_bytes,
-                                               .kernels = lc.kernels,
-                                               .kind = kind_of(&lc),
-                                               .gemm_n = lc.gemm_n,
-                                               .gemm_k = lc.gemm_k};
+        out->layer_costs[i] = (sim_layer_cost){.fwd_flops = lc->fwd_flops,
+                                               .bwd_flops = lc->bwd_flops,
+                                               .fwd_bytes = lc->fwd_bytes,
+                                               .bwd_bytes = lc->bwd_bytes,
+                                               .param_bytes = lc->param_bytes,
+                                               .kernels = lc->kernels,
+                                               .kind = kind_of(lc),
+                                               .gemm_n = lc->gemm_n,
+                                               .gemm_k = lc->gemm_k};
         snprintf(out->layer_names[i], sizeof out->layer_names[0], "%s",
-                 lc.name[0] ? lc.name : "layer");
-        out->params += lc.param_bytes / 4;
-        out->forward_flops_per_sample += lc.fwd_flops;
-        out->backward_flops_per_sample += lc.bwd_flops;
+                 lc->name[0] ? lc->name : "layer");
+        out->params += lc->param_bytes / 4;
+        out->forward_flops_per_sample += lc->fwd_flops;
+        out->backward_flops_per_sample += lc->bwd_flops;
     }
-    const double params = (double)model_param_count(m);
-    model_destroy(m);
-    device_close(dev);
-    if (out->params != params) { /* every parameter belongs to one layer */
+    free(costs);
+    if (out->params != (double)count) { /* every parameter belongs to one layer */
         profile_free(out);
-        return ss_error_set(SS_EINPUT, "model %s: its layers hold %.0f parameters, the model %.0f",
-                            model_arch_name(spec->arch), out->params, params);
+        return ss_error_set(SS_EINPUT, "model %s: its layers hold %.0f parameters, the model %zu",
+                            model_arch_name(spec->arch), out->params, count);
     }
     snprintf(out->name, sizeof out->name, "%s", model_arch_name(spec->arch));
     out->backward_factor = 2.0;

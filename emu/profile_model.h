@@ -39,9 +39,9 @@ int profile_model_dataset_shape(const char *set, const char *data_dir, int *c, i
                                 int *classes, int *text);
 
 /* The profile of a model spec at `batch` samples a step: name and description are left for the
- * caller (out->name is the arch's name). The model is created on the CPU with batches of one
- * sample (its parameters in memory, no step run): its per-sample costs do not depend on the
- * batch. SS_EUSAGE for a spec the emulator cannot build. */
+ * caller (out->name is the arch's name). The layers come from the spec's graph
+ * (model_spec_cost_layers: no model is created, nothing allocated for its tensors), per sample.
+ * SS_EUSAGE for a spec the emulator cannot build. */
 int profile_model_from_spec(const model_spec *spec, int batch, model_profile *out);
 
 /* Parses o->model against o->dataset's shape and makes its profile, with a few lines saying

@@ -417,6 +417,16 @@ double gpt_backward_flops(const gpt *g) {
     return g->bwd_flops;
 }
 
+int gpt_spec_cost_layers(const model_spec *spec, model_layer_cost **out, int *n) {
+    gpt g; /* the costs read the spec only */
+    memset(&g, 0, sizeof g);
+    g.spec = *spec;
+    gpt_costs_build(&g);
+    *out = g.costs;
+    *n = g.n_costs;
+    return SS_OK;
+}
+
 int gpt_cost_layer_count(const gpt *g) {
     return g->n_costs;
 }
