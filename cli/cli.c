@@ -93,8 +93,10 @@ static const subcommand subcommands[] = {
     {"sweep", CMD_SWEEP, "syncsim sweep FILE.ini [options]",
      "a grid of runs from an INI file, in parallel, resumable, over MPI ranks or shards", NULL,
      NULL},
-    {"profile", 0, "syncsim profile import TRACE.json [--params FILE] --out FILE.profile",
-     "a model profile with measured per-layer times from a torch.profiler trace", NULL, NULL},
+    {"profile", 0, "syncsim profile import TRACE.json | model --model M ... --out FILE.profile",
+     "a model profile: measured per-layer times from a torch.profiler trace, or an emulated "
+     "model's layers",
+     NULL, NULL},
     {"report", CMD_REPORT, "syncsim report DIR... [options]",
      "statistics over seeds (mean, 95% CI), tables and gnuplot figures of runs and sweeps", NULL,
      NULL},

@@ -1,7 +1,13 @@
 /* syncsim profile import TRACE.json [--params FILE] [--batch B] [--name NAME] --out FILE.profile:
- * a model profile with measured times from a torch.profiler trace (traces/profile_import.h). */
+ * a model profile with measured times from a torch.profiler trace (traces/profile_import.h).
+ * syncsim profile model --model M [--dataset D] [--data-dir DIR] [--batch B] [--name NAME] --out
+ * FILE.profile: the profile of an emulated model (emu/profile_model.h). */
 #include "cli/commands.h"
+#include "cli/options.h"
+#include "common/run_config.h"
 #include "common/status.h"
+#include "emu/profile_model.h"
+#include "emu/recipe.h"
 #include "traces/profile_import.h"
 
 #include <stdio.h>
@@ -10,7 +16,9 @@
 
 #define PROFILE_USAGE                                                                              \
     "usage: syncsim profile import TRACE.json [--params FILE] [--batch B] [--name NAME] --out "    \
-    "FILE.profile"
+    "FILE.profile\n"                                                                               \
+    "       syncsim profile model --model M [--dataset D] [--data-dir DIR] [--batch B] [--name "   \
+    "NAME] --out FILE.profile"
 
 static void print_help(FILE *out) {
     fprintf(out, PROFILE_USAGE
@@ -24,14 +32,103 @@ static void print_help(FILE *out) {
             "                  bench/record_profile.py); without it, from the operators' shapes\n"
             "  --batch B       samples a step (default: the params file's)\n"
             "  --name NAME     the profile's name (default: the params file's model)\n"
+            "  --out FILE      the profile to write (written whole or not at all)\n\n"
+            "profile model writes the profile of an emulated model (--model as train takes it:\n"
+            "mlp, cnn, resnet:20, resnet:D,proj, vgg:11, gpt:wlm, gpt:L,D,H,T, ...): its layers\n"
+            "as the compute model sees them in train (FLOPs, bytes, parameters, kernels, kinds\n"
+            "and product shapes per sample; format version 4 without measured times).\n"
+            "`syncsim replay --profile FILE.profile --workers 1024 --gpu a100` then times that\n"
+            "model's steps with --compute model at any scale: on one worker, the step train\n"
+            "models for it on the same GPU, precision and framework.\n\n"
+            "  --model M       the model (required)\n"
+            "  --dataset D     its input: fashion-mnist (default), mnist, synthetic (1x28x28,\n"
+            "                  10 classes), cifar10 (3x32x32, 10), cifar100 (3x32x32, 100);\n"
+            "                  for gpt a text set (web-bible, the default; wikitext-2,\n"
+            "                  wikitext-103, ptb with --data-dir), read for its vocabulary\n"
+            "  --data-dir DIR  where a text set is (as for train)\n"
+            "  --batch B       samples a step, replay's default batch (default: the model's\n"
+            "                  recipe, 128 for resnet and vgg, 20 for gpt; else train's 64)\n"
+            "  --name NAME     the profile's name (default: the model text)\n"
             "  --out FILE      the profile to write (written whole or not at all)\n");
 }
 
-static int usage(const char *fmt, const char *arg) {
-    fprintf(stderr, "syncsim: profile import: ");
+static int usage_of(const char *target, const char *fmt, const char *arg) {
+    fprintf(stderr, "syncsim: profile %s: ", target);
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n" PROFILE_USAGE "\n");
     return 2;
+}
+
+static int usage(const char *fmt, const char *arg) {
+    return usage_of("import", fmt, arg);
+}
+
+static int parse_batch(const char *target, const char *v, int *out) {
+    char *end;
+    long b = strtol(v, &end, 10);
+    if (*end || end == v || b < 1 || b > 1000000)
+        return usage_of(target, "--batch: an integer from 1 to 1000000, not '%s'", v);
+    *out = (int)b;
+    return 0;
+}
+
+/* syncsim profile model ...: argv after the word model. */
+static int profile_model_main(int argc, char **argv) {
+    profile_model_opts o = {0};
+    const char *out = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            print_help(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--model") && strcmp(a, "--dataset") && strcmp(a, "--data-dir") &&
+            strcmp(a, "--batch") && strcmp(a, "--name") && strcmp(a, "--out"))
+            return usage_of("model",
+                            a[0] == '-' ? "unknown option '%s' (valid: --model, --dataset, "
+                                          "--data-dir, --batch, --name, --out)"
+                                        : "unexpected argument '%s' (the model is --model M)",
+                            a);
+        if (i + 1 >= argc) return usage_of("model", "%s needs a value", a);
+        const char *v = argv[++i];
+        if (!strcmp(a, "--model"))
+            o.model = v;
+        else if (!strcmp(a, "--dataset"))
+            o.dataset = v;
+        else if (!strcmp(a, "--data-dir"))
+            o.data_dir = v;
+        else if (!strcmp(a, "--name"))
+            o.name = v;
+        else if (!strcmp(a, "--out"))
+            out = v;
+        else if (parse_batch("model", v, &o.batch))
+            return 2;
+    }
+    if (!o.model) return usage_of("model", "%s", "missing --model M");
+    if (!out) return usage_of("model", "%s", "missing --out FILE.profile");
+    if (!o.batch) { /* the model's recipe, else train's default */
+        const recipe *r = recipe_of(o.model);
+        run_config defaults;
+        options_defaults(&defaults);
+        o.batch = r ? r->batch : defaults.batch;
+    }
+    model_profile p;
+    char notes[1024];
+    int rc = profile_model_make(&o, &p, notes, sizeof notes);
+    if (rc == SS_OK) {
+        rc = profile_import_write(&p, notes, out);
+        if (rc == SS_OK)
+            printf("%s: %s, %d layers, %.0f parameters, %.6g GFLOP a sample (forward + "
+                   "backward), batch %d\n",
+                   out, p.name, p.layers, p.params,
+                   (p.forward_flops_per_sample + p.backward_flops_per_sample) / 1e9, p.batch);
+        profile_free(&p);
+    }
+    if (rc != SS_OK) {
+        fprintf(stderr, "syncsim: profile model: %s\n", ss_error_message());
+        return ss_status_exit_code(rc);
+    }
+    return 0;
 }
 
 int cmd_profile_main(int argc, char **argv) {
@@ -39,9 +136,11 @@ int cmd_profile_main(int argc, char **argv) {
         print_help(stdout);
         return 0;
     }
-    if (argc < 1) return usage("%s", "profile needs the target import");
+    if (argc < 1) return usage_of("import|model", "%s", "profile needs a target: import or model");
+    if (!strcmp(argv[0], "model")) return profile_model_main(argc - 1, argv + 1);
     if (strcmp(argv[0], "import"))
-        return usage("profile needs the target import (not '%s')", argv[0]);
+        return usage_of("import|model", "profile needs a target: import or model (not '%s')",
+                        argv[0]);
     profile_import_opts o = {0};
     const char *out = NULL;
     for (int i = 1; i < argc; i++) {
@@ -61,11 +160,7 @@ int cmd_profile_main(int argc, char **argv) {
             else if (!strcmp(a, "--name"))
                 o.name = v;
             else {
-                char *end;
-                long b = strtol(v, &end, 10);
-                if (*end || end == v || b < 1 || b > 1000000)
-                    return usage("--batch: an integer from 1 to 1000000, not '%s'", v);
-                o.batch = (int)b;
+                if (parse_batch("import", v, &o.batch)) return 2;
             }
         } else if (a[0] == '-' && a[1])
             return usage("unknown option '%s' (valid: --params, --batch, --name, --out)", a);

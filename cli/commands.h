@@ -27,7 +27,8 @@ int cmd_sweep_main(int argc, char **argv);
 struct sweep_options;
 const struct sweep_options *cmd_sweep_options(void);
 int cmd_report_main(int argc, char **argv);
-/* syncsim profile import TRACE.json ...: argv after the subcommand word; an exit code. */
+/* syncsim profile import TRACE.json ... | model --model M ...: argv after the subcommand word;
+ * an exit code. */
 int cmd_profile_main(int argc, char **argv);
 
 /* One emulated training run of the resolved options (emu/run.h run_train_emulated), in the

@@ -42,6 +42,8 @@ double gpt_forward_flops(const gpt *g); /* per sample (T tokens) */
 double gpt_backward_flops(const gpt *g);
 int gpt_cost_layer_count(const gpt *g);
 void gpt_cost_layer_at(const gpt *g, int i, model_layer_cost *out);
+/* The same costs for the spec without creating a model: *n of them in *out (malloc'ed). */
+int gpt_spec_cost_layers(const model_spec *spec, model_layer_cost **out, int *n);
 /* Dropout masks of this replica: a stream number (the worker's rank) mixed into the seed. */
 void gpt_set_dropout_stream(gpt *g, uint64_t stream);
 

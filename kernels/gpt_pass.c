@@ -8,6 +8,7 @@
 #include "kernels/device_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -358,6 +359,15 @@ static void cost_elementwise(gpt *g, double elems, double fwd, double bwd, int n
     c->kernels = norm ? 2 : 1;
 }
 
+/* Names the layer costed last: "h0.attn" for block l >= 0, else the word alone. */
+static void name_last(gpt *g, int l, const char *word) {
+    model_layer_cost *c = &g->costs[g->n_costs - 1];
+    if (l >= 0)
+        snprintf(c->name, sizeof c->name, "h%d.%s", l, word);
+    else
+        snprintf(c->name, sizeof c->name, "%s", word);
+}
+
 void gpt_costs_build(gpt *g) {
     const model_spec *s = &g->spec;
     const double t = s->gpt_seq, d = s->gpt_dim, f = s->gpt_ffn, v = s->classes, h = s->gpt_heads;
@@ -368,9 +378,12 @@ void gpt_costs_build(gpt *g) {
     e->fwd_flops = e->bwd_flops = td * ((s->gpt_wlm ? 2 : 1) + drop);
     e->fwd_bytes = 4 * (2 * td + t), e->bwd_bytes = 4 * (2 * td + t);
     e->param_bytes = 4 * (v * d + (s->gpt_wlm ? 0 : td));
+    name_last(g, -1, "embed");
     for (int l = 0; l < s->gpt_layers; l++) {
         cost_elementwise(g, td, 7, 12, 1);
+        name_last(g, l, "norm1");
         cost_dense(g, d, 3 * d, 1, 0);
+        name_last(g, l, "qkv");
         model_layer_cost *a = cost(g); /* two GEMMs each way per head, softmax, dropout */
         a->matmul = 1;
         a->gemm_n = t, a->gemm_k = d / h;
@@ -379,18 +392,27 @@ void gpt_costs_build(gpt *g) {
         a->fwd_bytes = 4 * (3 * td + 2 * h * t * t + td);
         a->bwd_bytes = 4 * (2 * (3 * td + 2 * h * t * t) + td);
         a->kernels = 3 * (int)h + 1;
+        name_last(g, l, "attn");
         cost_dense(g, d, d, 1, (1 + drop) * td); /* + the residual add and dropout */
+        name_last(g, l, "proj");
         cost_elementwise(g, td, 7, 12, 1);
+        name_last(g, l, "norm2");
         cost_dense(g, d, f, 1, 0);
+        name_last(g, l, "fc1");
         cost_elementwise(g, t * f, s->gpt_wlm ? 1 + drop : 8, s->gpt_wlm ? 1 + drop : 10, 0);
+        name_last(g, l, s->gpt_wlm ? "relu" : "gelu");
         cost_dense(g, f, d, 1, (1 + drop) * td);
+        name_last(g, l, "fc2");
     }
     if (!s->gpt_wlm) cost_elementwise(g, td, 7, 12, 1);
+    if (!s->gpt_wlm) name_last(g, -1, "norm_f");
     cost_dense(g, d, v, s->gpt_wlm, 0);
+    name_last(g, -1, s->gpt_wlm ? "decoder" : "head");
     if (!s->gpt_wlm) g->costs[g->n_costs - 1].param_bytes = 0; /* tied: the embedding's */
     model_layer_cost *loss = cost(g);
     loss->fwd_flops = 4 * t * v, loss->bwd_flops = 2 * t * v;
     loss->fwd_bytes = 4 * t * v, loss->bwd_bytes = 8 * t * v;
+    name_last(g, -1, "loss");
     g->fwd_flops = g->bwd_flops = 0;
     for (int i = 0; i < g->n_costs; i++) {
         g->fwd_flops += g->costs[i].fwd_flops;
@@ -404,6 +426,16 @@ double gpt_forward_flops(const gpt *g) {
 
 double gpt_backward_flops(const gpt *g) {
     return g->bwd_flops;
+}
+
+int gpt_spec_cost_layers(const model_spec *spec, model_layer_cost **out, int *n) {
+    gpt g; /* the costs read the spec only */
+    memset(&g, 0, sizeof g);
+    g.spec = *spec;
+    gpt_costs_build(&g);
+    *out = g.costs;
+    *n = g.n_costs;
+    return SS_OK;
 }
 
 int gpt_cost_layer_count(const gpt *g) {

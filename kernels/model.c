@@ -287,6 +287,29 @@ int model_spec_count(const model_spec *spec, size_t *params, size_t *buffers) {
     return status;
 }
 
+int model_spec_cost_layers(const model_spec *spec, model_layer_cost **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    int status = spec_check(spec, 1);
+    if (status != SS_OK) return status;
+    if (spec->arch == MODEL_ARCH_GPT) return gpt_spec_cost_layers(spec, out, n);
+    model m = {.spec = *spec, .max_batch = 1};
+    alloc_graph(&m);
+    status = build_layers(&m);
+    if (status == SS_OK) { /* the graph as model_create builds it, without tensors */
+        mark_accumulation(&m);
+        *n = model_cost_layer_count(&m);
+        *out = ss_calloc((size_t)*n, sizeof **out);
+        for (int i = 0; i < *n; i++)
+            model_cost_layer_at(&m, i, &(*out)[i]);
+    }
+    free(m.layers);
+    free(m.src);
+    free(m.skip);
+    free(m.accum_skip);
+    return status;
+}
+
 static float *alloc_counted(model *m, size_t count) {
     m->device_bytes += 4.0 * (double)(count ? count : 1);
     return device_alloc(m->dev, count);
@@ -553,9 +576,11 @@ void model_cost_layer_at(const model *m, int i, model_layer_cost *out) {
         out->fwd_bytes = 4.0 * k;
         out->bwd_bytes = 8.0 * k;
         out->kernels = 1;
+        snprintf(out->name, sizeof out->name, "loss");
         return;
     }
     const layer *l = &m->layers[i];
+    snprintf(out->name, sizeof out->name, "%s", l->name);
     out->fwd_flops = layer_forward_flops(l);
     out->bwd_flops = layer_backward_flops(l) + skip_accum_flops(m, i);
     out->fwd_bytes = layer_forward_bytes(l);

@@ -123,6 +123,7 @@ void model_layer_norms(model *m, const float *vec, double *out);
  * cross-entropy loss) for the GPU compute model: FLOPs and bytes per sample, the bytes of its
  * parameters, and its kernel launches per pass (the larger of forward and backward). */
 typedef struct model_layer_cost {
+    char name[24];               /* the layer's name ("conv1", "layer1.0.bn1", "h0.attn", "loss") */
     double fwd_flops, bwd_flops; /* per sample */
     double fwd_bytes, bwd_bytes; /* activation traffic per sample, 4 bytes an element */
     double param_bytes;          /* 4 x the layer's parameters */
@@ -135,6 +136,10 @@ typedef struct model_layer_cost {
 } model_layer_cost;
 int model_cost_layer_count(const model *m);
 void model_cost_layer_at(const model *m, int i, model_layer_cost *out);
+/* The same layers for a model of the spec, without creating one (nothing is allocated on a
+ * device): *n of them in *out (malloc'ed: the caller frees it); SS_EUSAGE as model_create for a
+ * spec it cannot build. */
+int model_spec_cost_layers(const model_spec *spec, model_layer_cost **out, int *n);
 
 /* One training pass on a batch (batch normalization in training mode: batch statistics, and the
  * running statistics updated): x (B, D) and y (B) are host arrays; B <= max_batch. Fills

@@ -452,6 +452,7 @@ void profile_write(FILE *fp, const model_profile *p, const char *comments) {
     }
     fprintf(fp, PROFILE_MAGIC " %d\nname %s\n", PROFILE_VERSION, p->name);
     if (p->description[0]) fprintf(fp, "description %s\n", p->description);
+    if (p->input[0]) fprintf(fp, "input %s\n", p->input);
     if (p->batch > 0) fprintf(fp, "batch %d\n", p->batch);
     if (p->sample_bytes > 0) fprintf(fp, "sample_bytes %.17g\n", p->sample_bytes);
     fprintf(fp, "backward_factor %.17g\n", p->backward_factor);

@@ -1,0 +1,173 @@
+/* The profile of an emulated model (see profile_model.h). */
+#include "emu/profile_model.h"
+#include "common/status.h"
+#include "emu/dataset.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#define VALID_SETS                                                                                 \
+    "fashion-mnist, mnist, synthetic, cifar10, cifar100 (images); web-bible, wikitext-2, "         \
+    "wikitext-103, ptb (text, for gpt); or a directory of one"
+
+/* The image sets by name: their shape and classes, without reading them. */
+static const struct {
+    const char *name;
+    int c, h, w, classes;
+} image_sets[] = {{"fashion-mnist", 1, 28, 28, 10},
+                  {"mnist", 1, 28, 28, 10},
+                  {"synthetic", 1, 28, 28, 10},
+                  {"cifar10", 3, 32, 32, 10},
+                  {"cifar100", 3, 32, 32, 100}};
+#define IMAGE_SETS ((int)(sizeof image_sets / sizeof image_sets[0]))
+
+static int is_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int profile_model_dataset_shape(const char *set, const char *data_dir, int *c, int *h, int *w,
+                                int *classes, int *text) {
+    *text = 0;
+    for (int i = 0; i < IMAGE_SETS; i++)
+        if (!strcmp(set, image_sets[i].name)) {
+            *c = image_sets[i].c, *h = image_sets[i].h, *w = image_sets[i].w;
+            *classes = image_sets[i].classes;
+            return SS_OK;
+        }
+    if (!dataset_is_text_spec(set) && !is_dir(set))
+        return ss_error_set(SS_EUSAGE, "--dataset: unknown data set '%s' (valid: %s)", set,
+                            VALID_SETS);
+    /* a text set's vocabulary, or a directory's shape: read as train reads them */
+    dataset train, test;
+    int rc = dataset_is_text_spec(set) ? dataset_text_load(set, data_dir, &train, &test)
+                                       : dataset_load(set, NULL, 1, &train, &test);
+    if (rc != SS_OK) return rc;
+    *text = train.tokens != NULL;
+    *c = train.c, *h = train.h, *w = train.w, *classes = train.classes;
+    dataset_free(&train);
+    dataset_free(&test);
+    return SS_OK;
+}
+
+/* The profile's word for a layer: the kinds the compute model tells apart (conv, linear, norm),
+ * else a word for the reader (the loss last, the embedding, pooling, element-wise). */
+static sim_layer_kind kind_of(const model_layer_cost *l) {
+    return l->conv     ? SIM_LAYER_CONV
+           : l->matmul ? SIM_LAYER_MATMUL
+           : l->norm   ? SIM_LAYER_NORM
+                       : SIM_LAYER_OTHER;
+}
+
+int profile_model_from_spec(const model_spec *spec, int batch, model_profile *out) {
+    memset(out, 0, sizeof *out);
+    if (batch < 1 || batch > 1000000)
+        return ss_error_set(SS_EUSAGE, "--batch: an integer from 1 to 1000000, not %d", batch);
+    model_layer_cost *costs;
+    int n;
+    size_t count;
+    int rc = model_spec_cost_layers(spec, &costs, &n);
+    if (rc == SS_OK) rc = model_spec_count(spec, &count, NULL);
+    if (rc != SS_OK) {
+        free(costs);
+        return rc;
+    }
+    out->layers = n;
+    out->layer_costs = ss_calloc((size_t)n, sizeof *out->layer_costs);
+    out->layer_names = ss_calloc((size_t)n, sizeof out->layer_names[0]);
+    for (int i = 0; i < n; i++) {
+        const model_layer_cost *lc = &costs[i];
+        /* what emulation.c's layers_of gives the compute model, per sample */
+        out->layer_costs[i] = (sim_layer_cost){.fwd_flops = lc->fwd_flops,
+                                               .bwd_flops = lc->bwd_flops,
+                                               .fwd_bytes = lc->fwd_bytes,
+                                               .bwd_bytes = lc->bwd_bytes,
+                                               .param_bytes = lc->param_bytes,
+                                               .kernels = lc->kernels,
+                                               .kind = kind_of(lc),
+                                               .gemm_n = lc->gemm_n,
+                                               .gemm_k = lc->gemm_k};
+        snprintf(out->layer_names[i], sizeof out->layer_names[0], "%s",
+                 lc->name[0] ? lc->name : "layer");
+        out->params += lc->param_bytes / 4;
+        out->forward_flops_per_sample += lc->fwd_flops;
+        out->backward_flops_per_sample += lc->bwd_flops;
+    }
+    free(costs);
+    if (out->params != (double)count) { /* every parameter belongs to one layer */
+        profile_free(out);
+        return ss_error_set(SS_EINPUT, "model %s: its layers hold %.0f parameters, the model %zu",
+                            model_arch_name(spec->arch), out->params, count);
+    }
+    snprintf(out->name, sizeof out->name, "%s", model_arch_name(spec->arch));
+    out->backward_factor = 2.0;
+    out->batch = batch;
+    out->version = PROFILE_VERSION;
+    /* one sample on the wire, as the emulation sends it (data injection): features and label */
+    out->sample_bytes = 4.0 * spec->in_c * spec->in_h * spec->in_w + 1.0;
+    if (spec->arch == MODEL_ARCH_GPT)
+        snprintf(out->input, sizeof out->input, "%d tokens", spec->gpt_seq);
+    else
+        snprintf(out->input, sizeof out->input, "%dx%dx%d", spec->in_c, spec->in_h, spec->in_w);
+    return SS_OK;
+}
+
+int profile_model_make(const profile_model_opts *o, model_profile *out, char *notes, size_t n) {
+    memset(out, 0, sizeof *out);
+    if (!o->model || !o->model[0]) return ss_error_set(SS_EUSAGE, "--model: missing");
+    if (o->batch < 1 || o->batch > 1000000)
+        return ss_error_set(SS_EUSAGE, "--batch: an integer from 1 to 1000000, not %d", o->batch);
+    const char *name = o->name ? o->name : o->model;
+    if (!name[0] || strlen(name) >= sizeof out->name || strpbrk(name, " \t\n\r#"))
+        return ss_error_set(
+            SS_EUSAGE, "--name: one word of at most 63 characters, without '#', not '%s'", name);
+    /* the architecture first (any shape parses), for the default data set and the check */
+    model_spec spec;
+    int rc = model_spec_parse(&spec, o->model, 1, 28, 28, 10);
+    if (rc != SS_OK) return ss_error_set(SS_EUSAGE, "--model: %s", ss_error_message());
+    const int lm = spec.arch == MODEL_ARCH_GPT;
+    const char *set = o->dataset && o->dataset[0] ? o->dataset : lm ? "web-bible" : "fashion-mnist";
+    int image_name = 0;
+    for (int i = 0; i < IMAGE_SETS; i++)
+        image_name |= !strcmp(set, image_sets[i].name);
+    /* refused by name before a text set is read */
+    if (lm && image_name)
+        return ss_error_set(SS_EUSAGE,
+                            "--dataset %s: model %s is a language model: it takes a text data "
+                            "set (web-bible, wikitext-2, wikitext-103, ptb)",
+                            set, o->model);
+    if (!lm && dataset_is_text_spec(set))
+        return ss_error_set(SS_EUSAGE,
+                            "--dataset %s is text: it takes a language model (gpt:wlm, "
+                            "gpt:L,D,H,T); %s takes an image set (fashion-mnist, mnist, "
+                            "synthetic, cifar10, cifar100)",
+                            set, o->model);
+    int c, h, w, classes, text;
+    if ((rc = profile_model_dataset_shape(set, o->data_dir, &c, &h, &w, &classes, &text)) != SS_OK)
+        return rc;
+    if (lm != text)
+        return ss_error_set(SS_EUSAGE, "--dataset %s: model %s takes %s set", set, o->model,
+                            lm ? "a text" : "an image");
+    if ((rc = model_spec_parse(&spec, o->model, c, h, w, classes)) != SS_OK)
+        return ss_error_set(SS_EUSAGE, "--model: %s", ss_error_message());
+    if ((rc = model_spec_check(&spec, o->batch)) != SS_OK)
+        return ss_error_set(SS_EUSAGE, "--model %s on %s: %s", o->model, set, ss_error_message());
+    if ((rc = profile_model_from_spec(&spec, o->batch, out)) != SS_OK) return rc;
+    snprintf(out->name, sizeof out->name, "%s", name);
+    if (lm)
+        snprintf(out->description, sizeof out->description,
+                 "emulated %s on %s (vocabulary %d), %d layers", o->model, set, classes,
+                 out->layers);
+    else
+        snprintf(out->description, sizeof out->description,
+                 "emulated %s on %s (%dx%dx%d, %d classes), %d layers", o->model, set, c, h, w,
+                 classes, out->layers);
+    snprintf(notes, n,
+             "syncsim profile model --model %s --dataset %s --batch %d\n"
+             "the emulated model's layers as the compute model sees them in train (FLOPs and "
+             "bytes per sample)\nformat: traces/FORMAT.md",
+             o->model, set, o->batch);
+    return SS_OK;
+}
