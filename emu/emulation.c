@@ -19,6 +19,14 @@ static int draw_batch(emulation *e, int w, int batch) {
     return e->next_batch_size[w];
 }
 
+sim_layer_kind emulation_layer_kind(const model_layer_cost *l) {
+    return l->conv      ? SIM_LAYER_CONV
+           : l->matmul  ? SIM_LAYER_MATMUL
+           : l->norm    ? SIM_LAYER_NORM
+           : l->maxpool ? SIM_LAYER_MAXPOOL
+                        : SIM_LAYER_OTHER;
+}
+
 /* A step of `samples` samples, layer by layer, for the GPU compute model and overlap. */
 static void layers_of(const emulation *e, int samples, sim_layer_cost *out) {
     for (int i = 0; i < e->n_layers; i++) {
@@ -29,11 +37,7 @@ static void layers_of(const emulation *e, int samples, sim_layer_cost *out) {
                                   .bwd_bytes = l->bwd_bytes * samples,
                                   .param_bytes = l->param_bytes,
                                   .kernels = l->kernels,
-                                  .kind = l->conv      ? SIM_LAYER_CONV
-                                          : l->matmul  ? SIM_LAYER_MATMUL
-                                          : l->norm    ? SIM_LAYER_NORM
-                                          : l->maxpool ? SIM_LAYER_MAXPOOL
-                                                       : SIM_LAYER_OTHER,
+                                  .kind = emulation_layer_kind(l),
                                   .gemm_n = l->gemm_n,
                                   .gemm_k = l->gemm_k};
     }

@@ -92,6 +92,8 @@ step_source *emulation_source(emulation *e);
 /* The layers of one step of `samples` samples, as compute() gives them (malloc'ed, *n of them;
  * the caller frees it). */
 sim_layer_cost *emulation_step_layers(const emulation *e, int samples, int *n);
+/* The compute model's kind of an emulated model's layer (conv, dense, norm, max pooling, other). */
+sim_layer_kind emulation_layer_kind(const model_layer_cost *l);
 
 /* Evaluates the consensus now, unless the latest evaluation is already at the last step that
  * every worker finished (for runs that end early: diverged, interrupted). */

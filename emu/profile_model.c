@@ -2,6 +2,7 @@
 #include "emu/profile_model.h"
 #include "common/status.h"
 #include "emu/dataset.h"
+#include "emu/emulation.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,15 +53,6 @@ int profile_model_dataset_shape(const char *set, const char *data_dir, int *c, i
     return SS_OK;
 }
 
-/* The profile's word for a layer: the kinds the compute model tells apart (conv, linear, norm),
- * else a word for the reader (the loss last, the embedding, pooling, element-wise). */
-static sim_layer_kind kind_of(const model_layer_cost *l) {
-    return l->conv     ? SIM_LAYER_CONV
-           : l->matmul ? SIM_LAYER_MATMUL
-           : l->norm   ? SIM_LAYER_NORM
-                       : SIM_LAYER_OTHER;
-}
-
 int profile_model_from_spec(const model_spec *spec, int batch, model_profile *out) {
     memset(out, 0, sizeof *out);
     if (batch < 1 || batch > 1000000)
@@ -86,7 +78,7 @@ int profile_model_from_spec(const model_spec *spec, int batch, model_profile *ou
                                                .bwd_bytes = lc->bwd_bytes,
                                                .param_bytes = lc->param_bytes,
                                                .kernels = lc->kernels,
-                                               .kind = kind_of(lc),
+                                               .kind = emulation_layer_kind(lc),
                                                .gemm_n = lc->gemm_n,
                                                .gemm_k = lc->gemm_k};
         snprintf(out->layer_names[i], sizeof out->layer_names[0], "%s",
