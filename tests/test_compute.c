@@ -642,7 +642,7 @@ static void test_param_kernels(void) {
  * on H100 machines (bench/torch_host.py, bench/torch_gpu.py; h100-host.csv, h100-syncsim.csv),
  * none of which set a constant: the mlp's 0.83 to 1.25 ms, the cnn's 1.58 to 2.55 ms,
  * ResNet-20's 7.72 to 14.3 ms. The model gives 1.07, 1.30 and 6.51 ms (ideal: 0.10,
- * 0.26, 1.75): within 16 % of the mlp's nearest figures, 18 % of the cnn's, 16 % of
+ * 0.29, 1.75): within 16 % of the mlp's nearest figures, 18 % of the cnn's, 16 % of
  * ResNet-20's, all below the slower machines' (the host's share varies 25 % between machines of
  * one kind). */
 static double eager_step_ms(const char *name, sim_framework fw) {
