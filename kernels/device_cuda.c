@@ -186,7 +186,12 @@ static void cu_bias_grad(device *dev, int rows, int cols, const float *dy, float
         cudaCheck(cudaStreamSynchronize(c->stream));
         if (c->ones) cudaCheck(cudaFree(c->ones));
         cudaCheck(cudaMalloc((void **)&c->ones, (size_t)rows * sizeof(float)));
-        cudaCheck(cudaMemcpy(c->ones, host, (size_t)rows * sizeof(float), cudaMemcpyHostToDevice));
+        /* on the lane's stream, not cudaMemcpy's legacy stream: a lane's stream does not wait
+         * for that one (cudaStreamNonBlocking), and cudaMemcpy from pageable memory may return
+         * before its DMA has landed, so the gemv below could read ones not yet written */
+        cudaCheck(cudaMemcpyAsync(c->ones, host, (size_t)rows * sizeof(float),
+                                  cudaMemcpyHostToDevice, c->stream));
+        cudaCheck(cudaStreamSynchronize(c->stream));
         free(host);
         c->ones_count = (size_t)rows;
     }
