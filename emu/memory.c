@@ -62,19 +62,42 @@ typedef struct memory_parts {
     double device_per_worker;
 } memory_parts;
 
-static int estimate_parts(device *dev, const model_spec *spec, int workers, int threads,
-                          int max_batch, int vectors, double hosts, memory_parts *p) {
+/* One model of spec for batches of `batch`, created and measured: what the allocator saw (the CPU
+ * device's memory and the host side of any device), and what the model holds on its device
+ * (parameters, gradients, buffers, activations and their gradients, scratch). */
+int memory_model_probe(device *dev, const model_spec *spec, int batch, memory_model_size *out) {
     const double before = allocated_bytes();
     model *probe = NULL;
-    int rc = model_create(dev, spec, 1, max_batch, &probe);
+    int rc = model_create(dev, spec, 1, batch, &probe);
     if (rc != SS_OK) return rc;
-    /* what the allocator saw (the CPU device's memory and the host side of any device), and
-     * what the model holds on its device (parameters, gradients, buffers, activations and
-     * their gradients for max_batch samples, scratch) */
-    const double host_model = allocated_bytes() - before;
-    const double device_model = model_device_bytes(probe);
-    const double param_bytes = model_param_bytes(probe);
+    out->host = allocated_bytes() - before;
+    out->device = model_device_bytes(probe);
+    out->params = model_param_bytes(probe);
     model_destroy(probe);
+    return SS_OK;
+}
+
+int memory_model_bytes(device *dev, const model_spec *spec, int batch, memory_model_size *out) {
+    if (batch <= 2 * MEMORY_PROBE_BATCH) return memory_model_probe(dev, spec, batch, out);
+    /* a model's memory grows linearly with its batch (activations and their gradients) beyond
+     * a fixed part (parameters, gradients, buffers): measured at two batches, extrapolated */
+    memory_model_size a, b;
+    int rc = memory_model_probe(dev, spec, MEMORY_PROBE_BATCH, &a);
+    if (rc == SS_OK) rc = memory_model_probe(dev, spec, 2 * MEMORY_PROBE_BATCH, &b);
+    if (rc != SS_OK) return rc;
+    const double k = (double)(batch - 2 * MEMORY_PROBE_BATCH) / MEMORY_PROBE_BATCH;
+    out->host = b.host + k * (b.host - a.host);
+    out->device = b.device + k * (b.device - a.device);
+    out->params = b.params;
+    return SS_OK;
+}
+
+static int estimate_parts(device *dev, const model_spec *spec, int workers, int threads,
+                          int max_batch, int vectors, double hosts, memory_parts *p) {
+    memory_model_size one;
+    int rc = memory_model_bytes(dev, spec, max_batch, &one);
+    if (rc != SS_OK) return rc;
+    const double host_model = one.host, device_model = one.device, param_bytes = one.params;
     double free_bytes, total_bytes;
     const int own_memory = device_memory_info(dev, &free_bytes, &total_bytes);
     /* one model: on the CPU the larger of the two views of the same memory */
@@ -126,6 +149,13 @@ int memory_check_run(device *dev, const model_spec *spec, int workers, int threa
     if (rc == SS_OK) rc = memory_available_bytes(&have);
     if (rc != SS_OK) return rc;
     const double need = p.host;
+    if (need > have && workers == 0)
+        return ss_error_set(SS_ENOMEM,
+                            "this run needs about %.2f GB (the model with batch %d and its "
+                            "momentum) but %.2f GB are available (%s): use a smaller --batch",
+                            need / 1e9, max_batch, have / 1e9,
+                            getenv("SYNCSIM_MEMORY_LIMIT") ? "SYNCSIM_MEMORY_LIMIT"
+                                                           : "MemAvailable of /proc/meminfo");
     if (need > have)
         return ss_error_set(SS_ENOMEM,
                             "this run needs about %.2f GB (%d replicas of the model with batch %d, "
@@ -137,6 +167,12 @@ int memory_check_run(device *dev, const model_spec *spec, int workers, int threa
     double dev_free = 0, dev_total = 0;
     if (p.device > 0) {
         device_memory_info(dev, &dev_free, &dev_total);
+        if (p.device > dev_free && workers == 0)
+            return ss_error_set(SS_ENOMEM,
+                                "this run needs about %.2f GB of GPU memory (the model with batch "
+                                "%d and its momentum) but %s has %.2f GB free: use a smaller "
+                                "--batch, or --device cpu",
+                                p.device / 1e9, max_batch, device_name(dev), dev_free / 1e9);
         if (p.device > dev_free) {
             const double fixed = p.device - p.device_per_worker * (double)workers;
             const double fit = (dev_free - fixed) / p.device_per_worker;

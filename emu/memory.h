@@ -22,6 +22,19 @@
  * N = 1,024 and 317 MB for N = 8,192, i.e. 7.6 KB a host; rounded up. */
 #define MEMORY_BYTES_PER_HOST 8192.0
 
+/* One model's bytes for batches of B samples: on the host (what the allocator hands out for it),
+ * on its device (model_device_bytes) and of its parameters. Up to 2 x MEMORY_PROBE_BATCH samples
+ * a model is created and measured; above, it is measured at MEMORY_PROBE_BATCH and twice that
+ * and extrapolated linearly in the batch, so that the check allocates no more than a small model
+ * whatever the batch asked for. */
+#define MEMORY_PROBE_BATCH 32
+typedef struct memory_model_size {
+    double host, device, params;
+} memory_model_size;
+int memory_model_bytes(device *dev, const model_spec *spec, int batch, memory_model_size *out);
+/* The same, always by creating the model at `batch` (what the extrapolation stands for). */
+int memory_model_probe(device *dev, const model_spec *spec, int batch, memory_model_size *out);
+
 /* The available memory in bytes (see above); SS_EUSAGE for a bad SYNCSIM_MEMORY_LIMIT, SS_EIO
  * when /proc/meminfo cannot be read. */
 int memory_available_bytes(double *bytes);
@@ -46,5 +59,7 @@ int memory_estimate_run(device *dev, const model_spec *spec, int workers, int th
  * `line` (unless NULL) gets the estimate in one line for the run's banner. */
 int memory_check_run(device *dev, const model_spec *spec, int workers, int threads, int max_batch,
                      int vectors, double hosts, char *line, size_t line_size);
+/* workers 0 (with threads 1, vectors 0, hosts 0): one model trained alone (`train` without a
+ * policy), its parameters, gradients, activations and momentum. */
 
 #endif

@@ -6,6 +6,7 @@
 #include "common/status.h"
 #include "emu/augment.h"
 #include "emu/dataset.h"
+#include "emu/memory.h"
 #include "emu/partition.h"
 #include "emu/recipe.h"
 #include "emu/run.h"
@@ -40,6 +41,7 @@ typedef struct single_run {
     uint8_t *y;
     size_t *idx;
     long steps_per_epoch, total_steps, eval_every;
+    char memory_line[160]; /* the memory estimate, for the banner */
     /* the loop's state */
     const char *status;
     double loss_sum; /* training loss summed since the last evaluation */
@@ -65,6 +67,9 @@ static int single_open(single_run *r) {
     model_spec spec; /* the model's text before the data set is loaded */
     if ((rc = model_spec_parse(&spec, cfg->model, 1, 28, 28, 10)) != SS_OK) return rc;
     if ((rc = run_open_data(cfg, &r->dev, &r->train, &r->test, &spec)) != SS_OK) return rc;
+    rc = memory_check_run(r->dev, &spec, 0, 1, cfg->batch, 0, 0, r->memory_line,
+                          sizeof r->memory_line);
+    if (rc != SS_OK) return rc;
     if ((rc = model_create(r->dev, &spec, cfg->seed, cfg->batch, &r->m)) != SS_OK) return rc;
     r->opt = sgd_create(r->dev, model_param_count(r->m));
     sgd_set_nesterov(r->opt, cfg->nesterov);
@@ -78,6 +83,7 @@ static int single_open(single_run *r) {
         return ss_error_set(SS_EUSAGE, "--batch %d is larger than the training set (%zu samples)",
                             cfg->batch, r->train.n);
     r->total_steps = (long)llround(cfg->epochs * (double)r->steps_per_epoch);
+    if (r->total_steps < 1) r->total_steps = 1; /* as a simulated run: at least one step */
     r->eval_every = cfg->eval_every > 0 ? cfg->eval_every : r->steps_per_epoch;
     r->sched.steps_per_epoch = r->steps_per_epoch;
     r->sched.total_steps = r->total_steps;
@@ -90,9 +96,10 @@ static void print_banner(const single_run *r) {
     const model *m = r->m;
     printf("syncsim train: one worker, seed %llu\n", (unsigned long long)cfg->seed);
     if (r->rq->config_table) fputs(r->rq->config_table, stdout);
-    printf("device %s | model %s: %zu parameters, %.0f FLOP/sample forward, %.0f backward\n"
+    printf("device %s | %s\n", device_name(r->dev), r->memory_line);
+    printf("model %s: %zu parameters, %.0f FLOP/sample forward, %.0f backward\n"
            "data %s: %zu train, %zu test samples | %ld steps (%ld per epoch)\n",
-           device_name(r->dev), cfg->model, model_param_count(m), model_forward_flops_per_sample(m),
+           cfg->model, model_param_count(m), model_forward_flops_per_sample(m),
            model_backward_flops_per_sample(m), r->train.name, r->train.n, r->test.n, r->total_steps,
            r->steps_per_epoch);
     char line[512];

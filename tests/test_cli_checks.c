@@ -140,6 +140,10 @@ static void test_memory_estimate(void) {
     expect_env("SYNCSIM_MEMORY_LIMIT=16GB",
                "train --policy bsp --workers 2 --platform huge.xml --dataset synthetic --out o6", 1,
                "4000000 simulated hosts", "16.00 GB are available", "o6");
+    /* one worker alone: its model's activations at a large batch (about 12 GB for vgg:11 at
+     * 4096 samples of 1x28x28) */
+    expect_env("SYNCSIM_MEMORY_LIMIT=1GB", "train --model vgg:11 --batch 4096 --out o6", 1,
+               "the model with batch 4096 and its momentum", "1.00 GB are available", "o6");
     expect_env("SYNCSIM_MEMORY_LIMIT=lots",
                "train --policy bsp --workers 2 --dataset synthetic "
                "--out o6",
