@@ -10,6 +10,7 @@
 #   6. with PyTorch (python3 with CUDA): bench/torch_gpu.py (the same models and replica loops on
 #      the same GPU), bench/torch_host.py (the framework's host costs), and a torchvision
 #      ResNet-18 recorded with bench/record_profile.py, imported and replayed on one worker;
+#   6b. gpt:wlm under SelSync on 8 streams, twice, compared byte for byte;
 #   7. the whole test suite (ctest, half the cores), in the background during steps 2 and 3, whose
 #      checks are not timed; the benchmarks from step 4 on wait for it.
 # Usage: bench/gpu_check.sh [BUILD_DIR [OUT_DIR]]   (defaults: build, gpu-check)
@@ -98,6 +99,28 @@ for m in $models; do
     say "$m: two cuda runs DIFFER"
   fi
 done
+
+# A language model on streams: 8 gpt:wlm replicas under SelSync on 8 streams, twice, on a
+# WikiText-form text the script writes (a fixed pseudo-random word sequence)
+say "== gpt:wlm on 8 streams (twice)"
+wiki="$out/wiki"
+mkdir -p "$wiki"
+for split in train:300000:1 valid:3000:2 test:3000:3; do
+  IFS=: read -r name words seed <<<"$split"
+  awk -v n="$words" -v s="$seed" 'BEGIN { srand(s); split("the a cat dog sat ran on to mat house and slept", w, " ");
+    for (i = 1; i <= n; i++) { printf " %s", w[1 + int(rand() * 12)]; if (i % 12 == 0) printf " \n" } }' \
+    >"$wiki/wiki.$name.tokens"
+done
+for run in a b; do
+  step "gpt_streams_$run" 300 "$bin" train --model gpt:wlm --dataset wikitext-2 --data-dir "$wiki" \
+    --device cuda --policy selsync --delta 0.3 --workers 8 --threads 8 --epochs 1 --eval-every 20 \
+    --progress no --out "$out/gpt_streams_$run"
+done
+if cmp -s "$out/gpt_streams_a/metrics.csv" "$out/gpt_streams_b/metrics.csv"; then
+  say "gpt:wlm: two cuda runs on 8 streams, metrics.csv identical"
+else
+  say "gpt:wlm: two cuda runs on 8 streams DIFFER"
+fi
 
 wait "$suite_pid"
 grep -E "tests passed|Failed|\*\*\*|Not Run" "$out/ctest.log" | tee -a "$summary"
