@@ -153,6 +153,13 @@ static void test_memory_estimate(void) {
 #define TINY "--device cpu --dataset synthetic --model mlp:16 --epochs 0.05 --seed 3 "
 
 /* One BLAS thread in every emulated run, whatever OPENBLAS_NUM_THREADS and --jobs say. */
+/* One worker alone: a fraction of an epoch that rounds to no step still trains one, as a simulated
+ * run does (it reported a NaN loss after 0 steps). */
+static void test_single_one_step(void) {
+    expect("train --model mlp:16 --dataset synthetic --epochs 0.001 --out o7", 0, "after 1 steps",
+           "ok: test accuracy", NULL);
+}
+
 static void test_blas_threads(void) {
     char *out = NULL;
     int rc = run_syncsim("OPENBLAS_NUM_THREADS=2",
@@ -329,7 +336,9 @@ static CU_TestInfo check_tests[] = {
      test_policy_rules},
     {"bad platform, network, straggler, model and dump options before any data or directory",
      test_checked_before_data},
-    {"memory estimate: too many replicas or hosts are refused up front", test_memory_estimate},
+    {"memory estimate: too many replicas or hosts, or one model too large, are refused up front",
+     test_memory_estimate},
+    {"train, one worker: at least one step", test_single_one_step},
     {"one BLAS thread: the summary says so; compare --jobs 1 and 2 write the same compare.csv",
      test_blas_threads},
     {"a sweep point's config.ini re-run by train gives the same summary", test_sweep_point_rerun},
