@@ -564,11 +564,13 @@ static void print_help(FILE *out) {
     fprintf(out,
             "\nFits the generated description of the cluster (per-NIC --bandwidth and --latency,\n"
             "--intra-bandwidth, --intra-latency; the other generator options as given) to its\n"
-            "nccl-tests all_reduce_perf logs, one or more node counts, by least squares on the\n"
-            "relative errors of syncsim's simulated all-reduce times; prints the residuals per\n"
-            "log and size and writes OUT/cluster.ini, which platform, bench network, train,\n"
-            "replay and compare take with --config (add --nodes N for N nodes). LOG@NxG gives\n"
-            "N nodes of G GPUs for a log without its '# Rank' lines.\n");
+            "nccl-tests all_reduce_perf logs, one or more node counts, by robust least squares\n"
+            "(Cauchy's loss of scale 10 %%) on log(predicted / measured) of syncsim's simulated\n"
+            "all-reduce times, so that sizes far off every description (steps in the log) do\n"
+            "not pull the fit; prints the residuals per log and size and writes\n"
+            "OUT/cluster.ini, which platform, bench network, train, replay and compare take\n"
+            "with --config (add --nodes N for N nodes). LOG@NxG gives N nodes of G GPUs for a\n"
+            "log without its '# Rank' lines.\n");
 }
 
 /* Options that the logs decide, refused. */
