@@ -208,10 +208,11 @@ static void values_of(const fit_ctx *c, const gsl_vector *u, double *x) {
  * same), under Cauchy's robust loss of scale c: the residual is sign(s) c sqrt(log(1 + s^2 / c^2)),
  * whose square is Cauchy's rho(s) = c^2 log(1 + s^2/c^2). Below c it is least squares on s; far
  * above, a size weighs as the log of its error, so the steps of a real log that no description
- * of links reproduces (sizes 3 to 10 x slower than their neighbours) no longer pull the link
+ * of links reproduces (sizes 3 to 10 x slower than their neighbours) do not pull the link
  * parameters off the sizes they do describe. */
 static double robust_residual(double e) {
-    const double s = log1p(e), c = CALIB_LOSS_SCALE;
+    /* a prediction of 0 (a size the simulation prices at nothing) stays finite */
+    const double s = log1p(fmax(e, -1 + 1e-12)), c = CALIB_LOSS_SCALE;
     return copysign(c * sqrt(log1p(s * s / (c * c))), s);
 }
 
