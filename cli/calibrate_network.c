@@ -203,6 +203,24 @@ static void values_of(const fit_ctx *c, const gsl_vector *u, double *x) {
         x[c->idx[j]] = param_of(gsl_vector_get(u, (size_t)j), &c->f->p[c->idx[j]]);
 }
 
+/* The solver's residual of one size from its relative error e = (predicted - measured) /
+ * measured: s = log(predicted / measured), symmetric (2 x too slow and 2 x too fast weigh the
+ * same), under Cauchy's robust loss of scale c: the residual is sign(s) c sqrt(log(1 + s^2 / c^2)),
+ * whose square is Cauchy's rho(s) = c^2 log(1 + s^2/c^2). Below c it is least squares on s; far
+ * above, a size weighs as the log of its error, so the steps of a real log that no description
+ * of links reproduces (sizes 3 to 10 x slower than their neighbours) do not pull the link
+ * parameters off the sizes they do describe. */
+static double robust_residual(double e) {
+    /* a prediction of 0 (a size the simulation prices at nothing) stays finite */
+    const double s = log1p(fmax(e, -1 + 1e-12)), c = CALIB_LOSS_SCALE;
+    return copysign(c * sqrt(log1p(s * s / (c * c))), s);
+}
+
+static void objective(const calib_fit *f, double *r) {
+    for (int k = 0, n = total_sizes(f); k < n; k++)
+        r[k] = robust_residual(r[k]);
+}
+
 static int residual_f(const gsl_vector *u, void *params, gsl_vector *r) {
     fit_ctx *c = params;
     double x[CALIB_NPARAM];
@@ -212,6 +230,7 @@ static int residual_f(const gsl_vector *u, void *params, gsl_vector *r) {
         c->status = st;
         return GSL_EBADFUNC;
     }
+    objective(c->f, r->data);
     return GSL_SUCCESS;
 }
 
@@ -332,7 +351,7 @@ static void on_iteration(const size_t iter, void *params, const gsl_multifit_nli
     progress_ctx *p = params;
     double x[CALIB_NPARAM], chi = gsl_blas_dnrm2(gsl_multifit_nlinear_residual(w));
     values_of(p->c, gsl_multifit_nlinear_position(w), x);
-    fprintf(p->out, "# iteration %2zu: rms relative error %.2f %%", iter,
+    fprintf(p->out, "# iteration %2zu: robust rms error %.2f %%", iter,
             100 * chi / sqrt((double)total_sizes(p->c->f)));
     for (int j = 0; j < p->c->n_free; j++) {
         char buf[48];
@@ -404,6 +423,7 @@ static int presearch(calib_fit *f, double *start, double *r, FILE *out) {
         x[i] = start[i] = f->p[i].value;
     int st = evaluate(f, x, r, NULL, NULL);
     if (st) return st;
+    objective(f, r);
     best = sum_sq(r, n);
     const int bw = f->p[CALIB_BW].free, ibw = f->p[CALIB_INTRA_BW].free;
     if (!bw && !ibw) return SS_OK;
@@ -412,6 +432,7 @@ static int presearch(calib_fit *f, double *start, double *r, FILE *out) {
             if (bw) x[CALIB_BW] = param_of(grid[a], &f->p[CALIB_BW]);
             if (ibw) x[CALIB_INTRA_BW] = param_of(grid[b], &f->p[CALIB_INTRA_BW]);
             if ((st = evaluate(f, x, r, NULL, NULL))) return st;
+            objective(f, r);
             double s = sum_sq(r, n);
             if (s < best) {
                 best = s;
@@ -423,7 +444,7 @@ static int presearch(calib_fit *f, double *start, double *r, FILE *out) {
     format_value(CALIB_BW, rounded(CALIB_BW, start[CALIB_BW]), a, sizeof a);
     format_value(CALIB_INTRA_BW, rounded(CALIB_INTRA_BW, start[CALIB_INTRA_BW]), b, sizeof b);
     fprintf(out,
-            "# grid over the bandwidths: best rms relative error %.2f %% at bandwidth %s, "
+            "# grid over the bandwidths: best robust rms error %.2f %% at bandwidth %s, "
             "intra-bandwidth %s\n",
             100 * sqrt(best / n), a, b);
     fflush(out);
@@ -438,9 +459,10 @@ int calib_fit_run(calib_fit *f, FILE *out) {
     for (int i = 0; i < CALIB_NPARAM; i++)
         if (f->p[i].free) c.idx[c.n_free++] = i;
     fprintf(out,
-            "# calibrate network: %d logs, %d sizes, %d free parameters; least squares on "
-            "(predicted - measured) / measured\n",
-            f->n_logs, n, c.n_free);
+            "# calibrate network: %d logs, %d sizes, %d free parameters; robust least squares "
+            "on log(predicted / measured), Cauchy's loss of scale %g %% (robust rms error: the "
+            "root mean square of its residuals)\n",
+            f->n_logs, n, c.n_free, 100 * CALIB_LOSS_SCALE);
     fflush(out);
     if (c.n_free > 0 && n < c.n_free) {
         st = ss_error_set(SS_EINPUT, "calibrate network: %d sizes cannot fit %d parameters", n,
@@ -511,11 +533,13 @@ int calib_fit_write_config(const calib_fit *f, const char *path) {
     for (int l = 0; l < f->n_logs; l++)
         fprintf(o, " %s (%dx%d)", f->logs[l].path, f->logs[l].nodes, f->logs[l].gpus_per_node);
     fprintf(o,
-            "\n; fitted by least squares on (predicted - measured) / measured of every size,\n"
+            "\n; fitted by robust least squares (Cauchy's loss of scale %g %%) on\n"
+            "; log(predicted / measured) of every size,\n"
             "; --network-model %s, --collective %s, --protocol %s, --channels %d (give them\n"
             "; again where they are not the defaults). Give --nodes N (and --workers) to\n"
             "; predict N nodes: syncsim bench network --config %s --nodes N\n",
-            cfg->network_model, cfg->collective, cfg->protocol, f->channels, path);
+            100 * CALIB_LOSS_SCALE, cfg->network_model, cfg->collective, cfg->protocol, f->channels,
+            path);
     char buf[64];
     fprintf(o, "gpus-per-node = %d\n", f->logs[0].gpus_per_node);
     fprintf(o, "nics-per-node = %d\n", cfg->nics_per_node);
@@ -541,11 +565,13 @@ static void print_help(FILE *out) {
     fprintf(out,
             "\nFits the generated description of the cluster (per-NIC --bandwidth and --latency,\n"
             "--intra-bandwidth, --intra-latency; the other generator options as given) to its\n"
-            "nccl-tests all_reduce_perf logs, one or more node counts, by least squares on the\n"
-            "relative errors of syncsim's simulated all-reduce times; prints the residuals per\n"
-            "log and size and writes OUT/cluster.ini, which platform, bench network, train,\n"
-            "replay and compare take with --config (add --nodes N for N nodes). LOG@NxG gives\n"
-            "N nodes of G GPUs for a log without its '# Rank' lines.\n");
+            "nccl-tests all_reduce_perf logs, one or more node counts, by robust least squares\n"
+            "(Cauchy's loss of scale 10 %%) on log(predicted / measured) of syncsim's simulated\n"
+            "all-reduce times, so that sizes far off every description (steps in the log) do\n"
+            "not pull the fit; prints the residuals per log and size and writes\n"
+            "OUT/cluster.ini, which platform, bench network, train, replay and compare take\n"
+            "with --config (add --nodes N for N nodes). LOG@NxG gives N nodes of G GPUs for a\n"
+            "log without its '# Rank' lines.\n");
 }
 
 /* Options that the logs decide, refused. */

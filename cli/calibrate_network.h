@@ -22,8 +22,11 @@
  * Each evaluation predicts every size of every log by one simulated all-reduce
  * (bench_network_allreduce_channels, as `bench network` does), on the generated platform of
  * the log's node count. The fit is GSL's trust-region Levenberg-Marquardt
- * (gsl_multifit_nlinear) on the residuals (predicted - measured) / measured, each parameter
- * mapped onto its bounds through the log of its value and a tanh.
+ * (gsl_multifit_nlinear) on the residuals s = log(predicted / measured) under Cauchy's robust
+ * loss of scale CALIB_LOSS_SCALE (each residual sign(s) c sqrt(log(1 + s^2/c^2))): least squares
+ * on the sizes the description reproduces within about c, the log of the error on the steps it
+ * does not (sizes several times slower than their neighbours); each parameter mapped onto its
+ * bounds through the log of its value and a tanh.
  */
 #ifndef SS_CLI_CALIBRATE_NETWORK_H
 #define SS_CLI_CALIBRATE_NETWORK_H
@@ -35,8 +38,9 @@
 #include "sim/net/coll/collective.h"
 #include "sim/platform/platform_gen.h"
 
-#define CALIB_MAX_LOGS  16
-#define CALIB_MAX_SIZES 128
+#define CALIB_MAX_LOGS   16
+#define CALIB_MAX_SIZES  128
+#define CALIB_LOSS_SCALE 0.1 /* Cauchy's scale c on log(predicted / measured): about 10 % */
 
 typedef struct calib_log {
     char path[1024];
