@@ -1343,6 +1343,13 @@ static void test_conv_direct_exact(void) {
         check_direct_case(isa, 2, 6, 5, 32, 16, 3, 0);
         check_direct_case(isa, 1, 5, 11, 16, 80, 5, 4);
         check_direct_case(isa, 2, 4, 17, 3, 16, 1, 0); /* 1x1, 17 = 14 + 3 pixels a row */
+        /* maps under 8 x 8 go in groups of samples (conv_direct.c, group_samples): vgg:11's
+         * 7 x 7, 3 x 3 and 1 x 1 maps, groups of 14 and a remainder, 14 = 6 + 6 + 2 samples in
+         * AVX2 tiles, output channels 64 + 16 (filter tiles of 4 and 1 vectors) */
+        check_direct_case(isa, 6, 7, 7, 16, 32, 3, 1);
+        check_direct_case(isa, 17, 3, 3, 32, 80, 3, 1);
+        check_direct_case(isa, 16, 1, 1, 48, 16, 3, 1);
+        check_direct_case(isa, 15, 2, 3, 1, 64, 3, 1); /* one input channel, no data gradient */
     }
     conv_direct_cap_isa(CONV_DIRECT_AVX512);
 }
