@@ -38,6 +38,10 @@ static int group_samples(const conv_geom *g) {
     return n < GROUP_MAX ? n : GROUP_MAX;
 }
 
+int conv_direct_skips_frame(const conv_geom *g) {
+    return group_samples(g) > 1 && g->out_w < SAMPLE_TILE_WIDTH && g->in_w < SAMPLE_TILE_WIDTH;
+}
+
 /* floats from one padded sample of x or of dy (with their frames) to the next in a group: a
  * multiple of 4 KiB plus a cache line, so that the samples a tile reads at once fall in distinct
  * L1 sets (vgg:11's 5 x 5 x 512 padded samples, 50 KiB apart, shared 2 sets of 64) */
@@ -116,21 +120,25 @@ static void pad_sample(const float *src, int h, int w, int c, int ph, int pw, fl
 
 /* A window sliding over a padded NHWC image: output pixel r of a tile reads, for kernel row a,
  * the `run` contiguous floats in + a * row + r * px (kw pixels of all channels), and multiplies
- * float t of them by the weight vector w + (a * run + t) * ldw. */
+ * float t of them by the weight vector w + (a * run + t) * ldw; over the kernel rows a0 <= a < a1
+ * and the offsets t0 <= t < t1 (all of them, or those inside the image: skip_frame). */
 typedef struct slide {
     const float *in;
     size_t row;
-    int px, kh, run;
+    int px, run;
     const float *w;
     int ldw;
+    int a0, a1, t0, t1;
 } slide;
 
 /* Filter gradient tile: dwt rows t0 .. t0 + R - 1 (offsets within kernel row a), NV vectors of
- * output channels, accumulated over the pixels of one sample onto what dwt holds (or from 0). */
+ * output channels, accumulated over the pixels oh0 <= oh < oh1, ow0 <= ow < ow1 of the samples
+ * onto what dwt holds (or from 0). */
 typedef struct filter_tile_args {
     const float *in; /* padded sample at kernel row a and offset t0 */
     size_t row;
-    int px, out_h, out_w;
+    int px, out_w;
+    int oh0, oh1, ow0, ow1;
     const float *dy; /* the sample's output gradient at the tile's first channel */
     int ldy;
     float *dwt; /* (t, o) at the tile's corner, ldy floats a row */
@@ -167,9 +175,9 @@ AVX512_TILE void slide_tile_512(const slide *s, const int R, const int NV, float
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++)
             acc[r][v] = _mm512_setzero_ps();
-    for (int a = 0; a < s->kh; a++) {
-        const float *in = s->in + a * s->row, *w = s->w + (size_t)a * s->run * s->ldw;
-        for (int t = 0; t < s->run; t++, w += s->ldw) {
+    for (int a = s->a0; a < s->a1; a++) {
+        const float *in = s->in + a * s->row, *w = s->w + ((size_t)a * s->run + s->t0) * s->ldw;
+        for (int t = s->t0; t < s->t1; t++, w += s->ldw) {
             __m512 wv[2];
 #pragma GCC unroll 2
             for (int v = 0; v < NV; v++)
@@ -235,10 +243,10 @@ AVX512_TILE void filter_tile_512(const filter_tile_args *f, const int R, const i
             acc[r][v] = f->first ? _mm512_setzero_ps()
                                  : _mm512_loadu_ps(f->dwt + (size_t)r * f->ldy + 16 * v);
     for (int sm = 0; sm < f->samples; sm++)
-        for (int oh = 0; oh < f->out_h; oh++) {
-            const float *in = f->in + sm * f->s_in + oh * f->row;
-            const float *dy = f->dy + sm * f->s_dy + (size_t)oh * f->out_w * f->ldy;
-            for (int ow = 0; ow < f->out_w; ow++, in += f->px, dy += f->ldy) {
+        for (int oh = f->oh0; oh < f->oh1; oh++) {
+            const float *in = f->in + sm * f->s_in + oh * f->row + f->ow0 * f->px;
+            const float *dy = f->dy + sm * f->s_dy + ((size_t)oh * f->out_w + f->ow0) * f->ldy;
+            for (int ow = f->ow0; ow < f->ow1; ow++, in += f->px, dy += f->ldy) {
                 __m512 dv[4];
 #pragma GCC unroll 4
                 for (int v = 0; v < NV; v++)
@@ -302,9 +310,9 @@ AVX2_TILE void slide_tile_256(const slide *s, const int R, float *out, int ldo, 
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++)
         acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int a = 0; a < s->kh; a++) {
-        const float *in = s->in + a * s->row, *w = s->w + (size_t)a * s->run * s->ldw;
-        for (int t = 0; t < s->run; t++, w += s->ldw) {
+    for (int a = s->a0; a < s->a1; a++) {
+        const float *in = s->in + a * s->row, *w = s->w + ((size_t)a * s->run + s->t0) * s->ldw;
+        for (int t = s->t0; t < s->t1; t++, w += s->ldw) {
             __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8);
 #pragma GCC unroll 6
             for (int r = 0; r < R; r++) {
@@ -364,10 +372,10 @@ AVX2_TILE void filter_tile_256(const filter_tile_args *f, const int R) {
             acc[r][v] = f->first ? _mm256_setzero_ps()
                                  : _mm256_loadu_ps(f->dwt + (size_t)r * f->ldy + 8 * v);
     for (int sm = 0; sm < f->samples; sm++)
-        for (int oh = 0; oh < f->out_h; oh++) {
-            const float *in = f->in + sm * f->s_in + oh * f->row;
-            const float *dy = f->dy + sm * f->s_dy + (size_t)oh * f->out_w * f->ldy;
-            for (int ow = 0; ow < f->out_w; ow++, in += f->px, dy += f->ldy) {
+        for (int oh = f->oh0; oh < f->oh1; oh++) {
+            const float *in = f->in + sm * f->s_in + oh * f->row + f->ow0 * f->px;
+            const float *dy = f->dy + sm * f->s_dy + ((size_t)oh * f->out_w + f->ow0) * f->ldy;
+            for (int ow = f->ow0; ow < f->ow1; ow++, in += f->px, dy += f->ldy) {
                 __m256 d0 = _mm256_loadu_ps(dy), d1 = _mm256_loadu_ps(dy + 8);
 #pragma GCC unroll 6
                 for (int r = 0; r < R; r++) {
@@ -425,6 +433,9 @@ typedef struct slide_pass {
     int relu;
     int samples;        /* consecutive padded images and outputs: */
     size_t s_in, s_out; /* floats from one to the next in `in` and in out */
+    /* skip_frame: tiles of samples (slide_samples), each output's chain over the taps inside the
+     * image (img_h x img_w inside a frame of frame_h rows and frame_w columns on top and left) */
+    int skip, img_h, img_w, frame_h, frame_w;
 } slide_pass;
 
 static const tile_set *tiles_in_use(void) {
@@ -433,7 +444,6 @@ static const tile_set *tiles_in_use(void) {
     return isa == CONV_DIRECT_AVX512 ? &tiles_512 : &tiles_256;
 }
 
-/* The samples' images one by one, each in tiles of pixels along an output row. */
 /* Output channels in blocks of lanes * tile_vectors(slide_nv_max, ...), as the slide tiles take
  * them: the block from o0 has width bw = block_width(ts, n, o0). */
 static int block_width(const tile_set *ts, int n, int o0) {
@@ -455,6 +465,7 @@ static void pack_blocks(const tile_set *ts, const float *src, size_t k, int n, s
     }
 }
 
+/* The samples' images one by one, each in tiles of pixels along an output row. */
 static void slide_rows(const tile_set *ts, const slide_pass *p, float *out) {
     for (int sm = 0; sm < p->samples; sm++, out += p->s_out)
         for (int oh = 0; oh < p->out_h; oh++) {
@@ -466,10 +477,13 @@ static void slide_rows(const tile_set *ts, const slide_pass *p, float *out) {
                     slide s = {p->in + sm * p->s_in + ((size_t)oh * p->width_pad + ow0) * p->px,
                                (size_t)p->width_pad * p->px,
                                p->px,
-                               p->kh,
                                p->run,
                                p->w + (size_t)o0 * p->kh * p->run,
-                               ts->lanes * nv};
+                               ts->lanes * nv,
+                               0,
+                               p->kh,
+                               0,
+                               p->run};
                     ts->slide(&s, r_n, nv, out + ((size_t)oh * p->out_w + ow0) * p->n_out + o0,
                               p->n_out, p->bias ? p->bias + o0 : NULL, p->relu);
                 }
@@ -478,9 +492,18 @@ static void slide_rows(const tile_set *ts, const slide_pass *p, float *out) {
         }
 }
 
+/* The kernel taps k0 <= k < k1 (of n) that output position o reads inside an image of img
+ * positions behind a frame of `frame`: 0 <= o + k - frame < img */
+static void taps_inside(int o, int frame, int img, int n, int *k0, int *k1) {
+    int lo = frame - o, hi = img + frame - o;
+    *k0 = lo > 0 ? lo : 0;
+    *k1 = hi < n ? hi : n;
+    if (*k1 < *k0) *k1 = *k0;
+}
+
 /* Every output pixel of the samples at once: tiles of one pixel in up to slide_pixels(nv)
- * samples, the samples' images s_in floats apart acting as the pixel stride. Each output is the
- * same chain as in slide_rows. */
+ * samples, the samples' images s_in floats apart acting as the pixel stride; the tile's chains
+ * leave out the kernel rows and columns that fall in the frame (the same for all its samples). */
 static void slide_samples(const tile_set *ts, const slide_pass *p, float *out) {
     SS_ASSERT(p->s_in <= INT_MAX / GROUP_MAX && p->s_out <= INT_MAX / GROUP_MAX);
     /* channel blocks outermost: a block's weights (kh * run x 32 floats, 590 KB for 512 input
@@ -490,6 +513,9 @@ static void slide_samples(const tile_set *ts, const slide_pass *p, float *out) {
         int r_max = ts->slide_pixels(nv);
         for (int oh = 0; oh < p->out_h; oh++)
             for (int ow = 0; ow < p->out_w; ow++) {
+                int a0, a1, b0, b1;
+                taps_inside(oh, p->frame_h, p->img_h, p->kh, &a0, &a1);
+                taps_inside(ow, p->frame_w, p->img_w, p->run / p->px, &b0, &b1);
                 const float *in = p->in + ((size_t)oh * p->width_pad + ow) * p->px;
                 float *o_px = out + ((size_t)oh * p->out_w + ow) * p->n_out + o0;
                 for (int s0 = 0; s0 < p->samples; s0 += r_max) {
@@ -497,10 +523,13 @@ static void slide_samples(const tile_set *ts, const slide_pass *p, float *out) {
                     slide s = {in + s0 * p->s_in,
                                (size_t)p->width_pad * p->px,
                                (int)p->s_in,
-                               p->kh,
                                p->run,
                                p->w + (size_t)o0 * p->kh * p->run,
-                               ts->lanes * nv};
+                               ts->lanes * nv,
+                               a0,
+                               a1,
+                               b0 * p->px,
+                               b1 * p->px};
                     ts->slide(&s, r_n, nv, o_px + s0 * p->s_out, (int)p->s_out,
                               p->bias ? p->bias + o0 : NULL, p->relu);
                 }
@@ -510,38 +539,49 @@ static void slide_samples(const tile_set *ts, const slide_pass *p, float *out) {
 }
 
 static void slide_image(const tile_set *ts, const slide_pass *p, float *out) {
-    if (p->samples > 1 && p->out_w < SAMPLE_TILE_WIDTH)
+    if (p->skip)
         slide_samples(ts, p, out);
     else
         slide_rows(ts, p, out);
 }
 
-/* Adds the terms of n padded samples (s_in floats apart) to dwt (kh * run, oc). */
+/* Adds the terms of n padded samples (s_in floats apart) to dwt (kh * run, oc); with skip, of
+ * the output pixels whose tap is inside the image (a tile then stays within one kernel column). */
 static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const float *x_pad,
-                          const float *dy, int n, size_t s_in, int first, float *dwt) {
+                          const float *dy, int n, size_t s_in, int skip, int first, float *dwt) {
     const int width_pad = g->in_w + 2 * g->pad, run = g->kw * g->in_c;
     const size_t row = (size_t)width_pad * g->in_c;
+    const int cols = skip ? g->kw : 1, col_run = skip ? g->in_c : run;
     for (int a = 0; a < g->kh; a++) {
-        for (int o0 = 0; o0 < oc;) {
-            int nv = tile_vectors(ts->filter_nv_max, (oc - o0) / ts->lanes);
-            int r_max = ts->filter_rows(nv);
-            for (int t0 = 0; t0 < run; t0 += r_max) {
-                int r_n = run - t0 < r_max ? run - t0 : r_max;
-                filter_tile_args f = {x_pad + a * row + t0,
-                                      row,
-                                      g->in_c,
-                                      g->out_h,
-                                      g->out_w,
-                                      dy + o0,
-                                      oc,
-                                      dwt + ((size_t)a * run + t0) * oc + o0,
-                                      first,
-                                      n,
-                                      s_in,
-                                      (size_t)g->out_h * g->out_w * oc};
-                ts->filter(&f, r_n, nv);
+        int oh0 = 0, oh1 = g->out_h; /* output rows whose input row a - pad + oh is inside */
+        if (skip) taps_inside(a, g->pad, g->in_h, g->out_h, &oh0, &oh1);
+        for (int b = 0; b < cols; b++) {
+            int ow0 = 0, ow1 = g->out_w;
+            if (skip) taps_inside(b, g->pad, g->in_w, g->out_w, &ow0, &ow1);
+            for (int o0 = 0; o0 < oc;) {
+                int nv = tile_vectors(ts->filter_nv_max, (oc - o0) / ts->lanes);
+                int r_max = ts->filter_rows(nv);
+                for (int t0 = b * col_run; t0 < (b + 1) * col_run; t0 += r_max) {
+                    int r_n = (b + 1) * col_run - t0 < r_max ? (b + 1) * col_run - t0 : r_max;
+                    filter_tile_args f = {x_pad + a * row + t0,
+                                          row,
+                                          g->in_c,
+                                          g->out_w,
+                                          oh0,
+                                          oh1,
+                                          ow0,
+                                          ow1,
+                                          dy + o0,
+                                          oc,
+                                          dwt + ((size_t)a * run + t0) * oc + o0,
+                                          first,
+                                          n,
+                                          s_in,
+                                          (size_t)g->out_h * g->out_w * oc};
+                    ts->filter(&f, r_n, nv);
+                }
+                o0 += ts->lanes * nv;
             }
-            o0 += ts->lanes * nv;
         }
     }
 }
@@ -645,13 +685,25 @@ static void forward_range(const void *arg, int b0, int b1, float *block) {
     const size_t out_size = (size_t)g->out_h * g->out_w * j->oc;
     const size_t s_pad = padded_sample_floats(g, j->oc);
     float *x_pad = block_pad(g, j->oc, block), *y_sample = block_sample(g, j->oc, block);
-    slide_pass p = {x_pad,           g->in_w + 2 * g->pad,
-                    g->in_c,         g->kh,
-                    g->kw * g->in_c, j->wt,
-                    j->oc,           g->out_h,
-                    g->out_w,        j->bias,
-                    j->relu,         1,
-                    s_pad,           out_size};
+    slide_pass p = {x_pad,
+                    g->in_w + 2 * g->pad,
+                    g->in_c,
+                    g->kh,
+                    g->kw * g->in_c,
+                    j->wt,
+                    j->oc,
+                    g->out_h,
+                    g->out_w,
+                    j->bias,
+                    j->relu,
+                    1,
+                    s_pad,
+                    out_size,
+                    conv_direct_skips_frame(g),
+                    g->in_h,
+                    g->in_w,
+                    g->pad,
+                    g->pad};
     if (!j->hooks) { /* groups of samples */
         const int group = group_samples(g);
         for (int b = b0; b < b1; b += group) {
@@ -733,8 +785,10 @@ static void backward_range(const void *arg, int b0, int b1, float *block) {
     const size_t s_pad = padded_sample_floats(g, oc);
     float *pad = block_pad(g, oc, block), *dy_sample = block_sample(g, oc, block);
     float *db = b0 == 0 ? j->db : block_db(g, oc, block);
-    slide_pass p = {pad,     g->out_w + 2 * qw, oc,   g->kh, g->kw * oc, j->w2, g->in_c,
-                    g->in_h, g->in_w,           NULL, 0,     1,          s_pad, in_size};
+    const int skip = conv_direct_skips_frame(g);
+    slide_pass p = {pad,     g->out_w + 2 * qw, oc,       g->kh, g->kw * oc, j->w2, g->in_c,
+                    g->in_h, g->in_w,           NULL,     0,     1,          s_pad, in_size,
+                    skip,    g->out_h,          g->out_w, qh,    qw};
     const int group = j->hooks ? 1 : group_samples(g);
     for (int b = b0; b < b1; b += group) {
         const int n = b1 - b < group ? b1 - b : group;
@@ -746,7 +800,7 @@ static void backward_range(const void *arg, int b0, int b1, float *block) {
         for (int sm = 0; sm < n; sm++)
             pad_sample(j->x + (b + sm) * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad,
                        pad + sm * s_pad);
-        filter_sample(j->ts, g, oc, pad, dyb, n, s_pad, b == b0, block);
+        filter_sample(j->ts, g, oc, pad, dyb, n, s_pad, skip, b == b0, block);
         for (int sm = 0; sm < n; sm++)
             bias_rows(dyb + sm * out_size, rows, oc, b + sm == b0, db);
         if (!j->dx) continue;
