@@ -444,23 +444,31 @@ static const tile_set *tiles_in_use(void) {
     return isa == CONV_DIRECT_AVX512 ? &tiles_512 : &tiles_256;
 }
 
+/* dst (cols, rows) = src (rows, cols) transposed, in tiles of 16 x 16 that stay in L1 (vgg:11's
+ * (4608, 512) weights: writing a column at a time touched a page a float) */
+static void transpose(const float *src, size_t rows, size_t cols, float *dst) {
+    for (size_t i0 = 0; i0 < rows; i0 += 16)
+        for (size_t j0 = 0; j0 < cols; j0 += 16) {
+            const size_t i1 = i0 + 16 < rows ? i0 + 16 : rows, j1 = j0 + 16 < cols ? j0 + 16 : cols;
+            for (size_t i = i0; i < i1; i++)
+                for (size_t j = j0; j < j1; j++)
+                    dst[j * rows + i] = src[i * cols + j];
+        }
+}
+
 /* Output channels in blocks of lanes * tile_vectors(slide_nv_max, ...), as the slide tiles take
  * them: the block from o0 has width bw = block_width(ts, n, o0). */
 static int block_width(const tile_set *ts, int n, int o0) {
     return ts->lanes * tile_vectors(ts->slide_nv_max, (n - o0) / ts->lanes);
 }
 
-/* dst = the weights (k, n) with row t and column o at src[o * ld_o + t * ld_t], in blocks of
+/* dst = the weights (k, n) with row t and column o at src[o * k + t], in blocks of
  * columns, each (k, bw) contiguous from dst + o0 * k: a tile's weight vectors one after the
  * other, instead of n floats apart (vgg:11's (4608, 512): a 4 KiB page every 2 vectors) */
-static void pack_blocks(const tile_set *ts, const float *src, size_t k, int n, size_t ld_o,
-                        size_t ld_t, float *dst) {
+static void pack_blocks(const tile_set *ts, const float *src, size_t k, int n, float *dst) {
     for (int o0 = 0; o0 < n;) {
         const int bw = block_width(ts, n, o0);
-        float *d = dst + (size_t)o0 * k;
-        for (size_t t = 0; t < k; t++)
-            for (int j = 0; j < bw; j++)
-                d[t * bw + j] = src[(size_t)(o0 + j) * ld_o + t * ld_t];
+        transpose(src + (size_t)o0 * k, (size_t)bw, k, dst + (size_t)o0 * k);
         o0 += bw;
     }
 }
@@ -558,6 +566,11 @@ static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const 
         for (int b = 0; b < cols; b++) {
             int ow0 = 0, ow1 = g->out_w;
             if (skip) taps_inside(b, g->pad, g->in_w, g->out_w, &ow0, &ow1);
+            if (oh0 == oh1 || ow0 == ow1) { /* no terms: zeros, or nothing to add */
+                for (int t = b * col_run; first && t < (b + 1) * col_run; t++)
+                    memset(dwt + ((size_t)a * run + t) * oc, 0, (size_t)oc * sizeof(float));
+                continue;
+            }
             for (int o0 = 0; o0 < oc;) {
                 int nv = tile_vectors(ts->filter_nv_max, (oc - o0) / ts->lanes);
                 int r_max = ts->filter_rows(nv);
@@ -584,13 +597,6 @@ static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const 
             }
         }
     }
-}
-
-/* dst (cols, rows) = src (rows, cols) transposed */
-static void transpose(const float *src, size_t rows, size_t cols, float *dst) {
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++)
-            dst[j * rows + i] = src[i * cols + j];
 }
 
 /* ---- samples in parallel: contiguous ranges, one per thread, each with its block of scratch
@@ -729,7 +735,7 @@ void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float
     const tile_set *ts = tiles_in_use();
     const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
     float *wt = ws; /* (kkc, oc) in blocks of channels: a weight vector per kernel offset */
-    pack_blocks(ts, w, kkc, oc, kkc, 1, wt);
+    pack_blocks(ts, w, kkc, oc, wt);
     fwd_job job = {ts, g, oc, x, wt, bias, relu, y, hooks};
     ranges r;
     ranges_open(&r, threads, g, oc, ws);
