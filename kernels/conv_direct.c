@@ -787,11 +787,11 @@ typedef struct bwd_job {
 
 /* Sample by sample (or by groups of samples, group_samples), so that its dy is read from memory
  * once and then from the cache by the three passes; the padded buffer serves x, then dy. */
-/* Samples whose x and dy fill about 1 MiB (a core's L2 on Zen 4): a filter tile reads and
- * writes its part of dwt once a chunk, and the chunk's x and dy stay in L2 across the tiles.
- * vgg:11's 3 x 3 x 512 maps: 28 samples (9.4 MB of dwt loaded and stored 3 times a batch of 64
- * instead of 5 in groups of 14); its 7 x 7 x 256 maps: 10 (a whole batch a tile: 36 ms a pass
- * instead of 28, the dy of 64 samples read from L3 by every tile). */
+/* Samples whose x and dy fill about 1 MiB (a core's L2 on the EPYC of docs/PERFORMANCE.md): a
+ * filter tile reads and writes its part of dwt once a chunk, and the chunk's x and dy stay in L2
+ * across the tiles. vgg:11's 3 x 3 x 512 maps: 28 samples (9.4 MB of dwt loaded and stored 3 times
+ * a batch of 64 instead of 5 in groups of 14); its 7 x 7 x 256 maps: 10 (a whole batch a tile: 36
+ * ms a pass instead of 28, the dy of 64 samples read from L3 by every tile). */
 enum { FILTER_CHUNK_BYTES = 1 << 20 };
 
 static int filter_chunk(const conv_geom *g, int oc) {
