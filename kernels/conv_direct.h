@@ -28,7 +28,8 @@
  * a term adds +0 or -0, so leaving it out changes nothing unless the sum so far is -0 (only an
  * underflow gives one) or the other factor is not finite. Small maps go in groups of up to 14
  * samples: a forward or data tile is then one pixel of each sample of the group, and a filter
- * tile sums the group's samples (in order) before storing; the chains stay those above.
+ * tile sums the samples of a chunk (their x and dy about 1 MiB), in order, before storing; the
+ * chains stay those above.
  * Each chain is the same whatever the tiles, so the AVX-512 and the AVX2 variants give the same
  * bits. It needs AVX-512F, or AVX2 with FMA (checked at run time; the code is compiled for them
  * whatever the build flags), oc a multiple of 16 and, for the data gradient, in_c a multiple of
