@@ -3,6 +3,7 @@
 
 #include "common/status.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +23,38 @@ static size_t packed_weight_floats(const conv_geom *g, int oc) {
     return round16((size_t)g->kh * g->kw * g->in_c * (size_t)oc);
 }
 
-/* floats of the padded buffer: one sample of x or of dy, with their frames */
-static size_t padded_floats(const conv_geom *g, int oc) {
+/* Samples the passes take at once (without hooks): 1 for maps of at least 8 x 8 outputs, else
+ * enough for about 200 output pixels (at most 14, a forward tile's height). A group's padded
+ * samples then feed each filter-gradient tile, which reads and writes its accumulators once a
+ * group instead of once a sample (vgg:11's 3 x 3 maps: 9 pixels a sample against 24 loads and
+ * stores of accumulators), and the forward and data tiles of maps narrower than 8 take the
+ * group's samples at one pixel as their rows (a 1 x 1 map: 14 rows instead of 1). */
+enum { GROUP_MAX = 14, GROUP_PIXELS = 200, GROUP_MAP = 64, SAMPLE_TILE_WIDTH = 8 };
+
+static int group_samples(const conv_geom *g) {
+    const int p = g->out_h * g->out_w;
+    if (p >= GROUP_MAP) return 1;
+    const int n = (GROUP_PIXELS + p - 1) / p;
+    return n < GROUP_MAX ? n : GROUP_MAX;
+}
+
+int conv_direct_skips_frame(const conv_geom *g) {
+    return group_samples(g) > 1 && g->out_w < SAMPLE_TILE_WIDTH && g->in_w < SAMPLE_TILE_WIDTH;
+}
+
+/* floats from one padded sample of x or of dy (with their frames) to the next in a group: a
+ * multiple of 4 KiB plus a cache line, so that the samples a tile reads at once fall in distinct
+ * L1 sets (vgg:11's 5 x 5 x 512 padded samples, 50 KiB apart, shared 2 sets of 64) */
+static size_t padded_sample_floats(const conv_geom *g, int oc) {
     size_t x_pad = (size_t)(g->in_h + 2 * g->pad) * (g->in_w + 2 * g->pad) * g->in_c;
     size_t dy_pad = (size_t)(g->in_h + g->kh - 1) * (g->in_w + g->kw - 1) * oc;
-    return round16(x_pad > dy_pad ? x_pad : dy_pad);
+    size_t n = x_pad > dy_pad ? x_pad : dy_pad;
+    return group_samples(g) > 1 ? (n + 1023) / 1024 * 1024 + 16 : n;
+}
+
+/* floats of the padded buffer: a group's padded samples */
+static size_t padded_floats(const conv_geom *g, int oc) {
+    return round16(padded_sample_floats(g, oc) * (size_t)group_samples(g));
 }
 
 /* a thread's block: filter gradient (transposed), padded sample, one sample's y or dy, bias
@@ -92,25 +120,31 @@ static void pad_sample(const float *src, int h, int w, int c, int ph, int pw, fl
 
 /* A window sliding over a padded NHWC image: output pixel r of a tile reads, for kernel row a,
  * the `run` contiguous floats in + a * row + r * px (kw pixels of all channels), and multiplies
- * float t of them by the weight vector w + (a * run + t) * ldw. */
+ * float t of them by the weight vector w + (a * run + t) * ldw; over the kernel rows a0 <= a < a1
+ * and the offsets t0 <= t < t1 (all of them, or those inside the image: skip_frame). */
 typedef struct slide {
     const float *in;
     size_t row;
-    int px, kh, run;
+    int px, run;
     const float *w;
     int ldw;
+    int a0, a1, t0, t1;
 } slide;
 
 /* Filter gradient tile: dwt rows t0 .. t0 + R - 1 (offsets within kernel row a), NV vectors of
- * output channels, accumulated over the pixels of one sample onto what dwt holds (or from 0). */
+ * output channels, accumulated over n_oh x n_ow output pixels of the samples onto what dwt holds
+ * (or from 0). */
 typedef struct filter_tile_args {
-    const float *in; /* padded sample at kernel row a and offset t0 */
-    size_t row;
-    int px, out_h, out_w;
-    const float *dy; /* the sample's output gradient at the tile's first channel */
+    const float *in; /* the input of the first pixel's first term (kernel row a, offset t0) */
+    size_t row;      /* floats from one input row to the next */
+    int px, n_oh, n_ow;
+    const float *dy; /* the first pixel's output gradient at the tile's first channel */
+    size_t dy_row;   /* floats from one output row to the next */
     int ldy;
     float *dwt; /* (t, o) at the tile's corner, ldy floats a row */
     int first;
+    int samples;       /* consecutive samples, in order: */
+    size_t s_in, s_dy; /* floats from one to the next in `in` and in `dy` */
 } filter_tile_args;
 
 /* The register tiles of one instruction set. The drivers below split channels into blocks of
@@ -141,9 +175,9 @@ AVX512_TILE void slide_tile_512(const slide *s, const int R, const int NV, float
 #pragma GCC unroll 2
         for (int v = 0; v < NV; v++)
             acc[r][v] = _mm512_setzero_ps();
-    for (int a = 0; a < s->kh; a++) {
-        const float *in = s->in + a * s->row, *w = s->w + (size_t)a * s->run * s->ldw;
-        for (int t = 0; t < s->run; t++, w += s->ldw) {
+    for (int a = s->a0; a < s->a1; a++) {
+        const float *in = s->in + a * s->row, *w = s->w + ((size_t)a * s->run + s->t0) * s->ldw;
+        for (int t = s->t0; t < s->t1; t++, w += s->ldw) {
             __m512 wv[2];
 #pragma GCC unroll 2
             for (int v = 0; v < NV; v++)
@@ -208,22 +242,24 @@ AVX512_TILE void filter_tile_512(const filter_tile_args *f, const int R, const i
         for (int v = 0; v < NV; v++)
             acc[r][v] = f->first ? _mm512_setzero_ps()
                                  : _mm512_loadu_ps(f->dwt + (size_t)r * f->ldy + 16 * v);
-    for (int oh = 0; oh < f->out_h; oh++) {
-        const float *in = f->in + oh * f->row, *dy = f->dy + (size_t)oh * f->out_w * f->ldy;
-        for (int ow = 0; ow < f->out_w; ow++, in += f->px, dy += f->ldy) {
-            __m512 dv[4];
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++)
-                dv[v] = _mm512_loadu_ps(dy + 16 * v);
-#pragma GCC unroll 14
-            for (int r = 0; r < R; r++) {
-                __m512 xb = _mm512_set1_ps(in[r]);
+    for (int sm = 0; sm < f->samples; sm++)
+        for (int oh = 0; oh < f->n_oh; oh++) {
+            const float *in = f->in + sm * f->s_in + oh * f->row;
+            const float *dy = f->dy + sm * f->s_dy + oh * f->dy_row;
+            for (int ow = 0; ow < f->n_ow; ow++, in += f->px, dy += f->ldy) {
+                __m512 dv[4];
 #pragma GCC unroll 4
                 for (int v = 0; v < NV; v++)
-                    acc[r][v] = _mm512_fmadd_ps(xb, dv[v], acc[r][v]);
+                    dv[v] = _mm512_loadu_ps(dy + 16 * v);
+#pragma GCC unroll 14
+                for (int r = 0; r < R; r++) {
+                    __m512 xb = _mm512_set1_ps(in[r]);
+#pragma GCC unroll 4
+                    for (int v = 0; v < NV; v++)
+                        acc[r][v] = _mm512_fmadd_ps(xb, dv[v], acc[r][v]);
+                }
             }
         }
-    }
 #pragma GCC unroll 14
     for (int r = 0; r < R; r++)
 #pragma GCC unroll 4
@@ -274,9 +310,9 @@ AVX2_TILE void slide_tile_256(const slide *s, const int R, float *out, int ldo, 
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++)
         acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int a = 0; a < s->kh; a++) {
-        const float *in = s->in + a * s->row, *w = s->w + (size_t)a * s->run * s->ldw;
-        for (int t = 0; t < s->run; t++, w += s->ldw) {
+    for (int a = s->a0; a < s->a1; a++) {
+        const float *in = s->in + a * s->row, *w = s->w + ((size_t)a * s->run + s->t0) * s->ldw;
+        for (int t = s->t0; t < s->t1; t++, w += s->ldw) {
             __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8);
 #pragma GCC unroll 6
             for (int r = 0; r < R; r++) {
@@ -335,18 +371,20 @@ AVX2_TILE void filter_tile_256(const filter_tile_args *f, const int R) {
         for (int v = 0; v < 2; v++)
             acc[r][v] = f->first ? _mm256_setzero_ps()
                                  : _mm256_loadu_ps(f->dwt + (size_t)r * f->ldy + 8 * v);
-    for (int oh = 0; oh < f->out_h; oh++) {
-        const float *in = f->in + oh * f->row, *dy = f->dy + (size_t)oh * f->out_w * f->ldy;
-        for (int ow = 0; ow < f->out_w; ow++, in += f->px, dy += f->ldy) {
-            __m256 d0 = _mm256_loadu_ps(dy), d1 = _mm256_loadu_ps(dy + 8);
+    for (int sm = 0; sm < f->samples; sm++)
+        for (int oh = 0; oh < f->n_oh; oh++) {
+            const float *in = f->in + sm * f->s_in + oh * f->row;
+            const float *dy = f->dy + sm * f->s_dy + oh * f->dy_row;
+            for (int ow = 0; ow < f->n_ow; ow++, in += f->px, dy += f->ldy) {
+                __m256 d0 = _mm256_loadu_ps(dy), d1 = _mm256_loadu_ps(dy + 8);
 #pragma GCC unroll 6
-            for (int r = 0; r < R; r++) {
-                __m256 xb = _mm256_broadcast_ss(in + r);
-                acc[r][0] = _mm256_fmadd_ps(xb, d0, acc[r][0]);
-                acc[r][1] = _mm256_fmadd_ps(xb, d1, acc[r][1]);
+                for (int r = 0; r < R; r++) {
+                    __m256 xb = _mm256_broadcast_ss(in + r);
+                    acc[r][0] = _mm256_fmadd_ps(xb, d0, acc[r][0]);
+                    acc[r][1] = _mm256_fmadd_ps(xb, d1, acc[r][1]);
+                }
             }
         }
-    }
 #pragma GCC unroll 6
     for (int r = 0; r < R; r++)
         for (int v = 0; v < 2; v++)
@@ -384,7 +422,8 @@ static const tile_set tiles_256 = {8, 2, 2, six_256, six_256, slide_any_256, fil
 /* ---- drivers: the same for every instruction set ---- */
 
 /* One padded image (rows of width_pad pixels of `px` floats) slid over by a kernel of kh rows
- * and run = kw * px floats, into out (out_h, out_w, n_out) with weights (kh * run, n_out). */
+ * and run = kw * px floats, into out (out_h, out_w, n_out) with weights (kh * run, n_out) packed
+ * by pack_blocks. */
 typedef struct slide_pass {
     const float *in;
     int width_pad, px, kh, run;
@@ -392,6 +431,11 @@ typedef struct slide_pass {
     int n_out, out_h, out_w;
     const float *bias;
     int relu;
+    int samples;        /* consecutive padded images and outputs: */
+    size_t s_in, s_out; /* floats from one to the next in `in` and in out */
+    /* skip_frame: tiles of samples (slide_samples), each output's chain over the taps inside the
+     * image (img_h x img_w inside a frame of frame_h rows and frame_w columns on top and left) */
+    int skip, img_h, img_w, frame_h, frame_w;
 } slide_pass;
 
 static const tile_set *tiles_in_use(void) {
@@ -400,60 +444,164 @@ static const tile_set *tiles_in_use(void) {
     return isa == CONV_DIRECT_AVX512 ? &tiles_512 : &tiles_256;
 }
 
-static void slide_image(const tile_set *ts, const slide_pass *p, float *out) {
-    for (int oh = 0; oh < p->out_h; oh++) {
-        for (int o0 = 0; o0 < p->n_out;) {
-            int nv = tile_vectors(ts->slide_nv_max, (p->n_out - o0) / ts->lanes);
-            int r_max = ts->slide_pixels(nv);
-            for (int ow0 = 0; ow0 < p->out_w; ow0 += r_max) {
-                int r_n = p->out_w - ow0 < r_max ? p->out_w - ow0 : r_max;
-                slide s = {p->in + ((size_t)oh * p->width_pad + ow0) * p->px,
-                           (size_t)p->width_pad * p->px,
-                           p->px,
-                           p->kh,
-                           p->run,
-                           p->w + o0,
-                           p->n_out};
-                ts->slide(&s, r_n, nv, out + ((size_t)oh * p->out_w + ow0) * p->n_out + o0,
-                          p->n_out, p->bias ? p->bias + o0 : NULL, p->relu);
-            }
-            o0 += ts->lanes * nv;
-        }
-    }
-}
-
-/* Adds one padded sample's terms to dwt (kh * run, oc). */
-static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const float *x_pad,
-                          const float *dy, int first, float *dwt) {
-    const int width_pad = g->in_w + 2 * g->pad, run = g->kw * g->in_c;
-    const size_t row = (size_t)width_pad * g->in_c;
-    for (int a = 0; a < g->kh; a++) {
-        for (int o0 = 0; o0 < oc;) {
-            int nv = tile_vectors(ts->filter_nv_max, (oc - o0) / ts->lanes);
-            int r_max = ts->filter_rows(nv);
-            for (int t0 = 0; t0 < run; t0 += r_max) {
-                int r_n = run - t0 < r_max ? run - t0 : r_max;
-                filter_tile_args f = {x_pad + a * row + t0,
-                                      row,
-                                      g->in_c,
-                                      g->out_h,
-                                      g->out_w,
-                                      dy + o0,
-                                      oc,
-                                      dwt + ((size_t)a * run + t0) * oc + o0,
-                                      first};
-                ts->filter(&f, r_n, nv);
-            }
-            o0 += ts->lanes * nv;
-        }
-    }
-}
-
-/* dst (cols, rows) = src (rows, cols) transposed */
+/* dst (cols, rows) = src (rows, cols) transposed, in tiles of 16 x 16 that stay in L1 (vgg:11's
+ * (4608, 512) weights: writing a column at a time touched a page a float) */
 static void transpose(const float *src, size_t rows, size_t cols, float *dst) {
-    for (size_t i = 0; i < rows; i++)
-        for (size_t j = 0; j < cols; j++)
-            dst[j * rows + i] = src[i * cols + j];
+    for (size_t i0 = 0; i0 < rows; i0 += 16)
+        for (size_t j0 = 0; j0 < cols; j0 += 16) {
+            const size_t i1 = i0 + 16 < rows ? i0 + 16 : rows, j1 = j0 + 16 < cols ? j0 + 16 : cols;
+            for (size_t i = i0; i < i1; i++)
+                for (size_t j = j0; j < j1; j++)
+                    dst[j * rows + i] = src[i * cols + j];
+        }
+}
+
+/* Output channels in blocks of lanes * tile_vectors(slide_nv_max, ...), as the slide tiles take
+ * them: the block from o0 has width bw = block_width(ts, n, o0). */
+static int block_width(const tile_set *ts, int n, int o0) {
+    return ts->lanes * tile_vectors(ts->slide_nv_max, (n - o0) / ts->lanes);
+}
+
+/* dst = the weights (k, n) with row t and column o at src[o * k + t], in blocks of
+ * columns, each (k, bw) contiguous from dst + o0 * k: a tile's weight vectors one after the
+ * other, instead of n floats apart (vgg:11's (4608, 512): a 4 KiB page every 2 vectors) */
+static void pack_blocks(const tile_set *ts, const float *src, size_t k, int n, float *dst) {
+    for (int o0 = 0; o0 < n;) {
+        const int bw = block_width(ts, n, o0);
+        transpose(src + (size_t)o0 * k, (size_t)bw, k, dst + (size_t)o0 * k);
+        o0 += bw;
+    }
+}
+
+/* The samples' images one by one, each in tiles of pixels along an output row. */
+static void slide_rows(const tile_set *ts, const slide_pass *p, float *out) {
+    for (int sm = 0; sm < p->samples; sm++, out += p->s_out)
+        for (int oh = 0; oh < p->out_h; oh++) {
+            for (int o0 = 0; o0 < p->n_out;) {
+                int nv = tile_vectors(ts->slide_nv_max, (p->n_out - o0) / ts->lanes);
+                int r_max = ts->slide_pixels(nv);
+                for (int ow0 = 0; ow0 < p->out_w; ow0 += r_max) {
+                    int r_n = p->out_w - ow0 < r_max ? p->out_w - ow0 : r_max;
+                    slide s = {p->in + sm * p->s_in + ((size_t)oh * p->width_pad + ow0) * p->px,
+                               (size_t)p->width_pad * p->px,
+                               p->px,
+                               p->run,
+                               p->w + (size_t)o0 * p->kh * p->run,
+                               ts->lanes * nv,
+                               0,
+                               p->kh,
+                               0,
+                               p->run};
+                    ts->slide(&s, r_n, nv, out + ((size_t)oh * p->out_w + ow0) * p->n_out + o0,
+                              p->n_out, p->bias ? p->bias + o0 : NULL, p->relu);
+                }
+                o0 += ts->lanes * nv;
+            }
+        }
+}
+
+/* The kernel taps k0 <= k < k1 (of n) that output position o reads inside an image of img
+ * positions behind a frame of `frame`: 0 <= o + k - frame < img */
+static void taps_inside(int o, int frame, int img, int n, int *k0, int *k1) {
+    int lo = frame - o, hi = img + frame - o;
+    *k0 = lo > 0 ? lo : 0;
+    *k1 = hi < n ? hi : n;
+    if (*k1 < *k0) *k1 = *k0;
+}
+
+/* Every output pixel of the samples at once: tiles of one pixel in up to slide_pixels(nv)
+ * samples, the samples' images s_in floats apart acting as the pixel stride; the tile's chains
+ * leave out the kernel rows and columns that fall in the frame (the same for all its samples). */
+static void slide_samples(const tile_set *ts, const slide_pass *p, float *out) {
+    SS_ASSERT(p->s_in <= INT_MAX / GROUP_MAX && p->s_out <= INT_MAX / GROUP_MAX);
+    /* channel blocks outermost: a block's weights (kh * run x 32 floats, 590 KB for 512 input
+     * channels) stay in L2 across the map's pixels */
+    for (int o0 = 0; o0 < p->n_out;) {
+        int nv = tile_vectors(ts->slide_nv_max, (p->n_out - o0) / ts->lanes);
+        int r_max = ts->slide_pixels(nv);
+        for (int oh = 0; oh < p->out_h; oh++)
+            for (int ow = 0; ow < p->out_w; ow++) {
+                int a0, a1, b0, b1;
+                taps_inside(oh, p->frame_h, p->img_h, p->kh, &a0, &a1);
+                taps_inside(ow, p->frame_w, p->img_w, p->run / p->px, &b0, &b1);
+                const float *in = p->in + ((size_t)oh * p->width_pad + ow) * p->px;
+                float *o_px = out + ((size_t)oh * p->out_w + ow) * p->n_out + o0;
+                for (int s0 = 0; s0 < p->samples; s0 += r_max) {
+                    int r_n = p->samples - s0 < r_max ? p->samples - s0 : r_max;
+                    slide s = {in + s0 * p->s_in,
+                               (size_t)p->width_pad * p->px,
+                               (int)p->s_in,
+                               p->run,
+                               p->w + (size_t)o0 * p->kh * p->run,
+                               ts->lanes * nv,
+                               a0,
+                               a1,
+                               b0 * p->px,
+                               b1 * p->px};
+                    ts->slide(&s, r_n, nv, o_px + s0 * p->s_out, (int)p->s_out,
+                              p->bias ? p->bias + o0 : NULL, p->relu);
+                }
+            }
+        o0 += ts->lanes * nv;
+    }
+}
+
+static void slide_image(const tile_set *ts, const slide_pass *p, float *out) {
+    if (p->skip)
+        slide_samples(ts, p, out);
+    else
+        slide_rows(ts, p, out);
+}
+
+/* Adds the terms of n samples to dwt (kh * run, oc): without skip, from padded samples (s_in
+ * floats apart); with skip, from the samples of x themselves (in_size apart), of the output
+ * pixels whose tap is inside the image, a tile within one kernel column. */
+static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const float *x,
+                          const float *dy, int n, size_t s_in, int skip, int first, float *dwt) {
+    const int run = g->kw * g->in_c;
+    const size_t row = (size_t)(skip ? g->in_w : g->in_w + 2 * g->pad) * g->in_c;
+    const int cols = skip ? g->kw : 1, col_run = skip ? g->in_c : run;
+    for (int a = 0; a < g->kh; a++) {
+        int oh0 = 0, oh1 = g->out_h; /* output rows whose input row oh + a - pad is inside */
+        if (skip) taps_inside(a, g->pad, g->in_h, g->out_h, &oh0, &oh1);
+        for (int b = 0; b < cols; b++) {
+            int ow0 = 0, ow1 = g->out_w;
+            if (skip) taps_inside(b, g->pad, g->in_w, g->out_w, &ow0, &ow1);
+            if (oh0 == oh1 || ow0 == ow1) { /* no terms: zeros, or nothing to add */
+                for (int t = b * col_run; first && t < (b + 1) * col_run; t++)
+                    memset(dwt + ((size_t)a * run + t) * oc, 0, (size_t)oc * sizeof(float));
+                continue;
+            }
+            /* pixel (oh0, ow0)'s input at kernel row a, column b */
+            const float *in_ab =
+                skip ? x + ((size_t)(oh0 + a - g->pad) * g->in_w + (size_t)(ow0 + b - g->pad)) *
+                               g->in_c
+                     : x + a * row;
+            const float *dy0 = dy + ((size_t)oh0 * g->out_w + ow0) * oc;
+            for (int o0 = 0; o0 < oc;) {
+                int nv = tile_vectors(ts->filter_nv_max, (oc - o0) / ts->lanes);
+                int r_max = ts->filter_rows(nv);
+                for (int t0 = b * col_run; t0 < (b + 1) * col_run; t0 += r_max) {
+                    int r_n = (b + 1) * col_run - t0 < r_max ? (b + 1) * col_run - t0 : r_max;
+                    filter_tile_args f = {in_ab + (t0 - b * col_run),
+                                          row,
+                                          g->in_c,
+                                          oh1 - oh0,
+                                          ow1 - ow0,
+                                          dy0 + o0,
+                                          (size_t)g->out_w * oc,
+                                          oc,
+                                          dwt + ((size_t)a * run + t0) * oc + o0,
+                                          first,
+                                          n,
+                                          s_in,
+                                          (size_t)g->out_h * g->out_w * oc};
+                    ts->filter(&f, r_n, nv);
+                }
+                o0 += ts->lanes * nv;
+            }
+        }
+    }
 }
 
 /* ---- samples in parallel: contiguous ranges, one per thread, each with its block of scratch
@@ -546,42 +694,78 @@ static void forward_range(const void *arg, int b0, int b1, float *block) {
     const conv_geom *g = j->g;
     const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
     const size_t out_size = (size_t)g->out_h * g->out_w * j->oc;
+    const size_t s_pad = padded_sample_floats(g, j->oc);
     float *x_pad = block_pad(g, j->oc, block), *y_sample = block_sample(g, j->oc, block);
-    slide_pass p = {x_pad,           g->in_w + 2 * g->pad,
-                    g->in_c,         g->kh,
-                    g->kw * g->in_c, j->wt,
-                    j->oc,           g->out_h,
-                    g->out_w,        j->bias,
-                    j->relu};
+    slide_pass p = {x_pad,
+                    g->in_w + 2 * g->pad,
+                    g->in_c,
+                    g->kh,
+                    g->kw * g->in_c,
+                    j->wt,
+                    j->oc,
+                    g->out_h,
+                    g->out_w,
+                    j->bias,
+                    j->relu,
+                    1,
+                    s_pad,
+                    out_size,
+                    conv_direct_skips_frame(g),
+                    g->in_h,
+                    g->in_w,
+                    g->pad,
+                    g->pad};
+    if (!j->hooks) { /* groups of samples */
+        const int group = group_samples(g);
+        for (int b = b0; b < b1; b += group) {
+            p.samples = b1 - b < group ? b1 - b : group;
+            for (int sm = 0; sm < p.samples; sm++)
+                pad_sample(j->x + (b + sm) * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad,
+                           x_pad + sm * s_pad);
+            slide_image(j->ts, &p, j->y + b * out_size);
+        }
+        return;
+    }
     for (int b = b0; b < b1; b++) {
         pad_sample(j->x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, x_pad);
-        float *y_b = j->hooks && j->hooks->output_in_workspace ? y_sample : j->y + b * out_size;
+        float *y_b = j->hooks->output_in_workspace ? y_sample : j->y + b * out_size;
         slide_image(j->ts, &p, y_b);
-        if (j->hooks && j->hooks->output_done) j->hooks->output_done(j->hooks->ctx, b, y_b);
+        if (j->hooks->output_done) j->hooks->output_done(j->hooks->ctx, b, y_b);
     }
 }
 
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
                          const float *bias, int relu, float *ws, float *y,
                          const conv_direct_hooks *hooks, int threads) {
-    float *wt = ws; /* (kkc, oc): a weight vector per kernel offset */
-    transpose(w, (size_t)oc, (size_t)g->kh * g->kw * g->in_c, wt);
-    fwd_job job = {tiles_in_use(), g, oc, x, wt, bias, relu, y, hooks};
+    const tile_set *ts = tiles_in_use();
+    const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
+    float *wt = ws; /* (kkc, oc) in blocks of channels: a weight vector per kernel offset */
+    pack_blocks(ts, w, kkc, oc, wt);
+    fwd_job job = {ts, g, oc, x, wt, bias, relu, y, hooks};
     ranges r;
     ranges_open(&r, threads, g, oc, ws);
     ranges_run(&r, g->batch, forward_range, &job);
     ranges_close(&r);
 }
 
-/* w2 (kh, kw, oc, c) = w (oc, kh, kw, c) with the kernel rotated by 180 degrees */
-static void pack_rotated(const conv_geom *g, int oc, const float *w, float *w2) {
+/* w2 (kh, kw, oc, c) = w (oc, kh, kw, c) with the kernel rotated by 180 degrees, in blocks of
+ * input channels (pack_blocks) */
+static void pack_rotated(const tile_set *ts, const conv_geom *g, int oc, const float *w,
+                         float *w2) {
     const int c = g->in_c;
-    for (int a = 0; a < g->kh; a++)
-        for (int b = 0; b < g->kw; b++)
-            for (int o = 0; o < oc; o++)
-                memcpy(w2 + (((size_t)a * g->kw + b) * oc + o) * c,
-                       w + (((size_t)o * g->kh + (g->kh - 1 - a)) * g->kw + (g->kw - 1 - b)) * c,
-                       (size_t)c * sizeof(float));
+    const size_t k = (size_t)g->kh * g->kw * oc;
+    for (int c0 = 0; c0 < c;) {
+        const int bw = block_width(ts, c, c0);
+        for (int a = 0; a < g->kh; a++)
+            for (int b = 0; b < g->kw; b++)
+                for (int o = 0; o < oc; o++)
+                    memcpy(
+                        w2 + (size_t)c0 * k + (((size_t)a * g->kw + b) * oc + o) * bw,
+                        w + (((size_t)o * g->kh + (g->kh - 1 - a)) * g->kw + (g->kw - 1 - b)) * c +
+                            c0,
+                        (size_t)bw * sizeof(float));
+        c0 += bw;
+    }
 }
 
 /* db (oc) += the rows of one sample's dy (rows, oc), in order: bias_grad's sums */
@@ -601,29 +785,66 @@ typedef struct bwd_job {
     const conv_direct_hooks *hooks;
 } bwd_job;
 
-/* Sample by sample, so that its dy is read from memory once and then from the cache by the three
- * passes; the padded buffer serves x, then dy. */
+/* Sample by sample (or by groups of samples, group_samples), so that its dy is read from memory
+ * once and then from the cache by the three passes; the padded buffer serves x, then dy. */
+/* Samples whose x and dy fill about 1 MiB (a core's L2 on the EPYC of docs/PERFORMANCE.md): a
+ * filter tile reads and writes its part of dwt once a chunk, and the chunk's x and dy stay in L2
+ * across the tiles. vgg:11's 3 x 3 x 512 maps: 28 samples (9.4 MB of dwt loaded and stored 3 times
+ * a batch of 64 instead of 5 in groups of 14); its 7 x 7 x 256 maps: 10 (a whole batch a tile: 36
+ * ms a pass instead of 28, the dy of 64 samples read from L3 by every tile). */
+enum { FILTER_CHUNK_BYTES = 1 << 20 };
+
+static int filter_chunk(const conv_geom *g, int oc) {
+    const size_t per =
+        ((size_t)g->in_h * g->in_w * g->in_c + (size_t)g->out_h * g->out_w * oc) * sizeof(float);
+    const size_t n = FILTER_CHUNK_BYTES / per;
+    return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;
+}
+
 static void backward_range(const void *arg, int b0, int b1, float *block) {
     const bwd_job *j = arg;
     const conv_geom *g = j->g;
     const int oc = j->oc, qh = g->kh - 1 - g->pad, qw = g->kw - 1 - g->pad;
     const size_t rows = (size_t)g->out_h * g->out_w, out_size = rows * oc;
     const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
+    const size_t s_pad = padded_sample_floats(g, oc);
     float *pad = block_pad(g, oc, block), *dy_sample = block_sample(g, oc, block);
     float *db = b0 == 0 ? j->db : block_db(g, oc, block);
-    slide_pass p = {pad,     g->out_w + 2 * qw, oc,      g->kh, g->kw * oc, j->w2,
-                    g->in_c, g->in_h,           g->in_w, NULL,  0};
-    for (int b = b0; b < b1; b++) {
+    const int skip = conv_direct_skips_frame(g);
+    slide_pass p = {pad,     g->out_w + 2 * qw, oc,       g->kh, g->kw * oc, j->w2, g->in_c,
+                    g->in_h, g->in_w,           NULL,     0,     1,          s_pad, in_size,
+                    skip,    g->out_h,          g->out_w, qh,    qw};
+    /* with skip and without hooks, the filter gradient in chunks of samples from x itself (the
+     * same chains) */
+    const int whole = skip && !j->hooks;
+    if (whole) {
+        const int chunk = filter_chunk(g, oc);
+        for (int b = b0; b < b1; b += chunk)
+            filter_sample(j->ts, g, oc, j->x + b * in_size, j->dy + b * out_size,
+                          b1 - b < chunk ? b1 - b : chunk, in_size, 1, b == b0, block);
+    }
+    const int group = j->hooks ? 1 : group_samples(g);
+    for (int b = b0; b < b1; b += group) {
+        const int n = b1 - b < group ? b1 - b : group;
         const float *dyb = j->dy + b * out_size;
         if (j->hooks && j->hooks->output_grad) {
             j->hooks->output_grad(j->hooks->ctx, b, dy_sample);
             dyb = dy_sample;
         }
-        pad_sample(j->x + b * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad, pad);
-        filter_sample(j->ts, g, oc, pad, dyb, b == b0, block);
-        bias_rows(dyb, rows, oc, b == b0, db);
+        if (skip && !whole) {
+            filter_sample(j->ts, g, oc, j->x + b * in_size, dyb, n, in_size, 1, b == b0, block);
+        } else if (!skip) {
+            for (int sm = 0; sm < n; sm++)
+                pad_sample(j->x + (b + sm) * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad,
+                           pad + sm * s_pad);
+            filter_sample(j->ts, g, oc, pad, dyb, n, s_pad, 0, b == b0, block);
+        }
+        for (int sm = 0; sm < n; sm++)
+            bias_rows(dyb + sm * out_size, rows, oc, b + sm == b0, db);
         if (!j->dx) continue;
-        pad_sample(dyb, g->out_h, g->out_w, oc, qh, qw, pad);
+        for (int sm = 0; sm < n; sm++)
+            pad_sample(dyb + sm * out_size, g->out_h, g->out_w, oc, qh, qw, pad + sm * s_pad);
+        p.samples = n;
         slide_image(j->ts, &p, j->dx + b * in_size);
     }
 }
@@ -633,8 +854,9 @@ void conv_direct_backward(const conv_geom *g, int oc, const float *x, const floa
                           const conv_direct_hooks *hooks, int threads) {
     const size_t kkc = (size_t)g->kh * g->kw * g->in_c, n = kkc * oc;
     float *w2 = ws;
-    if (dx) pack_rotated(g, oc, w, w2);
-    bwd_job job = {tiles_in_use(), g, oc, x, dy, w2, db, dx, hooks};
+    const tile_set *ts = tiles_in_use();
+    if (dx) pack_rotated(ts, g, oc, w, w2);
+    bwd_job job = {ts, g, oc, x, dy, w2, db, dx, hooks};
     ranges r;
     ranges_open(&r, threads, g, oc, ws);
     ranges_run(&r, g->batch, backward_range, &job);

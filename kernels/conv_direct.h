@@ -22,6 +22,14 @@
  *   data:     dx(p, c) = sum over (a, b, o) ascending of dy_pad(ih + a, iw + b, o) *
  *             w(o, kh-1-a, kw-1-b, c), dy_pad being dy with kh-1-pad zero rows and kw-1-pad zero
  *             columns on each side (the transposed convolution)
+ * On small maps (conv_direct_skips_frame: under 8 x 8 output pixels and narrower than 8, such as
+ * vgg:11's 7 x 7, 3 x 3 and 1 x 1 maps) the chains leave out the terms whose x (forward, filter)
+ * or dy_pad (data) lies in the zero frame: 8 of the 9 taps of a 3 x 3 kernel on a 1 x 1 map. Such
+ * a term adds +0 or -0, so leaving it out changes nothing unless the sum so far is -0 (only an
+ * underflow gives one) or the other factor is not finite. Small maps go in groups of up to 14
+ * samples: a forward or data tile is then one pixel of each sample of the group, and a filter
+ * tile sums the samples of a chunk (their x and dy about 1 MiB), in order, before storing; the
+ * chains stay those above.
  * Each chain is the same whatever the tiles, so the AVX-512 and the AVX2 variants give the same
  * bits. It needs AVX-512F, or AVX2 with FMA (checked at run time; the code is compiled for them
  * whatever the build flags), oc a multiple of 16 and, for the data gradient, in_c a multiple of
@@ -49,6 +57,9 @@ int conv_direct_available(void);
 /* 1 when the geometry suits it: available, stride 1, oc % 16 == 0, and in_c % 16 == 0 if
  * need_dx */
 int conv_direct_supports(const conv_geom *g, int oc, int need_dx);
+/* 1 when the passes leave out of each chain the terms whose input lies in the zero frame (see
+ * above): maps under 8 x 8 output pixels and narrower than 8, taken in groups of samples */
+int conv_direct_skips_frame(const conv_geom *g);
 /* floats of workspace the passes need (packed weights, a transposed filter gradient, one padded
  * sample, one sample's output gradient) */
 size_t conv_direct_workspace_floats(const conv_geom *g, int oc);

@@ -1238,10 +1238,16 @@ static float dc_w(const direct_case *d, int o, int ki, int kj, int c) {
     return d->w[(((size_t)o * g->kh + ki) * g->kw + kj) * g->in_c + c];
 }
 
-/* the number of outputs of y (relu or not), dw and dx that differ from the references */
+static int dc_inside(int i, int n) {
+    return i >= 0 && i < n;
+}
+
+/* the number of outputs of y (relu or not), dw and dx that differ from the references; where
+ * conv_direct_skips_frame, the chains leave out the terms whose x or dy lies outside the image */
 static int direct_mismatches(const direct_case *d, const float *y, int relu, const float *dw,
                              const float *dx) {
     const conv_geom *g = &d->g;
+    const int skip = conv_direct_skips_frame(g);
     int bad = 0;
     for (int b = 0; b < g->batch; b++)
         for (int oh = 0; oh < g->out_h; oh++)
@@ -1249,10 +1255,13 @@ static int direct_mismatches(const direct_case *d, const float *y, int relu, con
                 for (int o = 0; o < d->oc; o++, y++) {
                     float a = 0.0f;
                     for (int ki = 0; ki < g->kh; ki++)
-                        for (int kj = 0; kj < g->kw; kj++)
+                        for (int kj = 0; kj < g->kw; kj++) {
+                            const int ih = oh - g->pad + ki, iw = ow - g->pad + kj;
+                            if (skip && !(dc_inside(ih, g->in_h) && dc_inside(iw, g->in_w)))
+                                continue;
                             for (int c = 0; c < g->in_c; c++)
-                                a = fmaf(dc_x(d, b, oh - g->pad + ki, ow - g->pad + kj, c),
-                                         dc_w(d, o, ki, kj, c), a);
+                                a = fmaf(dc_x(d, b, ih, iw, c), dc_w(d, o, ki, kj, c), a);
+                        }
                     a = a + d->bias[o];
                     bad += *y != (relu ? (a > 0.0f ? a : 0.0f) : a);
                 }
@@ -1263,9 +1272,12 @@ static int direct_mismatches(const direct_case *d, const float *y, int relu, con
                     float a = 0.0f;
                     for (int b = 0; b < g->batch; b++)
                         for (int oh = 0; oh < g->out_h; oh++)
-                            for (int ow = 0; ow < g->out_w; ow++)
-                                a = fmaf(dc_x(d, b, oh - g->pad + ki, ow - g->pad + kj, c),
-                                         dc_dy(d, b, oh, ow, o), a);
+                            for (int ow = 0; ow < g->out_w; ow++) {
+                                const int ih = oh - g->pad + ki, iw = ow - g->pad + kj;
+                                if (skip && !(dc_inside(ih, g->in_h) && dc_inside(iw, g->in_w)))
+                                    continue;
+                                a = fmaf(dc_x(d, b, ih, iw, c), dc_dy(d, b, oh, ow, o), a);
+                            }
                     bad += *dw != a;
                 }
     if (!dx) return bad;
@@ -1276,10 +1288,14 @@ static int direct_mismatches(const direct_case *d, const float *y, int relu, con
                 for (int c = 0; c < g->in_c; c++, dx++) {
                     float a = 0.0f;
                     for (int p = 0; p < g->kh; p++)
-                        for (int q = 0; q < g->kw; q++)
+                        for (int q = 0; q < g->kw; q++) {
+                            const int oh = ih + p - qh, ow = iw + q - qw;
+                            if (skip && !(dc_inside(oh, g->out_h) && dc_inside(ow, g->out_w)))
+                                continue;
                             for (int o = 0; o < d->oc; o++)
-                                a = fmaf(dc_dy(d, b, ih + p - qh, iw + q - qw, o),
+                                a = fmaf(dc_dy(d, b, oh, ow, o),
                                          dc_w(d, o, g->kh - 1 - p, g->kw - 1 - q, c), a);
+                        }
                     bad += *dx != a;
                 }
     return bad;
@@ -1343,7 +1359,21 @@ static void test_conv_direct_exact(void) {
         check_direct_case(isa, 2, 6, 5, 32, 16, 3, 0);
         check_direct_case(isa, 1, 5, 11, 16, 80, 5, 4);
         check_direct_case(isa, 2, 4, 17, 3, 16, 1, 0); /* 1x1, 17 = 14 + 3 pixels a row */
+        /* maps under 8 x 8 go in groups of samples (conv_direct.c, group_samples): vgg:11's
+         * 7 x 7, 3 x 3 and 1 x 1 maps, groups of 14 and a remainder, 14 = 6 + 6 + 2 samples in
+         * AVX2 tiles, output channels 64 + 16 (filter tiles of 4 and 1 vectors) */
+        check_direct_case(isa, 6, 7, 7, 16, 32, 3, 1);
+        check_direct_case(isa, 17, 3, 3, 32, 80, 3, 1);
+        check_direct_case(isa, 16, 1, 1, 48, 16, 3, 1);
+        check_direct_case(isa, 15, 2, 3, 1, 64, 3, 1); /* one input channel, no data gradient */
+        /* 512 KiB of x and dy a sample: filter chunks of one sample (conv_direct.c,
+         * filter_chunk); a 1 x 1 kernel keeps the references short */
+        check_direct_case(isa, 2, 2, 2, 32768, 16, 1, 0);
     }
+    const conv_geom g3 = {17, 3, 3, 32, 3, 3, 3, 3, 1, 1},
+                    g14 = {2, 14, 14, 32, 14, 14, 5, 5, 2, 1};
+    CU_ASSERT(conv_direct_skips_frame(&g3));
+    CU_ASSERT(!conv_direct_skips_frame(&g14));
     conv_direct_cap_isa(CONV_DIRECT_AVX512);
 }
 
@@ -1358,11 +1388,10 @@ static double worst_relative(const float *a, const float *ref, size_t n) {
 /* Threads split the batch into ranges: outputs and data gradients the same bits as one thread;
  * filter and bias gradients the ranges' sums (float rounding of a reordered sum: 1e-5 relative),
  * and the same bits from one run to the next. 5 samples: ranges of 1 and 2, or 2 and 3. */
-static void test_conv_direct_threads(void) {
-    if (!conv_direct_available()) SS_SKIP("no AVX2 or AVX-512F: direct convolution unused");
-    conv_geom g = {5, 7, 9, 16, 7, 9, 3, 3, 1, 1};
+static void check_direct_threads(int h, int w) {
+    conv_geom g = {5, h, w, 16, h, w, 3, 3, 1, 1};
     const int oc = 48;
-    const size_t nx = 5 * 7 * 9 * 16, ny = 5 * 7 * 9 * oc, nw = (size_t)oc * 9 * 16;
+    const size_t nx = (size_t)5 * h * w * 16, ny = (size_t)5 * h * w * oc, nw = (size_t)oc * 9 * 16;
     float *x = ss_malloc(nx * sizeof(float)), *dy = ss_malloc(ny * sizeof(float));
     float *wt = ss_malloc(nw * sizeof(float)), *bias = ss_malloc(oc * sizeof(float));
     float *ws = ss_malloc(conv_direct_workspace_floats(&g, oc) * sizeof(float));
@@ -1391,6 +1420,13 @@ static void test_conv_direct_threads(void) {
     for (int i = 0; i < 4; i++)
         free(y[i]), free(dx[i]), free(dw[i]), free(db[i]);
     free(x), free(dy), free(wt), free(bias), free(ws);
+}
+
+/* a 7 x 9 map in groups of 4 samples, a 3 x 3 one in groups of 14 (frame left out) */
+static void test_conv_direct_threads(void) {
+    if (!conv_direct_available()) SS_SKIP("no AVX2 or AVX-512F: direct convolution unused");
+    check_direct_threads(7, 9);
+    check_direct_threads(3, 3);
 }
 
 /* The layers choose the direct path where the CPU has it and the channels suit it; otherwise,
