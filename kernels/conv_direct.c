@@ -1,5 +1,6 @@
 /* Direct convolution with AVX-512 or AVX2 register tiles (see conv_direct.h). */
 #include "kernels/conv_direct.h"
+#include "kernels/conv_direct_tiles.h"
 
 #include "common/status.h"
 
@@ -10,7 +11,6 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define CONV_HAVE_X86 1
-#include <immintrin.h>
 #else
 #define CONV_HAVE_X86 0
 #endif
@@ -100,11 +100,6 @@ int conv_direct_supports(const conv_geom *g, int oc, int need_dx) {
 
 #if CONV_HAVE_X86
 
-#define AVX512_FN   __attribute__((target("avx512f")))
-#define AVX512_TILE static inline __attribute__((always_inline, target("avx512f")))
-#define AVX2_FN     __attribute__((target("avx2,fma")))
-#define AVX2_TILE   static inline __attribute__((always_inline, target("avx2,fma")))
-
 /* dst ((h + 2 ph) x (w + 2 pw) x c) = src (h x w x c) inside a frame of zeros */
 static void pad_sample(const float *src, int h, int w, int c, int ph, int pw, float *dst) {
     const size_t row = (size_t)(w + 2 * pw) * c, run = (size_t)w * c;
@@ -117,307 +112,6 @@ static void pad_sample(const float *src, int h, int w, int c, int ph, int pw, fl
     }
     memset(dst + (size_t)(h + ph) * row, 0, (size_t)ph * row * sizeof(float));
 }
-
-/* A window sliding over a padded NHWC image: output pixel r of a tile reads, for kernel row a,
- * the `run` contiguous floats in + a * row + r * px (kw pixels of all channels), and multiplies
- * float t of them by the weight vector w + (a * run + t) * ldw; over the kernel rows a0 <= a < a1
- * and the offsets t0 <= t < t1 (all of them, or those inside the image: skip_frame). */
-typedef struct slide {
-    const float *in;
-    size_t row;
-    int px, run;
-    const float *w;
-    int ldw;
-    int a0, a1, t0, t1;
-} slide;
-
-/* Filter gradient tile: dwt rows t0 .. t0 + R - 1 (offsets within kernel row a), NV vectors of
- * output channels, accumulated over n_oh x n_ow output pixels of the samples onto what dwt holds
- * (or from 0). */
-typedef struct filter_tile_args {
-    const float *in; /* the input of the first pixel's first term (kernel row a, offset t0) */
-    size_t row;      /* floats from one input row to the next */
-    int px, n_oh, n_ow;
-    const float *dy; /* the first pixel's output gradient at the tile's first channel */
-    size_t dy_row;   /* floats from one output row to the next */
-    int ldy;
-    float *dwt; /* (t, o) at the tile's corner, ldy floats a row */
-    int first;
-    int samples;       /* consecutive samples, in order: */
-    size_t s_in, s_dy; /* floats from one to the next in `in` and in `dy` */
-} filter_tile_args;
-
-/* The register tiles of one instruction set. The drivers below split channels into blocks of
- * nv vectors (the largest of slide_nv_max or filter_nv_max, 2, 1 that fits) and pixels or filter
- * rows into runs of at most slide_pixels(nv) or filter_rows(nv). */
-typedef struct tile_set {
-    int lanes, slide_nv_max, filter_nv_max;
-    int (*slide_pixels)(int nv);
-    int (*filter_rows)(int nv);
-    void (*slide)(const slide *s, int r_n, int nv, float *out, int ldo, const float *bias,
-                  int relu);
-    void (*filter)(const filter_tile_args *f, int r_n, int nv);
-} tile_set;
-
-static int tile_vectors(int nv_max, int left) {
-    return left >= nv_max ? nv_max : left >= 2 ? 2 : 1;
-}
-
-/* ---- AVX-512: 32 registers of 16 floats ---- */
-
-/* out[r * ldo + 16 v ...] = relu?(sum + bias) for r < R pixels and v < NV vectors of outputs:
- * R * NV accumulators, one fused multiply-add chain each, in (a, t) order. */
-AVX512_TILE void slide_tile_512(const slide *s, const int R, const int NV, float *out, int ldo,
-                                const float *bias, int relu) {
-    __m512 acc[14][2];
-#pragma GCC unroll 14
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 2
-        for (int v = 0; v < NV; v++)
-            acc[r][v] = _mm512_setzero_ps();
-    for (int a = s->a0; a < s->a1; a++) {
-        const float *in = s->in + a * s->row, *w = s->w + ((size_t)a * s->run + s->t0) * s->ldw;
-        for (int t = s->t0; t < s->t1; t++, w += s->ldw) {
-            __m512 wv[2];
-#pragma GCC unroll 2
-            for (int v = 0; v < NV; v++)
-                wv[v] = _mm512_loadu_ps(w + 16 * v);
-#pragma GCC unroll 14
-            for (int r = 0; r < R; r++) {
-                __m512 xb = _mm512_set1_ps(in[r * s->px + t]);
-#pragma GCC unroll 2
-                for (int v = 0; v < NV; v++)
-                    acc[r][v] = _mm512_fmadd_ps(xb, wv[v], acc[r][v]);
-            }
-        }
-    }
-#pragma GCC unroll 14
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 2
-        for (int v = 0; v < NV; v++) {
-            __m512 y = acc[r][v];
-            if (bias) y = _mm512_add_ps(y, _mm512_loadu_ps(bias + 16 * v));
-            if (relu) y = _mm512_max_ps(y, _mm512_setzero_ps()); /* y > 0 ? y : 0, as relu_fwd */
-            _mm512_storeu_ps(out + (size_t)r * ldo + 16 * v, y);
-        }
-}
-
-/* Tiles of up to 14 pixels x 32 channels (or 16): 28 accumulators, 2 weight vectors and the
- * broadcast. 7 x 64 needs a 33rd register and spills (11 % slower, measured on Zen 5). */
-static int slide_pixels_512(int nv) {
-    (void)nv;
-    return 14;
-}
-
-#define SLIDE_CASE(NV, R)                                                                          \
-    case (NV)*16 + (R):                                                                            \
-        slide_tile_512(s, R, NV, out, ldo, bias, relu);                                            \
-        break;
-#define SLIDE_CASES_7(NV)                                                                          \
-    SLIDE_CASE(NV, 1)                                                                              \
-    SLIDE_CASE(NV, 2)                                                                              \
-    SLIDE_CASE(NV, 3)                                                                              \
-    SLIDE_CASE(NV, 4) SLIDE_CASE(NV, 5) SLIDE_CASE(NV, 6) SLIDE_CASE(NV, 7)
-#define SLIDE_CASES_14(NV)                                                                         \
-    SLIDE_CASES_7(NV)                                                                              \
-    SLIDE_CASE(NV, 8)                                                                              \
-    SLIDE_CASE(NV, 9)                                                                              \
-    SLIDE_CASE(NV, 10) SLIDE_CASE(NV, 11) SLIDE_CASE(NV, 12) SLIDE_CASE(NV, 13) SLIDE_CASE(NV, 14)
-
-static AVX512_FN void slide_any_512(const slide *s, int r_n, int nv, float *out, int ldo,
-                                    const float *bias, int relu) {
-    switch (nv * 16 + r_n) {
-        SLIDE_CASES_14(2)
-        SLIDE_CASES_14(1)
-    default:
-        SS_ASSERT(0 && "slide tile shape");
-    }
-}
-
-AVX512_TILE void filter_tile_512(const filter_tile_args *f, const int R, const int NV) {
-    __m512 acc[14][4];
-#pragma GCC unroll 14
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++)
-            acc[r][v] = f->first ? _mm512_setzero_ps()
-                                 : _mm512_loadu_ps(f->dwt + (size_t)r * f->ldy + 16 * v);
-    for (int sm = 0; sm < f->samples; sm++)
-        for (int oh = 0; oh < f->n_oh; oh++) {
-            const float *in = f->in + sm * f->s_in + oh * f->row;
-            const float *dy = f->dy + sm * f->s_dy + oh * f->dy_row;
-            for (int ow = 0; ow < f->n_ow; ow++, in += f->px, dy += f->ldy) {
-                __m512 dv[4];
-#pragma GCC unroll 4
-                for (int v = 0; v < NV; v++)
-                    dv[v] = _mm512_loadu_ps(dy + 16 * v);
-#pragma GCC unroll 14
-                for (int r = 0; r < R; r++) {
-                    __m512 xb = _mm512_set1_ps(in[r]);
-#pragma GCC unroll 4
-                    for (int v = 0; v < NV; v++)
-                        acc[r][v] = _mm512_fmadd_ps(xb, dv[v], acc[r][v]);
-                }
-            }
-        }
-#pragma GCC unroll 14
-    for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++)
-            _mm512_storeu_ps(f->dwt + (size_t)r * f->ldy + 16 * v, acc[r][v]);
-}
-
-/* 6 rows x 64 channels, 12 x 32, 14 x 16 */
-static int filter_rows_512(int nv) {
-    return nv == 4 ? 6 : nv == 2 ? 12 : 14;
-}
-
-#define FILTER_CASE(NV, R)                                                                         \
-    case (NV)*16 + (R):                                                                            \
-        filter_tile_512(f, R, NV);                                                                 \
-        break;
-#define FILTER_CASES_6(NV)                                                                         \
-    FILTER_CASE(NV, 1)                                                                             \
-    FILTER_CASE(NV, 2) FILTER_CASE(NV, 3) FILTER_CASE(NV, 4) FILTER_CASE(NV, 5) FILTER_CASE(NV, 6)
-#define FILTER_CASES_12(NV)                                                                        \
-    FILTER_CASES_6(NV)                                                                             \
-    FILTER_CASE(NV, 7)                                                                             \
-    FILTER_CASE(NV, 8)                                                                             \
-    FILTER_CASE(NV, 9) FILTER_CASE(NV, 10) FILTER_CASE(NV, 11) FILTER_CASE(NV, 12)
-
-static AVX512_FN void filter_any_512(const filter_tile_args *f, int r_n, int nv) {
-    switch (nv * 16 + r_n) {
-        FILTER_CASES_6(4)
-        FILTER_CASES_12(2)
-        FILTER_CASES_12(1)
-        FILTER_CASE(1, 13)
-        FILTER_CASE(1, 14)
-    default:
-        SS_ASSERT(0 && "filter tile shape");
-    }
-}
-
-static const tile_set tiles_512 = {
-    16, 2, 4, slide_pixels_512, filter_rows_512, slide_any_512, filter_any_512};
-
-/* ---- AVX2 with FMA: 16 registers of 8 floats. Channels come in multiples of 16, so every
- * tile is 2 vectors wide: up to 6 pixels or filter rows, 12 accumulators, 2 weight (or dy)
- * vectors and a broadcast. The same chains as AVX-512 in the same order: the same bits. ---- */
-
-AVX2_TILE void slide_tile_256(const slide *s, const int R, float *out, int ldo, const float *bias,
-                              int relu) {
-    __m256 acc[6][2];
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++)
-        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-    for (int a = s->a0; a < s->a1; a++) {
-        const float *in = s->in + a * s->row, *w = s->w + ((size_t)a * s->run + s->t0) * s->ldw;
-        for (int t = s->t0; t < s->t1; t++, w += s->ldw) {
-            __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8);
-#pragma GCC unroll 6
-            for (int r = 0; r < R; r++) {
-                __m256 xb = _mm256_broadcast_ss(in + r * s->px + t);
-                acc[r][0] = _mm256_fmadd_ps(xb, w0, acc[r][0]);
-                acc[r][1] = _mm256_fmadd_ps(xb, w1, acc[r][1]);
-            }
-        }
-    }
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++)
-        for (int v = 0; v < 2; v++) {
-            __m256 y = acc[r][v];
-            if (bias) y = _mm256_add_ps(y, _mm256_loadu_ps(bias + 8 * v));
-            if (relu) y = _mm256_max_ps(y, _mm256_setzero_ps()); /* y > 0 ? y : 0 */
-            _mm256_storeu_ps(out + (size_t)r * ldo + 8 * v, y);
-        }
-}
-
-static int six_256(int nv) {
-    (void)nv;
-    return 6;
-}
-
-static AVX2_FN void slide_any_256(const slide *s, int r_n, int nv, float *out, int ldo,
-                                  const float *bias, int relu) {
-    SS_ASSERT(nv == 2);
-    switch (r_n) {
-    case 1:
-        slide_tile_256(s, 1, out, ldo, bias, relu);
-        break;
-    case 2:
-        slide_tile_256(s, 2, out, ldo, bias, relu);
-        break;
-    case 3:
-        slide_tile_256(s, 3, out, ldo, bias, relu);
-        break;
-    case 4:
-        slide_tile_256(s, 4, out, ldo, bias, relu);
-        break;
-    case 5:
-        slide_tile_256(s, 5, out, ldo, bias, relu);
-        break;
-    case 6:
-        slide_tile_256(s, 6, out, ldo, bias, relu);
-        break;
-    default:
-        SS_ASSERT(0 && "slide tile shape");
-    }
-}
-
-AVX2_TILE void filter_tile_256(const filter_tile_args *f, const int R) {
-    __m256 acc[6][2];
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++)
-        for (int v = 0; v < 2; v++)
-            acc[r][v] = f->first ? _mm256_setzero_ps()
-                                 : _mm256_loadu_ps(f->dwt + (size_t)r * f->ldy + 8 * v);
-    for (int sm = 0; sm < f->samples; sm++)
-        for (int oh = 0; oh < f->n_oh; oh++) {
-            const float *in = f->in + sm * f->s_in + oh * f->row;
-            const float *dy = f->dy + sm * f->s_dy + oh * f->dy_row;
-            for (int ow = 0; ow < f->n_ow; ow++, in += f->px, dy += f->ldy) {
-                __m256 d0 = _mm256_loadu_ps(dy), d1 = _mm256_loadu_ps(dy + 8);
-#pragma GCC unroll 6
-                for (int r = 0; r < R; r++) {
-                    __m256 xb = _mm256_broadcast_ss(in + r);
-                    acc[r][0] = _mm256_fmadd_ps(xb, d0, acc[r][0]);
-                    acc[r][1] = _mm256_fmadd_ps(xb, d1, acc[r][1]);
-                }
-            }
-        }
-#pragma GCC unroll 6
-    for (int r = 0; r < R; r++)
-        for (int v = 0; v < 2; v++)
-            _mm256_storeu_ps(f->dwt + (size_t)r * f->ldy + 8 * v, acc[r][v]);
-}
-
-static AVX2_FN void filter_any_256(const filter_tile_args *f, int r_n, int nv) {
-    SS_ASSERT(nv == 2);
-    switch (r_n) {
-    case 1:
-        filter_tile_256(f, 1);
-        break;
-    case 2:
-        filter_tile_256(f, 2);
-        break;
-    case 3:
-        filter_tile_256(f, 3);
-        break;
-    case 4:
-        filter_tile_256(f, 4);
-        break;
-    case 5:
-        filter_tile_256(f, 5);
-        break;
-    case 6:
-        filter_tile_256(f, 6);
-        break;
-    default:
-        SS_ASSERT(0 && "filter tile shape");
-    }
-}
-
-static const tile_set tiles_256 = {8, 2, 2, six_256, six_256, slide_any_256, filter_any_256};
 
 /* ---- drivers: the same for every instruction set ---- */
 
@@ -441,7 +135,7 @@ typedef struct slide_pass {
 static const tile_set *tiles_in_use(void) {
     conv_direct_isa isa = isa_in_use();
     SS_ASSERT(isa != CONV_DIRECT_NONE);
-    return isa == CONV_DIRECT_AVX512 ? &tiles_512 : &tiles_256;
+    return isa == CONV_DIRECT_AVX512 ? &conv_tiles_512 : &conv_tiles_256;
 }
 
 /* dst (cols, rows) = src (rows, cols) transposed, in tiles of 16 x 16 that stay in L1 (vgg:11's

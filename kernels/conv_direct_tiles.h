@@ -1,0 +1,57 @@
+/* Internal to the direct convolution (kernels/conv_direct.c): the register tiles of each
+ * instruction set (kernels/conv_direct_tiles.c), called through a tile_set by the drivers. */
+#ifndef SS_KERNELS_CONV_DIRECT_TILES_H
+#define SS_KERNELS_CONV_DIRECT_TILES_H
+
+#include <stddef.h>
+
+/* A window sliding over a padded NHWC image: output pixel r of a tile reads, for kernel row a,
+ * the `run` contiguous floats in + a * row + r * px (kw pixels of all channels), and multiplies
+ * float t of them by the weight vector w + (a * run + t) * ldw; over the kernel rows a0 <= a < a1
+ * and the offsets t0 <= t < t1 (all of them, or those inside the image: skip_frame). */
+typedef struct slide {
+    const float *in;
+    size_t row;
+    int px, run;
+    const float *w;
+    int ldw;
+    int a0, a1, t0, t1;
+} slide;
+
+/* Filter gradient tile: dwt rows t0 .. t0 + R - 1 (offsets within kernel row a), NV vectors of
+ * output channels, accumulated over n_oh x n_ow output pixels of the samples onto what dwt holds
+ * (or from 0). */
+typedef struct filter_tile_args {
+    const float *in; /* the input of the first pixel's first term (kernel row a, offset t0) */
+    size_t row;      /* floats from one input row to the next */
+    int px, n_oh, n_ow;
+    const float *dy; /* the first pixel's output gradient at the tile's first channel */
+    size_t dy_row;   /* floats from one output row to the next */
+    int ldy;
+    float *dwt; /* (t, o) at the tile's corner, ldy floats a row */
+    int first;
+    int samples;       /* consecutive samples, in order: */
+    size_t s_in, s_dy; /* floats from one to the next in `in` and in `dy` */
+} filter_tile_args;
+
+/* The register tiles of one instruction set. The drivers below split channels into blocks of
+ * nv vectors (the largest of slide_nv_max or filter_nv_max, 2, 1 that fits) and pixels or filter
+ * rows into runs of at most slide_pixels(nv) or filter_rows(nv). */
+typedef struct tile_set {
+    int lanes, slide_nv_max, filter_nv_max;
+    int (*slide_pixels)(int nv);
+    int (*filter_rows)(int nv);
+    void (*slide)(const slide *s, int r_n, int nv, float *out, int ldo, const float *bias,
+                  int relu);
+    void (*filter)(const filter_tile_args *f, int r_n, int nv);
+} tile_set;
+
+/* The largest of nv_max, 2 and 1 vectors that `left` vectors hold. */
+static inline int tile_vectors(int nv_max, int left) {
+    return left >= nv_max ? nv_max : left >= 2 ? 2 : 1;
+}
+
+/* AVX-512 (32 registers of 16 floats) and AVX2 with FMA (16 registers of 8 floats) */
+extern const tile_set conv_tiles_512, conv_tiles_256;
+
+#endif
