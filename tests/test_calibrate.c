@@ -103,6 +103,16 @@ static int synthesize(const char *path, int nodes, int gpus, int srun, int step)
 }
 
 /* The value of `key = VALUE` in an INI text, parsed with the generator's units. */
+/* The file at path into ini (size bytes), after a newline, so that every key follows one. */
+static void read_ini(const char *path, char *ini, size_t size) {
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    ini[0] = '\n';
+    size_t len = fread(ini + 1, 1, size - 2, f);
+    ini[len + 1] = '\0';
+    fclose(f);
+}
+
 static double ini_value(const char *text, const char *key, int bandwidth) {
     char want[64];
     snprintf(want, sizeof want, "\n%s = ", key);
@@ -154,12 +164,8 @@ static void test_recovers(void) {
     CU_ASSERT_EQUAL_FATAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "## " DIR "/three.txt: 3 nodes x 2 GPUs (6 ranks)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "median |error|"));
-    FILE *f = fopen(DIR "/fit/cluster.ini", "r");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    char ini[4096] = "\n";
-    size_t len = fread(ini + 1, 1, sizeof ini - 2, f);
-    ini[len + 1] = '\0';
-    fclose(f);
+    char ini[4096];
+    read_ini(DIR "/fit/cluster.ini", ini, sizeof ini);
     /* the parameters the logs were made with */
     SS_CHECK_CLOSE(ini_value(ini, "bandwidth", 1), 25e9 / 8, 0, 0.01);
     SS_CHECK_CLOSE(ini_value(ini, "latency", 0), 4e-6, 0, 0.03);
@@ -208,12 +214,8 @@ static void test_robust_to_step(void) {
                          &out);
     if (rc != 0) fprintf(stderr, "\n%s\n", out);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
-    FILE *f = fopen(DIR "/step/cluster.ini", "r");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    char ini[4096] = "\n";
-    size_t len = fread(ini + 1, 1, sizeof ini - 2, f);
-    ini[len + 1] = '\0';
-    fclose(f);
+    char ini[4096];
+    read_ini(DIR "/step/cluster.ini", ini, sizeof ini);
     SS_CHECK_CLOSE(ini_value(ini, "bandwidth", 1), 25e9 / 8, 0, 0.01);
     SS_CHECK_CLOSE(ini_value(ini, "latency", 0), 4e-6, 0, 0.05);
     SS_CHECK_CLOSE(ini_value(ini, "intra-bandwidth", 1), 10e9, 0, 0.02);
