@@ -77,5 +77,7 @@ void dataset_set_window(dataset *d, int t);
  * that fit; cuts text sets to the model's sequence length. */
 struct model_spec;
 int dataset_fit_model(dataset *train, dataset *test, const struct model_spec *spec);
+/* The same rule before a set is read: set_name is text (text != 0) or images. */
+int dataset_kind_fits(const char *set_name, int text, const struct model_spec *spec);
 
 #endif

@@ -434,20 +434,25 @@ int dataset_text_load(const char *spec, const char *dir, dataset *train, dataset
                       test);
 }
 
-int dataset_fit_model(dataset *train, dataset *test, const model_spec *spec) {
-    const int lm = spec->arch == MODEL_ARCH_GPT, text = train->tokens != NULL;
+int dataset_kind_fits(const char *set_name, int text, const model_spec *spec) {
+    const int lm = spec->arch == MODEL_ARCH_GPT;
     if (lm && !text)
         return ss_error_set(SS_EUSAGE,
                             "model %s is a language model: it takes a text data set (web-bible, "
                             "wikitext-2, wikitext-103, ptb), not %s",
-                            model_arch_name(spec->arch), train->name);
+                            model_arch_name(spec->arch), set_name);
     if (!lm && text)
         return ss_error_set(SS_EUSAGE,
                             "data set %s is text: it takes a language model (gpt:wlm, "
                             "gpt:L,D,H,T); %s takes an image or feature set (fashion-mnist, mnist, "
                             "cifar10, synthetic)",
-                            train->name, model_arch_name(spec->arch));
-    if (!lm) return SS_OK;
+                            set_name, model_arch_name(spec->arch));
+    return SS_OK;
+}
+
+int dataset_fit_model(dataset *train, dataset *test, const model_spec *spec) {
+    int rc = dataset_kind_fits(train->name, train->tokens != NULL, spec);
+    if (rc != SS_OK || spec->arch != MODEL_ARCH_GPT) return rc;
     if (train->w != spec->gpt_seq + 1) dataset_set_window(train, spec->gpt_seq);
     if (test->tokens && test->w != spec->gpt_seq + 1) dataset_set_window(test, spec->gpt_seq);
     if (train->n < 1 || test->n < 1)
