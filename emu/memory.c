@@ -149,42 +149,44 @@ int memory_check_run(device *dev, const model_spec *spec, int workers, int threa
     if (rc == SS_OK) rc = memory_available_bytes(&have);
     if (rc != SS_OK) return rc;
     const double need = p.host;
-    if (need > have && workers == 0)
-        return ss_error_set(SS_ENOMEM,
-                            "this run needs about %.2f GB (the model with batch %d and its "
-                            "momentum) but %.2f GB are available (%s): use a smaller --batch",
-                            need / 1e9, max_batch, have / 1e9,
-                            getenv("SYNCSIM_MEMORY_LIMIT") ? "SYNCSIM_MEMORY_LIMIT"
-                                                           : "MemAvailable of /proc/meminfo");
+    /* what the estimate counts: one model alone (workers 0), or the replicas and what the host
+     * adds to them (threads, hosts) */
+    char what[160];
+    if (workers == 0)
+        snprintf(what, sizeof what, "the model with batch %d and its momentum", max_batch);
+    else
+        snprintf(what, sizeof what,
+                 "%d replicas of the model with batch %d, %d compute threads, %.0f simulated hosts",
+                 workers, max_batch, threads, hosts);
     if (need > have)
         return ss_error_set(SS_ENOMEM,
-                            "this run needs about %.2f GB (%d replicas of the model with batch %d, "
-                            "%d compute threads, %.0f simulated hosts) but %.2f GB are available "
-                            "(%s): use fewer --workers or --threads, a smaller --batch or platform",
-                            need / 1e9, workers, max_batch, threads, hosts, have / 1e9,
+                            "this run needs about %.2f GB (%s) but %.2f GB are available (%s): "
+                            "use %s",
+                            need / 1e9, what, have / 1e9,
                             getenv("SYNCSIM_MEMORY_LIMIT") ? "SYNCSIM_MEMORY_LIMIT"
-                                                           : "MemAvailable of /proc/meminfo");
+                                                           : "MemAvailable of /proc/meminfo",
+                            workers ? "fewer --workers or --threads, a smaller --batch or platform"
+                                    : "a smaller --batch");
     double dev_free = 0, dev_total = 0;
     if (p.device > 0) {
         device_memory_info(dev, &dev_free, &dev_total);
-        if (p.device > dev_free && workers == 0)
-            return ss_error_set(SS_ENOMEM,
-                                "this run needs about %.2f GB of GPU memory (the model with batch "
-                                "%d and its momentum) but %s has %.2f GB free: use a smaller "
-                                "--batch, or --device cpu",
-                                p.device / 1e9, max_batch, device_name(dev), dev_free / 1e9);
         if (p.device > dev_free) {
-            const double fixed = p.device - p.device_per_worker * (double)workers;
-            const double fit = (dev_free - fixed) / p.device_per_worker;
-            const int most = fit >= 1 ? (fit > 1e9 ? 1000000000 : (int)fit) : 0;
+            /* on the GPU: each replica's size, and how many would fit */
+            char fits[96] = "use ";
+            if (workers > 0) {
+                const double fixed = p.device - p.device_per_worker * (double)workers;
+                const double fit = (dev_free - fixed) / p.device_per_worker;
+                const int most = fit >= 1 ? (fit > 1e9 ? 1000000000 : (int)fit) : 0;
+                snprintf(what, sizeof what,
+                         "%d replicas of the model with batch %d, %.3f GB each, %d compute threads",
+                         workers, max_batch, p.device_per_worker / 1e9, threads);
+                snprintf(fits, sizeof fits, "%s%d workers fit; use fewer --workers or --threads, ",
+                         most ? "at most " : "", most);
+            }
             return ss_error_set(SS_ENOMEM,
-                                "this run needs about %.2f GB of GPU memory (%d replicas of the "
-                                "model with batch %d, %.3f GB each, %d compute threads) but %s "
-                                "has %.2f GB free: %s%d workers fit; use fewer --workers or "
-                                "--threads, a smaller --batch, or --device cpu",
-                                p.device / 1e9, workers, max_batch, p.device_per_worker / 1e9,
-                                threads, device_name(dev), dev_free / 1e9, most ? "at most " : "",
-                                most);
+                                "this run needs about %.2f GB of GPU memory (%s) but %s has %.2f "
+                                "GB free: %sa smaller --batch, or --device cpu",
+                                p.device / 1e9, what, device_name(dev), dev_free / 1e9, fits);
         }
     }
     if (need > MEMORY_WARN_FRACTION * have)
