@@ -13,6 +13,7 @@
 #include "sim/compute/gpu_table.h"
 #include "sim/platform/platform_gen.h"
 #include "sim/policy/policy_internal.h"
+#include "emu/profile_model.h"
 #include "traces/profile.h"
 #include "traces/validate_compute.h"
 
@@ -646,32 +647,14 @@ static void test_param_kernels(void) {
  * ResNet-20's, all below the slower machines' (the host's share varies 25 % between machines of
  * one kind). */
 static double eager_step_ms(const char *name, sim_framework fw) {
-    device *dev = NULL;
-    char notice[256];
-    CU_ASSERT_EQUAL_FATAL(device_open("cpu", &dev, notice, sizeof notice), SS_OK);
     model_spec spec;
     CU_ASSERT_EQUAL_FATAL(model_spec_parse(&spec, name, 1, 28, 28, 10), SS_OK);
-    model *m = NULL;
-    CU_ASSERT_EQUAL_FATAL(model_create(dev, &spec, 1, 64, &m), SS_OK);
-    const int n = model_cost_layer_count(m);
+    /* the model's layers at batch 64 as the emulation gives them to the compute model */
+    model_profile prof;
+    CU_ASSERT_EQUAL_FATAL(profile_model_from_spec(&spec, 64, &prof), SS_OK);
+    const int n = prof.layers;
     sim_layer_cost *l = ss_calloc((size_t)n, sizeof *l);
-    for (int i = 0; i < n; i++) {
-        model_layer_cost c;
-        model_cost_layer_at(m, i, &c);
-        l[i] = (sim_layer_cost){.fwd_flops = c.fwd_flops * 64,
-                                .bwd_flops = c.bwd_flops * 64,
-                                .fwd_bytes = c.fwd_bytes * 64,
-                                .bwd_bytes = c.bwd_bytes * 64,
-                                .param_bytes = c.param_bytes,
-                                .kernels = c.kernels,
-                                .kind = c.conv      ? SIM_LAYER_CONV
-                                        : c.matmul  ? SIM_LAYER_MATMUL
-                                        : c.norm    ? SIM_LAYER_NORM
-                                        : c.maxpool ? SIM_LAYER_MAXPOOL
-                                                    : SIM_LAYER_OTHER,
-                                .gemm_n = c.gemm_n,
-                                .gemm_k = c.gemm_k};
-    }
+    CU_ASSERT_EQUAL_FATAL(profile_step_layers(&prof, 64, l), SS_OK);
     const gpu_class *g;
     CU_ASSERT_EQUAL_FATAL(gpu_table_find("--gpu", "h100", &g), SS_OK);
     sim_compute_cfg cc = {.mode = SIM_COMPUTE_MODEL,
@@ -685,8 +668,7 @@ static double eager_step_ms(const char *name, sim_framework fw) {
     const sim_step_cost cost = {.layers = l, .n_layers = n};
     SS_CHECK_CLOSE(sim_compute_duration_s(&cc, &cost, &h), s, 0, 1e-12);
     free(l);
-    model_destroy(m);
-    device_close(dev);
+    profile_free(&prof);
     return s * 1e3;
 }
 
