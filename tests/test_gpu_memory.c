@@ -23,7 +23,10 @@ static void test_refused_with_largest_count(void) {
     char line[160] = "";
     CU_ASSERT_EQUAL(memory_check_run(dev, &spec, 2, 2, 64, 2, 2, line, sizeof line), SS_OK);
     CU_ASSERT_PTR_NOT_NULL(strstr(line, "of the GPU's"));
-    /* far more replicas than any GPU holds at batch 512 */
+    /* far more replicas than any GPU holds at batch 512; the host's memory set out of the way,
+     * so that the GPU's is what refuses (a host short of memory refuses first, without the GPU's
+     * figures) */
+    setenv("SYNCSIM_MEMORY_LIMIT", "1000TB", 1);
     int rc = memory_check_run(dev, &spec, 100000, 2, 512, 2, 2, NULL, 0);
     CU_ASSERT_EQUAL(rc, SS_ENOMEM);
     const char *msg = ss_error_message();
