@@ -72,6 +72,11 @@ static const opt_def head_rows[] = {
      0},
     {"nesterov", OPT_TYPE_FLAG, F(nesterov), "false", 0, 0, CMD_RUN, NULL, "",
      "Nesterov momentum, PyTorch's: w -= lr (g' + mu v) after v = mu v + g'", 0},
+    {"layers", OPT_TYPE_FLAG, F(bench_layers), "false", 0, 0, CMD_BENCH_KERNELS, NULL, "",
+     "also each layer's forward and backward time (events on a GPU, the wall clock after each "
+     "layer on the CPU), its GFLOP/s, and the convolutions' rate against SGEMM (not for gpt "
+     "models)",
+     0},
     {"weight-decay", OPT_TYPE_DOUBLE, F(weight_decay), "0", 0, 1, CMD_RUN, NULL, "X",
      "L2 weight decay in PyTorch SGD's coupled form: g' = g + X w", 0},
     {"lr-schedule", OPT_TYPE_STRING, F(lr_schedule), "constant", 0, 0, CMD_RUN, NULL, "S",

@@ -38,6 +38,7 @@ typedef struct run_config {
     char lr_schedule[64];           /* constant | step[:E[:G]] | multistep:E1,.. | cosine[:MIN] */
     double lr_warmup;               /* epochs of linear learning-rate warm-up (0: none) */
     int nesterov;                   /* Nesterov momentum */
+    int bench_layers;               /* bench kernels: each layer's time as well */
     char augment[8];                /* auto | yes | no: random crop (padding 4) and flip */
     double clip_norm;               /* gradient L2-norm clipping (0: none) */
     char bn_stats[16];              /* average | local: running statistics at a synchronization */

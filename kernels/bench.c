@@ -81,7 +81,54 @@ typedef struct bench_result {
  * Treebank's); a sample is T tokens. */
 #define BENCH_LM_VOCAB 10000
 
-static int bench_model(device *dev, const char *text, int batch, double min_s, bench_result *res) {
+/* The layer table of bench_kernels' layers option: LAYER_STEPS steps with the layer clock
+ * (model_set_layer_clock) after the timed windows, each layer's mean seconds a pass and its
+ * rate; then the convolutions together (forward and backward) against SGEMM. */
+#define LAYER_STEPS 10
+
+static void bench_layers(device *dev, model *m, int batch, sgd_state *opt, const float *x,
+                         const uint8_t *y, double sgemm_gflops, const char *text, FILE *out) {
+    const int n = model_cost_layer_count(m);
+    double *fwd = ss_calloc((size_t)n, sizeof(double)), *bwd = ss_calloc((size_t)n, sizeof(double));
+    model_set_layer_clock(m, fwd, bwd);
+    double t0 = now_s();
+    for (int i = 0; i < LAYER_STEPS; i++) {
+        model_forward_backward(m, x, y, batch);
+        sgd_step(opt, model_params(m), model_grads(m), 0.01f, 0.9f, 5e-4f);
+    }
+    device_sync(dev);
+    double step_s = (now_s() - t0) / LAYER_STEPS;
+    model_set_layer_clock(m, NULL, NULL);
+    fprintf(out, "\nlayers of %s, batch %d: mean of %d steps (%s)\n%-18s %9s %9s %11s %11s %9s\n",
+            text, batch, LAYER_STEPS,
+            dev->ops->mark_create ? "events in the device's queue" : "the wall clock", "layer",
+            "fwd ms", "bwd ms", "fwd GFLOP/s", "bwd GFLOP/s", "vs sgemm");
+    double sum_s = 0.0, conv_s = 0.0, conv_flops = 0.0;
+    for (int i = 0; i < n; i++) {
+        model_layer_cost c;
+        model_cost_layer_at(m, i, &c);
+        double f = fwd[i] / LAYER_STEPS, b = bwd[i] / LAYER_STEPS;
+        double ff = c.fwd_flops * batch, bf = c.bwd_flops * batch;
+        sum_s += f + b;
+        if (c.conv) conv_s += f + b, conv_flops += ff + bf;
+        if (f + b <= 0.0) continue; /* a view, or computed (and timed) with its conv */
+        fprintf(out, "%-18s %9.3f %9.3f %11.1f %11.1f %8.1f%%\n", c.name, 1e3 * f, 1e3 * b,
+                f > 0 ? ff / f * 1e-9 : 0.0, b > 0 ? bf / b * 1e-9 : 0.0,
+                f + b > 0 ? 100.0 * (ff + bf) / (f + b) * 1e-9 / sgemm_gflops : 0.0);
+    }
+    fprintf(out, "%-18s %19.3f ms (the step with the optimizer: %.3f ms)\n", "layers together",
+            1e3 * sum_s, 1e3 * step_s);
+    if (conv_s > 0)
+        fprintf(out,
+                "convolutions: %.3f ms, %.1f GFLOP/s = %.1f%% of sgemm (forward and backward)\n",
+                1e3 * conv_s, conv_flops / conv_s * 1e-9,
+                100.0 * conv_flops / conv_s * 1e-9 / sgemm_gflops);
+    free(fwd);
+    free(bwd);
+}
+
+static int bench_model(device *dev, const char *text, int batch, double min_s, double sgemm_gflops,
+                       FILE *layers_out, bench_result *res) {
     model_spec spec;
     const int lm = !strncmp(text, "gpt", 3);
     int status = model_spec_parse(&spec, text, 1, 28, 28, lm ? BENCH_LM_VOCAB : 10);
@@ -125,6 +172,7 @@ static int bench_model(device *dev, const char *text, int batch, double min_s, b
     double step_flops =
         batch * (model_forward_flops_per_sample(m) + model_backward_flops_per_sample(m)) +
         sgd_step_flops(model_param_count(m), mu, wd);
+    if (layers_out) bench_layers(dev, m, batch, opt, x, y, sgemm_gflops, text, layers_out);
     res->samples_per_s = best_rate * batch;
     res->samples_per_cpu_s = best_cpu_rate * batch;
     res->gflops = best_rate * step_flops * 1e-9;
@@ -139,7 +187,8 @@ static int bench_model(device *dev, const char *text, int batch, double min_s, b
 
 /* The SGEMM line and one row per model at the device's current thread count. On the CPU the
  * rates over process CPU time follow ("cpu" columns), compared with the SGEMM's CPU-time rate. */
-static int bench_table(device *dev, int batch, const char *only, const char *label, FILE *out) {
+static int bench_table(device *dev, int batch, const char *only, int layers, const char *label,
+                       FILE *out) {
     const int sgemm_n = 2048, cpu = dev->kind == DEVICE_KIND_CPU;
     rate_pair sgemm = bench_sgemm_gflops(dev, sgemm_n);
     fprintf(out, "%s\nsgemm %dx%dx%d: %.1f GFLOP/s (best of 5)", label, sgemm_n, sgemm_n, sgemm_n,
@@ -149,12 +198,21 @@ static int bench_table(device *dev, int batch, const char *only, const char *lab
             "GFLOP/s", "vs sgemm");
     if (cpu) fprintf(out, " %14s %10s", "samples/cpu-s", "cpu vs sg");
     fputc('\n', out);
+    /* the layer tables come after the whole table */
+    char *layer_text = NULL;
+    size_t layer_len = 0;
+    FILE *layer_out = layers ? open_memstream(&layer_text, &layer_len) : NULL;
+    if (layers && !layer_out) return ss_error_set(SS_EIO, "bench: out of memory");
     static const char *const all[] = {"logreg", "mlp", "cnn"};
     for (int a = 0; a < 3; a++) {
         const char *name = only ? only : all[a];
         bench_result res;
-        int status = bench_model(dev, name, batch, 2.0, &res);
-        if (status != SS_OK) return status;
+        int status = bench_model(dev, name, batch, 2.0, sgemm.wall, layer_out, &res);
+        if (status != SS_OK) {
+            if (layer_out) fclose(layer_out);
+            free(layer_text);
+            return status;
+        }
         fprintf(out, "%-8s %6d %14.2f %12.0f %10.2f %9.1f%%", name, batch, res.step_mflops,
                 res.samples_per_s, res.gflops, 100.0 * res.gflops / sgemm.wall);
         if (cpu)
@@ -162,6 +220,11 @@ static int bench_table(device *dev, int batch, const char *only, const char *lab
                     100.0 * res.cpu_gflops / sgemm.cpu);
         fputc('\n', out);
         if (only) break;
+    }
+    if (layer_out) {
+        fclose(layer_out);
+        fwrite(layer_text, 1, layer_len, out);
+        free(layer_text);
     }
     return SS_OK;
 }
@@ -186,7 +249,8 @@ static void bench_coretype_hint(FILE *out) {
 #endif
 }
 
-int bench_kernels(const char *device_request, int batch, const char *model_name, FILE *out) {
+int bench_kernels(const char *device_request, int batch, const char *model_name, int layers,
+                  FILE *out) {
     if (batch < 1) return ss_error_set(SS_EUSAGE, "bench: batch must be positive (got %d)", batch);
     model_spec probe;
     if (model_name && model_spec_parse(&probe, model_name, 1, 28, 28, 10) != SS_OK)
@@ -194,6 +258,11 @@ int bench_kernels(const char *device_request, int batch, const char *model_name,
                             "bench kernels --model %s: %s (without --model: logreg, "
                             "mlp and cnn)",
                             model_name, ss_error_message());
+    if (layers && model_name && probe.arch == MODEL_ARCH_GPT)
+        return ss_error_set(SS_EUSAGE,
+                            "bench kernels --layers: times the layers of logreg, mlp, cnn, resnet "
+                            "and vgg models, not of %s",
+                            model_name);
     device *dev;
     char notice[256];
     int status = device_open(device_request, &dev, notice, sizeof notice);
@@ -207,12 +276,12 @@ int bench_kernels(const char *device_request, int batch, const char *model_name,
         snprintf(label, sizeof label, "-- %d BLAS thread%s", threads, threads > 1 ? "s" : "");
     else
         snprintf(label, sizeof label, "-- %s", device_name(dev));
-    status = bench_table(dev, batch, model_name, label, out);
+    status = bench_table(dev, batch, model_name, layers, label, out);
     /* the CPU on one thread as well: the figures a comparison with another framework's
      * single-thread run needs (bench/pytorch_compare.py) */
     if (status == SS_OK && threads > 1) {
         openblas_set_num_threads(1);
-        status = bench_table(dev, batch, model_name, "-- 1 BLAS thread", out);
+        status = bench_table(dev, batch, model_name, layers, "-- 1 BLAS thread", out);
         openblas_set_num_threads(threads);
     }
     device_close(dev);

@@ -1,6 +1,6 @@
 /* Kernel benchmark: training throughput of each model against the machine's SGEMM rate.
  *
- *     bench_kernels("auto", 64, NULL, stdout);    // "mlp" instead of NULL: that model only
+ *     bench_kernels("auto", 64, NULL, 0, stdout);    // "mlp" instead of NULL: that model only
  *
  * For logreg, mlp and cnn (or the one model asked for) on 1x28x28 inputs with 10 classes (random
  * data) it prints samples/s and achieved GFLOP/s (counted forward + backward FLOPs per sample times
@@ -20,7 +20,11 @@
 
 /* model_name: a --model text (model_spec_parse: "cnn", "resnet:20", ...) for that model alone on
  * 1x28x28 inputs (SS_EUSAGE naming the valid forms for another), NULL for logreg, mlp and cnn. */
-int bench_kernels(const char *device_request, int batch, const char *model_name, FILE *out);
+/* layers: after the table, each model's layers (model_set_layer_clock: events on a GPU, the wall
+ * clock on the CPU): each layer's forward and backward milliseconds and GFLOP/s, and the
+ * convolutions' rate against SGEMM; not for gpt models (SS_EUSAGE). */
+int bench_kernels(const char *device_request, int batch, const char *model_name, int layers,
+                  FILE *out);
 
 struct device;
 struct model;

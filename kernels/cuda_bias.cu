@@ -1,5 +1,5 @@
-/* Bias add: y (rows, cols) += b (cols) on every row. (The bias gradient is a cuBLAS gemv in
- * device_cuda.c.) */
+/* Bias add: y (rows, cols) += b (cols) on every row. (The bias gradient is a column sum in
+ * cuda_batchnorm.cu.) */
 #include "kernels/cuda_ops.h"
 
 static __global__ void bias_add_kernel(size_t n, int cols, const float *bias, float *y) {

@@ -26,21 +26,35 @@ void cuda_bias_add(cudaStream_t stream, int rows, int cols, const float *bias, f
 void cuda_relu_fwd(cudaStream_t stream, size_t n, const float *x, float *y);
 void cuda_relu_bwd(cudaStream_t stream, size_t n, const float *y, const float *dy, float *dx);
 void cuda_im2col(cudaStream_t stream, conv_geom g, const float *x, float *col);
+/* Implicit-GEMM convolution (cuda_conv.cu): whether it takes a geometry (dx: the input gradient
+ * as well); the forward pass and the input gradient (wt: oc * kh * kw * in_c floats of scratch),
+ * each returning 0, having done nothing, for a geometry or alignment it does not take. */
+int cuda_conv_implicit_takes(conv_geom g, int oc, int dx);
+int cuda_conv_implicit_fwd(cudaStream_t stream, conv_geom g, int oc, const float *x, const float *w,
+                           float *y);
+int cuda_conv_implicit_dx(cudaStream_t stream, conv_geom g, int oc, const float *dy, const float *w,
+                          float *wt, float *dx);
 void cuda_col2im(cudaStream_t stream, conv_geom g, const float *col, float *dx);
 void cuda_maxpool_fwd(cudaStream_t stream, int batch, int h, int w, int c, const float *x,
                       float *y);
 void cuda_maxpool_bwd(cudaStream_t stream, int batch, int h, int w, int c, const float *x,
                       const float *dy, float *dx);
+/* partial: cuda_bn_partial_doubles(rows, cols) doubles of scratch on the stream */
+/* db (cols) = beta db + the sum over rows of dy (rows, cols), summed in double */
+void cuda_bias_grad(cudaStream_t stream, int rows, int cols, const float *dy, float beta,
+                    double *partial, float *db);
+size_t cuda_bn_partial_doubles(int rows, int cols);
 void cuda_bn_fwd_train(cudaStream_t stream, int rows, int cols, const float *x, const float *gamma,
                        const float *beta, float momentum, float eps, float *run_mean,
-                       float *run_var, float *save_mean, float *save_invstd, float *y);
+                       float *run_var, float *save_mean, float *save_invstd, double *partial,
+                       float *y);
 void cuda_bn_fwd_infer(cudaStream_t stream, int rows, int cols, const float *x, const float *gamma,
                        const float *beta, const float *run_mean, const float *run_var, float eps,
                        float *y);
 /* dx may be NULL */
 void cuda_bn_bwd(cudaStream_t stream, int rows, int cols, const float *x, const float *dy,
                  const float *gamma, const float *save_mean, const float *save_invstd,
-                 float *dgamma, float *dbeta, float *dx);
+                 double *partial, float *dgamma, float *dbeta, float *dx);
 void cuda_avgpool_fwd(cudaStream_t stream, int batch, int hw, int c, const float *x, float *y);
 void cuda_avgpool_bwd(cudaStream_t stream, int batch, int hw, int c, const float *dy, float *dx);
 void cuda_shortcut_fwd(cudaStream_t stream, shortcut_geom g, const float *x, float *y);

@@ -18,6 +18,8 @@ enum cuda_scratch_slot {
     CUDA_SCRATCH_LOSS_ROWS,    /* (B) double */
     CUDA_SCRATCH_CORRECT_ROWS, /* (B) int */
     CUDA_SCRATCH_PARTIALS,     /* nrm2 per-block partials, double */
+    CUDA_SCRATCH_BN_PARTIALS,  /* batch norm's per-row-block column sums, double */
+    CUDA_SCRATCH_CONV_WT,      /* a convolution's flipped weights for its input gradient */
     CUDA_SCRATCH_COUNT
 };
 
@@ -33,8 +35,6 @@ typedef struct cuda_lane {
     cudaEvent_t ready; /* lane 0's work up to a lane_enter */
     void *scratch[CUDA_SCRATCH_COUNT];
     size_t scratch_bytes[CUDA_SCRATCH_COUNT];
-    float *ones; /* (ones_count) device vector of 1.0f for bias_grad */
-    size_t ones_count;
     void *host_rows; /* host copy of loss/correct rows */
     size_t host_rows_bytes;
 } cuda_lane;
@@ -174,31 +174,37 @@ static void cu_bias_add(device *dev, int rows, int cols, const float *bias, floa
     cuda_bias_add(lane_of(dev)->stream, rows, cols, bias, y);
 }
 
-/* db (cols) = beta db + dy^T ones (rows): a cuBLAS gemv (no atomics, so deterministic), which
- * spreads the rows over the whole GPU where one thread per column would leave it idle for the
- * few-column, many-row case of conv1 (32 columns, B*784 rows). */
+/* db (cols) = beta db + the column sums of dy: batch norm's two-stage sum (cuda_batchnorm.cu: no
+ * atomics, so deterministic; coalesced reads spread over the whole GPU for any shape, the
+ * few-column, many-row case of conv1 (32 columns, B*784 rows) as well as a dense layer's). */
 static void cu_bias_grad(device *dev, int rows, int cols, const float *dy, float beta, float *db) {
-    cuda_lane *c = lane_of(dev);
-    if (c->ones_count < (size_t)rows) {
-        float *host = ss_malloc((size_t)rows * sizeof(float));
-        for (int i = 0; i < rows; i++)
-            host[i] = 1.0f;
-        cudaCheck(cudaStreamSynchronize(c->stream));
-        if (c->ones) cudaCheck(cudaFree(c->ones));
-        cudaCheck(cudaMalloc((void **)&c->ones, (size_t)rows * sizeof(float)));
-        /* on the lane's stream, not cudaMemcpy's legacy stream: a lane's stream does not wait
-         * for that one (cudaStreamNonBlocking), and cudaMemcpy from pageable memory may return
-         * before its DMA has landed, so the gemv below could read ones not yet written */
-        cudaCheck(cudaMemcpyAsync(c->ones, host, (size_t)rows * sizeof(float),
-                                  cudaMemcpyHostToDevice, c->stream));
-        cudaCheck(cudaStreamSynchronize(c->stream));
-        free(host);
-        c->ones_count = (size_t)rows;
-    }
-    const float one = 1.0f;
-    /* column-major view: dy is (cols, rows) with leading dimension cols */
-    cublasCheck(
-        cublasSgemv(c->cublas, CUBLAS_OP_N, cols, rows, &one, dy, cols, c->ones, 1, &beta, db, 1));
+    double *partial = scratch(dev, CUDA_SCRATCH_BN_PARTIALS,
+                              cuda_bn_partial_doubles(rows, cols) * sizeof(double));
+    cuda_bias_grad(lane_of(dev)->stream, rows, cols, dy, beta, partial, db);
+}
+
+static void *cu_mark_create(device *dev) {
+    (void)dev;
+    cudaEvent_t ev;
+    cudaCheck(cudaEventCreate(&ev));
+    return ev;
+}
+
+static void cu_mark_record(device *dev, void *mark) {
+    cudaCheck(cudaEventRecord((cudaEvent_t)mark, lane_of(dev)->stream));
+}
+
+static double cu_mark_seconds(device *dev, void *from, void *to) {
+    (void)dev;
+    float ms = 0.0f;
+    cudaCheck(cudaEventSynchronize((cudaEvent_t)to));
+    cudaCheck(cudaEventElapsedTime(&ms, (cudaEvent_t)from, (cudaEvent_t)to));
+    return 1e-3 * ms;
+}
+
+static void cu_mark_destroy(device *dev, void *mark) {
+    (void)dev;
+    cudaCheck(cudaEventDestroy((cudaEvent_t)mark));
 }
 
 static void cu_relu_fwd(device *dev, size_t n, const float *x, float *y) {
@@ -217,6 +223,37 @@ static void cu_col2im(device *dev, const conv_geom *g, const float *col, float *
     cuda_col2im(lane_of(dev)->stream, *g, col, dx);
 }
 
+/* Which convolutions take the implicit-GEMM kernel: SYNCSIM_CUDA_CONV=im2col none, =implicit
+ * every geometry it computes; by default those where it was faster on an H200: 16 channels in and
+ * out with a 3x3 kernel or smaller, over at least 2^17 output pixels (ResNet-20's first stage at
+ * batch 256: 0.066 against 0.118 ms forward, 0.237 against 0.301 backward). On 32 and 64 channels
+ * cuBLAS's SGEMM on the columns was faster, and at batch 64 the whole step was
+ * (docs/PERFORMANCE.md, "Convolutions on the GPU"). */
+static int conv_implicit_wanted(const conv_geom *g, int oc) {
+    static int mode = -1; /* 0 never, 1 always, 2 by default */
+    if (mode < 0) {
+        const char *e = getenv("SYNCSIM_CUDA_CONV");
+        mode = e && !strcmp(e, "im2col") ? 0 : e && !strcmp(e, "implicit") ? 1 : 2;
+    }
+    if (mode == 2)
+        return g->in_c <= 16 && oc <= 16 && g->kh * g->kw <= 9 &&
+               (long)g->batch * g->out_h * g->out_w >= (1L << 17);
+    return mode;
+}
+
+static int cu_conv_implicit(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
+                            float *y, int always) {
+    if (!always && !conv_implicit_wanted(g, oc)) return 0;
+    return cuda_conv_implicit_fwd(lane_of(dev)->stream, *g, oc, x, w, y);
+}
+
+static int cu_conv_implicit_dx(device *dev, const conv_geom *g, int oc, const float *dy,
+                               const float *w, float *dx, int always) {
+    if ((!always && !conv_implicit_wanted(g, oc)) || !cuda_conv_implicit_takes(*g, oc, 1)) return 0;
+    float *wt = scratch(dev, CUDA_SCRATCH_CONV_WT, (size_t)oc * g->kh * g->kw * g->in_c * 4);
+    return cuda_conv_implicit_dx(lane_of(dev)->stream, *g, oc, dy, w, wt, dx);
+}
+
 static void cu_maxpool_fwd(device *dev, int batch, int h, int w, int c, const float *x, float *y) {
     cuda_maxpool_fwd(lane_of(dev)->stream, batch, h, w, c, x, y);
 }
@@ -229,8 +266,10 @@ static void cu_maxpool_bwd(device *dev, int batch, int h, int w, int c, const fl
 static void cu_bn_fwd_train(device *dev, int rows, int cols, const float *x, const float *gamma,
                             const float *beta, float momentum, float eps, float *run_mean,
                             float *run_var, float *save_mean, float *save_invstd, float *y) {
+    double *partial = scratch(dev, CUDA_SCRATCH_BN_PARTIALS,
+                              cuda_bn_partial_doubles(rows, cols) * sizeof(double));
     cuda_bn_fwd_train(lane_of(dev)->stream, rows, cols, x, gamma, beta, momentum, eps, run_mean,
-                      run_var, save_mean, save_invstd, y);
+                      run_var, save_mean, save_invstd, partial, y);
 }
 
 static void cu_bn_fwd_infer(device *dev, int rows, int cols, const float *x, const float *gamma,
@@ -242,8 +281,10 @@ static void cu_bn_fwd_infer(device *dev, int rows, int cols, const float *x, con
 static void cu_bn_bwd(device *dev, int rows, int cols, const float *x, const float *dy,
                       const float *gamma, const float *save_mean, const float *save_invstd,
                       float *dgamma, float *dbeta, float *dx) {
-    cuda_bn_bwd(lane_of(dev)->stream, rows, cols, x, dy, gamma, save_mean, save_invstd, dgamma,
-                dbeta, dx);
+    double *partial = scratch(dev, CUDA_SCRATCH_BN_PARTIALS,
+                              cuda_bn_partial_doubles(rows, cols) * sizeof(double));
+    cuda_bn_bwd(lane_of(dev)->stream, rows, cols, x, dy, gamma, save_mean, save_invstd, partial,
+                dgamma, dbeta, dx);
 }
 
 static void cu_avgpool_fwd(device *dev, int batch, int hw, int c, const float *x, float *y) {
@@ -338,7 +379,6 @@ static void lane_destroy(cuda_lane *l) {
     cudaCheck(cudaStreamSynchronize(l->stream));
     for (int i = 0; i < CUDA_SCRATCH_COUNT; i++)
         if (l->scratch[i]) cudaCheck(cudaFree(l->scratch[i]));
-    if (l->ones) cudaCheck(cudaFree(l->ones));
     cublasCheck(cublasDestroy(l->cublas));
     cudaCheck(cudaEventDestroy(l->ready));
     cudaCheck(cudaStreamDestroy(l->stream));
@@ -510,12 +550,18 @@ static const device_ops cuda_ops = {
     .sync = cu_sync,
     .share_with_host = cu_share_with_host,
     .place = cu_place,
+    .mark_create = cu_mark_create,
+    .mark_record = cu_mark_record,
+    .mark_seconds = cu_mark_seconds,
+    .mark_destroy = cu_mark_destroy,
     .gemm = cu_gemm,
     .bias_add = cu_bias_add,
     .bias_grad = cu_bias_grad,
     .relu_fwd = cu_relu_fwd,
     .relu_bwd = cu_relu_bwd,
     .im2col = cu_im2col,
+    .conv_implicit = cu_conv_implicit,
+    .conv_implicit_dx = cu_conv_implicit_dx,
     .col2im = cu_col2im,
     .maxpool_fwd = cu_maxpool_fwd,
     .maxpool_bwd = cu_maxpool_bwd,

@@ -98,6 +98,15 @@ typedef struct device_ops {
     void (*conv_bwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *y,
                      const float *dy, const float *pool_dy, const float *w, float *ws, float *dw,
                      float *db, float *dx);
+    /* Implicit-GEMM convolution, the im2col path's alternative (optional: NULL, or a return of
+     * 0 for a geometry it does not take or would compute slower, means im2col + gemm; always: for
+     * every geometry it can compute). conv_implicit: y (B*out_h*out_w, oc) = conv(x, w), without
+     * the bias; conv_implicit_dx: dx (B, in_h, in_w, in_c) = the input gradient from dy
+     * (overwritten). */
+    int (*conv_implicit)(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
+                         float *y, int always);
+    int (*conv_implicit_dx)(device *dev, const conv_geom *g, int oc, const float *dy,
+                            const float *w, float *dx, int always);
     /* Batch normalization over the rows of x (rows, cols), per column (NHWC: rows = B*H*W,
      * cols = C), y = (x - mean) / sqrt(var + eps) * gamma + beta. Training: mean and the biased
      * var of the batch, saved (save_mean, save_invstd = 1 / sqrt(var + eps), cols each) for the
@@ -190,6 +199,13 @@ typedef struct device_ops {
     /* device_lanes_reserve, device_lane_enter, device_lane_leave; NULL: one queue of work,
      * which every thread may use at once (the CPU's calls run in the calling thread) */
     int (*lanes_reserve)(device *dev, int lanes);
+    /* Timing marks in the issuing queue (a benchmark's layer clock): mark_seconds is the time
+     * between two recorded marks, waiting for the later one. NULL: the device computes in the
+     * calling thread, whose clock times it after device_sync. */
+    void *(*mark_create)(device *dev);
+    void (*mark_record)(device *dev, void *mark);
+    double (*mark_seconds)(device *dev, void *from, void *to);
+    void (*mark_destroy)(device *dev, void *mark);
     /* device_memory_info; NULL: no memory of its own */
     int (*memory_info)(device *dev, double *free_bytes, double *total_bytes);
     void (*lane_enter)(device *dev, int lane);

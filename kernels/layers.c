@@ -179,10 +179,14 @@ int layer_conv_chunk_samples(const layer *l, device_kind kind) {
     return n < 1 ? 1 : n > (1u << 20) ? 1 << 20 : (int)n;
 }
 
-static void layer_alloc_scratch_of(device *dev, layer *l, int max_batch);
+static void layer_alloc_scratch_of(device *dev, layer *l, int max_batch, layer_col_buf *shared);
 
 void layer_alloc_scratch(device *dev, layer *l, int max_batch) {
-    layer_alloc_scratch_of(dev, l, max_batch);
+    layer_alloc_scratch_in(dev, l, max_batch, NULL);
+}
+
+void layer_alloc_scratch_in(device *dev, layer *l, int max_batch, layer_col_buf *shared) {
+    layer_alloc_scratch_of(dev, l, max_batch, shared);
     l->scratch_floats = 0;
     if (l->kind == LAYER_KIND_BATCHNORM) l->scratch_floats = 2 * (size_t)l->out_c;
     if (l->kind != LAYER_KIND_CONV2D) return;
@@ -190,12 +194,12 @@ void layer_alloc_scratch(device *dev, layer *l, int max_batch) {
     if (l->conv_direct) {
         conv_geom g = conv_geom_of(l, max_batch);
         l->scratch_floats += dev->ops->conv_direct_floats(dev, &g, l->out_c, l->need_dx);
-    } else {
-        l->scratch_floats += (size_t)l->col_samples * l->out_h * l->out_w * l->kh * l->kw * l->in_c;
+    } else if (l->colbuf == &l->own_col) {
+        l->scratch_floats += l->own_col.floats;
     }
 }
 
-static void layer_alloc_scratch_of(device *dev, layer *l, int max_batch) {
+static void layer_alloc_scratch_of(device *dev, layer *l, int max_batch, layer_col_buf *shared) {
     if (l->kind == LAYER_KIND_BATCHNORM) l->save = device_alloc(dev, 2 * (size_t)l->out_c);
     if (l->kind != LAYER_KIND_CONV2D) return;
     conv_geom g = conv_geom_of(l, max_batch);
@@ -212,17 +216,20 @@ static void layer_alloc_scratch_of(device *dev, layer *l, int max_batch) {
     }
     int chunk = layer_conv_chunk_samples(l, device_get_kind(dev));
     l->col_samples = max_batch < chunk ? max_batch : chunk;
-    size_t rows = (size_t)l->col_samples * l->out_h * l->out_w;
-    l->col = device_alloc(dev, rows * l->kh * l->kw * l->in_c);
-    l->col_src = NULL;
-    l->col_count = 0;
+    size_t floats = (size_t)l->col_samples * l->out_h * l->out_w * l->kh * l->kw * l->in_c;
+    memset(&l->own_col, 0, sizeof l->own_col);
+    l->colbuf = shared ? shared : &l->own_col;
+    if (!shared) l->own_col.col = device_alloc(dev, floats);
+    if (floats > l->colbuf->floats) l->colbuf->floats = floats;
 }
 
 void layer_free_scratch(device *dev, layer *l) {
     device_free(dev, l->col);
+    device_free(dev, l->own_col.col);
     device_free(dev, l->nobias);
     device_free(dev, l->save);
-    l->col = l->nobias = l->save = NULL;
+    l->col = l->own_col.col = l->nobias = l->save = NULL;
+    l->colbuf = NULL;
 }
 
 /* ---- dense: y (B, out) = x (B, in) W^T + b ---- */
@@ -266,14 +273,22 @@ static void conv_forward(device *dev, layer *l, int batch, const float *x, float
         dev->ops->conv_fwd(dev, &g, oc, x, l->w, bias, l->relu_in_epilogue, l->col, y, NULL);
         return;
     }
-    for (int s0 = 0; s0 < batch; s0 += l->col_samples) {
-        int nb = batch - s0 < l->col_samples ? batch - s0 : l->col_samples;
-        conv_geom g = conv_geom_of(l, nb);
-        dev->ops->im2col(dev, &g, x + s0 * in_size, l->col);
-        dev->ops->gemm(dev, 0, 1, nb * p, oc, kkc, 1.0f, l->col, kkc, l->w, kkc, 0.0f,
-                       y + s0 * out_size, oc);
-        l->col_src = x + s0 * in_size;
-        l->col_count = nb;
+    layer_col_buf *cb = l->colbuf;
+    conv_geom whole = conv_geom_of(l, batch);
+    if (!l->conv_im2col_only && dev->ops->conv_implicit &&
+        dev->ops->conv_implicit(dev, &whole, oc, x, l->w, y, l->conv_implicit_always)) {
+        /* the whole batch without columns */
+    } else {
+        for (int s0 = 0; s0 < batch; s0 += l->col_samples) {
+            int nb = batch - s0 < l->col_samples ? batch - s0 : l->col_samples;
+            conv_geom g = conv_geom_of(l, nb);
+            dev->ops->im2col(dev, &g, x + s0 * in_size, cb->col);
+            dev->ops->gemm(dev, 0, 1, nb * p, oc, kkc, 1.0f, cb->col, kkc, l->w, kkc, 0.0f,
+                           y + s0 * out_size, oc);
+            cb->owner = l;
+            cb->src = x + s0 * in_size;
+            cb->count = nb;
+        }
     }
     if (!l->b) {
         SS_ASSERT(!l->relu_in_epilogue);
@@ -303,21 +318,29 @@ static void conv_backward(device *dev, layer *l, int batch, const float *x, cons
                            l->need_dx ? dx : NULL);
         return;
     }
+    layer_col_buf *cb = l->colbuf;
+    /* the input gradient of the whole batch without columns, where the device takes it */
+    conv_geom whole = conv_geom_of(l, batch);
+    const int dx_done =
+        l->need_dx && !l->conv_im2col_only && dev->ops->conv_implicit_dx &&
+        dev->ops->conv_implicit_dx(dev, &whole, oc, dy, l->w, dx, l->conv_implicit_always);
     const int last = (batch - 1) / l->col_samples * l->col_samples;
     for (int s0 = last; s0 >= 0; s0 -= l->col_samples) {
         int nb = batch - s0 < l->col_samples ? batch - s0 : l->col_samples;
         conv_geom g = conv_geom_of(l, nb);
         const float *dyc = dy + s0 * out_size, *xc = x + s0 * in_size;
-        if (l->col_src != xc || l->col_count != nb) dev->ops->im2col(dev, &g, xc, l->col);
+        if (cb->owner != l || cb->src != xc || cb->count != nb)
+            dev->ops->im2col(dev, &g, xc, cb->col);
         /* dW (OC, KKC) (+)= dy^T (OC, nb*P) col (nb*P, KKC) */
-        dev->ops->gemm(dev, 1, 0, oc, kkc, nb * p, 1.0f, dyc, oc, l->col, kkc,
+        dev->ops->gemm(dev, 1, 0, oc, kkc, nb * p, 1.0f, dyc, oc, cb->col, kkc,
                        s0 == last ? 0.0f : 1.0f, l->dw, kkc);
-        if (l->need_dx) {
+        if (l->need_dx && !dx_done) {
             /* dcol (nb*P, KKC) = dy (nb*P, OC) W (OC, KKC), into the column buffer */
-            dev->ops->gemm(dev, 0, 0, nb * p, kkc, oc, 1.0f, dyc, oc, l->w, kkc, 0.0f, l->col, kkc);
-            dev->ops->col2im(dev, &g, l->col, dx + s0 * in_size);
+            dev->ops->gemm(dev, 0, 0, nb * p, kkc, oc, 1.0f, dyc, oc, l->w, kkc, 0.0f, cb->col,
+                           kkc);
+            dev->ops->col2im(dev, &g, cb->col, dx + s0 * in_size);
         }
-        l->col_src = NULL;
+        cb->owner = NULL;
     }
     if (l->db) dev->ops->bias_grad(dev, batch * p, oc, dy, 0.0f, l->db);
 }

@@ -53,11 +53,24 @@ typedef enum layer_kind {
  * of the cnn holds 627 KB a sample, so one sample a chunk, and conv1 (78 KB a sample) 13, so that
  * im2col writes, the GEMM's packing reads and col2im reads hit L2 instead of the shared L3 (with
  * other jobs on the machine, 8 MiB chunks made the cnn step up to 10 % slower; on a quiet
- * machine both are as fast). A GPU takes larger chunks: fewer, larger
- * launches. The chunking is fixed per device kind, so that results do not depend on the cache
- * size of the machine. */
+ * machine both are as fast). A GPU takes the whole batch where it fits in 256 MiB (the cnn's
+ * conv2 at batch 256 needs 160 MB): one GEMM with M = B * out_h*out_w, where 8 MiB chunks gave
+ * GEMMs of a few dozen tiles that left most of the GPU's multiprocessors idle. A model's
+ * convolutions share one buffer (layer_alloc_scratch_in), so its size is the largest layer's. The
+ * chunking is fixed per device kind, so that results do not depend on the machine. */
 #define LAYER_CONV_COL_BYTES_CPU (1u << 20)
-#define LAYER_CONV_COL_BYTES_GPU (8u << 20)
+#define LAYER_CONV_COL_BYTES_GPU (256u << 20)
+
+/* The column buffer of im2col convolutions: a layer's own, or one that all the convolutions of a
+ * model share (they run one after another on one queue), with what it holds: the columns of
+ * `count` samples of the input `src` of layer `owner` (NULL: nothing reusable). */
+typedef struct layer_col_buf {
+    float *col;
+    size_t floats;
+    const struct layer *owner;
+    const float *src;
+    int count;
+} layer_col_buf;
 
 typedef struct layer {
     layer_kind kind;
@@ -88,18 +101,23 @@ typedef struct layer {
     shortcut_geom sc;
     const float *skip_act;
     /* conv: direct convolution (device op conv_fwd ...) when the device takes the geometry;
-     * col is then its workspace. conv_im2col_only, set before layer_alloc_scratch, keeps
-     * im2col + gemm (tests compare the two). */
+     * col is then its workspace. Otherwise im2col + gemm, or on a GPU the implicit-GEMM kernel
+     * (device op conv_implicit) where it takes the geometry and is faster. conv_im2col_only,
+     * set before layer_alloc_scratch, keeps im2col + gemm (tests compare them);
+     * conv_implicit_always takes the implicit kernel for every geometry it computes. */
     int conv_direct;
     int conv_im2col_only;
+    int conv_implicit_always;
     /* conv, direct, fused with a ReLU: the max-pool after it runs inside its passes, through
      * layer_conv_pool_forward/backward (the model calls them for the three layers) */
     int pool_fused;
-    float *col;            /* conv: (min(max_batch, CHUNK) * out_h*out_w, kh*kw*in_c) */
+    float *col;            /* conv, direct: its workspace */
     size_t scratch_floats; /* what layer_alloc_scratch allocated */
-    int col_samples;       /* conv: samples the column buffer holds */
-    const float *col_src;  /* conv: input of the chunk whose columns col holds, or NULL */
-    int col_count;         /* conv: samples of that chunk */
+    int col_samples;       /* conv, im2col: samples a chunk, min(max_batch, CHUNK) */
+    /* conv, im2col: the column buffer, (col_samples * out_h*out_w, kh*kw*in_c) at least: own_col
+     * or a model's shared one */
+    layer_col_buf *colbuf;
+    layer_col_buf own_col;
     /* Fusion of conv -> ReLU -> max-pool (layer_fuse_relu): the conv applies the ReLU in its
      * bias pass, the ReLU layer becomes a view (like flatten) and the pooling's backward pass
      * applies the ReLU's mask. Same values bit for bit, two passes over the activations fewer;
@@ -143,6 +161,10 @@ size_t layer_bind_buffers(layer *l, float *buffers, size_t offset);
 void layer_init_params(const layer *l, rng *r, float *host_w, float *host_b);
 void layer_init_buffers(const layer *l, float *host_buf);
 void layer_alloc_scratch(device *dev, layer *l, int max_batch);
+/* The same, but an im2col conv uses `shared` (allocated by the caller once every layer has grown
+ * shared->floats to what it needs; its col is read at each pass), or its own buffer when shared
+ * is NULL. scratch_floats does not count a shared buffer. */
+void layer_alloc_scratch_in(device *dev, layer *l, int max_batch, layer_col_buf *shared);
 /* conv: samples per im2col chunk under LAYER_CONV_COL_BYTES_<kind> (at least 1) */
 int layer_conv_chunk_samples(const layer *l, device_kind kind);
 void layer_free_scratch(device *dev, layer *l);

@@ -153,6 +153,14 @@ double model_forward_backward(model *m, const float *x, const uint8_t *y, int ba
 double model_forward_backward_each(model *m, const float *x, const uint8_t *y, int batch,
                                    void (*grad_ready)(void *ctx, int layer), void *ctx);
 
+/* Layer clock (a benchmark's): while set, each training pass adds the seconds of layer i's
+ * forward pass to fwd_s[i] and of its backward pass to bwd_s[i] (model_cost_layer_at's index and
+ * count; the loss's forward and backward both count in bwd_s[n]; a conv -> ReLU -> max-pool
+ * block computed as one counts in the conv's slot). On a GPU, events in the stream time the
+ * layers (no synchronization between layers, one wait at the end of the pass); on the CPU the
+ * wall clock. NULL stops it; evaluations are not timed. Layer-graph models only (not gpt:...). */
+void model_set_layer_clock(model *m, double *fwd_s, double *bwd_s);
+
 /* Evaluates on n samples (processed in chunks of max_batch; batch normalization in inference
  * mode, with the running statistics): mean loss and number correct. */
 void model_evaluate(model *m, const float *x, const uint8_t *y, size_t n, double *mean_loss,

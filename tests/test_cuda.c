@@ -9,6 +9,7 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "kernels/device_impl.h"
+#include "kernels/layers.h"
 #include "kernels/model.h"
 #include "kernels/optim.h"
 
@@ -56,9 +57,10 @@ static float *on_cpu(const float *host, size_t n) {
     return p;
 }
 
-/* Downloads a GPU buffer and compares it with the CPU result; prints the first mismatches. */
-static void check_nmse(const char *what, const float *cpu, const float *gpu_buf, size_t n,
-                       double max_nmse) {
+/* Downloads a GPU buffer and compares it with the CPU result; prints the first mismatches.
+ * Returns the NMSE. */
+static double check_nmse(const char *what, const float *cpu, const float *gpu_buf, size_t n,
+                         double max_nmse) {
     float *got = ss_malloc(n * sizeof(float));
     device_download(gpu_dev, got, gpu_buf, n);
     double num = 0.0, den = 0.0, max_diff = 0.0;
@@ -80,6 +82,7 @@ static void check_nmse(const char *what, const float *cpu, const float *gpu_buf,
                 max_diff);
     CU_ASSERT(nmse <= max_nmse);
     free(got);
+    return nmse;
 }
 
 /* ---- GEMM: FP32 on both sides (cuBLAS without TF32); only the summation order differs, so
@@ -108,28 +111,36 @@ static void test_gemm(void) {
     }
 }
 
-/* ---- bias add (one add per element: exact) and bias grad (a cuBLAS gemv summing the rows in
- * another order than the CPU's loop: relative error ~ sqrt(rows) ulps, 1e-11) ---- */
+/* ---- bias add (one add per element: exact) and bias grad (the GPU sums each column in double
+ * over row blocks, the CPU in float row by row: relative error ~ sqrt(rows) ulps of the CPU's
+ * float sum: 1e-11 for 300 rows, 1e-8 for 50,000 rows in 196 row blocks and two column tiles) */
 static void test_bias(void) {
-    const int rows = 300, cols = 17;
-    float *y = rand_host((size_t)rows * cols, 4, -1, 1), *bias = rand_host(cols, 5, -1, 1);
-    float *gy = on_gpu(y, (size_t)rows * cols), *gbias = on_gpu(bias, cols);
-    cpu_dev->ops->bias_add(cpu_dev, rows, cols, bias, y);
-    gpu_dev->ops->bias_add(gpu_dev, rows, cols, gbias, gy);
-    check_nmse("bias_add", y, gy, (size_t)rows * cols, 0.0);
-    float *db = rand_host(cols, 6, -1, 1), *gdb = on_gpu(db, cols);
-    cpu_dev->ops->bias_grad(cpu_dev, rows, cols, y, 1.0f, db); /* accumulate */
-    gpu_dev->ops->bias_grad(gpu_dev, rows, cols, gy, 1.0f, gdb);
-    check_nmse("bias_grad beta=1", db, gdb, cols, 1e-11);
-    cpu_dev->ops->bias_grad(cpu_dev, rows, cols, y, 0.0f, db);
-    gpu_dev->ops->bias_grad(gpu_dev, rows, cols, gy, 0.0f, gdb);
-    check_nmse("bias_grad beta=0", db, gdb, cols, 1e-11);
-    device_free(gpu_dev, gy);
-    device_free(gpu_dev, gbias);
-    device_free(gpu_dev, gdb);
-    free(y);
-    free(bias);
-    free(db);
+    static const struct {
+        int rows, cols;
+        double tol;
+    } shapes[] = {{300, 17, 1e-11}, {50000, 40, 1e-8}};
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        const int rows = shapes[t].rows, cols = shapes[t].cols;
+        const size_t n = (size_t)rows * cols;
+        float *y = rand_host(n, 4 + t, -1, 1), *bias = rand_host(cols, 5 + t, -1, 1);
+        float *gy = on_gpu(y, n), *gbias = on_gpu(bias, cols);
+        cpu_dev->ops->bias_add(cpu_dev, rows, cols, bias, y);
+        gpu_dev->ops->bias_add(gpu_dev, rows, cols, gbias, gy);
+        check_nmse("bias_add", y, gy, n, 0.0);
+        float *db = rand_host(cols, 6 + t, -1, 1), *gdb = on_gpu(db, cols);
+        cpu_dev->ops->bias_grad(cpu_dev, rows, cols, y, 1.0f, db); /* accumulate */
+        gpu_dev->ops->bias_grad(gpu_dev, rows, cols, gy, 1.0f, gdb);
+        check_nmse("bias_grad beta=1", db, gdb, cols, shapes[t].tol);
+        cpu_dev->ops->bias_grad(cpu_dev, rows, cols, y, 0.0f, db);
+        gpu_dev->ops->bias_grad(gpu_dev, rows, cols, gy, 0.0f, gdb);
+        check_nmse("bias_grad beta=0", db, gdb, cols, shapes[t].tol);
+        device_free(gpu_dev, gy);
+        device_free(gpu_dev, gbias);
+        device_free(gpu_dev, gdb);
+        free(y);
+        free(bias);
+        free(db);
+    }
 }
 
 /* ---- ReLU: selections only, exact (tolerance 0) ---- */
@@ -191,12 +202,71 @@ static void test_im2col(void) {
     }
 }
 
+/* ---- a conv layer on the GPU (the implicit-GEMM kernel for every geometry it computes: the
+ * forward pass, and the input gradient at stride 1) against the CPU's im2col + SGEMM: sums of up
+ * to 576 products in other orders, 1e-10 ---- */
+static void test_conv_implicit(void) {
+    static const struct {
+        int h, w, c, oc, k, pad, stride, bias, batch;
+    } cases[] = {
+        {28, 28, 16, 16, 3, 1, 1, 0, 3}, /* ResNet-20's first stage */
+        {15, 14, 16, 32, 3, 1, 2, 0, 2}, /* downsampling: the input gradient by col2im */
+        {8, 8, 32, 64, 3, 1, 1, 1, 2},   /* with a bias */
+        {9, 9, 16, 32, 1, 0, 1, 1, 2},   /* 1x1 */
+        {10, 12, 16, 16, 5, 2, 1, 1, 2}, /* 5x5, padding 2 */
+        {9, 11, 16, 16, 3, 0, 1, 0, 2},  /* no padding: the gradient's padding is 2 */
+        {14, 14, 16, 32, 1, 0, 2, 0, 3}, /* a projection shortcut */
+        {7, 7, 64, 64, 3, 1, 1, 0, 5},   /* ResNet-20's last stage; 245 pixels: a partial group */
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        layer lc, lg;
+        layer_init_conv2d_ex(&lc, "conv", cases[t].h, cases[t].w, cases[t].c, cases[t].oc,
+                             cases[t].k, cases[t].pad, cases[t].stride, cases[t].bias);
+        lg = lc;
+        lc.conv_im2col_only = 1;
+        lg.conv_implicit_always = 1;
+        const int b = cases[t].batch;
+        const size_t np = lc.weight_count + lc.bias_count, nin = layer_in_size(&lc) * b,
+                     nout = layer_out_size(&lc) * b;
+        float *params = rand_host(np, 80 + t, -0.5f, 0.5f), *x = rand_host(nin, 90 + t, -1, 1);
+        float *dy = rand_host(nout, 100 + t, -1, 1);
+        float *pc = on_cpu(params, np), *gc = device_alloc(cpu_dev, np);
+        float *pg = on_gpu(params, np), *gg = device_alloc(gpu_dev, np);
+        layer_bind(&lc, pc, gc, 0);
+        layer_bind(&lg, pg, gg, 0);
+        layer_alloc_scratch(cpu_dev, &lc, b);
+        layer_alloc_scratch(gpu_dev, &lg, b);
+        float *xc = on_cpu(x, nin), *dyc = on_cpu(dy, nout), *yc = device_alloc(cpu_dev, nout),
+              *dxc = device_alloc(cpu_dev, nin);
+        float *xg = on_gpu(x, nin), *dyg = on_gpu(dy, nout), *yg = device_alloc(gpu_dev, nout),
+              *dxg = device_alloc(gpu_dev, nin);
+        layer_forward(cpu_dev, &lc, b, xc, yc);
+        layer_forward(gpu_dev, &lg, b, xg, yg);
+        check_nmse("conv y", yc, yg, nout, 1e-10);
+        layer_backward(cpu_dev, &lc, b, xc, yc, dyc, dxc);
+        layer_backward(gpu_dev, &lg, b, xg, yg, dyg, dxg);
+        check_nmse("conv dx", dxc, dxg, nin, 1e-10);
+        check_nmse("conv dw, db", gc, gg, np, 1e-10);
+        layer_free_scratch(cpu_dev, &lc);
+        layer_free_scratch(gpu_dev, &lg);
+        float *cpu_bufs[] = {pc, gc, xc, dyc, yc, dxc}, *gpu_bufs[] = {pg, gg, xg, dyg, yg, dxg};
+        for (size_t i = 0; i < 6; i++) {
+            device_free(cpu_dev, cpu_bufs[i]);
+            device_free(gpu_dev, gpu_bufs[i]);
+        }
+        free(params);
+        free(x);
+        free(dy);
+    }
+}
+
 /* ---- batch normalization: statistics in double on both sides, in other orders; the outputs
  * are float expressions of them: 1e-12 (running statistics, outputs) and 1e-10 (gradients,
  * whose dx subtracts nearly equal terms) ---- */
 static void test_batchnorm(void) {
-    static const int shapes[][2] = {{300, 17}, {2 * 28 * 28, 16}, {5, 64}};
-    for (size_t t = 0; t < 3; t++) {
+    /* the last: 196 row blocks and a column tile of 8 after one of 32 */
+    static const int shapes[][2] = {{300, 17}, {2 * 28 * 28, 16}, {5, 64}, {50000, 40}};
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
         const int rows = shapes[t][0], cols = shapes[t][1];
         const size_t n = (size_t)rows * cols;
         float *x = rand_host(n, 50 + t, -1, 3), *dy = rand_host(n, 60 + t, -1, 1);
@@ -503,7 +573,8 @@ static void model_step_of(const model_spec *s, const char *name, double grad_nms
     SS_CHECK_CLOSE(lg, lc, 0, 1e-5);
     char what[64];
     snprintf(what, sizeof what, "%s grads", name);
-    check_nmse(what, model_grads(mc), model_grads(mg), np, grad_nmse);
+    fprintf(stderr, "\n  %s: NMSE %.3g", what,
+            check_nmse(what, model_grads(mc), model_grads(mg), np, grad_nmse));
     const size_t nb = model_buffer_count(mc);
     snprintf(what, sizeof what, "%s running statistics", name);
     if (nb) check_nmse(what, model_buffers(mc), model_buffers(mg), nb, 1e-10);
@@ -552,7 +623,11 @@ static void test_step_lenet(void) {
  * near zero (batch norm centres them there), and its gradients move by NMSE 7.3e-6 between two
  * CPU runs whose only difference is OpenBLAS's kernels (Prescott against SkylakeX), 8.1e-6 when
  * the input is scaled by 1 +- 5e-7. The H100 gave 7.3e-6 (2026-11-26); tolerance 1e-4, where
- * the blocks' shortcut gradients left out of the sum move them by NMSE 0.13. */
+ * the blocks' shortcut gradients left out of the sum move them by NMSE 0.13. These small batches
+ * keep the GPU's convolutions on im2col + SGEMM (the implicit-GEMM kernel takes 2^17 output pixels
+ * and more: test_conv_implicit checks it): resnet:20,proj gave 1.4e-12 on an H200 (2026-11-26);
+ * with every convolution on the implicit kernel (SYNCSIM_CUDA_CONV=implicit), whose sums round
+ * otherwise, it gave 1.4e-5, flipped ReLUs as resnet:8's, and fails here. */
 static void test_step_resnet(void) {
     model_spec spec;
     CU_ASSERT_FATAL(model_spec_parse(&spec, "resnet:8", 3, 32, 32, 10) == SS_OK);
@@ -897,6 +972,7 @@ static CU_TestInfo cuda_tests[] = {
     {"bias_add, bias_grad", test_bias},
     {"relu_fwd, relu_bwd", test_relu},
     {"im2col, col2im", test_im2col},
+    {"conv layer: implicit GEMM against im2col + SGEMM", test_conv_implicit},
     {"maxpool_fwd, maxpool_bwd", test_maxpool},
     {"bn_fwd_train, bn_fwd_infer, bn_bwd", test_batchnorm},
     {"avgpool_fwd/bwd, shortcut_fwd/bwd", test_avgpool_shortcut},
