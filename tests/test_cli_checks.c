@@ -126,11 +126,13 @@ static void test_checked_before_data(void) {
 }
 
 /* Refused before the replicas are allocated or SimGrid loads the platform, with the estimate and
- * the memory available (SYNCSIM_MEMORY_LIMIT stands for the machine's MemAvailable). */
+ * the memory available (SYNCSIM_MEMORY_LIMIT stands for the machine's MemAvailable). On the CPU:
+ * on a GPU the replicas are counted against the GPU's memory, which the limit does not set. */
 static void test_memory_estimate(void) {
     expect_env("SYNCSIM_MEMORY_LIMIT=2GB",
-               "train --policy bsp --workers 4096 --batch 1 --dataset synthetic --out o6", 1,
-               "needs about", "2.00 GB are available", "o6");
+               "train --policy bsp --workers 4096 --batch 1 --dataset synthetic --device cpu "
+               "--out o6",
+               1, "needs about", "2.00 GB are available", "o6");
     write_file("huge.xml", "<?xml version='1.0'?>\n"
                            "<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n"
                            "<platform version=\"4.1\">\n"
@@ -142,7 +144,8 @@ static void test_memory_estimate(void) {
                "4000000 simulated hosts", "16.00 GB are available", "o6");
     /* one worker alone: its model's activations at a large batch (about 12 GB for vgg:11 at
      * 4096 samples of 1x28x28) */
-    expect_env("SYNCSIM_MEMORY_LIMIT=1GB", "train --model vgg:11 --batch 4096 --out o6", 1,
+    expect_env("SYNCSIM_MEMORY_LIMIT=1GB",
+               "train --model vgg:11 --batch 4096 --dataset synthetic --device cpu --out o6", 1,
                "the model with batch 4096 and its momentum", "1.00 GB are available", "o6");
     expect_env("SYNCSIM_MEMORY_LIMIT=lots",
                "train --policy bsp --workers 2 --dataset synthetic "
@@ -151,6 +154,28 @@ static void test_memory_estimate(void) {
 }
 
 #define TINY "--device cpu --dataset synthetic --model mlp:16 --epochs 0.05 --seed 3 "
+
+/* bench kernels --layers: a row for each layer that computed, with the conv -> ReLU -> max-pool
+ * blocks the CPU computes as one timed on the conv's row (their ReLU and pool rows absent), and
+ * the convolutions' rate; refused for a language model. */
+static void test_bench_layers(void) {
+    char *out = NULL;
+    CU_ASSERT_EQUAL_FATAL(run_syncsim("OPENBLAS_NUM_THREADS=1",
+                                      "bench kernels --device cpu --model cnn:16,32,16 --batch 8 "
+                                      "--layers",
+                                      &out),
+                          0);
+    const char *table = strstr(out, "layers of cnn:16,32,16, batch 8");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(table);
+    const char *rows[] = {"\nconv1 ",  "\nconv2 ", "\ndense1 ",
+                          "\ndense2 ", "\nloss ",  "\nconvolutions: "};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        CU_ASSERT_PTR_NOT_NULL(strstr(table, rows[i]));
+    CU_ASSERT_PTR_NULL(strstr(table, "\nrelu1 "));
+    CU_ASSERT_PTR_NULL(strstr(table, "\npool2 "));
+    free(out);
+    expect("bench kernels --model gpt:wlm --layers", 2, "--layers", "gpt:wlm", NULL);
+}
 
 /* One BLAS thread in every emulated run, whatever OPENBLAS_NUM_THREADS and --jobs say. */
 /* One worker alone: a fraction of an epoch that rounds to no step still trains one, as a simulated
@@ -339,6 +364,8 @@ static CU_TestInfo check_tests[] = {
     {"memory estimate: too many replicas or hosts, or one model too large, are refused up front",
      test_memory_estimate},
     {"train, one worker: at least one step", test_single_one_step},
+    {"bench kernels --layers: the layers that computed, a fused block on its conv",
+     test_bench_layers},
     {"one BLAS thread: the summary says so; compare --jobs 1 and 2 write the same compare.csv",
      test_blas_threads},
     {"a sweep point's config.ini re-run by train gives the same summary", test_sweep_point_rerun},
