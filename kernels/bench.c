@@ -81,6 +81,9 @@ typedef struct bench_result {
  * Treebank's); a sample is T tokens. */
 #define BENCH_LM_VOCAB 10000
 
+/* The timed steps' SGD: learning rate, momentum, weight decay */
+static const float bench_lr = 0.01f, bench_mu = 0.9f, bench_wd = 5e-4f;
+
 /* The layer table of bench_kernels' layers option: LAYER_STEPS steps with the layer clock
  * (model_set_layer_clock) after the timed windows, each layer's mean seconds a pass and its
  * rate; then the convolutions together (forward and backward) against SGEMM. */
@@ -94,7 +97,7 @@ static void bench_layers(device *dev, model *m, int batch, sgd_state *opt, const
     double t0 = now_s();
     for (int i = 0; i < LAYER_STEPS; i++) {
         model_forward_backward(m, x, y, batch);
-        sgd_step(opt, model_params(m), model_grads(m), 0.01f, 0.9f, 5e-4f);
+        sgd_step(opt, model_params(m), model_grads(m), bench_lr, bench_mu, bench_wd);
     }
     device_sync(dev);
     double step_s = (now_s() - t0) / LAYER_STEPS;
@@ -145,11 +148,10 @@ static int bench_model(device *dev, const char *text, int batch, double min_s, d
         x[i] = lm ? (float)rng_below(&r, BENCH_LM_VOCAB) : (float)rng_uniform(&r);
     for (int i = 0; i < batch; i++)
         y[i] = (uint8_t)rng_below(&r, 10);
-    const float lr = 0.01f, mu = 0.9f, wd = 5e-4f;
     sgd_state *opt = sgd_create(dev, model_param_count(m));
     for (int i = 0; i < 2; i++) {
         model_forward_backward(m, x, y, batch);
-        sgd_step(opt, model_params(m), model_grads(m), lr, mu, wd);
+        sgd_step(opt, model_params(m), model_grads(m), bench_lr, bench_mu, bench_wd);
     }
     device_sync(dev);
     /* best of 5 windows, as for SGEMM: on a shared machine the best window is the one least
@@ -160,7 +162,7 @@ static int bench_model(device *dev, const char *text, int batch, double min_s, d
         double t0 = now_s(), c0 = cpu_s(), dt;
         do {
             model_forward_backward(m, x, y, batch);
-            sgd_step(opt, model_params(m), model_grads(m), lr, mu, wd);
+            sgd_step(opt, model_params(m), model_grads(m), bench_lr, bench_mu, bench_wd);
             device_sync(dev);
             steps++;
             dt = now_s() - t0;
@@ -171,7 +173,7 @@ static int bench_model(device *dev, const char *text, int batch, double min_s, d
     }
     double step_flops =
         batch * (model_forward_flops_per_sample(m) + model_backward_flops_per_sample(m)) +
-        sgd_step_flops(model_param_count(m), mu, wd);
+        sgd_step_flops(model_param_count(m), bench_mu, bench_wd);
     if (layers_out) bench_layers(dev, m, batch, opt, x, y, sgemm_gflops, text, layers_out);
     res->samples_per_s = best_rate * batch;
     res->samples_per_cpu_s = best_cpu_rate * batch;
