@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Checks and times syncsim's CUDA path on a machine with an NVIDIA GPU, in one go:
 #   1. the GPU (nvidia-smi);
-#   2. test_cuda: every CUDA kernel and training step against the CPU reference;
+#   2. test_cuda: every CUDA kernel and training step against the CPU reference, then again under
+#      compute-sanitizer's memcheck where it is installed;
 #   3. emulated training on the GPU against the CPU, same seed, for each model of MODELS (test
 #      accuracy at every evaluation; two GPU runs compared byte for byte); the CPU runs go in the
 #      background, one BLAS thread each, while the GPU runs;
-#   4. `syncsim bench kernels --device cuda` for each model at batch 64 and 256;
+#   4. `syncsim bench kernels --device cuda` for each model at batch 64 and 256 (at 256 with
+#      --layers: each layer's time, the convolutions' share of SGEMM);
 #   5. the wall time of emulations of 16 and 64 replicas on the GPU;
 #   6. with PyTorch (python3 with CUDA): bench/torch_gpu.py (the same models and replica loops on
 #      the same GPU), bench/torch_host.py (the framework's host costs), and a torchvision
@@ -78,6 +80,10 @@ done
 say "== tests"
 step test_cuda 300 "$build/tests/test_cuda"
 grep -E "Run Summary|suites|tests|asserts|FAIL|SKIP" "$out/test_cuda.log" | tee -a "$summary"
+if command -v compute-sanitizer >/dev/null; then
+  step memcheck 300 compute-sanitizer --tool memcheck "$build/tests/test_cuda"
+  grep -E "ERROR SUMMARY|asserts" "$out/memcheck.log" | tee -a "$summary"
+fi
 
 say "== emulation on the GPU (twice each)"
 for m in $models; do
@@ -125,12 +131,16 @@ fi
 wait "$suite_pid"
 grep -E "tests passed|Failed|\*\*\*|Not Run" "$out/ctest.log" | tee -a "$summary"
 
-say "== bench kernels --device cuda"
+say "== bench kernels --device cuda (--layers at batch 256, not for gpt)"
 for m in $models; do
   for b in 64 256; do
+    layers=
+    case $m in gpt:*) ;; *) [ "$b" = 256 ] && layers=--layers ;; esac
+    # shellcheck disable=SC2086
     step "bench_kernels_$(tag "$m")_b$b" 120 "$bin" bench kernels --device cuda --model "$m" \
-      --batch "$b"
+      --batch "$b" $layers
     grep -A1 "^model" "$out/bench_kernels_$(tag "$m")_b$b.log" | tail -1 | tee -a "$summary"
+    grep "^convolutions" "$out/bench_kernels_$(tag "$m")_b$b.log" | tee -a "$summary"
   done
 done
 grep -m1 "^sgemm" "$out"/bench_kernels_mlp_b64.log | tee -a "$summary"
