@@ -234,6 +234,11 @@ static int conv_implicit_wanted(const conv_geom *g, int oc) {
     if (mode < 0) {
         const char *e = getenv("SYNCSIM_CUDA_CONV");
         mode = e && !strcmp(e, "im2col") ? 0 : e && !strcmp(e, "implicit") ? 1 : 2;
+        if (mode == 2 && e && *e)
+            fprintf(stderr,
+                    "syncsim: warning: SYNCSIM_CUDA_CONV=%s is not im2col or implicit; the "
+                    "default choice of convolution kernels applies\n",
+                    e);
     }
     if (mode == 2)
         return g->in_c <= 16 && oc <= 16 && g->kh * g->kw <= 9 &&
