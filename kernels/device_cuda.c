@@ -43,8 +43,9 @@ enum { CUDA_MAX_LANES = 1025 }; /* lane 0 and one per engine thread (ENGINE_MAX_
 
 typedef struct cuda_ctx {
     cuda_lane *lanes[CUDA_MAX_LANES];
-    int n_lanes; /* lanes 0 .. n_lanes - 1 exist */
-    int managed; /* device_share_with_host: device_alloc gives managed memory */
+    int n_lanes;   /* lanes 0 .. n_lanes - 1 exist */
+    int managed;   /* device_share_with_host: device_alloc gives managed memory */
+    int conv_mode; /* SYNCSIM_CUDA_CONV: 0 im2col, 1 implicit, 2 the default choice */
 } cuda_ctx;
 
 /* The lane this thread issues to (device_lane_enter); 0 outside the engine's tasks. */
@@ -228,33 +229,37 @@ static void cu_col2im(device *dev, const conv_geom *g, const float *col, float *
  * out with a 3x3 kernel or smaller, over at least 2^17 output pixels (ResNet-20's first stage at
  * batch 256: 0.066 against 0.118 ms forward, 0.237 against 0.301 backward). On 32 and 64 channels
  * cuBLAS's SGEMM on the columns was faster, and at batch 64 the whole step was
- * (docs/PERFORMANCE.md, "Convolutions on the GPU"). */
-static int conv_implicit_wanted(const conv_geom *g, int oc) {
-    static int mode = -1; /* 0 never, 1 always, 2 by default */
-    if (mode < 0) {
-        const char *e = getenv("SYNCSIM_CUDA_CONV");
-        mode = e && !strcmp(e, "im2col") ? 0 : e && !strcmp(e, "implicit") ? 1 : 2;
-        if (mode == 2 && e && *e)
-            fprintf(stderr,
-                    "syncsim: warning: SYNCSIM_CUDA_CONV=%s is not im2col or implicit; the "
-                    "default choice of convolution kernels applies\n",
-                    e);
-    }
+ * (docs/PERFORMANCE.md, "Convolutions, batch norm and bias gradients on the GPU"). */
+static int conv_implicit_wanted(device *dev, const conv_geom *g, int oc) {
+    const int mode = ctx_of(dev)->conv_mode;
     if (mode == 2)
         return g->in_c <= 16 && oc <= 16 && g->kh * g->kw <= 9 &&
                (long)g->batch * g->out_h * g->out_w >= (1L << 17);
     return mode;
 }
 
+/* SYNCSIM_CUDA_CONV read once, when the device opens */
+static int conv_mode_of_env(void) {
+    const char *e = getenv("SYNCSIM_CUDA_CONV");
+    const int mode = e && !strcmp(e, "im2col") ? 0 : e && !strcmp(e, "implicit") ? 1 : 2;
+    if (mode == 2 && e && *e)
+        fprintf(stderr,
+                "syncsim: warning: SYNCSIM_CUDA_CONV=%s is not im2col or implicit; the default "
+                "choice of convolution kernels applies\n",
+                e);
+    return mode;
+}
+
 static int cu_conv_implicit(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
                             float *y, int always) {
-    if (!always && !conv_implicit_wanted(g, oc)) return 0;
+    if (!always && !conv_implicit_wanted(dev, g, oc)) return 0;
     return cuda_conv_implicit_fwd(lane_of(dev)->stream, *g, oc, x, w, y);
 }
 
 static int cu_conv_implicit_dx(device *dev, const conv_geom *g, int oc, const float *dy,
                                const float *w, float *dx, int always) {
-    if ((!always && !conv_implicit_wanted(g, oc)) || !cuda_conv_implicit_takes(*g, oc, 1)) return 0;
+    if ((!always && !conv_implicit_wanted(dev, g, oc)) || !cuda_conv_implicit_takes(*g, oc, 1))
+        return 0;
     float *wt = scratch(dev, CUDA_SCRATCH_CONV_WT, (size_t)oc * g->kh * g->kw * g->in_c * 4);
     return cuda_conv_implicit_dx(lane_of(dev)->stream, *g, oc, dy, w, wt, dx);
 }
@@ -631,6 +636,7 @@ int device_cuda_init(device *dev, char *reason, size_t reason_size) {
     }
     c->lanes[0] = l0;
     c->n_lanes = 1;
+    c->conv_mode = conv_mode_of_env();
     dev->ops = &cuda_ops;
     dev->kind = DEVICE_KIND_CUDA;
     dev->ctx = c;
