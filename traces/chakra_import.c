@@ -39,7 +39,7 @@ typedef struct ck_node {
     size_t pg_len;
     long dep0, n_deps; /* its data_deps: deps[dep0 .. dep0 + n_deps) */
     long where;        /* message index (binary) or workload_graph index (JSON) */
-    size_t off;        /* byte offset of its message (binary) */
+    size_t off;        /* byte offset of its message, its length first (binary) */
 } ck_node;
 
 typedef struct ck_graph {
@@ -134,6 +134,7 @@ typedef struct pb {
     const unsigned char *b;
     size_t p, end; /* absolute offsets into b; a read never goes past end */
     long msg;      /* the message being read (0: GlobalMetadata) */
+    size_t msg_at; /* where it starts (its length) */
     int top;       /* reading a message's length, between messages */
 } pb;
 
@@ -345,7 +346,7 @@ static int pb_deps(pb *r, const pb_field *f, ck_graph *g, int keep) {
 static int pb_node(pb *r, ck_graph *g) {
     ck_node *nd = new_node(g);
     nd->where = r->msg;
-    nd->off = r->p;
+    nd->off = r->msg_at;
     pb_field f;
     int rc;
     while (r->p < r->end) {
@@ -416,6 +417,7 @@ static int decode_binary(ck_graph *g, const unsigned char *b, size_t len) {
         const size_t at = r.p;
         uint64_t mlen;
         r.msg = m;
+        r.msg_at = at;
         r.top = 1;
         r.end = len;
         int rc = pb_varint(&r, &mlen);
@@ -735,7 +737,7 @@ static int build_profile(ck_graph *g, const profile_import_opts *o, model_profil
             continue;
         }
         if (nd->comm_type != COMM_ALL_REDUCE) {
-            rc = ss_error_set(SS_EINPUT, "%s: %s is a %s collective: " DP_ONLY, g->path,
+            rc = ss_error_set(SS_EINPUT, "%s: %s is a collective of type %s: " DP_ONLY, g->path,
                               node_text(g, nd, t1, sizeof t1), comm_names[nd->comm_type]);
             break;
         }
@@ -767,8 +769,8 @@ static int build_profile(ck_graph *g, const profile_import_opts *o, model_profil
                           g->path);
     if (rc == SS_OK && nb == 0)
         rc = ss_error_set(SS_EINPUT,
-                          "%s: no ALL_REDUCE on the device (%ld host-side collectives, %ld "
-                          "broadcasts, %ld barriers skipped): nothing to exchange; " DP_ONLY,
+                          "%s: no ALL_REDUCE on the device (skipped: %ld host-side collectives, "
+                          "%ld BROADCAST, %ld BARRIER): nothing to exchange; " DP_ONLY,
                           g->path, host_coll, skipped[COMM_BROADCAST], skipped[COMM_BARRIER]);
     if (rc != SS_OK) {
         free(order);
