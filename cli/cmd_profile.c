@@ -1,5 +1,6 @@
 /* syncsim profile import TRACE.json [--params FILE] [--batch B] [--name NAME] --out FILE.profile:
- * a model profile with measured times from a torch.profiler trace (traces/profile_import.h).
+ * a model profile with measured times from a torch.profiler trace (traces/profile_import.h) or a
+ * Chakra execution trace (traces/chakra_import.h).
  * syncsim profile model --model M [--dataset D] [--data-dir DIR] [--batch B] [--name NAME] --out
  * FILE.profile: the profile of an emulated model (emu/profile_model.h). */
 #include "cli/commands.h"
@@ -27,11 +28,18 @@ static void print_help(FILE *out) {
             "records one for any torch.nn.Module) and writes a model profile (format version 4,\n"
             "traces/FORMAT.md) with every layer's measured forward and backward seconds, the\n"
             "host's gap (step time not covered by layers) and parameters. `syncsim replay\n"
-            "--profile FILE.profile` replays it with the measured times (--compute measured).\n\n"
+            "--profile FILE.profile` replays it with the measured times (--compute measured).\n"
+            "It also reads a Chakra execution trace (MLCommons Chakra, ASTRA-sim's workload):\n"
+            "the binary .et, gzip-compressed or not, or its JSON form (\"workload_graph\"),\n"
+            "told apart by content. A data-parallel step becomes one layer per all-reduce\n"
+            "bucket: its gradients' bytes and the compute before it as its backward seconds, the\n"
+            "forward before the first backward node, the rest the gap (--batch is required,\n"
+            "--params is not taken; traces/FORMAT.md \"Chakra execution traces\").\n\n"
             "  --params FILE   the layers' parameters, batch and model name (JSON written by\n"
             "                  bench/record_profile.py); without it, from the operators' shapes\n"
             "  --batch B       samples a step (default: the params file's)\n"
-            "  --name NAME     the profile's name (default: the params file's model)\n"
+            "  --name NAME     the profile's name (default: the params file's model; a Chakra\n"
+            "                  trace's file name without its extensions)\n"
             "  --out FILE      the profile to write (written whole or not at all)\n\n"
             "profile model writes the profile of an emulated model (--model as train takes it:\n"
             "mlp, cnn, resnet:20, resnet:D,proj, vgg:11, gpt:wlm, gpt:L,D,H,T, ...): its layers\n"
@@ -172,7 +180,7 @@ int cmd_profile_main(int argc, char **argv) {
     if (!o.trace_path) return usage("%s", "missing TRACE.json");
     if (!out) return usage("%s", "missing --out FILE.profile");
     model_profile p;
-    char notes[1024];
+    char notes[2048];
     int rc = profile_import(&o, &p, notes, sizeof notes);
     if (rc == SS_OK) {
         rc = profile_import_write(&p, notes, out);

@@ -1,5 +1,6 @@
 /* A model profile from a torch.profiler Chrome trace (profile_import.h). */
 #include "traces/profile_import.h"
+#include "traces/chakra_import.h"
 #include "traces/input_file.h"
 #include "common/status.h"
 
@@ -120,8 +121,10 @@ static int collect(importer *im, const cJSON *root) {
     const cJSON *events =
         cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "traceEvents") : NULL;
     if (!cJSON_IsArray(events))
-        return ss_error_set(SS_EINPUT, "%s: no \"traceEvents\" array: not %s", im->path,
-                            VALID_TRACE);
+        return ss_error_set(SS_EINPUT,
+                            "%s: no \"traceEvents\" array: not %s (nor Chakra's JSON form, "
+                            "which has a \"workload_graph\" array)",
+                            im->path, VALID_TRACE);
     long total = cJSON_GetArraySize(events), i = -1;
     im->evs = ss_malloc(sizeof(ev) * (size_t)(total > 0 ? total : 1));
     const cJSON *e;
@@ -431,7 +434,7 @@ static sim_layer_kind kind_of_type(const char *t) {
 /* The params file: {"batch": B, "model": NAME, "sample_bytes": S, "layers": [{"name", "type",
  * "params", "gemm_n", "gemm_k"}, ...]} (bench/record_profile.py writes it). */
 static int read_params(importer *im, const char *path, model_profile *p, int *batch) {
-    char *text;
+    char *text = NULL;
     int rc =
         read_file(path, "params file", "a params JSON written by bench/record_profile.py", &text);
     if (rc != SS_OK) return rc;
@@ -589,15 +592,27 @@ int profile_import(const profile_import_opts *o, model_profile *out, char *notes
         (!o->name[0] || strlen(o->name) >= sizeof out->name || strpbrk(o->name, " \t\n")))
         return ss_error_set(SS_EUSAGE, "--name: one word of 1 to 63 characters, not '%.80s'",
                             o->name);
-    char *text;
-    int rc = read_file(o->trace_path, "trace", VALID_TRACE, &text);
+    /* the file decides: a binary (or gzip'ed) Chakra trace, Chakra's JSON form, or a Chrome
+     * trace (gzip'ed or not) */
+    unsigned char *data;
+    size_t len;
+    int gz, rc = chakra_read_file(o->trace_path, VALID_TRACE, &data, &len, &gz);
     if (rc != SS_OK) return rc;
+    if (chakra_is_binary(data, len)) {
+        rc = chakra_import_binary(o, data, len, gz, out, notes, n);
+        free(data);
+        if (rc != SS_OK) profile_free(out);
+        return rc;
+    }
     cJSON *root;
-    rc = parse_json(o->trace_path, text, VALID_TRACE, &root);
-    free(text);
+    rc = parse_json(o->trace_path, (const char *)data, VALID_TRACE, &root);
+    free(data);
     if (rc != SS_OK) return rc;
     importer im = {.path = o->trace_path};
-    rc = import_into(&im, o, root, out, notes, n);
+    if (chakra_is_json(root))
+        rc = chakra_import_json(o, root, gz, out, notes, n);
+    else
+        rc = import_into(&im, o, root, out, notes, n);
     cJSON_Delete(root);
     free(im.evs);
     free(im.layers);
