@@ -1,4 +1,5 @@
-/* The compute engine (engine.h): a pool of pthreads taking tasks from one FIFO queue. */
+/* The compute engine (engine.h): a pool of threads - 1 pthreads taking tasks from one FIFO
+ * queue, and the caller, which runs queued tasks while it waits for one. */
 #include "common/engine.h"
 #include "common/status.h"
 
@@ -9,7 +10,7 @@
 #include <unistd.h>
 
 struct engine {
-    int threads;
+    int threads; /* that compute: the pool's threads - 1 and the caller in engine_wait */
     pthread_t *tids;
     int started;
     pthread_mutex_t mu;
@@ -24,6 +25,20 @@ typedef struct pool_thread {
     int slot;
 } pool_thread;
 
+/* Takes the queue's first task and runs it in slot `slot` (called and returning with en->mu
+ * held). */
+static void run_head(engine *en, int slot) {
+    engine_task *t = en->head;
+    en->head = t->next;
+    if (!en->head) en->tail = NULL;
+    t->state = 2;
+    pthread_mutex_unlock(&en->mu);
+    t->run(t->arg, slot);
+    pthread_mutex_lock(&en->mu);
+    t->state = 3;
+    pthread_cond_broadcast(&en->done);
+}
+
 static void *pool_main(void *arg) {
     pool_thread pt = *(pool_thread *)arg;
     free(arg);
@@ -33,15 +48,7 @@ static void *pool_main(void *arg) {
         while (!en->head && !en->stopping)
             pthread_cond_wait(&en->work, &en->mu);
         if (!en->head) break; /* stopping, and the queue is empty */
-        engine_task *t = en->head;
-        en->head = t->next;
-        if (!en->head) en->tail = NULL;
-        t->state = 2;
-        pthread_mutex_unlock(&en->mu);
-        t->run(t->arg, pt.slot);
-        pthread_mutex_lock(&en->mu);
-        t->state = 3;
-        pthread_cond_broadcast(&en->done);
+        run_head(en, pt.slot);
     }
     pthread_mutex_unlock(&en->mu);
     return NULL;
@@ -57,9 +64,9 @@ int engine_create(int threads, engine **out) {
     pthread_mutex_init(&en->mu, NULL);
     pthread_cond_init(&en->work, NULL);
     pthread_cond_init(&en->done, NULL);
-    if (threads > 1) {
-        en->tids = ss_calloc((size_t)threads, sizeof(pthread_t));
-        for (int i = 0; i < threads; i++) {
+    if (threads > 1) { /* slots 0 .. threads - 2; the caller's is threads - 1 */
+        en->tids = ss_calloc((size_t)threads - 1, sizeof(pthread_t));
+        for (int i = 0; i < threads - 1; i++) {
             pool_thread *pt = ss_malloc(sizeof *pt);
             *pt = (pool_thread){en, i};
             int rc = pthread_create(&en->tids[i], NULL, pool_main, pt);
@@ -67,7 +74,7 @@ int engine_create(int threads, engine **out) {
                 free(pt);
                 engine_destroy(en);
                 return ss_error_set(SS_ENOMEM, "engine: cannot start thread %d of %d: %s", i + 1,
-                                    threads, strerror(rc));
+                                    threads - 1, strerror(rc));
             }
             en->started++;
         }
@@ -117,8 +124,12 @@ void engine_submit(engine *en, engine_task *t) {
 void engine_wait(engine *en, engine_task *t) {
     if (en->started == 0 || t->state == 0) return;
     pthread_mutex_lock(&en->mu);
-    while (t->state != 3)
-        pthread_cond_wait(&en->done, &en->mu);
+    while (t->state != 3) {
+        if (en->head) /* the caller computes too, in the last slot, rather than wait idle */
+            run_head(en, en->threads - 1);
+        else
+            pthread_cond_wait(&en->done, &en->mu);
+    }
     pthread_mutex_unlock(&en->mu);
 }
 

@@ -25,21 +25,25 @@
 typedef struct engine engine;
 
 typedef struct engine_task {
-    void (*run)(void *arg, int slot); /* slot: the thread's index, 0 .. threads - 1 */
+    void (*run)(void *arg, int slot); /* slot: the thread's index, 0 .. threads - 1 (the
+                                         caller's, in engine_wait: threads - 1) */
     void *arg;
     /* the engine's */
     struct engine_task *next;
     int state; /* 0 idle, 1 queued, 2 running, 3 done */
 } engine_task;
 
-/* A pool of `threads` threads (1: none; tasks run in the caller). SS_EUSAGE outside
- * [1, ENGINE_MAX_THREADS]; SS_ENOMEM when a thread cannot start. */
+/* `threads` threads that compute: a pool of threads - 1, and the caller, which runs queued tasks
+ * while it waits in engine_wait (1: no pool; tasks run in the caller when submitted). One thread
+ * submits and waits. SS_EUSAGE outside [1, ENGINE_MAX_THREADS]; SS_ENOMEM when a thread cannot
+ * start. */
 int engine_create(int threads, engine **out);
 void engine_destroy(engine *en); /* waits for the tasks queued */
 int engine_threads(const engine *en);
 /* Queues t (idle or done); with one thread, runs it now. */
 void engine_submit(engine *en, engine_task *t);
-/* Returns once t has run (at once for a task never submitted or already waited for). */
+/* Returns once t has run (at once for a task never submitted or already waited for); until
+ * then the caller runs the queue's tasks itself, t or others, in slot threads - 1. */
 void engine_wait(engine *en, engine_task *t);
 /* Takes t back out of the queue if no thread has started it: returns 1 (t will not run, and is
  * idle again), else 0 (it runs or has run: engine_wait for it). */

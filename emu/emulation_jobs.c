@@ -348,7 +348,7 @@ static void share(em_jobs *j, size_t total, size_t range,
                     .fn = fn,
                     .ctx = ctx};
     atomic_init(&sc.next, 0);
-    const int helpers = t == 1 ? 0 : sc.n - 1 < t ? sc.n - 1 : t; /* one thread: none */
+    const int helpers = sc.n - 1 < t - 1 ? sc.n - 1 : t - 1; /* the pool's threads: t - 1 */
     par_task *ts = ss_calloc((size_t)helpers, sizeof *ts);
     par_timed *timed = ss_calloc((size_t)helpers, sizeof *timed);
     for (int i = 0; i < helpers; i++) {

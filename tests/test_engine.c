@@ -43,6 +43,7 @@ typedef struct sum_job {
     long result;
     int runs;
     pthread_t by;
+    int slot;
 } sum_job;
 
 /* A task with enough work that several run at once on a pool. */
@@ -55,6 +56,7 @@ static void sum_run(void *arg, int slot) {
     j->result = s;
     j->runs++;
     j->by = pthread_self();
+    j->slot = slot;
 }
 
 static long sum_expected(int index) {
@@ -83,8 +85,11 @@ static void test_pool_runs_each_task_once(void) {
             for (int i = 0; i < TASKS; i++) {
                 CU_ASSERT_EQUAL(jobs[i].result, sum_expected(i));
                 CU_ASSERT_EQUAL(jobs[i].runs, round + 1);
-                /* one thread: the caller runs them; a pool: never the caller */
-                CU_ASSERT_EQUAL(pthread_equal(jobs[i].by, pthread_self()) != 0, counts[c] == 1);
+                /* one thread: the caller runs them, slot 0; a pool of counts - 1 threads takes
+                 * slots 0 .. counts - 2, and the caller, waiting, the last */
+                const int by_caller = pthread_equal(jobs[i].by, pthread_self()) != 0;
+                CU_ASSERT(jobs[i].slot >= 0 && jobs[i].slot < counts[c]);
+                CU_ASSERT_EQUAL(by_caller, jobs[i].slot == counts[c] - 1);
             }
         }
         engine_destroy(en);
