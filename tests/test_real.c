@@ -288,6 +288,10 @@ static void test_validate_real_bounds(void) {
     if (!can_build_testbed()) SS_SKIP("validate real needs root, tc and network namespaces");
     const char *const runs[2][2] = {{"off", "OMPI_MCA_btl_tcp_eager_limit=65536 "}, {"on", ""}};
     const int realtime = ss_test_shell("chrt --rr 1 true >/dev/null 2>&1", NULL) == 0;
+    /* The rendezvous's cost is a real network's timing: once, on 2 cores loaded by another test
+     * beside it, the run with the 64 KiB limit came within 3 % of LV08. Up to three tries of
+     * that case, the last one asserted; a limit that never slows the ring fails all three. */
+    int tries = 0;
     for (int i = 0; i < 2; i++) {
         char cmd[1024], *out = NULL;
         snprintf(cmd, sizeof cmd,
@@ -298,6 +302,14 @@ static void test_validate_real_bounds(void) {
                  runs[i][1], tmp_dir, runs[i][0]);
         const int rc = ss_test_shell(cmd, &out);
         const char *eager = out ? strstr(out, "--mca btl_tcp_eager_limit 1081344 ") : NULL;
+        if (i == 0 && ++tries < 3 && (rc != 1 || !out || !strstr(out, "OUTSIDE the bounds"))) {
+            fprintf(stderr, "\ntry %d of the 64 KiB limit came within the bounds; again\n", tries);
+            snprintf(cmd, sizeof cmd, "rm -rf %s/vr-eager-off", tmp_dir);
+            ss_test_shell(cmd, NULL);
+            free(out);
+            i--;
+            continue;
+        }
         if (i == 0) {
             if (rc != 1 || !out || !strstr(out, "OUTSIDE the bounds"))
                 fprintf(stderr, "\n%s\n%s\n", cmd, out ? out : "");
