@@ -149,15 +149,22 @@ static int coupling_simulated(const run_config *cfg, long steps, step_source *sr
     return rc;
 }
 
-/* The same calls as BSP's worker protocol, in step order, without simulation. */
+/* The same calls as BSP's worker protocol, in step order, without simulation: every worker's
+ * step begun, then each one's taken (as BSP's workers, which start computing at the same
+ * simulated time, do), so the engine's threads compute them at once here too. */
 static void coupling_plain(int n, long steps, int batch, step_source *src, coupling_result *res) {
     double t0 = outputs_wall_s();
     for (long step = 1; step <= steps; step++) {
-        for (int w = 0; w < n; w++) {
-            step_cost cost;
-            step_stats st;
-            src->ops->compute(src->self, w, step, batch, &cost, &st);
-        }
+        step_cost cost;
+        step_stats st;
+        if (src->ops->compute_begin && src->ops->compute_end) {
+            for (int w = 0; w < n; w++)
+                src->ops->compute_begin(src->self, w, step, batch, &cost);
+            for (int w = 0; w < n; w++)
+                src->ops->compute_end(src->self, w, &cost, &st);
+        } else
+            for (int w = 0; w < n; w++)
+                src->ops->compute(src->self, w, step, batch, &cost, &st);
         for (int w = 0; w < n; w++) {
             src->ops->aggregate(src->self, w, step - 1, NULL, n, n, AGGREGATE_GRADS, NULL, 0);
             src->ops->apply_local(src->self, w, step);
