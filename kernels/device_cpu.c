@@ -436,9 +436,10 @@ static void cpu_conv_bwd(device *dev, const conv_geom *g, int oc, const float *x
 
 /* ---- batch normalization: per column of (rows, cols), sums in double, rows in order ---- */
 
-static void cpu_bn_fwd_train(device *dev, int rows, int cols, const float *x, const float *gamma,
-                             const float *beta, float momentum, float eps, float *run_mean,
-                             float *run_var, float *save_mean, float *save_invstd, float *y) {
+static SS_CPU_CLONES void cpu_bn_fwd_train(device *dev, int rows, int cols, const float *x,
+                                           const float *gamma, const float *beta, float momentum,
+                                           float eps, float *run_mean, float *run_var,
+                                           float *save_mean, float *save_invstd, float *y) {
     (void)dev;
     double *acc = ss_calloc((size_t)cols, sizeof(double));
     for (int r = 0; r < rows; r++)
@@ -470,9 +471,10 @@ static void cpu_bn_fwd_train(device *dev, int rows, int cols, const float *x, co
     free(acc);
 }
 
-static void cpu_bn_fwd_infer(device *dev, int rows, int cols, const float *x, const float *gamma,
-                             const float *beta, const float *run_mean, const float *run_var,
-                             float eps, float *y) {
+static SS_CPU_CLONES void cpu_bn_fwd_infer(device *dev, int rows, int cols, const float *x,
+                                           const float *gamma, const float *beta,
+                                           const float *run_mean, const float *run_var, float eps,
+                                           float *y) {
     (void)dev;
     float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
     for (int c = 0; c < cols; c++) {
@@ -485,9 +487,10 @@ static void cpu_bn_fwd_infer(device *dev, int rows, int cols, const float *x, co
     free(scale);
 }
 
-static void cpu_bn_bwd(device *dev, int rows, int cols, const float *x, const float *dy,
-                       const float *gamma, const float *save_mean, const float *save_invstd,
-                       float *dgamma, float *dbeta, float *dx) {
+static SS_CPU_CLONES void cpu_bn_bwd(device *dev, int rows, int cols, const float *x,
+                                     const float *dy, const float *gamma, const float *save_mean,
+                                     const float *save_invstd, float *dgamma, float *dbeta,
+                                     float *dx) {
     (void)dev;
     double *sum_dy = ss_calloc(2 * (size_t)cols, sizeof(double)), *sum_dyx = sum_dy + cols;
     for (int r = 0; r < rows; r++)
