@@ -4,6 +4,7 @@
  * and the messages for bad input. The small traces are written here by a tiny protobuf encoder,
  * with microseconds chosen so that every sum is known. */
 #include "ss_test.h"
+#include "profile_import_run.h"
 
 #include "cli/commands.h"
 #include "common/status.h"
@@ -307,18 +308,6 @@ static void test_no_backward_name(void) {
     check_step(&p, 0, 380, 340, "cuda");
     CU_ASSERT(strstr(notes, "no node is named as backward") != NULL);
     profile_free(&p);
-}
-
-/* Runs `syncsim profile import TRACE EXTRA --out OUT` in this process: the exit code. */
-static int run_import(const char *trace, const char *extra, const char *out) {
-    char *argv[12];
-    int argc = 0;
-    char buf[512];
-    snprintf(buf, sizeof buf, "import %s %s --out %s", trace, extra, out);
-    for (char *s = strtok(buf, " "); s && argc < 12; s = strtok(NULL, " "))
-        argv[argc++] = s;
-    fflush(stdout);
-    return cmd_profile_main(argc, argv);
 }
 
 /* `syncsim replay --profile` of the written profile on one worker: steps x the step (forward,

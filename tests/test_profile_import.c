@@ -4,6 +4,7 @@
  * small files under tests/data/profile_import/ (torch.profiler's Chrome-trace layout, times in
  * microseconds chosen so that every sum is known) or written here. */
 #include "ss_test.h"
+#include "profile_import_run.h"
 
 #include "cli/commands.h"
 #include "common/status.h"
@@ -285,19 +286,6 @@ static void test_synthesize_measured(void) {
     CU_ASSERT_EQUAL(profile_synthesize(&p, &pc, NULL, &t), SS_EUSAGE);
     CU_ASSERT(strstr(ss_error_message(), "no measured times") != NULL);
     profile_free(&p);
-}
-
-/* Runs `syncsim profile import ARGS` in this process: the exit code; the out file must not exist
- * after a failure. */
-static int run_import(const char *trace, const char *extra, const char *out) {
-    char *argv[12];
-    int argc = 0;
-    char buf[512];
-    snprintf(buf, sizeof buf, "import %s %s --out %s", trace, extra, out);
-    for (char *s = strtok(buf, " "); s && argc < 12; s = strtok(NULL, " "))
-        argv[argc++] = s;
-    fflush(stdout);
-    return cmd_profile_main(argc, argv);
 }
 
 /* Bad input: one message naming the file (and the line or event), exit 1 (2 for usage), and no
