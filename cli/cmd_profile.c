@@ -16,8 +16,8 @@
 #include <string.h>
 
 #define PROFILE_USAGE                                                                              \
-    "usage: syncsim profile import TRACE.json [--params FILE] [--batch B] [--name NAME] --out "    \
-    "FILE.profile\n"                                                                               \
+    "usage: syncsim profile import TRACE.json [--params FILE] [--batch B] [--name NAME] [--steps " \
+    "N] --out FILE.profile\n"                                                                      \
     "       syncsim profile model --model M [--dataset D] [--data-dir DIR] [--batch B] [--name "   \
     "NAME] --out FILE.profile"
 
@@ -40,6 +40,8 @@ static void print_help(FILE *out) {
             "  --batch B       samples a step (default: the params file's)\n"
             "  --name NAME     the profile's name (default: the params file's model; a Chakra\n"
             "                  trace's file name without its extensions)\n"
+            "  --steps N       a Chakra trace: the training steps it holds (default 1; the\n"
+            "                  profile's times are their mean)\n"
             "  --out FILE      the profile to write (written whole or not at all)\n\n"
             "profile model writes the profile of an emulated model (--model as train takes it:\n"
             "mlp, cnn, resnet:20, resnet:D,proj, vgg:11, gpt:wlm, gpt:L,D,H,T, ...): its layers\n"
@@ -158,7 +160,7 @@ int cmd_profile_main(int argc, char **argv) {
             return 0;
         }
         if (!strcmp(a, "--params") || !strcmp(a, "--out") || !strcmp(a, "--batch") ||
-            !strcmp(a, "--name")) {
+            !strcmp(a, "--name") || !strcmp(a, "--steps")) {
             if (i + 1 >= argc) return usage("%s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--params"))
@@ -167,11 +169,18 @@ int cmd_profile_main(int argc, char **argv) {
                 out = v;
             else if (!strcmp(a, "--name"))
                 o.name = v;
-            else {
+            else if (!strcmp(a, "--steps")) {
+                char *end;
+                long st = strtol(v, &end, 10);
+                if (*end || end == v || st < 1 || st > 1000000)
+                    return usage("--steps: an integer from 1 to 1000000, not '%s'", v);
+                o.steps = (int)st;
+            } else {
                 if (parse_batch("import", v, &o.batch)) return 2;
             }
         } else if (a[0] == '-' && a[1])
-            return usage("unknown option '%s' (valid: --params, --batch, --name, --out)", a);
+            return usage("unknown option '%s' (valid: --params, --batch, --name, --steps, --out)",
+                         a);
         else if (o.trace_path)
             return usage("one TRACE.json only (got a second: '%s')", a);
         else

@@ -250,7 +250,7 @@ static void test_binary(void) {
     check_step(&p, 150, 230, 340, "cuda");
     CU_ASSERT_STRING_EQUAL(p.name, "dp-gpu");
     CU_ASSERT(strstr(notes, "binary, schema 0.0.4: 14 nodes") != NULL);
-    CU_ASSERT(strstr(notes, "skipped 1 BROADCAST, 1 BARRIER and 1 host-side") != NULL);
+    CU_ASSERT(strstr(notes, "skipped 1 BROADCAST, 1 BARRIER, 1 host-side calls and 0") != NULL);
     CU_ASSERT(strstr(notes, "a GPU trace") != NULL);
     CU_ASSERT(strstr(notes, "node 13 'nll_loss_Backward_kernel'") != NULL);
     CU_ASSERT(strstr(notes, "(bytes): 4000 10") != NULL);
@@ -404,6 +404,92 @@ static void expect_fail(const char *path, const char *extra, int want_code, cons
     CU_ASSERT(access(out, F_OK) != 0);
 }
 
+/* A trace of two training steps as Chakra's converter writes ASTRA-sim's text workloads of
+ * data parallelism (COMP_NODE_<layer>_FWD, _BWD_WG, _BWD_IG; one all-reduce a layer, of 0 bytes
+ * for a layer without gradients; no is_cpu_op), the second step's times twice the first's: with
+ * --steps 2 the mean step, layer by layer. */
+#define TEXT_N 22
+static void text_nodes(tnode *t) {
+    /* per step: forwards of l0, l1, l2; then l2's weight gradient and its all-reduce, l2's input
+     * gradient, l1's weight gradient and its 0-byte all-reduce, l1's input gradient, l0's weight
+     * gradient and its all-reduce */
+    static const struct {
+        const char *name;
+        int type;
+        uint64_t dur;
+        long long bytes;
+    } step[11] = {{"COMP_NODE_l0_FWD", COMP, 10, -1},
+                  {"COMP_NODE_l1_FWD", COMP, 20, -1},
+                  {"COMP_NODE_l2_FWD", COMP, 30, -1},
+                  {"COMP_NODE_l2_BWD_WG", COMP, 40, -1},
+                  {"COMM_COLL_NODE_l2_ALLREDUCE", COLL, 7, 1200},
+                  {"COMP_NODE_l2_BWD_IG", COMP, 5, -1},
+                  {"COMP_NODE_l1_BWD_WG", COMP, 50, -1},
+                  {"COMM_COLL_NODE_l1_NONE", COLL, 0, 0},
+                  {"COMP_NODE_l1_BWD_IG", COMP, 6, -1},
+                  {"COMP_NODE_l0_BWD_WG", COMP, 60, -1},
+                  {"COMM_COLL_NODE_l0_ALLREDUCE", COLL, 7, 400}};
+    for (int i = 0; i < TEXT_N; i++) {
+        const int k = i % 11, second = i >= 11;
+        t[i] = (tnode){.id = (uint64_t)i,
+                       .name = step[k].name,
+                       .type = step[k].type,
+                       .dur = step[k].dur * (second ? 2 : 1),
+                       .cpu = -1,
+                       .comm_type = step[k].type == COLL ? 0 : -1,
+                       .comm_size = step[k].bytes,
+                       .deps = {(uint64_t)(i - 1)},
+                       .n_deps = i > 0,
+                       .packed = 1};
+    }
+}
+
+static void test_steps(void) {
+    static tnode nodes[TEXT_N];
+    text_nodes(nodes);
+    char path[160];
+    path_of(path, "text-dp.0.et");
+    write_nodes(path, nodes, TEXT_N);
+    model_profile p;
+    char notes[2048];
+    profile_import_opts o = {.trace_path = path, .batch = 16, .steps = 2};
+    CU_ASSERT_EQUAL_FATAL(profile_import(&o, &p, notes, sizeof notes), SS_OK);
+    /* the mean step: forward (10 + 20 + 30) x 1.5; l2's bucket 40 x 1.5; l0's bucket
+     * (5 + 50 + 6 + 60) x 1.5; no tail */
+    CU_ASSERT_EQUAL_FATAL(p.layers, 2);
+    CU_ASSERT_STRING_EQUAL(p.layer_names[0], "allreduce.10");
+    CU_ASSERT_STRING_EQUAL(p.layer_names[1], "allreduce.4");
+    CU_ASSERT_EQUAL(p.layer_costs[0].param_bytes, 400);
+    CU_ASSERT_EQUAL(p.layer_costs[1].param_bytes, 1200);
+    CU_ASSERT_DOUBLE_EQUAL(p.layer_costs[0].fwd_s, 90e-6, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(p.layer_costs[0].bwd_s, 181.5e-6, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(p.layer_costs[1].fwd_s, 0, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(p.layer_costs[1].bwd_s, 60e-6, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(p.measured_gap_s, 0, 1e-15);
+    CU_ASSERT_DOUBLE_EQUAL(p.measured_step_s, 331.5e-6, 1e-12);
+    CU_ASSERT_EQUAL(p.measured_steps, 2);
+    CU_ASSERT_EQUAL(p.params, 400);
+    CU_ASSERT_STRING_EQUAL(p.measured_device, "cuda"); /* no is_cpu_op: device ops */
+    CU_ASSERT(strstr(notes, "2 ALL_REDUCE buckets a step, 2 steps") != NULL);
+    CU_ASSERT(strstr(notes, "and 2 all-reduces of 0 bytes") != NULL);
+    CU_ASSERT(strstr(notes, "node 3 'COMP_NODE_l2_BWD_WG'") != NULL);
+    profile_free(&p);
+    /* read as one step, the same nodes give four buckets and a forward of the first step only */
+    o.steps = 1;
+    CU_ASSERT_EQUAL_FATAL(profile_import(&o, &p, notes, sizeof notes), SS_OK);
+    CU_ASSERT_EQUAL(p.layers, 4);
+    CU_ASSERT_DOUBLE_EQUAL(p.measured_step_s, 663e-6, 1e-12); /* every node's time, once */
+    profile_free(&p);
+    /* steps that do not split the all-reduces, or a count that does not repeat the sizes */
+    expect_fail(path, "--batch 16 --steps 3", 1, "do not split into --steps 3 equal steps");
+    nodes[15].comm_size = 1000; /* the second step's first all-reduce */
+    write_nodes(path, nodes, TEXT_N);
+    expect_fail(path, "--batch 16 --steps 2", 1, "step 2's all-reduce 1");
+    /* --steps is for Chakra traces only; a bad count is a usage error */
+    expect_fail(SS_SOURCE_DIR "/tests/data/profile_import/cpu_small.json", "--batch 4 --steps 2", 2,
+                "--steps is for Chakra execution traces");
+}
+
 static void test_bad_binary(void) {
     static pbuf good, b;
     put_trace(&good, step_nodes, STEP_N);
@@ -489,7 +575,7 @@ static void test_bad_graph(void) {
     memcpy(n, step_nodes, sizeof n);
     n[7].comm_type = n[11].comm_type = 5;
     write_nodes(path, n, STEP_N);
-    expect_fail(path, "--batch 8", 1, "no ALL_REDUCE on the device");
+    expect_fail(path, "--batch 8", 1, "no ALL_REDUCE with bytes on the device");
     expect_fail(path, "--batch 8", 1, "3 BROADCAST");
     /* a cycle: 11 waits on 13, which waits on 12, which waits on 11 */
     memcpy(n, step_nodes, sizeof n);
@@ -535,6 +621,7 @@ static CU_TestInfo tests[] = {
     {"shipped sample: DDP ResNet-50", test_sample},
     {"bad binary input: offsets and messages", test_bad_binary},
     {"refused graphs and usage errors", test_bad_graph},
+    {"--steps: a text workload of two steps, zero-byte all-reduces", test_steps},
     CU_TEST_INFO_NULL,
 };
 

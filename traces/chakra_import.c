@@ -163,7 +163,9 @@ static int topo_order(const ck_graph *g, long *order) {
     return rc;
 }
 
-/* Whether the name marks the backward pass: "backward" in any case, or autograd's functions. */
+/* Whether the name marks the backward pass: "backward" in any case, autograd's functions, or
+ * "BWD" (the COMP_NODE_<layer>_BWD_WG and _BWD_IG nodes of Chakra's converter of ASTRA-sim's
+ * text workloads). */
 static int is_backward(const ck_node *nd) {
     static const char word[] = "backward", fn[] = "autograd::engine::evaluate_function";
     for (size_t i = 0; i < nd->name_len; i++) {
@@ -172,14 +174,140 @@ static int is_backward(const ck_node *nd) {
             k++;
         if (k == sizeof word - 1) return 1;
         if (nd->name_len - i >= sizeof fn - 1 && !memcmp(nd->name + i, fn, sizeof fn - 1)) return 1;
+        if (nd->name_len - i >= 3 && !memcmp(nd->name + i, "BWD", 3)) return 1;
     }
     return 0;
 }
 
-typedef struct bucket {
-    const ck_node *nd;
-    double bwd_us;
-} bucket;
+/* What the walks over the ordered nodes find. */
+typedef struct walk {
+    const ck_node **ar; /* (nb) the device all-reduces with bytes, in order */
+    long nb;
+    long counted, comp, host_coll, zero_ar, skipped[10];
+    int gpu; /* a GPU trace: the device ops are the compute counted */
+    /* the times, summed over the trace's steps */
+    double fwd_us, tail_us;
+    double *seg_us;    /* (nb / steps) each bucket's backward segment */
+    long fwd_nodes;    /* compute nodes in the forwards */
+    long first_marker; /* the node that starts the first backward (-1: none named so) */
+} walk;
+
+static int counted_compute(const walk *w, const ck_node *nd) {
+    return nd->type == NODE_COMP && (!w->gpu || !nd->cpu);
+}
+
+/* The collectives, in order: the all-reduces of the step in w->ar; what is skipped counted; what
+ * is not data-parallel refused, naming the node. */
+static int walk_collectives(const ck_graph *g, const long *order, walk *w) {
+    char t1[256], t2[256];
+    for (long k = 0; k < g->n; k++) {
+        const ck_node *nd = &g->nodes[order[k]];
+        w->counted += counted_compute(w, nd);
+        if (nd->type == NODE_SEND || nd->type == NODE_RECV)
+            return ss_error_set(SS_EINPUT, "%s: %s is a point-to-point %s node: " DP_ONLY, g->path,
+                                node_text(g, nd, t1, sizeof t1),
+                                nd->type == NODE_SEND ? "COMM_SEND" : "COMM_RECV");
+        if (nd->type != NODE_COLL) continue;
+        if (nd->cpu) {
+            w->host_coll++;
+            continue;
+        }
+        if (!nd->has_comm_type || nd->comm_type < 0 || nd->comm_type > 9)
+            return ss_error_set(SS_EINPUT,
+                                "%s: %s: a collective without a known comm_type (0 to 9)", g->path,
+                                node_text(g, nd, t1, sizeof t1));
+        if (nd->comm_type == COMM_BROADCAST || nd->comm_type == COMM_BARRIER) {
+            w->skipped[nd->comm_type]++;
+            continue;
+        }
+        if (nd->comm_type != COMM_ALL_REDUCE)
+            return ss_error_set(SS_EINPUT, "%s: %s is a collective of type %s: " DP_ONLY, g->path,
+                                node_text(g, nd, t1, sizeof t1), comm_names[nd->comm_type]);
+        if (!nd->has_comm_size || nd->comm_size < 0)
+            return ss_error_set(SS_EINPUT,
+                                "%s: %s: an ALL_REDUCE without a comm_size >= 0 (its bytes, the "
+                                "bucket's gradients)",
+                                g->path, node_text(g, nd, t1, sizeof t1));
+        if (nd->comm_size == 0) { /* a layer without gradients ("NONE 0" of a text workload) */
+            w->zero_ar++;
+            continue;
+        }
+        if (w->nb > 0) {
+            const ck_node *f = w->ar[0];
+            const size_t la = f->pg ? f->pg_len : 0, lb = nd->pg ? nd->pg_len : 0;
+            if (la != lb || (la && memcmp(f->pg, nd->pg, la)))
+                return ss_error_set(SS_EINPUT,
+                                    "%s: all-reduces in two process groups, '%.*s' (%s) and "
+                                    "'%.*s' (%s): " DP_ONLY,
+                                    g->path, (int)(la > 60 ? 60 : la), f->pg ? f->pg : "",
+                                    node_text(g, f, t1, sizeof t1), (int)(lb > 60 ? 60 : lb),
+                                    nd->pg ? nd->pg : "", node_text(g, nd, t2, sizeof t2));
+        }
+        w->ar[w->nb++] = nd;
+    }
+    if (w->counted == 0)
+        return ss_error_set(SS_EINPUT, "%s: no compute node (COMP_NODE) to time: nothing to replay",
+                            g->path);
+    if (w->nb == 0)
+        return ss_error_set(SS_EINPUT,
+                            "%s: no ALL_REDUCE with bytes on the device (skipped: %ld host-side "
+                            "collectives, %ld BROADCAST, %ld BARRIER, %ld of 0 bytes): nothing to "
+                            "exchange; " DP_ONLY,
+                            g->path, w->host_coll, w->skipped[COMM_BROADCAST],
+                            w->skipped[COMM_BARRIER], w->zero_ar);
+    return SS_OK;
+}
+
+/* The trace's `steps` steps of `per` all-reduces each: the same bucket sizes in every step. */
+static int check_steps(const ck_graph *g, const walk *w, int steps) {
+    char t1[256];
+    if (w->nb % steps)
+        return ss_error_set(SS_EINPUT,
+                            "%s: %ld all-reduces with bytes do not split into --steps %d equal "
+                            "steps (give the number of training steps the trace holds)",
+                            g->path, w->nb, steps);
+    const long per = w->nb / steps;
+    for (long j = per; j < w->nb; j++)
+        if (w->ar[j]->comm_size != w->ar[j % per]->comm_size)
+            return ss_error_set(SS_EINPUT,
+                                "%s: with --steps %d, step %ld's all-reduce %ld (%s) has %lld "
+                                "bytes where step 1's has %lld: not the same step repeated",
+                                g->path, steps, j / per + 1, j % per + 1,
+                                node_text(g, w->ar[j], t1, sizeof t1), w->ar[j]->comm_size,
+                                w->ar[j % per]->comm_size);
+    return SS_OK;
+}
+
+/* The compute, in order: in each step, what comes before its first node named as backward is
+ * its forward (with no such node anywhere, every forward is 0), then what comes up to each
+ * all-reduce is that bucket's backward segment; after the last all-reduce of the last step, the
+ * tail (the optimizer; the earlier steps' optimizers fall before the next forward). */
+static void walk_times(const ck_graph *g, const long *order, int steps, walk *w) {
+    const long per = w->nb / steps;
+    int named = 0;
+    for (long k = 0; k < g->n && !named; k++)
+        named = is_backward(&g->nodes[order[k]]);
+    w->first_marker = -1;
+    long j = 0; /* the next all-reduce */
+    int in_bwd = !named;
+    for (long k = 0; k < g->n; k++) {
+        const ck_node *nd = &g->nodes[order[k]];
+        if (!in_bwd && j < w->nb && is_backward(nd)) {
+            in_bwd = 1;
+            if (w->first_marker < 0) w->first_marker = order[k];
+        }
+        if (counted_compute(w, nd)) {
+            if (j == w->nb)
+                w->tail_us += nd->dur_us;
+            else if (!in_bwd) {
+                w->fwd_us += nd->dur_us;
+                w->fwd_nodes++;
+            } else
+                w->seg_us[j % per] += nd->dur_us;
+        }
+        if (j < w->nb && nd == w->ar[j] && ++j % per == 0) in_bwd = !named; /* a step ends */
+    }
+}
 
 #define APPEND(buf, n, at, ...)                                                                    \
     do {                                                                                           \
@@ -189,121 +317,85 @@ typedef struct bucket {
         }                                                                                          \
     } while (0)
 
+static void write_notes(const ck_graph *g, const model_profile *p, const walk *w, int steps,
+                        char *notes, size_t notes_n) {
+    char t1[256];
+    const long per = w->nb / steps;
+    size_t at = 0;
+    APPEND(notes, notes_n, at,
+           "syncsim model profile: %s, imported by 'syncsim profile import' from %s\n"
+           "Chakra execution trace, %s%s%s: %ld nodes, %ld compute nodes, %ld counted (%s)\n",
+           p->name, g->path, g->format, g->version[0] ? ", schema " : "", g->version, g->n, w->comp,
+           w->counted,
+           w->gpu ? "the device ops: a GPU trace, measured_device cuda"
+                  : "no device compute: a CPU trace, measured_device cpu");
+    APPEND(notes, notes_n, at,
+           "collectives: %ld ALL_REDUCE buckets a step, %d step%s; skipped %ld BROADCAST, %ld "
+           "BARRIER, %ld host-side calls and %ld all-reduces of 0 bytes\n",
+           per, steps, steps > 1 ? "s (times: the mean step)" : "", w->skipped[COMM_BROADCAST],
+           w->skipped[COMM_BARRIER], w->host_coll, w->zero_ar);
+    if (w->first_marker >= 0)
+        APPEND(notes, notes_n, at, "forward %.6f s: the compute before %s%s\n",
+               w->fwd_us * 1e-6 / steps, node_text(g, &g->nodes[w->first_marker], t1, 120),
+               steps > 1 ? " (and its like in each step)" : "");
+    else
+        APPEND(notes, notes_n, at,
+               "no node is named as backward: forward 0, all compute up to an "
+               "all-reduce is its bucket's backward\n");
+    APPEND(notes, notes_n, at, "buckets in trace order (bytes):");
+    for (long b = 0; b < per && b < 32; b++)
+        APPEND(notes, notes_n, at, " %lld", w->ar[b]->comm_size);
+    double bwd_us = 0;
+    for (long b = 0; b < per; b++)
+        bwd_us += w->seg_us[b];
+    APPEND(notes, notes_n, at,
+           "%s\nstep %.6f s: forward %.6f, backward %.6f, gap after the "
+           "last all-reduce %.6f\nformat: traces/FORMAT.md",
+           per > 32 ? " ..." : "", p->measured_step_s, w->fwd_us * 1e-6 / steps,
+           bwd_us * 1e-6 / steps, w->tail_us * 1e-6 / steps);
+}
+
 static int build_profile(ck_graph *g, const profile_import_opts *o, model_profile *p, char *notes,
                          size_t notes_n) {
+    const int steps = o->steps > 0 ? o->steps : 1;
     long *order = ss_malloc(sizeof(long) * (size_t)(g->n + 1));
-    int rc = topo_order(g, order);
-    char t1[256], t2[256];
-    int gpu = 0;
-    long comp = 0;
+    walk w = {.ar = ss_malloc(sizeof(const ck_node *) * (size_t)(g->n + 1))};
     for (long i = 0; i < g->n; i++) {
-        comp += g->nodes[i].type == NODE_COMP;
-        gpu |= g->nodes[i].type == NODE_COMP && !g->nodes[i].cpu;
+        w.comp += g->nodes[i].type == NODE_COMP;
+        w.gpu |= g->nodes[i].type == NODE_COMP && !g->nodes[i].cpu;
     }
-    long marker = -1;
-    for (long k = 0; k < g->n && rc == SS_OK && marker < 0; k++)
-        if (is_backward(&g->nodes[order[k]])) marker = order[k];
-    bucket *bk = ss_malloc(sizeof(bucket) * (size_t)(g->n + 1));
-    long nb = 0, counted = 0, fwd_nodes = 0, host_coll = 0, skipped[10] = {0};
-    double fwd_us = 0, acc_us = 0;
-    int in_bwd = marker < 0; /* no backward node: the forward is 0 */
-    for (long k = 0; k < g->n && rc == SS_OK; k++) {
-        const ck_node *nd = &g->nodes[order[k]];
-        if (order[k] == marker) in_bwd = 1;
-        if (nd->type == NODE_COMP && (!gpu || !nd->cpu)) {
-            counted++;
-            if (in_bwd)
-                acc_us += nd->dur_us;
-            else {
-                fwd_us += nd->dur_us;
-                fwd_nodes++;
-            }
-        }
-        if (nd->type == NODE_SEND || nd->type == NODE_RECV) {
-            rc = ss_error_set(SS_EINPUT, "%s: %s is a point-to-point %s node: " DP_ONLY, g->path,
-                              node_text(g, nd, t1, sizeof t1),
-                              nd->type == NODE_SEND ? "COMM_SEND" : "COMM_RECV");
-            break;
-        }
-        if (nd->type != NODE_COLL) continue;
-        if (nd->cpu) {
-            host_coll++;
-            continue;
-        }
-        if (!nd->has_comm_type || nd->comm_type < 0 || nd->comm_type > 9) {
-            rc = ss_error_set(SS_EINPUT, "%s: %s: a collective without a known comm_type (0 to 9)",
-                              g->path, node_text(g, nd, t1, sizeof t1));
-            break;
-        }
-        if (nd->comm_type == COMM_BROADCAST || nd->comm_type == COMM_BARRIER) {
-            skipped[nd->comm_type]++;
-            continue;
-        }
-        if (nd->comm_type != COMM_ALL_REDUCE) {
-            rc = ss_error_set(SS_EINPUT, "%s: %s is a collective of type %s: " DP_ONLY, g->path,
-                              node_text(g, nd, t1, sizeof t1), comm_names[nd->comm_type]);
-            break;
-        }
-        if (!nd->has_comm_size || nd->comm_size <= 0) {
-            rc = ss_error_set(SS_EINPUT,
-                              "%s: %s: an ALL_REDUCE without a comm_size > 0 (its bytes, the "
-                              "bucket's gradients)",
-                              g->path, node_text(g, nd, t1, sizeof t1));
-            break;
-        }
-        if (nb > 0) {
-            const ck_node *f = bk[0].nd;
-            const size_t la = f->pg ? f->pg_len : 0, lb = nd->pg ? nd->pg_len : 0;
-            if (la != lb || (la && memcmp(f->pg, nd->pg, la))) {
-                rc = ss_error_set(SS_EINPUT,
-                                  "%s: all-reduces in two process groups, '%.*s' (%s) and "
-                                  "'%.*s' (%s): " DP_ONLY,
-                                  g->path, (int)(la > 60 ? 60 : la), f->pg ? f->pg : "",
-                                  node_text(g, f, t1, sizeof t1), (int)(lb > 60 ? 60 : lb),
-                                  nd->pg ? nd->pg : "", node_text(g, nd, t2, sizeof t2));
-                break;
-            }
-        }
-        bk[nb++] = (bucket){nd, acc_us};
-        acc_us = 0;
-    }
-    if (rc == SS_OK && counted == 0)
-        rc = ss_error_set(SS_EINPUT, "%s: no compute node (COMP_NODE) to time: nothing to replay",
-                          g->path);
-    if (rc == SS_OK && nb == 0)
-        rc = ss_error_set(SS_EINPUT,
-                          "%s: no ALL_REDUCE on the device (skipped: %ld host-side collectives, "
-                          "%ld BROADCAST, %ld BARRIER): nothing to exchange; " DP_ONLY,
-                          g->path, host_coll, skipped[COMM_BROADCAST], skipped[COMM_BARRIER]);
+    int rc = topo_order(g, order);
+    if (rc == SS_OK) rc = walk_collectives(g, order, &w);
+    if (rc == SS_OK) rc = check_steps(g, &w, steps);
     if (rc != SS_OK) {
         free(order);
-        free(bk);
+        free(w.ar);
         return rc;
     }
-    /* layer j holds bucket nb - 1 - j: DDP's last bucket holds the first layers */
-    p->layer_costs = ss_calloc((size_t)nb, sizeof(sim_layer_cost));
-    p->layer_names = ss_calloc((size_t)nb, sizeof p->layer_names[0]);
-    p->layers = (int)nb;
-    double bwd_us = 0;
-    for (long j = 0; j < nb; j++) {
-        const bucket *b = &bk[nb - 1 - j];
-        const double params = (double)((b->nd->comm_size + 3) / 4);
+    const long per = w.nb / steps;
+    w.seg_us = ss_calloc((size_t)per, sizeof(double));
+    walk_times(g, order, steps, &w);
+    /* layer j holds bucket per - 1 - j: DDP's last bucket holds the first layers */
+    p->layer_costs = ss_calloc((size_t)per, sizeof(sim_layer_cost));
+    p->layer_names = ss_calloc((size_t)per, sizeof p->layer_names[0]);
+    p->layers = (int)per;
+    for (long j = 0; j < per; j++) {
+        const ck_node *b = w.ar[per - 1 - j];
+        const double params = (double)((b->comm_size + 3) / 4);
         snprintf(p->layer_names[j], sizeof p->layer_names[0], "allreduce.%llu",
-                 (unsigned long long)b->nd->id);
+                 (unsigned long long)b->id);
         p->layer_costs[j] = (sim_layer_cost){.param_bytes = 4 * params,
-                                             .kernels = j == 0 ? (int)fwd_nodes : 0,
+                                             .kernels = j == 0 ? (int)(w.fwd_nodes / steps) : 0,
                                              .kind = SIM_LAYER_OTHER,
-                                             .fwd_s = j == 0 ? fwd_us * 1e-6 : 0,
-                                             .bwd_s = b->bwd_us * 1e-6};
+                                             .fwd_s = j == 0 ? w.fwd_us * 1e-6 / steps : 0,
+                                             .bwd_s = w.seg_us[per - 1 - j] * 1e-6 / steps};
         p->params += params;
-        bwd_us += b->bwd_us;
     }
-    const double gap_us = acc_us;
     p->measured = 1;
     p->measured_batch = p->batch = o->batch;
-    p->measured_steps = 1;
-    snprintf(p->measured_device, sizeof p->measured_device, "%s", gpu ? "cuda" : "cpu");
-    p->measured_gap_s = gap_us * 1e-6;
+    p->measured_steps = steps;
+    snprintf(p->measured_device, sizeof p->measured_device, "%s", w.gpu ? "cuda" : "cpu");
+    p->measured_gap_s = w.tail_us * 1e-6 / steps;
     p->measured_step_s = 0;
     for (int j = 0; j < p->layers; j++)
         p->measured_step_s += p->layer_costs[j].fwd_s + p->layer_costs[j].bwd_s;
@@ -324,36 +416,12 @@ static int build_profile(ck_graph *g, const profile_import_opts *o, model_profil
     char desc[512];
     snprintf(desc, sizeof desc,
              "%s: %s compute, batch %d, %ld all-reduce buckets, from the Chakra execution trace %s",
-             p->name, p->measured_device, p->batch, nb, base);
+             p->name, p->measured_device, p->batch, per, base);
     snprintf(p->description, sizeof p->description, "%.*s", (int)sizeof p->description - 1, desc);
-    size_t at = 0;
-    APPEND(notes, notes_n, at,
-           "syncsim model profile: %s, imported by 'syncsim profile import' from %s\n"
-           "Chakra execution trace, %s%s%s: %ld nodes, %ld compute nodes, %ld counted (%s)\n",
-           p->name, g->path, g->format, g->version[0] ? ", schema " : "", g->version, g->n, comp,
-           counted,
-           gpu ? "the device ops: a GPU trace, measured_device cuda"
-               : "no device compute: a CPU trace, measured_device cpu");
-    APPEND(notes, notes_n, at,
-           "collectives: %ld ALL_REDUCE buckets; skipped %ld BROADCAST, %ld BARRIER and %ld "
-           "host-side calls\n",
-           nb, skipped[COMM_BROADCAST], skipped[COMM_BARRIER], host_coll);
-    if (marker >= 0)
-        APPEND(notes, notes_n, at, "forward %.6f s: the compute before %s\n", fwd_us * 1e-6,
-               node_text(g, &g->nodes[marker], t1, 120));
-    else
-        APPEND(notes, notes_n, at,
-               "no node is named as backward: forward 0, all compute up to an "
-               "all-reduce is its bucket's backward\n");
-    APPEND(notes, notes_n, at, "buckets in trace order (bytes):");
-    for (long b = 0; b < nb && b < 32; b++)
-        APPEND(notes, notes_n, at, " %lld", bk[b].nd->comm_size);
-    APPEND(notes, notes_n, at,
-           "%s\nstep %.6f s: forward %.6f, backward %.6f, gap after the "
-           "last all-reduce %.6f\nformat: traces/FORMAT.md",
-           nb > 32 ? " ..." : "", p->measured_step_s, fwd_us * 1e-6, bwd_us * 1e-6, gap_us * 1e-6);
+    write_notes(g, p, &w, steps, notes, notes_n);
     free(order);
-    free(bk);
+    free(w.ar);
+    free(w.seg_us);
     return SS_OK;
 }
 

@@ -611,6 +611,11 @@ int profile_import(const profile_import_opts *o, model_profile *out, char *notes
     importer im = {.path = o->trace_path};
     if (chakra_is_json(root))
         rc = chakra_import_json(o, root, gz, out, notes, n);
+    else if (o->steps > 0)
+        rc = ss_error_set(SS_EUSAGE,
+                          "profile import: --steps is for Chakra execution traces; the steps of "
+                          "%s, a torch.profiler trace, are its ProfilerStep ranges",
+                          o->trace_path);
     else
         rc = import_into(&im, o, root, out, notes, n);
     cJSON_Delete(root);

@@ -33,6 +33,7 @@ typedef struct profile_import_opts {
     const char *params_path; /* the companion params file (NULL: from the operators' shapes) */
     const char *name;        /* the profile's name (NULL: the params file's model, or "imported") */
     int batch;               /* samples a step (0: the params file's batch) */
+    int steps;               /* a Chakra trace: the training steps it holds (0: 1) */
 } profile_import_opts;
 
 /* Reads the trace (and params file) into *out, a measured version-4 profile, and a few lines of
