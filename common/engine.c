@@ -122,9 +122,9 @@ void engine_submit(engine *en, engine_task *t) {
 }
 
 void engine_wait(engine *en, engine_task *t) {
-    if (en->started == 0 || t->state == 0) return;
-    pthread_mutex_lock(&en->mu);
-    while (t->state != 3) {
+    if (en->started == 0) return;
+    pthread_mutex_lock(&en->mu);             /* t->state changes under it */
+    while (t->state == 1 || t->state == 2) { /* queued or running; idle or done: return */
         if (en->head) /* the caller computes too, in the last slot, rather than wait idle */
             run_head(en, en->threads - 1);
         else
