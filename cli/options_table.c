@@ -535,8 +535,8 @@ void describe_range(const opt_def *o, char *buf, size_t n) {
     case OPT_TYPE_U64:
         snprintf(buf, n, "an integer in [0, 18446744073709551615]");
         break;
-    case OPT_TYPE_CHOICE:
-        snprintf(buf, n, "one of %s", o->choices);
+    case OPT_TYPE_CHOICE: /* a leading '|' lets the value be empty (unset): not worth saying */
+        snprintf(buf, n, "one of %s", o->choices + (o->choices[0] == '|'));
         break;
     case OPT_TYPE_AUTO:
         snprintf(buf, n, "one of auto|yes|no");
