@@ -39,8 +39,9 @@ typedef struct profile_import_opts {
 /* Reads the trace (and params file) into *out, a measured version-4 profile, and a few lines of
  * provenance into notes (the comments of the written file). The file's content decides what it
  * is: a Chrome trace (gzip-compressed or not), or a Chakra execution trace, binary or JSON,
- * which chakra_import.h maps (its own rules: --batch needed, no params file, --steps). SS_EINPUT naming the file, and the
- * event or line where there is one, on bad input; SS_EUSAGE for a missing batch. */
+ * which chakra_import.h maps (its own rules: --batch needed, no params file, --steps). SS_EINPUT
+ * naming the file, and the event or line where there is one, on bad input; SS_EUSAGE for a missing
+ * batch. */
 int profile_import(const profile_import_opts *o, model_profile *out, char *notes, size_t n);
 
 /* Writes the profile to `path` through a temporary file renamed into place (nothing is left
