@@ -5,26 +5,13 @@
 
 #include "common/status.h"
 #include "kernels/conv_direct.h"
+#include "kernels/cpu_vec.h"
 
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Runtime dispatch of the element-wise loops: GCC compiles each marked function for plain x86-64
- * (SSE2), AVX2 and AVX-512 and the loader picks the widest the CPU has (ifunc), so the default
- * build runs on any x86-64 and still uses the wide vectors. The loops have no reductions and the
- * build keeps -ffp-contract=off (ISO C), so every variant computes the same bits. A native build
- * (-DSYNCSIM_NATIVE=ON: -march=native) needs no dispatch. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
-    !defined(SS_NATIVE_BUILD) && !defined(__AVX512F__)
-#define SS_CPU_CLONES __attribute__((target_clones("default", "avx2", "avx512f")))
-#else
-#define SS_CPU_CLONES
-#endif
-/* Helpers that must be compiled inside each variant of their caller. */
-#define SS_INLINE static inline __attribute__((always_inline))
 
 static float *cpu_alloc(device *dev, size_t count) {
     (void)dev;

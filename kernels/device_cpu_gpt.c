@@ -5,6 +5,7 @@
 #include "kernels/device_impl.h"
 
 #include "common/status.h"
+#include "kernels/cpu_vec.h"
 #include "kernels/dropout_hash.h"
 
 #include <cblas.h>
@@ -165,6 +166,7 @@ void cpu_attn_softmax_bwd(device *dev, int rows, int t, const float *y, const fl
     }
 }
 
+SS_CPU_CLONES
 void cpu_dropout(device *dev, size_t n, float p, uint64_t seed, const float *x, float *y) {
     (void)dev;
     const uint32_t thr = dropout_threshold(p);
@@ -173,6 +175,68 @@ void cpu_dropout(device *dev, size_t n, float p, uint64_t seed, const float *x, 
         y[i] = dropout_draw(seed, i) < thr ? 0.0f : x[i] * keep_scale;
 }
 
+/* e^(z[k] - zmax) for k < n; out may be z (element by element, so the vector loop is safe). */
+SS_INLINE void exp_shifted(const float *z, float zmax, int n, float *out) {
+#pragma GCC ivdep
+    for (int k = 0; k < n; k++)
+        out[k] = ss_expf_neg(z[k] - zmax);
+}
+
+/* Adds e[0..n) into eight double lanes, e[k] into lane k mod 8 (n a multiple of 8). */
+SS_INLINE void sum_lanes(const float *e, int n, double *lane) {
+    for (int k = 0; k < n; k += 8)
+        for (int j = 0; j < 8; j++)
+            lane[j] += (double)e[k + j];
+}
+
+/* The block of terms summed at a time when they are not kept. */
+#define XENT_BLOCK 256
+
+/* One row's largest logit (the first index of it) and the sum of e^(z - max), in double over
+ * eight lanes in a fixed order (whether the terms are kept or not, in every variant); the terms
+ * go to e when it is not NULL (e may be z). */
+SS_INLINE double xent_row(const float *z, int vocab, int *arg, float *zmax_out, float *e) {
+    float lane_max[16];
+    int k = 0;
+    for (int j = 0; j < 16; j++)
+        lane_max[j] = z[0];
+    for (; k + 16 <= vocab; k += 16)
+        for (int j = 0; j < 16; j++)
+            lane_max[j] = z[k + j] > lane_max[j] ? z[k + j] : lane_max[j];
+    float zmax = lane_max[0];
+    for (int j = 1; j < 16; j++)
+        zmax = lane_max[j] > zmax ? lane_max[j] : zmax;
+    for (; k < vocab; k++)
+        zmax = z[k] > zmax ? z[k] : zmax;
+    int a = 0;
+    while (a < vocab - 1 && !(z[a] == zmax))
+        a++;
+    *arg = a;
+    *zmax_out = zmax;
+    double lane[8] = {0};
+    const int whole = vocab / 8 * 8;
+    float tail[8];
+    if (e) {
+        exp_shifted(z, zmax, vocab, e);
+        sum_lanes(e, whole, lane);
+        for (k = whole; k < vocab; k++)
+            lane[0] += (double)e[k];
+    } else {
+        float block[XENT_BLOCK];
+        for (k = 0; k < whole; k += XENT_BLOCK) {
+            const int n = whole - k < XENT_BLOCK ? whole - k : XENT_BLOCK;
+            exp_shifted(z + k, zmax, n, block);
+            sum_lanes(block, n, lane);
+        }
+        exp_shifted(z + whole, zmax, vocab - whole, tail);
+        for (k = 0; k < vocab - whole; k++)
+            lane[0] += (double)tail[k];
+    }
+    return ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+           ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+SS_CPU_CLONES
 double cpu_xent_tokens(device *dev, int rows, int vocab, const float *logits, const float *tokens,
                        int ld, int t, float *dlogits, int *correct) {
     (void)dev;
@@ -182,20 +246,20 @@ double cpu_xent_tokens(device *dev, int rows, int vocab, const float *logits, co
     for (int r = 0; r < rows; r++) {
         const float *z = logits + (size_t)r * vocab;
         const int y = (int)tokens[(size_t)(r / t) * ld + r % t + 1];
-        int arg = 0;
-        for (int k = 1; k < vocab; k++)
-            if (z[k] > z[arg]) arg = k;
-        const float zmax = z[arg], zy = z[y];
-        double s = 0.0;
-        for (int k = 0; k < vocab; k++)
-            s += exp((double)(z[k] - zmax));
+        int arg;
+        float zmax;
+        /* the row's terms e^(z - max) go to dz, which may be the logits themselves: z[y] is read
+         * before */
+        const float zy = z[y];
+        float *dz = dlogits ? dlogits + (size_t)r * vocab : NULL;
+        const double s = xent_row(z, vocab, &arg, &zmax, dz);
         loss += log(s) - (double)(zy - zmax);
         right += arg == y;
-        if (!dlogits) continue;
-        float *dz = dlogits + (size_t)r * vocab;
-        const float inv_s = (float)(1.0 / s);
+        if (!dz) continue;
+        const float inv_s = (float)(1.0 / s), ey = dz[y];
         for (int k = 0; k < vocab; k++)
-            dz[k] = (expf(z[k] - zmax) * inv_s - (k == y ? 1.0f : 0.0f)) * inv_rows;
+            dz[k] = dz[k] * inv_s * inv_rows;
+        dz[y] = (ey * inv_s - 1.0f) * inv_rows;
     }
     if (correct) *correct = right;
     return loss;

@@ -6,6 +6,7 @@
 
 #include "common/rng.h"
 #include "common/status.h"
+#include "kernels/cpu_vec.h"
 #include "kernels/device_impl.h"
 #include "kernels/dropout_hash.h"
 #include "kernels/gpt_internal.h"
@@ -13,6 +14,7 @@
 #include "kernels/optim.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static device *open_cpu(void) {
@@ -254,6 +256,71 @@ static void test_xent_tokens(void) {
     (void)argmax;
     CU_ASSERT_DOUBLE_EQUAL(loss, want, 1e-5 * want);
     CU_ASSERT_EQUAL(ok, 4);
+    device_close(dev);
+}
+
+/* ss_expf_neg against exp in double on [-87, 0] every 2^-12, and at the ends: within 1.5 units in
+ * the last place (1.19 at worst), exact at 0, e^-87 below -87. */
+static void test_expf_neg(void) {
+    double worst = 0.0;
+    for (long i = 0; i <= 87L * 4096; i++) {
+        const float x = -(float)i / 4096.0f;
+        const double want = exp((double)x);
+        const float got = ss_expf_neg(x);
+        const double ulp = nextafterf((float)want, INFINITY) - (float)want;
+        const double err = fabs((double)got - want) / ulp;
+        if (err > worst) worst = err;
+    }
+    CU_ASSERT(worst <= 1.5);
+    CU_ASSERT_EQUAL(ss_expf_neg(0.0f), 1.0f);
+    CU_ASSERT_EQUAL(ss_expf_neg(-1000.0f), ss_expf_neg(-87.0f));
+    CU_ASSERT(ss_expf_neg(-87.0f) > 0.0f);
+}
+
+/* A vocabulary of 1,003 (blocks of 256 and a tail of 3 past the lanes of 8), rows of wide
+ * logits: loss and gradient against the same sums in double, the loss equal whether the terms
+ * are kept or not, and the same results in place. */
+static void test_xent_tokens_wide(void) {
+    device *dev = open_cpu();
+    const int t = 3, batch = 2, rows = batch * t, vocab = 1003;
+    float toks[2 * 4] = {5, 17, 1002, 0, 999, 256, 3, 7};
+    float *z = malloc(sizeof(float) * rows * vocab), *dz = malloc(sizeof(float) * rows * vocab);
+    rng r;
+    rng_seed(&r, 11, RNG_STREAM_INIT);
+    for (int i = 0; i < rows * vocab; i++)
+        z[i] = (float)(30.0 * rng_uniform(&r) - 15.0);
+    z[2 * vocab + 600] = 40.0f; /* a row whose largest logit is far above the rest */
+    int ok = 0, ok_eval = 0, ok_in = 0;
+    double loss = dev->ops->xent_tokens(dev, rows, vocab, z, toks, t + 1, t, dz, &ok);
+    double eval = dev->ops->xent_tokens(dev, rows, vocab, z, toks, t + 1, t, NULL, &ok_eval);
+    CU_ASSERT_EQUAL(loss, eval);
+    CU_ASSERT_EQUAL(ok, ok_eval);
+    double want = 0.0;
+    int right = 0;
+    for (int q = 0; q < rows; q++) {
+        const float *zr = z + (size_t)q * vocab;
+        const int y = (int)toks[(q / t) * (t + 1) + q % t + 1];
+        int arg = 0;
+        for (int k = 1; k < vocab; k++)
+            if (zr[k] > zr[arg]) arg = k;
+        double s = 0.0;
+        for (int k = 0; k < vocab; k++)
+            s += exp((double)zr[k] - zr[arg]);
+        want += log(s) - ((double)zr[y] - zr[arg]);
+        right += arg == y;
+        for (int k = 0; k < vocab; k++) {
+            const double g = (exp((double)zr[k] - zr[arg]) / s - (k == y)) / rows;
+            CU_ASSERT(fabs(dz[(size_t)q * vocab + k] - g) <= 1e-6 * fabs(g) + 1e-12);
+        }
+    }
+    CU_ASSERT(fabs(loss - want) <= 1e-6 * want);
+    CU_ASSERT_EQUAL(ok, right);
+    double in_place = dev->ops->xent_tokens(dev, rows, vocab, z, toks, t + 1, t, z, &ok_in);
+    CU_ASSERT_EQUAL(in_place, loss);
+    CU_ASSERT_EQUAL(ok_in, ok);
+    CU_ASSERT(memcmp(z, dz, sizeof(float) * rows * vocab) == 0);
+    free(z);
+    free(dz);
     device_close(dev);
 }
 
@@ -529,6 +596,9 @@ static CU_TestInfo op_tests[] = {
     {"causal attention softmax vs finite differences", test_grad_attn_softmax},
     {"dropout: gradient, rate, scale, one mask per seed", test_dropout},
     {"language model cross-entropy by hand", test_xent_tokens},
+    {"the softmax's exponential: within 1.5 ulp of exp on [-87, 0]", test_expf_neg},
+    {"cross-entropy over 1,003 words vs double sums, kept, not kept, in place",
+     test_xent_tokens_wide},
     CU_TEST_INFO_NULL,
 };
 
