@@ -18,10 +18,19 @@ It installs nothing. PyTorch for the CPU, in a virtual environment outside the r
     /tmp/torch-venv/bin/python bench/pytorch_compare.py --batch 64 --threads 1
 (plain `pip install torch` from PyPI works too; it is larger, with CUDA libraries).
 
+Language models (gpt:wlm, gpt:L,D,H,T) train on one fixed batch of random token sequences of a
+10,000-word vocabulary (kernels/bench.c's BENCH_LM_VOCAB), each sequence's next tokens as the
+targets, the cross-entropy averaged over every token; a sample is one sequence. gpt:wlm is
+PyTorch's own examples/word_language_model TransformerModel (nn.TransformerEncoderLayer with its
+stock nn.MultiheadAttention, sinusoidal positions, untied decoder) at syncsim's sizes, unless
+--reference-lm, which times bench/syncsim_torch.py's copy of it (its attention written out, for
+the gradient checks).
+
 Usage: pytorch_compare.py [--batch B] [--threads T] [--models mlp,cnn,resnet:20] [--min-s S]
 Prints one line per model: model, batch, samples/s, samples/cpu-s.
 """
 import argparse
+import math
 import sys
 import time
 
@@ -35,27 +44,78 @@ except ImportError:
     sys.exit(2)
 
 
-def make_model(name):
+LM_VOCAB = 10000  # kernels/bench.c's BENCH_LM_VOCAB
+
+
+class StockWordLM(nn.Module):
+    """examples/word_language_model's TransformerModel (PyTorch's examples repository,
+    word_language_model/model.py) with gpt:wlm's sizes: embedding times sqrt(D) plus the
+    sinusoids, dropout, nn.TransformerEncoder of stock post-norm layers under a causal mask, a
+    linear decoder."""
+
+    def __init__(self, vocab, d=200, heads=2, nhid=200, layers=2, seq=35, dropout=0.2):
+        super().__init__()
+        self.d = d
+        self.encoder = nn.Embedding(vocab, d)
+        layer = nn.TransformerEncoderLayer(d, heads, nhid, dropout, batch_first=True)
+        self.transformer = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.decoder = nn.Linear(d, vocab)
+        self.drop = nn.Dropout(dropout)
+        pos = torch.arange(seq, dtype=torch.float32).unsqueeze(1)
+        div = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
+        pe = torch.zeros(seq, d)
+        pe[:, 0::2] = torch.sin(pos * div)
+        pe[:, 1::2] = torch.cos(pos * div)
+        self.register_buffer("pe", pe, persistent=False)
+        self.register_buffer("mask", nn.Transformer.generate_square_subsequent_mask(seq),
+                             persistent=False)
+
+    def forward(self, tokens):
+        t = tokens.shape[1]
+        x = self.drop(self.encoder(tokens) * math.sqrt(self.d) + self.pe[:t])
+        return self.decoder(self.transformer(x, mask=self.mask[:t, :t], is_causal=True))
+
+
+def make_model(name, reference_lm):
     try:
-        return syncsim_torch.build(name)
+        if name == "gpt:wlm" and not reference_lm:
+            return StockWordLM(LM_VOCAB)
+        return syncsim_torch.build(name, classes=LM_VOCAB if name.startswith("gpt") else 10)
     except ValueError as e:
         raise SystemExit(f"pytorch_compare.py: {e}")
 
 
-def samples_per_s(name, batch, min_s, channels_last):
+def seq_len(name):
+    """Tokens per sequence: gpt:wlm 35, gpt:L,D,H,T its T."""
+    if name == "gpt:wlm":
+        return 35
+    try:
+        return int(name.partition(":")[2].split(",")[3])
+    except (IndexError, ValueError):
+        raise SystemExit(f"pytorch_compare.py: {name}: expected gpt:wlm or gpt:L,D,H,T[,P]")
+
+
+def samples_per_s(name, batch, min_s, channels_last, reference_lm):
     torch.manual_seed(1)
-    model = make_model(name)
-    x = torch.rand(batch, 1, 28, 28)
+    model = make_model(name, reference_lm)
+    lm = name.startswith("gpt")
+    if lm:
+        seq = torch.randint(0, LM_VOCAB, (batch, seq_len(name) + 1))
+        x, y = seq[:, :-1].contiguous(), seq[:, 1:].reshape(-1)
+    else:
+        x = torch.rand(batch, 1, 28, 28)
+        y = torch.randint(0, 10, (batch,))
     if channels_last and name.partition(":")[0] in ("cnn", "resnet", "vgg"):
         model = model.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
-    y = torch.randint(0, 10, (batch,))
+    model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
     loss_fn = nn.CrossEntropyLoss()
 
     def step():
         opt.zero_grad(set_to_none=False)
-        loss_fn(model(x), y).backward()
+        out = model(x)
+        loss_fn(out.reshape(-1, out.shape[-1]) if lm else out, y).backward()
         opt.step()
 
     for _ in range(2):
@@ -84,6 +144,9 @@ def main():
     ap.add_argument("--min-s", type=float, default=2.0, help="seconds of timing per model")
     ap.add_argument("--channels-last", action="store_true",
                     help="cnn in NHWC (channels_last) like syncsim; default: PyTorch's NCHW")
+    ap.add_argument("--reference-lm", action="store_true",
+                    help="gpt:wlm as bench/syncsim_torch.py builds it (attention written out) "
+                         "instead of PyTorch's stock layers")
     a = ap.parse_args()
     if a.batch < 1 or a.threads < 1 or a.min_s <= 0:
         raise SystemExit("pytorch_compare.py: --batch and --threads must be >= 1, --min-s > 0")
@@ -91,7 +154,7 @@ def main():
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s)")
     print(f"{'model':<8} {'batch':>6} {'samples/s':>12} {'samples/cpu-s':>14}")
     for name in a.models.split(","):
-        rate, cpu_rate = samples_per_s(name, a.batch, a.min_s, a.channels_last)
+        rate, cpu_rate = samples_per_s(name, a.batch, a.min_s, a.channels_last, a.reference_lm)
         print(f"{name:<8} {a.batch:>6} {rate:>12.0f} {cpu_rate:>14.0f}", flush=True)
 
 
