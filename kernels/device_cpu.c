@@ -423,27 +423,41 @@ static void cpu_conv_bwd(device *dev, const conv_geom *g, int oc, const float *x
 
 /* ---- batch normalization: per column of (rows, cols), sums in double, rows in order ---- */
 
-static SS_CPU_CLONES void cpu_bn_fwd_train(device *dev, int rows, int cols, const float *x,
-                                           const float *gamma, const float *beta, float momentum,
-                                           float eps, float *run_mean, float *run_var,
-                                           float *save_mean, float *save_invstd, float *y) {
+/* Batch norm's affine pass, y = x scale + shift per column, then the ReLU when relu (written as
+ * relu_fwd writes it, so that a fused ReLU gives the bits of the two layers). */
+SS_INLINE void bn_affine(int rows, int cols, const float *x, const float *scale, const float *shift,
+                         int relu, float *y) {
+    if (relu)
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++) {
+                const float v = x[(size_t)r * cols + c] * scale[c] + shift[c];
+                y[(size_t)r * cols + c] = v > 0.0f ? v : 0.0f;
+            }
+    else
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++)
+                y[(size_t)r * cols + c] = x[(size_t)r * cols + c] * scale[c] + shift[c];
+}
+
+/* The batch's statistics in one pass over x: the sums of x and of x^2 per column in double (each
+ * square exact there), the biased variance E[x^2] - E[x]^2. */
+static SS_CPU_CLONES void cpu_bn_fwd_train_act(device *dev, int rows, int cols, const float *x,
+                                               const float *gamma, const float *beta,
+                                               float momentum, float eps, float *run_mean,
+                                               float *run_var, float *save_mean, float *save_invstd,
+                                               int relu, float *y) {
     (void)dev;
-    double *acc = ss_calloc((size_t)cols, sizeof(double));
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++)
-            acc[c] += x[(size_t)r * cols + c];
-    for (int c = 0; c < cols; c++) {
-        save_mean[c] = (float)(acc[c] / rows);
-        acc[c] = 0.0;
-    }
+    double *sum = ss_calloc(2 * (size_t)cols, sizeof(double)), *sq = sum + cols;
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
-            double d = (double)x[(size_t)r * cols + c] - save_mean[c];
-            acc[c] += d * d;
+            const double v = x[(size_t)r * cols + c];
+            sum[c] += v;
+            sq[c] += v * v;
         }
     float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
     for (int c = 0; c < cols; c++) {
-        double var = acc[c] / rows;
+        const double mean = sum[c] / rows, var = fmax(sq[c] / rows - mean * mean, 0.0);
+        save_mean[c] = (float)mean;
         save_invstd[c] = (float)(1.0 / sqrt(var + eps));
         scale[c] = gamma[c] * save_invstd[c];
         shift[c] = beta[c] - save_mean[c] * scale[c];
@@ -451,41 +465,63 @@ static SS_CPU_CLONES void cpu_bn_fwd_train(device *dev, int rows, int cols, cons
         run_mean[c] = (float)((1.0 - momentum) * run_mean[c] + momentum * (double)save_mean[c]);
         run_var[c] = (float)((1.0 - momentum) * run_var[c] + momentum * unbiased);
     }
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++)
-            y[(size_t)r * cols + c] = x[(size_t)r * cols + c] * scale[c] + shift[c];
+    bn_affine(rows, cols, x, scale, shift, relu, y);
     free(scale);
-    free(acc);
+    free(sum);
 }
 
-static SS_CPU_CLONES void cpu_bn_fwd_infer(device *dev, int rows, int cols, const float *x,
-                                           const float *gamma, const float *beta,
-                                           const float *run_mean, const float *run_var, float eps,
-                                           float *y) {
+static void cpu_bn_fwd_train(device *dev, int rows, int cols, const float *x, const float *gamma,
+                             const float *beta, float momentum, float eps, float *run_mean,
+                             float *run_var, float *save_mean, float *save_invstd, float *y) {
+    cpu_bn_fwd_train_act(dev, rows, cols, x, gamma, beta, momentum, eps, run_mean, run_var,
+                         save_mean, save_invstd, 0, y);
+}
+
+static SS_CPU_CLONES void cpu_bn_fwd_infer_act(device *dev, int rows, int cols, const float *x,
+                                               const float *gamma, const float *beta,
+                                               const float *run_mean, const float *run_var,
+                                               float eps, int relu, float *y) {
     (void)dev;
     float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
     for (int c = 0; c < cols; c++) {
         scale[c] = gamma[c] * (float)(1.0 / sqrt((double)run_var[c] + eps));
         shift[c] = beta[c] - run_mean[c] * scale[c];
     }
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++)
-            y[(size_t)r * cols + c] = x[(size_t)r * cols + c] * scale[c] + shift[c];
+    bn_affine(rows, cols, x, scale, shift, relu, y);
     free(scale);
 }
 
-static SS_CPU_CLONES void cpu_bn_bwd(device *dev, int rows, int cols, const float *x,
-                                     const float *dy, const float *gamma, const float *save_mean,
-                                     const float *save_invstd, float *dgamma, float *dbeta,
-                                     float *dx) {
-    (void)dev;
+static void cpu_bn_fwd_infer(device *dev, int rows, int cols, const float *x, const float *gamma,
+                             const float *beta, const float *run_mean, const float *run_var,
+                             float eps, float *y) {
+    cpu_bn_fwd_infer_act(dev, rows, cols, x, gamma, beta, run_mean, run_var, eps, 0, y);
+}
+
+/* dy at element i, or (masked, a constant at each call) 0 where the fused ReLU's output is not
+ * positive (relu_bwd's rule). */
+SS_INLINE float bn_grad_at(const float *dy, const float *y_mask, int masked, size_t i) {
+    float g = dy[i];
+    if (!masked) return g;
+    /* the select as a bitwise and (+0 where dropped, as relu_bwd), which the sums' loop
+     * vectorizes where a conditional became a branch */
+    uint32_t bits;
+    memcpy(&bits, &g, sizeof bits);
+    bits &= y_mask[i] > 0.0f ? 0xffffffffu : 0u;
+    memcpy(&g, &bits, sizeof g);
+    return g;
+}
+
+SS_INLINE void bn_bwd_body(int rows, int cols, const float *x, const float *dy, const float *y_mask,
+                           int masked, const float *gamma, const float *save_mean,
+                           const float *save_invstd, float *dgamma, float *dbeta, float *dx) {
     double *sum_dy = ss_calloc(2 * (size_t)cols, sizeof(double)), *sum_dyx = sum_dy + cols;
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) {
             size_t i = (size_t)r * cols + c;
+            const float g = bn_grad_at(dy, y_mask, masked, i);
             double xhat = ((double)x[i] - save_mean[c]) * save_invstd[c];
-            sum_dy[c] += dy[i];
-            sum_dyx[c] += dy[i] * xhat;
+            sum_dy[c] += g;
+            sum_dyx[c] += g * xhat;
         }
     for (int c = 0; c < cols; c++) {
         dgamma[c] = (float)sum_dyx[c];
@@ -502,11 +538,28 @@ static SS_CPU_CLONES void cpu_bn_bwd(device *dev, int rows, int cols, const floa
             for (int c = 0; c < cols; c++) {
                 size_t i = (size_t)r * cols + c;
                 float xhat = (x[i] - save_mean[c]) * save_invstd[c];
-                dx[i] = k[c] * (dy[i] - a[c] - xhat * b[c]);
+                dx[i] = k[c] * (bn_grad_at(dy, y_mask, masked, i) - a[c] - xhat * b[c]);
             }
         free(k);
     }
     free(sum_dy);
+}
+
+static SS_CPU_CLONES void cpu_bn_bwd(device *dev, int rows, int cols, const float *x,
+                                     const float *dy, const float *gamma, const float *save_mean,
+                                     const float *save_invstd, float *dgamma, float *dbeta,
+                                     float *dx) {
+    (void)dev;
+    bn_bwd_body(rows, cols, x, dy, NULL, 0, gamma, save_mean, save_invstd, dgamma, dbeta, dx);
+}
+
+static SS_CPU_CLONES void cpu_bn_bwd_masked(device *dev, int rows, int cols, const float *x,
+                                            const float *dy, const float *y_mask,
+                                            const float *gamma, const float *save_mean,
+                                            const float *save_invstd, float *dgamma, float *dbeta,
+                                            float *dx) {
+    (void)dev;
+    bn_bwd_body(rows, cols, x, dy, y_mask, 1, gamma, save_mean, save_invstd, dgamma, dbeta, dx);
 }
 
 /* ---- global average pooling: sums in double, pixels in order ---- */
@@ -567,6 +620,33 @@ static void cpu_shortcut_bwd(device *dev, const shortcut_geom *g, const float *d
                 const float *src =
                     dy + (((size_t)b * g->out_h + oh) * g->out_w + ow) * g->out_c + g->c_lo;
                 memcpy(dst, src, (size_t)g->in_c * sizeof(float));
+            }
+}
+
+/* The channels [c_lo, c_lo + in_c) of each output pixel get the sampled skip pixel's; every value
+ * then as relu_fwd writes it when relu. The sums are shortcut_fwd's (x + skip, rounded once). */
+static SS_CPU_CLONES void cpu_add_fwd(device *dev, const shortcut_geom *g, const float *x,
+                                      const float *skip, int relu, float *y) {
+    (void)dev;
+    const int oc = g->out_c, lo = g->c_lo, hi = g->c_lo + g->in_c;
+    for (int b = 0; b < g->batch; b++)
+        for (int oh = 0; oh < g->out_h; oh++)
+            for (int ow = 0; ow < g->out_w; ow++) {
+                const size_t at = (((size_t)b * g->out_h + oh) * g->out_w + ow) * oc;
+                const float *xs = x + at;
+                float *ys = y + at;
+                const float *src =
+                    skip +
+                    (((size_t)b * g->in_h + oh * g->stride) * g->in_w + ow * g->stride) * g->in_c;
+                for (int c = 0; c < lo; c++)
+                    ys[c] = xs[c];
+                for (int c = lo; c < hi; c++)
+                    ys[c] = xs[c] + src[c - lo];
+                for (int c = hi; c < oc; c++)
+                    ys[c] = xs[c];
+                if (relu)
+                    for (int c = 0; c < oc; c++)
+                        ys[c] = ys[c] > 0.0f ? ys[c] : 0.0f;
             }
 }
 
@@ -703,6 +783,10 @@ static const device_ops cpu_ops = {
     .avgpool_bwd = cpu_avgpool_bwd,
     .shortcut_fwd = cpu_shortcut_fwd,
     .shortcut_bwd = cpu_shortcut_bwd,
+    .add_fwd = cpu_add_fwd,
+    .bn_fwd_train_act = cpu_bn_fwd_train_act,
+    .bn_fwd_infer_act = cpu_bn_fwd_infer_act,
+    .bn_bwd_masked = cpu_bn_bwd_masked,
     .softmax_xent = cpu_softmax_xent,
     .sgd = cpu_sgd,
     .gemm_batched = cpu_gemm_batched,

@@ -125,6 +125,19 @@ typedef struct device_ops {
     void (*bn_bwd)(device *dev, int rows, int cols, const float *x, const float *dy,
                    const float *gamma, const float *save_mean, const float *save_invstd,
                    float *dgamma, float *dbeta, float *dx);
+    /* Optional (NULL: the model runs batch norm and the ReLU after it as two layers): the same
+     * three with a ReLU fused. relu: y = max(BN(x), 0). y_mask: not NULL, the backward pass
+     * takes dy as 0 where y_mask (the fused layer's output) is not positive, as relu_bwd. */
+    void (*bn_fwd_train_act)(device *dev, int rows, int cols, const float *x, const float *gamma,
+                             const float *beta, float momentum, float eps, float *run_mean,
+                             float *run_var, float *save_mean, float *save_invstd, int relu,
+                             float *y);
+    void (*bn_fwd_infer_act)(device *dev, int rows, int cols, const float *x, const float *gamma,
+                             const float *beta, const float *run_mean, const float *run_var,
+                             float eps, int relu, float *y);
+    void (*bn_bwd_masked)(device *dev, int rows, int cols, const float *x, const float *dy,
+                          const float *y_mask, const float *gamma, const float *save_mean,
+                          const float *save_invstd, float *dgamma, float *dbeta, float *dx);
     /* Global average pooling, NHWC: y (B, c) = mean over the hw pixels of x (B, hw, c); its
      * backward dx (B, hw, c) = dy / hw on every pixel. */
     void (*avgpool_fwd)(device *dev, int batch, int hw, int c, const float *x, float *y);
@@ -133,6 +146,10 @@ typedef struct device_ops {
      * the sampled pixels and channels, 0 elsewhere (overwritten). */
     void (*shortcut_fwd)(device *dev, const shortcut_geom *g, const float *x, float *y);
     void (*shortcut_bwd)(device *dev, const shortcut_geom *g, const float *dy, float *dx);
+    /* Optional (NULL: a copy of x, then shortcut_fwd): y = x + shortcut of skip in one pass,
+     * max(., 0) when relu; x and y have the geometry's output shape. */
+    void (*add_fwd)(device *dev, const shortcut_geom *g, const float *x, const float *skip,
+                    int relu, float *y);
     /* Softmax cross-entropy of logits (B, K) against host labels (B). Returns the summed loss
      * (double); *correct = samples whose first argmax is the label. When dlogits is not NULL it
      * receives d(mean loss)/d(logits) = (softmax - onehot) / B. */

@@ -400,14 +400,15 @@ static double maxpool_flops(const layer *l) {
 /* ---- ReLU ---- */
 
 static void relu_forward(device *dev, layer *l, int batch, const float *x, float *y) {
-    if (l->is_view) return; /* the conv before applied it */
+    if (l->is_view) return; /* the conv, batch norm or add before applied it */
     dev->ops->relu_fwd(dev, (size_t)batch * layer_in_size(l), x, y);
 }
 
 static void relu_backward(device *dev, layer *l, int batch, const float *x, const float *y,
                           const float *dy, float *dx) {
     (void)x;
-    if (l->is_view) return; /* the pooling after applied the mask */
+    /* a view: the pooling after, or the batch norm or add before, applies the mask */
+    if (l->is_view) return;
     if (l->need_dx) dev->ops->relu_bwd(dev, (size_t)batch * layer_in_size(l), y, dy, dx);
 }
 
@@ -419,7 +420,13 @@ static double relu_flops(const layer *l) {
 
 static void bn_forward(device *dev, layer *l, int batch, const float *x, float *y) {
     const int rows = batch * l->in_h * l->in_w, c = l->in_c;
-    if (l->training)
+    if (l->relu_in_epilogue && l->training)
+        dev->ops->bn_fwd_train_act(dev, rows, c, x, l->w, l->b, l->bn_momentum, l->bn_eps,
+                                   l->run_mean, l->run_var, l->save, l->save + c, 1, y);
+    else if (l->relu_in_epilogue)
+        dev->ops->bn_fwd_infer_act(dev, rows, c, x, l->w, l->b, l->run_mean, l->run_var, l->bn_eps,
+                                   1, y);
+    else if (l->training)
         dev->ops->bn_fwd_train(dev, rows, c, x, l->w, l->b, l->bn_momentum, l->bn_eps, l->run_mean,
                                l->run_var, l->save, l->save + c, y);
     else
@@ -428,11 +435,14 @@ static void bn_forward(device *dev, layer *l, int batch, const float *x, float *
 
 static void bn_backward(device *dev, layer *l, int batch, const float *x, const float *y,
                         const float *dy, float *dx) {
-    (void)y;
     SS_ASSERT(l->training);
     const int rows = batch * l->in_h * l->in_w, c = l->in_c;
-    dev->ops->bn_bwd(dev, rows, c, x, dy, l->w, l->save, l->save + c, l->dw, l->db,
-                     l->need_dx ? dx : NULL);
+    if (l->relu_in_epilogue) /* dy is the fused ReLU's: masked by its output y */
+        dev->ops->bn_bwd_masked(dev, rows, c, x, dy, y, l->w, l->save, l->save + c, l->dw, l->db,
+                                l->need_dx ? dx : NULL);
+    else
+        dev->ops->bn_bwd(dev, rows, c, x, dy, l->w, l->save, l->save + c, l->dw, l->db,
+                         l->need_dx ? dx : NULL);
 }
 
 static double bn_forward_flops(const layer *l) {
@@ -453,14 +463,25 @@ static shortcut_geom shortcut_of(const layer *l, int batch) {
 
 static void add_forward(device *dev, layer *l, int batch, const float *x, float *y) {
     shortcut_geom g = shortcut_of(l, batch);
+    if (dev->ops->add_fwd) {
+        dev->ops->add_fwd(dev, &g, x, l->skip_act, l->relu_in_epilogue, y);
+        return;
+    }
+    SS_ASSERT(!l->relu_in_epilogue);
     device_copy(dev, y, x, (size_t)batch * layer_in_size(l));
     dev->ops->shortcut_fwd(dev, &g, l->skip_act, y);
 }
 
+/* dx = dy, or with a fused ReLU dy where the output y is positive (the skip's gradient is the
+ * same: model.c passes it on) */
 static void add_backward(device *dev, layer *l, int batch, const float *x, const float *y,
                          const float *dy, float *dx) {
-    (void)x, (void)y;
-    if (l->need_dx) device_copy(dev, dx, dy, (size_t)batch * layer_in_size(l));
+    (void)x;
+    if (!l->need_dx) return;
+    if (l->relu_in_epilogue)
+        dev->ops->relu_bwd(dev, (size_t)batch * layer_in_size(l), y, dy, dx);
+    else
+        device_copy(dev, dx, dy, (size_t)batch * layer_in_size(l));
 }
 
 void layer_add_skip_backward(device *dev, layer *l, int batch, const float *dy, float *dskip) {

@@ -122,9 +122,12 @@ typedef struct layer {
      * bias pass, the ReLU layer becomes a view (like flatten) and the pooling's backward pass
      * applies the ReLU's mask. Same values bit for bit, two passes over the activations fewer;
      * the FLOP counts stay those of the separate layers. */
-    int relu_in_epilogue; /* conv: y = max(x W^T + b, 0) */
-    int is_view;          /* ReLU fused away: y aliases x, dx aliases dy */
-    int relu_mask_bwd;    /* max-pool: its input is a ReLU's output; dx = 0 where x <= 0 */
+    /* conv: y = max(x W^T + b, 0). Batch norm and add (model.c's fuse_post_relu, on a device
+     * with their fused ops): y = max(., 0) of the ReLU after them, which becomes a view, and
+     * their backward pass masks dy by y > 0 (same bits as the two layers). */
+    int relu_in_epilogue;
+    int is_view;       /* ReLU fused away: y aliases x, dx aliases dy */
+    int relu_mask_bwd; /* max-pool: its input is a ReLU's output; dx = 0 where x <= 0 */
 } layer;
 
 void layer_init_dense(layer *l, const char *name, int in, int out);

@@ -246,6 +246,29 @@ static int build_layers(model *m) {
     return SS_OK;
 }
 
+/* On a device with the fused ops (the CPU's): a batch norm or an add whose output only the ReLU
+ * after it reads applies that ReLU, and the ReLU becomes a view (layers.h, relu_in_epilogue).
+ * Same values bit for bit; the ReLU's two passes over the activations (and, for an add, the copy
+ * before its shortcut) fewer. Activation i + 1 is layer i's output. */
+static void fuse_post_relu(model *m) {
+    const device_ops *ops = m->dev->ops;
+    const int bn_ok = ops->bn_fwd_train_act && ops->bn_fwd_infer_act && ops->bn_bwd_masked;
+    for (int i = 0; i + 1 < m->n_layers; i++) {
+        layer *l = &m->layers[i], *relu = &m->layers[i + 1];
+        const int ok = l->kind == LAYER_KIND_BATCHNORM ? bn_ok
+                       : l->kind == LAYER_KIND_ADD     ? ops->add_fwd != NULL
+                                                       : 0;
+        if (!ok || relu->kind != LAYER_KIND_RELU || relu->is_view || m->src[i + 1] != i + 1)
+            continue;
+        int others = 0;
+        for (int j = 0; j < m->n_layers; j++)
+            others += j != i + 1 && (m->src[j] == i + 1 || m->skip[j] == i + 1);
+        if (others) continue;
+        l->relu_in_epilogue = 1;
+        relu->is_view = 1;
+    }
+}
+
 /* Which input gradients are added to another consumer's: the backward pass visits layers from
  * the last, so the last consumer of an activation writes its gradient and the earlier ones add
  * to it. */
@@ -463,6 +486,7 @@ int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_bat
         model_destroy(m);
         return status;
     }
+    fuse_post_relu(m);
     size_graph(m);
     mark_accumulation(m);
     bind_params(m, seed);
@@ -721,8 +745,16 @@ static void backward_layer(model *m, int i, int batch) {
         device_axpy(m->dev, (size_t)batch * layer_in_size(l), 1.0f, m->dtmp, m->dact[a]);
     const int sk = m->skip[i];
     if (sk <= 0) return; /* no skip, or the skip is the data */
+    /* the skip's gradient is dy, masked by a fused ReLU: dx holds that, unless it was added to
+     * another consumer's (then dy is masked in place: its consumers are done with it) */
+    const float *dy = m->dact[i + 1];
+    if (l->relu_in_epilogue && l->need_dx && !l->accum_dx)
+        dy = m->dact[a];
+    else if (l->relu_in_epilogue)
+        m->dev->ops->relu_bwd(m->dev, (size_t)batch * layer_in_size(l), m->act[i + 1],
+                              m->dact[i + 1], m->dact[i + 1]);
     float *dskip = m->accum_skip[i] ? m->dtmp : m->dact[sk];
-    layer_add_skip_backward(m->dev, l, batch, m->dact[i + 1], dskip);
+    layer_add_skip_backward(m->dev, l, batch, dy, dskip);
     if (m->accum_skip[i])
         device_axpy(m->dev, (size_t)batch * layer_skip_size(l), 1.0f, m->dtmp, m->dact[sk]);
 }
