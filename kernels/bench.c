@@ -271,7 +271,13 @@ int bench_kernels(const char *device_request, int batch, const char *model_name,
     if (status != SS_OK) return status;
     if (notice[0]) fprintf(out, "%s\n", notice);
     fprintf(out, "device: %s\n", device_name(dev));
-    if (dev->kind == DEVICE_KIND_CPU) bench_coretype_hint(out);
+    if (dev->kind == DEVICE_KIND_CPU) {
+        bench_coretype_hint(out);
+        /* syncsim's main sets it unless the user did (cli/main.c) */
+        const char *spin = getenv("OPENBLAS_THREAD_TIMEOUT");
+        fprintf(out, "OpenBLAS's idle threads spin 2^%s cycles (OPENBLAS_THREAD_TIMEOUT%s)\n",
+                spin ? spin : "28", spin ? "" : " unset: OpenBLAS's default");
+    }
     const int threads = dev->kind == DEVICE_KIND_CPU ? openblas_get_num_threads() : 0;
     char label[64];
     if (threads)

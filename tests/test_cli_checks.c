@@ -177,6 +177,23 @@ static void test_bench_layers(void) {
     expect("bench kernels --model gpt:wlm --layers", 2, "--layers", "gpt:wlm", NULL);
 }
 
+/* syncsim shortens OpenBLAS's idle spin to 2^18 cycles (it executes itself again with
+ * OPENBLAS_THREAD_TIMEOUT set, cli/main.c), unless the user set it; bench kernels says which. */
+static void test_blas_spin(void) {
+    char *out = NULL;
+    CU_ASSERT_EQUAL(run_syncsim("env -u OPENBLAS_THREAD_TIMEOUT OPENBLAS_NUM_THREADS=1",
+                                "bench kernels --device cpu --model mlp:16 --batch 8", &out),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "idle threads spin 2^18 cycles (OPENBLAS_THREAD_TIMEOUT)"));
+    free(out);
+    out = NULL;
+    CU_ASSERT_EQUAL(run_syncsim("OPENBLAS_THREAD_TIMEOUT=12 OPENBLAS_NUM_THREADS=1",
+                                "bench kernels --device cpu --model mlp:16 --batch 8", &out),
+                    0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "idle threads spin 2^12 cycles"));
+    free(out);
+}
+
 /* One BLAS thread in every emulated run, whatever OPENBLAS_NUM_THREADS and --jobs say. */
 /* One worker alone: a fraction of an epoch that rounds to no step still trains one, as a simulated
  * run does (it reported a NaN loss after 0 steps). */
@@ -364,6 +381,8 @@ static CU_TestInfo check_tests[] = {
     {"memory estimate: too many replicas or hosts, or one model too large, are refused up front",
      test_memory_estimate},
     {"train, one worker: at least one step", test_single_one_step},
+    {"OpenBLAS's idle spin: 2^18 cycles unless the user set OPENBLAS_THREAD_TIMEOUT",
+     test_blas_spin},
     {"bench kernels --layers: the layers that computed, a fused block on its conv",
      test_bench_layers},
     {"one BLAS thread: the summary says so; compare --jobs 1 and 2 write the same compare.csv",
