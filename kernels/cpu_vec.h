@@ -19,6 +19,15 @@
 #endif
 /* Helpers that must be compiled inside each variant of their caller. */
 #define SS_INLINE static inline __attribute__((always_inline))
+/* Before a loop whose stores may alias its loads element for element only (out[i] = f(in[i]),
+ * out == in allowed): vectorize it without a check for overlap. */
+#if defined(__clang__)
+#define SS_IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define SS_IVDEP _Pragma("GCC ivdep")
+#else
+#define SS_IVDEP
+#endif
 
 /* e^x for x <= 0 (a softmax's terms, shifted by their maximum), in single precision without a
  * library call, so that a loop of them vectorizes. x = n ln 2 + r with n = round(x / ln 2) and

@@ -177,7 +177,7 @@ void cpu_dropout(device *dev, size_t n, float p, uint64_t seed, const float *x, 
 
 /* e^(z[k] - zmax) for k < n; out may be z (element by element, so the vector loop is safe). */
 SS_INLINE void exp_shifted(const float *z, float zmax, int n, float *out) {
-#pragma GCC ivdep
+    SS_IVDEP
     for (int k = 0; k < n; k++)
         out[k] = ss_expf_neg(z[k] - zmax);
 }
