@@ -8,9 +8,11 @@
 #include "cli/calibrate_network.h"
 #include "sim/platform/platform_gen.h"
 
+#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct subcommand {
     const char *name;    /* the word after `syncsim` */
@@ -167,6 +169,30 @@ static void print_main_help(FILE *out) {
             "complete, status \"diverged\"), 130 interrupted (outputs complete)\n");
 }
 
+/* OpenBLAS's idle worker threads spin for 2^28 cycles (about 0.1 s) after each multi-threaded
+ * call before they sleep, and on a machine whose cores the direct convolution's own threads also
+ * use, that spin takes their cores: resnet:20 on 2 BLAS threads trained 528-558 samples/s, and
+ * 684-731 with a spin of 2^18 cycles, which keeps the mlp's many small GEMMs as fast as before
+ * (docs/PERFORMANCE.md). OpenBLAS reads OPENBLAS_THREAD_TIMEOUT (log2 of the cycles) when it
+ * loads, so unless the user set it, the commands that compute one model on more than one BLAS
+ * thread (a train run without simulation, bench kernels on the CPU) set it and execute syncsim
+ * again, once their options are read; where that fails (no /proc) they run on with OpenBLAS's
+ * default. Emulated runs use one BLAS thread a replica and are left alone, as is everything
+ * else: starting the process again costs about what starting it does. */
+#define SYNCSIM_BLAS_THREAD_TIMEOUT "18"
+
+static void blas_spin_short(const run_config *cfg, unsigned command, char **argv) {
+    const int one_model = (command == CMD_TRAIN && !cfg->policy[0] && cfg->workers == 1) ||
+                          command == CMD_BENCH_KERNELS;
+    if (!one_model || !strcmp(cfg->device, "cuda") || openblas_get_num_threads() < 2 ||
+        getenv("OPENBLAS_THREAD_TIMEOUT") ||
+        setenv("OPENBLAS_THREAD_TIMEOUT", SYNCSIM_BLAS_THREAD_TIMEOUT, 1) != 0)
+        return;
+    fflush(NULL);
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_THREAD_TIMEOUT"); /* not executed again: OpenBLAS has its default */
+}
+
 static int fail(int status) {
     fprintf(stderr, "syncsim: %s\n", ss_error_message());
     return ss_status_exit_code(status);
@@ -241,6 +267,7 @@ int cli_main(int argc, char **argv) {
         options_print_help(command, usage, stdout);
         return 0;
     }
+    blas_spin_short(&cfg, command, argv);
     rc = sc->run(&cfg, target);
     if (rc != SS_OK && rc != SS_EDIVERGED && rc != SS_EINTERRUPT) return fail(rc);
     return ss_status_exit_code(rc);

@@ -273,7 +273,7 @@ int bench_kernels(const char *device_request, int batch, const char *model_name,
     fprintf(out, "device: %s\n", device_name(dev));
     if (dev->kind == DEVICE_KIND_CPU) {
         bench_coretype_hint(out);
-        /* syncsim's main sets it unless the user did (cli/main.c) */
+        /* train and bench kernels set it unless the user did (cli/cli.c) */
         const char *spin = getenv("OPENBLAS_THREAD_TIMEOUT");
         fprintf(out, "OpenBLAS's idle threads spin 2^%s cycles (OPENBLAS_THREAD_TIMEOUT%s)\n",
                 spin ? spin : "28", spin ? "" : " unset: OpenBLAS's default");

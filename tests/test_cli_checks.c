@@ -178,7 +178,7 @@ static void test_bench_layers(void) {
 }
 
 /* On more than one BLAS thread syncsim shortens OpenBLAS's idle spin to 2^18 cycles (it
- * executes itself again with OPENBLAS_THREAD_TIMEOUT set, cli/main.c), unless the user set it;
+ * executes itself again with OPENBLAS_THREAD_TIMEOUT set, cli/cli.c), unless the user set it;
  * on one there is no spin and it leaves OpenBLAS as it is. bench kernels says which. */
 static void test_blas_spin(void) {
     static const struct {
