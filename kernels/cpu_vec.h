@@ -1,7 +1,7 @@
 /* What the CPU backend's element-wise loops share: their compilation for several instruction
  * sets, and an exponential that vectorizes. */
-#ifndef SYNCSIM_KERNELS_CPU_VEC_H
-#define SYNCSIM_KERNELS_CPU_VEC_H
+#ifndef SS_KERNELS_CPU_VEC_H
+#define SS_KERNELS_CPU_VEC_H
 
 #include <stdint.h>
 #include <string.h>
