@@ -47,11 +47,12 @@ typedef struct ps_server {
 struct sim_ps {
     int id;
     sim_ps_opts o;
-    sg_host_t *worker_hosts; /* (n_workers) */
-    sg_host_t *server_hosts; /* (n_servers) */
-    ps_server *servers;      /* (n_servers) */
-    double *bytes_sent;      /* (n_workers) */
-    sg_sem_t *push_ack;      /* (n_workers) released by a server once its on_push hook ran */
+    sg_host_t *worker_hosts;        /* (n_workers) */
+    sg_host_t *server_hosts;        /* (n_servers) */
+    ps_server *servers;             /* (n_servers) */
+    double *bytes_sent;             /* (n_workers) */
+    sg_sem_t *push_ack;             /* (n_workers) released by a server once its on_push hook ran */
+    sim_helper_pool **push_helpers; /* (n_workers) the asynchronous pushes' helpers (NULL: none) */
 };
 
 static int ps_next_id;
@@ -210,6 +211,7 @@ int sim_ps_start(const sim_ps_opts *o, sim_ps **out) {
     ps->push_ack = ss_malloc((size_t)o->n_workers * sizeof(sg_sem_t));
     for (int w = 0; w < o->n_workers; w++)
         ps->push_ack[w] = sg_sem_init(0);
+    ps->push_helpers = ss_calloc((size_t)o->n_workers, sizeof *ps->push_helpers);
     for (int k = 0; k < o->n_servers; k++) {
         ps_server *s = &ps->servers[k];
         s->ps = ps;
@@ -239,9 +241,12 @@ void sim_ps_free(sim_ps *ps) {
         }
         free(s->last_round);
     }
-    for (int w = 0; w < ps->o.n_workers; w++)
+    for (int w = 0; w < ps->o.n_workers; w++) {
         sg_sem_destroy(ps->push_ack[w]);
+        sim_helper_pool_free(ps->push_helpers[w]);
+    }
     free(ps->push_ack);
+    free(ps->push_helpers);
     free(ps->servers);
     free(ps->worker_hosts);
     free(ps->server_hosts);
@@ -350,10 +355,8 @@ typedef struct push_job {
     int worker;
 } push_job;
 
-static void push_helper(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    push_job *j = sg_actor_self_get_data();
+static void push_helper(void *arg) {
+    push_job *j = arg;
     SS_ASSERT(j != NULL && j->rq != NULL);
     sg_comm_wait_all(j->comms, (size_t)j->n);
     for (int k = 0; k < j->n; k++)
@@ -382,10 +385,11 @@ sim_request *sim_ps_push_async(sim_ps *ps, int worker, double bytes, int64_t rou
     j->worker = worker;
     j->res.start_s = simgrid_get_clock();
     j->res.bytes_sent = post_to_servers(ps, worker, PS_MSG_PUSH, bytes, round, payload, j->comms);
-    char name[64];
-    snprintf(name, sizeof name, "push-%d", worker);
-    sg_actor_t a = sg_actor_init(name, ps->worker_hosts[worker]);
-    sg_actor_set_data(a, j);
-    sg_actor_start(a, push_helper, 0, NULL);
+    if (!ps->push_helpers[worker]) {
+        char name[64];
+        snprintf(name, sizeof name, "push-%d", worker);
+        ps->push_helpers[worker] = sim_helper_pool_create(ps->worker_hosts[worker], name);
+    }
+    sim_helper_run(ps->push_helpers[worker], push_helper, j, NULL);
     return rq;
 }

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "sim/net/coll/collective_internal.h"
+#include "sim/net/internal.h"
 
 /* Children of position p (1..n) in the in-order binary tree: a position of lowest set bit b > 1
  * has p - b/2 on its left and, on its right, p + the largest power of two <= b/2 that stays
@@ -125,12 +126,9 @@ typedef struct tree_job {
     sg_sem_t done;
 } tree_job;
 
-static void tree_helper(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    tree_job *j = sg_actor_self_get_data();
+static void tree_helper(void *arg) {
+    tree_job *j = arg;
     tree_half(&j->k, j->nx, j->bytes);
-    sg_sem_release(j->done);
 }
 
 static void coll_dbtree(call *k, double bytes) {
@@ -143,9 +141,10 @@ static void coll_dbtree(call *k, double bytes) {
     j.nx = c->tree_next[1] + TREE_LINKS * k->member;
     j.bytes = coll_part_bytes(bytes, 1, 2);
     j.done = sg_sem_init(0);
-    sg_actor_t a = sg_actor_init("dbtree", c->hosts[k->member]);
-    sg_actor_set_data(a, &j);
-    sg_actor_start(a, tree_helper, 0, NULL);
+    if (!c->helpers) c->helpers = ss_calloc((size_t)c->size, sizeof *c->helpers);
+    if (!c->helpers[k->member])
+        c->helpers[k->member] = sim_helper_pool_create(c->hosts[k->member], "dbtree");
+    sim_helper_run(c->helpers[k->member], tree_helper, &j, j.done);
     tree_half(k, c->tree_next[0] + TREE_LINKS * k->member, coll_part_bytes(bytes, 0, 2));
     sg_sem_acquire(j.done);
     sg_sem_destroy(j.done);

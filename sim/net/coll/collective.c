@@ -53,6 +53,9 @@ void sim_group_destroy(sim_group *c) {
     for (int m = 0; c->lanes && m < c->size; m++)
         lane_close(c->lanes[m]);
     free(c->lanes);
+    for (int m = 0; c->helpers && m < c->size; m++)
+        sim_helper_pool_free(c->helpers[m]);
+    free(c->helpers);
     free(c);
 }
 

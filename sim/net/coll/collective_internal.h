@@ -72,9 +72,10 @@ struct sim_group {
     int est_ready;                 /* auto: the hop sets below are read */
     hop_set est_hops[3];           /* auto: ring hops, intra-node hops, rail hops */
     async_lane **lanes;            /* (size) per member: its asynchronous calls (NULL: none yet) */
-    struct coll_pipe *pipe;        /* coll_pipeline.c: the bucket pipelines in closed form */
-    void (*pipe_free)(sim_group *c); /* frees `pipe` (set with it: coll_pipeline.c calls the
-                                        collectives, so they do not call it back) */
+    struct sim_helper_pool **helpers; /* (size) per member: helper actors (dbtree's second tree) */
+    struct coll_pipe *pipe;           /* coll_pipeline.c: the bucket pipelines in closed form */
+    void (*pipe_free)(sim_group *c);  /* frees `pipe` (set with it: coll_pipeline.c calls the
+                                         collectives, so they do not call it back) */
 };
 
 /* The state of one member in one collective instance. */
