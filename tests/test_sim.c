@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <simgrid/actor.h>
 #include <simgrid/engine.h>
 #include <simgrid/host.h>
 
@@ -32,8 +33,10 @@ typedef enum scen_kind {
     SCEN_GROUPS,    /* disjoint groups of `group` workers all-reduce concurrently */
     SCEN_ASYNC,     /* all-reduce through sim_allreduce_async + callback */
     SCEN_COMPUTE,   /* one step of flops, then an all-reduce */
-    SCEN_PS_SSP     /* SIM_PS_ASYNC: push_async, compute, pull, wait; 3 rounds */
+    SCEN_PS_SSP,    /* SIM_PS_ASYNC: push_async, compute, pull, wait; 3 rounds */
+    SCEN_REPEAT     /* every worker all-reduces SCEN_REPEAT_CALLS times, back to back */
 } scen_kind;
+#define SCEN_REPEAT_CALLS 4
 
 typedef struct scen {
     const char *platform;
@@ -57,6 +60,7 @@ typedef struct scen_out {
     double bytes_sent0; /* bytes sent by member 0 */
     double callback_s;  /* SCEN_ASYNC: time the callback saw */
     double pushes;      /* PS: on_push calls */
+    double actors_max;  /* SCEN_REPEAT, SCEN_PS_SSP: most actors alive after a worker's call */
 } scen_out;
 
 typedef struct worker_arg {
@@ -131,6 +135,13 @@ static void worker_main(void *data) {
             if (!st) st = sim_ps_pull(a->ps, a->rank, s->bytes, round, &r);
             sim_coll_result pr;
             if (!st) st = sim_request_wait(rq, &pr);
+            a->out->actors_max = fmax(a->out->actors_max, (double)sg_actor_count());
+        }
+        break;
+    case SCEN_REPEAT:
+        for (int call = 0; call < SCEN_REPEAT_CALLS && !st; call++) {
+            st = sim_allreduce(world, a->rank, s->bytes, &s->co, &r);
+            a->out->actors_max = fmax(a->out->actors_max, (double)sg_actor_count());
         }
         break;
     case SCEN_COMPUTE: {
@@ -546,6 +557,30 @@ static void test_ps_async(void) {
     CU_ASSERT_EQUAL(o.pushes, 3 * 8);
     CU_ASSERT(o.min_member_s < 0.5 * o.max_member_s);
     CU_ASSERT(o.callback_s > 0);
+    /* the workers, the server and one push helper per worker, kept from round to round */
+    CU_ASSERT(o.actors_max <= 8 + 1 + 8);
+}
+
+/* Calls back to back reuse their helper actors (the double binary tree's second tree runs in
+ * one on each member): as many actors after four calls as after one, and each call as long as
+ * the first, since the calls see the same idle network. */
+static void test_repeat_helpers(void) {
+    for (int n = 2; n <= 8; n *= 2) {
+        scen s = {star_platform(n, 0, PLATFORM_TOPOLOGY_STAR),
+                  n,
+                  0,
+                  SIM_NETWORK_CM02,
+                  SCEN_ALLREDUCE,
+                  {SIM_ALLREDUCE_DBTREE, 0, 1, SIM_PROTOCOL_SIMPLE},
+                  1e6,
+                  0,
+                  0};
+        scen_out one = run_scen(&s);
+        s.kind = SCEN_REPEAT;
+        scen_out four = run_scen(&s);
+        SS_CHECK_CLOSE(four.max_member_s, SCEN_REPEAT_CALLS * one.max_member_s, 0, REL);
+        CU_ASSERT(four.actors_max <= 2 * n); /* the workers and their helpers */
+    }
 }
 
 static void test_compute_parse(void) {
@@ -749,6 +784,7 @@ static CU_TestInfo network_tests[] = {
     {"sim_ps_push incast alpha + N.M/B", test_ps_incast},
     {"sim_ps_push_pull BSP over 2 shards", test_ps_bsp_sharded},
     {"sim_ps_push_async + pull, SIM_PS_ASYNC (SSP)", test_ps_async},
+    {"sim_allreduce dbtree back to back: helpers kept, same times", test_repeat_helpers},
     {"sim_compute_parse, duration, algorithm and model names", test_compute_parse},
     {"sim_cluster_group disjoint groups, non-blocking fabric", test_groups_nonblocking},
     {"sim_cluster_group disjoint groups, shared backbone", test_groups_bottleneck},
