@@ -742,6 +742,72 @@ static void test_flops_resnet(void) {
     device_close(dev);
 }
 
+/* Batch norm's sums in double, each column's rows in order, whatever the width: the narrow
+ * widths (16 and 32 columns, summed with the columns in vector registers) and others (plain
+ * loop) give the bits of a scalar loop, in the forward pass (saved mean and inverse deviation)
+ * and the backward pass (dgamma and dbeta, with and without the fused ReLU's mask). */
+static void test_batchnorm_sums_bits(void) {
+    device *dev = open_cpu();
+    static const int widths[] = {8, 16, 32, 48, 64};
+    const int rows = 301;
+    rng r;
+    rng_seed(&r, 17, RNG_STREAM_DATA);
+    for (size_t k = 0; k < sizeof widths / sizeof *widths; k++) {
+        const int cols = widths[k];
+        const size_t n = (size_t)rows * cols;
+        float *x = ss_malloc(n * sizeof(float)), *dy = ss_malloc(n * sizeof(float));
+        float *mask = ss_malloc(n * sizeof(float)), *y = ss_malloc(n * sizeof(float));
+        float *dx = ss_malloc(n * sizeof(float));
+        fill_uniform(&r, x, n, -3.0f, 5.0f);
+        fill_uniform(&r, dy, n, -1.0f, 1.0f);
+        fill_uniform(&r, mask, n, -1.0f, 1.0f);
+        float *gamma = ss_malloc(8 * (size_t)cols * sizeof(float)), *beta = gamma + cols;
+        float *rm = beta + cols, *rv = rm + cols, *save = rv + cols, *dg = save + 2 * cols;
+        float *db = dg + cols;
+        fill_uniform(&r, gamma, 2 * (size_t)cols, 0.5f, 1.5f);
+        for (int c = 0; c < cols; c++)
+            rm[c] = 0.0f, rv[c] = 1.0f;
+        dev->ops->bn_fwd_train(dev, rows, cols, x, gamma, beta, 0.1f, 1e-5f, rm, rv, save,
+                               save + cols, y);
+        int same_fwd = 1, same_bwd = 1, same_masked = 1;
+        for (int c = 0; c < cols; c++) {
+            double s = 0, q = 0;
+            for (int i = 0; i < rows; i++) {
+                const double v = x[(size_t)i * cols + c];
+                s += v;
+                q += v * v;
+            }
+            const double mean = s / rows, var = fmax(q / rows - mean * mean, 0.0);
+            same_fwd &=
+                save[c] == (float)mean && save[cols + c] == (float)(1.0 / sqrt(var + 1e-5f));
+        }
+        for (int masked = 0; masked < 2; masked++) {
+            if (masked)
+                dev->ops->bn_bwd_masked(dev, rows, cols, x, dy, mask, gamma, save, save + cols, dg,
+                                        db, dx);
+            else
+                dev->ops->bn_bwd(dev, rows, cols, x, dy, gamma, save, save + cols, dg, db, dx);
+            for (int c = 0; c < cols; c++) {
+                double sd = 0, sx = 0;
+                for (int i = 0; i < rows; i++) {
+                    const size_t j = (size_t)i * cols + c;
+                    const float g = masked && !(mask[j] > 0.0f) ? 0.0f : dy[j];
+                    sd += g;
+                    sx += g * (((double)x[j] - save[c]) * save[cols + c]);
+                }
+                int *same = masked ? &same_masked : &same_bwd;
+                *same &= db[c] == (float)sd && dg[c] == (float)sx;
+            }
+        }
+        if (!(same_fwd && same_bwd && same_masked))
+            fprintf(stderr, "\n  batch norm sums, %d columns: forward %d, backward %d, masked %d\n",
+                    cols, same_fwd, same_bwd, same_masked);
+        CU_ASSERT(same_fwd && same_bwd && same_masked);
+        free(x), free(dy), free(mask), free(y), free(dx), free(gamma);
+    }
+    device_close(dev);
+}
+
 /* Batch normalization's running statistics as PyTorch's BatchNorm2d keeps them (momentum 0.1,
  * unbiased variance), and inference with them. */
 static void test_batchnorm_running_stats(void) {
@@ -1643,6 +1709,7 @@ static CU_TestInfo model_tests[] = {
      test_param_counts},
     {"model_*_flops_per_sample resnet closed form, per-layer costs add up", test_flops_resnet},
     {"batchnorm running statistics (PyTorch's) and inference mode", test_batchnorm_running_stats},
+    {"batchnorm sums: the bits of a scalar loop at every width", test_batchnorm_sums_bits},
     {"model_*_flops_per_sample mlp closed form", test_flops_mlp},
     {"model_*_flops_per_sample cnn closed form", test_flops_cnn},
     {"model views, He init, model_layer_norms", test_model_views},
