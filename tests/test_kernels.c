@@ -1485,6 +1485,9 @@ static void test_conv_direct_exact(void) {
         check_direct_case(isa, 6, 7, 7, 16, 32, 3, 1);
         check_direct_case(isa, 17, 3, 3, 32, 80, 3, 1);
         check_direct_case(isa, 16, 1, 1, 48, 16, 3, 1);
+        /* 1 x 1 maps read the kernel's centre alone (conv_direct.c, centre_only): the chains of a
+         * 1 x 1 kernel, every other tap's filter gradient +0 */
+        check_direct_case(isa, 20, 1, 1, 32, 64, 5, 2);
         check_direct_case(isa, 15, 2, 3, 1, 64, 3, 1); /* one input channel, no data gradient */
         /* 512 KiB of x and dy a sample: filter chunks of one sample (conv_direct.c,
          * filter_chunk); a 1 x 1 kernel keeps the references short */
@@ -1542,11 +1545,12 @@ static void check_direct_threads(int h, int w) {
     free(x), free(dy), free(wt), free(bias), free(ws);
 }
 
-/* a 7 x 9 map in groups of 4 samples, a 3 x 3 one in groups of 14 (frame left out) */
+/* a 7 x 9 map in groups of 4 samples, a 3 x 3 one in groups of 14 (frame left out), a 1 x 1 one */
 static void test_conv_direct_threads(void) {
     if (!conv_direct_available()) SS_SKIP("no AVX2 or AVX-512F: direct convolution unused");
     check_direct_threads(7, 9);
     check_direct_threads(3, 3);
+    check_direct_threads(1, 1); /* the kernel's centre alone (conv_direct.c, centre_only) */
 }
 
 /* The layers choose the direct path where the CPU has it and the channels suit it; otherwise,
