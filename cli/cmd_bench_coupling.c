@@ -7,7 +7,7 @@
 
 int cmd_bench_coupling(const run_config *cfg_in) {
     run_config cfg = *cfg_in;
-    if (cfg.workers < 2) cfg.workers = 8;
+    if (!options_was_set(&cfg, "workers")) cfg.workers = 8;
     if (!options_was_set(&cfg, "epochs")) cfg.epochs = 1;
     run_request rq = {.cfg = &cfg, .lr = options_learning_rate(&cfg), .was_set = options_was_set};
     return bench_coupling(&rq, stdout);

@@ -498,6 +498,17 @@ static void test_target_perplexity(void) {
     expect(args, 2, "--target-perplexity applies to language models", "takes --target-accuracy");
 }
 
+/* bench coupling: the worker count asked for (8 when none is), the coupled and uncoupled
+ * trainings ending with the same parameters */
+static void test_bench_coupling_workers(void) {
+    expect("bench coupling --model logreg --dataset synthetic --workers 1 --epochs 0.01", 0,
+           "1 workers", "identical");
+    expect("bench coupling --model logreg --dataset synthetic --workers 3 --epochs 0.01", 0,
+           "3 workers", "identical");
+    expect("bench coupling --model logreg --dataset synthetic --epochs 0.01", 0, "8 workers",
+           "identical");
+}
+
 static CU_TestInfo cli_tests[] = {
     {"syncsim: usage errors exit 2 and name the option", test_usage_errors},
     {"syncsim: input errors exit 1 (2 for a request the platform cannot meet)", test_input_errors},
@@ -516,6 +527,8 @@ static CU_TestInfo cli_tests[] = {
      test_bench_network_channels_gpu},
     {"syncsim train: --target-perplexity's tta_s is the first evaluation at or below it",
      test_target_perplexity},
+    {"syncsim bench coupling: the workers asked for, the same parameters coupled or not",
+     test_bench_coupling_workers},
     CU_TEST_INFO_NULL,
 };
 
