@@ -137,10 +137,9 @@ int calib_fit_init(calib_fit *f, const run_config *cfg, const calib_log *logs, i
     static const char *const keys[CALIB_NPARAM] = {"bandwidth", "latency", "intra-bandwidth",
                                                    "intra-latency"};
     const int free_[CALIB_NPARAM] = {multi_node, multi_node, multi_gpu, single_node_multi_gpu};
+    const char *lone = "no single-node log (across nodes the NIC latency stands for it)";
     const char *why[CALIB_NPARAM] = {"no log spans two nodes", "no log spans two nodes",
-                                     "one GPU per node",
-                                     "no single-node log (across nodes the NIC latency stands "
-                                     "for it)"};
+                                     "one GPU per node", lone};
     for (int i = 0; i < CALIB_NPARAM; i++) {
         calib_param *p = &f->p[i];
         p->key = keys[i];
