@@ -582,8 +582,43 @@ static int table_options(const run_request *rq, bench_sizes_opts *o) {
     return check_platform_options(rq);
 }
 
+/* The options of one form of bench network that the other does not read: refused (exit 2)
+ * rather than ignored. */
+static int check_form_options(const run_request *rq) {
+    static const char *const table_only[] = {"workers",       "platform",        "bandwidth",
+                                             "latency",       "topology",        "gpu",
+                                             "network-model", "collective",      "channels",
+                                             "protocol",      "gpu-efficiency",  "sizes",
+                                             "nodes",         "gpus-per-node",   "nics-per-node",
+                                             "intra",         "intra-bandwidth", "intra-latency",
+                                             "fabric",        "pcie-switch",     "p2p",
+                                             "config"};
+    static const char *const smpi_only[] = {"hosts-list", "bytes", "max-smpi-hosts"};
+    if (!rq->was_set) return SS_OK;
+    if (rq->cfg->bench_smpi) {
+        for (size_t i = 0; i < sizeof table_only / sizeof *table_only; i++)
+            if (rq->was_set(rq->cfg, table_only[i]))
+                return ss_error_set(SS_EUSAGE,
+                                    "--%s does not apply to bench network --smpi, which compares "
+                                    "the ring (message-level and coarse) with SMPI's "
+                                    "MPI_Allreduce of --bytes on star platforms of --hosts-list "
+                                    "hosts; drop --%s, or --smpi for the size table",
+                                    table_only[i], table_only[i]);
+    } else {
+        for (size_t i = 0; i < sizeof smpi_only / sizeof *smpi_only; i++)
+            if (rq->was_set(rq->cfg, smpi_only[i]))
+                return ss_error_set(SS_EUSAGE,
+                                    "--%s applies to bench network --smpi only (the size table "
+                                    "takes --sizes and --workers)",
+                                    smpi_only[i]);
+    }
+    return SS_OK;
+}
+
 int bench_network_run(const run_request *rq, FILE *out) {
     const run_config *cfg = rq->cfg;
+    int form = check_form_options(rq);
+    if (form) return form;
     if (cfg->bench_smpi) return run_smpi_comparison(cfg, out);
     bench_sizes_opts o;
     int st = table_options(rq, &o), tmp = 0;
