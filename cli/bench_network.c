@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/options.h"
 #include "common/afile.h"
 #include "common/number.h"
 #include "common/csv.h"
@@ -583,34 +584,36 @@ static int table_options(const run_request *rq, bench_sizes_opts *o) {
 }
 
 /* The options of one form of bench network that the other does not read: refused (exit 2)
- * rather than ignored. */
+ * rather than ignored. --smpi reads these alone; the size table every other option of the
+ * subcommand (the option table's rows). */
+static int smpi_reads(const char *name) {
+    static const char *const names[] = {"smpi", "hosts-list", "bytes", "max-smpi-hosts"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(name, names[i])) return 1;
+    return 0;
+}
+
 static int check_form_options(const run_request *rq) {
-    static const char *const table_only[] = {"workers",       "platform",        "bandwidth",
-                                             "latency",       "topology",        "gpu",
-                                             "network-model", "collective",      "channels",
-                                             "protocol",      "gpu-efficiency",  "sizes",
-                                             "nodes",         "gpus-per-node",   "nics-per-node",
-                                             "intra",         "intra-bandwidth", "intra-latency",
-                                             "fabric",        "pcie-switch",     "p2p",
-                                             "config"};
-    static const char *const smpi_only[] = {"hosts-list", "bytes", "max-smpi-hosts"};
     if (!rq->was_set) return SS_OK;
-    if (rq->cfg->bench_smpi) {
-        for (size_t i = 0; i < sizeof table_only / sizeof *table_only; i++)
-            if (rq->was_set(rq->cfg, table_only[i]))
-                return ss_error_set(SS_EUSAGE,
-                                    "--%s does not apply to bench network --smpi, which compares "
-                                    "the ring (message-level and coarse) with SMPI's "
-                                    "MPI_Allreduce of --bytes on star platforms of --hosts-list "
-                                    "hosts; drop --%s, or --smpi for the size table",
-                                    table_only[i], table_only[i]);
-    } else {
-        for (size_t i = 0; i < sizeof smpi_only / sizeof *smpi_only; i++)
-            if (rq->was_set(rq->cfg, smpi_only[i]))
-                return ss_error_set(SS_EUSAGE,
-                                    "--%s applies to bench network --smpi only (the size table "
-                                    "takes --sizes and --workers)",
-                                    smpi_only[i]);
+    const int smpi = rq->cfg->bench_smpi;
+    for (int i = 0; i < options_row_count(); i++) {
+        options_row_info row;
+        options_row_at(i, &row);
+        if (!(row.commands & CMD_BENCH_NETWORK) || !strcmp(row.name, "help") ||
+            !strcmp(row.name, "smpi") || !rq->was_set(rq->cfg, row.name) ||
+            smpi_reads(row.name) == smpi)
+            continue;
+        if (smpi)
+            return ss_error_set(SS_EUSAGE,
+                                "--%s does not apply to bench network --smpi, which compares the "
+                                "ring (message-level and coarse) with SMPI's MPI_Allreduce of "
+                                "--bytes on star platforms of --hosts-list hosts; drop --%s, or "
+                                "--smpi for the size table",
+                                row.name, row.name);
+        return ss_error_set(SS_EUSAGE,
+                            "--%s applies to bench network --smpi only (the size table takes "
+                            "--sizes and --workers)",
+                            row.name);
     }
     return SS_OK;
 }

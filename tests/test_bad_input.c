@@ -534,6 +534,7 @@ static const bad_case numbers[] = {
     {"bench network --smpi --channels 2", 2, "--channels does not apply to bench network --smpi"},
     {"bench network --smpi --sizes 1KiB", 2, "--sizes does not apply to bench network --smpi"},
     {"bench network --bytes 1000", 2, "--bytes applies to bench network --smpi only"},
+    {"bench network --smpi --out /tmp/x", 2, "--out does not apply to bench network --smpi"},
     {RUN8 "--slow-workers 0,,1", 2, "--slow-workers: '0,,1' is not a list of distinct"},
     {RUN8 "--slow-workers 1,1", 2, "--slow-workers: '1,1' is not a list of distinct"},
     {RUN8 "--slow-workers 0x1", 2, "--slow-workers"},
