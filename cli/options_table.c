@@ -49,7 +49,8 @@ static const opt_def head_rows[] = {
     {"dataset", OPT_TYPE_STRING, F(dataset), "fashion-mnist", 0, 0,
      CMD_RUN | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION | CMD_VALIDATE, NULL, "NAME|PATH",
      "fashion-mnist | mnist | cifar10 | synthetic | a directory of IDX or CIFAR-10 files; text "
-     "for gpt models: web-bible | wikitext-2 | wikitext-103 | ptb | a directory of their files",
+     "for gpt models: web-bible (their default) | wikitext-2 | wikitext-103 | ptb | a directory "
+     "of their files",
      0},
     {"data-dir", OPT_TYPE_STRING, F(data_dir), "", 0, 0,
      CMD_RUN | CMD_BENCH_COUPLING | CMD_BENCH_EMULATION | CMD_VALIDATE, NULL, "DIR",

@@ -40,11 +40,18 @@ const recipe *recipe_of(const char *model) {
     return NULL;
 }
 
+void recipe_dataset(run_config *cfg, int (*was_set)(const run_config *cfg, const char *option)) {
+    /* a language model's data set, unless one was named, is the text that a Debian package ships */
+    if (!strncmp(cfg->model, "gpt", 3) && !was_set(cfg, "dataset"))
+        snprintf(cfg->dataset, sizeof cfg->dataset, "%s", "web-bible");
+}
+
 void recipe_apply(run_config *cfg, int (*was_set)(const run_config *cfg, const char *option)) {
     const recipe *r = recipe_of(cfg->model);
     if (!strcmp(cfg->augment, "auto"))
         snprintf(cfg->augment, sizeof cfg->augment, "%s", r && r->augment ? "yes" : "no");
     if (!r) return;
+    recipe_dataset(cfg, was_set);
     if (!was_set(cfg, "batch")) cfg->batch = r->batch;
     if (!(cfg->lr > 0))
         cfg->lr = r->lr_fixed > 0 ? r->lr_fixed

@@ -48,9 +48,13 @@ typedef struct recipe {
 
 /* The recipe of a --model text (NULL: none, the table's defaults apply). */
 const recipe *recipe_of(const char *model);
-/* Fills in cfg's batch, lr (when 0), momentum, nesterov, weight decay, lr schedule, warm-up and
- * clipping from the model's recipe where was_set says the option was not given, and resolves
- * --augment auto (yes for a recipe that augments, else no). */
+/* A language model (gpt) without --dataset reads web-bible, the text of Debian's sword-text-web;
+ * every other model keeps the option table's fashion-mnist. Part of recipe_apply; the benchmarks,
+ * which take no recipe, call it alone. */
+void recipe_dataset(run_config *cfg, int (*was_set)(const run_config *cfg, const char *option));
+/* Fills in cfg's data set, batch, lr (when 0), momentum, nesterov, weight decay, lr schedule,
+ * warm-up and clipping from the model's recipe where was_set says the option was not given, and
+ * resolves --augment auto (yes for a recipe that augments, else no). */
 void recipe_apply(run_config *cfg, int (*was_set)(const run_config *cfg, const char *option));
 /* One line for the run's banner: the recipe's name and the values in use. */
 void recipe_describe(const run_config *cfg, double lr, char *buf, size_t n);

@@ -373,6 +373,15 @@ static void test_recipe_gpt(void) {
     CU_ASSERT_STRING_EQUAL(cfg.lr_schedule, "step-iters:2000:0.8");
     recipe_summarize(&cfg, &sum);
     CU_ASSERT_STRING_EQUAL(sum.recipe, "gpt");
+    /* the data set: web-bible unless one is named; image models keep fashion-mnist */
+    char *bare[] = {"--model", "gpt:wlm"}, *named[] = {"--model", "gpt:wlm", "--dataset", "ptb"};
+    parse(&cfg, 2, bare);
+    CU_ASSERT_STRING_EQUAL(cfg.dataset, "web-bible");
+    parse(&cfg, 4, named);
+    CU_ASSERT_STRING_EQUAL(cfg.dataset, "ptb");
+    char *image[] = {"--model", "resnet:20"};
+    parse(&cfg, 2, image);
+    CU_ASSERT_STRING_EQUAL(cfg.dataset, "fashion-mnist");
 }
 
 static CU_TestInfo rules_tests[] = {
@@ -389,7 +398,8 @@ static CU_TestInfo augment_tests[] = {
     {"augment: crops and flips move pixels as specified", test_augment_moves_pixels},
     {"augment: draws are per worker and step, deterministic", test_augment_deterministic},
     {"recipe: resnet and vgg defaults, given options kept, mlp unchanged", test_recipe_defaults},
-    {"recipe: gpt:wlm as the SelSync paper trained it, gpt:L,D,H,T", test_recipe_gpt},
+    {"recipe: gpt:wlm as the SelSync paper trained it, gpt:L,D,H,T, web-bible by default",
+     test_recipe_gpt},
     CU_TEST_INFO_NULL,
 };
 
