@@ -3,8 +3,8 @@
  * a negative count, an empty string, a histogram of no bins. The first key is "schema" (
  * SUMMARY_SCHEMA); files written before it had none and named the single worker's wall time
  * "wall_time_s", which the reader still accepts. Keys added since (worker_test_accuracy_mean, the
- * delta_* keys, lssr_after_calibration) read as null from files that lack them: the schema
- * number is unchanged because every reader accepts both.
+ * delta_* keys, lssr_after_calibration, delta_choices) read as null from files that lack them: the
+ * schema number is unchanged because every reader accepts both.
  *
  *     run_summary s; run_summary_init(&s);
  *     snprintf(s.mode, sizeof s.mode, "replay"); s.sim_time_s = ...;
@@ -37,9 +37,12 @@ typedef struct run_summary {
     double target_perplexity;
     double lssr;
     /* SelSync: Delta over the steps after the warm-up (all workers), and with --delta auto:R the
-     * target R, the delta chosen and the LSSR of the steps after the calibration */
+     * target R, the delta chosen (the last one with --delta-every), the smallest and largest
+     * chosen, how many times it was chosen, and the LSSR of the steps after the calibration */
     double delta_p50, delta_p90, delta_p99, delta_max;
     double delta_target_lssr, delta_chosen, lssr_after_calibration;
+    double delta_chosen_min, delta_chosen_max;
+    long delta_choices;
     long steps;
     long sync_steps;
     double bytes_sent;

@@ -490,6 +490,9 @@ static void summarize_delta(emu_run *r, run_summary *s) {
     s->delta_target_lssr = -r->pc.delta;
     if (c->steps_after == 0) return; /* the run ended before the calibration did: null */
     s->delta_chosen = r->pr.delta_chosen;
+    s->delta_chosen_min = r->pr.delta_chosen_min;
+    s->delta_chosen_max = r->pr.delta_chosen_max;
+    s->delta_choices = r->pr.delta_choices;
     s->lssr_after_calibration = 1.0 - (double)c->syncs_after / (double)c->steps_after;
 }
 
@@ -596,7 +599,12 @@ int run_finish(emu_run *r, run_summary *sum, double wall0) {
     if (isfinite(sum->delta_p50))
         printf("Delta after the warm-up: p50 %.4g, p90 %.4g, p99 %.4g, max %.4g\n", sum->delta_p50,
                sum->delta_p90, sum->delta_p99, sum->delta_max);
-    if (isfinite(sum->delta_target_lssr))
+    if (isfinite(sum->delta_target_lssr) && sum->delta_choices > 1)
+        printf("delta auto: target LSSR %.3f, delta chosen %ld times (every %ld steps), from "
+               "%.4g to %.4g, last %.4g; LSSR after the calibration %.3f (whole run %.3f)\n",
+               sum->delta_target_lssr, sum->delta_choices, r->pc.delta_every, sum->delta_chosen_min,
+               sum->delta_chosen_max, sum->delta_chosen, sum->lssr_after_calibration, sum->lssr);
+    else if (isfinite(sum->delta_target_lssr))
         printf("delta auto: target LSSR %.3f, delta chosen %.4g, LSSR after the calibration "
                "%.3f (whole run %.3f)\n",
                sum->delta_target_lssr, sum->delta_chosen, sum->lssr_after_calibration, sum->lssr);

@@ -366,6 +366,91 @@ static void test_delta_summary(void) {
     free(sum);
 }
 
+/* A step's largest Delta and its decision, per step, from a trace (steps 1..n). */
+static long trace_steps(const char *trace, double *max_delta, int *decision, long cap) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", tmp_dir, trace);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[1024];
+    long n = 0;
+    while (fgets(line, sizeof line, f)) {
+        long step;
+        int worker, dec;
+        double d;
+        if (line[0] == '#' ||
+            sscanf(line, "%ld %d %*g %*g %*g %*g %*g %*g %lg %d", &step, &worker, &d, &dec) != 4 ||
+            step < 1 || step > cap)
+            continue;
+        if (step > n) {
+            for (long s = n; s < step; s++)
+                max_delta[s] = -INFINITY, decision[s] = -1;
+            n = step;
+        }
+        if (d > max_delta[step - 1]) max_delta[step - 1] = d;
+        if (decision[step - 1] < 0) decision[step - 1] = dec;
+        CU_ASSERT_EQUAL(decision[step - 1], dec); /* every worker decides alike */
+    }
+    fclose(f);
+    return n;
+}
+
+static int compare_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* --delta auto:R --delta-every K: after the warm-up (W = 5 steps) and the calibration (10 steps,
+ * all synchronized), every step synchronizes exactly when its largest Delta reaches a delta that
+ * is chosen again every K steps, just above the R-quantile of the last K steps' largest Delta:
+ * recomputed here from the trace's Delta column. With a fixed --delta the option is refused. */
+static void test_delta_every(void) {
+    expect("train --policy selsync --delta 0.3 --delta-every 10", 2, "--delta-every", "auto:R",
+           NULL);
+    expect("train --policy bsp --delta-every 10", 2, "--delta-every", NULL, NULL);
+    char *out = NULL;
+    int rc = run_syncsim("",
+                         "train --policy selsync --workers 4 --ewma-window 5 --delta auto:0.7 "
+                         "--delta-every 12 --dataset synthetic --model mlp:16 --epochs 3 "
+                         "--out d2",
+                         &out);
+    CU_ASSERT(rc == 0);
+    CU_ASSERT(out && strstr(out, "every 12 steps") != NULL);
+    free(out);
+    enum { CAP = 4096, K = 12, WARM = 5, CAL = 10 };
+    static double mx[CAP], window[K];
+    static int dec[CAP];
+    const long n = trace_steps("d2/steps.trace", mx, dec, CAP);
+    CU_ASSERT_FATAL(n > WARM + CAL + 3 * K);
+    for (long s = 0; s < WARM + CAL; s++)
+        CU_ASSERT_EQUAL(dec[s], 1);
+    double delta = 0, lo = INFINITY, hi = -INFINITY;
+    long choices = 0, wrong = 0, local = 0;
+    for (long s = WARM + CAL; s < n; s++) { /* s: 0-based, the step s + 1 */
+        const long since = s - (WARM + CAL);
+        if (since % K == 0) { /* chosen from the K steps before (the calibration's 10 first) */
+            const long m = since == 0 ? CAL : K;
+            memcpy(window, mx + s - m, sizeof(double) * (size_t)m);
+            qsort(window, (size_t)m, sizeof(double), compare_double);
+            long k = (long)ceil(0.7 * (double)m) - 1;
+            delta = nextafter(window[k], INFINITY);
+            lo = delta < lo ? delta : lo, hi = delta > hi ? delta : hi;
+            choices++;
+        }
+        wrong += dec[s] != (mx[s] >= delta);
+        local += dec[s] == 0;
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    CU_ASSERT(local > 0 && local < n - (WARM + CAL));
+    char *sum = read_file("d2/summary.json");
+    CU_ASSERT_FATAL(sum != NULL);
+    CU_ASSERT_EQUAL((long)summary_number(sum, "delta_choices"), choices);
+    CU_ASSERT_DOUBLE_EQUAL(summary_number(sum, "delta_chosen"), delta, 0);
+    CU_ASSERT_DOUBLE_EQUAL(summary_number(sum, "delta_chosen_min"), lo, 0);
+    CU_ASSERT_DOUBLE_EQUAL(summary_number(sum, "delta_chosen_max"), hi, 0);
+    free(sum);
+}
+
 /* The repository points at nothing outside it. */
 static void test_docs_in_repository(void) {
     char cmd[700];
@@ -401,6 +486,8 @@ static CU_TestInfo check_tests[] = {
     {"bsp: the workers' mean accuracy is the consensus accuracy", test_worker_accuracy},
     {"selsync: Delta percentiles as in the trace; --delta auto:R reports target and result",
      test_delta_summary},
+    {"selsync: --delta-every K chooses delta again from the last K steps, as the trace says",
+     test_delta_every},
     {"no file points outside the repository; README links docs/POLICIES.md",
      test_docs_in_repository},
     CU_TEST_INFO_NULL,

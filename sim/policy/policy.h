@@ -97,6 +97,8 @@ typedef struct policy_config {
     /* SelSync */
     double delta;      /* delta: synchronize when Delta >= delta; < 0: auto, aiming at the
                           local-step ratio -delta (policy_selsync.c) */
+    long delta_every;  /* auto: 0 keeps the calibration's delta; K > 0 chooses it again every K
+                          steps from the largest Delta of the last K (Deltas all-gathered) */
     int ewma_window;   /* steps that always synchronize while the EWMA warms up (25) */
     double ewma_alpha; /* smoothing factor; 0 = variant default (N/100 or 0.01) */
     selsync_variant variant;
@@ -192,8 +194,11 @@ typedef struct policy_result {
     double dlcp_bytes_total;
     double dlcp_bytes_dropped;
     double dlcp_time_saved_s;
-    /* SelSync with --delta auto:R: the threshold its calibration chose */
+    /* SelSync with --delta auto:R: the threshold its calibration chose (with --delta-every, the
+     * last one chosen), the smallest and largest chosen, and how many times it was chosen */
     double delta_chosen;
+    double delta_chosen_min, delta_chosen_max;
+    long delta_choices;
 } policy_result;
 
 /* Runs the policy over the exchange `ex` (opened by the caller: exchange_simgrid_open for the

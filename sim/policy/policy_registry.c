@@ -87,6 +87,11 @@ static const policy_option selsync_option_rows[] = {
      "auto:R: D from the Delta of the steps after the warm-up, aiming at local-step ratio R "
      "(syncsim's extension)",
      0, "delta"},
+    {"delta-every", POLICY_OPTION_LONG, PO(delta_every), "0", 0, 1e12, NULL, "K",
+     "selsync with --delta auto:R: choose D again every K steps from the largest Delta of the "
+     "last K, so that the local-step ratio follows R as Delta drifts (the workers all-gather "
+     "their Delta, 8 bytes each, instead of the 1-byte flag; 0: keep the calibration's D)",
+     0, "delta_every"},
     {"ewma-window", POLICY_OPTION_INT, PO(ewma_window), "25", 0, 1024, NULL, "W",
      "selsync: values in the EWMA window; steps before it fills synchronize (0: no warm-up)", 0,
      "ewma_window"},
@@ -107,9 +112,11 @@ static const policy_option selsync_option_rows[] = {
      "selsync data injection: fraction of its batch a sharing worker sends", 0, "inject_beta"},
 };
 static const policy_option *const selsync_options[] = {
-    &selsync_option_rows[0], &selsync_option_rows[1], &selsync_option_rows[2],
-    &selsync_option_rows[3], &selsync_option_rows[4], &selsync_option_rows[5],
-    &selsync_option_rows[6], &selsync_option_rows[7], NULL};
+    &selsync_option_rows[0], &selsync_option_rows[1],
+    &selsync_option_rows[2], &selsync_option_rows[3],
+    &selsync_option_rows[4], &selsync_option_rows[5],
+    &selsync_option_rows[6], &selsync_option_rows[7],
+    &selsync_option_rows[8], NULL};
 
 static const policy_option dssync_option_rows[] = {
     {"group-size", POLICY_OPTION_INT, PO(group_size), "2", 1, 65536, NULL, "G",
@@ -186,6 +193,13 @@ static int selsync_check(const run_config *cfg, policy_given_fn given) {
         return ss_error_set(SS_EUSAGE, "--selsync-order orders the local step and the parameter "
                                        "averaging of --aggregation pa; with --aggregation ga the "
                                        "averaged gradient is the step: leave it out");
+    if (policy_option_value(cfg, "delta-every")->l > 0 &&
+        strncmp(policy_option_value(cfg, "delta")->text, "auto:", 5) != 0)
+        return ss_error_set(SS_EUSAGE,
+                            "--delta-every chooses the delta of --delta auto:R again; "
+                            "with --delta %s the threshold is fixed: give --delta "
+                            "auto:R (0 < R < 1) or leave --delta-every out",
+                            policy_option_value(cfg, "delta")->text);
     if ((policy_option_value(cfg, "inject-alpha")->d > 0) !=
         (policy_option_value(cfg, "inject-beta")->d > 0))
         return ss_error_set(SS_EUSAGE, "data injection needs both --inject-alpha and "

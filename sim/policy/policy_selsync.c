@@ -146,21 +146,42 @@ static int compare_doubles(const void *a, const void *b) {
  * like those would have stayed local. Every worker sees the same values and picks the same delta.
  */
 typedef struct selsync_auto {
-    double target;   /* R */
-    long first, end; /* calibration steps [first, end) */
-    double *max_delta;
+    double target;     /* R */
+    long first, end;   /* calibration steps [first, end) */
+    double *max_delta; /* the calibration's largest Delta per step, then (--delta-every K) those
+                          of the steps since delta was last chosen */
     long n;
-    double delta; /* chosen at step `end` */
+    double delta;   /* chosen at step `end`, and with K every K steps after it */
+    double *sorted; /* scratch for the quantile */
 } selsync_auto;
 
 static double auto_choose(selsync_auto *au) {
     if (au->n == 0) return 0.0;
-    qsort(au->max_delta, (size_t)au->n, sizeof(double), compare_doubles);
+    memcpy(au->sorted, au->max_delta, sizeof(double) * (size_t)au->n);
+    qsort(au->sorted, (size_t)au->n, sizeof(double), compare_doubles);
     long k = (long)ceil(au->target * (double)au->n) - 1;
     if (k < 0) k = 0;
     if (k >= au->n) k = au->n - 1;
     /* strictly above the k-th value: k + 1 of n calibration steps would have stayed local */
-    return nextafter(au->max_delta[k], INFINITY);
+    return nextafter(au->sorted[k], INFINITY);
+}
+
+/* Records a newly chosen delta in the result (worker 0 only: every worker chooses the same). */
+static void auto_record(policy_state *st, int w, const selsync_auto *au) {
+    if (w != 0) return;
+    policy_result *r = st->res;
+    r->delta_chosen = au->delta;
+    if (r->delta_choices == 0 || au->delta < r->delta_chosen_min) r->delta_chosen_min = au->delta;
+    if (r->delta_choices == 0 || au->delta > r->delta_chosen_max) r->delta_chosen_max = au->delta;
+    r->delta_choices++;
+}
+
+/* The largest of the workers' values. */
+static double largest(const double *all, int n) {
+    double m = all[0];
+    for (int i = 1; i < n; i++)
+        m = all[i] > m ? all[i] : m;
+    return m;
 }
 
 /* All-gathers one double per worker, charged as `bytes` each (a gather keeps one size per group,
@@ -180,11 +201,24 @@ static void gather_doubles(policy_state *st, int w, long step, double mine, doub
 static int auto_calibrate(policy_state *st, int w, long step, double delta, selsync_auto *au,
                           double *all, step_acc *a) {
     gather_doubles(st, w, step, delta, (double)sizeof(double), all, a);
-    double m = all[0];
-    for (int i = 1; i < st->pc->workers; i++)
-        m = all[i] > m ? all[i] : m;
-    au->max_delta[au->n++] = m;
+    au->max_delta[au->n++] = largest(all, st->pc->workers);
     return 1;
+}
+
+/* --delta-every K after the calibration: everybody's Delta, as in the calibration, decides the
+ * step against the current delta and joins the K values the next delta is chosen from. */
+static int auto_track(policy_state *st, int w, long step, double delta, selsync_auto *au,
+                      double *all, step_acc *a) {
+    const long k = st->pc->delta_every;
+    if (step > au->end && (step - au->end) % k == 0) {
+        au->delta = auto_choose(au);
+        auto_record(st, w, au);
+        au->n = 0;
+    }
+    gather_doubles(st, w, step, delta, (double)sizeof(double), all, a);
+    const double m = largest(all, st->pc->workers);
+    au->max_delta[au->n++] = m;
+    return m >= au->delta;
 }
 
 /* Whether the step synchronizes: the flags all-gathered (charged every step), or with auto the
@@ -195,10 +229,13 @@ static int selsync_decide(policy_state *st, int w, long step, double delta, int 
     const int automatic = pc->delta < 0; /* its chosen delta may be any real */
     if (automatic && step == au->end) {
         au->delta = auto_choose(au);
-        if (w == 0) st->res->delta_chosen = au->delta;
+        auto_record(st, w, au);
+        au->n = 0;
     }
     if (automatic && step >= au->first && step < au->end)
         return auto_calibrate(st, w, step, delta, au, all_delta, a);
+    if (automatic && pc->delta_every > 0 && step >= au->end)
+        return auto_track(st, w, step, delta, au, all_delta, a);
     /* delta = 0 is BSP by definition; steps before Delta is defined synchronize (warm-up),
      * unless the window is 0; auto synchronizes until delta is chosen. */
     const int flag = (!automatic && pc->delta == 0) || (!defined && pc->ewma_window > 0) ||
@@ -252,7 +289,10 @@ void policy_selsync_worker(void *arg) {
     if (pc->delta < 0) {
         au.first = policy_selsync_warmup_steps(pc) + 1;
         au.end = au.first + policy_selsync_calibration_steps(pc);
-        au.max_delta = ss_malloc(sizeof(double) * (size_t)(au.end - au.first));
+        long n = au.end - au.first;
+        if (pc->delta_every > n) n = pc->delta_every < pc->steps ? pc->delta_every : pc->steps;
+        au.max_delta = ss_malloc(sizeof(double) * (size_t)n);
+        au.sorted = ss_malloc(sizeof(double) * (size_t)n);
         all_delta = ss_malloc(sizeof(double) * (size_t)pc->workers);
     }
 
@@ -284,6 +324,7 @@ void policy_selsync_worker(void *arg) {
         policy_end_step(st, w, &a);
     }
     free(au.max_delta);
+    free(au.sorted);
     free(all_delta);
     free(inject_order);
     free(inject_chosen);
