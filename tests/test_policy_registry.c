@@ -184,6 +184,14 @@ static void test_labels(void) {
         policy_label(&pc, buf, sizeof buf);
         CU_ASSERT_STRING_EQUAL(buf, expect[i][1]);
     }
+    /* auto:R, and with --delta-every K */
+    CU_ASSERT_EQUAL_FATAL(policy_kind_parse("selsync", &pc.kind), SS_OK);
+    pc.delta = -0.9;
+    policy_label(&pc, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "selsync (\xce\xb4=auto:0.9)");
+    pc.delta_every = 50;
+    policy_label(&pc, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "selsync (\xce\xb4=auto:0.9 every 50)");
 }
 
 /* An unknown policy name is refused with the list of the valid ones. */

@@ -227,7 +227,10 @@ static void fedavg_label(const policy_config *pc, char *buf, size_t n) {
 }
 
 static void selsync_label(const policy_config *pc, char *buf, size_t n) {
-    if (pc->delta < 0)
+    if (pc->delta < 0 && pc->delta_every > 0)
+        snprintf(buf, n, "%s (\xce\xb4=auto:%g every %ld)", policy_kind_name(pc->kind), -pc->delta,
+                 pc->delta_every);
+    else if (pc->delta < 0)
         snprintf(buf, n, "%s (\xce\xb4=auto:%g)", policy_kind_name(pc->kind), -pc->delta);
     else
         snprintf(buf, n, "%s (\xce\xb4=%g)", policy_kind_name(pc->kind), pc->delta);
