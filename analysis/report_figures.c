@@ -289,7 +289,8 @@ int figure_delta(const run_record *runs, int n, const report_options *o, const r
         fclose(fp);
         trace_table_free(&t);
         const char *delta = run_record_get(r, "delta");
-        /* --delta auto:R: the line is the delta the run chose (summary.json's delta_chosen) */
+        /* --delta auto:R: the line is the delta the run chose (summary.json's delta_chosen; with
+         * --delta-every, the last one chosen) */
         char chosen[64];
         if (delta && !strncmp(delta, "auto", 4)) {
             run_summary s;
