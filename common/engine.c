@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -159,6 +160,42 @@ static int shared_by_jobs = 1;
 int engine_cores(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n >= 1 ? (n > ENGINE_MAX_THREADS ? ENGINE_MAX_THREADS : (int)n) : 1;
+}
+
+/* An integer from a one-line sysfs file; -1 when absent or not a number. */
+static long sysfs_long(const char *dir, int cpu, const char *file) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/cpu%d/%s", dir, cpu, file);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    long v = -1;
+    if (fscanf(f, "%ld", &v) != 1) v = -1;
+    fclose(f);
+    return v;
+}
+
+int engine_physical_cores(const char *sysfs_cpu_dir, int *logical) {
+    enum { MAX_CPUS = 4096 };
+    long *ids = ss_malloc(sizeof(long) * 2 * MAX_CPUS);
+    int cpus = 0, cores = 0, missing = 0;
+    for (int c = 0; c < MAX_CPUS && missing < 64; c++) {
+        const long pkg = sysfs_long(sysfs_cpu_dir, c, "topology/physical_package_id");
+        const long core = sysfs_long(sysfs_cpu_dir, c, "topology/core_id");
+        if (pkg < 0 || core < 0) { /* no such CPU, or offline (no topology): numbers may skip */
+            missing++;
+            continue;
+        }
+        missing = 0;
+        if (sysfs_long(sysfs_cpu_dir, c, "online") == 0) continue;
+        cpus++;
+        int seen = 0;
+        for (int i = 0; i < cores && !seen; i++)
+            seen = ids[2 * i] == pkg && ids[2 * i + 1] == core;
+        if (!seen) ids[2 * cores] = pkg, ids[2 * cores + 1] = core, cores++;
+    }
+    free(ids);
+    if (logical) *logical = cpus;
+    return cores;
 }
 
 void engine_share_cores(int jobs) {

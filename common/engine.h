@@ -51,6 +51,11 @@ int engine_cancel(engine *en, engine_task *t);
 
 /* The cores of this machine (sysconf), at least 1. */
 int engine_cores(void);
+/* The online CPUs under a sysfs cpu directory (/sys/devices/system/cpu) and the physical cores
+ * they sit on (distinct physical_package_id and core_id pairs): two hardware threads of one core
+ * count once. Returns the physical count, 0 when the topology cannot be read; *logical (may be
+ * NULL) gets the CPUs counted. */
+int engine_physical_cores(const char *sysfs_cpu_dir, int *logical);
 /* compare and sweep run `jobs` runs at once: from now on, in this process and the runs it starts,
  * --threads auto takes cores / jobs (at least 1) instead of every core. */
 void engine_share_cores(int jobs);

@@ -136,6 +136,14 @@ int bench_emulation(const run_request *rq, const char *csv_path, FILE *out) {
             "bench emulation: %s, %s on %s, %d workers, batch %d, %.3g epochs; 1 thread "
             "against %d\n",
             cfg->policy, cfg->model, cfg->dataset, cfg->workers, cfg->batch, cfg->epochs, threads);
+    int logical = 0;
+    const int physical = engine_physical_cores("/sys/devices/system/cpu", &logical);
+    if (physical > 0)
+        fprintf(out, "host: %d logical CPUs on %d physical cores%s\n", logical, physical,
+                logical > physical ? " (more threads than cores share a core's units)" : "");
+    else
+        fprintf(out, "host: %d logical CPUs (the cores' topology is not readable)\n",
+                engine_cores());
     fflush(out);
     bench_em_result r[2];
     if ((rc = bench_em_one(rq, 1, &r[0])) != SS_OK) return rc;

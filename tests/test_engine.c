@@ -116,6 +116,35 @@ static void test_parse_threads(void) {
     engine_share_cores(1);
 }
 
+/* A sysfs cpu directory written here: cpu0 and cpu1 two threads of core 0, cpu2 core 1, cpu4
+ * (cpu3 absent) core 0 of a second package, cpu5 offline; then this machine's. */
+static void test_physical_cores(void) {
+    char dir[] = "/tmp/ss_test_cpus_XXXXXX";
+    CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+    const int cpu[] = {0, 1, 2, 4, 5}, pkg[] = {0, 0, 0, 1, 1}, core[] = {0, 0, 1, 0, 7};
+    char cmd[1024];
+    for (int i = 0; i < 5; i++) {
+        snprintf(cmd, sizeof cmd,
+                 "mkdir -p %s/cpu%d/topology && echo %d > %s/cpu%d/topology/physical_package_id "
+                 "&& echo %d > %s/cpu%d/topology/core_id && echo %d > %s/cpu%d/online",
+                 dir, cpu[i], pkg[i], dir, cpu[i], core[i], dir, cpu[i], cpu[i] == 5 ? 0 : 1, dir,
+                 cpu[i]);
+        CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+    }
+    int logical = -1;
+    CU_ASSERT_EQUAL(engine_physical_cores(dir, &logical), 3);
+    CU_ASSERT_EQUAL(logical, 4);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+    CU_ASSERT_EQUAL(engine_physical_cores(dir, &logical), 0); /* nothing to read */
+    CU_ASSERT_EQUAL(logical, 0);
+    const int here = engine_physical_cores("/sys/devices/system/cpu", &logical);
+    if (here > 0) { /* a container may hide the topology */
+        CU_ASSERT(here <= logical);
+        CU_ASSERT(logical >= 1);
+    }
+}
+
 /* ---- runs: the same bytes on 1 and on 2 threads ---- */
 
 static int same_file(const char *a, const char *b) {
@@ -360,6 +389,7 @@ static CU_TestInfo engine_tests[] = {
     {"engine: every task runs once, on the pool's threads, any thread count",
      test_pool_runs_each_task_once},
     {"engine: --threads auto, N, and what it refuses", test_parse_threads},
+    {"engine: physical cores from a sysfs cpu directory", test_physical_cores},
     {"memory estimate: grows by an evaluation model and a staging area per thread",
      test_memory_counts_threads},
     CU_TEST_INFO_NULL,
