@@ -403,7 +403,8 @@ static int compare_double(const void *a, const void *b) {
 /* --delta auto:R --delta-every K: after the warm-up (W = 5 steps) and the calibration (10 steps,
  * all synchronized), every step synchronizes exactly when its largest Delta reaches a delta that
  * is chosen again every K steps, just above the R-quantile of the last K steps' largest Delta:
- * recomputed here from the trace's Delta column. With a fixed --delta the option is refused. */
+ * recomputed here from the trace's Delta column; the trace replays to the same time. With a
+ * fixed --delta the option is refused. */
 static void test_delta_every(void) {
     expect("train --policy selsync --delta 0.3 --delta-every 10", 2, "--delta-every", "auto:R",
            NULL);
@@ -449,6 +450,11 @@ static void test_delta_every(void) {
     CU_ASSERT_DOUBLE_EQUAL(summary_number(sum, "delta_chosen_min"), lo, 0);
     CU_ASSERT_DOUBLE_EQUAL(summary_number(sum, "delta_chosen_max"), hi, 0);
     free(sum);
+    /* the trace replays to the same simulated time (Deltas charged at 8 bytes there too) */
+    rc = run_syncsim("", "replay --trace d2/steps.trace --out d2r", &out);
+    CU_ASSERT(rc == 0);
+    CU_ASSERT(out && strstr(out, "relative difference 0\n") != NULL);
+    free(out);
 }
 
 /* The repository points at nothing outside it. */
