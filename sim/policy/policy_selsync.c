@@ -155,7 +155,7 @@ typedef struct selsync_auto {
     double *sorted; /* scratch for the quantile */
 } selsync_auto;
 
-static double auto_choose(selsync_auto *au) {
+static double auto_quantile(selsync_auto *au) {
     if (au->n == 0) return 0.0;
     memcpy(au->sorted, au->max_delta, sizeof(double) * (size_t)au->n);
     qsort(au->sorted, (size_t)au->n, sizeof(double), compare_doubles);
@@ -174,6 +174,14 @@ static void auto_record(policy_state *st, int w, const selsync_auto *au) {
     if (r->delta_choices == 0 || au->delta < r->delta_chosen_min) r->delta_chosen_min = au->delta;
     if (r->delta_choices == 0 || au->delta > r->delta_chosen_max) r->delta_chosen_max = au->delta;
     r->delta_choices++;
+}
+
+/* Chooses delta from the values gathered since the last choice, records it, and starts a new
+ * window. */
+static void auto_choose(policy_state *st, int w, selsync_auto *au) {
+    au->delta = auto_quantile(au);
+    auto_record(st, w, au);
+    au->n = 0;
 }
 
 /* The largest of the workers' values. */
@@ -197,7 +205,8 @@ static void gather_doubles(policy_state *st, int w, long step, double mine, doub
     policy_sync_leave(st, fid, -1, entry, cr.bytes_sent, a);
 }
 
-/* The calibration step's exchange: everybody's Delta; returns 1 (the step synchronizes). */
+/* Everybody's Delta all-gathered, the step's largest added to the window; returns 1 (a
+ * calibration step synchronizes). */
 static int auto_calibrate(policy_state *st, int w, long step, double delta, selsync_auto *au,
                           double *all, step_acc *a) {
     gather_doubles(st, w, step, delta, (double)sizeof(double), all, a);
@@ -210,15 +219,9 @@ static int auto_calibrate(policy_state *st, int w, long step, double delta, sels
 static int auto_track(policy_state *st, int w, long step, double delta, selsync_auto *au,
                       double *all, step_acc *a) {
     const long k = st->pc->delta_every;
-    if (step > au->end && (step - au->end) % k == 0) {
-        au->delta = auto_choose(au);
-        auto_record(st, w, au);
-        au->n = 0;
-    }
-    gather_doubles(st, w, step, delta, (double)sizeof(double), all, a);
-    const double m = largest(all, st->pc->workers);
-    au->max_delta[au->n++] = m;
-    return m >= au->delta;
+    if (step > au->end && (step - au->end) % k == 0) auto_choose(st, w, au);
+    auto_calibrate(st, w, step, delta, au, all, a);
+    return au->max_delta[au->n - 1] >= au->delta;
 }
 
 /* Whether the step synchronizes: the flags all-gathered (charged every step), or with auto the
@@ -227,11 +230,7 @@ static int selsync_decide(policy_state *st, int w, long step, double delta, int 
                           selsync_auto *au, uint8_t *flags, double *all_delta, step_acc *a) {
     const policy_config *pc = st->pc;
     const int automatic = pc->delta < 0; /* its chosen delta may be any real */
-    if (automatic && step == au->end) {
-        au->delta = auto_choose(au);
-        auto_record(st, w, au);
-        au->n = 0;
-    }
+    if (automatic && step == au->end) auto_choose(st, w, au);
     if (automatic && step >= au->first && step < au->end)
         return auto_calibrate(st, w, step, delta, au, all_delta, a);
     if (automatic && pc->delta_every > 0 && step >= au->end)
