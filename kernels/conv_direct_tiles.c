@@ -17,9 +17,11 @@
 /* ---- AVX-512: 32 registers of 16 floats ---- */
 
 /* out[r * ldo + 16 v ...] = relu?(sum + bias) for r < R pixels and v < NV vectors of outputs:
- * R * NV accumulators, one fused multiply-add chain each, in (a, t) order. */
+ * R * NV accumulators, one fused multiply-add chain each, in (a, t) order. PX: the pixel stride
+ * s->px as a constant, or 0 to read it (below). */
 AVX512_TILE void slide_tile_512(const slide *s, const int R, const int NV, float *out, int ldo,
-                                const float *bias, int relu) {
+                                const float *bias, int relu, const int PX) {
+    const int px = PX ? PX : s->px;
     __m512 acc[14][2];
 #pragma GCC unroll 14
     for (int r = 0; r < R; r++)
@@ -35,7 +37,7 @@ AVX512_TILE void slide_tile_512(const slide *s, const int R, const int NV, float
                 wv[v] = _mm512_loadu_ps(w + 16 * v);
 #pragma GCC unroll 14
             for (int r = 0; r < R; r++) {
-                __m512 xb = _mm512_set1_ps(in[r * s->px + t]);
+                __m512 xb = _mm512_set1_ps(in[r * px + t]);
 #pragma GCC unroll 2
                 for (int v = 0; v < NV; v++)
                     acc[r][v] = _mm512_fmadd_ps(xb, wv[v], acc[r][v]);
@@ -62,7 +64,7 @@ static int slide_pixels_512(int nv) {
 
 #define SLIDE_CASE(NV, R)                                                                          \
     case (NV)*16 + (R):                                                                            \
-        slide_tile_512(s, R, NV, out, ldo, bias, relu);                                            \
+        slide_tile_512(s, R, NV, out, ldo, bias, relu, 0);                                         \
         break;
 #define SLIDE_CASES_7(NV)                                                                          \
     SLIDE_CASE(NV, 1)                                                                              \
@@ -75,8 +77,37 @@ static int slide_pixels_512(int nv) {
     SLIDE_CASE(NV, 9)                                                                              \
     SLIDE_CASE(NV, 10) SLIDE_CASE(NV, 11) SLIDE_CASE(NV, 12) SLIDE_CASE(NV, 13) SLIDE_CASE(NV, 14)
 
+/* Full tiles at the pixel strides of the models' maps (resnet's 16, 32 and 64 channels, vgg's 64
+ * and 128) take the stride as a constant. Read at run time, the 14 pixels' broadcasts need 14
+ * index registers; GCC kept four of them in vector registers and moved them back at every offset
+ * t (4 moves a 14 fused multiply-adds). A forward pass of 28 x 28 x 16 maps (batch 64, one
+ * thread, Zen 4 EPYC) ran at 84 to 94 GFLOP/s, 106 to 108 with the constant; the fused
+ * multiply-adds' own peak there is 117. The chains are the same: the same bits. Returns 0 for the
+ * other tiles. */
+#define SLIDE_PX(PX)                                                                               \
+    case PX:                                                                                       \
+        if (nv == 1)                                                                               \
+            slide_tile_512(s, 14, 1, out, ldo, bias, relu, PX);                                    \
+        else                                                                                       \
+            slide_tile_512(s, 14, 2, out, ldo, bias, relu, PX);                                    \
+        return 1;
+
+static AVX512_FN int slide_px_512(const slide *s, int r_n, int nv, float *out, int ldo,
+                                  const float *bias, int relu) {
+    if (r_n != 14) return 0;
+    switch (s->px) {
+        SLIDE_PX(16)
+        SLIDE_PX(32)
+        SLIDE_PX(64)
+        SLIDE_PX(128)
+    default:
+        return 0;
+    }
+}
+
 static AVX512_FN void slide_any_512(const slide *s, int r_n, int nv, float *out, int ldo,
                                     const float *bias, int relu) {
+    if (slide_px_512(s, r_n, nv, out, ldo, bias, relu)) return;
     switch (nv * 16 + r_n) {
         SLIDE_CASES_14(2)
         SLIDE_CASES_14(1)

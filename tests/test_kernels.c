@@ -1492,6 +1492,12 @@ static void test_conv_direct_exact(void) {
         /* 512 KiB of x and dy a sample: filter chunks of one sample (conv_direct.c,
          * filter_chunk); a 1 x 1 kernel keeps the references short */
         check_direct_case(isa, 2, 2, 2, 32768, 16, 1, 0);
+        /* full tiles of 14 pixels at the pixel strides the AVX-512 tiles take as constants
+         * (conv_direct_tiles.c, slide_px_512), one vector and two: forward 128 and 64, data
+         * gradient 48 (not one of them), 16 and 32 */
+        check_direct_case(isa, 1, 3, 14, 128, 48, 3, 1);
+        check_direct_case(isa, 1, 2, 14, 64, 16, 3, 1);
+        check_direct_case(isa, 2, 3, 14, 16, 32, 3, 1);
     }
     const conv_geom g3 = {17, 3, 3, 32, 3, 3, 3, 3, 1, 1},
                     g14 = {2, 14, 14, 32, 14, 14, 5, 5, 2, 1};
