@@ -35,6 +35,58 @@ typedef struct rate_pair {
     double wall, cpu; /* best rate over wall time and over process CPU time */
 } rate_pair;
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+/* 12 independent chains of fused multiply-adds on registers (no memory): n rounds, 12 * n FMAs */
+#define FMA_CHAINS(VEC, SET1, FMADD, ADD)                                                          \
+    VEC acc[12], m = SET1(0.999999f), c = SET1(1e-7f);                                             \
+    for (int i = 0; i < 12; i++)                                                                   \
+        acc[i] = SET1(1e-3f * (float)i);                                                           \
+    for (long k = 0; k < n; k++)                                                                   \
+        for (int i = 0; i < 12; i++)                                                               \
+            acc[i] = FMADD(acc[i], m, c);                                                          \
+    for (int i = 1; i < 12; i++)                                                                   \
+        acc[0] = ADD(acc[0], acc[i]);                                                              \
+    float lanes[sizeof(VEC) / sizeof(float)];                                                      \
+    memcpy(lanes, &acc[0], sizeof lanes);                                                          \
+    return lanes[0];
+
+__attribute__((target("avx512f"))) static float fma_rounds_512(long n) {
+    FMA_CHAINS(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps)
+}
+
+__attribute__((target("avx2,fma"))) static float fma_rounds_256(long n) {
+    FMA_CHAINS(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps)
+}
+
+/* One core's fp32 fused multiply-add rate, the ceiling of any kernel on one thread: the chains
+ * above in 512-bit vectors (AVX-512F) or 256-bit ones (AVX2 with FMA), best of 5 windows of 2^22
+ * rounds over the thread's CPU time, in GFLOP/s; *isa names the vectors. 0 on other CPUs. */
+static double fma_peak_gflops(const char **isa) {
+    const int wide = __builtin_cpu_supports("avx512f");
+    if (!wide && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) return 0.0;
+    *isa = wide ? "AVX-512" : "AVX2";
+    const long n = 1L << 22;
+    const double flops = 2.0 * 12.0 * (wide ? 16.0 : 8.0) * (double)n;
+    double best = 1e30;
+    volatile float sink = 0.0f; /* keeps the chains' result */
+    for (int rep = 0; rep < 5; rep++) {
+        double t0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+        sink += wide ? fma_rounds_512(n) : fma_rounds_256(n);
+        double dt = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
+        if (dt < best) best = dt;
+    }
+    (void)sink;
+    return best > 0.0 ? flops / best * 1e-9 : 0.0;
+}
+#else
+static double fma_peak_gflops(const char **isa) {
+    (void)isa;
+    return 0.0;
+}
+#endif
+
 /* Best of 5 square SGEMMs of size n on dev, in GFLOP/s (wall and CPU time). */
 static rate_pair bench_sgemm_gflops(device *dev, int n) {
     size_t count = (size_t)n * n;
@@ -196,6 +248,11 @@ static int bench_table(device *dev, int batch, const char *only, int layers, con
     fprintf(out, "%s\nsgemm %dx%dx%d: %.1f GFLOP/s (best of 5)", label, sgemm_n, sgemm_n, sgemm_n,
             sgemm.wall);
     if (cpu) fprintf(out, ", %.1f GFLOP/s of CPU time", sgemm.cpu);
+    const char *isa = NULL;
+    const double peak = cpu ? fma_peak_gflops(&isa) : 0.0;
+    if (peak > 0.0)
+        fprintf(out, "\none core's fp32 fused multiply-add peak (%s, registers only): %.1f GFLOP/s",
+                isa, peak);
     fprintf(out, "\n%-8s %6s %14s %12s %10s %10s", "model", "batch", "MFLOP/step", "samples/s",
             "GFLOP/s", "vs sgemm");
     if (cpu) fprintf(out, " %14s %10s", "samples/cpu-s", "cpu vs sg");

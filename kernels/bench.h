@@ -6,9 +6,10 @@
  * data) it prints samples/s and achieved GFLOP/s (counted forward + backward FLOPs per sample times
  * samples, plus the SGD update, over the elapsed time; best of 5 timing windows), the best-of-5
  * GFLOP/s of a 2048^3 SGEMM measured in the same run on the same device, and the ratio model/SGEMM.
- * Returns SS_OK or the device error. On the CPU it adds the same rates over the process's CPU time
- * (samples per CPU second, ratio to the SGEMM's CPU-time rate): on one thread on a loaded machine
- * they are the figures least disturbed by other jobs. With more than one BLAS thread it prints the
+ * Returns SS_OK or the device error. On the CPU it also prints one core's fused multiply-add peak
+ * (chains of FMAs on registers: the ceiling of any fp32 kernel on one thread) and adds the same
+ * rates over the process's CPU time (samples per CPU second, ratio to the SGEMM's CPU-time rate):
+ * on one thread on a loaded machine they are the figures least disturbed by other jobs. With more than one BLAS thread it prints the
  * table again on one thread (the figures bench/pytorch_compare.py is compared with). When OpenBLAS
  * runs its AVX2 kernels on a CPU with AVX-512 it prints a note (OPENBLAS_CORETYPE).
  */

@@ -173,6 +173,19 @@ static void test_bench_layers(void) {
         CU_ASSERT_PTR_NOT_NULL(strstr(table, rows[i]));
     CU_ASSERT_PTR_NULL(strstr(table, "\nrelu1 "));
     CU_ASSERT_PTR_NULL(strstr(table, "\npool2 "));
+    /* one core's FMA peak, where AVX2 with FMA (or AVX-512F) runs: a positive rate */
+    const char *peak = strstr(out, "fused multiply-add peak (");
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx512f") ||
+        (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(peak);
+        const char *colon = strstr(peak, "): ");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(colon);
+        CU_ASSERT(strtod(colon + 3, NULL) > 0.0);
+        CU_ASSERT(peak < table); /* printed with the SGEMM line, before the layers */
+    }
+#endif
+    (void)peak;
     free(out);
     expect("bench kernels --model gpt:wlm --layers", 2, "--layers", "gpt:wlm", NULL);
 }
