@@ -215,7 +215,8 @@ static int write_curve(FILE *out, const plots_curve *c, const char *column, int 
     csv_write_field(out, c->title);
     fputc('\n', out);
     while (csv_next(&r, &got) == SS_OK && got)
-        if (r.n_fields > ct && r.n_fields > ca) fprintf(out, "%s,%s\n", r.field[ct], r.field[ca]);
+        if (r.n_fields > ct && r.n_fields > ca && r.field[ct][0] && r.field[ca][0])
+            fprintf(out, "%s,%s\n", r.field[ct], r.field[ca]); /* empty: no value, no point */
     csv_close(&r);
     return 1;
 }

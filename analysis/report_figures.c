@@ -98,8 +98,8 @@ static int figure_curves(const run_record *runs, int n, const report_options *o,
         char title[560];
         sanitize_title(g[i].label, title, sizeof title);
         fprintf(fp, "%ssim_time_s,%s\n", blocks ? "\n\n" : "", title);
-        for (size_t k = 0; k < m; k++)
-            fprintf(fp, "%.9g,%.6f\n", t[k], a[k]);
+        for (size_t k = 0; k < m; k++) /* a cell with no value (a diverged run's) is no point */
+            if (isfinite(t[k]) && isfinite(a[k])) fprintf(fp, "%.9g,%.6f\n", t[k], a[k]);
         free(t);
         free(a);
         policies[blocks++] = g[i].policy;

@@ -4,6 +4,7 @@
 #include "common/status.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ void csv_write_numbers(FILE *fp, const char *formats, const double *values, int 
         conv[len] = '\0';
         f += len;
         if (i) fputc(',', fp);
-        fprintf(fp, conv, values[i]);
+        if (isfinite(values[i])) fprintf(fp, conv, values[i]); /* else an empty cell */
     }
     fputc('\n', fp);
 }

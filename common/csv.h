@@ -18,7 +18,9 @@
 /* Writes text as one field, quoted only when it must be. */
 void csv_write_field(FILE *fp, const char *text);
 /* Writes one row of n numbers, value i with the i-th of the space-separated printf conversions
- * of `formats` (each for one double: "%.6f", "%.0f" for integers), and the newline. */
+ * of `formats` (each for one double: "%.6f", "%.0f" for integers), and the newline. A value that
+ * is not a finite number (a diverged run's loss, exp of a loss above 709) is an empty cell, which
+ * the readers take as no value; printf's "nan" and "inf" are not decimal numbers to them. */
 void csv_write_numbers(FILE *fp, const char *formats, const double *values, int n);
 
 #define CSV_MAX_FIELDS 256

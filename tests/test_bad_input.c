@@ -296,6 +296,25 @@ static void test_compare_dirs(void) {
     free(out);
 }
 
+/* A diverged run (exit 3) writes empty cells in metrics.csv where printf would write inf or nan
+ * (the losses overflow, and their exp, the perplexity), and nan or inf only in the trace's
+ * grad_norm, delta and loss: report and replay read what it wrote (report refused its 'inf'). */
+static void test_diverged_outputs(void) {
+    char *out = NULL;
+    CU_ASSERT_EQUAL_FATAL(
+        shell_in_tmp(
+            "$S train --model mlp:16 --dataset synthetic --workers 2 --policy bsp --lr 100 "
+            "--epochs 0.5 --eval-every 2 --progress no --out dv >/dev/null 2>&1; "
+            "echo train=$?; grep -c ',$' dv/metrics.csv; ! grep -i -E 'inf|nan' "
+            "dv/metrics.csv && grep -v '^#' dv/steps.trace | grep -c inf && $S report dv "
+            "--out dv/rep >/dev/null && $S replay --trace dv/steps.trace --out dv/rp",
+            &out),
+        0);
+    CU_ASSERT(strstr(out, "train=3\n") != NULL);
+    CU_ASSERT(strstr(out, "relative difference 0\n") != NULL);
+    free(out);
+}
+
 static const bad_case compare_twice[] = {
     {"compare --policies bsp,bsp --workers 2 --out @G", 2, "'bsp' is listed twice"},
     {"compare --networks 5Gbps,5Gbps --workers 2 --out @G", 2, "'5Gbps' is listed twice"},
@@ -807,6 +826,8 @@ static CU_TestInfo bad_tests[] = {
      test_config_files},
     {"compare: runs of same-named platforms apart, no stale run or figure", test_compare_dirs},
     {"compare: a point listed twice is refused", test_compare_twice},
+    {"a diverged run's outputs (empty cells, nan and inf in the trace) read back",
+     test_diverged_outputs},
     {"late usage errors and inputs inside OUT leave OUT untouched", test_late_usage},
     CU_TEST_INFO_NULL,
 };

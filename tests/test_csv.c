@@ -5,6 +5,7 @@
 #include "common/status.h"
 #include "ss_test.h"
 
+#include <math.h>
 #include <string.h>
 
 /* Reads every row of text; returns the status of the first failure (SS_OK at the end). */
@@ -67,6 +68,12 @@ static void test_csv_numbers(void) {
     csv_write_numbers(fp, "%.0f %.6f %.9f", (const double[]){42, 0.1234567, 1.5}, 3);
     fclose(fp);
     CU_ASSERT_STRING_EQUAL(buf, "42,0.123457,1.500000000\n");
+    /* values that are not finite numbers: empty cells */
+    fp = fmemopen(buf, sizeof buf, "w");
+    csv_write_numbers(fp, "%.0f %.6f %.6g %.6f %.6g",
+                      (const double[]){1, NAN, INFINITY, -INFINITY, 2.5}, 5);
+    fclose(fp);
+    CU_ASSERT_STRING_EQUAL(buf, "1,,,,2.5\n");
     /* CRLF line ends and a last line without newline */
     int rows;
     char first[4][64];

@@ -15,6 +15,7 @@
 #include "traces/trace.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -238,6 +239,39 @@ static void test_trace_bad_input(void) {
     free(e);
     e = edit_line(text, layer_line, "# layer matmul 1 2 3 4 36 2 4 2", 0);
     expect_error(e, "the layer lines hold 44 parameter bytes, meta param_bytes says 40");
+    free(e);
+    free(text);
+}
+
+/* A diverged step's grad_norm, delta and loss are nan or inf, as the writer's %.17g prints them:
+ * they read back as such; in any other column they are refused, naming the line. */
+static void test_trace_non_finite(void) {
+    char *text = small_trace_text();
+    const int n = count_lines(text);
+    char *e = edit_line(text, n - 3, "2 1 0.2 0.3 0 0 1 nan -nan 1 8 0 inf", 0);
+    int rc;
+    trace *t = read_text(e, &rc);
+    CU_ASSERT_EQUAL_FATAL(rc, SS_OK);
+    CU_ASSERT(isnan(trace_cell_at(t, 2, 1)->grad_norm));
+    CU_ASSERT(isinf(trace_cell_at(t, 2, 1)->loss) && trace_cell_at(t, 2, 1)->loss > 0);
+    trace_free(t);
+    free(e);
+    e = edit_line(text, n - 3, "2 1 0.2 0.3 0 0 1 -inf 0 1 8 0 -nan", 0);
+    t = read_text(e, &rc);
+    CU_ASSERT_EQUAL(rc, SS_OK);
+    if (t) CU_ASSERT(isinf(trace_cell_at(t, 2, 1)->grad_norm));
+    trace_free(t);
+    free(e);
+    char want[64];
+    snprintf(want, sizeof want, "mem.trace:%d: not a finite number: inf", n - 3);
+    e = edit_line(text, n - 3, "2 1 0.2 inf 0 0 1 0.1 0 1 8 0 2.5", 0);
+    expect_error(e, want);
+    free(e);
+    e = edit_line(text, n - 3, "2 1 nan 0.3 0 0 1 0.1 0 1 8 0 2.5", 0);
+    expect_error(e, "not a finite number: nan");
+    free(e);
+    e = edit_line(text, n - 3, "2 1 0.2 0.3 0 0 1 NaN 0 1 8 0 2.5", 0); /* printf's spelling only */
+    expect_error(e, "not a finite number: NaN");
     free(e);
     free(text);
 }
@@ -1021,6 +1055,8 @@ static int suite_clean(void) {
 
 static CU_TestInfo format_tests[] = {
     {"trace_read(trace_writer_*) round trip, bit for bit", test_trace_round_trip},
+    {"a diverged step's nan and inf read back in grad_norm, delta and loss only",
+     test_trace_non_finite},
     {"trace_read: truncated, corrupt, duplicate, version mismatch", test_trace_bad_input},
     {"trace_load: the sample traces read in this version", test_trace_samples_load},
     {"profile_find: the four paper models match their published counts",

@@ -53,6 +53,12 @@ int trace_parse_first_line(const trace_parser *r, const char *buf, int *version)
 int trace_parse_header_line(trace_parser *r, char *text);
 /* The header is complete: every policy line, the columns, sizes that make sense. */
 int trace_parse_check_header(trace_parser *r);
+/* A record's number: a finite decimal (0), or, where non_finite is set (the columns a diverged
+ * step leaves without a value: grad_norm, delta and loss), also printf's "nan", "-nan", "inf" or
+ * "-inf", as the writer's %.17g writes them; -1 otherwise. */
+int trace_parse_value(const char *text, int non_finite, double *out);
+/* 1 for the columns that may hold "nan" or "inf" (grad_norm, delta, loss) */
+int trace_column_may_be_non_finite(const char *column);
 /* Parses and checks one record line (version 2) against the header's workers and steps. */
 int trace_parse_record(const trace_parser *r, char *text, step_record *rec);
 

@@ -177,6 +177,24 @@ int trace_parse_check_header(trace_parser *r) {
     return SS_OK;
 }
 
+int trace_parse_value(const char *text, int non_finite, double *out) {
+    if (number_parse_double(text, out) == 0) return 0;
+    if (!non_finite) return -1;
+    if (!strcmp(text, "nan") || !strcmp(text, "-nan")) {
+        *out = NAN;
+        return 0;
+    }
+    if (!strcmp(text, "inf") || !strcmp(text, "-inf")) {
+        *out = text[0] == '-' ? -INFINITY : INFINITY;
+        return 0;
+    }
+    return -1;
+}
+
+int trace_column_may_be_non_finite(const char *column) {
+    return !strcmp(column, "grad_norm") || !strcmp(column, "delta") || !strcmp(column, "loss");
+}
+
 /* Parses and checks one record line (version 2) against the header's workers and steps. */
 int trace_parse_record(const trace_parser *r, char *text, step_record *rec) {
     char *f[14];
@@ -193,9 +211,10 @@ int trace_parse_record(const trace_parser *r, char *text, step_record *rec) {
         return trace_parse_error(r, "step out of range (1..policy steps): ", f[0]);
     if (number_parse_long(f[1], 0, r->pc.workers - 1, &worker))
         return trace_parse_error(r, "worker out of range (0..policy workers - 1): ", f[1]);
+    /* grad_norm, delta and loss (7, 8, 12) are nan or inf after a diverged step */
     const int dcol[9] = {2, 3, 4, 5, 6, 7, 8, 11, 12};
     for (int i = 0; i < 9; i++)
-        if (number_parse_double(f[dcol[i]], &v[i]))
+        if (trace_parse_value(f[dcol[i]], dcol[i] == 7 || dcol[i] == 8 || dcol[i] == 12, &v[i]))
             return trace_parse_error(r, "not a finite number: ", f[dcol[i]]);
     /* start_s compute_s comm_s wait_s flops : non-negative */
     for (int i = 0; i < 5; i++)

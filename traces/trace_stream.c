@@ -88,7 +88,7 @@ static int stream_record_v1(trace_stream *s, char *text, step_record *rec) {
         if (!tok)
             return trace_parse_error(&s->r, "a record has fewer fields than columns (truncated?)",
                                      NULL);
-        if (number_parse_double(tok, &v))
+        if (trace_parse_value(tok, trace_column_may_be_non_finite(s->col[c]), &v))
             return trace_parse_error(&s->r, "not a finite number: ", tok);
         record_set(rec, s->col[c], v);
     }
