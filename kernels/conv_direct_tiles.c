@@ -81,9 +81,10 @@ static int slide_pixels_512(int nv) {
  * and 128) take the stride as a constant. Read at run time, the 14 pixels' broadcasts need 14
  * index registers; GCC kept four of them in vector registers and moved them back at every offset
  * t (4 moves a 14 fused multiply-adds). A forward pass of 28 x 28 x 16 maps (batch 64, one
- * thread, Zen 4 EPYC) ran at 84 to 94 GFLOP/s, 106 to 108 with the constant; the fused
- * multiply-adds' own peak there is 117. The chains are the same: the same bits. Returns 0 for the
- * other tiles. */
+ * thread, Zen 4 EPYC) with the other core busy ran at 84 to 94 GFLOP/s, 106 to 108 with the
+ * constant (alone on the machine, 109 to 111 either way; an 8-worker emulation of resnet:20 on
+ * both cores gained 4 to 5 %). The chains are the same: the same bits. Returns 0 for the other
+ * tiles. */
 #define SLIDE_PX(PX)                                                                               \
     case PX:                                                                                       \
         if (nv == 1)                                                                               \
