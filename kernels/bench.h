@@ -9,9 +9,10 @@
  * Returns SS_OK or the device error. On the CPU it also prints one core's fused multiply-add peak
  * (chains of FMAs on registers: the ceiling of any fp32 kernel on one thread) and adds the same
  * rates over the process's CPU time (samples per CPU second, ratio to the SGEMM's CPU-time rate):
- * on one thread on a loaded machine they are the figures least disturbed by other jobs. With more than one BLAS thread it prints the
- * table again on one thread (the figures bench/pytorch_compare.py is compared with). When OpenBLAS
- * runs its AVX2 kernels on a CPU with AVX-512 it prints a note (OPENBLAS_CORETYPE).
+ * on one thread on a loaded machine they are the figures least disturbed by other jobs. With more
+ * than one BLAS thread it prints the table again on one thread (the figures
+ * bench/pytorch_compare.py is compared with). When OpenBLAS runs its AVX2 kernels on a CPU with
+ * AVX-512 it prints a note (OPENBLAS_CORETYPE).
  */
 #ifndef SS_KERNELS_BENCH_H
 #define SS_KERNELS_BENCH_H
