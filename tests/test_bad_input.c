@@ -305,7 +305,7 @@ static void test_diverged_outputs(void) {
         shell_in_tmp(
             "$S train --model mlp:16 --dataset synthetic --workers 2 --policy bsp --lr 100 "
             "--epochs 0.5 --eval-every 2 --progress no --out dv >/dev/null 2>&1; "
-            "echo train=$?; grep -c ',$' dv/metrics.csv; ! grep -i -E 'inf|nan' "
+            "echo train=$?; grep -q ',$' dv/metrics.csv && ! grep -i -E 'inf|nan' "
             "dv/metrics.csv && grep -v '^#' dv/steps.trace | grep -c inf && $S report dv "
             "--out dv/rep >/dev/null && $S replay --trace dv/steps.trace --out dv/rp",
             &out),
