@@ -121,6 +121,13 @@ static __global__ void conv_flip_kernel(int oc, int kh, int kw, int in_c, const 
     }
 }
 
+void cuda_conv_flip(cudaStream_t stream, int oc, int kh, int kw, int in_c, const float *w,
+                    float *wt) {
+    const int n = oc * kh * kw * in_c;
+    conv_flip_kernel<<<cuda_grid((size_t)n), CUDA_BLOCK, 0, stream>>>(oc, kh, kw, in_c, w, wt);
+    cudaCheck(cudaGetLastError());
+}
+
 int cuda_conv_implicit_takes(conv_geom g, int oc, int dx) {
     if (g.in_c % 4 || oc % CONV_OT) return 0;
     if ((size_t)g.batch * g.out_h * g.out_w >= (1u << 31)) return 0;
@@ -156,10 +163,7 @@ int cuda_conv_implicit_fwd(cudaStream_t stream, conv_geom g, int oc, const float
 int cuda_conv_implicit_dx(cudaStream_t stream, conv_geom g, int oc, const float *dy, const float *w,
                           float *wt, float *dx) {
     if (!cuda_conv_implicit_takes(g, oc, 1) || !aligned16(dy) || !aligned16(dx)) return 0;
-    const int n = oc * g.kh * g.kw * g.in_c;
-    conv_flip_kernel<<<cuda_grid((size_t)n), CUDA_BLOCK, 0, stream>>>(oc, g.kh, g.kw, g.in_c, w,
-                                                                      wt);
-    cudaCheck(cudaGetLastError());
+    cuda_conv_flip(stream, oc, g.kh, g.kw, g.in_c, w, wt);
     /* the convolution of dy (B, out_h, out_w, oc) by wt, padding kh - 1 - pad: (B, in_h, in_w) */
     conv_geom t = {.batch = g.batch,
                    .in_h = g.out_h,

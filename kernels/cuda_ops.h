@@ -34,6 +34,23 @@ int cuda_conv_implicit_fwd(cudaStream_t stream, conv_geom g, int oc, const float
                            float *y);
 int cuda_conv_implicit_dx(cudaStream_t stream, conv_geom g, int oc, const float *dy, const float *w,
                           float *wt, float *dx);
+/* the flipped weights of a convolution's input gradient: wt (in_c, kh, kw, oc) from
+ * w (oc, kh, kw, in_c), the taps reversed */
+void cuda_conv_flip(cudaStream_t stream, int oc, int kh, int kw, int in_c, const float *w,
+                    float *wt);
+/* Tiled implicit-GEMM convolution (cuda_conv_tiled.cu): whether it takes a geometry for a pass;
+ * the forward pass, the input gradient at stride 1 (wt as above) and the weight gradient
+ * (partial: cuda_conv_tiled_dw_floats floats of scratch, NULL when that is 0), each returning
+ * 0, having done nothing, for a geometry or alignment it does not take. */
+enum { CUDA_CONV_FWD, CUDA_CONV_DX, CUDA_CONV_DW };
+int cuda_conv_tiled_takes(conv_geom g, int oc, int pass);
+int cuda_conv_tiled_fwd(cudaStream_t stream, conv_geom g, int oc, const float *x, const float *w,
+                        float *y);
+int cuda_conv_tiled_dx(cudaStream_t stream, conv_geom g, int oc, const float *dy, const float *w,
+                       float *wt, float *dx);
+size_t cuda_conv_tiled_dw_floats(conv_geom g, int oc);
+int cuda_conv_tiled_dw(cudaStream_t stream, conv_geom g, int oc, const float *x, const float *dy,
+                       float *partial, float *dw);
 void cuda_col2im(cudaStream_t stream, conv_geom g, const float *col, float *dx);
 void cuda_maxpool_fwd(cudaStream_t stream, int batch, int h, int w, int c, const float *x,
                       float *y);

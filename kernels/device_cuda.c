@@ -20,6 +20,7 @@ enum cuda_scratch_slot {
     CUDA_SCRATCH_PARTIALS,     /* nrm2 per-block partials, double */
     CUDA_SCRATCH_BN_PARTIALS,  /* batch norm's per-row-block column sums, double */
     CUDA_SCRATCH_CONV_WT,      /* a convolution's flipped weights for its input gradient */
+    CUDA_SCRATCH_CONV_DW,      /* a convolution's weight gradient by slices of pixels */
     CUDA_SCRATCH_COUNT
 };
 
@@ -224,17 +225,19 @@ static void cu_col2im(device *dev, const conv_geom *g, const float *col, float *
     cuda_col2im(lane_of(dev)->stream, *g, col, dx);
 }
 
-/* Which convolutions take the implicit-GEMM kernel: SYNCSIM_CUDA_CONV=im2col none, =implicit
- * every geometry it computes; by default those where it was faster on an H200: 16 channels in and
- * out with a 3x3 kernel or smaller, over at least 2^17 output pixels (ResNet-20's first stage at
- * batch 256: 0.066 against 0.118 ms forward, 0.237 against 0.301 backward). On 32 and 64 channels
- * cuBLAS's SGEMM on the columns was faster, and at batch 64 the whole step was
- * (docs/PERFORMANCE.md, "Convolutions, batch norm and bias gradients on the GPU"). */
-static int conv_implicit_wanted(device *dev, const conv_geom *g, int oc) {
+/* Which convolutions take the implicit-GEMM kernels: SYNCSIM_CUDA_CONV=im2col none, =implicit
+ * every geometry they compute; by default those of at least CONV_TILED_MIN_PIXELS output pixels
+ * that the tiled kernels take (in_c % 8 == 0, oc % 16 == 0; kernels/cuda_conv_tiled.cu). The
+ * one-pixel-a-thread kernel (cuda_conv.cu) computes, with =implicit, what the tiled one does not
+ * (in_c % 4 == 0). Smaller batches stay on im2col + SGEMM, whose sums the CPU's reference
+ * shares (docs/PERFORMANCE.md, "Convolutions, batch norm and bias gradients on the GPU"). */
+enum { CONV_TILED_MIN_PIXELS = 1 << 14 };
+
+static int conv_implicit_wanted(device *dev, const conv_geom *g, int oc, int pass) {
     const int mode = ctx_of(dev)->conv_mode;
     if (mode == 2)
-        return g->in_c <= 16 && oc <= 16 && g->kh * g->kw <= 9 &&
-               (long)g->batch * g->out_h * g->out_w >= (1L << 17);
+        return cuda_conv_tiled_takes(*g, oc, pass) &&
+               (long)g->batch * g->out_h * g->out_w >= CONV_TILED_MIN_PIXELS;
     return mode;
 }
 
@@ -252,16 +255,31 @@ static int conv_mode_of_env(void) {
 
 static int cu_conv_implicit(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
                             float *y, int always) {
-    if (!always && !conv_implicit_wanted(dev, g, oc)) return 0;
-    return cuda_conv_implicit_fwd(lane_of(dev)->stream, *g, oc, x, w, y);
+    if (!always && !conv_implicit_wanted(dev, g, oc, CUDA_CONV_FWD)) return 0;
+    cudaStream_t stream = lane_of(dev)->stream;
+    return cuda_conv_tiled_fwd(stream, *g, oc, x, w, y) ||
+           cuda_conv_implicit_fwd(stream, *g, oc, x, w, y);
 }
 
 static int cu_conv_implicit_dx(device *dev, const conv_geom *g, int oc, const float *dy,
                                const float *w, float *dx, int always) {
-    if ((!always && !conv_implicit_wanted(dev, g, oc)) || !cuda_conv_implicit_takes(*g, oc, 1))
-        return 0;
+    if (!always && !conv_implicit_wanted(dev, g, oc, CUDA_CONV_DX)) return 0;
+    const int tiled = cuda_conv_tiled_takes(*g, oc, CUDA_CONV_DX);
+    if (!tiled && !cuda_conv_implicit_takes(*g, oc, 1)) return 0;
     float *wt = scratch(dev, CUDA_SCRATCH_CONV_WT, (size_t)oc * g->kh * g->kw * g->in_c * 4);
-    return cuda_conv_implicit_dx(lane_of(dev)->stream, *g, oc, dy, w, wt, dx);
+    cudaStream_t stream = lane_of(dev)->stream;
+    return (tiled && cuda_conv_tiled_dx(stream, *g, oc, dy, w, wt, dx)) ||
+           cuda_conv_implicit_dx(stream, *g, oc, dy, w, wt, dx);
+}
+
+static int cu_conv_implicit_dw(device *dev, const conv_geom *g, int oc, const float *x,
+                               const float *dy, float *dw, int always) {
+    if ((!always && !conv_implicit_wanted(dev, g, oc, CUDA_CONV_DW)) ||
+        !cuda_conv_tiled_takes(*g, oc, CUDA_CONV_DW))
+        return 0;
+    const size_t partial = cuda_conv_tiled_dw_floats(*g, oc);
+    float *ws = partial ? scratch(dev, CUDA_SCRATCH_CONV_DW, partial * 4) : NULL;
+    return cuda_conv_tiled_dw(lane_of(dev)->stream, *g, oc, x, dy, ws, dw);
 }
 
 static void cu_maxpool_fwd(device *dev, int batch, int h, int w, int c, const float *x, float *y) {
@@ -572,6 +590,7 @@ static const device_ops cuda_ops = {
     .im2col = cu_im2col,
     .conv_implicit = cu_conv_implicit,
     .conv_implicit_dx = cu_conv_implicit_dx,
+    .conv_implicit_dw = cu_conv_implicit_dw,
     .col2im = cu_col2im,
     .maxpool_fwd = cu_maxpool_fwd,
     .maxpool_bwd = cu_maxpool_bwd,

@@ -102,11 +102,14 @@ typedef struct device_ops {
      * 0 for a geometry it does not take or would compute slower, means im2col + gemm; always: for
      * every geometry it can compute). conv_implicit: y (B*out_h*out_w, oc) = conv(x, w), without
      * the bias; conv_implicit_dx: dx (B, in_h, in_w, in_c) = the input gradient from dy
-     * (overwritten). */
+     * (overwritten); conv_implicit_dw: dw (oc, kh * kw * in_c) = the weight gradient from x and
+     * dy (overwritten). */
     int (*conv_implicit)(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
                          float *y, int always);
     int (*conv_implicit_dx)(device *dev, const conv_geom *g, int oc, const float *dy,
                             const float *w, float *dx, int always);
+    int (*conv_implicit_dw)(device *dev, const conv_geom *g, int oc, const float *x,
+                            const float *dy, float *dw, int always);
     /* Batch normalization over the rows of x (rows, cols), per column (NHWC: rows = B*H*W,
      * cols = C), y = (x - mean) / sqrt(var + eps) * gamma + beta. Training: mean and the biased
      * var of the batch, saved (save_mean, save_invstd = 1 / sqrt(var + eps), cols each) for the

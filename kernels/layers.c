@@ -324,16 +324,21 @@ static void conv_backward(device *dev, layer *l, int batch, const float *x, cons
     const int dx_done =
         l->need_dx && !l->conv_im2col_only && dev->ops->conv_implicit_dx &&
         dev->ops->conv_implicit_dx(dev, &whole, oc, dy, l->w, dx, l->conv_implicit_always);
+    const int dw_done =
+        !l->conv_im2col_only && dev->ops->conv_implicit_dw &&
+        dev->ops->conv_implicit_dw(dev, &whole, oc, x, dy, l->dw, l->conv_implicit_always);
     const int last = (batch - 1) / l->col_samples * l->col_samples;
-    for (int s0 = last; s0 >= 0; s0 -= l->col_samples) {
+    for (int s0 = last; s0 >= 0 && !(dw_done && (dx_done || !l->need_dx)); s0 -= l->col_samples) {
         int nb = batch - s0 < l->col_samples ? batch - s0 : l->col_samples;
         conv_geom g = conv_geom_of(l, nb);
         const float *dyc = dy + s0 * out_size, *xc = x + s0 * in_size;
-        if (cb->owner != l || cb->src != xc || cb->count != nb)
-            dev->ops->im2col(dev, &g, xc, cb->col);
-        /* dW (OC, KKC) (+)= dy^T (OC, nb*P) col (nb*P, KKC) */
-        dev->ops->gemm(dev, 1, 0, oc, kkc, nb * p, 1.0f, dyc, oc, cb->col, kkc,
-                       s0 == last ? 0.0f : 1.0f, l->dw, kkc);
+        if (!dw_done) {
+            if (cb->owner != l || cb->src != xc || cb->count != nb)
+                dev->ops->im2col(dev, &g, xc, cb->col);
+            /* dW (OC, KKC) (+)= dy^T (OC, nb*P) col (nb*P, KKC) */
+            dev->ops->gemm(dev, 1, 0, oc, kkc, nb * p, 1.0f, dyc, oc, cb->col, kkc,
+                           s0 == last ? 0.0f : 1.0f, l->dw, kkc);
+        }
         if (l->need_dx && !dx_done) {
             /* dcol (nb*P, KKC) = dy (nb*P, OC) W (OC, KKC), into the column buffer */
             dev->ops->gemm(dev, 0, 0, nb * p, kkc, oc, 1.0f, dyc, oc, l->w, kkc, 0.0f, cb->col,

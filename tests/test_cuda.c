@@ -202,9 +202,10 @@ static void test_im2col(void) {
     }
 }
 
-/* ---- a conv layer on the GPU (the implicit-GEMM kernel for every geometry it computes: the
- * forward pass, and the input gradient at stride 1) against the CPU's im2col + SGEMM: sums of up
- * to 576 products in other orders, 1e-10 ---- */
+/* ---- a conv layer on the GPU (the implicit-GEMM kernels for every geometry they compute: the
+ * forward pass, the input gradient at stride 1 and the weight gradient) against the CPU's
+ * im2col + SGEMM: sums of up to 576 products, and weight gradients over up to 35,280 pixels, in
+ * other orders, 1e-10 ---- */
 static void test_conv_implicit(void) {
     static const struct {
         int h, w, c, oc, k, pad, stride, bias, batch;
@@ -217,6 +218,11 @@ static void test_conv_implicit(void) {
         {9, 11, 16, 16, 3, 0, 1, 0, 2},  /* no padding: the gradient's padding is 2 */
         {14, 14, 16, 32, 1, 0, 2, 0, 3}, /* a projection shortcut */
         {7, 7, 64, 64, 3, 1, 1, 0, 5},   /* ResNet-20's last stage; 245 pixels: a partial group */
+        /* 276 blocks of 128 pixels by 64 channels: 8 pixels a thread; the weight gradient in 35
+         * slices of pixels */
+        {14, 14, 32, 64, 3, 1, 1, 1, 180},
+        /* in_c % 8 != 0: the one-pixel-a-thread kernel forward, im2col for the gradients */
+        {9, 9, 4, 16, 3, 1, 1, 0, 2},
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         layer lc, lg;
