@@ -630,8 +630,9 @@ static void test_step_lenet(void) {
  * CPU runs whose only difference is OpenBLAS's kernels (Prescott against SkylakeX), 8.1e-6 when
  * the input is scaled by 1 +- 5e-7. The H100 gave 7.3e-6 (2026-11-26); tolerance 1e-4, where
  * the blocks' shortcut gradients left out of the sum move them by NMSE 0.13. These small batches
- * keep the GPU's convolutions on im2col + SGEMM (the implicit-GEMM kernel takes 2^17 output pixels
- * and more: test_conv_implicit checks it): resnet:20,proj gave 1.4e-12 on an H200 (2026-11-26);
+ * keep the GPU's convolutions on im2col + SGEMM (the implicit-GEMM kernels take 2^14 output pixels
+ * and more, 12,544 here: test_conv_implicit checks them): resnet:20,proj gave 1.4e-12 on an H200
+ * (2026-11-26);
  * with every convolution on the implicit kernel (SYNCSIM_CUDA_CONV=implicit), whose sums round
  * otherwise, it gave 1.4e-5, flipped ReLUs as resnet:8's, and fails here. */
 static void test_step_resnet(void) {
