@@ -223,6 +223,10 @@ static void test_conv_implicit(void) {
         {14, 14, 32, 64, 3, 1, 1, 1, 180},
         /* in_c % 8 != 0: the one-pixel-a-thread kernel forward, im2col for the gradients */
         {9, 9, 4, 16, 3, 1, 1, 0, 2},
+        /* several tiles of output channels: 3 of 16 (in_c = 8, one stage a tap; the input
+         * gradient by col2im), 3 of 32 (its input gradient in tiles of 16) */
+        {9, 9, 8, 48, 3, 1, 1, 1, 3},
+        {10, 10, 16, 96, 3, 1, 1, 0, 2},
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         layer lc, lg;
