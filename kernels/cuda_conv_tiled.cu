@@ -4,15 +4,15 @@
  * As a GEMM, the forward pass is y (P, oc) = col (P, K) w^T (K, oc), P = B * out_h * out_w output
  * pixels and K = kh * kw * in_c, where col's row p holds the input pixels under the kernel at p,
  * channels innermost. The kernels tile it as an SGEMM does: a block of 256 threads computes a
- * tile of BM pixels by BN channels; it walks K in slices of 8 (one tap, 8 consecutive channels:
- * in_c % 8 == 0), staging each slice of col (read from the input where the tap falls, zero in the
- * padding) and of w in shared memory, two buffers, the next slice's global reads in flight while
- * the current one is computed; each thread sums TM pixels by 4 channels in registers. Each output
- * is one fused multiply-add chain over k = 0 .. K - 1 in order, so its bits depend neither on the
- * tile sizes nor on scheduling.
+ * tile of BM pixels by BN channels; it walks K in stages of 8 (one tap, 8 consecutive channels:
+ * in_c % 8 == 0), staging each stage's part of col (read from the input where the tap falls, zero
+ * in the padding) and of w in shared memory, two buffers, the next stage's global reads in flight
+ * while the current one is computed; each thread sums TM pixels by 4 channels in registers. Each
+ * output is one fused multiply-add chain over k = 0 .. K - 1 in order, so its bits depend neither
+ * on the tile sizes nor on scheduling.
  *
  * The input gradient at stride 1 is the same kernel over the output gradient with the kernel
- * flipped (cuda_conv.cu's conv_flip_kernel), its in and out channels swapped, padding
+ * flipped (cuda_conv_flip, cuda_conv.cu), its in and out channels swapped, padding
  * kh - 1 - pad.
  *
  * The weight gradient dw (oc, K) = dy^T (oc, P) col (P, K) sums over P, which is large (ResNet-20's
@@ -403,9 +403,7 @@ static void launch_dw(cudaStream_t stream, conv_geom g, int oc, const float *x, 
 
 int cuda_conv_tiled_dw(cudaStream_t stream, conv_geom g, int oc, const float *x, const float *dy,
                        float *partial, float *dw) {
-    if (!cuda_conv_tiled_takes(g, oc, CUDA_CONV_DW) || g.in_c % 4 || !aligned16(x) ||
-        !aligned16(dy))
-        return 0;
+    if (!cuda_conv_tiled_takes(g, oc, CUDA_CONV_DW) || !aligned16(x) || !aligned16(dy)) return 0;
     const int pixels = g.batch * g.out_h * g.out_w, n = oc * g.kh * g.kw * g.in_c;
     const int slice = dw_slice(g, oc), slices = (pixels + slice - 1) / slice;
     if (slices > 65535) return 0; /* gridDim.z */

@@ -229,8 +229,8 @@ static void cu_col2im(device *dev, const conv_geom *g, const float *col, float *
  * every geometry they compute; by default those the tiled kernels take (in_c % 8 == 0,
  * oc % 16 == 0; kernels/cuda_conv_tiled.cu) with at most 32 channels in and out, over at least
  * CONV_TILED_MIN_PIXELS output pixels. On an H200 (2026-11-26) they were faster on ResNet-20's
- * 16- and 32-channel layers at batch 256 (0.054 + 0.158 ms against 0.118 + 0.302 ms, forward and
- * backward, on 16 channels; 0.049 + 0.113 against 0.063 + 0.166 on 32) and on its first stage at
+ * 16- and 32-channel layers at batch 256 (0.054 + 0.158 ms against 0.118 + 0.301 ms, forward and
+ * backward, on 16 channels; 0.049 + 0.113 against 0.064 + 0.173 on 32) and on its first stage at
  * batch 64, and slower where cuBLAS's SGEMM has more channels to work with: the cnn's conv2
  * (32 to 64 channels, 0.277 + 0.463 against 0.230 + 0.432 ms) and VGG-11's 64 to 128 (0.285 +
  * 0.649 against 0.229 + 0.457). The one-pixel-a-thread kernel (cuda_conv.cu) computes, with

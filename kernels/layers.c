@@ -319,7 +319,8 @@ static void conv_backward(device *dev, layer *l, int batch, const float *x, cons
         return;
     }
     layer_col_buf *cb = l->colbuf;
-    /* the input gradient of the whole batch without columns, where the device takes it */
+    /* the input and weight gradients of the whole batch without columns, where the device takes
+     * them; the chunks then form only the columns the other one needs (none when both are done) */
     conv_geom whole = conv_geom_of(l, batch);
     const int dx_done =
         l->need_dx && !l->conv_im2col_only && dev->ops->conv_implicit_dx &&
