@@ -1,0 +1,223 @@
+/* The CUDA convolution kernels (kernels/cuda_conv_tiled.cu, cuda_conv.cu) run on the CPU: their
+ * sources rewritten into C++ by tests/emulate_cuda.cmake, each block's threads as CPU threads
+ * that meet at __syncthreads (tests/emulated/). This checks the kernels' indexing and arithmetic
+ * on any machine, GPU or none: the forward pass, the input and the weight gradient against a
+ * direct sum in double, the bits of the forward pass for every tile size, and which geometries
+ * each kernel takes. test_cuda runs the same kernels on a GPU, against the CPU device. */
+#include "kernels/device_impl.h"
+#include "tests/ss_test.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* the launchers (kernels/cuda_ops.h), with the emulator's stream */
+enum { CUDA_CONV_FWD, CUDA_CONV_DX, CUDA_CONV_DW };
+int cuda_conv_tiled_takes(conv_geom g, int oc, int pass);
+int cuda_conv_tiled_fwd(int stream, conv_geom g, int oc, const float *x, const float *w, float *y);
+int cuda_conv_tiled_dx(int stream, conv_geom g, int oc, const float *dy, const float *w, float *wt,
+                       float *dx);
+size_t cuda_conv_tiled_dw_floats(conv_geom g, int oc);
+int cuda_conv_tiled_dw(int stream, conv_geom g, int oc, const float *x, const float *dy,
+                       float *partial, float *dw);
+int cuda_conv_implicit_fwd(int stream, conv_geom g, int oc, const float *x, const float *w,
+                           float *y);
+int cuda_conv_implicit_dx(int stream, conv_geom g, int oc, const float *dy, const float *w,
+                          float *wt, float *dx);
+int ss_emu_conv_tiled_fwd_tiles(conv_geom g, int oc, int bn, int tm, const float *x, const float *w,
+                                float *y);
+
+typedef struct {
+    int h, w, c, oc, k, pad, stride, batch;
+} conv_case;
+
+static conv_geom geom_of(conv_case c) {
+    conv_geom g = {.batch = c.batch,
+                   .in_h = c.h,
+                   .in_w = c.w,
+                   .in_c = c.c,
+                   .kh = c.k,
+                   .kw = c.k,
+                   .pad = c.pad,
+                   .stride = c.stride};
+    const int st = c.stride > 1 ? c.stride : 1;
+    g.out_h = (c.h + 2 * c.pad - c.k) / st + 1;
+    g.out_w = (c.w + 2 * c.pad - c.k) / st + 1;
+    return g;
+}
+
+/* n floats in [-1, 1), 64-byte aligned (the kernels read float4) */
+static float *rand_floats(size_t n, uint32_t seed) {
+    float *p = aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+    CU_ASSERT_FATAL(p != NULL);
+    uint32_t s = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        p[i] = (float)(s >> 8) / (float)(1u << 24) * 2.0f - 1.0f;
+    }
+    return p;
+}
+
+/* y, dx and dw of NHWC x (B, h, w, c), w (oc, k, k, c) and dy (B, out_h, out_w, oc), in double */
+static void reference(conv_geom g, int oc, const float *x, const float *w, const float *dy,
+                      double *y, double *dx, double *dw) {
+    const int st = g.stride > 1 ? g.stride : 1;
+    for (int b = 0; b < g.batch; b++)
+        for (int oh = 0; oh < g.out_h; oh++)
+            for (int ow = 0; ow < g.out_w; ow++)
+                for (int ki = 0; ki < g.kh; ki++)
+                    for (int kj = 0; kj < g.kw; kj++) {
+                        const int ih = oh * st - g.pad + ki, iw = ow * st - g.pad + kj;
+                        if (ih < 0 || ih >= g.in_h || iw < 0 || iw >= g.in_w) continue;
+                        const size_t p = ((size_t)b * g.out_h + oh) * g.out_w + ow;
+                        const size_t xi = (((size_t)b * g.in_h + ih) * g.in_w + iw) * g.in_c;
+                        for (int o = 0; o < oc; o++)
+                            for (int c = 0; c < g.in_c; c++) {
+                                const size_t wi =
+                                    (((size_t)o * g.kh + ki) * g.kw + kj) * g.in_c + c;
+                                y[p * oc + o] += (double)x[xi + c] * w[wi];
+                                dx[xi + c] += (double)dy[p * oc + o] * w[wi];
+                                dw[wi] += (double)dy[p * oc + o] * x[xi + c];
+                            }
+                    }
+}
+
+static double nmse(const float *a, const double *ref, size_t n) {
+    double e = 0, r = 0;
+    for (size_t i = 0; i < n; i++) {
+        e += (a[i] - ref[i]) * (a[i] - ref[i]);
+        r += ref[i] * ref[i];
+    }
+    return e / r;
+}
+
+/* Each case: whether the tiled kernels take its forward pass, input and weight gradients, and
+ * whether the weight gradient sums in more than one slice of pixels. */
+static const struct {
+    conv_case c;
+    int fwd, dx, dw, slices;
+} cases[] = {
+    {{28, 28, 16, 16, 3, 1, 1, 2}, 1, 1, 1, 1}, /* ResNet-20's first stage; 1,568 pixels */
+    {{15, 14, 16, 32, 3, 1, 2, 2}, 1, 0, 1, 0}, /* stride 2: the input gradient is col2im's */
+    {{8, 8, 32, 64, 3, 1, 1, 2}, 1, 1, 1, 0},   /* 64 channels a block */
+    {{9, 9, 16, 32, 1, 0, 1, 2}, 1, 1, 1, 0},   /* 1x1 */
+    {{10, 12, 16, 16, 5, 2, 1, 2}, 1, 1, 1, 0}, /* 5x5, padding 2 */
+    {{9, 11, 16, 16, 3, 0, 1, 2}, 1, 1, 1, 0},  /* no padding: the gradient's padding is 2 */
+    {{7, 7, 64, 64, 3, 1, 1, 5}, 1, 1, 1, 0},   /* 245 pixels: a partial block */
+    {{9, 9, 8, 48, 3, 1, 1, 3}, 1, 0, 1, 0},    /* 3 tiles of 16 channels; in_c 8: no dx */
+    {{10, 10, 16, 96, 3, 1, 1, 2}, 1, 1, 1, 0}, /* 3 tiles of 32 channels */
+    {{9, 9, 4, 16, 3, 1, 1, 2}, 0, 0, 0, 0},    /* in_c % 8 != 0: not taken */
+    {{9, 9, 16, 24, 3, 1, 1, 2}, 0, 0, 0, 0},   /* oc % 16 != 0: not taken */
+};
+
+static void test_tiled_against_reference(void) {
+    for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
+        const conv_case c = cases[t].c;
+        const conv_geom g = geom_of(c);
+        const size_t nx = (size_t)g.batch * g.in_h * g.in_w * g.in_c;
+        const size_t ny = (size_t)g.batch * g.out_h * g.out_w * c.oc;
+        const size_t nw = (size_t)c.oc * g.kh * g.kw * g.in_c;
+        float *x = rand_floats(nx, 1 + t), *w = rand_floats(nw, 20 + t);
+        float *dy = rand_floats(ny, 40 + t), *y = rand_floats(ny, 60 + t);
+        float *dx = rand_floats(nx, 80 + t), *dw = rand_floats(nw, 100 + t);
+        float *wt = rand_floats(nw, 120 + t);
+        double *ry = calloc(ny, sizeof *ry), *rdx = calloc(nx, sizeof *rdx),
+               *rdw = calloc(nw, sizeof *rdw);
+        CU_ASSERT_FATAL(ry && rdx && rdw);
+        reference(g, c.oc, x, w, dy, ry, rdx, rdw);
+        const size_t partial_n = cuda_conv_tiled_dw_floats(g, c.oc);
+        float *partial = partial_n ? rand_floats(partial_n, 140 + t) : NULL;
+        const int f = cuda_conv_tiled_fwd(0, g, c.oc, x, w, y);
+        const int d = cuda_conv_tiled_dx(0, g, c.oc, dy, w, wt, dx);
+        const int k = cuda_conv_tiled_dw(0, g, c.oc, x, dy, partial, dw);
+        CU_ASSERT_EQUAL(f, cases[t].fwd);
+        CU_ASSERT_EQUAL(d, cases[t].dx);
+        CU_ASSERT_EQUAL(k, cases[t].dw);
+        CU_ASSERT_EQUAL(partial_n > 0, cases[t].slices);
+        /* sums of up to 576 products in float against double: about 1e-14 */
+        const double ey = f ? nmse(y, ry, ny) : 0, edx = d ? nmse(dx, rdx, nx) : 0,
+                     edw = k ? nmse(dw, rdw, nw) : 0;
+        fprintf(stderr,
+                "\n  %dx%dx%d -> %d, %dx%d pad %d stride %d, batch %d: NMSE y %.1e dx %.1e "
+                "dw %.1e",
+                c.h, c.w, c.c, c.oc, c.k, c.k, c.pad, c.stride, c.batch, ey, edx, edw);
+        CU_ASSERT(ey < 1e-12);
+        CU_ASSERT(edx < 1e-12);
+        CU_ASSERT(edw < 1e-12);
+        float *bufs[] = {x, w, dy, y, dx, dw, wt, partial};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            free(bufs[i]);
+        free(ry);
+        free(rdx);
+        free(rdw);
+    }
+}
+
+/* every output is one chain of fused multiply-adds in the order of K, so 4 or 8 pixels a thread
+ * and 16, 32 or 64 channels a block give the same bits */
+static void test_tiled_tile_sizes_same_bits(void) {
+    const conv_case c = {12, 10, 16, 64, 3, 1, 1, 3};
+    const conv_geom g = geom_of(c);
+    const size_t nx = (size_t)g.batch * g.in_h * g.in_w * g.in_c;
+    const size_t ny = (size_t)g.batch * g.out_h * g.out_w * c.oc;
+    float *x = rand_floats(nx, 7), *w = rand_floats((size_t)c.oc * 9 * c.c, 8);
+    float *first = rand_floats(ny, 9), *y = rand_floats(ny, 10);
+    CU_ASSERT_FATAL(ss_emu_conv_tiled_fwd_tiles(g, c.oc, 16, 4, x, w, first));
+    static const int tiles[][2] = {{16, 8}, {32, 4}, {32, 8}, {64, 4}, {64, 8}};
+    for (size_t t = 0; t < sizeof tiles / sizeof tiles[0]; t++) {
+        memset(y, 0xff, ny * sizeof *y);
+        CU_ASSERT_FATAL(ss_emu_conv_tiled_fwd_tiles(g, c.oc, tiles[t][0], tiles[t][1], x, w, y));
+        CU_ASSERT(memcmp(first, y, ny * sizeof *y) == 0);
+    }
+    free(x);
+    free(w);
+    free(first);
+    free(y);
+}
+
+/* the one-pixel-a-thread kernel (cuda_conv.cu), which takes in_c % 4 == 0, and its input
+ * gradient with in_c % 16 == 0 */
+static void test_one_pixel_kernel(void) {
+    static const conv_case one[] = {{9, 9, 4, 16, 3, 1, 1, 2}, {10, 8, 16, 32, 3, 1, 1, 2}};
+    for (size_t t = 0; t < sizeof one / sizeof one[0]; t++) {
+        const conv_case c = one[t];
+        const conv_geom g = geom_of(c);
+        const size_t nx = (size_t)g.batch * g.in_h * g.in_w * g.in_c;
+        const size_t ny = (size_t)g.batch * g.out_h * g.out_w * c.oc;
+        const size_t nw = (size_t)c.oc * g.kh * g.kw * g.in_c;
+        float *x = rand_floats(nx, 200 + t), *w = rand_floats(nw, 210 + t);
+        float *dy = rand_floats(ny, 220 + t), *y = rand_floats(ny, 230 + t);
+        float *dx = rand_floats(nx, 240 + t), *wt = rand_floats(nw, 250 + t);
+        double *ry = calloc(ny, sizeof *ry), *rdx = calloc(nx, sizeof *rdx),
+               *rdw = calloc(nw, sizeof *rdw);
+        CU_ASSERT_FATAL(ry && rdx && rdw);
+        reference(g, c.oc, x, w, dy, ry, rdx, rdw);
+        CU_ASSERT_FATAL(cuda_conv_implicit_fwd(0, g, c.oc, x, w, y));
+        CU_ASSERT(nmse(y, ry, ny) < 1e-12);
+        const int d = cuda_conv_implicit_dx(0, g, c.oc, dy, w, wt, dx);
+        CU_ASSERT_EQUAL(d, c.c % 16 == 0);
+        if (d) CU_ASSERT(nmse(dx, rdx, nx) < 1e-12);
+        float *bufs[] = {x, w, dy, y, dx, wt};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            free(bufs[i]);
+        free(ry);
+        free(rdx);
+        free(rdw);
+    }
+}
+
+int main(void) {
+    CU_TestInfo tests[] = {
+        {"tiled convolution: forward, input and weight gradients against double sums",
+         test_tiled_against_reference},
+        {"tiled convolution: the same bits for every tile size", test_tiled_tile_sizes_same_bits},
+        {"one-pixel-a-thread convolution against double sums", test_one_pixel_kernel},
+        CU_TEST_INFO_NULL,
+    };
+    CU_SuiteInfo suites[] = {
+        {"cuda kernels emulated on the CPU", NULL, NULL, NULL, NULL, tests},
+        CU_SUITE_INFO_NULL,
+    };
+    return ss_test_main(suites);
+}
