@@ -128,6 +128,20 @@ void cuda_conv_flip(cudaStream_t stream, int oc, int kh, int kw, int in_c, const
     cudaCheck(cudaGetLastError());
 }
 
+conv_geom cuda_conv_dx_geom(conv_geom g, int oc) {
+    conv_geom t = {.batch = g.batch,
+                   .in_h = g.out_h,
+                   .in_w = g.out_w,
+                   .in_c = oc,
+                   .out_h = g.in_h,
+                   .out_w = g.in_w,
+                   .kh = g.kh,
+                   .kw = g.kw,
+                   .pad = g.kh - 1 - g.pad,
+                   .stride = 1};
+    return t;
+}
+
 int cuda_conv_implicit_takes(conv_geom g, int oc, int dx) {
     if (g.in_c % 4 || oc % CONV_OT) return 0;
     if ((size_t)g.batch * g.out_h * g.out_w >= (1u << 31)) return 0;
@@ -164,17 +178,6 @@ int cuda_conv_implicit_dx(cudaStream_t stream, conv_geom g, int oc, const float 
                           float *wt, float *dx) {
     if (!cuda_conv_implicit_takes(g, oc, 1) || !aligned16(dy) || !aligned16(dx)) return 0;
     cuda_conv_flip(stream, oc, g.kh, g.kw, g.in_c, w, wt);
-    /* the convolution of dy (B, out_h, out_w, oc) by wt, padding kh - 1 - pad: (B, in_h, in_w) */
-    conv_geom t = {.batch = g.batch,
-                   .in_h = g.out_h,
-                   .in_w = g.out_w,
-                   .in_c = oc,
-                   .out_h = g.in_h,
-                   .out_w = g.in_w,
-                   .kh = g.kh,
-                   .kw = g.kw,
-                   .pad = g.kh - 1 - g.pad,
-                   .stride = 1};
-    launch(stream, t, g.in_c, dy, wt, dx);
+    launch(stream, cuda_conv_dx_geom(g, oc), g.in_c, dy, wt, dx);
     return 1;
 }

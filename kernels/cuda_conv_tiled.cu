@@ -222,17 +222,7 @@ int cuda_conv_tiled_dx(cudaStream_t stream, conv_geom g, int oc, const float *dy
                        float *wt, float *dx) {
     if (!cuda_conv_tiled_takes(g, oc, CUDA_CONV_DX) || !aligned16(dy) || !aligned16(dx)) return 0;
     cuda_conv_flip(stream, oc, g.kh, g.kw, g.in_c, w, wt);
-    conv_geom t = {.batch = g.batch,
-                   .in_h = g.out_h,
-                   .in_w = g.out_w,
-                   .in_c = oc,
-                   .out_h = g.in_h,
-                   .out_w = g.in_w,
-                   .kh = g.kh,
-                   .kw = g.kw,
-                   .pad = g.kh - 1 - g.pad,
-                   .stride = 1};
-    launch_fwd(stream, t, g.in_c, dy, wt, dx);
+    launch_fwd(stream, cuda_conv_dx_geom(g, oc), g.in_c, dy, wt, dx);
     return 1;
 }
 

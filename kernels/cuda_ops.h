@@ -38,6 +38,9 @@ int cuda_conv_implicit_dx(cudaStream_t stream, conv_geom g, int oc, const float 
  * w (oc, kh, kw, in_c), the taps reversed */
 void cuda_conv_flip(cudaStream_t stream, int oc, int kh, int kw, int in_c, const float *w,
                     float *wt);
+/* the input gradient of a stride-1 convolution (kh == kw) as a convolution: of dy (B, out_h,
+ * out_w, oc) by the flipped weights, padding kh - 1 - pad, into (B, in_h, in_w, in_c) */
+conv_geom cuda_conv_dx_geom(conv_geom g, int oc);
 /* Tiled implicit-GEMM convolution (cuda_conv_tiled.cu): whether it takes a geometry for a pass;
  * the forward pass, the input gradient at stride 1 (wt as above) and the weight gradient
  * (partial: cuda_conv_tiled_dw_floats floats of scratch, NULL when that is 0), each returning
