@@ -161,7 +161,7 @@ static void test_tiled_tile_sizes_same_bits(void) {
     const conv_geom g = geom_of(c);
     const size_t nx = (size_t)g.batch * g.in_h * g.in_w * g.in_c;
     const size_t ny = (size_t)g.batch * g.out_h * g.out_w * c.oc;
-    float *x = rand_floats(nx, 7), *w = rand_floats((size_t)c.oc * 9 * c.c, 8);
+    float *x = rand_floats(nx, 7), *w = rand_floats((size_t)c.oc * c.k * c.k * c.c, 8);
     float *first = rand_floats(ny, 9), *y = rand_floats(ny, 10);
     CU_ASSERT_FATAL(ss_emu_conv_tiled_fwd_tiles(g, c.oc, 16, 4, x, w, first));
     static const int tiles[][2] = {{16, 8}, {32, 4}, {32, 8}, {64, 4}, {64, 8}};
