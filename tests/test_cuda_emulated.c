@@ -1,4 +1,5 @@
-/* The CUDA convolution kernels (kernels/cuda_conv_tiled.cu, cuda_conv.cu) run on the CPU: their
+/* CUDA kernels (kernels/cuda_conv_tiled.cu, cuda_conv.cu, cuda_im2col.cu, cuda_batchnorm.cu) run
+ * on the CPU: their
  * sources rewritten into C++ by tests/emulate_cuda.cmake, each block's threads as CPU threads
  * that meet at __syncthreads (tests/emulated/). This checks the kernels' indexing and arithmetic
  * on any machine, GPU or none: the forward pass, the input and the weight gradient against a
@@ -27,6 +28,19 @@ int cuda_conv_implicit_dx(int stream, conv_geom g, int oc, const float *dy, cons
                           float *wt, float *dx);
 int ss_emu_conv_tiled_fwd_tiles(conv_geom g, int oc, int bn, int tm, const float *x, const float *w,
                                 float *y);
+void cuda_im2col(int stream, conv_geom g, const float *x, float *col);
+void cuda_col2im(int stream, conv_geom g, const float *col, float *dx);
+size_t cuda_bn_partial_doubles(int rows, int cols);
+void cuda_bn_fwd_train(int stream, int rows, int cols, const float *x, const float *gamma,
+                       const float *beta, float momentum, float eps, float *run_mean,
+                       float *run_var, float *save_mean, float *save_invstd, double *partial,
+                       float *y);
+void cuda_bn_fwd_infer(int stream, int rows, int cols, const float *x, const float *gamma,
+                       const float *beta, const float *run_mean, const float *run_var, float eps,
+                       float *y);
+void cuda_bn_bwd(int stream, int rows, int cols, const float *x, const float *dy,
+                 const float *gamma, const float *save_mean, const float *save_invstd,
+                 double *partial, float *dgamma, float *dbeta, float *dx);
 
 typedef struct {
     int h, w, c, oc, k, pad, stride, batch;
@@ -207,12 +221,133 @@ static void test_one_pixel_kernel(void) {
     }
 }
 
+/* im2col (copies: exact, every channel count, 4 at a time or 1) and col2im (each input element's
+ * sum of the column entries that read it, against double) */
+static void test_im2col_col2im(void) {
+    static const conv_case cols[] = {
+        {7, 6, 2, 0, 3, 1, 1, 3},  {9, 9, 3, 0, 5, 0, 1, 2},    {14, 14, 32, 0, 5, 2, 1, 2},
+        {7, 8, 16, 0, 3, 1, 2, 2}, {14, 14, 16, 0, 1, 0, 2, 2}, {6, 5, 1, 0, 3, 1, 1, 2},
+    };
+    for (size_t t = 0; t < sizeof cols / sizeof cols[0]; t++) {
+        const conv_geom g = geom_of(cols[t]);
+        const int st = g.stride > 1 ? g.stride : 1, kkc = g.kh * g.kw * g.in_c;
+        const size_t nx = (size_t)g.batch * g.in_h * g.in_w * g.in_c;
+        const size_t ncol = (size_t)g.batch * g.out_h * g.out_w * kkc;
+        float *x = rand_floats(nx, 300 + t), *col = rand_floats(ncol, 310 + t);
+        float *ref = rand_floats(ncol, 320 + t), *dcol = rand_floats(ncol, 330 + t);
+        float *dx = rand_floats(nx, 340 + t);
+        double *rdx = calloc(nx, sizeof *rdx);
+        CU_ASSERT_FATAL(rdx != NULL);
+        for (int b = 0; b < g.batch; b++)
+            for (int oh = 0; oh < g.out_h; oh++)
+                for (int ow = 0; ow < g.out_w; ow++)
+                    for (int ki = 0; ki < g.kh; ki++)
+                        for (int kj = 0; kj < g.kw; kj++)
+                            for (int c = 0; c < g.in_c; c++) {
+                                const int ih = oh * st - g.pad + ki, iw = ow * st - g.pad + kj;
+                                const size_t ci =
+                                    (((size_t)b * g.out_h + oh) * g.out_w + ow) * kkc +
+                                    (size_t)(ki * g.kw + kj) * g.in_c + c;
+                                if (ih < 0 || ih >= g.in_h || iw < 0 || iw >= g.in_w) {
+                                    ref[ci] = 0.0f;
+                                    continue;
+                                }
+                                const size_t xi =
+                                    (((size_t)b * g.in_h + ih) * g.in_w + iw) * g.in_c + c;
+                                ref[ci] = x[xi];
+                                rdx[xi] += dcol[ci];
+                            }
+        cuda_im2col(0, g, x, col);
+        CU_ASSERT(memcmp(col, ref, ncol * sizeof *col) == 0);
+        cuda_col2im(0, g, dcol, dx);
+        CU_ASSERT(nmse(dx, rdx, nx) < 1e-12);
+        free(x);
+        free(col);
+        free(ref);
+        free(dcol);
+        free(dx);
+        free(rdx);
+    }
+}
+
+/* batch normalization (training: the batch's statistics, the running ones and the output; the
+ * backward pass; inference) against double, on one and several blocks of rows and one and two
+ * tiles of columns */
+static void test_batchnorm(void) {
+    static const int shapes[][2] = {{300, 17}, {2 * 28 * 28, 16}, {5, 64}, {3000, 40}};
+    const float momentum = 0.1f, eps = 1e-5f;
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++) {
+        const int rows = shapes[t][0], cols = shapes[t][1];
+        const size_t n = (size_t)rows * cols;
+        float *x = rand_floats(n, 400 + t), *dy = rand_floats(n, 410 + t);
+        float *gamma = rand_floats(cols, 420 + t), *beta = rand_floats(cols, 430 + t);
+        float *rm = rand_floats(cols, 440 + t), *rv = rand_floats(cols, 450 + t);
+        float *y = rand_floats(n, 460 + t), *dx = rand_floats(n, 470 + t);
+        float *mean = rand_floats(cols, 480 + t), *invstd = rand_floats(cols, 490 + t);
+        float *dgamma = rand_floats(cols, 500 + t), *dbeta = rand_floats(cols, 510 + t);
+        for (int c = 0; c < cols; c++)
+            rv[c] = 1.0f + 0.5f * rv[c];
+        double *r = calloc(n * 2 + (size_t)cols * 8, sizeof *r);
+        CU_ASSERT_FATAL(r != NULL);
+        double *ry = r, *rdx = r + n, *m = rdx + n, *v = m + cols, *rrm = v + cols,
+               *rrv = rrm + cols, *rdg = rrv + cols, *rdb = rdg + cols, *is = rdb + cols;
+        for (size_t i = 0; i < n; i++)
+            m[i % cols] += x[i] / (double)rows;
+        for (size_t i = 0; i < n; i++)
+            v[i % cols] += (x[i] - m[i % cols]) * (x[i] - m[i % cols]) / rows;
+        for (int c = 0; c < cols; c++) {
+            is[c] = 1.0 / sqrt(v[c] + eps);
+            rrm[c] = (1.0 - momentum) * rm[c] + momentum * m[c];
+            rrv[c] = (1.0 - momentum) * rv[c] + momentum * v[c] * rows / (rows - 1);
+        }
+        for (size_t i = 0; i < n; i++) {
+            const int c = (int)(i % cols);
+            const double xh = (x[i] - m[c]) * is[c];
+            ry[i] = xh * gamma[c] + beta[c];
+            rdg[c] += dy[i] * xh;
+            rdb[c] += dy[i];
+        }
+        for (size_t i = 0; i < n; i++) {
+            const int c = (int)(i % cols);
+            const double xh = (x[i] - m[c]) * is[c];
+            rdx[i] = gamma[c] * is[c] / rows * (rows * (double)dy[i] - rdb[c] - xh * rdg[c]);
+        }
+        double *partial = calloc(cuda_bn_partial_doubles(rows, cols), sizeof *partial);
+        CU_ASSERT_FATAL(partial != NULL);
+        cuda_bn_fwd_train(0, rows, cols, x, gamma, beta, momentum, eps, rm, rv, mean, invstd,
+                          partial, y);
+        CU_ASSERT(nmse(y, ry, n) < 1e-12);
+        CU_ASSERT(nmse(mean, m, cols) < 1e-12);
+        CU_ASSERT(nmse(invstd, is, cols) < 1e-12);
+        CU_ASSERT(nmse(rm, rrm, cols) < 1e-12);
+        CU_ASSERT(nmse(rv, rrv, cols) < 1e-12);
+        cuda_bn_bwd(0, rows, cols, x, dy, gamma, mean, invstd, partial, dgamma, dbeta, dx);
+        CU_ASSERT(nmse(dgamma, rdg, cols) < 1e-12);
+        CU_ASSERT(nmse(dbeta, rdb, cols) < 1e-12);
+        CU_ASSERT(nmse(dx, rdx, n) < 1e-10);
+        /* inference, with the running statistics just updated */
+        for (int c = 0; c < cols; c++)
+            is[c] = 1.0 / sqrt(rrv[c] + eps);
+        for (size_t i = 0; i < n; i++)
+            ry[i] = (x[i] - rrm[i % cols]) * is[i % cols] * gamma[i % cols] + beta[i % cols];
+        cuda_bn_fwd_infer(0, rows, cols, x, gamma, beta, rm, rv, eps, y);
+        CU_ASSERT(nmse(y, ry, n) < 1e-12);
+        float *bufs[] = {x, dy, gamma, beta, rm, rv, y, dx, mean, invstd, dgamma, dbeta};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            free(bufs[i]);
+        free(r);
+        free(partial);
+    }
+}
+
 int main(void) {
     CU_TestInfo tests[] = {
         {"tiled convolution: forward, input and weight gradients against double sums",
          test_tiled_against_reference},
         {"tiled convolution: the same bits for every tile size", test_tiled_tile_sizes_same_bits},
         {"one-pixel-a-thread convolution against double sums", test_one_pixel_kernel},
+        {"im2col exactly, col2im against double sums", test_im2col_col2im},
+        {"batch normalization against double", test_batchnorm},
         CU_TEST_INFO_NULL,
     };
     CU_SuiteInfo suites[] = {

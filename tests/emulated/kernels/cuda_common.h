@@ -53,6 +53,18 @@ template <typename F> static inline cudaError_t cudaFuncSetAttribute(F, int, int
 /* dynamic shared memory (extern __shared__ T name[], rewritten): this many bytes */
 #define SS_EMU_DYNAMIC_SHARED (64 * 1024)
 
+/* the rounded arithmetic intrinsics: IEEE single precision, one rounding each (the test is built
+ * without contraction into fused multiply-adds) */
+static inline float __fadd_rn(float a, float b) {
+    return a + b;
+}
+static inline float __fsub_rn(float a, float b) {
+    return a - b;
+}
+static inline float __fmul_rn(float a, float b) {
+    return a * b;
+}
+
 /* the barrier of the block being run */
 void ss_emu_syncthreads(void);
 #define __syncthreads() ss_emu_syncthreads()
