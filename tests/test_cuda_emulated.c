@@ -5,7 +5,7 @@
  * on any machine, GPU or none: the forward pass, the input and the weight gradient against a
  * direct sum in double, the bits of the forward pass for every tile size, and which geometries
  * each kernel takes. test_cuda runs the same kernels on a GPU, against the CPU device. */
-#include "kernels/device_impl.h"
+#include "kernels/cuda_ops.h" /* with tests/emulated/kernels/cuda_common.h's stream */
 #include "tests/ss_test.h"
 
 #include <math.h>
@@ -13,34 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the launchers (kernels/cuda_ops.h), with the emulator's stream */
-enum { CUDA_CONV_FWD, CUDA_CONV_DX, CUDA_CONV_DW };
-int cuda_conv_tiled_takes(conv_geom g, int oc, int pass);
-int cuda_conv_tiled_fwd(int stream, conv_geom g, int oc, const float *x, const float *w, float *y);
-int cuda_conv_tiled_dx(int stream, conv_geom g, int oc, const float *dy, const float *w, float *wt,
-                       float *dx);
-size_t cuda_conv_tiled_dw_floats(conv_geom g, int oc);
-int cuda_conv_tiled_dw(int stream, conv_geom g, int oc, const float *x, const float *dy,
-                       float *partial, float *dw);
-int cuda_conv_implicit_fwd(int stream, conv_geom g, int oc, const float *x, const float *w,
-                           float *y);
-int cuda_conv_implicit_dx(int stream, conv_geom g, int oc, const float *dy, const float *w,
-                          float *wt, float *dx);
+/* the forward kernel at a chosen tile size (tests/emulated/emulator.cpp) */
 int ss_emu_conv_tiled_fwd_tiles(conv_geom g, int oc, int bn, int tm, const float *x, const float *w,
                                 float *y);
-void cuda_im2col(int stream, conv_geom g, const float *x, float *col);
-void cuda_col2im(int stream, conv_geom g, const float *col, float *dx);
-size_t cuda_bn_partial_doubles(int rows, int cols);
-void cuda_bn_fwd_train(int stream, int rows, int cols, const float *x, const float *gamma,
-                       const float *beta, float momentum, float eps, float *run_mean,
-                       float *run_var, float *save_mean, float *save_invstd, double *partial,
-                       float *y);
-void cuda_bn_fwd_infer(int stream, int rows, int cols, const float *x, const float *gamma,
-                       const float *beta, const float *run_mean, const float *run_var, float eps,
-                       float *y);
-void cuda_bn_bwd(int stream, int rows, int cols, const float *x, const float *dy,
-                 const float *gamma, const float *save_mean, const float *save_invstd,
-                 double *partial, float *dgamma, float *dbeta, float *dx);
 
 typedef struct {
     int h, w, c, oc, k, pad, stride, batch;

@@ -13,6 +13,10 @@
 #include <math.h>
 #include <stddef.h>
 
+/* what kernels/cuda_ops.h needs, for the C test that includes it too */
+typedef int cudaStream_t;
+
+#ifdef __cplusplus
 #include <functional>
 
 struct float4 {
@@ -32,7 +36,6 @@ extern thread_local uint3 threadIdx;
 extern uint3 blockIdx;
 extern dim3 blockDim, gridDim;
 
-typedef int cudaStream_t;
 typedef int cudaError_t;
 enum { cudaSuccess = 0, cudaFuncAttributeMaxDynamicSharedMemorySize = 8 };
 static inline cudaError_t cudaGetLastError(void) {
@@ -73,6 +76,8 @@ void ss_emu_syncthreads(void);
  * stream is the launch's, unused */
 void ss_emu_launch(dim3 grid, unsigned threads, cudaStream_t stream,
                    const std::function<void()> &body);
+
+#endif /* __cplusplus */
 
 #define CUDA_BLOCK 256
 static inline unsigned cuda_grid(size_t n) {
