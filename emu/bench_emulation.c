@@ -7,7 +7,10 @@
  * Both runs must end with the same parameters: the engine's threads change the wall time only.
  * Each run also reports the wall seconds of the work its engine ran or split (emulation.h,
  * summed over its threads): on one thread, the rest of the loop is the serial share, which no
- * thread count shortens (Amdahl's law bounds the speedup on N threads by 1 / (s + (1 - s) / N)). */
+ * thread count shortens (Amdahl's law bounds the speedup on N threads by 1 / (s + (1 - s) / N)),
+ * and the wall seconds of its evaluations of the consensus model, so that the speedup of the
+ * training alone (the loop less its evaluations) shows too: a short run's evaluation of the whole
+ * test set can take longer than its steps. */
 #include "common/afile.h"
 #include "common/engine.h"
 #include "common/isolate.h"
@@ -23,6 +26,7 @@
 typedef struct bench_em_result {
     double wall_s;  /* the training loop */
     double work_s;  /* of it, the engine's work, summed over its threads */
+    double eval_s;  /* of it, the evaluations of the consensus model */
     double samples; /* computed by all workers */
     double sim_s;
     double accuracy;
@@ -61,6 +65,7 @@ static int bench_em_run(void *varg, isolate_blob *out) {
     if (rc == SS_OK) {
         bench_em_result res = {.wall_s = r.train_wall_s,
                                .work_s = emulation_work_seconds(r.em),
+                               .eval_s = r.train_eval_s,
                                .samples = emulation_samples(r.em),
                                .sim_s = r.pr.sim_time_s,
                                .accuracy = emulation_last_eval(r.em)->test_accuracy,
@@ -88,7 +93,8 @@ static int bench_em_one(const run_request *rq, int threads, bench_em_result *res
 }
 
 static const char *const csv_header = "model,policy,workers,threads,steps,samples,wall_s,"
-                                      "samples_per_s,speedup,same_params,work_s,serial_share";
+                                      "samples_per_s,speedup,same_params,work_s,serial_share,"
+                                      "eval_s,train_speedup";
 
 /* The share of the loop's wall time outside the engine's work; meaningful on one thread, where
  * the work is not spread over several. */
@@ -97,23 +103,29 @@ static double serial_share(const bench_em_result *r) {
     return s > 0 ? s : 0;
 }
 
+/* The loop's wall time less its evaluations: the training alone. */
+static double train_s(const bench_em_result *r) {
+    const double t = r->wall_s - r->eval_s;
+    return t > 0 ? t : 0;
+}
+
 static void print_row(FILE *out, int csv, const run_config *cfg, const bench_em_result *r,
                       const bench_em_result *base) {
     const double rate = r->wall_s > 0 ? r->samples / r->wall_s : 0;
     const double speedup = r->wall_s > 0 ? base->wall_s / r->wall_s : 0;
+    const double train_speedup = train_s(r) > 0 ? train_s(base) / train_s(r) : 0;
     const char *same = r->checksum == base->checksum ? "yes" : "NO";
-    if (csv && r->threads == 1)
-        fprintf(out, "%s,%s,%d,%d,%ld,%.0f,%.6f,%.2f,%.3f,%s,%.6f,%.4f\n", cfg->model, cfg->policy,
-                cfg->workers, r->threads, r->steps, r->samples, r->wall_s, rate, speedup, same,
-                r->work_s, serial_share(r));
-    else if (csv)
-        fprintf(out, "%s,%s,%d,%d,%ld,%.0f,%.6f,%.2f,%.3f,%s,%.6f,\n", cfg->model, cfg->policy,
+    if (csv) {
+        fprintf(out, "%s,%s,%d,%d,%ld,%.0f,%.6f,%.2f,%.3f,%s,%.6f,", cfg->model, cfg->policy,
                 cfg->workers, r->threads, r->steps, r->samples, r->wall_s, rate, speedup, same,
                 r->work_s);
-    else
-        fprintf(out, "%-14s %-8s %7d %7d %7ld %9.0f %9.3f %11.1f %8.2fx %6s %9.3f\n", cfg->model,
-                cfg->policy, cfg->workers, r->threads, r->steps, r->samples, r->wall_s, rate,
-                speedup, same, r->work_s);
+        if (r->threads == 1) fprintf(out, "%.4f", serial_share(r));
+        fprintf(out, ",%.6f,%.3f\n", r->eval_s, train_speedup);
+    } else {
+        fprintf(out, "%-14s %-8s %7d %7d %7ld %9.0f %9.3f %11.1f %8.2fx %6s %9.3f %9.3f %8.2fx\n",
+                cfg->model, cfg->policy, cfg->workers, r->threads, r->steps, r->samples, r->wall_s,
+                rate, speedup, same, r->work_s, r->eval_s, train_speedup);
+    }
 }
 
 static int write_csv(const char *path, const run_config *cfg, const bench_em_result r[2]) {
@@ -148,14 +160,16 @@ int bench_emulation(const run_request *rq, const char *csv_path, FILE *out) {
     bench_em_result r[2];
     if ((rc = bench_em_one(rq, 1, &r[0])) != SS_OK) return rc;
     if ((rc = bench_em_one(rq, threads, &r[1])) != SS_OK) return rc;
-    fprintf(out, "%-14s %-8s %7s %7s %7s %9s %9s %11s %9s %6s %9s\n", "model", "policy", "workers",
-            "threads", "steps", "samples", "wall (s)", "samples/s", "speedup", "same", "work (s)");
+    fprintf(out, "%-14s %-8s %7s %7s %7s %9s %9s %11s %9s %6s %9s %9s %9s\n", "model", "policy",
+            "workers", "threads", "steps", "samples", "wall (s)", "samples/s", "speedup", "same",
+            "work (s)", "eval (s)", "training");
     for (int i = 0; i < 2; i++)
         print_row(out, 0, cfg, &r[i], &r[0]);
     const double s = serial_share(&r[0]);
     fprintf(out, "wall: the training loop (simulation and evaluations), each run in its own "
                  "process; same: worker 0's final parameters equal bit for bit; work: the "
-                 "engine's work, summed over its threads\n");
+                 "engine's work, summed over its threads; eval: the evaluations of the consensus "
+                 "model in the loop; training: the speedup of the loop less its evaluations\n");
     fprintf(out,
             "serial share on 1 thread: %.1f %% of the loop outside the engine's work; Amdahl's "
             "bound on %d threads: %.2fx\n",

@@ -119,6 +119,9 @@ double emulation_samples(const emulation *e);
  * summed over its threads. On one thread, the rest of the run's time stays serial whatever
  * --threads is. */
 double emulation_work_seconds(const emulation *e);
+/* Wall seconds of the evaluations of the consensus model (its averaging and its pass over the
+ * test set, split over the engine's threads) so far; the steps they waited for excluded. */
+double emulation_eval_seconds(const emulation *e);
 
 /* Real mode: what one worker's rank kept at an evaluation step. */
 typedef struct emulation_snapshot {

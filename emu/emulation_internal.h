@@ -75,7 +75,8 @@ struct emulation {
     long next_eval;    /* next step to evaluate */
     double loss_sum;   /* training loss since the last evaluation */
     long loss_count;
-    double samples; /* samples computed so far */
+    double samples;     /* samples computed so far */
+    double eval_wall_s; /* wall seconds of the evaluations of the consensus model so far */
     emulation_eval last;
     /* real mode: the snapshots kept at evaluation steps */
     emulation_snapshot *snaps;

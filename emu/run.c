@@ -431,6 +431,7 @@ int run_simulate(emu_run *r) {
     int rc =
         sim_policy_run(&r->pc, r->cluster, emulation_source(r->em), run_on_record, &r->ctx, &r->pr);
     r->train_wall_s = outputs_wall_s() - t0;
+    r->train_eval_s = emulation_eval_seconds(r->em);
     progress_end(&r->ctx.bar);
     if (rc != SS_OK) return rc;
     const step_counters final = {r->pr.sync_steps, r->pr.bytes_sent};

@@ -57,6 +57,7 @@ typedef struct emu_run {
     int real, rank, ranks, stopped;
     int threads;              /* --threads, resolved */
     double train_wall_s;      /* wall time of the simulation's training loop (run_simulate) */
+    double train_eval_s;      /* of it, the evaluations of the consensus model */
     int skip_worker_accuracy; /* bench emulation: no evaluation of each replica at the end */
     exchange *ex;
     real_records recs;

@@ -365,7 +365,8 @@ static void test_bench_emulation(void) {
     snprintf(cmd, sizeof cmd, "cat %s/bench.csv", tmp_dir);
     CU_ASSERT_EQUAL(ss_test_shell(cmd, &out), 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "model,policy,workers,threads,steps,samples,wall_s,"
-                                       "samples_per_s,speedup,same_params,work_s,serial_share\n"));
+                                       "samples_per_s,speedup,same_params,work_s,serial_share,"
+                                       "eval_s,train_speedup\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nmlp:32,bsp,4,1,"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "\nmlp:32,bsp,4,2,"));
     char *line2 = strstr(out, "\nmlp:32,bsp,4,2,");
@@ -374,14 +375,26 @@ static void test_bench_emulation(void) {
     const char *line1 = strstr(out, "\nmlp:32,bsp,4,1,");
     double fields[12];
     CU_ASSERT_EQUAL_FATAL(
-        line1 && sscanf(line1 + 1, "%*[^,],%*[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf,%*[^,],%lf,%lf",
-                        &fields[0], &fields[1], &fields[2], &fields[3], &fields[4], &fields[5],
-                        &fields[6], &fields[7], &fields[8]) == 9,
+        line1 &&
+            sscanf(line1 + 1, "%*[^,],%*[^,],%lf,%lf,%lf,%lf,%lf,%lf,%lf,%*[^,],%lf,%lf,%lf,%lf",
+                   &fields[0], &fields[1], &fields[2], &fields[3], &fields[4], &fields[5],
+                   &fields[6], &fields[7], &fields[8], &fields[9], &fields[10]) == 11,
         1);
-    const double wall = fields[4], work = fields[7], serial = fields[8];
+    const double wall = fields[4], work = fields[7], serial = fields[8], eval = fields[9];
     CU_ASSERT(work > 0 && work <= wall * 1.001);
     CU_ASSERT(serial >= 0 && serial < 1);
     CU_ASSERT_DOUBLE_EQUAL(serial, 1 - work / wall, 2e-3);
+    /* the one evaluation of the consensus model at the last step: a part of the loop, and of
+     * the engine's work (its pass over the test set) */
+    CU_ASSERT(eval > 0 && eval < wall);
+    CU_ASSERT_DOUBLE_EQUAL(fields[10], 1.0, 1e-9); /* the 1-thread row against itself */
+    /* the 2-thread row: its evaluation time and the training's speedup, both positive */
+    double eval2 = -1, train2 = -1;
+    CU_ASSERT(line2 && sscanf(line2 + 1,
+                              "%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],"
+                              "%*[^,],%*[^,],,%lf,%lf",
+                              &eval2, &train2) == 2);
+    CU_ASSERT(eval2 > 0 && train2 > 0);
     free(out);
 }
 
