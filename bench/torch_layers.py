@@ -13,7 +13,9 @@ Five tables, each written as CSV into --out DIR:
               `syncsim validate compute --throughputs layers.csv` sets each against the model
               (resnet50, resnet101, vgg16, alexnet). Residual additions (not modules in
               torchvision) are timed at their shapes too.
-  gemm.csv    matrix products of the shapes convolutions become (M x N x K), TFLOP/s.
+  gemm.csv    matrix products of the shapes convolutions become (M x N x K), TFLOP/s; with
+              --gemm-batches B1,B2,... the convolutions' products again with M = B x pixels for
+              each batch B (how the rate grows with M).
   memory.csv  element-wise kernels (copy, ReLU, add) from 64 KiB to 1 GiB: GB/s and the time of
               a small kernel launched back to back.
   jitter.csv  --jitter-steps consecutive steps, each timed alone: the coefficient of variation of
@@ -26,7 +28,7 @@ runs it. Times are CUDA events: the mean of a window of --reps calls after warm-
 
 Usage: torch_layers.py --out DIR [--models resnet50,resnet101,vgg16] [--precisions fp32,tf32,fp16]
                        [--batch 128] [--reps 20] [--tables steps,layers,gemm,memory,jitter]
-                       [--gpu CLASS]
+                       [--gpu CLASS] [--gemm-batches 32,64,128,256]
 It installs nothing: it needs PyTorch with CUDA and torchvision.
 """
 import argparse
@@ -347,12 +349,25 @@ GEMM_SHAPES = [  # M (batch x output pixels), N (output channels), K (input chan
     (128 * 14 * 14, 512, 4608), (128, 4096, 25088), (128, 4096, 4096), (128, 1000, 2048)]
 
 
+def gemm_shapes(a):
+    """GEMM_SHAPES, then the convolutions' products (M a multiple of 128 pixels maps) at each of
+    --gemm-batches, without repeating a shape."""
+    shapes = list(GEMM_SHAPES)
+    for b in a.gemm_batches:
+        for (M, N, K) in GEMM_SHAPES:
+            if M > 128 and M % 128 == 0 and M != N:
+                s = (M // 128 * b, N, K)
+                if s not in shapes:
+                    shapes.append(s)
+    return shapes
+
+
 def table_gemm(a, w):
     w.writerow(["precision", "M", "N", "K", "tflops"])
     for prec in a.precisions:
         set_prec(prec)
         dt = torch.float16 if prec == "fp16" else torch.float32
-        for (M, N, K) in GEMM_SHAPES:
+        for (M, N, K) in gemm_shapes(a):
             A = torch.randn(M, K, device=DEV, dtype=dt)
             B = torch.randn(K, N, device=DEV, dtype=dt)
             ms = window_ms(lambda: torch.mm(A, B), max(3, a.reps // 2))
@@ -400,7 +415,16 @@ def main():
     ap.add_argument("--gpu", default="", help="syncsim GPU class for layers.csv (default: from "
                     "the device's name)")
     ap.add_argument("--tables", default="memory,gemm,layers,steps,jitter")
+    ap.add_argument("--gemm-batches", default="",
+                    help="gemm table: the convolutions' products also at these batches")
     a = ap.parse_args()
+    try:
+        a.gemm_batches = [int(b) for b in a.gemm_batches.split(",") if b]
+    except ValueError:
+        raise SystemExit("torch_layers.py: --gemm-batches: a comma-separated list of positive "
+                         "integers, got '%s'" % a.gemm_batches)
+    if any(b < 1 for b in a.gemm_batches):
+        raise SystemExit("torch_layers.py: --gemm-batches: batches must be >= 1")
     a.models = a.models.split(",")
     a.precisions = a.precisions.split(",")
     if not torch.cuda.is_available():
