@@ -359,6 +359,11 @@ static __global__ void conv_dw_sum_kernel(int n, int slices, const float *__rest
     }
 }
 
+void cuda_conv_dw_sum(cudaStream_t stream, int n, int slices, const float *partial, float *dw) {
+    conv_dw_sum_kernel<<<cuda_grid((size_t)n), CUDA_BLOCK, 0, stream>>>(n, slices, partial, dw);
+    cudaCheck(cudaGetLastError());
+}
+
 /* Pixels summed by one block of the weight gradient: the largest of 1,024, 512 and 256 whose
  * blocks give at least TC_DW_WARPS warps (16 on each of an H100's or H200's 132
  * multiprocessors), else 256. On an H200, ResNet-20 at batch 256 (2026-11-26): 1,024 pixels a
@@ -404,9 +409,6 @@ int cuda_conv_tiled_dw(cudaStream_t stream, conv_geom g, int oc, const float *x,
         launch_dw<32>(stream, g, oc, x, dy, out, slice, slices);
     else
         launch_dw<16>(stream, g, oc, x, dy, out, slice, slices);
-    if (slices > 1) {
-        conv_dw_sum_kernel<<<cuda_grid((size_t)n), CUDA_BLOCK, 0, stream>>>(n, slices, partial, dw);
-        cudaCheck(cudaGetLastError());
-    }
+    if (slices > 1) cuda_conv_dw_sum(stream, n, slices, partial, dw);
     return 1;
 }

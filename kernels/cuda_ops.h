@@ -54,6 +54,19 @@ int cuda_conv_tiled_dx(cudaStream_t stream, conv_geom g, int oc, const float *dy
 size_t cuda_conv_tiled_dw_floats(conv_geom g, int oc);
 int cuda_conv_tiled_dw(cudaStream_t stream, conv_geom g, int oc, const float *x, const float *dy,
                        float *partial, float *dw);
+/* dw (n floats) = the sum of partial[0 .. slices - 1][n], slice by slice in order (the weight
+ * gradients' second stage) */
+void cuda_conv_dw_sum(cudaStream_t stream, int n, int slices, const float *partial, float *dw);
+/* Convolutions of 1 to 4 input channels (cuda_conv_few.cu): whether they take a geometry for a pass
+ * (the forward pass and the weight gradient; kh * kw * in_c <= 75, 16 <= oc <= 64, oc % 4 == 0),
+ * the forward pass, the scratch of the weight gradient's slices (floats; 0: none) and the weight
+ * gradient, each returning 0 where it does not take the geometry */
+int cuda_conv_few_takes(conv_geom g, int oc, int pass);
+int cuda_conv_few_fwd(cudaStream_t stream, conv_geom g, int oc, const float *x, const float *w,
+                      float *y);
+size_t cuda_conv_few_dw_floats(conv_geom g, int oc);
+int cuda_conv_few_dw(cudaStream_t stream, conv_geom g, int oc, const float *x, const float *dy,
+                     float *partial, float *dw);
 void cuda_col2im(cudaStream_t stream, conv_geom g, const float *col, float *dx);
 void cuda_maxpool_fwd(cudaStream_t stream, int batch, int h, int w, int c, const float *x,
                       float *y);

@@ -226,24 +226,35 @@ static void cu_col2im(device *dev, const conv_geom *g, const float *col, float *
 }
 
 /* Which convolutions take the implicit-GEMM kernels: SYNCSIM_CUDA_CONV=im2col none, =implicit
- * every geometry they compute; by default those the tiled kernels take (in_c % 8 == 0,
- * oc % 16 == 0; kernels/cuda_conv_tiled.cu) with at most 32 channels in and out, over at least
- * CONV_TILED_MIN_PIXELS output pixels. On an H200 (2026-11-26) they were faster on ResNet-20's
- * 16- and 32-channel layers at batch 256 (0.054 + 0.158 ms against 0.118 + 0.301 ms, forward and
- * backward, on 16 channels; 0.049 + 0.113 against 0.064 + 0.173 on 32) and on its first stage at
- * batch 64, and slower where cuBLAS's SGEMM has more channels to work with: the cnn's conv2
- * (32 to 64 channels, 0.277 + 0.463 against 0.230 + 0.432 ms) and VGG-11's 64 to 128 (0.285 +
- * 0.649 against 0.229 + 0.457). The one-pixel-a-thread kernel (cuda_conv.cu) computes, with
- * =implicit, what the tiled one does not (in_c % 4 == 0). Smaller batches stay on im2col + SGEMM,
- * whose sums the CPU's reference shares (docs/PERFORMANCE.md, "Tiled implicit-GEMM
- * convolutions"). */
-enum { CONV_TILED_MIN_PIXELS = 1 << 14, CONV_TILED_MAX_CHANNELS = 32 };
+ * every geometry they compute; by default, over at least CONV_TILED_MIN_PIXELS output pixels:
+ * - those the tiled kernels take (in_c % 8 == 0, oc % 16 == 0; kernels/cuda_conv_tiled.cu) with
+ *   at most 32 channels in and out. On an H200 (2026-11-26) they were faster on ResNet-20's 16-
+ *   and 32-channel layers at batch 256 (0.054 + 0.158 ms against 0.118 + 0.301 ms, forward and
+ *   backward, on 16 channels; 0.049 + 0.113 against 0.064 + 0.173 on 32) and on its first stage
+ *   at batch 64, and slower where cuBLAS's SGEMM has more channels to work with: the cnn's conv2
+ *   (32 to 64 channels, 0.277 + 0.463 against 0.230 + 0.432 ms) and VGG-11's 64 to 128 (0.285 +
+ *   0.649 against 0.229 + 0.457).
+ * - of those of 1 to 4 input channels (kernels/cuda_conv_few.cu: a network's first layer), the
+ *   weight gradient, and the forward pass into at most 16 channels. On an H200 at batch 256
+ *   (2026-11-27) they took the cnn's conv1 (1 to 32 channels, 5x5) in 0.108 + 0.104 ms against
+ *   0.096 + 0.119 on im2col + SGEMM (two interleaved pairs), and ResNet-20's first convolution
+ *   (1 to 16, 3x3) in 0.029 + 0.043 against 0.044 + 0.070 (a lease of 2026-11-26).
+ * The one-pixel-a-thread kernel (cuda_conv.cu) computes, with =implicit, what the others do not
+ * (in_c % 4 == 0). Smaller batches stay on im2col + SGEMM, whose sums the CPU's reference shares
+ * (docs/PERFORMANCE.md, "Tiled implicit-GEMM convolutions"). */
+enum {
+    CONV_TILED_MIN_PIXELS = 1 << 14,
+    CONV_TILED_MAX_CHANNELS = 32,
+    CONV_FEW_FWD_MAX_CHANNELS = 16
+};
 
 static int conv_implicit_wanted(device *dev, const conv_geom *g, int oc, int pass) {
     const int mode = ctx_of(dev)->conv_mode;
     if (mode == 2)
-        return g->in_c <= CONV_TILED_MAX_CHANNELS && oc <= CONV_TILED_MAX_CHANNELS &&
-               cuda_conv_tiled_takes(*g, oc, pass) &&
+        return ((g->in_c <= CONV_TILED_MAX_CHANNELS && oc <= CONV_TILED_MAX_CHANNELS &&
+                 cuda_conv_tiled_takes(*g, oc, pass)) ||
+                (cuda_conv_few_takes(*g, oc, pass) &&
+                 (pass != CUDA_CONV_FWD || oc <= CONV_FEW_FWD_MAX_CHANNELS))) &&
                (long)g->batch * g->out_h * g->out_w >= CONV_TILED_MIN_PIXELS;
     return mode;
 }
@@ -265,6 +276,7 @@ static int cu_conv_implicit(device *dev, const conv_geom *g, int oc, const float
     if (!always && !conv_implicit_wanted(dev, g, oc, CUDA_CONV_FWD)) return 0;
     cudaStream_t stream = lane_of(dev)->stream;
     return cuda_conv_tiled_fwd(stream, *g, oc, x, w, y) ||
+           cuda_conv_few_fwd(stream, *g, oc, x, w, y) ||
            cuda_conv_implicit_fwd(stream, *g, oc, x, w, y);
 }
 
@@ -281,12 +293,15 @@ static int cu_conv_implicit_dx(device *dev, const conv_geom *g, int oc, const fl
 
 static int cu_conv_implicit_dw(device *dev, const conv_geom *g, int oc, const float *x,
                                const float *dy, float *dw, int always) {
-    if ((!always && !conv_implicit_wanted(dev, g, oc, CUDA_CONV_DW)) ||
-        !cuda_conv_tiled_takes(*g, oc, CUDA_CONV_DW))
-        return 0;
-    const size_t partial = cuda_conv_tiled_dw_floats(*g, oc);
+    if (!always && !conv_implicit_wanted(dev, g, oc, CUDA_CONV_DW)) return 0;
+    const int tiled = cuda_conv_tiled_takes(*g, oc, CUDA_CONV_DW);
+    if (!tiled && !cuda_conv_few_takes(*g, oc, CUDA_CONV_DW)) return 0;
+    const size_t partial =
+        tiled ? cuda_conv_tiled_dw_floats(*g, oc) : cuda_conv_few_dw_floats(*g, oc);
     float *ws = partial ? scratch(dev, CUDA_SCRATCH_CONV_DW, partial * 4) : NULL;
-    return cuda_conv_tiled_dw(lane_of(dev)->stream, *g, oc, x, dy, ws, dw);
+    cudaStream_t stream = lane_of(dev)->stream;
+    return tiled ? cuda_conv_tiled_dw(stream, *g, oc, x, dy, ws, dw)
+                 : cuda_conv_few_dw(stream, *g, oc, x, dy, ws, dw);
 }
 
 static void cu_maxpool_fwd(device *dev, int batch, int h, int w, int c, const float *x, float *y) {

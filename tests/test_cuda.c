@@ -227,6 +227,12 @@ static void test_conv_implicit(void) {
          * gradient by col2im), 3 of 32 (its input gradient in tiles of 16) */
         {9, 9, 8, 48, 3, 1, 1, 1, 3},
         {10, 10, 16, 96, 3, 1, 1, 0, 2},
+        /* 1 to 3 input channels (cuda_conv_few.cu: forward and weight gradient; the input
+         * gradient by col2im): the cnn's conv1 with its bias (the weight gradient in 10 slices),
+         * ResNet-20's first convolution, and 5x5x3 into 64 channels */
+        {28, 28, 1, 32, 5, 2, 1, 1, 3},
+        {28, 28, 1, 16, 3, 1, 1, 0, 3},
+        {12, 10, 3, 64, 5, 2, 1, 0, 6},
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         layer lc, lg;

@@ -1,5 +1,5 @@
-/* CUDA kernels (kernels/cuda_conv_tiled.cu, cuda_conv.cu, cuda_im2col.cu, cuda_batchnorm.cu) run
- * on the CPU: their
+/* CUDA kernels (kernels/cuda_conv_tiled.cu, cuda_conv.cu, cuda_conv_few.cu, cuda_im2col.cu,
+ * cuda_batchnorm.cu) run on the CPU: their
  * sources rewritten into C++ by tests/emulate_cuda.cmake, each block's threads as CPU threads
  * that meet at __syncthreads (tests/emulated/). This checks the kernels' indexing and arithmetic
  * on any machine, GPU or none: the forward pass, the input and the weight gradient against a
@@ -196,6 +196,58 @@ static void test_one_pixel_kernel(void) {
     }
 }
 
+/* the kernels of few input channels (cuda_conv_few.cu): forward pass and weight gradient against
+ * double, on one slice of pixels and several, and the geometries they refuse */
+static void test_few_channels(void) {
+    static const struct {
+        conv_case c;
+        int takes, slices;
+    } few[] = {
+        {{28, 28, 1, 32, 5, 2, 1, 2}, 1, 1}, /* the cnn's conv1 */
+        {{28, 28, 1, 16, 3, 1, 1, 2}, 1, 1}, /* ResNet-20's first convolution */
+        {{12, 10, 3, 64, 5, 2, 1, 6}, 1, 1}, /* K = 75, 64 channels: 5 blocks of columns */
+        {{15, 14, 2, 20, 3, 1, 2, 3}, 1, 0}, /* stride 2, 20 channels: 5 threads a pixel */
+        {{9, 9, 1, 16, 3, 1, 1, 2}, 1, 0},   /* 162 pixels: one slice */
+        {{9, 9, 4, 16, 5, 2, 1, 2}, 0, 0},   /* K = 100 */
+        {{9, 9, 5, 16, 1, 0, 1, 2}, 0, 0},   /* 5 input channels */
+        {{9, 9, 1, 8, 3, 1, 1, 2}, 0, 0},    /* 8 output channels */
+        {{9, 9, 1, 18, 3, 1, 1, 2}, 0, 0},   /* oc % 4 != 0 */
+    };
+    for (size_t t = 0; t < sizeof few / sizeof few[0]; t++) {
+        const conv_case c = few[t].c;
+        const conv_geom g = geom_of(c);
+        const size_t nx = (size_t)g.batch * g.in_h * g.in_w * g.in_c;
+        const size_t ny = (size_t)g.batch * g.out_h * g.out_w * c.oc;
+        const size_t nw = (size_t)c.oc * g.kh * g.kw * g.in_c;
+        float *x = rand_floats(nx, 300 + t), *w = rand_floats(nw, 310 + t);
+        float *dy = rand_floats(ny, 320 + t), *y = rand_floats(ny, 330 + t);
+        float *dw = rand_floats(nw, 340 + t);
+        double *ry = calloc(ny, sizeof *ry), *rdx = calloc(nx, sizeof *rdx),
+               *rdw = calloc(nw, sizeof *rdw);
+        CU_ASSERT_FATAL(ry && rdx && rdw);
+        reference(g, c.oc, x, w, dy, ry, rdx, rdw);
+        const size_t partial_n = cuda_conv_few_dw_floats(g, c.oc);
+        float *partial = partial_n ? rand_floats(partial_n, 350 + t) : NULL;
+        CU_ASSERT_EQUAL(cuda_conv_few_takes(g, c.oc, CUDA_CONV_DX), 0);
+        const int f = cuda_conv_few_fwd(0, g, c.oc, x, w, y);
+        const int k = cuda_conv_few_dw(0, g, c.oc, x, dy, partial, dw);
+        CU_ASSERT_EQUAL(f, few[t].takes);
+        CU_ASSERT_EQUAL(k, few[t].takes);
+        if (few[t].takes) CU_ASSERT_EQUAL(partial_n > 0, few[t].slices);
+        const double ey = f ? nmse(y, ry, ny) : 0, edw = k ? nmse(dw, rdw, nw) : 0;
+        fprintf(stderr, "\n  %dx%dx%d -> %d, %dx%d pad %d stride %d, batch %d: NMSE y %.1e dw %.1e",
+                c.h, c.w, c.c, c.oc, c.k, c.k, c.pad, c.stride, c.batch, ey, edw);
+        CU_ASSERT(ey < 1e-12);
+        CU_ASSERT(edw < 1e-12);
+        float *bufs[] = {x, w, dy, y, dw, partial};
+        for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+            free(bufs[i]);
+        free(ry);
+        free(rdx);
+        free(rdw);
+    }
+}
+
 /* im2col (copies: exact, every channel count, 4 at a time or 1) and col2im (each input element's
  * sum of the column entries that read it, against double) */
 static void test_im2col_col2im(void) {
@@ -321,6 +373,7 @@ int main(void) {
          test_tiled_against_reference},
         {"tiled convolution: the same bits for every tile size", test_tiled_tile_sizes_same_bits},
         {"one-pixel-a-thread convolution against double sums", test_one_pixel_kernel},
+        {"few input channels: forward and weight gradient against double sums", test_few_channels},
         {"im2col exactly, col2im against double sums", test_im2col_col2im},
         {"batch normalization against double", test_batchnorm},
         CU_TEST_INFO_NULL,
