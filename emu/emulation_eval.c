@@ -2,18 +2,12 @@
  * server's model) on the test set at the evaluation steps, the final one, the mean of the
  * workers' own accuracies, and real mode's snapshots and their later evaluation. */
 #include "emu/emulation_internal.h"
+#include "common/outputs.h"
 #include "common/status.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double wall_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The evaluation of the model in eval_model. */
 static void evaluate_model(emulation *e, long step, double now_s, const step_counters *counters) {
@@ -56,7 +50,7 @@ static void consensus_of_replicas(emulation *e) {
 /* `counters`: the policy's, as they are now (the run's final ones after the simulation). */
 static void evaluate(emulation *e, long step, double now_s, const step_counters *counters) {
     em_jobs_settle_all(e->jobs); /* the replicas' buffers, and every loss begun before */
-    const double t0 = wall_now_s();
+    const double t0 = outputs_wall_s();
     if (e->cfg.evaluate_ps && e->ps_params) {
         device_copy(e->cfg.dev, model_params(e->eval_model), e->ps_params, e->params);
         if (e->ps_pushed) /* the server's statistics: the mean of the last pushed */
@@ -68,7 +62,7 @@ static void evaluate(emulation *e, long step, double now_s, const step_counters 
         consensus_of_replicas(e);
     }
     evaluate_model(e, step, now_s, counters);
-    e->eval_wall_s += wall_now_s() - t0;
+    e->eval_wall_s += outputs_wall_s() - t0;
 }
 
 static long next_eval_after(const emulation *e, long eval) {
