@@ -198,6 +198,12 @@ static const opt_def head_rows[] = {
      SIM},
     {"trace", OPT_TYPE_FLAG, F(trace), "true", 0, 0, CMD_RUN, NULL, "",
      "write steps.trace (--trace=false to skip)", SIM},
+    {"engine-trace", OPT_TYPE_FLAG, F(engine_trace), "false", 0, 0, CMD_TRAIN | CMD_BENCH_EMULATION,
+     NULL, "",
+     "emulated runs: write engine-trace.json, the compute engine's timeline (each thread's "
+     "steps, averages, evaluations; the simulation thread's waits) as a Chrome trace for "
+     "ui.perfetto.dev or chrome://tracing",
+     SIM},
 
 };
 

@@ -1,6 +1,7 @@
 /* The compute engine (engine.h): a pool of threads - 1 pthreads taking tasks from one FIFO
  * queue, and the caller, which runs queued tasks while it waits for one. */
 #include "common/engine.h"
+#include "common/afile.h"
 #include "common/status.h"
 
 #include <errno.h>
@@ -8,10 +9,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+typedef struct trace_event {
+    const char *name;
+    int id;
+    double t0, t1; /* engine_now_s */
+} trace_event;
+
+typedef struct trace_lane { /* one slot's, written by its thread only */
+    trace_event *ev;
+    size_t n, cap;
+    long dropped;
+} trace_lane;
+
 struct engine {
-    int threads; /* that compute: the pool's threads - 1 and the caller in engine_wait */
+    int threads;       /* that compute: the pool's threads - 1 and the caller in engine_wait */
+    trace_lane *lanes; /* (threads) while tracing, else NULL */
+    double trace_t0;
     pthread_t *tids;
     int started;
     pthread_mutex_t mu;
@@ -26,6 +42,38 @@ typedef struct pool_thread {
     int slot;
 } pool_thread;
 
+double engine_now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void engine_trace_span(engine *en, int slot, const char *name, int id, double t0_s, double t1_s) {
+    if (!en->lanes || slot < 0 || slot >= en->threads) return;
+    trace_lane *l = &en->lanes[slot];
+    if (l->n == ENGINE_TRACE_MAX_EVENTS) {
+        l->dropped++;
+        return;
+    }
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 1024;
+        l->ev = realloc(l->ev, l->cap * sizeof *l->ev);
+        SS_ASSERT(l->ev != NULL);
+    }
+    l->ev[l->n++] = (trace_event){name ? name : "task", id, t0_s, t1_s};
+}
+
+/* t's run in slot `slot`, on the timeline when one is kept */
+static void run_task(engine *en, engine_task *t, int slot) {
+    if (!en->lanes) {
+        t->run(t->arg, slot);
+        return;
+    }
+    const double t0 = engine_now_s();
+    t->run(t->arg, slot);
+    engine_trace_span(en, slot, t->name, t->id, t0, engine_now_s());
+}
+
 /* Takes the queue's first task and runs it in slot `slot` (called and returning with en->mu
  * held). */
 static void run_head(engine *en, int slot) {
@@ -34,7 +82,7 @@ static void run_head(engine *en, int slot) {
     if (!en->head) en->tail = NULL;
     t->state = 2;
     pthread_mutex_unlock(&en->mu);
-    t->run(t->arg, slot);
+    run_task(en, t, slot);
     pthread_mutex_lock(&en->mu);
     t->state = 3;
     pthread_cond_broadcast(&en->done);
@@ -92,6 +140,10 @@ void engine_destroy(engine *en) {
     pthread_mutex_unlock(&en->mu);
     for (int i = 0; i < en->started; i++)
         pthread_join(en->tids[i], NULL);
+    if (en->lanes)
+        for (int i = 0; i < en->threads; i++)
+            free(en->lanes[i].ev);
+    free(en->lanes);
     pthread_cond_destroy(&en->work);
     pthread_cond_destroy(&en->done);
     pthread_mutex_destroy(&en->mu);
@@ -106,7 +158,7 @@ int engine_threads(const engine *en) {
 void engine_submit(engine *en, engine_task *t) {
     SS_ASSERT(t->state == 0 || t->state == 3);
     if (en->started == 0) {
-        t->run(t->arg, 0);
+        run_task(en, t, 0);
         t->state = 3;
         return;
     }
@@ -126,10 +178,15 @@ void engine_wait(engine *en, engine_task *t) {
     if (en->started == 0) return;
     pthread_mutex_lock(&en->mu);             /* t->state changes under it */
     while (t->state == 1 || t->state == 2) { /* queued or running; idle or done: return */
-        if (en->head) /* the caller computes too, in the last slot, rather than wait idle */
+        if (en->head) { /* the caller computes too, in the last slot, rather than wait idle */
             run_head(en, en->threads - 1);
-        else
+        } else if (!en->lanes) {
             pthread_cond_wait(&en->done, &en->mu);
+        } else {
+            const double t0 = engine_now_s();
+            pthread_cond_wait(&en->done, &en->mu);
+            engine_trace_span(en, en->threads - 1, "wait", -1, t0, engine_now_s());
+        }
     }
     pthread_mutex_unlock(&en->mu);
 }
@@ -153,6 +210,43 @@ int engine_cancel(engine *en, engine_task *t) {
     }
     pthread_mutex_unlock(&en->mu);
     return cancelled;
+}
+
+void engine_trace_start(engine *en) {
+    if (en->lanes) return;
+    en->lanes = ss_calloc((size_t)en->threads, sizeof *en->lanes);
+    en->trace_t0 = engine_now_s();
+}
+
+int engine_trace_write(const engine *en, const char *path) {
+    afile f;
+    int rc = afile_open(&f, path);
+    if (rc != SS_OK) return rc;
+    long dropped = 0;
+    for (int s = 0; en->lanes && s < en->threads; s++)
+        dropped += en->lanes[s].dropped;
+    fprintf(f.fp,
+            "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"threads\": %d, \"dropped\": %ld},\n"
+            "\"traceEvents\": [\n",
+            en->threads, dropped);
+    for (int s = 0; s < en->threads; s++)
+        fprintf(f.fp,
+                "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"args\": "
+                "{\"name\": \"%s %d\"}},\n",
+                s, s == en->threads - 1 ? "simulation thread, slot" : "engine thread, slot", s);
+    int first = 1;
+    for (int s = 0; en->lanes && s < en->threads; s++)
+        for (size_t i = 0; i < en->lanes[s].n; i++) {
+            const trace_event *e = &en->lanes[s].ev[i];
+            fprintf(f.fp,
+                    "%s{\"name\": \"%s\", \"cat\": \"engine\", \"ph\": \"X\", \"pid\": 1, "
+                    "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"id\": %d}}",
+                    first ? "" : ",\n", e->name, s, 1e6 * (e->t0 - en->trace_t0),
+                    1e6 * (e->t1 - e->t0), e->id);
+            first = 0;
+        }
+    fprintf(f.fp, "%s]}\n", first ? "" : "\n");
+    return afile_commit(&f);
 }
 
 static int shared_by_jobs = 1;

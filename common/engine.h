@@ -28,6 +28,9 @@ typedef struct engine_task {
     void (*run)(void *arg, int slot); /* slot: the thread's index, 0 .. threads - 1 (the
                                          caller's, in engine_wait: threads - 1) */
     void *arg;
+    const char *name; /* engine_trace: what it is (a string that outlives the engine; NULL:
+                         "task") */
+    int id;           /* engine_trace: which one (a worker, a chunk; < 0: none) */
     /* the engine's */
     struct engine_task *next;
     int state; /* 0 idle, 1 queued, 2 running, 3 done */
@@ -48,6 +51,20 @@ void engine_wait(engine *en, engine_task *t);
 /* Takes t back out of the queue if no thread has started it: returns 1 (t will not run, and is
  * idle again), else 0 (it runs or has run: engine_wait for it). */
 int engine_cancel(engine *en, engine_task *t);
+
+/* The engine's timeline: from engine_trace_start on, every task's run (its slot, name, id, start
+ * and end) and the spans that engine_trace_span adds; engine_trace_write writes them as a Chrome
+ * trace (JSON, "X" events in microseconds, one row a slot: chrome://tracing, ui.perfetto.dev),
+ * through a temporary file. A slot keeps at most ENGINE_TRACE_MAX_EVENTS events; those past it
+ * are counted (otherData.dropped) and not kept. Recording costs two clock reads a task. */
+#define ENGINE_TRACE_MAX_EVENTS (1 << 20)
+void engine_trace_start(engine *en);
+/* A span [t0_s, t1_s] (engine_now_s) of slot `slot` that is not a task: the caller's share of
+ * split work, a part of a task. Only the slot's own thread adds to it. */
+void engine_trace_span(engine *en, int slot, const char *name, int id, double t0_s, double t1_s);
+int engine_trace_write(const engine *en, const char *path);
+/* The clock of the timeline: CLOCK_MONOTONIC, seconds. */
+double engine_now_s(void);
 
 /* The cores of this machine (sysconf), at least 1. */
 int engine_cores(void);

@@ -68,6 +68,7 @@ typedef struct run_config {
     double target_accuracy;         /* for tta_s (0 = none) */
     double target_perplexity;       /* for tta_s, language models (0 = none) */
     int trace;                      /* write steps.trace */
+    int engine_trace;               /* write engine-trace.json (the compute engine's timeline) */
 
     /* the options of the policies, one slot per option of the registry
      * (sim/policy/policy_registry.h: policy_option_slot() finds an option's slot by name) */

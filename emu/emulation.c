@@ -510,7 +510,8 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
                                .settled = em_settled,
                                .deferred = em_deferred,
                                .deferred_done = em_deferred_done,
-                               .ctx = e};
+                               .ctx = e,
+                               .trace = cfg->trace};
     if ((rc = em_jobs_create(&jc, &e->jobs)) != SS_OK) {
         emulation_destroy(e);
         return rc;
@@ -618,6 +619,10 @@ double emulation_samples(const emulation *e) {
 
 double emulation_work_seconds(const emulation *e) {
     return em_jobs_work_seconds(e->jobs);
+}
+
+int emulation_trace_write(const emulation *e, const char *path) {
+    return em_jobs_trace_write(e->jobs, path);
 }
 
 int emulation_ps_download(emulation *e, float *host) {

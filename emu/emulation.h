@@ -59,6 +59,7 @@ typedef struct emulation_config {
     long last_step;     /* ... and at this one */
     int measure_time;   /* 1: time each step's real computation (--compute measured) */
     int threads;        /* the compute engine's threads (common/engine.h; 0 or 1: none) */
+    int trace;          /* keep the engine's timeline (emulation_trace_write) */
     int layer_norms;    /* 1: compute the sum of per-layer gradient norms each step */
     int use_ps;         /* 1: keep parameter-server parameters (SSP/ASP) */
     int ps_servers;     /* shards of the server's parameters */
@@ -122,6 +123,9 @@ double emulation_work_seconds(const emulation *e);
 /* Wall seconds of the evaluations of the consensus model (its averaging and its pass over the
  * test set, split over the engine's threads) so far; the steps they waited for excluded. */
 double emulation_eval_seconds(const emulation *e);
+/* The compute engine's timeline (emulation_config.trace) as a Chrome trace at path
+ * (emulation_jobs.h); SS_EIO naming the file when it cannot be written. */
+int emulation_trace_write(const emulation *e, const char *path);
 
 /* Real mode: what one worker's rank kept at an evaluation step. */
 typedef struct emulation_snapshot {

@@ -38,9 +38,7 @@ struct em_jobs {
 };
 
 static double wall_now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    return engine_now_s();
 }
 
 static void settle_jobs(em_jobs *j);
@@ -53,7 +51,10 @@ static void job_run_hooked(em_job *job, int slot, void (*grad_ready)(void *ctx, 
     device *dev = j->cfg.dev;
     em_job_out *o = &job->out;
     const double start_s = wall_now_s();
-    if (job->deferred) j->cfg.deferred(j->cfg.ctx, job->worker);
+    if (job->deferred) {
+        j->cfg.deferred(j->cfg.ctx, job->worker);
+        engine_trace_span(j->en, slot, "deferred", job->worker, start_s, wall_now_s());
+    }
     dataset_gather(j->cfg.train, j->indices[job->worker], o->samples, j->x[slot], j->y[slot]);
     if (j->cfg.aug)
         augment_batch_into(j->cfg.aug,
@@ -103,6 +104,7 @@ int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
         free(j);
         return rc;
     }
+    if (cfg->trace) engine_trace_start(j->en);
     const int n = cfg->workers, t = engine_threads(j->en);
     const size_t features = dataset_features(cfg->train);
     j->jobs = ss_calloc((size_t)n, sizeof *j->jobs);
@@ -112,7 +114,8 @@ int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
     j->flush = ss_calloc((size_t)n, sizeof *j->flush);
     for (int w = 0; w < n; w++) {
         j->jobs[w] = (em_job){.owner = j, .worker = w};
-        j->jobs[w].task = (engine_task){.run = job_run, .arg = &j->jobs[w]};
+        j->jobs[w].task =
+            (engine_task){.run = job_run, .arg = &j->jobs[w], .name = "step", .id = w};
         j->indices[w] = ss_malloc(sizeof(size_t) * (size_t)cfg->max_batch);
     }
     j->x = ss_calloc((size_t)t, sizeof *j->x);
@@ -257,6 +260,10 @@ double em_jobs_work_seconds(const em_jobs *j) {
     return j->work_s;
 }
 
+int em_jobs_trace_write(const em_jobs *j, const char *path) {
+    return engine_trace_write(j->en, path);
+}
+
 /* ---- evaluations ---- */
 
 typedef struct par_task {
@@ -288,14 +295,16 @@ static void par_timed_run(void *ctx, int i, int slot) {
     pt->wall_s = wall_now_s() - t0;
 }
 
-/* fn(ctx, i, slot) for i = 0 .. n - 1 on the engine's threads; returns once all have run. */
-static void parallel_for(em_jobs *j, int n, void (*fn)(void *ctx, int i, int slot), void *ctx) {
+/* fn(ctx, i, slot) for i = 0 .. n - 1 on the engine's threads, tasks named `name` on its
+ * timeline; returns once all have run. */
+static void parallel_for(em_jobs *j, const char *name, int n,
+                         void (*fn)(void *ctx, int i, int slot), void *ctx) {
     settle_jobs(j);
     par_task *ts = ss_calloc((size_t)n, sizeof *ts);
     par_timed *timed = ss_calloc((size_t)n, sizeof *timed);
     for (int i = 0; i < n; i++) {
         timed[i] = (par_timed){.fn = fn, .ctx = ctx};
-        ts[i] = (par_task){.t = {.run = par_run, .arg = &ts[i]},
+        ts[i] = (par_task){.t = {.run = par_run, .arg = &ts[i], .name = name, .id = i},
                            .j = j,
                            .fn = par_timed_run,
                            .ctx = &timed[i],
@@ -338,7 +347,7 @@ static void share_help(void *ctx, int i, int slot) {
 /* fn over [0, total) in ranges of `range` (the last may be shorter), timed as the engine's
  * work: the caller takes ranges, and helpers queued on the engine take the others if a thread
  * is free before the caller is done; those not started then are taken back. */
-static void share(em_jobs *j, size_t total, size_t range,
+static void share(em_jobs *j, const char *name, size_t total, size_t range,
                   void (*fn)(void *ctx, size_t lo, size_t count), void *ctx) {
     const double t0 = wall_now_s();
     const int t = engine_threads(j->en);
@@ -353,7 +362,7 @@ static void share(em_jobs *j, size_t total, size_t range,
     par_timed *timed = ss_calloc((size_t)helpers, sizeof *timed);
     for (int i = 0; i < helpers; i++) {
         timed[i] = (par_timed){.fn = share_help, .ctx = &sc};
-        ts[i] = (par_task){.t = {.run = par_run, .arg = &ts[i]},
+        ts[i] = (par_task){.t = {.run = par_run, .arg = &ts[i], .name = name, .id = -1},
                            .j = j,
                            .fn = par_timed_run,
                            .ctx = &timed[i],
@@ -361,7 +370,9 @@ static void share(em_jobs *j, size_t total, size_t range,
         engine_submit(j->en, &ts[i].t);
     }
     share_loop(&sc); /* the caller works too: a helper not started yet is taken back */
-    j->work_s += wall_now_s() - t0;
+    const double t1 = wall_now_s();
+    engine_trace_span(j->en, t - 1, name, -1, t0, t1);
+    j->work_s += t1 - t0;
     for (int i = 0; i < helpers; i++) {
         if (!engine_cancel(j->en, &ts[i].t)) engine_wait(j->en, &ts[i].t);
         j->work_s += timed[i].wall_s;
@@ -370,8 +381,9 @@ static void share(em_jobs *j, size_t total, size_t range,
     free(ts);
 }
 
-void em_jobs_ranges(em_jobs *j, size_t total, void (*fn)(void *ctx, size_t lo, size_t count),
-                    void *ctx) {
+/* em_jobs_ranges, named on the engine's timeline */
+static void ranges_named(em_jobs *j, const char *name, size_t total,
+                         void (*fn)(void *ctx, size_t lo, size_t count), void *ctx) {
     /* serial on any thread count; on a GPU one launch over all of it beats ranges on streams */
     if (total < SHARE_MIN_FLOATS || device_get_kind(j->cfg.dev) == DEVICE_KIND_CUDA) {
         fn(ctx, 0, total);
@@ -381,7 +393,12 @@ void em_jobs_ranges(em_jobs *j, size_t total, void (*fn)(void *ctx, size_t lo, s
     size_t range = (total + (size_t)t - 1) / (size_t)t;
     if (range < SHARE_RANGE_FLOATS) range = SHARE_RANGE_FLOATS;
     range = (range + 15) / 16 * 16; /* whole cache lines */
-    share(j, total, range, fn, ctx);
+    share(j, name, total, range, fn, ctx);
+}
+
+void em_jobs_ranges(em_jobs *j, size_t total, void (*fn)(void *ctx, size_t lo, size_t count),
+                    void *ctx) {
+    ranges_named(j, "ranges", total, fn, ctx);
 }
 
 /* ---- deferred work ---- */
@@ -405,7 +422,7 @@ static void flush_deferred(em_jobs *j, const int *group, int n) {
         }
     }
     if (k == 0) return;
-    share(j, (size_t)k, 1, deferred_some, j);
+    share(j, "deferred", (size_t)k, 1, deferred_some, j);
     for (int i = 0; i < k; i++)
         j->cfg.deferred_done(j->cfg.ctx, j->flush[i]);
 }
@@ -434,7 +451,7 @@ static void mean_part(void *ctx, size_t lo, size_t count) {
 
 void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *out) {
     mean_ctx m = {.j = j, .k = k, .xs = xs, .out = out};
-    em_jobs_ranges(j, n, mean_part, &m);
+    ranges_named(j, "mean", n, mean_part, &m);
 }
 
 /* dst takes src's parameters and buffers (batch normalization's running statistics). */
@@ -486,7 +503,7 @@ double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *co
                    .copied = ss_calloc((size_t)engine_threads(j->en), 1),
                    .loss = ss_calloc((size_t)n_chunks, sizeof(double)),
                    .correct = ss_calloc((size_t)n_chunks, sizeof(size_t))};
-    parallel_for(j, n_chunks, eval_chunk, &ec);
+    parallel_for(j, "evaluate", n_chunks, eval_chunk, &ec);
     double loss_sum = 0.0; /* in chunk order, as model_evaluate sums */
     size_t right = 0;
     for (int c = 0; c < n_chunks; c++) {
@@ -584,7 +601,7 @@ double em_jobs_accuracy_mean(em_jobs *j, model *const *replicas, int n, model *h
         if (first[w] == w) reps[n_reps++] = w;
     if (j->eval) {
         reps_ctx rc = {.ec = &ec, .reps = reps};
-        parallel_for(j, n_reps, eval_rep, &rc);
+        parallel_for(j, "evaluate replica", n_reps, eval_rep, &rc);
     } else {
         const double t0 = wall_now_s();
         for (int i = 0; i < n_reps; i++) {

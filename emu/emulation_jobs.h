@@ -55,9 +55,15 @@ typedef struct em_jobs_config {
     void (*deferred)(void *ctx, int worker);
     void (*deferred_done)(void *ctx, int worker);
     void *ctx;
+    int trace; /* keep the engine's timeline (em_jobs_trace_write) */
 } em_jobs_config;
 
 int em_jobs_create(const em_jobs_config *cfg, em_jobs **out);
+/* The engine's timeline (cfg.trace) as a Chrome trace at path (common/engine.h): each thread's
+ * tasks (a worker's step, with its deferred optimizer step and copy inside; the averages, the
+ * deferred work and other element-wise work split in ranges; the evaluations' chunks) and the
+ * simulation thread's waits; its gaps on that row are the simulation's own time. */
+int em_jobs_trace_write(const em_jobs *j, const char *path);
 void em_jobs_destroy(em_jobs *j); /* settles every job first */
 int em_jobs_threads(const em_jobs *j);
 /* Worker w's indices of its next batch (max_batch of them), written before em_jobs_submit. */

@@ -160,7 +160,8 @@ static int parse_run_options(emu_run *r) {
 /* The files an emulated run writes; an earlier run's are removed before it starts. A
  * platform.xml named by --platform is the user's input, never removed. */
 static int clear_outputs(const run_config *cfg) {
-    static const char *const always[] = {"summary.json", "metrics.csv", "steps.trace", NULL};
+    static const char *const always[] = {"summary.json", "metrics.csv", "steps.trace",
+                                         "engine-trace.json", NULL};
     static const char *const generated[] = {"platform.xml", NULL};
     int rc = outputs_clear(cfg, always);
     if (rc != SS_OK || !outputs_is_generated(cfg, "platform.xml")) return rc;
@@ -250,7 +251,8 @@ static int create_emulation(emu_run *r) {
         .real = r->real,
         .dump_gradients = cfg->dump_gradients,
         .out_dir = cfg->out_dir,
-        .threads = emulation_threads_for(r)};
+        .threads = emulation_threads_for(r),
+        .trace = cfg->engine_trace && !r->real};
     return emulation_create(&ec, &r->em);
 }
 
@@ -437,6 +439,11 @@ int run_simulate(emu_run *r) {
     const step_counters final = {r->pr.sync_steps, r->pr.bytes_sent};
     emulation_evaluate_final(r->em, r->pr.sim_time_s, &final);
     if (!r->skip_worker_accuracy) r->worker_accuracy = emulation_worker_accuracy_mean(r->em);
+    if (r->cfg->engine_trace && !r->real) {
+        char path[1024];
+        outputs_path(r->cfg, "engine-trace.json", path, sizeof path);
+        return emulation_trace_write(r->em, path);
+    }
     return SS_OK;
 }
 
@@ -590,12 +597,13 @@ int run_finish(emu_run *r, run_summary *sum, double wall0) {
     }
     printf("%s: test accuracy %.4f, %s time %.3f s (compute %.3f, comm %.3f, wait %.3f "
            "per worker), LSSR %.3f, %.3f GB sent, tta %s; wall %.1f s\n"
-           "outputs: %s/{config.ini,%smetrics.csv,%ssummary.json}\n",
+           "outputs: %s/{config.ini,%smetrics.csv,%s%ssummary.json}\n",
            sum->status, sum->test_accuracy, r->real ? "measured" : "simulated", sum->sim_time_s,
            sum->compute_s, sum->comm_s, sum->wait_s, sum->lssr, sum->bytes_sent / 1e9,
            sum->tta_s >= 0 ? "reached" : "-", sum->wall_s, r->cfg->out_dir,
            r->cfg->platform[0] || r->real ? "" : "platform.xml,",
-           r->ctx.tracing ? "steps.trace," : "");
+           r->ctx.tracing ? "steps.trace," : "",
+           r->cfg->engine_trace && !r->real ? "engine-trace.json," : "");
     printf("mean of the workers' own test accuracies %.4f\n", sum->worker_test_accuracy_mean);
     if (isfinite(sum->delta_p50))
         printf("Delta after the warm-up: p50 %.4g, p90 %.4g, p99 %.4g, max %.4g\n", sum->delta_p50,

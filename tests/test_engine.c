@@ -11,7 +11,9 @@
 #include "kernels/model.h"
 #include "ss_test.h"
 
+#include <cjson/cJSON.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,6 +96,108 @@ static void test_pool_runs_each_task_once(void) {
         }
         engine_destroy(en);
     }
+}
+
+/* path's JSON (NULL when it does not parse) */
+static cJSON *read_json(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    static char buf[1 << 22];
+    const size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return cJSON_Parse(buf);
+}
+
+/* The "X" events of a Chrome trace named `name`: how many, with ids[id] counted (ids < n_ids);
+ * *bad counts those with a negative start or duration, and those that begin before the previous
+ * one of that name on their row has ended (a row's events are written in the order they ended,
+ * and one thread runs one task at a time). */
+static int trace_events(const cJSON *doc, const char *name, int rows, int *bad, int *ids,
+                        int n_ids) {
+    const cJSON *evs = cJSON_GetObjectItemCaseSensitive(doc, "traceEvents");
+    int count = 0;
+    *bad = 0;
+    for (int row = 0; row < rows; row++) {
+        double last_end = -1;
+        const cJSON *e;
+        cJSON_ArrayForEach(e, evs) {
+            if (strcmp(cJSON_GetObjectItemCaseSensitive(e, "ph")->valuestring, "X") ||
+                cJSON_GetObjectItemCaseSensitive(e, "tid")->valueint != row ||
+                strcmp(cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring, name))
+                continue;
+            const double ts = cJSON_GetObjectItemCaseSensitive(e, "ts")->valuedouble;
+            const double dur = cJSON_GetObjectItemCaseSensitive(e, "dur")->valuedouble;
+            if (ts < 0 || dur < 0 || ts < last_end - 1e-3) (*bad)++;
+            last_end = ts + dur;
+            const cJSON *args = cJSON_GetObjectItemCaseSensitive(e, "args");
+            const int id = cJSON_GetObjectItemCaseSensitive(args, "id")->valueint;
+            if (ids && id >= 0 && id < n_ids) ids[id]++;
+            count++;
+        }
+    }
+    return count;
+}
+
+/* The timeline: every task once, on the row of the slot that ran it, none overlapping on a row,
+ * a row named for each slot, and a span added by the caller; with one thread and with three. */
+static void test_trace(void) {
+    char dir[] = "/tmp/ss_test_trace_XXXXXX";
+    CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+    enum { TASKS = 40 };
+    const int counts[] = {1, 3};
+    for (int c = 0; c < 2; c++) {
+        engine *en = NULL;
+        CU_ASSERT_EQUAL_FATAL(engine_create(counts[c], &en), SS_OK);
+        engine_trace_start(en);
+        static sum_job jobs[TASKS];
+        for (int i = 0; i < TASKS; i++) {
+            jobs[i] = (sum_job){.t = {.run = sum_run, .arg = &jobs[i], .name = "sum", .id = i},
+                                .index = i % 8};
+            engine_submit(en, &jobs[i].t);
+        }
+        for (int i = 0; i < TASKS; i++)
+            engine_wait(en, &jobs[i].t);
+        const double t0 = engine_now_s();
+        engine_trace_span(en, counts[c] - 1, "span", 7, t0, t0 + 1e-3);
+        char path[300];
+        snprintf(path, sizeof path, "%s/trace%d.json", dir, counts[c]);
+        CU_ASSERT_EQUAL(engine_trace_write(en, path), SS_OK);
+        engine_destroy(en);
+        cJSON *doc = read_json(path);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+        int ids[TASKS] = {0}, overlaps = -1;
+        CU_ASSERT_EQUAL(trace_events(doc, "sum", counts[c], &overlaps, ids, TASKS), TASKS);
+        CU_ASSERT_EQUAL(overlaps, 0);
+        for (int i = 0; i < TASKS; i++)
+            CU_ASSERT_EQUAL(ids[i], 1);
+        /* each task on the row of its slot */
+        const cJSON *e;
+        int rows_named = 0, on_its_row = 0;
+        cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(doc, "traceEvents")) {
+            const char *nm = cJSON_GetObjectItemCaseSensitive(e, "name")->valuestring;
+            const int tid = cJSON_GetObjectItemCaseSensitive(e, "tid")->valueint;
+            if (!strcmp(nm, "thread_name")) rows_named++;
+            if (!strcmp(nm, "sum")) {
+                const int id = cJSON_GetObjectItemCaseSensitive(
+                                   cJSON_GetObjectItemCaseSensitive(e, "args"), "id")
+                                   ->valueint;
+                on_its_row += jobs[id].slot == tid;
+            }
+        }
+        CU_ASSERT_EQUAL(rows_named, counts[c]);
+        CU_ASSERT_EQUAL(on_its_row, TASKS);
+        int span_id[8] = {0};
+        CU_ASSERT_EQUAL(trace_events(doc, "span", counts[c], &overlaps, span_id, 8), 1);
+        CU_ASSERT_EQUAL(span_id[7], 1);
+        const cJSON *other = cJSON_GetObjectItemCaseSensitive(doc, "otherData");
+        CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(other, "threads")->valueint, counts[c]);
+        CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(other, "dropped")->valueint, 0);
+        cJSON_Delete(doc);
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
 static void test_parse_threads(void) {
@@ -347,6 +451,41 @@ static void test_bad_threads(void) {
     CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0); /* refused before any output */
 }
 
+/* train --engine-trace: the timeline of an emulated run, with each worker's steps on it, and the
+ * same outputs as without it */
+static void test_train_engine_trace(void) {
+    const char *args = "train --policy bsp --workers 4 --dataset synthetic --model mlp:32 "
+                       "--epochs 0.2 --eval-every 3 --threads 2 --seed 4";
+    char cmd[1200], *out = NULL;
+    for (int traced = 0; traced < 2; traced++) {
+        snprintf(cmd, sizeof cmd, "%s --out %s/trace%d%s", args, tmp_dir, traced,
+                 traced ? " --engine-trace" : "");
+        const int rc = run_syncsim(cmd, &out);
+        if (rc != 0) fprintf(stderr, "\n  %s\n", out);
+        CU_ASSERT_EQUAL_FATAL(rc, 0);
+        CU_ASSERT_EQUAL(strstr(out, "engine-trace.json,") != NULL, traced);
+        free(out);
+    }
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/trace0/metrics.csv", tmp_dir);
+    snprintf(b, sizeof b, "%s/trace1/metrics.csv", tmp_dir);
+    CU_ASSERT(same_file(a, b));
+    snprintf(a, sizeof a, "%s/trace0/engine-trace.json", tmp_dir);
+    CU_ASSERT_NOT_EQUAL(access(a, F_OK), 0);
+    snprintf(b, sizeof b, "%s/trace1/engine-trace.json", tmp_dir);
+    cJSON *doc = read_json(b);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    int steps[4] = {0}, bad = -1;
+    const int n = trace_events(doc, "step", 2, &bad, steps, 4);
+    CU_ASSERT(n >= 4);
+    CU_ASSERT_EQUAL(bad, 0);
+    for (int w = 0; w < 4; w++)
+        CU_ASSERT(steps[w] == n / 4); /* every worker, as many steps each */
+    CU_ASSERT(trace_events(doc, "evaluate", 2, &bad, NULL, 0) > 0);
+    CU_ASSERT_EQUAL(bad, 0);
+    cJSON_Delete(doc);
+}
+
 /* ---- bench emulation ---- */
 
 static void test_bench_emulation(void) {
@@ -401,6 +540,7 @@ static void test_bench_emulation(void) {
 static CU_TestInfo engine_tests[] = {
     {"engine: every task runs once, on the pool's threads, any thread count",
      test_pool_runs_each_task_once},
+    {"engine: the timeline, every task once on its thread's row", test_trace},
     {"engine: --threads auto, N, and what it refuses", test_parse_threads},
     {"engine: physical cores from a sysfs cpu directory", test_physical_cores},
     {"memory estimate: grows by an evaluation model and a staging area per thread",
@@ -419,6 +559,8 @@ static CU_TestInfo run_tests[] = {
     {"train bsp with DLCP's drops: --threads 1 and 2 give the same bytes", test_dlcp_same_bytes},
     {"train --threads 0, 1025, many, bench emulation --threads 0: exit 2 naming the option",
      test_bad_threads},
+    {"train --engine-trace: the workers' steps on the timeline, the same outputs",
+     test_train_engine_trace},
     {"bench emulation: table and CSV, the same parameters on 2 threads", test_bench_emulation},
     CU_TEST_INFO_NULL,
 };
