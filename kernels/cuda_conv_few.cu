@@ -13,7 +13,13 @@
  *   k over a slice of pixels, 32 at a time, in order; the slices' partial sums are then added in
  *   order (cuda_conv_dw_sum), so the result does not depend on scheduling.
  *
- * The input gradient (a first layer needs none) stays with col2im. */
+ * The input gradient (a first layer needs none) stays with col2im.
+ *
+ * Staging computes each patch element's pixel and tap with integer divisions: on an H200 the
+ * forward pass of the cnn's conv1 (32 channels) took 0.108 ms against 0.096 on im2col + SGEMM,
+ * the staging outweighing 32 channels of products, while 16 channels and the weight gradient
+ * were faster (kernels/device_cuda.c says which passes take these kernels by default). Staging
+ * each pixel's patch by one thread, its divisions done once, is the next step. */
 #include "kernels/cuda_ops.h"
 
 enum {
