@@ -160,15 +160,26 @@ static void copy_mean(emulation *e, int w, aggregate_what what, const float *mea
     device_copy(e->cfg.dev, member_vector(e, w, what), mean, e->params);
 }
 
-/* em_jobs' deferred work of worker w: its ops in order, on whichever thread runs them. */
+/* em_jobs' deferred work of worker w: its ops in order, on whichever thread runs them. A copy
+ * of the mean gradient followed by the optimizer step (BSP's, and every synchronized step of
+ * gradient averaging) is one pass: the step reads the mean where it is, the same values as from
+ * the copy, and the replica's own gradient, which its next backward pass overwrites, is left as
+ * it is. Clipping scales the gradient in place, so with it the copy stays. */
 static void em_deferred(void *ctx, int w) {
     emulation *e = ctx;
     for (int i = 0; i < e->n_ops[w]; i++) {
         const em_op *op = &e->ops[w][i];
-        if (op->kind == EM_OP_COPY)
+        if (op->kind == EM_OP_COPY && op->what == AGGREGATE_GRADS && i + 1 < e->n_ops[w] &&
+            e->ops[w][i + 1].kind == EM_OP_STEP && !(e->cfg.clip_norm > 0)) {
+            model *m = e->replicas[w];
+            if (op->buf_mean) device_copy(e->cfg.dev, model_buffers(m), op->buf_mean, e->buffers);
+            sgd_step(e->opts[w], model_params(m), op->mean, e->ops[w][++i].lr,
+                     (float)e->cfg.momentum, (float)e->cfg.weight_decay);
+        } else if (op->kind == EM_OP_COPY) {
             copy_mean(e, w, op->what, op->mean, op->buf_mean);
-        else
+        } else {
             local_step(e, w, op->lr);
+        }
     }
 }
 
