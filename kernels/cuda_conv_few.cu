@@ -156,13 +156,9 @@ int cuda_conv_few_fwd(cudaStream_t stream, conv_geom g, int oc, const float *x, 
  * blocks give at least FEW_DW_WARPS warps (16 on each of an H100's or H200's 132
  * multiprocessors), else 256. It sets the order of the sums: the geometry alone decides it. */
 static int few_dw_slice(conv_geom g, int oc) {
-    const int pixels = g.batch * g.out_h * g.out_w;
     const int items = g.kh * g.kw * g.in_c * (oc / 4);
     const long warps_per_slice = (long)(items + FEW_THREADS - 1) / FEW_THREADS * (FEW_THREADS / 32);
-    int slice = 4096;
-    while (slice > 256 && (long)((pixels + slice - 1) / slice) * warps_per_slice < FEW_DW_WARPS)
-        slice /= 2;
-    return slice;
+    return cuda_conv_dw_slice(g.batch * g.out_h * g.out_w, warps_per_slice, 4096, FEW_DW_WARPS);
 }
 
 size_t cuda_conv_few_dw_floats(conv_geom g, int oc) {

@@ -54,6 +54,9 @@ int cuda_conv_tiled_dx(cudaStream_t stream, conv_geom g, int oc, const float *dy
 size_t cuda_conv_tiled_dw_floats(conv_geom g, int oc);
 int cuda_conv_tiled_dw(cudaStream_t stream, conv_geom g, int oc, const float *x, const float *dy,
                        float *partial, float *dw);
+/* The pixels of a weight gradient's slice: the largest of largest, largest / 2, ... down to 256
+ * whose slices of warps_per_slice warps make at least `warps` warps, else 256 */
+int cuda_conv_dw_slice(int pixels, long warps_per_slice, int largest, long warps);
 /* dw (n floats) = the sum of partial[0 .. slices - 1][n], slice by slice in order (the weight
  * gradients' second stage) */
 void cuda_conv_dw_sum(cudaStream_t stream, int n, int slices, const float *partial, float *dw);
