@@ -229,23 +229,21 @@ int engine_trace_write(const engine *en, const char *path) {
             "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"threads\": %d, \"dropped\": %ld},\n"
             "\"traceEvents\": [\n",
             en->threads, dropped);
-    for (int s = 0; s < en->threads; s++)
+    for (int s = 0; s < en->threads; s++) /* a row's name; threads >= 1: events follow a comma */
         fprintf(f.fp,
-                "{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"args\": "
-                "{\"name\": \"%s %d\"}},\n",
-                s, s == en->threads - 1 ? "simulation thread, slot" : "engine thread, slot", s);
-    int first = 1;
+                "%s{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, \"tid\": %d, "
+                "\"args\": {\"name\": \"%s %d\"}}",
+                s ? ",\n" : "", s,
+                s == en->threads - 1 ? "simulation thread, slot" : "engine thread, slot", s);
     for (int s = 0; en->lanes && s < en->threads; s++)
         for (size_t i = 0; i < en->lanes[s].n; i++) {
             const trace_event *e = &en->lanes[s].ev[i];
             fprintf(f.fp,
-                    "%s{\"name\": \"%s\", \"cat\": \"engine\", \"ph\": \"X\", \"pid\": 1, "
+                    ",\n{\"name\": \"%s\", \"cat\": \"engine\", \"ph\": \"X\", \"pid\": 1, "
                     "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"id\": %d}}",
-                    first ? "" : ",\n", e->name, s, 1e6 * (e->t0 - en->trace_t0),
-                    1e6 * (e->t1 - e->t0), e->id);
-            first = 0;
+                    e->name, s, 1e6 * (e->t0 - en->trace_t0), 1e6 * (e->t1 - e->t0), e->id);
         }
-    fprintf(f.fp, "%s]}\n", first ? "" : "\n");
+    fprintf(f.fp, "\n]}\n");
     return afile_commit(&f);
 }
 

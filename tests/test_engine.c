@@ -195,6 +195,18 @@ static void test_trace(void) {
         CU_ASSERT_EQUAL(cJSON_GetObjectItemCaseSensitive(other, "dropped")->valueint, 0);
         cJSON_Delete(doc);
     }
+    /* a timeline with no event yet: the rows' names alone, still JSON */
+    engine *en = NULL;
+    CU_ASSERT_EQUAL_FATAL(engine_create(2, &en), SS_OK);
+    engine_trace_start(en);
+    char path[300];
+    snprintf(path, sizeof path, "%s/empty.json", dir);
+    CU_ASSERT_EQUAL(engine_trace_write(en, path), SS_OK);
+    engine_destroy(en);
+    cJSON *doc = read_json(path);
+    CU_ASSERT_PTR_NOT_NULL(doc);
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(doc, "traceEvents")), 2);
+    cJSON_Delete(doc);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     CU_ASSERT_EQUAL(system(cmd), 0);
