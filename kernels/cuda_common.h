@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <cuda_runtime_api.h>
 
+#include "kernels/cuda_blas.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -32,7 +34,7 @@ void cuda_fail(const char *message, const char *call, const char *file, int line
     do {                                                                                           \
         cublasStatus_t cublas_st_ = (call);                                                        \
         if (cublas_st_ != CUBLAS_STATUS_SUCCESS)                                                   \
-            cuda_fail(cublasGetStatusString(cublas_st_), #call, __FILE__, __LINE__);               \
+            cuda_fail(cuda_blas_status(cublas_st_), #call, __FILE__, __LINE__);                    \
     } while (0)
 
 /* Threads per block of the elementwise kernels, and the grid of a grid-stride loop over n. */

@@ -2,6 +2,7 @@
  * stream. Host-visible results (loss, norms) are reduced on the host in a fixed order so that
  * they do not depend on scheduling. cuBLAS runs in its default FP32 mode (no TF32), so results
  * stay close to the CPU reference. */
+#include "kernels/cuda_blas.h"
 #include "kernels/cuda_ops.h"
 
 #include "common/status.h"
@@ -32,6 +33,7 @@ enum { CUDA_NRM2_BLOCKS = 256 };
  * by device_lanes_reserve. */
 typedef struct cuda_lane {
     cudaStream_t stream;
+    const cuda_blas_api *blas; /* cuBLAS, loaded with the first lane (cuda_blas.h) */
     cublasHandle_t cublas;
     cudaEvent_t ready; /* lane 0's work up to a lane_enter */
     void *scratch[CUDA_SCRATCH_COUNT];
@@ -167,9 +169,10 @@ static void cu_place(device *dev, float *p, size_t count, int on_host) {
 static void cu_gemm(device *dev, int trans_a, int trans_b, int m, int n, int k, float alpha,
                     const float *a, int lda, const float *b, int ldb, float beta, float *c,
                     int ldc) {
-    cublasCheck(cublasSgemm(lane_of(dev)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                            trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
-                            &beta, c, ldc));
+    const cuda_lane *l = lane_of(dev);
+    cublasCheck(l->blas->sgemm(l->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                               trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
+                               &beta, c, ldc));
 }
 
 static void cu_bias_add(device *dev, int rows, int cols, const float *bias, float *y) {
@@ -429,7 +432,7 @@ static void lane_destroy(cuda_lane *l) {
     cudaCheck(cudaStreamSynchronize(l->stream));
     for (int i = 0; i < CUDA_SCRATCH_COUNT; i++)
         if (l->scratch[i]) cudaCheck(cudaFree(l->scratch[i]));
-    cublasCheck(cublasDestroy(l->cublas));
+    cublasCheck(l->blas->destroy(l->cublas));
     cudaCheck(cudaEventDestroy(l->ready));
     cudaCheck(cudaStreamDestroy(l->stream));
     free(l->host_rows);
@@ -439,6 +442,11 @@ static void lane_destroy(cuda_lane *l) {
 /* A lane with its stream, handle and event; NULL with the reason when one cannot be made. */
 static cuda_lane *lane_create(char *reason, size_t reason_size) {
     cuda_lane *l = ss_calloc(1, sizeof *l);
+    l->blas = cuda_blas(reason, reason_size);
+    if (!l->blas) {
+        free(l);
+        return NULL;
+    }
     cudaError_t err = cudaStreamCreateWithFlags(&l->stream, cudaStreamNonBlocking);
     if (err == cudaSuccess) {
         err = cudaEventCreateWithFlags(&l->ready, cudaEventDisableTiming);
@@ -449,15 +457,15 @@ static cuda_lane *lane_create(char *reason, size_t reason_size) {
         free(l);
         return NULL;
     }
-    cublasStatus_t st = cublasCreate(&l->cublas);
+    cublasStatus_t st = l->blas->create(&l->cublas);
     if (st != CUBLAS_STATUS_SUCCESS) {
-        snprintf(reason, reason_size, "cuBLAS: %s", cublasGetStatusString(st));
+        snprintf(reason, reason_size, "cuBLAS: %s", l->blas->status_string(st));
         cudaEventDestroy(l->ready);
         cudaStreamDestroy(l->stream);
         free(l);
         return NULL;
     }
-    cublasCheck(cublasSetStream(l->cublas, l->stream));
+    cublasCheck(l->blas->set_stream(l->cublas, l->stream));
     return l;
 }
 
@@ -518,10 +526,10 @@ static void cu_gemm_batched(device *dev, int trans_a, int trans_b, int m, int n,
                             const float *a, int lda, long long stride_a, const float *b, int ldb,
                             long long stride_b, float beta, float *c, int ldc, long long stride_c,
                             int count) {
-    cublasCheck(cublasSgemmStridedBatched(lane_of(dev)->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                          trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b,
-                                          ldb, stride_b, a, lda, stride_a, &beta, c, ldc, stride_c,
-                                          count));
+    const cuda_lane *l = lane_of(dev);
+    cublasCheck(l->blas->sgemm_strided_batched(
+        l->cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
+        k, &alpha, b, ldb, stride_b, a, lda, stride_a, &beta, c, ldc, stride_c, count));
 }
 
 static void cu_ln_fwd(device *dev, int rows, int cols, const float *x, const float *gamma,

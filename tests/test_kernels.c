@@ -1685,6 +1685,32 @@ static void test_conv_block(void) {
     device_close(dev);
 }
 
+#ifdef SS_HAVE_CUDA
+#include "kernels/cuda_blas.h"
+
+/* cuBLAS, loaded rather than linked (kernels/cuda_blas.c): every function the CUDA device calls
+ * resolves from the installed library, GPU or none; a handle is made where a GPU is, and refused
+ * with a status (not a crash) where none is. */
+static void test_cuda_blas_loads(void) {
+    char reason[256] = "";
+    const cuda_blas_api *b = cuda_blas(reason, sizeof reason);
+    if (!b) fprintf(stderr, "\n  %s\n", reason);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT(b->create && b->destroy && b->set_stream && b->sgemm && b->sgemm_strided_batched &&
+              b->status_string);
+    CU_ASSERT_PTR_EQUAL(cuda_blas(NULL, 0), b); /* once */
+    /* cuBLAS's own message, not the fallback's number */
+    CU_ASSERT_PTR_NOT_NULL(strstr(cuda_blas_status(CUBLAS_STATUS_NOT_INITIALIZED), "initialized"));
+    cublasHandle_t h = NULL;
+    const cublasStatus_t st = b->create(&h);
+    if (st == CUBLAS_STATUS_SUCCESS) {
+        CU_ASSERT_EQUAL(b->destroy(h), CUBLAS_STATUS_SUCCESS);
+    } else {
+        CU_ASSERT(strlen(cuda_blas_status(st)) > 0);
+    }
+}
+#endif
+
 static CU_TestInfo layer_tests[] = {
     {"layer_backward dense vs finite differences", test_grad_dense},
     {"layer_backward conv2d vs finite differences", test_grad_conv2d},
@@ -1733,6 +1759,9 @@ static CU_TestInfo optim_tests[] = {
     {"sgd_step momentum and weight decay by hand", test_sgd_momentum_wd},
     {"lr_schedule_parse and lr_schedule_at", test_lr_schedules},
     {"device vector ops vs references", test_vector_ops},
+#ifdef SS_HAVE_CUDA
+    {"cuBLAS loads on demand: every function the CUDA device calls", test_cuda_blas_loads},
+#endif
     CU_TEST_INFO_NULL,
 };
 
