@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct em_job {
     em_jobs *owner;
@@ -37,10 +36,6 @@ struct em_jobs {
     double work_s; /* wall seconds of the work the engine runs or splits (jobs, parallel parts) */
 };
 
-static double wall_now_s(void) {
-    return engine_now_s();
-}
-
 static void settle_jobs(em_jobs *j);
 static void flush_deferred(em_jobs *j, const int *group, int n);
 
@@ -50,22 +45,22 @@ static void job_run_hooked(em_job *job, int slot, void (*grad_ready)(void *ctx, 
     em_jobs *j = job->owner;
     device *dev = j->cfg.dev;
     em_job_out *o = &job->out;
-    const double start_s = wall_now_s();
+    const double start_s = engine_now_s();
     if (job->deferred) {
         j->cfg.deferred(j->cfg.ctx, job->worker);
-        engine_trace_span(j->en, slot, "deferred", job->worker, start_s, wall_now_s());
+        engine_trace_span(j->en, slot, "deferred", job->worker, start_s, engine_now_s());
     }
     dataset_gather(j->cfg.train, j->indices[job->worker], o->samples, j->x[slot], j->y[slot]);
     if (j->cfg.aug)
         augment_batch_into(j->cfg.aug,
                            j->x[slot] + dataset_features(j->cfg.train) * (size_t)j->cfg.max_batch,
                            j->x[slot], o->samples, job->worker, o->step);
-    const double t0 = j->cfg.measure_time ? wall_now_s() : 0.0;
+    const double t0 = j->cfg.measure_time ? engine_now_s() : 0.0;
     o->loss = model_forward_backward_each(job->m, j->x[slot], j->y[slot], o->samples, grad_ready,
                                           hook_ctx);
     if (j->cfg.measure_time) {
         device_sync(dev);
-        o->measured_s = wall_now_s() - t0;
+        o->measured_s = engine_now_s() - t0;
     }
     const size_t params = model_param_count(job->m);
     o->grad_norm = device_nrm2(dev, params, model_grads(job->m));
@@ -75,7 +70,7 @@ static void job_run_hooked(em_job *job, int slot, void (*grad_ready)(void *ctx, 
             const model_view *v = model_view_at(job->m, i);
             o->layer_norm_sum += device_nrm2(dev, v->count, model_grads(job->m) + v->offset);
         }
-    job->wall_s = wall_now_s() - start_s;
+    job->wall_s = engine_now_s() - start_s;
 }
 
 /* A task on an engine thread issues its device work on the slot's own lane (a CUDA stream). */
@@ -221,11 +216,11 @@ void em_jobs_settle_worker(em_jobs *j, int w) {
 void em_jobs_own(em_jobs *j, int w) {
     em_jobs_settle_worker(j, w);
     if (!j->deferred[w]) return;
-    const double t0 = wall_now_s();
+    const double t0 = engine_now_s();
     j->deferred[w] = 0;
     j->cfg.deferred(j->cfg.ctx, w);
     j->cfg.deferred_done(j->cfg.ctx, w);
-    j->work_s += wall_now_s() - t0;
+    j->work_s += engine_now_s() - t0;
 }
 
 void em_jobs_defer(em_jobs *j, int w) {
@@ -290,9 +285,9 @@ typedef struct par_timed {
 
 static void par_timed_run(void *ctx, int i, int slot) {
     par_timed *pt = ctx;
-    const double t0 = wall_now_s();
+    const double t0 = engine_now_s();
     pt->fn(pt->ctx, i, slot);
-    pt->wall_s = wall_now_s() - t0;
+    pt->wall_s = engine_now_s() - t0;
 }
 
 /* fn(ctx, i, slot) for i = 0 .. n - 1 on the engine's threads, tasks named `name` on its
@@ -349,7 +344,7 @@ static void share_help(void *ctx, int i, int slot) {
  * is free before the caller is done; those not started then are taken back. */
 static void share(em_jobs *j, const char *name, size_t total, size_t range,
                   void (*fn)(void *ctx, size_t lo, size_t count), void *ctx) {
-    const double t0 = wall_now_s();
+    const double t0 = engine_now_s();
     const int t = engine_threads(j->en);
     share_ctx sc = {.n = (int)((total + range - 1) / range),
                     .total = total,
@@ -370,7 +365,7 @@ static void share(em_jobs *j, const char *name, size_t total, size_t range,
         engine_submit(j->en, &ts[i].t);
     }
     share_loop(&sc); /* the caller works too: a helper not started yet is taken back */
-    const double t1 = wall_now_s();
+    const double t1 = engine_now_s();
     engine_trace_span(j->en, t - 1, name, -1, t0, t1);
     j->work_s += t1 - t0;
     for (int i = 0; i < helpers; i++) {
@@ -490,9 +485,9 @@ double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *co
     if (test->n == 0 || model_is_language(from))
         return model_evaluate_sum(from, test->x, test->y, test->n, correct);
     if (!j->eval) {
-        const double t0 = wall_now_s();
+        const double t0 = engine_now_s();
         const double sum = model_evaluate_sum(from, test->x, test->y, test->n, correct);
-        j->work_s += wall_now_s() - t0;
+        j->work_s += engine_now_s() - t0;
         return sum;
     }
     const size_t chunk = (size_t)j->cfg.max_batch;
@@ -603,12 +598,12 @@ double em_jobs_accuracy_mean(em_jobs *j, model *const *replicas, int n, model *h
         reps_ctx rc = {.ec = &ec, .reps = reps};
         parallel_for(j, "evaluate replica", n_reps, eval_rep, &rc);
     } else {
-        const double t0 = wall_now_s();
+        const double t0 = engine_now_s();
         for (int i = 0; i < n_reps; i++) {
             copy_model(j->cfg.dev, holder, replicas[reps[i]]);
             model_evaluate_sum(holder, test->x, test->y, test->n, &ec.correct[reps[i]]);
         }
-        j->work_s += wall_now_s() - t0;
+        j->work_s += engine_now_s() - t0;
     }
     double sum = 0;
     for (int w = 0; w < n; w++)
