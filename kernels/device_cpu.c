@@ -1,10 +1,13 @@
 /* CPU backend: GEMM through cblas (OpenBLAS, multi-threaded); convolutions direct where the CPU
  * has AVX-512 (conv_direct.h); the other ops are plain loops written so that the compiler
- * vectorizes them. These are the reference implementations. */
+ * vectorizes them, split over OpenBLAS's thread count where each output depends on its own
+ * element, row, sample or column only (cpu_par.h: the bits of one thread). These are the
+ * reference implementations. */
 #include "kernels/device_impl.h"
 
 #include "common/status.h"
 #include "kernels/conv_direct.h"
+#include "kernels/cpu_par.h"
 #include "kernels/cpu_vec.h"
 
 #include <cblas.h>
@@ -31,14 +34,9 @@ static void cpu_free(device *dev, float *p) {
     free(p);
 }
 
-static void cpu_copy(device *dev, float *dst, const float *src, size_t count) {
+static void memmove_loop(device *dev, float *dst, const float *src, size_t count) {
     (void)dev;
     memmove(dst, src, count * sizeof(float));
-}
-
-static void cpu_zero(device *dev, float *dst, size_t count) {
-    (void)dev;
-    memset(dst, 0, count * sizeof(float));
 }
 
 static void cpu_sync(device *dev) {
@@ -53,8 +51,8 @@ static void cpu_gemm(device *dev, int trans_a, int trans_b, int m, int n, int k,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-static SS_CPU_CLONES void cpu_bias_add(device *dev, int rows, int cols, const float *bias,
-                                       float *y) {
+static SS_CPU_CLONES void bias_add_loop(device *dev, int rows, int cols, const float *bias,
+                                        float *y) {
     (void)dev;
     for (int r = 0; r < rows; r++) {
         float *yr = y + (size_t)r * cols;
@@ -63,19 +61,21 @@ static SS_CPU_CLONES void cpu_bias_add(device *dev, int rows, int cols, const fl
     }
 }
 
-static SS_CPU_CLONES void cpu_bias_grad(device *dev, int rows, int cols, const float *dy,
-                                        float beta, float *db) {
-    (void)dev;
-    if (beta == 0.0f) memset(db, 0, (size_t)cols * sizeof(float));
+/* db's columns [c0, c1): each the sum of its column over the rows, in row order */
+static SS_CPU_CLONES void bias_grad_cols(int rows, int cols, const float *dy, float beta, float *db,
+                                         int c0, int c1) {
+    if (beta == 0.0f)
+        for (int c = c0; c < c1; c++)
+            db[c] = 0.0f;
     for (int r = 0; r < rows; r++) {
         const float *dyr = dy + (size_t)r * cols;
-        for (int c = 0; c < cols; c++)
+        for (int c = c0; c < c1; c++)
             db[c] += dyr[c];
     }
 }
 
-static SS_CPU_CLONES void cpu_bias_relu(device *dev, int rows, int cols, const float *bias,
-                                        float *y) {
+static SS_CPU_CLONES void bias_relu_loop(device *dev, int rows, int cols, const float *bias,
+                                         float *y) {
     (void)dev;
     for (int r = 0; r < rows; r++) {
         float *yr = y + (size_t)r * cols;
@@ -86,14 +86,14 @@ static SS_CPU_CLONES void cpu_bias_relu(device *dev, int rows, int cols, const f
     }
 }
 
-static SS_CPU_CLONES void cpu_relu_fwd(device *dev, size_t n, const float *x, float *y) {
+static SS_CPU_CLONES void relu_fwd_loop(device *dev, size_t n, const float *x, float *y) {
     (void)dev;
     for (size_t i = 0; i < n; i++)
         y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-static SS_CPU_CLONES void cpu_relu_bwd(device *dev, size_t n, const float *y, const float *dy,
-                                       float *dx) {
+static SS_CPU_CLONES void relu_bwd_loop(device *dev, size_t n, const float *y, const float *dy,
+                                        float *dx) {
     (void)dev;
     for (size_t i = 0; i < n; i++) {
         float g = dy[i]; /* loaded unconditionally so that the loop vectorizes */
@@ -151,8 +151,8 @@ SS_INLINE void im2col_row(const conv_geom *g, const float *xb, int oh, int ow, f
     }
 }
 
-static SS_CPU_CLONES SS_NO_LIBCALLS void cpu_im2col(device *dev, const conv_geom *g, const float *x,
-                                                    float *col) {
+static SS_CPU_CLONES SS_NO_LIBCALLS void im2col_loop(device *dev, const conv_geom *g,
+                                                     const float *x, float *col) {
     (void)dev;
     const size_t row_len = (size_t)g->kh * g->kw * g->in_c;
     for (int b = 0; b < g->batch; b++) {
@@ -195,8 +195,8 @@ SS_INLINE void col2im_pixel(const conv_geom *g, const float *colb, int ih, int i
     }
 }
 
-static SS_CPU_CLONES SS_NO_LIBCALLS void cpu_col2im(device *dev, const conv_geom *g,
-                                                    const float *col, float *dx) {
+static SS_CPU_CLONES SS_NO_LIBCALLS void col2im_loop(device *dev, const conv_geom *g,
+                                                     const float *col, float *dx) {
     (void)dev;
     const size_t in_pixels = (size_t)g->in_h * g->in_w, out_pixels = (size_t)g->out_h * g->out_w;
     const size_t row_len = (size_t)g->kh * g->kw * g->in_c;
@@ -209,8 +209,8 @@ static SS_CPU_CLONES SS_NO_LIBCALLS void cpu_col2im(device *dev, const conv_geom
     }
 }
 
-static SS_CPU_CLONES void cpu_maxpool_fwd(device *dev, int batch, int h, int w, int c,
-                                          const float *x, float *y) {
+static SS_CPU_CLONES void maxpool_fwd_loop(device *dev, int batch, int h, int w, int c,
+                                           const float *x, float *y) {
     (void)dev;
     const int oh_n = h / 2, ow_n = w / 2;
     for (int b = 0; b < batch; b++) {
@@ -295,14 +295,14 @@ SS_INLINE void maxpool_bwd_with(pool_window_fn window, int batch, int h, int w, 
     }
 }
 
-static SS_CPU_CLONES void cpu_maxpool_bwd(device *dev, int batch, int h, int w, int c,
-                                          const float *x, const float *dy, float *dx) {
+static SS_CPU_CLONES void maxpool_bwd_loop(device *dev, int batch, int h, int w, int c,
+                                           const float *x, const float *dy, float *dx) {
     (void)dev;
     maxpool_bwd_with(maxpool_bwd_window, batch, h, w, c, x, dy, dx);
 }
 
-static SS_CPU_CLONES void cpu_maxpool_relu_bwd(device *dev, int batch, int h, int w, int c,
-                                               const float *x, const float *dy, float *dx) {
+static SS_CPU_CLONES void maxpool_relu_bwd_loop(device *dev, int batch, int h, int w, int c,
+                                                const float *x, const float *dy, float *dx) {
     (void)dev;
     maxpool_bwd_with(maxpool_relu_bwd_window, batch, h, w, c, x, dy, dx);
 }
@@ -509,6 +509,62 @@ SS_INLINE void bn_bwd_sums_narrow(int rows, int nv, const float *x, const float 
     }
 }
 
+/* ---- batch norm's passes split over threads: the sums of wide rows by columns (each column's
+ * terms still in row order), the affine and data-gradient passes by rows ---- */
+
+/* A sum over the rows is split by columns, each part reading its columns of every row. Parts
+ * narrower than 128 columns (512 bytes) would share cache lines, every thread streaming the whole
+ * matrix: VGG-11's first batch norm (64 columns) ran 1.5x slower on 2 threads than on one. */
+enum { COLS_ALIGN = 128 };
+
+/* the columns a part of a sum over `rows` rows takes at least */
+static size_t cols_grain(int rows) {
+    const size_t g = CPU_PAR_GRAIN / (size_t)(rows > 0 ? rows : 1);
+    return g ? g : 1;
+}
+
+/* the rows a part of a pass over `cols` columns takes at least */
+static size_t rows_grain(int cols) {
+    const size_t g = CPU_PAR_GRAIN / (size_t)(cols > 0 ? cols : 1);
+    return g ? g : 1;
+}
+
+typedef struct bn_job {
+    int rows, cols, relu, masked;
+    const float *x, *dy, *y_mask, *scale, *shift, *mean, *invstd, *k, *a, *b;
+    double *s1, *s2;
+    float *y;
+} bn_job;
+
+static SS_CPU_CLONES void bn_sums_part(void *ctx, size_t c0, size_t c1) {
+    const bn_job *j = ctx;
+    for (int r = 0; r < j->rows; r++)
+        for (size_t c = c0; c < c1; c++) {
+            const double v = j->x[(size_t)r * j->cols + c];
+            j->s1[c] += v;
+            j->s2[c] += v * v;
+        }
+}
+
+/* sum[c] and sq[c] += x and x^2 over the rows, in double, in row order */
+static void bn_sums_par(int rows, int cols, const float *x, double *sum, double *sq) {
+    bn_job j = {.rows = rows, .cols = cols, .x = x, .s1 = sum, .s2 = sq};
+    cpu_par_for(0, (size_t)cols, cols_grain(rows), COLS_ALIGN, bn_sums_part, &j);
+}
+
+static SS_CPU_CLONES void bn_affine_part(void *ctx, size_t r0, size_t r1) {
+    const bn_job *j = ctx;
+    const size_t at = r0 * (size_t)j->cols;
+    bn_affine((int)(r1 - r0), j->cols, j->x + at, j->scale, j->shift, j->relu, j->y + at);
+}
+
+static void bn_affine_par(int rows, int cols, const float *x, const float *scale,
+                          const float *shift, int relu, float *y) {
+    bn_job j = {
+        .rows = rows, .cols = cols, .relu = relu, .x = x, .scale = scale, .shift = shift, .y = y};
+    cpu_par_for(0, (size_t)rows, rows_grain(cols), 1, bn_affine_part, &j);
+}
+
 /* The batch's statistics in one pass over x: the sums of x and of x^2 per column in double (each
  * square exact there), the biased variance E[x^2] - E[x]^2. */
 static SS_CPU_CLONES void cpu_bn_fwd_train_act(device *dev, int rows, int cols, const float *x,
@@ -523,12 +579,7 @@ static SS_CPU_CLONES void cpu_bn_fwd_train_act(device *dev, int rows, int cols, 
     else if (cols == 32)
         bn_sums_narrow(rows, 4, x, sum, sq);
     else
-        for (int r = 0; r < rows; r++)
-            for (int c = 0; c < cols; c++) {
-                const double v = x[(size_t)r * cols + c];
-                sum[c] += v;
-                sq[c] += v * v;
-            }
+        bn_sums_par(rows, cols, x, sum, sq);
     float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
     for (int c = 0; c < cols; c++) {
         const double mean = sum[c] / rows, var = fmax(sq[c] / rows - mean * mean, 0.0);
@@ -540,7 +591,7 @@ static SS_CPU_CLONES void cpu_bn_fwd_train_act(device *dev, int rows, int cols, 
         run_mean[c] = (float)((1.0 - momentum) * run_mean[c] + momentum * (double)save_mean[c]);
         run_var[c] = (float)((1.0 - momentum) * run_var[c] + momentum * unbiased);
     }
-    bn_affine(rows, cols, x, scale, shift, relu, y);
+    bn_affine_par(rows, cols, x, scale, shift, relu, y);
     free(scale);
     free(sum);
 }
@@ -562,7 +613,7 @@ static SS_CPU_CLONES void cpu_bn_fwd_infer_act(device *dev, int rows, int cols, 
         scale[c] = gamma[c] * (float)(1.0 / sqrt((double)run_var[c] + eps));
         shift[c] = beta[c] - run_mean[c] * scale[c];
     }
-    bn_affine(rows, cols, x, scale, shift, relu, y);
+    bn_affine_par(rows, cols, x, scale, shift, relu, y);
     free(scale);
 }
 
@@ -586,6 +637,81 @@ SS_INLINE float bn_grad_at(const float *dy, const float *y_mask, int masked, siz
     return g;
 }
 
+/* masked: a constant at each call, so that each loop is compiled for it */
+SS_INLINE void bn_bwd_sums_cols(const bn_job *j, size_t c0, size_t c1, int masked) {
+    for (int r = 0; r < j->rows; r++)
+        for (size_t c = c0; c < c1; c++) {
+            size_t i = (size_t)r * j->cols + c;
+            const float g = bn_grad_at(j->dy, j->y_mask, masked, i);
+            double xhat = ((double)j->x[i] - j->mean[c]) * j->invstd[c];
+            j->s1[c] += g;
+            j->s2[c] += g * xhat;
+        }
+}
+
+static SS_CPU_CLONES void bn_bwd_sums_part(void *ctx, size_t c0, size_t c1) {
+    const bn_job *j = ctx;
+    if (j->masked)
+        bn_bwd_sums_cols(j, c0, c1, 1);
+    else
+        bn_bwd_sums_cols(j, c0, c1, 0);
+}
+
+/* sum_dy[c] and sum_dyx[c] += g and g x-hat over the rows, in double, in row order */
+static void bn_bwd_sums_par(int rows, int cols, const float *x, const float *dy,
+                            const float *y_mask, int masked, const float *save_mean,
+                            const float *save_invstd, double *sum_dy, double *sum_dyx) {
+    bn_job j = {.rows = rows,
+                .cols = cols,
+                .masked = masked,
+                .x = x,
+                .dy = dy,
+                .y_mask = y_mask,
+                .mean = save_mean,
+                .invstd = save_invstd,
+                .s1 = sum_dy,
+                .s2 = sum_dyx};
+    cpu_par_for(0, (size_t)cols, cols_grain(rows), COLS_ALIGN, bn_bwd_sums_part, &j);
+}
+
+SS_INLINE void bn_dx_rows(const bn_job *j, size_t r0, size_t r1, int masked) {
+    const int cols = j->cols;
+    for (size_t r = r0; r < r1; r++)
+        for (int c = 0; c < cols; c++) {
+            size_t i = r * cols + c;
+            float xhat = (j->x[i] - j->mean[c]) * j->invstd[c];
+            j->y[i] =
+                j->k[c] * (bn_grad_at(j->dy, j->y_mask, masked, i) - j->a[c] - xhat * j->b[c]);
+        }
+}
+
+static SS_CPU_CLONES void bn_dx_part(void *ctx, size_t r0, size_t r1) {
+    const bn_job *j = ctx;
+    if (j->masked)
+        bn_dx_rows(j, r0, r1, 1);
+    else
+        bn_dx_rows(j, r0, r1, 0);
+}
+
+/* dx = k (g - a - x-hat b) per element */
+static void bn_dx_par(int rows, int cols, const float *x, const float *dy, const float *y_mask,
+                      int masked, const float *save_mean, const float *save_invstd, const float *k,
+                      const float *a, const float *b, float *dx) {
+    bn_job j = {.rows = rows,
+                .cols = cols,
+                .masked = masked,
+                .x = x,
+                .dy = dy,
+                .y_mask = y_mask,
+                .mean = save_mean,
+                .invstd = save_invstd,
+                .k = k,
+                .a = a,
+                .b = b,
+                .y = dx};
+    cpu_par_for(0, (size_t)rows, rows_grain(cols), 1, bn_dx_part, &j);
+}
+
 SS_INLINE void bn_bwd_body(int rows, int cols, const float *x, const float *dy, const float *y_mask,
                            int masked, const float *gamma, const float *save_mean,
                            const float *save_invstd, float *dgamma, float *dbeta, float *dx) {
@@ -595,14 +721,7 @@ SS_INLINE void bn_bwd_body(int rows, int cols, const float *x, const float *dy, 
     else if (cols == 32)
         bn_bwd_sums_narrow(rows, 4, x, dy, y_mask, masked, save_mean, save_invstd, sum_dy, sum_dyx);
     else
-        for (int r = 0; r < rows; r++)
-            for (int c = 0; c < cols; c++) {
-                size_t i = (size_t)r * cols + c;
-                const float g = bn_grad_at(dy, y_mask, masked, i);
-                double xhat = ((double)x[i] - save_mean[c]) * save_invstd[c];
-                sum_dy[c] += g;
-                sum_dyx[c] += g * xhat;
-            }
+        bn_bwd_sums_par(rows, cols, x, dy, y_mask, masked, save_mean, save_invstd, sum_dy, sum_dyx);
     for (int c = 0; c < cols; c++) {
         dgamma[c] = (float)sum_dyx[c];
         dbeta[c] = (float)sum_dy[c];
@@ -614,12 +733,7 @@ SS_INLINE void bn_bwd_body(int rows, int cols, const float *x, const float *dy, 
             a[c] = (float)(sum_dy[c] / rows);
             b[c] = (float)(sum_dyx[c] / rows);
         }
-        for (int r = 0; r < rows; r++)
-            for (int c = 0; c < cols; c++) {
-                size_t i = (size_t)r * cols + c;
-                float xhat = (x[i] - save_mean[c]) * save_invstd[c];
-                dx[i] = k[c] * (bn_grad_at(dy, y_mask, masked, i) - a[c] - xhat * b[c]);
-            }
+        bn_dx_par(rows, cols, x, dy, y_mask, masked, save_mean, save_invstd, k, a, b, dx);
         free(k);
     }
     free(sum_dy);
@@ -672,7 +786,7 @@ static SS_CPU_CLONES void cpu_avgpool_bwd(device *dev, int batch, int hw, int c,
 
 /* ---- residual shortcut (identity or option A) ---- */
 
-static void cpu_shortcut_fwd(device *dev, const shortcut_geom *g, const float *x, float *y) {
+static void shortcut_fwd_loop(device *dev, const shortcut_geom *g, const float *x, float *y) {
     (void)dev;
     for (int b = 0; b < g->batch; b++)
         for (int oh = 0; oh < g->out_h; oh++)
@@ -686,7 +800,7 @@ static void cpu_shortcut_fwd(device *dev, const shortcut_geom *g, const float *x
             }
 }
 
-static void cpu_shortcut_bwd(device *dev, const shortcut_geom *g, const float *dy, float *dx) {
+static void shortcut_bwd_loop(device *dev, const shortcut_geom *g, const float *dy, float *dx) {
     (void)dev;
     for (int b = 0; b < g->batch; b++)
         for (int ih = 0; ih < g->in_h; ih++)
@@ -705,8 +819,8 @@ static void cpu_shortcut_bwd(device *dev, const shortcut_geom *g, const float *d
 
 /* The channels [c_lo, c_lo + in_c) of each output pixel get the sampled skip pixel's; every value
  * then as relu_fwd writes it when relu. The sums are shortcut_fwd's (x + skip, rounded once). */
-static SS_CPU_CLONES void cpu_add_fwd(device *dev, const shortcut_geom *g, const float *x,
-                                      const float *skip, int relu, float *y) {
+static SS_CPU_CLONES void add_fwd_loop(device *dev, const shortcut_geom *g, const float *x,
+                                       const float *skip, int relu, float *y) {
     (void)dev;
     const int oc = g->out_c, lo = g->c_lo, hi = g->c_lo + g->in_c;
     for (int b = 0; b < g->batch; b++)
@@ -761,8 +875,8 @@ static double cpu_softmax_xent(device *dev, int batch, int classes, const float 
     return loss_sum;
 }
 
-static SS_CPU_CLONES void cpu_sgd(device *dev, size_t n, float *w, const float *g, float *v,
-                                  float lr, float mu, float wd, int nesterov) {
+static SS_CPU_CLONES void sgd_loop(device *dev, size_t n, float *w, const float *g, float *v,
+                                   float lr, float mu, float wd, int nesterov) {
     (void)dev;
     if (mu != 0.0f && nesterov) {
         for (size_t i = 0; i < n; i++) {
@@ -782,13 +896,13 @@ static SS_CPU_CLONES void cpu_sgd(device *dev, size_t n, float *w, const float *
     }
 }
 
-static SS_CPU_CLONES void cpu_axpy(device *dev, size_t n, float a, const float *x, float *y) {
+static SS_CPU_CLONES void axpy_loop(device *dev, size_t n, float a, const float *x, float *y) {
     (void)dev;
     for (size_t i = 0; i < n; i++)
         y[i] += a * x[i];
 }
 
-static SS_CPU_CLONES void cpu_scale(device *dev, size_t n, float a, float *x) {
+static SS_CPU_CLONES void scale_loop(device *dev, size_t n, float a, float *x) {
     (void)dev;
     for (size_t i = 0; i < n; i++)
         x[i] *= a;
@@ -832,6 +946,253 @@ static void cpu_masked_copy(device *dev, size_t n, const uint8_t *mask, const fl
     (void)dev;
     for (size_t i = 0; i < n; i++)
         if (mask[i]) dst[i] = src[i];
+}
+
+/* ---- the passes above split over threads (cpu_par.h): each part runs the loop on its own
+ * elements, rows, samples or columns, so the bits are those of one thread ---- */
+
+typedef struct par_job {
+    device *dev;
+    const float *x, *x2;
+    float *y, *y2;
+    float a, b, c;
+    int rows, cols, flag;
+    const conv_geom *g;
+    const shortcut_geom *sg;
+} par_job;
+
+static int ptrs_apart(const float *p, const float *q, size_t n) {
+    const uintptr_t a = (uintptr_t)p, b = (uintptr_t)q, bytes = n * sizeof(float);
+    return a + bytes <= b || b + bytes <= a;
+}
+
+static void copy_part(void *ctx, size_t i0, size_t i1) {
+    const par_job *j = ctx;
+    memcpy(j->y + i0, j->x + i0, (i1 - i0) * sizeof(float));
+}
+
+static void cpu_copy(device *dev, float *dst, const float *src, size_t count) {
+    if (!ptrs_apart(dst, src, count)) {
+        memmove_loop(dev, dst, src, count);
+        return;
+    }
+    par_job j = {.x = src, .y = dst};
+    cpu_par_for(0, count, CPU_PAR_GRAIN, 16, copy_part, &j);
+}
+
+static void zero_part(void *ctx, size_t i0, size_t i1) {
+    const par_job *j = ctx;
+    memset(j->y + i0, 0, (i1 - i0) * sizeof(float));
+}
+
+static void cpu_zero(device *dev, float *dst, size_t count) {
+    (void)dev;
+    par_job j = {.y = dst};
+    cpu_par_for(0, count, CPU_PAR_GRAIN, 16, zero_part, &j);
+}
+
+static void bias_add_part(void *ctx, size_t r0, size_t r1) {
+    const par_job *j = ctx;
+    bias_add_loop(j->dev, (int)(r1 - r0), j->cols, j->x, j->y + r0 * j->cols);
+}
+
+static void cpu_bias_add(device *dev, int rows, int cols, const float *bias, float *y) {
+    par_job j = {.dev = dev, .x = bias, .y = y, .cols = cols};
+    cpu_par_for(0, (size_t)rows, rows_grain(cols), 1, bias_add_part, &j);
+}
+
+static void bias_relu_part(void *ctx, size_t r0, size_t r1) {
+    const par_job *j = ctx;
+    bias_relu_loop(j->dev, (int)(r1 - r0), j->cols, j->x, j->y + r0 * j->cols);
+}
+
+static void cpu_bias_relu(device *dev, int rows, int cols, const float *bias, float *y) {
+    par_job j = {.dev = dev, .x = bias, .y = y, .cols = cols};
+    cpu_par_for(0, (size_t)rows, rows_grain(cols), 1, bias_relu_part, &j);
+}
+
+static void bias_grad_part(void *ctx, size_t c0, size_t c1) {
+    const par_job *j = ctx;
+    bias_grad_cols(j->rows, j->cols, j->x, j->a, j->y, (int)c0, (int)c1);
+}
+
+static void cpu_bias_grad(device *dev, int rows, int cols, const float *dy, float beta, float *db) {
+    (void)dev;
+    par_job j = {.x = dy, .y = db, .a = beta, .rows = rows, .cols = cols};
+    cpu_par_for(0, (size_t)cols, cols_grain(rows), COLS_ALIGN, bias_grad_part, &j);
+}
+
+static void relu_fwd_part(void *ctx, size_t i0, size_t i1) {
+    const par_job *j = ctx;
+    relu_fwd_loop(j->dev, i1 - i0, j->x + i0, j->y + i0);
+}
+
+static void cpu_relu_fwd(device *dev, size_t n, const float *x, float *y) {
+    par_job j = {.dev = dev, .x = x, .y = y};
+    cpu_par_for(0, n, CPU_PAR_GRAIN, 16, relu_fwd_part, &j);
+}
+
+static void relu_bwd_part(void *ctx, size_t i0, size_t i1) {
+    const par_job *j = ctx;
+    relu_bwd_loop(j->dev, i1 - i0, j->x + i0, j->x2 + i0, j->y + i0);
+}
+
+static void cpu_relu_bwd(device *dev, size_t n, const float *y, const float *dy, float *dx) {
+    par_job j = {.dev = dev, .x = y, .x2 = dy, .y = dx};
+    cpu_par_for(0, n, CPU_PAR_GRAIN, 16, relu_bwd_part, &j);
+}
+
+static void axpy_part(void *ctx, size_t i0, size_t i1) {
+    const par_job *j = ctx;
+    axpy_loop(j->dev, i1 - i0, j->a, j->x + i0, j->y + i0);
+}
+
+static void cpu_axpy(device *dev, size_t n, float a, const float *x, float *y) {
+    par_job j = {.dev = dev, .x = x, .y = y, .a = a};
+    cpu_par_for(0, n, CPU_PAR_GRAIN, 16, axpy_part, &j);
+}
+
+static void scale_part(void *ctx, size_t i0, size_t i1) {
+    const par_job *j = ctx;
+    scale_loop(j->dev, i1 - i0, j->a, j->y + i0);
+}
+
+static void cpu_scale(device *dev, size_t n, float a, float *x) {
+    par_job j = {.dev = dev, .y = x, .a = a};
+    cpu_par_for(0, n, CPU_PAR_GRAIN, 16, scale_part, &j);
+}
+
+typedef struct sgd_job {
+    device *dev;
+    float *w, *v;
+    const float *g;
+    float lr, mu, wd;
+    int nesterov;
+} sgd_job;
+
+static void sgd_part(void *ctx, size_t i0, size_t i1) {
+    const sgd_job *j = ctx;
+    sgd_loop(j->dev, i1 - i0, j->w + i0, j->g + i0, j->v ? j->v + i0 : NULL, j->lr, j->mu, j->wd,
+             j->nesterov);
+}
+
+static void cpu_sgd(device *dev, size_t n, float *w, const float *g, float *v, float lr, float mu,
+                    float wd, int nesterov) {
+    sgd_job j = {dev, w, v, g, lr, mu, wd, nesterov};
+    cpu_par_for(0, n, CPU_PAR_GRAIN, 16, sgd_part, &j);
+}
+
+/* ---- by samples ---- */
+
+/* the samples a part of a pass over `per_sample` floats a sample takes at least */
+static size_t samples_grain(size_t per_sample) {
+    const size_t g = CPU_PAR_GRAIN / (per_sample ? per_sample : 1);
+    return g ? g : 1;
+}
+
+static void im2col_part(void *ctx, size_t b0, size_t b1) {
+    const par_job *j = ctx;
+    conv_geom g = *j->g;
+    g.batch = (int)(b1 - b0);
+    im2col_loop(j->dev, &g, j->x + b0 * g.in_h * g.in_w * g.in_c,
+                j->y + b0 * g.out_h * g.out_w * ((size_t)g.kh * g.kw * g.in_c));
+}
+
+static void cpu_im2col(device *dev, const conv_geom *g, const float *x, float *col) {
+    par_job j = {.dev = dev, .x = x, .y = col, .g = g};
+    const size_t per = (size_t)g->out_h * g->out_w * g->kh * g->kw * g->in_c;
+    cpu_par_for(0, (size_t)g->batch, samples_grain(per), 1, im2col_part, &j);
+}
+
+static void col2im_part(void *ctx, size_t b0, size_t b1) {
+    const par_job *j = ctx;
+    conv_geom g = *j->g;
+    g.batch = (int)(b1 - b0);
+    col2im_loop(j->dev, &g, j->x + b0 * g.out_h * g.out_w * ((size_t)g.kh * g.kw * g.in_c),
+                j->y + b0 * g.in_h * g.in_w * g.in_c);
+}
+
+static void cpu_col2im(device *dev, const conv_geom *g, const float *col, float *dx) {
+    par_job j = {.dev = dev, .x = col, .y = dx, .g = g};
+    const size_t per = (size_t)g->out_h * g->out_w * g->kh * g->kw * g->in_c;
+    cpu_par_for(0, (size_t)g->batch, samples_grain(per), 1, col2im_part, &j);
+}
+
+/* x (batch, h, w, c) in, y (batch, h / 2, w / 2, c) or (flag: the backward passes) dx (batch, h,
+ * w, c) out */
+static void pool_part(void *ctx, size_t b0, size_t b1) {
+    const par_job *j = ctx;
+    const int h = j->rows, w = j->cols, c = (int)j->a, nb = (int)(b1 - b0);
+    const size_t in = (size_t)h * w * c, out = (size_t)(h / 2) * (w / 2) * c;
+    if (j->flag == 0)
+        maxpool_fwd_loop(j->dev, nb, h, w, c, j->x + b0 * in, j->y + b0 * out);
+    else if (j->flag == 1)
+        maxpool_bwd_loop(j->dev, nb, h, w, c, j->x + b0 * in, j->x2 + b0 * out, j->y + b0 * in);
+    else
+        maxpool_relu_bwd_loop(j->dev, nb, h, w, c, j->x + b0 * in, j->x2 + b0 * out,
+                              j->y + b0 * in);
+}
+
+static void pool_par(device *dev, int which, int batch, int h, int w, int c, const float *x,
+                     const float *dy, float *y) {
+    par_job j = {
+        .dev = dev, .x = x, .x2 = dy, .y = y, .a = (float)c, .rows = h, .cols = w, .flag = which};
+    cpu_par_for(0, (size_t)batch, samples_grain((size_t)h * w * c), 1, pool_part, &j);
+}
+
+static void cpu_maxpool_fwd(device *dev, int batch, int h, int w, int c, const float *x, float *y) {
+    pool_par(dev, 0, batch, h, w, c, x, NULL, y);
+}
+
+static void cpu_maxpool_bwd(device *dev, int batch, int h, int w, int c, const float *x,
+                            const float *dy, float *dx) {
+    pool_par(dev, 1, batch, h, w, c, x, dy, dx);
+}
+
+static void cpu_maxpool_relu_bwd(device *dev, int batch, int h, int w, int c, const float *x,
+                                 const float *dy, float *dx) {
+    pool_par(dev, 2, batch, h, w, c, x, dy, dx);
+}
+
+/* the residual's passes (shortcut_geom): x and the skip per sample */
+static size_t skip_floats(const shortcut_geom *g) {
+    return (size_t)g->in_h * g->in_w * g->in_c;
+}
+
+static size_t sum_floats(const shortcut_geom *g) {
+    return (size_t)g->out_h * g->out_w * g->out_c;
+}
+
+static void shortcut_part(void *ctx, size_t b0, size_t b1) {
+    const par_job *j = ctx;
+    shortcut_geom g = *j->sg;
+    g.batch = (int)(b1 - b0);
+    if (j->flag == 0)
+        shortcut_fwd_loop(j->dev, &g, j->x + b0 * skip_floats(&g), j->y + b0 * sum_floats(&g));
+    else if (j->flag == 1)
+        shortcut_bwd_loop(j->dev, &g, j->x + b0 * sum_floats(&g), j->y + b0 * skip_floats(&g));
+    else
+        add_fwd_loop(j->dev, &g, j->x + b0 * sum_floats(&g), j->x2 + b0 * skip_floats(&g),
+                     j->flag == 3, j->y + b0 * sum_floats(&g));
+}
+
+static void shortcut_par(device *dev, int which, const shortcut_geom *g, const float *x,
+                         const float *skip, float *y) {
+    par_job j = {.dev = dev, .x = x, .x2 = skip, .y = y, .sg = g, .flag = which};
+    cpu_par_for(0, (size_t)g->batch, samples_grain(sum_floats(g)), 1, shortcut_part, &j);
+}
+
+static void cpu_shortcut_fwd(device *dev, const shortcut_geom *g, const float *x, float *y) {
+    shortcut_par(dev, 0, g, x, NULL, y);
+}
+
+static void cpu_shortcut_bwd(device *dev, const shortcut_geom *g, const float *dy, float *dx) {
+    shortcut_par(dev, 1, g, dy, NULL, dx);
+}
+
+static void cpu_add_fwd(device *dev, const shortcut_geom *g, const float *x, const float *skip,
+                        int relu, float *y) {
+    shortcut_par(dev, relu ? 3 : 2, g, x, skip, y);
 }
 
 static const device_ops cpu_ops = {

@@ -5,6 +5,7 @@
 #include "kernels/device_impl.h"
 
 #include "common/status.h"
+#include "kernels/cpu_par.h"
 #include "kernels/cpu_vec.h"
 #include "kernels/dropout_hash.h"
 
@@ -24,8 +25,8 @@ void cpu_gemm_batched(device *dev, int trans_a, int trans_b, int m, int n, int k
                     b + i * stride_b, ldb, beta, c + i * stride_c, ldc);
 }
 
-void cpu_ln_fwd(device *dev, int rows, int cols, const float *x, const float *gamma,
-                const float *beta, float eps, float *mean, float *rstd, float *y) {
+static void ln_fwd_loop(device *dev, int rows, int cols, const float *x, const float *gamma,
+                        const float *beta, float eps, float *mean, float *rstd, float *y) {
     (void)dev;
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * cols;
@@ -76,7 +77,7 @@ void cpu_ln_bwd(device *dev, int rows, int cols, const float *x, const float *dy
     free(acc);
 }
 
-void cpu_gelu_fwd(device *dev, size_t n, const float *x, float *y) {
+static void gelu_fwd_loop(device *dev, size_t n, const float *x, float *y) {
     (void)dev;
     for (size_t i = 0; i < n; i++) {
         double v = x[i];
@@ -84,7 +85,7 @@ void cpu_gelu_fwd(device *dev, size_t n, const float *x, float *y) {
     }
 }
 
-void cpu_gelu_bwd(device *dev, size_t n, const float *x, const float *dy, float *dx) {
+static void gelu_bwd_loop(device *dev, size_t n, const float *x, const float *dy, float *dx) {
     (void)dev;
     const double inv_sqrt_2pi = 0.3989422804014327;
     for (size_t i = 0; i < n; i++) {
@@ -128,7 +129,7 @@ void cpu_embed_bwd(device *dev, int batch, int t, int d, const float *tokens, in
         }
 }
 
-void cpu_attn_softmax_fwd(device *dev, int rows, int t, const float *x, float *y) {
+static void attn_softmax_fwd_loop(device *dev, int rows, int t, const float *x, float *y) {
     (void)dev;
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * t;
@@ -148,8 +149,8 @@ void cpu_attn_softmax_fwd(device *dev, int rows, int t, const float *x, float *y
     }
 }
 
-void cpu_attn_softmax_bwd(device *dev, int rows, int t, const float *y, const float *dy,
-                          float *dx) {
+static void attn_softmax_bwd_loop(device *dev, int rows, int t, const float *y, const float *dy,
+                                  float *dx) {
     (void)dev;
     for (int r = 0; r < rows; r++) {
         const float *yr = y + (size_t)r * t, *gr = dy + (size_t)r * t;
@@ -166,12 +167,12 @@ void cpu_attn_softmax_bwd(device *dev, int rows, int t, const float *y, const fl
     }
 }
 
-SS_CPU_CLONES
-void cpu_dropout(device *dev, size_t n, float p, uint64_t seed, const float *x, float *y) {
-    (void)dev;
+/* elements [i0, i1) */
+static SS_CPU_CLONES void dropout_range(size_t i0, size_t i1, float p, uint64_t seed,
+                                        const float *x, float *y) {
     const uint32_t thr = dropout_threshold(p);
     const float keep_scale = 1.0f / (1.0f - p);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = i0; i < i1; i++)
         y[i] = dropout_draw(seed, i) < thr ? 0.0f : x[i] * keep_scale;
 }
 
@@ -236,31 +237,148 @@ SS_INLINE double xent_row(const float *z, int vocab, int *arg, float *zmax_out, 
            ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
-SS_CPU_CLONES
-double cpu_xent_tokens(device *dev, int rows, int vocab, const float *logits, const float *tokens,
-                       int ld, int t, float *dlogits, int *correct) {
-    (void)dev;
-    double loss = 0.0;
-    int right = 0;
-    const float inv_rows = 1.0f / (float)rows;
-    for (int r = 0; r < rows; r++) {
-        const float *z = logits + (size_t)r * vocab;
-        const int y = (int)tokens[(size_t)(r / t) * ld + r % t + 1];
+typedef struct xent_job {
+    int vocab, ld, t;
+    float inv_rows;
+    const float *logits, *tokens;
+    float *dlogits;
+    double *terms; /* a row's log(s) - (z[y] - max), summed in row order after the parts */
+    uint8_t *right;
+} xent_job;
+
+static SS_CPU_CLONES void xent_rows(void *ctx, size_t r0, size_t r1) {
+    const xent_job *j = ctx;
+    const int vocab = j->vocab, t = j->t;
+    const float inv_rows = j->inv_rows;
+    for (size_t r = r0; r < r1; r++) {
+        const float *z = j->logits + r * vocab;
+        const int y = (int)j->tokens[(r / t) * j->ld + r % t + 1];
         int arg;
         float zmax;
         /* the row's terms e^(z - max) go to dz, which may be the logits themselves: z[y] is read
          * before */
         const float zy = z[y];
-        float *dz = dlogits ? dlogits + (size_t)r * vocab : NULL;
+        float *dz = j->dlogits ? j->dlogits + r * vocab : NULL;
         const double s = xent_row(z, vocab, &arg, &zmax, dz);
-        loss += log(s) - (double)(zy - zmax);
-        right += arg == y;
+        j->terms[r] = log(s) - (double)(zy - zmax);
+        j->right[r] = arg == y;
         if (!dz) continue;
         const float inv_s = (float)(1.0 / s), ey = dz[y];
         for (int k = 0; k < vocab; k++)
             dz[k] = dz[k] * inv_s * inv_rows;
         dz[y] = (ey * inv_s - 1.0f) * inv_rows;
     }
-    if (correct) *correct = right;
+}
+
+double cpu_xent_tokens(device *dev, int rows, int vocab, const float *logits, const float *tokens,
+                       int ld, int t, float *dlogits, int *correct) {
+    (void)dev;
+    double *terms = ss_malloc(((size_t)rows + 1) * sizeof(double));
+    uint8_t *right = ss_malloc((size_t)rows + 1);
+    xent_job j = {vocab, ld, t, 1.0f / (float)rows, logits, tokens, dlogits, terms, right};
+    const size_t grain = CPU_PAR_GRAIN / (size_t)vocab;
+    cpu_par_for(0, (size_t)rows, grain ? grain : 1, 1, xent_rows, &j);
+    double loss = 0.0;
+    int n_right = 0;
+    for (int r = 0; r < rows; r++) {
+        loss += terms[r];
+        n_right += right[r];
+    }
+    free(terms);
+    free(right);
+    if (correct) *correct = n_right;
     return loss;
+}
+
+/* ---- the passes above split over threads (cpu_par.h): each part runs the loop on its own
+ * rows or elements, so the bits are those of one thread ---- */
+
+typedef struct gpt_par_job {
+    device *dev;
+    int cols;
+    const float *x, *x2, *gamma, *beta;
+    float *y, *mean, *rstd;
+    float eps, p;
+    uint64_t seed;
+} gpt_par_job;
+
+static size_t rows_of(int cols) {
+    const size_t g = CPU_PAR_GRAIN / (size_t)(cols > 0 ? cols : 1);
+    return g ? g : 1;
+}
+
+static void ln_fwd_part(void *ctx, size_t r0, size_t r1) {
+    const gpt_par_job *j = ctx;
+    const size_t at = r0 * j->cols;
+    ln_fwd_loop(j->dev, (int)(r1 - r0), j->cols, j->x + at, j->gamma, j->beta, j->eps, j->mean + r0,
+                j->rstd + r0, j->y + at);
+}
+
+void cpu_ln_fwd(device *dev, int rows, int cols, const float *x, const float *gamma,
+                const float *beta, float eps, float *mean, float *rstd, float *y) {
+    gpt_par_job j = {.dev = dev,
+                     .cols = cols,
+                     .x = x,
+                     .gamma = gamma,
+                     .beta = beta,
+                     .y = y,
+                     .mean = mean,
+                     .rstd = rstd,
+                     .eps = eps};
+    cpu_par_for(0, (size_t)rows, rows_of(cols), 1, ln_fwd_part, &j);
+}
+
+static void gelu_fwd_part(void *ctx, size_t i0, size_t i1) {
+    const gpt_par_job *j = ctx;
+    gelu_fwd_loop(j->dev, i1 - i0, j->x + i0, j->y + i0);
+}
+
+void cpu_gelu_fwd(device *dev, size_t n, const float *x, float *y) {
+    gpt_par_job j = {.dev = dev, .x = x, .y = y};
+    cpu_par_for(0, n, CPU_PAR_GRAIN / 16, 16, gelu_fwd_part, &j); /* erf: 16x an add's cost */
+}
+
+static void gelu_bwd_part(void *ctx, size_t i0, size_t i1) {
+    const gpt_par_job *j = ctx;
+    gelu_bwd_loop(j->dev, i1 - i0, j->x + i0, j->x2 + i0, j->y + i0);
+}
+
+void cpu_gelu_bwd(device *dev, size_t n, const float *x, const float *dy, float *dx) {
+    gpt_par_job j = {.dev = dev, .x = x, .x2 = dy, .y = dx};
+    cpu_par_for(0, n, CPU_PAR_GRAIN / 16, 16, gelu_bwd_part, &j);
+}
+
+/* rows of t scores: a part starts at a query row 0 (the loops take the query from the row) */
+static void softmax_fwd_part(void *ctx, size_t r0, size_t r1) {
+    const gpt_par_job *j = ctx;
+    const size_t at = r0 * j->cols;
+    attn_softmax_fwd_loop(j->dev, (int)(r1 - r0), j->cols, j->x + at, j->y + at);
+}
+
+void cpu_attn_softmax_fwd(device *dev, int rows, int t, const float *x, float *y) {
+    gpt_par_job j = {.dev = dev, .cols = t, .x = x, .y = y};
+    cpu_par_for(0, (size_t)rows, rows_of(t), (size_t)t, softmax_fwd_part, &j);
+}
+
+static void softmax_bwd_part(void *ctx, size_t r0, size_t r1) {
+    const gpt_par_job *j = ctx;
+    const size_t at = r0 * j->cols;
+    attn_softmax_bwd_loop(j->dev, (int)(r1 - r0), j->cols, j->x + at, j->x2 + at, j->y + at);
+}
+
+void cpu_attn_softmax_bwd(device *dev, int rows, int t, const float *y, const float *dy,
+                          float *dx) {
+    gpt_par_job j = {.dev = dev, .cols = t, .x = y, .x2 = dy, .y = dx};
+    cpu_par_for(0, (size_t)rows, rows_of(t), (size_t)t, softmax_bwd_part, &j);
+}
+
+static void dropout_part(void *ctx, size_t i0, size_t i1) {
+    const gpt_par_job *j = ctx;
+    dropout_range(i0, i1, j->p, j->seed, j->x, j->y);
+}
+
+void cpu_dropout(device *dev, size_t n, float p, uint64_t seed, const float *x, float *y) {
+    (void)dev;
+    gpt_par_job j = {.x = x, .y = y, .p = p, .seed = seed};
+    cpu_par_for(0, n, CPU_PAR_GRAIN / 4, 16, dropout_part, &j); /* a hash an element */
 }

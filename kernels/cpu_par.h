@@ -1,0 +1,27 @@
+/* The CPU backend's passes split over threads: [0, n) in contiguous parts, one a thread
+ * (pthreads), as many threads as OpenBLAS is set to use (1 in every emulated run, whose replicas
+ * run side by side on the engine's threads instead). A part computes its items exactly as the
+ * whole loop would, so a pass whose every output depends on its own item only (element-wise
+ * passes, rows of a softmax, columns of a sum over rows) gives the same bits on any number of
+ * threads. Passes that add across items keep one thread. */
+#ifndef SS_KERNELS_CPU_PAR_H
+#define SS_KERNELS_CPU_PAR_H
+
+#include <stddef.h>
+
+/* items [i0, i1) of the pass described by ctx */
+typedef void (*cpu_par_fn)(void *ctx, size_t i0, size_t i1);
+
+/* The items a part takes at least: below 2 x this, the caller's thread does the whole pass (a
+ * thread's start and join cost about as much as a pass over 2^15 floats in cache). */
+enum { CPU_PAR_GRAIN = 1 << 16 };
+
+/* Runs fn over [0, n) in up to `threads` parts of at least `grain` items whose bounds are
+ * multiples of `align` (rows of a matrix, 16 floats to keep the parts' stores off one another's
+ * cache lines); part 0 in the caller's thread. threads <= 0: the count OpenBLAS uses. */
+void cpu_par_for(int threads, size_t n, size_t grain, size_t align, cpu_par_fn fn, void *ctx);
+
+/* the threads cpu_par_for takes for threads <= 0 */
+int cpu_par_threads(void);
+
+#endif
