@@ -1,11 +1,11 @@
 /* Direct convolution with AVX-512 or AVX2 register tiles (see conv_direct.h). */
 #include "kernels/conv_direct.h"
 #include "kernels/conv_direct_tiles.h"
+#include "kernels/cpu_par.h"
 
 #include "common/status.h"
 
 #include <limits.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -340,37 +340,27 @@ static void ranges_close(ranges *r) {
         free(r->block[t]);
 }
 
-typedef struct range_task {
+typedef struct range_call {
+    const ranges *r;
+    int batch;
     range_fn fn;
     const void *job;
-    int b0, b1;
-    float *block;
-} range_task;
+} range_call;
 
-static void *range_main(void *arg) {
-    const range_task *t = arg;
-    t->fn(t->job, t->b0, t->b1, t->block);
-    return NULL;
+/* samples [b0, b1): range t of the split below, with block t */
+static void range_part(void *ctx, size_t b0, size_t b1) {
+    const range_call *c = ctx;
+    int t = 0;
+    while (t + 1 < c->r->n && (size_t)c->batch * (t + 1) / c->r->n <= b0)
+        t++;
+    c->fn(c->job, (int)b0, (int)b1, c->r->block[t]);
 }
 
-/* Range t = [batch t / n, batch (t+1) / n) with block t; a thread that cannot start runs here. */
+/* Range t = [batch t / n, batch (t+1) / n) with block t, on the CPU backend's threads
+ * (cpu_par.h). */
 static void ranges_run(const ranges *r, int batch, range_fn fn, const void *job) {
-    range_task task[CONV_MAX_THREADS];
-    pthread_t tid[CONV_MAX_THREADS];
-    int started[CONV_MAX_THREADS] = {0};
-    for (int t = 0; t < r->n; t++) {
-        range_task k = {fn, job, batch * t / r->n, batch * (t + 1) / r->n, r->block[t]};
-        task[t] = k;
-    }
-    for (int t = 1; t < r->n; t++)
-        started[t] = pthread_create(&tid[t], NULL, range_main, &task[t]) == 0;
-    range_main(&task[0]);
-    for (int t = 1; t < r->n; t++) {
-        if (started[t])
-            pthread_join(tid[t], NULL);
-        else
-            range_main(&task[t]);
-    }
+    range_call c = {r, batch, fn, job};
+    cpu_par_for(r->n, (size_t)batch, 1, 1, range_part, &c);
 }
 
 typedef struct fwd_job {
