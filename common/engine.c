@@ -1,5 +1,8 @@
 /* The compute engine (engine.h): a pool of threads - 1 pthreads taking tasks from one FIFO
- * queue, and the caller, which runs queued tasks while it waits for one. */
+ * queue, and the caller, which runs queued tasks while it waits for one. A free thread takes the
+ * oldest task whose home is its slot, else the oldest whose home thread is busy (or that has no
+ * home); a task whose home thread waits for work is left to it, so that a replica's steps run on
+ * one core, its data in that core's caches, as long as the load is even. */
 #include "common/engine.h"
 #include "common/afile.h"
 #include "common/status.h"
@@ -31,8 +34,11 @@ struct engine {
     pthread_t *tids;
     int started;
     pthread_mutex_t mu;
-    pthread_cond_t work; /* a task was queued, or the pool stops */
-    pthread_cond_t done; /* a task finished */
+    pthread_cond_t *wake; /* (threads - 1) a pool thread's: a task for it, or the pool stops */
+    pthread_cond_t done;  /* a task finished */
+    int *idle; /* (threads) 1 unless the slot's thread runs a task: it takes its own next (a pool
+                  thread from its start; the caller's slot never, it runs the simulation) */
+    int homes; /* 0: SYNCSIM_ENGINE_HOMES=0, every task taken in queue order */
     engine_task *head, *tail;
     int stopping;
 };
@@ -74,12 +80,34 @@ static void run_task(engine *en, engine_task *t, int slot) {
     engine_trace_span(en, slot, t->name, t->id, t0, engine_now_s());
 }
 
-/* Takes the queue's first task and runs it in slot `slot` (called and returning with en->mu
- * held). */
-static void run_head(engine *en, int slot) {
-    engine_task *t = en->head;
-    en->head = t->next;
-    if (!en->head) en->tail = NULL;
+/* The slot of t's home thread, or -1 (none, or homes off). */
+static int home_of(const engine *en, const engine_task *t) {
+    return en->homes && t->home > 0 ? (t->home - 1) % en->threads : -1;
+}
+
+/* The task slot `slot` takes: the oldest whose home it is, else the oldest whose home thread is
+ * not waiting for work (any, once the pool stops); taken out of the queue. NULL: none (called
+ * with en->mu held). */
+static engine_task *take(engine *en, int slot) {
+    engine_task *other = NULL, *other_prev = NULL, *prev = NULL, *t = en->head;
+    for (; t; prev = t, t = t->next) {
+        const int home = home_of(en, t);
+        if (home == slot) break;
+        if (!other && (home < 0 || !en->idle[home] || en->stopping)) other = t, other_prev = prev;
+    }
+    if (!t) t = other, prev = other_prev;
+    if (!t) return NULL;
+    if (prev)
+        prev->next = t->next;
+    else
+        en->head = t->next;
+    if (en->tail == t) en->tail = prev;
+    t->next = NULL;
+    return t;
+}
+
+/* Runs t, taken from the queue, in slot `slot` (called and returning with en->mu held). */
+static void run_taken(engine *en, engine_task *t, int slot) {
     t->state = 2;
     pthread_mutex_unlock(&en->mu);
     run_task(en, t, slot);
@@ -94,13 +122,33 @@ static void *pool_main(void *arg) {
     engine *en = pt.en;
     pthread_mutex_lock(&en->mu);
     for (;;) {
-        while (!en->head && !en->stopping)
-            pthread_cond_wait(&en->work, &en->mu);
-        if (!en->head) break; /* stopping, and the queue is empty */
-        run_head(en, pt.slot);
+        engine_task *t = take(en, pt.slot);
+        if (t) {
+            en->idle[pt.slot] = 0;
+            run_taken(en, t, pt.slot);
+            en->idle[pt.slot] = 1;
+            continue;
+        }
+        if (en->stopping && !en->head) break; /* stopping, and the queue is empty */
+        pthread_cond_wait(&en->wake[pt.slot], &en->mu);
     }
     pthread_mutex_unlock(&en->mu);
     return NULL;
+}
+
+/* Wakes the thread that should take t: its home's if that one waits, else any pool thread that
+ * waits (called with en->mu held). */
+static void wake_for(engine *en, const engine_task *t) {
+    const int home = home_of(en, t);
+    if (home >= 0 && home < en->threads - 1 && en->idle[home]) {
+        pthread_cond_signal(&en->wake[home]);
+        return;
+    }
+    for (int s = 0; s < en->threads - 1; s++)
+        if (en->idle[s]) {
+            pthread_cond_signal(&en->wake[s]);
+            return;
+        }
 }
 
 int engine_create(int threads, engine **out) {
@@ -110,8 +158,15 @@ int engine_create(int threads, engine **out) {
                             ENGINE_MAX_THREADS);
     engine *en = ss_calloc(1, sizeof *en);
     en->threads = threads;
+    const char *homes = getenv("SYNCSIM_ENGINE_HOMES");
+    en->homes = !(homes && !strcmp(homes, "0"));
+    en->idle = ss_calloc((size_t)threads, sizeof *en->idle);
+    for (int i = 0; i < threads - 1; i++)
+        en->idle[i] = 1;
+    en->wake = ss_calloc((size_t)threads, sizeof *en->wake);
     pthread_mutex_init(&en->mu, NULL);
-    pthread_cond_init(&en->work, NULL);
+    for (int i = 0; i < threads; i++)
+        pthread_cond_init(&en->wake[i], NULL);
     pthread_cond_init(&en->done, NULL);
     if (threads > 1) { /* slots 0 .. threads - 2; the caller's is threads - 1 */
         en->tids = ss_calloc((size_t)threads - 1, sizeof(pthread_t));
@@ -136,7 +191,8 @@ void engine_destroy(engine *en) {
     if (!en) return;
     pthread_mutex_lock(&en->mu);
     en->stopping = 1;
-    pthread_cond_broadcast(&en->work);
+    for (int i = 0; i < en->threads; i++)
+        pthread_cond_signal(&en->wake[i]);
     pthread_mutex_unlock(&en->mu);
     for (int i = 0; i < en->started; i++)
         pthread_join(en->tids[i], NULL);
@@ -144,7 +200,10 @@ void engine_destroy(engine *en) {
         for (int i = 0; i < en->threads; i++)
             free(en->lanes[i].ev);
     free(en->lanes);
-    pthread_cond_destroy(&en->work);
+    for (int i = 0; i < en->threads; i++)
+        pthread_cond_destroy(&en->wake[i]);
+    free(en->wake);
+    free(en->idle);
     pthread_cond_destroy(&en->done);
     pthread_mutex_destroy(&en->mu);
     free(en->tids);
@@ -170,23 +229,25 @@ void engine_submit(engine *en, engine_task *t) {
     else
         en->head = t;
     en->tail = t;
-    pthread_cond_signal(&en->work);
+    wake_for(en, t);
     pthread_mutex_unlock(&en->mu);
 }
 
 void engine_wait(engine *en, engine_task *t) {
     if (en->started == 0) return;
+    const int me = en->threads - 1;
     pthread_mutex_lock(&en->mu);             /* t->state changes under it */
     while (t->state == 1 || t->state == 2) { /* queued or running; idle or done: return */
-        if (en->head) { /* the caller computes too, in the last slot, rather than wait idle */
-            run_head(en, en->threads - 1);
-        } else if (!en->lanes) {
-            pthread_cond_wait(&en->done, &en->mu);
-        } else {
-            const double t0 = engine_now_s();
-            pthread_cond_wait(&en->done, &en->mu);
-            engine_trace_span(en, en->threads - 1, "wait", -1, t0, engine_now_s());
+        engine_task *q = take(en, me);       /* the caller computes too, rather than wait idle */
+        if (q) {
+            run_taken(en, q, me);
+            continue;
         }
+        /* the tasks homed here may go to other threads while the caller waits (it takes none
+         * then: they find it busy) */
+        const double t0 = en->lanes ? engine_now_s() : 0.0;
+        pthread_cond_wait(&en->done, &en->mu);
+        if (en->lanes) engine_trace_span(en, me, "wait", -1, t0, engine_now_s());
     }
     pthread_mutex_unlock(&en->mu);
 }

@@ -31,6 +31,10 @@ typedef struct engine_task {
     const char *name; /* engine_trace: what it is (a string that outlives the engine; NULL:
                          "task") */
     int id;           /* engine_trace: which one (a worker, a chunk; < 0: none) */
+    int home;         /* 1 + the slot that should run it, modulo the threads (a replica's: its
+                         data then stays in one core's caches); 0: any. Another thread takes it
+                         only while that slot's thread is busy (SYNCSIM_ENGINE_HOMES=0: every
+                         task in queue order, for comparison) */
     /* the engine's */
     struct engine_task *next;
     int state; /* 0 idle, 1 queued, 2 running, 3 done */

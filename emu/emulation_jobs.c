@@ -109,8 +109,8 @@ int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
     j->flush = ss_calloc((size_t)n, sizeof *j->flush);
     for (int w = 0; w < n; w++) {
         j->jobs[w] = (em_job){.owner = j, .worker = w};
-        j->jobs[w].task =
-            (engine_task){.run = job_run, .arg = &j->jobs[w], .name = "step", .id = w};
+        j->jobs[w].task = (engine_task){
+            .run = job_run, .arg = &j->jobs[w], .name = "step", .id = w, .home = 1 + w};
         j->indices[w] = ss_malloc(sizeof(size_t) * (size_t)cfg->max_batch);
     }
     j->x = ss_calloc((size_t)t, sizeof *j->x);

@@ -13,6 +13,8 @@
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +98,88 @@ static void test_pool_runs_each_task_once(void) {
         }
         engine_destroy(en);
     }
+}
+
+/* Homes: tasks homed on the pool's threads, submitted together while those threads wait for
+ * work, each run on its home, round after round (and with SYNCSIM_ENGINE_HOMES=0 still once
+ * each); the caller's homed task anywhere. */
+static void test_homes(void) {
+    enum { THREADS = 4, ROUNDS = 40 };
+    for (int homes = 1; homes >= 0; homes--) {
+        setenv("SYNCSIM_ENGINE_HOMES", homes ? "1" : "0", 1);
+        engine *en = NULL;
+        CU_ASSERT_EQUAL_FATAL(engine_create(THREADS, &en), SS_OK);
+        unsetenv("SYNCSIM_ENGINE_HOMES");
+        sum_job jobs[THREADS];
+        int away = 0;
+        for (int round = 0; round < ROUNDS; round++) {
+            for (int i = 0; i < THREADS; i++) { /* homes 1 .. THREADS: slots 0 .. THREADS - 1 */
+                if (round == 0)
+                    jobs[i] = (sum_job){.t = {.run = sum_run, .arg = &jobs[i], .home = 1 + i},
+                                        .index = i};
+                engine_submit(en, &jobs[i].t);
+            }
+            for (int i = 0; i < THREADS; i++)
+                engine_wait(en, &jobs[i].t);
+            for (int i = 0; i < THREADS; i++) {
+                CU_ASSERT_EQUAL(jobs[i].result, sum_expected(i));
+                CU_ASSERT_EQUAL(jobs[i].runs, round + 1);
+            }
+            for (int i = 0; i < THREADS - 1; i++) /* the pool's: the caller's may be taken */
+                away += jobs[i].slot != i;
+        }
+        if (homes) CU_ASSERT_EQUAL(away, 0);
+        engine_destroy(en);
+    }
+}
+
+typedef struct gate_job {
+    engine_task t;
+    atomic_int *open; /* the task returns once it is 1 */
+    atomic_int *started;
+    int slot;
+} gate_job;
+
+static void gate_run(void *arg, int slot) {
+    gate_job *j = arg;
+    j->slot = slot;
+    atomic_store(j->started, 1);
+    while (!atomic_load(j->open))
+        sched_yield();
+}
+
+static void mark_run(void *arg, int slot) {
+    sum_job *j = arg;
+    j->slot = slot;
+    j->runs++;
+}
+
+/* A home's thread busy: the tasks homed there run on the other threads meanwhile. */
+static void test_homes_busy(void) {
+    setenv("SYNCSIM_ENGINE_HOMES", "1", 1);
+    engine *en = NULL;
+    CU_ASSERT_EQUAL_FATAL(engine_create(3, &en), SS_OK);
+    unsetenv("SYNCSIM_ENGINE_HOMES");
+    atomic_int open = 0, started = 0;
+    gate_job gate = {.t = {.run = gate_run, .home = 1}, .open = &open, .started = &started};
+    gate.t.arg = &gate;
+    engine_submit(en, &gate.t);
+    while (!atomic_load(&started)) /* slot 0 takes it */
+        sched_yield();
+    sum_job jobs[6];
+    for (int i = 0; i < 6; i++) {
+        jobs[i] = (sum_job){.t = {.run = mark_run, .arg = &jobs[i], .home = 1}, .slot = -1};
+        engine_submit(en, &jobs[i].t);
+    }
+    for (int i = 0; i < 6; i++) { /* slot 0 is held: each runs elsewhere */
+        engine_wait(en, &jobs[i].t);
+        CU_ASSERT_EQUAL(jobs[i].runs, 1);
+        CU_ASSERT(jobs[i].slot == 1 || jobs[i].slot == 2);
+    }
+    CU_ASSERT_EQUAL(gate.slot, 0);
+    atomic_store(&open, 1);
+    engine_wait(en, &gate.t);
+    engine_destroy(en);
 }
 
 /* path's JSON (NULL when it does not parse) */
@@ -552,6 +636,8 @@ static void test_bench_emulation(void) {
 static CU_TestInfo engine_tests[] = {
     {"engine: every task runs once, on the pool's threads, any thread count",
      test_pool_runs_each_task_once},
+    {"engine: homed tasks run on their home slot while it is free", test_homes},
+    {"engine: homed tasks run elsewhere while their home is busy", test_homes_busy},
     {"engine: the timeline, every task once on its thread's row", test_trace},
     {"engine: --threads auto, N, and what it refuses", test_parse_threads},
     {"engine: physical cores from a sysfs cpu directory", test_physical_cores},
