@@ -39,7 +39,8 @@ static int group_samples(const conv_geom *g) {
 }
 
 int conv_direct_skips_frame(const conv_geom *g) {
-    return group_samples(g) > 1 && g->out_w < SAMPLE_TILE_WIDTH && g->in_w < SAMPLE_TILE_WIDTH;
+    return conv_stride(g) == 1 && group_samples(g) > 1 && g->out_w < SAMPLE_TILE_WIDTH &&
+           g->in_w < SAMPLE_TILE_WIDTH;
 }
 
 /* floats from one padded sample of x or of dy (with their frames) to the next in a group: a
@@ -98,6 +99,10 @@ int conv_direct_supports(const conv_geom *g, int oc, int need_dx) {
            (!need_dx || g->in_c % 16 == 0);
 }
 
+int conv_direct_supports_strided(const conv_geom *g, int oc) {
+    return conv_direct_available() && conv_stride(g) >= 1 && oc > 0 && oc % 16 == 0;
+}
+
 #if CONV_HAVE_X86
 
 /* dst ((h + 2 ph) x (w + 2 pw) x c) = src (h x w x c) inside a frame of zeros */
@@ -130,6 +135,8 @@ typedef struct slide_pass {
     /* skip_frame: tiles of samples (slide_samples), each output's chain over the taps inside the
      * image (img_h x img_w inside a frame of frame_h rows and frame_w columns on top and left) */
     int skip, img_h, img_w, frame_h, frame_w;
+    int stride; /* input pixels from one output pixel to the next, along a row and a column (0:
+                   1); above 1 only without skip */
 } slide_pass;
 
 static const tile_set *tiles_in_use(void) {
@@ -169,6 +176,7 @@ static void pack_blocks(const tile_set *ts, const float *src, size_t k, int n, f
 
 /* The samples' images one by one, each in tiles of pixels along an output row. */
 static void slide_rows(const tile_set *ts, const slide_pass *p, float *out) {
+    const int st = p->stride > 1 ? p->stride : 1;
     for (int sm = 0; sm < p->samples; sm++, out += p->s_out)
         for (int oh = 0; oh < p->out_h; oh++) {
             for (int o0 = 0; o0 < p->n_out;) {
@@ -176,9 +184,10 @@ static void slide_rows(const tile_set *ts, const slide_pass *p, float *out) {
                 int r_max = ts->slide_pixels(nv);
                 for (int ow0 = 0; ow0 < p->out_w; ow0 += r_max) {
                     int r_n = p->out_w - ow0 < r_max ? p->out_w - ow0 : r_max;
-                    slide s = {p->in + sm * p->s_in + ((size_t)oh * p->width_pad + ow0) * p->px,
+                    slide s = {p->in + sm * p->s_in +
+                                   ((size_t)oh * st * p->width_pad + (size_t)ow0 * st) * p->px,
                                (size_t)p->width_pad * p->px,
-                               p->px,
+                               p->px * st,
                                p->run,
                                p->w + (size_t)o0 * p->kh * p->run,
                                ts->lanes * nv,
@@ -241,6 +250,7 @@ static void slide_samples(const tile_set *ts, const slide_pass *p, float *out) {
 }
 
 static void slide_image(const tile_set *ts, const slide_pass *p, float *out) {
+    SS_ASSERT(p->stride <= 1 || !p->skip);
     if (p->skip)
         slide_samples(ts, p, out);
     else
@@ -252,8 +262,9 @@ static void slide_image(const tile_set *ts, const slide_pass *p, float *out) {
  * pixels whose tap is inside the image, a tile within one kernel column. */
 static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const float *x,
                           const float *dy, int n, size_t s_in, int skip, int first, float *dwt) {
-    const int run = g->kw * g->in_c;
+    const int run = g->kw * g->in_c, st = conv_stride(g);
     const size_t row = (size_t)(skip ? g->in_w : g->in_w + 2 * g->pad) * g->in_c;
+    SS_ASSERT(st == 1 || !skip);
     const int cols = skip ? g->kw : 1, col_run = skip ? g->in_c : run;
     for (int a = 0; a < g->kh; a++) {
         int oh0 = 0, oh1 = g->out_h; /* output rows whose input row oh + a - pad is inside */
@@ -278,8 +289,8 @@ static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const 
                 for (int t0 = b * col_run; t0 < (b + 1) * col_run; t0 += r_max) {
                     int r_n = (b + 1) * col_run - t0 < r_max ? (b + 1) * col_run - t0 : r_max;
                     filter_tile_args f = {in_ab + (t0 - b * col_run),
-                                          row,
-                                          g->in_c,
+                                          row * st,
+                                          g->in_c * st,
                                           oh1 - oh0,
                                           ow1 - ow0,
                                           dy0 + o0,
@@ -398,7 +409,8 @@ static void forward_range(const void *arg, int b0, int b1, float *block) {
                     g->in_h,
                     g->in_w,
                     g->pad,
-                    g->pad};
+                    g->pad,
+                    conv_stride(g)};
     if (!j->hooks) { /* groups of samples */
         const int group = group_samples(g);
         for (int b = b0; b < b1; b += group) {
@@ -536,7 +548,7 @@ static void backward_range(const void *arg, int b0, int b1, float *block) {
     const int skip = conv_direct_skips_frame(g);
     slide_pass p = {pad,     g->out_w + 2 * qw, oc,       g->kh, g->kw * oc, j->w2, g->in_c,
                     g->in_h, g->in_w,           NULL,     0,     1,          s_pad, in_size,
-                    skip,    g->out_h,          g->out_w, qh,    qw};
+                    skip,    g->out_h,          g->out_w, qh,    qw,         1};
     /* with skip and without hooks, the filter gradient in chunks of samples from x itself (the
      * same chains) */
     const int whole = skip && !j->hooks;
@@ -587,6 +599,7 @@ void conv_direct_backward(const conv_geom *g, int oc, const float *x, const floa
             memcpy(dw + o * kkc + at, dwc + o * c, c * sizeof(float));
         return;
     }
+    SS_ASSERT(conv_stride(g) == 1 || !dx); /* strided: the filter and bias gradients only */
     float *w2 = ws;
     const tile_set *ts = tiles_in_use();
     if (dx) pack_rotated(ts, g, oc, w, w2);

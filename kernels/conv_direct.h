@@ -1,4 +1,5 @@
-/* Internal: direct 2-D convolution on the CPU (stride 1, zero padding, NHWC), without im2col.
+/* Internal: direct 2-D convolution on the CPU (stride 1, zero padding, NHWC; the forward pass and
+ * the filter gradient also at a stride: conv_direct_supports_strided), without im2col.
  *
  *     if (conv_direct_supports(&g, oc, need_dx)) {
  *         float *ws = device_alloc(dev, conv_direct_workspace_floats(&g, oc));
@@ -57,6 +58,11 @@ int conv_direct_available(void);
 /* 1 when the geometry suits it: available, stride 1, oc % 16 == 0, and in_c % 16 == 0 if
  * need_dx */
 int conv_direct_supports(const conv_geom *g, int oc, int need_dx);
+/* 1 when the forward pass and the filter and bias gradients (not the data gradient: dx NULL)
+ * run here at g's stride, whatever it is: available, oc % 16 == 0. A stride s reads the padded
+ * input s pixels apart along a row and s rows apart; the chains are those below with input pixel
+ * (oh s + ki - pad, ow s + kj - pad). */
+int conv_direct_supports_strided(const conv_geom *g, int oc);
 /* 1 when the passes leave out of each chain the terms whose input lies in the zero frame (see
  * above): maps under 8 x 8 output pixels and narrower than 8, taken in groups of samples */
 int conv_direct_skips_frame(const conv_geom *g);

@@ -1367,7 +1367,7 @@ static int dc_inside(int i, int n) {
 static int direct_mismatches(const direct_case *d, const float *y, int relu, const float *dw,
                              const float *dx) {
     const conv_geom *g = &d->g;
-    const int skip = conv_direct_skips_frame(g);
+    const int skip = conv_direct_skips_frame(g), st = conv_stride(g);
     int bad = 0;
     for (int b = 0; b < g->batch; b++)
         for (int oh = 0; oh < g->out_h; oh++)
@@ -1376,7 +1376,7 @@ static int direct_mismatches(const direct_case *d, const float *y, int relu, con
                     float a = 0.0f;
                     for (int ki = 0; ki < g->kh; ki++)
                         for (int kj = 0; kj < g->kw; kj++) {
-                            const int ih = oh - g->pad + ki, iw = ow - g->pad + kj;
+                            const int ih = oh * st - g->pad + ki, iw = ow * st - g->pad + kj;
                             if (skip && !(dc_inside(ih, g->in_h) && dc_inside(iw, g->in_w)))
                                 continue;
                             for (int c = 0; c < g->in_c; c++)
@@ -1393,7 +1393,7 @@ static int direct_mismatches(const direct_case *d, const float *y, int relu, con
                     for (int b = 0; b < g->batch; b++)
                         for (int oh = 0; oh < g->out_h; oh++)
                             for (int ow = 0; ow < g->out_w; ow++) {
-                                const int ih = oh - g->pad + ki, iw = ow - g->pad + kj;
+                                const int ih = oh * st - g->pad + ki, iw = ow * st - g->pad + kj;
                                 if (skip && !(dc_inside(ih, g->in_h) && dc_inside(iw, g->in_w)))
                                     continue;
                                 a = fmaf(dc_x(d, b, ih, iw, c), dc_dy(d, b, oh, ow, o), a);
@@ -1434,12 +1434,16 @@ static int bias_mismatches(const direct_case *d, const float *db) {
     return bad;
 }
 
-static void check_direct_case(conv_direct_isa isa, int batch, int h, int w, int c, int oc, int k,
-                              int pad) {
+/* stride > 1: the forward pass and the filter and bias gradients (conv_direct_supports_strided) */
+static void check_direct_strided(conv_direct_isa isa, int batch, int h, int w, int c, int oc, int k,
+                                 int pad, int stride) {
     conv_direct_cap_isa(isa);
-    conv_geom g = {batch, h, w, c, h + 2 * pad - k + 1, w + 2 * pad - k + 1, k, k, pad, 1};
-    const int need_dx = c % 16 == 0;
-    CU_ASSERT_FATAL(conv_direct_supports(&g, oc, need_dx));
+    conv_geom g = {
+        batch, h, w,   c,     (h + 2 * pad - k) / stride + 1, (w + 2 * pad - k) / stride + 1,
+        k,     k, pad, stride};
+    const int need_dx = stride == 1 && c % 16 == 0;
+    CU_ASSERT_FATAL(stride > 1 ? conv_direct_supports_strided(&g, oc)
+                               : conv_direct_supports(&g, oc, need_dx));
     const size_t nx = (size_t)batch * h * w * c, ny = (size_t)batch * g.out_h * g.out_w * oc;
     const size_t nw = (size_t)oc * k * k * c;
     float *x = ss_malloc(nx * sizeof(float)), *dx = ss_malloc(nx * sizeof(float));
@@ -1462,10 +1466,16 @@ static void check_direct_case(conv_direct_isa isa, int batch, int h, int w, int 
         bad += bias_mismatches(&d, db);
     }
     if (bad)
-        fprintf(stderr, "\n  direct conv (isa %d) B%d %dx%dx%d -> %d k %d pad %d: %d mismatches",
-                (int)isa, batch, h, w, c, oc, k, pad, bad);
+        fprintf(stderr,
+                "\n  direct conv (isa %d) B%d %dx%dx%d -> %d k %d pad %d stride %d: %d mismatches",
+                (int)isa, batch, h, w, c, oc, k, pad, stride, bad);
     CU_ASSERT_EQUAL(bad, 0);
     free(x), free(dx), free(wt), free(dw), free(bias), free(y), free(dy), free(db), free(ws);
+}
+
+static void check_direct_case(conv_direct_isa isa, int batch, int h, int w, int c, int oc, int k,
+                              int pad) {
+    check_direct_strided(isa, batch, h, w, c, oc, k, pad, 1);
 }
 
 /* every instruction set this CPU has, each against the same references */
@@ -1498,6 +1508,14 @@ static void test_conv_direct_exact(void) {
         check_direct_case(isa, 1, 3, 14, 128, 48, 3, 1);
         check_direct_case(isa, 1, 2, 14, 64, 16, 3, 1);
         check_direct_case(isa, 2, 3, 14, 16, 32, 3, 1);
+        /* stride 2 (conv_direct_supports_strided: forward and filter gradient): resnet:20's
+         * 28 x 28 x 16 -> 14 x 14 x 32 and 14 x 14 x 32 -> 7 x 7 x 64 (7 x 7 maps without the
+         * frame skipped), odd sizes, a 1 x 1 kernel, and stride 3 */
+        check_direct_strided(isa, 2, 28, 28, 16, 32, 3, 1, 2);
+        check_direct_strided(isa, 3, 14, 14, 32, 64, 3, 1, 2);
+        check_direct_strided(isa, 2, 9, 11, 8, 48, 3, 1, 2);
+        check_direct_strided(isa, 2, 8, 8, 16, 16, 1, 0, 2);
+        check_direct_strided(isa, 1, 13, 16, 4, 32, 5, 2, 3);
     }
     const conv_geom g3 = {17, 3, 3, 32, 3, 3, 3, 3, 1, 1},
                     g14 = {2, 14, 14, 32, 14, 14, 5, 5, 2, 1};
