@@ -80,6 +80,16 @@ static void run_task(engine *en, engine_task *t, int slot) {
     engine_trace_span(en, slot, t->name, t->id, t0, engine_now_s());
 }
 
+/* Takes t, queued after prev (NULL: at the head), out of the queue (with en->mu held). */
+static void unlink_task(engine *en, engine_task *t, engine_task *prev) {
+    if (prev)
+        prev->next = t->next;
+    else
+        en->head = t->next;
+    if (en->tail == t) en->tail = prev;
+    t->next = NULL;
+}
+
 /* The slot of t's home thread, or -1 (none, or homes off). */
 static int home_of(const engine *en, const engine_task *t) {
     return en->homes && t->home > 0 ? (t->home - 1) % en->threads : -1;
@@ -96,13 +106,7 @@ static engine_task *take(engine *en, int slot) {
         if (!other && (home < 0 || !en->idle[home] || en->stopping)) other = t, other_prev = prev;
     }
     if (!t) t = other, prev = other_prev;
-    if (!t) return NULL;
-    if (prev)
-        prev->next = t->next;
-    else
-        en->head = t->next;
-    if (en->tail == t) en->tail = prev;
-    t->next = NULL;
+    if (t) unlink_task(en, t, prev);
     return t;
 }
 
@@ -260,12 +264,7 @@ int engine_cancel(engine *en, engine_task *t) {
         engine_task *prev = NULL;
         for (engine_task *q = en->head; q && q != t; q = q->next)
             prev = q;
-        if (prev)
-            prev->next = t->next;
-        else
-            en->head = t->next;
-        if (en->tail == t) en->tail = prev;
-        t->next = NULL;
+        unlink_task(en, t, prev);
         t->state = 0;
         cancelled = 1;
     }
