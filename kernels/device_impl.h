@@ -103,7 +103,8 @@ typedef struct device_ops {
      * every geometry it can compute). conv_implicit: y (B*out_h*out_w, oc) = conv(x, w), without
      * the bias; conv_implicit_dx: dx (B, in_h, in_w, in_c) = the input gradient from dy
      * (overwritten); conv_implicit_dw: dw (oc, kh * kw * in_c) = the weight gradient from x and
-     * dy (overwritten). */
+     * dy (overwritten). The CUDA backend's kernels of its own; the CPU's direct passes, for the
+     * strided geometries the direct layer path does not take (conv_direct.h). */
     int (*conv_implicit)(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
                          float *y, int always);
     int (*conv_implicit_dx)(device *dev, const conv_geom *g, int oc, const float *dy,
