@@ -12,13 +12,16 @@
 /* items [i0, i1) of the pass described by ctx */
 typedef void (*cpu_par_fn)(void *ctx, size_t i0, size_t i1);
 
-/* The items a part takes at least: below 2 x this, the caller's thread does the whole pass (a
- * thread's start and join cost about as much as a pass over 2^15 floats in cache). */
+/* The items a part takes at least: below 2 x this, the caller's thread does the whole pass
+ * (waking a waiting thread and waiting for its part costs about as much as a pass over 2^15
+ * floats in cache). */
 enum { CPU_PAR_GRAIN = 1 << 16 };
 
 /* Runs fn over [0, n) in up to `threads` parts of at least `grain` items whose bounds are
  * multiples of `align` (rows of a matrix, 16 floats to keep the parts' stores off one another's
- * cache lines); part 0 in the caller's thread. threads <= 0: the count OpenBLAS uses. */
+ * cache lines); the caller takes part 0 and any part no thread has taken yet. threads <= 0: the
+ * count OpenBLAS uses. Called from within a part (or while another thread of the process splits
+ * a pass), it runs its parts in its own thread. */
 void cpu_par_for(int threads, size_t n, size_t grain, size_t align, cpu_par_fn fn, void *ctx);
 
 /* the threads cpu_par_for takes for threads <= 0 */

@@ -987,9 +987,9 @@ static void cpu_masked_copy(device *dev, size_t n, const uint8_t *mask, const fl
 typedef struct par_job {
     device *dev;
     const float *x, *x2;
-    float *y, *y2;
-    float a, b, c;
-    int rows, cols, flag;
+    float *y;
+    float a;
+    int rows, cols, chans, flag;
     const conv_geom *g;
     const shortcut_geom *sg;
 } par_job;
@@ -1155,7 +1155,7 @@ static void cpu_col2im(device *dev, const conv_geom *g, const float *col, float 
  * w, c) out */
 static void pool_part(void *ctx, size_t b0, size_t b1) {
     const par_job *j = ctx;
-    const int h = j->rows, w = j->cols, c = (int)j->a, nb = (int)(b1 - b0);
+    const int h = j->rows, w = j->cols, c = j->chans, nb = (int)(b1 - b0);
     const size_t in = (size_t)h * w * c, out = (size_t)(h / 2) * (w / 2) * c;
     if (j->flag == 0)
         maxpool_fwd_loop(j->dev, nb, h, w, c, j->x + b0 * in, j->y + b0 * out);
@@ -1169,7 +1169,7 @@ static void pool_part(void *ctx, size_t b0, size_t b1) {
 static void pool_par(device *dev, int which, int batch, int h, int w, int c, const float *x,
                      const float *dy, float *y) {
     par_job j = {
-        .dev = dev, .x = x, .x2 = dy, .y = y, .a = (float)c, .rows = h, .cols = w, .flag = which};
+        .dev = dev, .x = x, .x2 = dy, .y = y, .rows = h, .cols = w, .chans = c, .flag = which};
     cpu_par_for(0, (size_t)batch, samples_grain((size_t)h * w * c), 1, pool_part, &j);
 }
 
