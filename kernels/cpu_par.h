@@ -17,6 +17,14 @@ typedef void (*cpu_par_fn)(void *ctx, size_t i0, size_t i1);
  * floats in cache). */
 enum { CPU_PAR_GRAIN = 1 << 16 };
 
+/* The items a part takes at least when an item is `per_item` units of CPU_PAR_GRAIN's work (a
+ * row of that many floats, a sample, a column over that many rows): CPU_PAR_GRAIN / per_item, at
+ * least 1. */
+static inline size_t cpu_par_grain(size_t per_item) {
+    const size_t g = CPU_PAR_GRAIN / (per_item ? per_item : 1);
+    return g ? g : 1;
+}
+
 /* Runs fn over [0, n) in up to `threads` parts of at least `grain` items whose bounds are
  * multiples of `align` (rows of a matrix, 16 floats to keep the parts' stores off one another's
  * cache lines); the caller takes part 0 and any part no thread has taken yet. threads <= 0: the

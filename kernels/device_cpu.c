@@ -550,18 +550,6 @@ SS_INLINE void bn_bwd_sums_narrow(int rows, int nv, const float *x, const float 
  * matrix: VGG-11's first batch norm (64 columns) ran 1.5x slower on 2 threads than on one. */
 enum { COLS_ALIGN = 128 };
 
-/* the columns a part of a sum over `rows` rows takes at least */
-static size_t cols_grain(int rows) {
-    const size_t g = CPU_PAR_GRAIN / (size_t)(rows > 0 ? rows : 1);
-    return g ? g : 1;
-}
-
-/* the rows a part of a pass over `cols` columns takes at least */
-static size_t rows_grain(int cols) {
-    const size_t g = CPU_PAR_GRAIN / (size_t)(cols > 0 ? cols : 1);
-    return g ? g : 1;
-}
-
 typedef struct bn_job {
     int rows, cols, relu, masked;
     const float *x, *dy, *y_mask, *scale, *shift, *mean, *invstd, *k, *a, *b;
@@ -582,7 +570,7 @@ static SS_CPU_CLONES void bn_sums_part(void *ctx, size_t c0, size_t c1) {
 /* sum[c] and sq[c] += x and x^2 over the rows, in double, in row order */
 static void bn_sums_par(int rows, int cols, const float *x, double *sum, double *sq) {
     bn_job j = {.rows = rows, .cols = cols, .x = x, .s1 = sum, .s2 = sq};
-    cpu_par_for(0, (size_t)cols, cols_grain(rows), COLS_ALIGN, bn_sums_part, &j);
+    cpu_par_for(0, (size_t)cols, cpu_par_grain((size_t)rows), COLS_ALIGN, bn_sums_part, &j);
 }
 
 static SS_CPU_CLONES void bn_affine_part(void *ctx, size_t r0, size_t r1) {
@@ -595,7 +583,7 @@ static void bn_affine_par(int rows, int cols, const float *x, const float *scale
                           const float *shift, int relu, float *y) {
     bn_job j = {
         .rows = rows, .cols = cols, .relu = relu, .x = x, .scale = scale, .shift = shift, .y = y};
-    cpu_par_for(0, (size_t)rows, rows_grain(cols), 1, bn_affine_part, &j);
+    cpu_par_for(0, (size_t)rows, cpu_par_grain((size_t)cols), 1, bn_affine_part, &j);
 }
 
 /* The batch's statistics in one pass over x: the sums of x and of x^2 per column in double (each
@@ -704,7 +692,7 @@ static void bn_bwd_sums_par(int rows, int cols, const float *x, const float *dy,
                 .invstd = save_invstd,
                 .s1 = sum_dy,
                 .s2 = sum_dyx};
-    cpu_par_for(0, (size_t)cols, cols_grain(rows), COLS_ALIGN, bn_bwd_sums_part, &j);
+    cpu_par_for(0, (size_t)cols, cpu_par_grain((size_t)rows), COLS_ALIGN, bn_bwd_sums_part, &j);
 }
 
 SS_INLINE void bn_dx_rows(const bn_job *j, size_t r0, size_t r1, int masked) {
@@ -742,7 +730,7 @@ static void bn_dx_par(int rows, int cols, const float *x, const float *dy, const
                 .a = a,
                 .b = b,
                 .y = dx};
-    cpu_par_for(0, (size_t)rows, rows_grain(cols), 1, bn_dx_part, &j);
+    cpu_par_for(0, (size_t)rows, cpu_par_grain((size_t)cols), 1, bn_dx_part, &j);
 }
 
 SS_INLINE void bn_bwd_body(int rows, int cols, const float *x, const float *dy, const float *y_mask,
@@ -1031,7 +1019,7 @@ static void bias_add_part(void *ctx, size_t r0, size_t r1) {
 
 static void cpu_bias_add(device *dev, int rows, int cols, const float *bias, float *y) {
     par_job j = {.dev = dev, .x = bias, .y = y, .cols = cols};
-    cpu_par_for(0, (size_t)rows, rows_grain(cols), 1, bias_add_part, &j);
+    cpu_par_for(0, (size_t)rows, cpu_par_grain((size_t)cols), 1, bias_add_part, &j);
 }
 
 static void bias_relu_part(void *ctx, size_t r0, size_t r1) {
@@ -1041,7 +1029,7 @@ static void bias_relu_part(void *ctx, size_t r0, size_t r1) {
 
 static void cpu_bias_relu(device *dev, int rows, int cols, const float *bias, float *y) {
     par_job j = {.dev = dev, .x = bias, .y = y, .cols = cols};
-    cpu_par_for(0, (size_t)rows, rows_grain(cols), 1, bias_relu_part, &j);
+    cpu_par_for(0, (size_t)rows, cpu_par_grain((size_t)cols), 1, bias_relu_part, &j);
 }
 
 static void bias_grad_part(void *ctx, size_t c0, size_t c1) {
@@ -1052,7 +1040,7 @@ static void bias_grad_part(void *ctx, size_t c0, size_t c1) {
 static void cpu_bias_grad(device *dev, int rows, int cols, const float *dy, float beta, float *db) {
     (void)dev;
     par_job j = {.x = dy, .y = db, .a = beta, .rows = rows, .cols = cols};
-    cpu_par_for(0, (size_t)cols, cols_grain(rows), COLS_ALIGN, bias_grad_part, &j);
+    cpu_par_for(0, (size_t)cols, cpu_par_grain((size_t)rows), COLS_ALIGN, bias_grad_part, &j);
 }
 
 static void relu_fwd_part(void *ctx, size_t i0, size_t i1) {
@@ -1117,12 +1105,6 @@ static void cpu_sgd(device *dev, size_t n, float *w, const float *g, float *v, f
 
 /* ---- by samples ---- */
 
-/* the samples a part of a pass over `per_sample` floats a sample takes at least */
-static size_t samples_grain(size_t per_sample) {
-    const size_t g = CPU_PAR_GRAIN / (per_sample ? per_sample : 1);
-    return g ? g : 1;
-}
-
 static void im2col_part(void *ctx, size_t b0, size_t b1) {
     const par_job *j = ctx;
     conv_geom g = *j->g;
@@ -1134,7 +1116,7 @@ static void im2col_part(void *ctx, size_t b0, size_t b1) {
 static void cpu_im2col(device *dev, const conv_geom *g, const float *x, float *col) {
     par_job j = {.dev = dev, .x = x, .y = col, .g = g};
     const size_t per = (size_t)g->out_h * g->out_w * g->kh * g->kw * g->in_c;
-    cpu_par_for(0, (size_t)g->batch, samples_grain(per), 1, im2col_part, &j);
+    cpu_par_for(0, (size_t)g->batch, cpu_par_grain(per), 1, im2col_part, &j);
 }
 
 static void col2im_part(void *ctx, size_t b0, size_t b1) {
@@ -1148,7 +1130,7 @@ static void col2im_part(void *ctx, size_t b0, size_t b1) {
 static void cpu_col2im(device *dev, const conv_geom *g, const float *col, float *dx) {
     par_job j = {.dev = dev, .x = col, .y = dx, .g = g};
     const size_t per = (size_t)g->out_h * g->out_w * g->kh * g->kw * g->in_c;
-    cpu_par_for(0, (size_t)g->batch, samples_grain(per), 1, col2im_part, &j);
+    cpu_par_for(0, (size_t)g->batch, cpu_par_grain(per), 1, col2im_part, &j);
 }
 
 /* x (batch, h, w, c) in, y (batch, h / 2, w / 2, c) or (flag: the backward passes) dx (batch, h,
@@ -1170,7 +1152,7 @@ static void pool_par(device *dev, int which, int batch, int h, int w, int c, con
                      const float *dy, float *y) {
     par_job j = {
         .dev = dev, .x = x, .x2 = dy, .y = y, .rows = h, .cols = w, .chans = c, .flag = which};
-    cpu_par_for(0, (size_t)batch, samples_grain((size_t)h * w * c), 1, pool_part, &j);
+    cpu_par_for(0, (size_t)batch, cpu_par_grain((size_t)h * w * c), 1, pool_part, &j);
 }
 
 static void cpu_maxpool_fwd(device *dev, int batch, int h, int w, int c, const float *x, float *y) {
@@ -1212,7 +1194,7 @@ static void shortcut_part(void *ctx, size_t b0, size_t b1) {
 static void shortcut_par(device *dev, int which, const shortcut_geom *g, const float *x,
                          const float *skip, float *y) {
     par_job j = {.dev = dev, .x = x, .x2 = skip, .y = y, .sg = g, .flag = which};
-    cpu_par_for(0, (size_t)g->batch, samples_grain(sum_floats(g)), 1, shortcut_part, &j);
+    cpu_par_for(0, (size_t)g->batch, cpu_par_grain(sum_floats(g)), 1, shortcut_part, &j);
 }
 
 static void cpu_shortcut_fwd(device *dev, const shortcut_geom *g, const float *x, float *y) {

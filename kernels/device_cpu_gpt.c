@@ -276,8 +276,7 @@ double cpu_xent_tokens(device *dev, int rows, int vocab, const float *logits, co
     double *terms = ss_malloc(((size_t)rows + 1) * sizeof(double));
     uint8_t *right = ss_malloc((size_t)rows + 1);
     xent_job j = {vocab, ld, t, 1.0f / (float)rows, logits, tokens, dlogits, terms, right};
-    const size_t grain = CPU_PAR_GRAIN / (size_t)vocab;
-    cpu_par_for(0, (size_t)rows, grain ? grain : 1, 1, xent_rows, &j);
+    cpu_par_for(0, (size_t)rows, cpu_par_grain((size_t)vocab), 1, xent_rows, &j);
     double loss = 0.0;
     int n_right = 0;
     for (int r = 0; r < rows; r++) {
@@ -302,11 +301,6 @@ typedef struct gpt_par_job {
     uint64_t seed;
 } gpt_par_job;
 
-static size_t rows_of(int cols) {
-    const size_t g = CPU_PAR_GRAIN / (size_t)(cols > 0 ? cols : 1);
-    return g ? g : 1;
-}
-
 static void ln_fwd_part(void *ctx, size_t r0, size_t r1) {
     const gpt_par_job *j = ctx;
     const size_t at = r0 * j->cols;
@@ -325,7 +319,7 @@ void cpu_ln_fwd(device *dev, int rows, int cols, const float *x, const float *ga
                      .mean = mean,
                      .rstd = rstd,
                      .eps = eps};
-    cpu_par_for(0, (size_t)rows, rows_of(cols), 1, ln_fwd_part, &j);
+    cpu_par_for(0, (size_t)rows, cpu_par_grain((size_t)cols), 1, ln_fwd_part, &j);
 }
 
 static void gelu_fwd_part(void *ctx, size_t i0, size_t i1) {
@@ -357,7 +351,7 @@ static void softmax_fwd_part(void *ctx, size_t r0, size_t r1) {
 
 void cpu_attn_softmax_fwd(device *dev, int rows, int t, const float *x, float *y) {
     gpt_par_job j = {.dev = dev, .cols = t, .x = x, .y = y};
-    cpu_par_for(0, (size_t)rows, rows_of(t), (size_t)t, softmax_fwd_part, &j);
+    cpu_par_for(0, (size_t)rows, cpu_par_grain((size_t)t), (size_t)t, softmax_fwd_part, &j);
 }
 
 static void softmax_bwd_part(void *ctx, size_t r0, size_t r1) {
@@ -369,7 +363,7 @@ static void softmax_bwd_part(void *ctx, size_t r0, size_t r1) {
 void cpu_attn_softmax_bwd(device *dev, int rows, int t, const float *y, const float *dy,
                           float *dx) {
     gpt_par_job j = {.dev = dev, .cols = t, .x = y, .x2 = dy, .y = dx};
-    cpu_par_for(0, (size_t)rows, rows_of(t), (size_t)t, softmax_bwd_part, &j);
+    cpu_par_for(0, (size_t)rows, cpu_par_grain((size_t)t), (size_t)t, softmax_bwd_part, &j);
 }
 
 static void dropout_part(void *ctx, size_t i0, size_t i1) {
