@@ -153,10 +153,15 @@ static void local_step(emulation *e, int w, float lr) {
 
 static float *member_vector(emulation *e, int w, aggregate_what what);
 
+/* Worker w's copy of the mean statistics (batch norm's running ones; NULL: none). */
+static void copy_stats(emulation *e, int w, const float *buf_mean) {
+    if (buf_mean) device_copy(e->cfg.dev, model_buffers(e->replicas[w]), buf_mean, e->buffers);
+}
+
 /* Worker w's copy of a mean (and of its statistics) into its own vector: any thread. */
 static void copy_mean(emulation *e, int w, aggregate_what what, const float *mean,
                       const float *buf_mean) {
-    if (buf_mean) device_copy(e->cfg.dev, model_buffers(e->replicas[w]), buf_mean, e->buffers);
+    copy_stats(e, w, buf_mean);
     device_copy(e->cfg.dev, member_vector(e, w, what), mean, e->params);
 }
 
@@ -171,9 +176,8 @@ static void em_deferred(void *ctx, int w) {
         const em_op *op = &e->ops[w][i];
         if (op->kind == EM_OP_COPY && op->what == AGGREGATE_GRADS && i + 1 < e->n_ops[w] &&
             e->ops[w][i + 1].kind == EM_OP_STEP && !(e->cfg.clip_norm > 0)) {
-            model *m = e->replicas[w];
-            if (op->buf_mean) device_copy(e->cfg.dev, model_buffers(m), op->buf_mean, e->buffers);
-            sgd_step(e->opts[w], model_params(m), op->mean, e->ops[w][++i].lr,
+            copy_stats(e, w, op->buf_mean);
+            sgd_step(e->opts[w], model_params(e->replicas[w]), op->mean, e->ops[w][++i].lr,
                      (float)e->cfg.momentum, (float)e->cfg.weight_decay);
         } else if (op->kind == EM_OP_COPY) {
             copy_mean(e, w, op->what, op->mean, op->buf_mean);
