@@ -124,10 +124,12 @@ static int bench_one(void *arg, isolate_blob *result) {
                                          ? sim_allreduce_auto_pick(r->world, r->bytes, &co)
                                          : r->algo;
         const sim_nccl_protocol p = sim_allreduce_protocol(r->world, r->algo, a, r->bytes, &co);
-        const int ch = r->algo == SIM_ALLREDUCE_AUTO ? sim_allreduce_auto_channels(r->world, &co)
-                                                     : r->channels;
+        const int ch = r->algo == SIM_ALLREDUCE_AUTO
+                           ? sim_allreduce_auto_algo_channels(r->world, &co, a)
+                           : r->channels;
         char channels[24] = "";
         if (a == SIM_ALLREDUCE_RING && ch > 1) snprintf(channels, sizeof channels, "x%d", ch);
+        if (a == SIM_ALLREDUCE_DBTREE && ch > 2) snprintf(channels, sizeof channels, "x%d", ch);
         snprintf(ran, sizeof ran, "%s%s%s%s", sim_allreduce_algo_name(a), channels,
                  p != SIM_PROTOCOL_AUTO ? "/" : "",
                  p != SIM_PROTOCOL_AUTO ? sim_nccl_protocol_name(p) : "");
@@ -562,7 +564,7 @@ static int table_options(const run_request *rq, bench_sizes_opts *o) {
                                &o->n_sizes);
     if (st) return st;
     if ((st = sim_network_model_parse("--network-model", cfg->network_model, &o->model))) return st;
-    sim_allreduce_algo algo;
+    sim_allreduce_algo algo = SIM_ALLREDUCE_AUTO;
     if (!strcmp(cfg->collective, "ps"))
         o->algo = BENCH_INCAST;
     else if ((st = sim_allreduce_algo_parse("--collective", cfg->collective, &algo)))
@@ -571,9 +573,8 @@ static int table_options(const run_request *rq, bench_sizes_opts *o) {
         o->algo = (int)algo;
     if ((st = sim_nccl_protocol_parse("--protocol", cfg->protocol, &o->protocol))) return st;
     o->channels = cfg->channels > 0 ? cfg->channels : 1;
-    if (o->channels > 1 && o->algo != SIM_ALLREDUCE_RING && o->algo != SIM_ALLREDUCE_AUTO)
-        return ss_error_set(SS_EUSAGE, "--channels %d applies to --collective ring or auto, not %s",
-                            o->channels, cfg->collective);
+    if ((st = coll_check_channels(o->channels, algo, o->algo == BENCH_INCAST, cfg->collective)))
+        return st;
     if (o->protocol != SIM_PROTOCOL_AUTO &&
         (o->algo == BENCH_INCAST || !coll_takes_protocol(algo, o->protocol)))
         return ss_error_set(SS_EUSAGE,

@@ -100,9 +100,7 @@ int calib_fit_init(calib_fit *f, const run_config *cfg, const calib_log *logs, i
     f->algo = (int)algo;
     if ((st = sim_nccl_protocol_parse("--protocol", cfg->protocol, &f->protocol))) return st;
     f->channels = cfg->channels > 0 ? cfg->channels : 1;
-    if (f->channels > 1 && algo != SIM_ALLREDUCE_RING && algo != SIM_ALLREDUCE_AUTO)
-        return ss_error_set(SS_EUSAGE, "--channels %d applies to --collective ring or auto, not %s",
-                            f->channels, cfg->collective);
+    if ((st = coll_check_channels(f->channels, algo, 0, cfg->collective))) return st;
     if (f->protocol != SIM_PROTOCOL_AUTO && !coll_takes_protocol(algo, f->protocol))
         return ss_error_set(SS_EUSAGE,
                             "--protocol %s applies to --collective auto, hier, hier-coarse, "

@@ -145,8 +145,8 @@ static const opt_def head_rows[] = {
      "BYTES", "cut collective messages into segments of this size (0: whole)", SIM},
     {"channels", OPT_TYPE_INT, F(channels), "1", 1, 16, CMD_RUN | CMD_REPLAY | CMD_BENCH_NETWORK,
      NULL, "C",
-     "ring all-reduce: split the vector over C rings run at once (on nodes, through different "
-     "GPUs and NICs, as NCCL's channels)",
+     "ring and dbtree all-reduces: split the vector over C rings, or C trees (2 at least), run "
+     "at once (on nodes, through different GPUs and NICs, as NCCL's channels)",
      SIM},
     {"protocol", OPT_TYPE_CHOICE, F(protocol), "auto", 0, 0,
      CMD_RUN | CMD_REPLAY | CMD_BENCH_NETWORK, "auto|LL|LL128|Simple", "P",

@@ -397,7 +397,7 @@ static void test_bench_network_channels_gpu(void) {
     SS_CHECK_CLOSE(us[1], 0.55 * us[0], 0, 0.1); /* two NICs: about half the time */
     CU_ASSERT_EQUAL(us[2], us[0]);
     expect("bench network --workers 4 --sizes 1MiB --channels 2 --collective tree", 2,
-           "--channels 2 applies to --collective ring or auto, not tree", NULL);
+           "--channels 2 applies to --collective ring, dbtree or auto, not tree", NULL);
 }
 
 /* Writes a WikiText-form split of n words drawn (fixed LCG) from a small vocabulary. */

@@ -481,6 +481,32 @@ static void test_dbtree_segmented(void) {
     SS_CHECK_CLOSE(os.bytes_sent0, ow.bytes_sent0, 64, 0);
 }
 
+/* Channels: C trees (NCCL's tree channels), pair p of them with its chains starting at local
+ * index p G / (C / 2), so that the trees leave each node through C different GPUs. On 2 nodes of
+ * 4 GPUs and 4 slow NICs a large vector's time is its NICs' (the NVLink-like links are 96 times
+ * as fast). The two trees of a pair cross between the nodes in opposite directions, so 2 trees
+ * use 2 NICs one way each, 4 trees 4 NICs one way each (half the time), 8 trees all 4 NICs both
+ * ways (a quarter), and 16 trees no more than 8; with one NIC per node 2 trees already use both
+ * of its directions. */
+static void test_dbtree_channels(void) {
+    const node_spec four = {2, 4, 4, 2400, 1, 25, 2}, one = {2, 4, 1, 2400, 1, 25, 2};
+    const double m = 4e8;
+    job j = allreduce_job(node_platform(&four), 8, SIM_NETWORK_CM02, SIM_ALLREDUCE_DBTREE, 1, m);
+    static const int trees[] = {2, 4, 8, 16};
+    static const double ratio[] = {1, 0.5, 0.25, 0.25};
+    double t[4];
+    for (int i = 0; i < 4; i++) {
+        j.co.channels = trees[i];
+        t[i] = run_job(&j).max_end_s;
+        SS_CHECK_CLOSE(t[i] / t[0], ratio[i], 0, 0.03);
+    }
+    job s = allreduce_job(node_platform(&one), 8, SIM_NETWORK_CM02, SIM_ALLREDUCE_DBTREE, 1, m);
+    const double shared = run_job(&s).max_end_s;
+    SS_CHECK_CLOSE(shared / t[0], 1.0, 0, 0.03);
+    s.co.channels = 4;
+    SS_CHECK_CLOSE(run_job(&s).max_end_s / shared, 1.0, 0, 0.03);
+}
+
 /* ---------------------------------------------------------------- coarse vs message-level */
 
 static void test_hier_coarse(void) {
@@ -654,6 +680,7 @@ static CU_TestInfo node_tests[] = {
     {"dbtree on nodes: node-level tree and chains, latency closed form (CM02)",
      test_dbtree_nodes_latency},
     {"dbtree pipelined by segments", test_dbtree_segmented},
+    {"dbtree channels: C trees through C GPUs and NICs", test_dbtree_channels},
     {"auto at scale: ring-coarse under LL vs closed form (CM02)", test_ring_coarse_protocol},
     {"hier-coarse vs hier within 1% (CM02, LV08; LL, LL128, Simple)", test_hier_coarse},
     {"coarse all-gather vs Bruck within 1% (CM02, LV08)", test_gather_coarse},

@@ -215,10 +215,8 @@ static int build_exchange(const run_config *cfg, policy_config *pc) {
                             "--protocol %s applies to --collective auto, hier, hier-coarse, "
                             "dbtree, ring or ring-coarse (NCCL's algorithms), not %s",
                             cfg->protocol, cfg->collective);
-    if (pc->coll.channels > 1 && (pc->use_ps || pc->coll.algo != SIM_ALLREDUCE_RING) &&
-        pc->coll.algo != SIM_ALLREDUCE_AUTO)
-        return ss_error_set(SS_EUSAGE, "--channels %d applies to --collective ring or auto, not %s",
-                            pc->coll.channels, cfg->collective);
+    if ((rc = coll_check_channels(pc->coll.channels, pc->coll.algo, pc->use_ps, cfg->collective)))
+        return rc;
     pc->ps_servers = cfg->ps_servers;
     return SS_OK;
 }

@@ -75,19 +75,23 @@ static double estimate_ring_s(const est_ctx *e, double bytes, double bw_scale, i
     return coll_proto_base_s(p, fam) + 2.0 * (n - 1) * a + 2.0 * (n - 1) / n * bytes / b;
 }
 
-/* The tree: 2 floor(log2 K) hops between nodes and, on multi-GPU nodes, 2 (G-1) along the
+/* The trees: 2 floor(log2 K) hops between nodes and, on multi-GPU nodes, 2 (G-1) along the
  * chains inside them (NCCL's own tree latency, tuning.cc: 2 ((nRanks/nNodes - 1) intraLat +
- * log2(nNodes) interLat)). */
-static double estimate_dbtree_s(const est_ctx *e, double bytes, int p) {
+ * log2(nNodes) interLat)), each hop the whole vector at a route's bandwidth (no pipelining).
+ * More than 2 trees on nodes of several NICs leave through more of them: the two trees of a
+ * pair cross between nodes in opposite directions, so `trees` trees keep min(trees, 2 NICs)
+ * directions busy where 2 trees kept 2. Inside a node every tree's chain passes every GPU. */
+static double estimate_dbtree_s(const est_ctx *e, double bytes, int p, int trees) {
     const sim_group *c = e->c;
     const int fam = NCCL_FAMILY_TREE, nodes_apply = e->per_node > 1 && e->nodes > 1;
     const double f = coll_proto_fraction(p, fam, e->per_node, e->nodes);
     const int inter = nodes_apply ? HOPS_RAIL : HOPS_RING;
-    /* between nodes the trees leave through one or two GPUs: the route's own bandwidth */
+    const double spread =
+        nodes_apply && trees > 2 ? fmax(1.0, fmin(trees, 2.0 * e->t->n_nics) / 2.0) : 1.0;
     double s = coll_proto_base_s(p, fam) +
                2.0 * floor(log2((double)(e->per_node > 1 ? e->nodes : c->size))) *
                    (est_alpha(c, inter, bytes) + est_step(e, inter, p, fam) +
-                    bytes / (f * hop_set_bandwidth_Bps(&c->est_hops[inter], bytes)));
+                    bytes / (spread * f * hop_set_bandwidth_Bps(&c->est_hops[inter], bytes)));
     if (e->per_node > 1)
         s += 2.0 * (e->per_node - 1) *
              (est_alpha(c, HOPS_INTRA, bytes) + est_step(e, HOPS_INTRA, p, fam) +
@@ -118,6 +122,11 @@ int sim_allreduce_auto_channels(sim_group *c, const sim_coll_opts *o) {
     return t->n_nics < SIM_MAX_CHANNELS ? t->n_nics : SIM_MAX_CHANNELS;
 }
 
+int sim_allreduce_auto_algo_channels(sim_group *c, const sim_coll_opts *o, sim_allreduce_algo a) {
+    if (a == SIM_ALLREDUCE_DBTREE) return o && o->channels > 2 ? o->channels : 2;
+    return sim_allreduce_auto_channels(c, o);
+}
+
 /* The (algorithm, protocol) of least estimate for an all-reduce of `bytes`: among `only` (or
  * ring, hier on nodes, dbtree when only is AUTO), with o->protocol if named, else LL or Simple. */
 static void choose(sim_group *c, double bytes, const sim_coll_opts *o, sim_allreduce_algo only,
@@ -131,7 +140,8 @@ static void choose(sim_group *c, double bytes, const sim_coll_opts *o, sim_allre
         e.nodes = t->n_nodes;
     }
     /* channels beyond one multiply the ring's inter-node bandwidth up to the NICs per node */
-    const double scale = nodes_apply ? fmin(sim_allreduce_auto_channels(c, o), t->n_nics) : 1.0;
+    const int channels = sim_allreduce_auto_channels(c, o);
+    const double scale = nodes_apply ? fmin(channels, t->n_nics) : 1.0;
     const sim_nccl_protocol named = o ? o->protocol : SIM_PROTOCOL_AUTO;
     const sim_nccl_protocol protos[2] = {SIM_PROTOCOL_LL, SIM_PROTOCOL_SIMPLE};
     double best_s = INFINITY;
@@ -154,7 +164,8 @@ static void choose(sim_group *c, double bytes, const sim_coll_opts *o, sim_allre
             if (s < best_s) best_s = s, *algo = any ? SIM_ALLREDUCE_HIER : only, *proto = p;
         }
         if (any || only == SIM_ALLREDUCE_DBTREE) {
-            s = estimate_dbtree_s(&e, bytes, p);
+            s = estimate_dbtree_s(&e, bytes, p,
+                                  sim_allreduce_auto_algo_channels(c, o, SIM_ALLREDUCE_DBTREE));
             if (s < best_s) best_s = s, *algo = SIM_ALLREDUCE_DBTREE, *proto = p;
         }
     }

@@ -2,6 +2,7 @@
 #include "sim/net/coll/collective.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <simgrid/actor.h>
@@ -36,47 +37,57 @@ static int tree_member(int tree, int p, int n) {
     return n % 2 == 0 ? n - p : (p == 1 ? n - 1 : p - 2);
 }
 
-/* The links of every member in both trees (once): TREE_LINKS ints each, parent then up to three
- * children (-1: none). On groups of multi-GPU nodes (NCCL's trees since 2.4): the double binary
- * tree runs over the nodes, and inside each node the GPUs form a chain whose head joins the
- * node-level tree (tree 0: head local 0, chain 0 -> 1 -> ... -> G-1; tree 1: head local G-1,
- * chain G-1 -> ... -> 0, so that the two trees leave the node through different GPUs and NICs).
- * On flat groups every member is a node of its own: the double binary tree over the members. */
-/* The member at position l of node k's chain in tree tr (position 0: the head); on flat groups
- * (g = 1) member k. */
-static int chain_member(const sim_topology *t, int g, int tr, int k, int l) {
-    return g > 1 ? t->members[k * g + (tr == 0 ? l : g - 1 - l)] : k;
+/* The links of every member in each tree (once): TREE_LINKS ints each, parent then up to three
+ * children (-1: none). Tree t has the shape t % 2: the in-order binary tree over the nodes, or its
+ * mirror, in which the inner nodes of the other are leaves (two of them: NCCL's double binary
+ * tree). On groups of multi-GPU nodes (NCCL's trees since 2.4) the binary tree runs over the
+ * nodes, and inside each node the GPUs form a chain whose head joins it: tree 0 starts at local
+ * index s and goes up (s, s + 1, ..., mod G), tree 1 starts at G - 1 - s and goes down, so that the
+ * two trees of a pair leave the node through different GPUs and NICs; pair p = t / 2 of P starts
+ * at s = p G / P, so that more trees (NCCL's channels) leave through other GPUs still. On flat
+ * groups every member is a node of its own. */
+static int chain_member(const sim_topology *t, int g, int tr, int start, int k, int l) {
+    if (g <= 1) return k;
+    const int local = tr % 2 == 0 ? (start + l) % g : ((g - 1 - start - l) % g + g) % g;
+    return t->members[k * g + local];
 }
 
-static void dbtree_links(sim_group *c) {
-    if (c->tree_next[0]) return;
+static void dbtree_links(sim_group *c, int trees) {
+    if (c->tree_links && c->tree_count == trees) return;
+    free(c->tree_links);
     const int n = c->size;
     const sim_topology *t = coll_topology_of(c);
     const int g = t && t->per_node > 1 ? t->per_node : 1;
     const int nodes = g > 1 ? t->n_nodes : n;
-    for (int tr = 0; tr < 2; tr++) {
-        int *nx = ss_malloc(sizeof(int) * TREE_LINKS * (size_t)n);
-        for (int i = 0; i < TREE_LINKS * n; i++)
-            nx[i] = -1;
+    const int pairs = (trees + 1) / 2;
+    int *all = ss_malloc(sizeof(int) * TREE_LINKS * (size_t)n * (size_t)trees);
+    for (size_t i = 0; i < (size_t)TREE_LINKS * n * trees; i++)
+        all[i] = -1;
+    for (int tr = 0; tr < trees; tr++) {
+        int *nx = all + (size_t)TREE_LINKS * n * tr;
+        const int start = (int)((long)(tr / 2) * g / pairs) % g;
         for (int k = 0; k < nodes; k++)
             for (int l = 1; l < g; l++) {
-                const int m = chain_member(t, g, tr, k, l), up = chain_member(t, g, tr, k, l - 1);
+                const int m = chain_member(t, g, tr, start, k, l),
+                          up = chain_member(t, g, tr, start, k, l - 1);
                 nx[TREE_LINKS * m] = up;
                 nx[TREE_LINKS * up + 1] = m;
             }
         for (int p = 1; p <= nodes; p++) {
             int kids[2];
-            const int head = chain_member(t, g, tr, tree_member(tr, p, nodes), 0);
+            const int head = chain_member(t, g, tr, start, tree_member(tr % 2, p, nodes), 0);
             inorder_children(p, nodes, &kids[0], &kids[1]);
             for (int j = 0; j < 2; j++) {
                 if (!kids[j]) continue;
-                const int child = chain_member(t, g, tr, tree_member(tr, kids[j], nodes), 0);
+                const int child =
+                    chain_member(t, g, tr, start, tree_member(tr % 2, kids[j], nodes), 0);
                 nx[TREE_LINKS * head + 2 + j] = child;
                 nx[TREE_LINKS * child] = head;
             }
         }
-        c->tree_next[tr] = nx;
     }
+    c->tree_links = all;
+    c->tree_count = trees;
 }
 
 /* One tree: reduce to the root (children's parts received together), then broadcast (sent to
@@ -118,7 +129,7 @@ static void tree_half(call *k, const int *nx, double bytes) {
     }
 }
 
-/* The second tree runs in a helper actor on the member's host, at the same time. */
+/* Trees after the first run in helper actors on the member's host, at the same time. */
 typedef struct tree_job {
     call k;
     const int *nx;
@@ -131,28 +142,36 @@ static void tree_helper(void *arg) {
     tree_half(&j->k, j->nx, j->bytes);
 }
 
-static void coll_dbtree(call *k, double bytes) {
+/* The vector in `trees` parts, part t reduced and broadcast along tree t (2 at least: the double
+ * binary tree). */
+static void coll_dbtree(call *k, double bytes, int trees) {
     sim_group *c = k->c;
-    dbtree_links(c);
-    tree_job j;
-    j.k = *k;
-    memset(&j.k.res, 0, sizeof j.k.res);
-    j.k.channel = 1;
-    j.nx = c->tree_next[1] + TREE_LINKS * k->member;
-    j.bytes = coll_part_bytes(bytes, 1, 2);
-    j.done = sg_sem_init(0);
+    const int n = c->size;
+    dbtree_links(c, trees);
+    tree_job *jobs = ss_calloc((size_t)trees, sizeof *jobs);
     if (!c->helpers) c->helpers = ss_calloc((size_t)c->size, sizeof *c->helpers);
     if (!c->helpers[k->member])
         c->helpers[k->member] = sim_helper_pool_create(c->hosts[k->member], "dbtree");
-    sim_helper_run(c->helpers[k->member], tree_helper, &j, j.done);
-    tree_half(k, c->tree_next[0] + TREE_LINKS * k->member, coll_part_bytes(bytes, 0, 2));
-    sg_sem_acquire(j.done);
-    sg_sem_destroy(j.done);
-    k->res.bytes_sent += j.k.res.bytes_sent;
-    k->res.bytes_recv += j.k.res.bytes_recv;
+    for (int t = 1; t < trees; t++) {
+        tree_job *j = &jobs[t];
+        j->k = *k;
+        memset(&j->k.res, 0, sizeof j->k.res);
+        j->k.channel = t;
+        j->nx = c->tree_links + (size_t)TREE_LINKS * ((size_t)n * t + k->member);
+        j->bytes = coll_part_bytes(bytes, t, trees);
+        j->done = sg_sem_init(0);
+        sim_helper_run(c->helpers[k->member], tree_helper, j, j->done);
+    }
+    tree_half(k, c->tree_links + (size_t)TREE_LINKS * k->member, coll_part_bytes(bytes, 0, trees));
+    for (int t = 1; t < trees; t++) {
+        sg_sem_acquire(jobs[t].done);
+        sg_sem_destroy(jobs[t].done);
+        k->res.bytes_sent += jobs[t].k.res.bytes_sent;
+        k->res.bytes_recv += jobs[t].k.res.bytes_recv;
+    }
+    free(jobs);
 }
 
 void coll_run_dbtree(call *k, double bytes, int channels) {
-    (void)channels;
-    coll_dbtree(k, bytes);
+    coll_dbtree(k, bytes, channels > 2 ? channels : 2);
 }

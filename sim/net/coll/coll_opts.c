@@ -56,6 +56,19 @@ int coll_is_nccl_algo(sim_allreduce_algo requested) {
            requested == SIM_ALLREDUCE_HIER_COARSE || requested == SIM_ALLREDUCE_DBTREE;
 }
 
+int coll_takes_channels(sim_allreduce_algo requested) {
+    return requested == SIM_ALLREDUCE_RING || requested == SIM_ALLREDUCE_DBTREE ||
+           requested == SIM_ALLREDUCE_AUTO;
+}
+
+int coll_check_channels(int channels, sim_allreduce_algo algo, int ps, const char *collective) {
+    if (channels > 1 && (ps || !coll_takes_channels(algo)))
+        return ss_error_set(SS_EUSAGE,
+                            "--channels %d applies to --collective ring, dbtree or auto, not %s",
+                            channels, collective);
+    return SS_OK;
+}
+
 int coll_takes_protocol(sim_allreduce_algo requested, sim_nccl_protocol p) {
     return coll_is_nccl_algo(requested) ||
            (p != SIM_PROTOCOL_AUTO &&

@@ -92,6 +92,11 @@ int coll_is_nccl_algo(sim_allreduce_algo a);
  * every all-reduce); a ring under auto keeps plain messages. */
 int coll_takes_protocol(sim_allreduce_algo requested, sim_nccl_protocol p);
 const char *sim_nccl_protocol_name(sim_nccl_protocol p);
+/* 1 when `requested` takes more than one channel: ring (C rings), dbtree (C trees) and auto. */
+int coll_takes_channels(sim_allreduce_algo requested);
+/* SS_OK, or SS_EUSAGE when `channels` > 1 does not apply to the exchange named `collective`
+ * (algo, or a parameter server when ps) */
+int coll_check_channels(int channels, sim_allreduce_algo algo, int ps, const char *collective);
 
 typedef struct sim_coll_opts {
     sim_allreduce_algo algo;

@@ -46,8 +46,7 @@ void sim_group_destroy(sim_group *c) {
     sim_topology_free(c->topo);
     free(c->channel_next);
     free(c->channel_prev);
-    free(c->tree_next[0]);
-    free(c->tree_next[1]);
+    free(c->tree_links);
     if (c->barrier) sg_barrier_destroy(c->barrier);
     if (c->pipe_free) c->pipe_free(c);
     for (int m = 0; c->lanes && m < c->size; m++)
@@ -100,7 +99,7 @@ static int allreduce_seq(sim_group *c, int member, uint64_t seq, double bytes,
         int channels = o->channels;
         if (algo == SIM_ALLREDUCE_AUTO) {
             coll_auto_resolve(c, bytes, o, &algo, &p); /* one search for both */
-            channels = sim_allreduce_auto_channels(c, o);
+            channels = sim_allreduce_auto_algo_channels(c, o, algo);
         } else {
             p = sim_allreduce_protocol(c, o->algo, algo, bytes, o);
         }

@@ -75,6 +75,10 @@ sim_nccl_protocol sim_allreduce_protocol(sim_group *c, sim_allreduce_algo reques
  * several multi-GPU nodes, one per NIC of a node (as NCCL opens at least one channel per NIC),
  * else 1. */
 int sim_allreduce_auto_channels(sim_group *c, const sim_coll_opts *o);
+/* The channels of the algorithm auto picked: its ring's (above), or its tree's: o->channels
+ * trees when above 2, else the two of the double binary tree (the form the network references
+ * were checked with; docs/NETWORK.md). */
+int sim_allreduce_auto_algo_channels(sim_group *c, const sim_coll_opts *o, sim_allreduce_algo a);
 
 /* Whether options o can run on group c (before the simulation starts): hier and hier-coarse need
  * a group where some node holds more than one member; channels 1..SIM_MAX_CHANNELS. SS_EUSAGE
