@@ -37,24 +37,27 @@ static int tree_member(int tree, int p, int n) {
     return n % 2 == 0 ? n - p : (p == 1 ? n - 1 : p - 2);
 }
 
-/* The links of every member in each tree (once): TREE_LINKS ints each, parent then up to three
- * children (-1: none). Tree t has the shape t % 2: the in-order binary tree over the nodes, or its
+/* The trees: TREE_LINKS ints of each member in each tree, parent then up to three children (-1:
+ * none). Tree t has the shape t % 2: the in-order binary tree over the nodes, or its
  * mirror, in which the inner nodes of the other are leaves (two of them: NCCL's double binary
  * tree). On groups of multi-GPU nodes (NCCL's trees since 2.4) the binary tree runs over the
  * nodes, and inside each node the GPUs form a chain whose head joins it: tree 0 starts at local
  * index s and goes up (s, s + 1, ..., mod G), tree 1 starts at G - 1 - s and goes down, so that the
  * two trees of a pair leave the node through different GPUs and NICs; pair p = t / 2 of P starts
  * at s = p G / P, so that more trees (NCCL's channels) leave through other GPUs still. On flat
- * groups every member is a node of its own. */
+ * groups every member is a node of its own. chain_member: the member at position l (0: the head)
+ * of node k's chain in tree tr whose chain starts at local index `start`. */
 static int chain_member(const sim_topology *t, int g, int tr, int start, int k, int l) {
     if (g <= 1) return k;
     const int local = tr % 2 == 0 ? (start + l) % g : ((g - 1 - start - l) % g + g) % g;
     return t->members[k * g + local];
 }
 
-static void dbtree_links(sim_group *c, int trees) {
-    if (c->tree_links && c->tree_count == trees) return;
-    free(c->tree_links);
+/* The links of `trees` trees (2 to SIM_MAX_CHANNELS), made once per count: calls of other
+ * counts may run at the same time. */
+static const int *dbtree_links(sim_group *c, int trees) {
+    SS_ASSERT(trees >= 2 && trees <= SIM_MAX_CHANNELS);
+    if (c->tree_links[trees]) return c->tree_links[trees];
     const int n = c->size;
     const sim_topology *t = coll_topology_of(c);
     const int g = t && t->per_node > 1 ? t->per_node : 1;
@@ -86,8 +89,8 @@ static void dbtree_links(sim_group *c, int trees) {
             }
         }
     }
-    c->tree_links = all;
-    c->tree_count = trees;
+    c->tree_links[trees] = all;
+    return all;
 }
 
 /* One tree: reduce to the root (children's parts received together), then broadcast (sent to
@@ -147,7 +150,7 @@ static void tree_helper(void *arg) {
 static void coll_dbtree(call *k, double bytes, int trees) {
     sim_group *c = k->c;
     const int n = c->size;
-    dbtree_links(c, trees);
+    const int *links = dbtree_links(c, trees);
     tree_job *jobs = ss_calloc((size_t)trees, sizeof *jobs);
     if (!c->helpers) c->helpers = ss_calloc((size_t)c->size, sizeof *c->helpers);
     if (!c->helpers[k->member])
@@ -157,12 +160,12 @@ static void coll_dbtree(call *k, double bytes, int trees) {
         j->k = *k;
         memset(&j->k.res, 0, sizeof j->k.res);
         j->k.channel = t;
-        j->nx = c->tree_links + (size_t)TREE_LINKS * ((size_t)n * t + k->member);
+        j->nx = links + (size_t)TREE_LINKS * ((size_t)n * t + k->member);
         j->bytes = coll_part_bytes(bytes, t, trees);
         j->done = sg_sem_init(0);
         sim_helper_run(c->helpers[k->member], tree_helper, j, j->done);
     }
-    tree_half(k, c->tree_links + (size_t)TREE_LINKS * k->member, coll_part_bytes(bytes, 0, trees));
+    tree_half(k, links + (size_t)TREE_LINKS * k->member, coll_part_bytes(bytes, 0, trees));
     for (int t = 1; t < trees; t++) {
         sg_sem_acquire(jobs[t].done);
         sg_sem_destroy(jobs[t].done);

@@ -46,7 +46,8 @@ void sim_group_destroy(sim_group *c) {
     sim_topology_free(c->topo);
     free(c->channel_next);
     free(c->channel_prev);
-    free(c->tree_links);
+    for (int t = 0; t <= SIM_MAX_CHANNELS; t++)
+        free(c->tree_links[t]);
     if (c->barrier) sg_barrier_destroy(c->barrier);
     if (c->pipe_free) c->pipe_free(c);
     for (int m = 0; c->lanes && m < c->size; m++)

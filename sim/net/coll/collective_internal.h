@@ -64,8 +64,8 @@ struct sim_group {
     sim_topology *topo;
     int channel_count;                /* channels of the orders below (0: none yet) */
     int *channel_next, *channel_prev; /* (channel_count * size) ring neighbours per channel */
-    int tree_count;                   /* dbtree: trees of the links below (0: none yet) */
-    int *tree_links; /* dbtree: per tree (size * TREE_LINKS): parent, then children (-1) */
+    /* dbtree of C trees: per tree (size * TREE_LINKS), parent then children (-1); NULL: not yet */
+    int *tree_links[SIM_MAX_CHANNELS + 1];
     hop_set intra_hops, rail_hops; /* hier-coarse: hops of the intra-node and rail rings */
     double gather_coarse_s;        /* all-gather closed form for 1 byte per member (< 0) */
     double gather_coarse_bytes;    /* the bytes per member gather_coarse_s is for */
