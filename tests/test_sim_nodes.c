@@ -507,6 +507,27 @@ static void test_dbtree_channels(void) {
     SS_CHECK_CLOSE(run_job(&s).max_end_s / shared, 1.0, 0, 0.03);
 }
 
+/* auto's tree is the double binary tree unless --channels names more trees, with the protocol
+ * auto picks (LL for a small message): its time is dbtree's under that protocol. */
+static void test_auto_tree_channels(void) {
+    const node_spec four = {8, 4, 4, 2400, 1, 25, 2};
+    const double m = 1024;
+    for (int ch = 1; ch <= 8; ch *= 8) {
+        job a =
+            allreduce_job(node_platform(&four), 32, SIM_NETWORK_CM02, SIM_ALLREDUCE_AUTO, ch, m);
+        job pick = a;
+        pick.kind = JOB_PICK;
+        pick.n_picks = 1;
+        pick.pick_bytes[0] = m;
+        const job_out op = run_job(&pick);
+        CU_ASSERT_EQUAL_FATAL(op.picks[0], SIM_ALLREDUCE_DBTREE);
+        job d = allreduce_job(node_platform(&four), 32, SIM_NETWORK_CM02, SIM_ALLREDUCE_DBTREE,
+                              ch == 1 ? 2 : ch, m);
+        d.co.protocol = (sim_nccl_protocol)op.protocols[0];
+        SS_CHECK_CLOSE(run_job(&a).max_end_s, run_job(&d).max_end_s, 0, 1e-9);
+    }
+}
+
 /* ---------------------------------------------------------------- coarse vs message-level */
 
 static void test_hier_coarse(void) {
@@ -681,6 +702,7 @@ static CU_TestInfo node_tests[] = {
      test_dbtree_nodes_latency},
     {"dbtree pipelined by segments", test_dbtree_segmented},
     {"dbtree channels: C trees through C GPUs and NICs", test_dbtree_channels},
+    {"auto's tree: two trees unless --channels names more", test_auto_tree_channels},
     {"auto at scale: ring-coarse under LL vs closed form (CM02)", test_ring_coarse_protocol},
     {"hier-coarse vs hier within 1% (CM02, LV08; LL, LL128, Simple)", test_hier_coarse},
     {"coarse all-gather vs Bruck within 1% (CM02, LV08)", test_gather_coarse},
