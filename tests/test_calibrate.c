@@ -267,6 +267,33 @@ static void test_bad_logs(void) {
     CU_ASSERT_EQUAL(calib_log_parse(DIR "/liar.txt@1x2", &log), SS_EINPUT);
 }
 
+/* The shipped public series parse as their logs say: every rank line and every row of the
+ * table, the first and last out-of-place times (Alps: srun's "0: " before each line; ABCI: the
+ * older table without the root column, an error column instead of #wrong). */
+static void test_shipped_series(void) {
+    static const struct {
+        const char *log;
+        int ranks, nodes, sizes;
+        double first_us, last_us;
+    } series[] = {
+        {"alps-gh200-slingshot/logs/N1.out", 4, 1, 30, 7.75, 19015},
+        {"abci-a100-hdr/logs/N2.nccl", 16, 2, 24, 33.50, 1887.3},
+        {"abci-a100-hdr/logs/N16.nccl", 128, 16, 24, 67.85, 2500.7},
+    };
+    for (size_t i = 0; i < sizeof series / sizeof *series; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/traces/reference/nccl-series/%s", SS_SOURCE_DIR,
+                 series[i].log);
+        calib_log log;
+        CU_ASSERT_EQUAL_FATAL(calib_log_parse(path, &log), SS_OK);
+        CU_ASSERT_EQUAL(log.ranks, series[i].ranks);
+        CU_ASSERT_EQUAL(log.nodes, series[i].nodes);
+        CU_ASSERT_EQUAL(log.n, series[i].sizes);
+        SS_CHECK_CLOSE(log.time_us[0], series[i].first_us, 0, 1e-12);
+        SS_CHECK_CLOSE(log.time_us[log.n - 1], series[i].last_us, 0, 1e-12);
+    }
+}
+
 static void test_usage(void) {
     expect("calibrate network --out " DIR "/bad", 2, "no log given", NULL);
     expect("calibrate nework x.txt", 2, "calibrate needs a target: network", NULL);
@@ -304,6 +331,7 @@ int main(void) {
     CU_TestInfo tests[] = {{"recovers synthesized parameters", test_recovers},
                            {"robust to a step", test_robust_to_step},
                            {"bad logs", test_bad_logs},
+                           {"the shipped series parse", test_shipped_series},
                            {"usage", test_usage},
                            {"no convergence", test_no_convergence},
                            CU_TEST_INFO_NULL};
