@@ -275,7 +275,7 @@ static int check_identifiable(calib_fit *f, double *r0, double *r1) {
     return SS_OK;
 }
 
-static void print_residuals(const calib_fit *f, const double *res, FILE *out) {
+static void print_residuals(const calib_fit *f, const double *res, const char *column, FILE *out) {
     int k = 0;
     double *el = ss_malloc(sizeof *el * (size_t)total_sizes(f));
     double *es = ss_malloc(sizeof *es * (size_t)total_sizes(f));
@@ -284,8 +284,8 @@ static void print_residuals(const calib_fit *f, const double *res, FILE *out) {
         int nl = 0, ns = 0;
         fprintf(out, "\n## %s: %d node%s x %d GPUs (%d ranks)\n", g->path, g->nodes,
                 g->nodes == 1 ? "" : "s", g->gpus_per_node, g->ranks);
-        fprintf(out, "%15s %14s %14s %10s  %s\n", "size_bytes", "measured_us", "fitted_us",
-                "error_%", "ran");
+        fprintf(out, "%15s %14s %14s %10s  %s\n", "size_bytes", "measured_us", column, "error_%",
+                "ran");
         for (int i = 0; i < g->n; i++, k++) {
             fprintf(out, "%15.0f %14.2f %14.2f %10.1f  %s\n", g->size_bytes[i], g->time_us[i],
                     f->pred_us[k], 100 * res[k], f->ran[k]);
@@ -509,12 +509,45 @@ int calib_fit_run(calib_fit *f, FILE *out) {
     for (int i = 0; i < CALIB_NPARAM; i++)
         x[i] = f->p[i].value;
     if ((st = evaluate(f, x, r0, f->pred_us, f->ran))) goto done;
-    print_residuals(f, r0, out);
+    print_residuals(f, r0, "fitted_us", out);
     print_params(f, out);
     fprintf(out, "# %d iterations, %d evaluations of every size\n", f->iterations, f->evaluations);
 done:
     free(r0);
     free(r1);
+    return st;
+}
+
+int calib_check_logs(const calib_log *fitted, const calib_log *logs, int n_logs) {
+    for (int l = 0; l < n_logs; l++)
+        if (logs[l].gpus_per_node != fitted->gpus_per_node)
+            return ss_error_set(SS_EINPUT,
+                                "calibrate network: --check %s has %d GPUs per node, the fitted "
+                                "%s %d: the logs must come from one kind of node",
+                                logs[l].path, logs[l].gpus_per_node, fitted->path,
+                                fitted->gpus_per_node);
+    return SS_OK;
+}
+
+int calib_fit_check(const calib_fit *f, const calib_log *logs, int n_logs, FILE *out) {
+    int st = calib_check_logs(&f->logs[0], logs, n_logs);
+    if (st) return st;
+    calib_fit c;
+    st = calib_fit_init(&c, f->cfg, logs, n_logs);
+    double *res = NULL;
+    if (st == SS_OK) {
+        double x[CALIB_NPARAM];
+        for (int i = 0; i < CALIB_NPARAM; i++)
+            x[i] = f->p[i].value;
+        res = ss_malloc(sizeof *res * (size_t)total_sizes(&c));
+        st = evaluate(&c, x, res, c.pred_us, c.ran);
+    }
+    if (st == SS_OK) {
+        fprintf(out, "\n# held out (--check): predicted with the fitted values, not fitted on\n");
+        print_residuals(&c, res, "predicted_us", out);
+    }
+    free(res);
+    calib_fit_free(&c);
     return st;
 }
 
@@ -568,7 +601,9 @@ static void print_help(FILE *out) {
             "not pull the fit; prints the residuals per log and size and writes\n"
             "OUT/cluster.ini, which platform, bench network, train, replay and compare take\n"
             "with --config (add --nodes N for N nodes). LOG@NxG gives N nodes of G GPUs for a\n"
-            "log without its '# Rank' lines.\n");
+            "log without its '# Rank' lines. --check LOG[@NxG] (once per log) leaves a log of\n"
+            "the same cluster out of the fit and prints its residuals and medians as predicted\n"
+            "with the fitted values: fit on the small node counts, check on the large ones.\n");
 }
 
 /* Options that the logs decide, refused. */
@@ -596,9 +631,17 @@ int cmd_calibrate_main(int argc, char **argv) {
     }
     char **opts = ss_malloc(sizeof *opts * (size_t)(argc + 2));
     const char **names = ss_malloc(sizeof *names * (size_t)argc);
-    int n_opts = 0, n_logs = 0, rc;
+    const char **checks = ss_malloc(sizeof *checks * (size_t)argc);
+    int n_opts = 0, n_logs = 0, n_checks = 0, rc = SS_OK;
     for (int i = 1; i < argc; i++) {
-        if (argv[i][0] == '-' && argv[i][1]) {
+        if (!strcmp(argv[i], "--check") || !strncmp(argv[i], "--check=", 8)) {
+            if (argv[i][7] == '=')
+                checks[n_checks++] = argv[i] + 8;
+            else if (i + 1 < argc)
+                checks[n_checks++] = argv[++i];
+            else
+                rc = ss_error_set(SS_EUSAGE, "option --check: give a log (--check LOG[@NxG])");
+        } else if (argv[i][0] == '-' && argv[i][1]) {
             opts[n_opts++] = argv[i];
             if (options_takes_value(CMD_BENCH_NETWORK, argv[i]) && i + 1 < argc)
                 opts[n_opts++] = argv[++i];
@@ -607,8 +650,9 @@ int cmd_calibrate_main(int argc, char **argv) {
         }
     }
     run_config cfg;
-    calib_log *logs = NULL;
+    calib_log *logs = NULL, *held = NULL;
     calib_fit f = {0};
+    if (rc != SS_OK) goto done;
     options_name_command("calibrate network");
     for (int i = 0; i < n_opts; i++)
         if (!strcmp(opts[i], "--nodes") || !strncmp(opts[i], "--nodes=", 8)) {
@@ -617,12 +661,16 @@ int cmd_calibrate_main(int argc, char **argv) {
                     "its Rank lines (or LOG@NxG)\n");
             free(opts);
             free(names);
+            free(checks);
             return 2;
         }
     /* the node options are checked as for a node platform; each log sets its own count */
     opts[n_opts++] = "--nodes";
     opts[n_opts++] = "1";
     rc = options_parse(CMD_BENCH_NETWORK, n_opts, opts, &cfg);
+    if (rc == SS_OK && n_checks > CALIB_MAX_LOGS)
+        rc = ss_error_set(SS_EUSAGE, "calibrate network: at most %d --check logs (%d given)",
+                          CALIB_MAX_LOGS, n_checks);
     if (rc == SS_OK && cfg.help) {
         print_help(stdout);
         goto done;
@@ -636,8 +684,13 @@ int cmd_calibrate_main(int argc, char **argv) {
     if (rc == SS_OK) logs = ss_malloc(sizeof *logs * (size_t)n_logs);
     for (int l = 0; rc == SS_OK && l < n_logs; l++)
         rc = calib_log_parse(names[l], &logs[l]);
+    if (rc == SS_OK && n_checks) held = ss_malloc(sizeof *held * (size_t)n_checks);
+    for (int l = 0; rc == SS_OK && l < n_checks; l++)
+        rc = calib_log_parse(checks[l], &held[l]);
+    if (rc == SS_OK) rc = calib_check_logs(&logs[0], held, n_checks);
     if (rc == SS_OK) rc = calib_fit_init(&f, &cfg, logs, n_logs);
     if (rc == SS_OK) rc = calib_fit_run(&f, stdout);
+    if (rc == SS_OK && n_checks) rc = calib_fit_check(&f, held, n_checks, stdout);
     if (rc == SS_OK) {
         char path[RUN_CONFIG_TEXT + 16];
         snprintf(path, sizeof path, "%s/cluster.ini", cfg.out_dir);
@@ -648,8 +701,10 @@ int cmd_calibrate_main(int argc, char **argv) {
 done:
     calib_fit_free(&f);
     free(logs);
+    free(held);
     free(opts);
     free(names);
+    free(checks);
     if (rc != SS_OK) fprintf(stderr, "syncsim: %s\n", ss_error_message());
     return ss_status_exit_code(rc);
 }

@@ -94,6 +94,12 @@ int calib_fit_init(calib_fit *f, const run_config *cfg, const calib_log *logs, i
 /* Fits, then prints the residuals per log and size and the parameters to out. SS_EINPUT when the
  * fit does not converge within max_iter iterations (the message says what it reached). */
 int calib_fit_run(calib_fit *f, FILE *out);
+/* SS_OK, or SS_EINPUT naming the first of logs whose GPUs per node differ from fitted's. */
+int calib_check_logs(const calib_log *fitted, const calib_log *logs, int n_logs);
+/* Predicts the held-out logs (the same kind of node, other node counts) with f's fitted values
+ * and prints their residuals per size and medians to out, as for the fitted logs. SS_EINPUT when
+ * a log's GPUs per node differ from the fitted logs'. */
+int calib_fit_check(const calib_fit *f, const calib_log *logs, int n_logs, FILE *out);
 /* The fitted description as a --config file (temp name + rename). */
 int calib_fit_write_config(const calib_fit *f, const char *path);
 void calib_fit_free(calib_fit *f);

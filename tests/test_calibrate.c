@@ -155,15 +155,25 @@ static void test_recovers(void) {
     mkdir(DIR, 0755);
     CU_ASSERT_EQUAL_FATAL(synthesize(DIR "/two.txt", 2, 2, 0, -1), 0);
     CU_ASSERT_EQUAL_FATAL(synthesize(DIR "/three.txt", 3, 2, 1, -1), 0);
+    CU_ASSERT_EQUAL_FATAL(synthesize(DIR "/four.txt", 4, 2, 0, -1), 0);
     remove(DIR "/fit/cluster.ini");
     char *out = NULL;
     int rc = run_syncsim("calibrate network " DIR "/two.txt " DIR "/three.txt " START_OPTS
-                         " --out " DIR "/fit",
+                         " --check " DIR "/four.txt --out " DIR "/fit",
                          &out);
     if (rc != 0) fprintf(stderr, "\n%s\n", out);
     CU_ASSERT_EQUAL_FATAL(rc, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "## " DIR "/three.txt: 3 nodes x 2 GPUs (6 ranks)"));
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "median |error|"));
+    /* the held-out four nodes, predicted with the fitted values: the cluster's own times */
+    const char *held = strstr(out, "# held out (--check)");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(held);
+    CU_ASSERT_PTR_NOT_NULL(strstr(held, "## " DIR "/four.txt: 4 nodes x 2 GPUs (8 ranks)"));
+    CU_ASSERT_PTR_NULL(strstr(held, "## " DIR "/three.txt")); /* only the held-out logs */
+    calib_log four;
+    CU_ASSERT_EQUAL_FATAL(calib_log_parse(DIR "/four.txt", &four), SS_OK);
+    for (int i = 1; i < N_SIZES; i++)
+        SS_CHECK_CLOSE(fitted_time(held, DIR "/four.txt", sizes[i]), four.time_us[i], 0, 0.03);
     char ini[4096];
     read_ini(DIR "/fit/cluster.ini", ini, sizeof ini);
     /* the parameters the logs were made with */
@@ -257,6 +267,12 @@ static void test_bad_logs(void) {
            DIR "/liar.txt:3:", "algbw 50.00");
     expect("calibrate network " DIR "/norank.txt --out " DIR "/bad", 1, "no '# Rank", "@NxG");
     expect("calibrate network " DIR "/missing.txt --out " DIR "/bad", 1, "cannot open", NULL);
+    expect("calibrate network " DIR "/norank.txt@1x2 --check " DIR "/missing.txt --out " DIR "/bad",
+           1, "cannot open", NULL);
+    expect("calibrate network " DIR "/norank.txt@1x2 --check " DIR "/norank.txt@1x4 --out " DIR
+           "/bad",
+           1, "--check " DIR "/norank.txt", "GPUs per node");
+    expect("calibrate network " DIR "/norank.txt@1x2 --check", 2, "option --check", "LOG");
     CU_ASSERT_FALSE(exists(DIR "/bad/cluster.ini"));
     /* the parser on its own */
     calib_log log;
