@@ -36,9 +36,12 @@ struct engine {
     pthread_mutex_t mu;
     pthread_cond_t *wake; /* (threads - 1) a pool thread's: a task for it, or the pool stops */
     pthread_cond_t done;  /* a task finished */
-    int *idle; /* (threads) 1 unless the slot's thread runs a task: it takes its own next (a pool
-                  thread from its start; the caller's slot never, it runs the simulation) */
-    int homes; /* 0: SYNCSIM_ENGINE_HOMES=0, every task taken in queue order */
+    int *idle;  /* (threads) 1 unless the slot's thread runs a task: it takes its own next (a pool
+                   thread from its start; the caller's slot never, it runs the simulation) */
+    int *woken; /* (threads) an idle pool thread signalled and not yet awake: a task is on its
+                   way to it, so the next one wakes another (a signal is not counted: two to a
+                   sleeping thread wake it once) */
+    int homes;  /* 0: SYNCSIM_ENGINE_HOMES=0, every task taken in queue order */
     engine_task *head, *tail;
     int stopping;
 };
@@ -135,22 +138,33 @@ static void *pool_main(void *arg) {
         }
         if (en->stopping && !en->head) break; /* stopping, and the queue is empty */
         pthread_cond_wait(&en->wake[pt.slot], &en->mu);
+        en->woken[pt.slot] = 0;
     }
     pthread_mutex_unlock(&en->mu);
     return NULL;
 }
 
-/* Wakes the thread that should take t: its home's if that one waits, else any pool thread that
- * waits (called with en->mu held). */
+/* Signals slot's pool thread (called with en->mu held). */
+static void wake(engine *en, int slot) {
+    en->woken[slot] = 1;
+    pthread_cond_signal(&en->wake[slot]);
+}
+
+/* Wakes the thread that should take t: its home's if that one waits, else a pool thread that
+ * waits and has not been woken for an earlier task (called with en->mu held); also the latter
+ * when the home was woken already, for the task that it will now take second. None when every
+ * pool thread runs a task or is on its way to one: each takes tasks until the queue has none it
+ * may take. */
 static void wake_for(engine *en, const engine_task *t) {
     const int home = home_of(en, t);
     if (home >= 0 && home < en->threads - 1 && en->idle[home]) {
-        pthread_cond_signal(&en->wake[home]);
-        return;
+        const int woken_before = en->woken[home];
+        wake(en, home);
+        if (!woken_before) return;
     }
     for (int s = 0; s < en->threads - 1; s++)
-        if (en->idle[s]) {
-            pthread_cond_signal(&en->wake[s]);
+        if (en->idle[s] && !en->woken[s]) {
+            wake(en, s);
             return;
         }
 }
@@ -165,6 +179,7 @@ int engine_create(int threads, engine **out) {
     const char *homes = getenv("SYNCSIM_ENGINE_HOMES");
     en->homes = !(homes && !strcmp(homes, "0"));
     en->idle = ss_calloc((size_t)threads, sizeof *en->idle);
+    en->woken = ss_calloc((size_t)threads, sizeof *en->woken);
     for (int i = 0; i < threads - 1; i++)
         en->idle[i] = 1;
     en->wake = ss_calloc((size_t)threads, sizeof *en->wake);
@@ -208,6 +223,7 @@ void engine_destroy(engine *en) {
         pthread_cond_destroy(&en->wake[i]);
     free(en->wake);
     free(en->idle);
+    free(en->woken);
     pthread_cond_destroy(&en->done);
     pthread_mutex_destroy(&en->mu);
     free(en->tids);

@@ -182,6 +182,48 @@ static void test_homes_busy(void) {
     engine_destroy(en);
 }
 
+/* Tasks submitted together, without a home (an evaluation's chunks): each waiting pool thread
+ * is woken for one, so all of them run at once. Each task holds its thread until the test opens
+ * the gate; the test waits (up to a minute) for every pool thread to have taken one. A wake-up
+ * sent to a thread already woken would leave the others asleep, and this wait would time out. */
+static void test_wakes_every_thread(void) {
+    enum { THREADS = 6, POOL = THREADS - 1 };
+    for (int homes = 1; homes >= 0; homes--) {
+        setenv("SYNCSIM_ENGINE_HOMES", homes ? "1" : "0", 1);
+        engine *en = NULL;
+        CU_ASSERT_EQUAL_FATAL(engine_create(THREADS, &en), SS_OK);
+        unsetenv("SYNCSIM_ENGINE_HOMES");
+        atomic_int open = 0, started[POOL];
+        gate_job gates[POOL];
+        for (int i = 0; i < POOL; i++) {
+            atomic_init(&started[i], 0);
+            gates[i] = (gate_job){.t = {.run = gate_run, .arg = &gates[i]},
+                                  .open = &open,
+                                  .started = &started[i],
+                                  .slot = -1};
+            engine_submit(en, &gates[i].t);
+        }
+        const double t0 = engine_now_s();
+        int running = 0;
+        while (running < POOL && engine_now_s() - t0 < 60.0) {
+            running = 0;
+            for (int i = 0; i < POOL; i++)
+                running += atomic_load(&started[i]);
+            sched_yield();
+        }
+        CU_ASSERT_EQUAL(running, POOL);
+        atomic_store(&open, 1);
+        int seen[POOL] = {0};
+        for (int i = 0; i < POOL; i++) {
+            engine_wait(en, &gates[i].t);
+            if (gates[i].slot >= 0 && gates[i].slot < POOL) seen[gates[i].slot]++;
+        }
+        for (int i = 0; i < POOL; i++) /* one each, on the pool's threads */
+            CU_ASSERT_EQUAL(seen[i], 1);
+        engine_destroy(en);
+    }
+}
+
 /* path's JSON (NULL when it does not parse) */
 static cJSON *read_json(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -638,6 +680,7 @@ static CU_TestInfo engine_tests[] = {
      test_pool_runs_each_task_once},
     {"engine: homed tasks run on their home slot while it is free", test_homes},
     {"engine: homed tasks run elsewhere while their home is busy", test_homes_busy},
+    {"engine: tasks submitted together wake every waiting thread", test_wakes_every_thread},
     {"engine: the timeline, every task once on its thread's row", test_trace},
     {"engine: --threads auto, N, and what it refuses", test_parse_threads},
     {"engine: physical cores from a sysfs cpu directory", test_physical_cores},
