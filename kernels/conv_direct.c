@@ -163,15 +163,44 @@ static int block_width(const tile_set *ts, int n, int o0) {
     return ts->lanes * tile_vectors(ts->slide_nv_max, (n - o0) / ts->lanes);
 }
 
+/* The starts of the blocks of n channels (block_width), in starts[0 .. count), starts[count] = n;
+ * starts has room for n + 1 entries. */
+static int block_starts(const tile_set *ts, int n, int *starts) {
+    int count = 0;
+    for (int o0 = 0; o0 < n; o0 += block_width(ts, n, o0))
+        starts[count++] = o0;
+    starts[count] = n;
+    return count;
+}
+
+typedef struct pack_job {
+    const int *starts;
+    const float *src;
+    size_t k;
+    float *dst;
+} pack_job;
+
+static void pack_part(void *ctx, size_t b0, size_t b1) {
+    const pack_job *j = ctx;
+    for (size_t b = b0; b < b1; b++) {
+        const int o0 = j->starts[b], bw = j->starts[b + 1] - o0;
+        transpose(j->src + (size_t)o0 * j->k, (size_t)bw, j->k, j->dst + (size_t)o0 * j->k);
+    }
+}
+
 /* dst = the weights (k, n) with row t and column o at src[o * k + t], in blocks of
  * columns, each (k, bw) contiguous from dst + o0 * k: a tile's weight vectors one after the
- * other, instead of n floats apart (vgg:11's (4608, 512): a 4 KiB page every 2 vectors) */
-static void pack_blocks(const tile_set *ts, const float *src, size_t k, int n, float *dst) {
-    for (int o0 = 0; o0 < n;) {
-        const int bw = block_width(ts, n, o0);
-        transpose(src + (size_t)o0 * k, (size_t)bw, k, dst + (size_t)o0 * k);
-        o0 += bw;
-    }
+ * other, instead of n floats apart (vgg:11's (4608, 512): a 4 KiB page every 2 vectors). The
+ * blocks on `threads` threads (a copy: the same floats on any number). */
+static void pack_blocks(const tile_set *ts, const float *src, size_t k, int n, float *dst,
+                        int threads) {
+    int *starts = malloc(((size_t)n + 1) * sizeof(int));
+    SS_ASSERT(starts != NULL);
+    pack_job job = {starts, src, k, dst};
+    const int blocks = block_starts(ts, n, starts);
+    cpu_par_for(threads, (size_t)blocks, cpu_par_grain(k * (size_t)(n / blocks)), 1, pack_part,
+                &job);
+    free(starts);
 }
 
 /* The samples' images one by one, each in tiles of pixels along an output row. */
@@ -475,7 +504,7 @@ void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float
     const tile_set *ts = tiles_in_use();
     const size_t kkc = (size_t)g->kh * g->kw * g->in_c;
     float *wt = ws; /* (kkc, oc) in blocks of channels: a weight vector per kernel offset */
-    pack_blocks(ts, w, kkc, oc, wt);
+    pack_blocks(ts, w, kkc, oc, wt, threads);
     fwd_job job = {ts, g, oc, x, wt, bias, relu, y, hooks};
     ranges r;
     ranges_open(&r, threads, g, oc, ws);
@@ -483,24 +512,72 @@ void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float
     ranges_close(&r);
 }
 
-/* w2 (kh, kw, oc, c) = w (oc, kh, kw, c) with the kernel rotated by 180 degrees, in blocks of
- * input channels (pack_blocks) */
-static void pack_rotated(const tile_set *ts, const conv_geom *g, int oc, const float *w,
-                         float *w2) {
-    const int c = g->in_c;
+typedef struct rot_job {
+    const int *starts;
+    const conv_geom *g;
+    int oc;
+    const float *w;
+    float *w2;
+} rot_job;
+
+static void rotated_part(void *ctx, size_t b0, size_t b1) {
+    const rot_job *j = ctx;
+    const conv_geom *g = j->g;
+    const int c = g->in_c, oc = j->oc;
     const size_t k = (size_t)g->kh * g->kw * oc;
-    for (int c0 = 0; c0 < c;) {
-        const int bw = block_width(ts, c, c0);
+    for (size_t blk = b0; blk < b1; blk++) {
+        const int c0 = j->starts[blk], bw = j->starts[blk + 1] - c0;
         for (int a = 0; a < g->kh; a++)
             for (int b = 0; b < g->kw; b++)
                 for (int o = 0; o < oc; o++)
-                    memcpy(
-                        w2 + (size_t)c0 * k + (((size_t)a * g->kw + b) * oc + o) * bw,
-                        w + (((size_t)o * g->kh + (g->kh - 1 - a)) * g->kw + (g->kw - 1 - b)) * c +
-                            c0,
-                        (size_t)bw * sizeof(float));
-        c0 += bw;
+                    memcpy(j->w2 + (size_t)c0 * k + (((size_t)a * g->kw + b) * oc + o) * bw,
+                           j->w +
+                               (((size_t)o * g->kh + (g->kh - 1 - a)) * g->kw + (g->kw - 1 - b)) *
+                                   c +
+                               c0,
+                           (size_t)bw * sizeof(float));
     }
+}
+
+/* w2 (kh, kw, oc, c) = w (oc, kh, kw, c) with the kernel rotated by 180 degrees, in blocks of
+ * input channels (pack_blocks), the blocks on `threads` threads */
+static void pack_rotated(const tile_set *ts, const conv_geom *g, int oc, const float *w, float *w2,
+                         int threads) {
+    const int c = g->in_c;
+    int *starts = malloc(((size_t)c + 1) * sizeof(int));
+    SS_ASSERT(starts != NULL);
+    rot_job job = {starts, g, oc, w, w2};
+    const int blocks = block_starts(ts, c, starts);
+    const size_t per_block = (size_t)g->kh * g->kw * oc * (size_t)(c / blocks);
+    cpu_par_for(threads, (size_t)blocks, cpu_par_grain(per_block), 1, rotated_part, &job);
+    free(starts);
+}
+
+/* dw (oc, kkc) = the transpose of the sum of the ranges' filter gradients (kkc, oc), each
+ * element summed in range order (block 0 + block 1 + ...) as one loop over the ranges would:
+ * rows of kkc in parts of 16 rows on the threads, so that two parts' stores into a row of dw
+ * stay on different cache lines. */
+typedef struct sum_job {
+    const ranges *r;
+    size_t kkc;
+    int oc;
+    float *dw;
+} sum_job;
+
+static void sum_part(void *ctx, size_t i0, size_t i1) {
+    const sum_job *j = ctx;
+    const size_t oc = (size_t)j->oc;
+    for (size_t t0 = i0; t0 < i1; t0 += 16)
+        for (size_t o0 = 0; o0 < oc; o0 += 16) {
+            const size_t t1 = t0 + 16 < i1 ? t0 + 16 : i1, o1 = o0 + 16 < oc ? o0 + 16 : oc;
+            for (size_t i = t0; i < t1; i++)
+                for (size_t o = o0; o < o1; o++) {
+                    float s = j->r->block[0][i * oc + o];
+                    for (int t = 1; t < j->r->n; t++)
+                        s += j->r->block[t][i * oc + o];
+                    j->dw[o * j->kkc + i] = s;
+                }
+        }
 }
 
 /* db (oc) += the rows of one sample's dy (rows, oc), in order: bias_grad's sums */
@@ -602,19 +679,18 @@ void conv_direct_backward(const conv_geom *g, int oc, const float *x, const floa
     SS_ASSERT(conv_stride(g) == 1 || !dx); /* strided: the filter and bias gradients only */
     float *w2 = ws;
     const tile_set *ts = tiles_in_use();
-    if (dx) pack_rotated(ts, g, oc, w, w2);
+    if (dx) pack_rotated(ts, g, oc, w, w2, threads);
     bwd_job job = {ts, g, oc, x, dy, w2, db, dx, hooks};
     ranges r;
     ranges_open(&r, threads, g, oc, ws);
     ranges_run(&r, g->batch, backward_range, &job);
-    for (int t = 1; t < r.n; t++) { /* the ranges' sums, in range order */
-        const float *dwt = r.block[t], *db_t = block_db(g, oc, r.block[t]);
-        for (size_t i = 0; i < n; i++)
-            r.block[0][i] += dwt[i];
+    for (int t = 1; t < r.n; t++) { /* the ranges' bias sums, in range order */
+        const float *db_t = block_db(g, oc, r.block[t]);
         for (int o = 0; o < oc; o++)
             db[o] += db_t[o];
     }
-    transpose(r.block[0], kkc, (size_t)oc, dw);
+    sum_job sj = {&r, kkc, oc, dw};
+    cpu_par_for(r.n, kkc, cpu_par_grain((size_t)oc * (size_t)r.n), 16, sum_part, &sj);
     ranges_close(&r);
 }
 

@@ -1534,11 +1534,12 @@ static double worst_relative(const float *a, const float *ref, size_t n) {
 
 /* Threads split the batch into ranges: outputs and data gradients the same bits as one thread;
  * filter and bias gradients the ranges' sums (float rounding of a reordered sum: 1e-5 relative),
- * and the same bits from one run to the next. 5 samples: ranges of 1 and 2, or 2 and 3. */
-static void check_direct_threads(int h, int w) {
-    conv_geom g = {5, h, w, 16, h, w, 3, 3, 1, 1};
-    const int oc = 48;
-    const size_t nx = (size_t)5 * h * w * 16, ny = (size_t)5 * h * w * oc, nw = (size_t)oc * 9 * 16;
+ * and the same bits from one run to the next. 5 samples: ranges of 1 and 2, or 2 and 3. Wide
+ * layers also split the packing of the weights (blocks of channels) and the sum of the ranges'
+ * filter gradients (rows of it) over the threads. */
+static void check_direct_threads(int h, int w, int c, int oc) {
+    conv_geom g = {5, h, w, c, h, w, 3, 3, 1, 1};
+    const size_t nx = (size_t)5 * h * w * c, ny = (size_t)5 * h * w * oc, nw = (size_t)oc * 9 * c;
     float *x = ss_malloc(nx * sizeof(float)), *dy = ss_malloc(ny * sizeof(float));
     float *wt = ss_malloc(nw * sizeof(float)), *bias = ss_malloc(oc * sizeof(float));
     float *ws = ss_malloc(conv_direct_workspace_floats(&g, oc) * sizeof(float));
@@ -1572,9 +1573,10 @@ static void check_direct_threads(int h, int w) {
 /* a 7 x 9 map in groups of 4 samples, a 3 x 3 one in groups of 14 (frame left out), a 1 x 1 one */
 static void test_conv_direct_threads(void) {
     if (!conv_direct_available()) SS_SKIP("no AVX2 or AVX-512F: direct convolution unused");
-    check_direct_threads(7, 9);
-    check_direct_threads(3, 3);
-    check_direct_threads(1, 1); /* the kernel's centre alone (conv_direct.c, centre_only) */
+    check_direct_threads(7, 9, 16, 48);
+    check_direct_threads(3, 3, 16, 48);
+    check_direct_threads(1, 1, 16, 48); /* the kernel's centre alone (conv_direct.c, centre_only) */
+    check_direct_threads(3, 3, 64, 512); /* 16 weight blocks, 576 filter-gradient rows: split */
 }
 
 /* The layers choose the direct path where the CPU has it and the channels suit it; otherwise,
