@@ -168,8 +168,9 @@ int bench_emulation(const run_request *rq, const char *csv_path, FILE *out) {
     const double s = serial_share(&r[0]);
     fprintf(out, "wall: the training loop (simulation and evaluations), each run in its own "
                  "process; same: worker 0's final parameters equal bit for bit; work: the "
-                 "engine's work, summed over its threads; eval: the evaluations of the consensus "
-                 "model in the loop; training: the speedup of the loop less its evaluations\n");
+                 "engine's work, summed over its threads; eval: the loop's time in evaluations of "
+                 "the consensus model (their chunks that ran beside workers' steps not counted); "
+                 "training: the speedup of the loop less its evaluations\n");
     fprintf(out,
             "serial share on 1 thread: %.1f %% of the loop outside the engine's work; Amdahl's "
             "bound on %d threads: %.2fx\n",

@@ -107,7 +107,7 @@ double emulation_worker_accuracy_mean(emulation *e);
 /* 1 once some step produced a NaN or Inf loss (the run diverged); the step is in *step. */
 int emulation_diverged(const emulation *e, long *step);
 /* The latest evaluation (test_accuracy < 0 before the first). */
-const emulation_eval *emulation_last_eval(const emulation *e);
+const emulation_eval *emulation_last_eval(emulation *e);
 /* The replica of worker w (for tests: compare parameters across policies). */
 model *emulation_replica(emulation *e, int w);
 /* The compute engine's threads (emulation_config.threads, or 1 where the device runs one
@@ -122,7 +122,7 @@ double emulation_samples(const emulation *e);
 double emulation_work_seconds(const emulation *e);
 /* Wall seconds of the evaluations of the consensus model (its averaging and its pass over the
  * test set, split over the engine's threads) so far; the steps they waited for excluded. */
-double emulation_eval_seconds(const emulation *e);
+double emulation_eval_seconds(emulation *e);
 /* The compute engine's timeline (emulation_config.trace) as a Chrome trace at path
  * (emulation_jobs.h); SS_EIO naming the file when it cannot be written. */
 int emulation_trace_write(const emulation *e, const char *path);

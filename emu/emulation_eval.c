@@ -9,24 +9,47 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The evaluation of the model in eval_model. */
-static void evaluate_model(emulation *e, long step, double now_s, const step_counters *counters) {
-    emulation_eval ev;
-    size_t correct = 0;
-    const size_t n_test = e->cfg.test->n;
-    const double loss_sum = em_jobs_evaluate(e->jobs, e->eval_model, e->cfg.test, &correct);
-    ev.test_loss = n_test ? loss_sum / (double)n_test : 0.0; /* as model_evaluate's mean */
-    ev.step = step;
-    ev.epoch = e->samples / (double)e->cfg.train->n;
-    ev.sim_time_s = now_s;
-    ev.train_loss = e->loss_count ? e->loss_sum / (double)e->loss_count : NAN;
-    ev.test_accuracy = e->cfg.test->n ? (double)correct / (double)e->cfg.test->n : 0.0;
-    ev.sync_steps = counters ? counters->sync_steps : 0;
-    ev.bytes_sent = counters ? counters->bytes_sent : 0;
+/* The evaluation of the model in eval_model, begun: the row's fields other than the test set's
+ * as they are now (the training loss since the last row, the epoch, the counters), the test
+ * set's chunks queued on the engine (em_jobs_evaluate_start). The workers' jobs submitted before
+ * evaluation_end run beside the chunks, which read eval_model only: the worker whose step_done
+ * made the evaluation due submits its next step at once, and ran it alone after the whole
+ * evaluation before. evaluation_end comes at the next step_done, the next evaluation, or the
+ * end of the run. */
+static void evaluation_begin(emulation *e, long step, double now_s, const step_counters *counters) {
+    SS_ASSERT(!e->eval_pending);
+    emulation_eval *ev = &e->pending_eval;
+    ev->step = step;
+    ev->epoch = e->samples / (double)e->cfg.train->n;
+    ev->sim_time_s = now_s;
+    ev->train_loss = e->loss_count ? e->loss_sum / (double)e->loss_count : NAN;
+    ev->sync_steps = counters ? counters->sync_steps : 0;
+    ev->bytes_sent = counters ? counters->bytes_sent : 0;
     e->loss_sum = 0;
     e->loss_count = 0;
-    e->last = ev;
-    if (e->cfg.on_eval) e->cfg.on_eval(e->cfg.eval_ctx, &ev);
+    em_jobs_evaluate_start(e->jobs, e->eval_model, e->cfg.test);
+    e->eval_pending = 1;
+}
+
+/* The evaluation begun, finished: its test loss and accuracy, the row out (on_eval). */
+static void evaluation_end(emulation *e) {
+    if (!e->eval_pending) return;
+    const double t0 = outputs_wall_s();
+    emulation_eval *ev = &e->pending_eval;
+    size_t correct = 0;
+    const size_t n_test = e->cfg.test->n;
+    const double loss_sum = em_jobs_evaluate_finish(e->jobs, &correct);
+    ev->test_loss = n_test ? loss_sum / (double)n_test : 0.0; /* as model_evaluate's mean */
+    ev->test_accuracy = n_test ? (double)correct / (double)n_test : 0.0;
+    e->eval_pending = 0;
+    e->last = *ev;
+    if (e->cfg.on_eval) e->cfg.on_eval(e->cfg.eval_ctx, ev);
+    e->eval_wall_s += outputs_wall_s() - t0;
+}
+
+static void evaluate_model(emulation *e, long step, double now_s, const step_counters *counters) {
+    evaluation_begin(e, step, now_s, counters);
+    evaluation_end(e);
 }
 
 /* eval_model's buffers (batch normalization's running statistics, which every replica keeps
@@ -47,8 +70,10 @@ static void consensus_of_replicas(emulation *e) {
     buffers_of_replicas(e);
 }
 
-/* `counters`: the policy's, as they are now (the run's final ones after the simulation). */
+/* `counters`: the policy's, as they are now (the run's final ones after the simulation). The
+ * evaluation is left begun: evaluation_end finishes it. */
 static void evaluate(emulation *e, long step, double now_s, const step_counters *counters) {
+    evaluation_end(e);           /* one at a time */
     em_jobs_settle_all(e->jobs); /* the replicas' buffers, and every loss begun before */
     const double t0 = outputs_wall_s();
     if (e->cfg.evaluate_ps && e->ps_params) {
@@ -61,7 +86,7 @@ static void evaluate(emulation *e, long step, double now_s, const step_counters 
     } else {
         consensus_of_replicas(e);
     }
-    evaluate_model(e, step, now_s, counters);
+    evaluation_begin(e, step, now_s, counters);
     e->eval_wall_s += outputs_wall_s() - t0;
 }
 
@@ -96,6 +121,7 @@ static void snapshot(emulation *e, int w, long step, double now_s, const step_co
 
 void em_step_done(void *self, int w, long step, double now_s) {
     emulation *e = self;
+    evaluation_end(e);
     e->done_step[w] = step;
     if (e->cfg.real) {
         if (e->next_eval > e->cfg.last_step || step < e->next_eval) return;
@@ -115,23 +141,28 @@ void em_step_done(void *self, int w, long step, double now_s) {
 }
 
 void emulation_evaluate_final(emulation *e, double now_s, const step_counters *final) {
+    evaluation_end(e);
     em_jobs_settle_all(e->jobs);
     long min = e->done_step[0];
     for (int j = 1; j < e->cfg.workers; j++)
         if (e->done_step[j] < min) min = e->done_step[j];
     if (e->last.test_accuracy >= 0 && e->last.step >= min) return;
     evaluate(e, min, now_s, final);
+    evaluation_end(e);
 }
 
 double emulation_worker_accuracy_mean(emulation *e) {
+    evaluation_end(e);
     return em_jobs_accuracy_mean(e->jobs, e->replicas, e->cfg.workers, e->eval_model, e->cfg.test);
 }
 
-double emulation_eval_seconds(const emulation *e) {
+double emulation_eval_seconds(emulation *e) {
+    evaluation_end(e);
     return e->eval_wall_s;
 }
 
-const emulation_eval *emulation_last_eval(const emulation *e) {
+const emulation_eval *emulation_last_eval(emulation *e) {
+    evaluation_end(e);
     return &e->last;
 }
 

@@ -78,6 +78,8 @@ struct emulation {
     double samples;     /* samples computed so far */
     double eval_wall_s; /* wall seconds of the evaluations of the consensus model so far */
     emulation_eval last;
+    int eval_pending;            /* an evaluation begun, its chunks on the engine */
+    emulation_eval pending_eval; /* its row but the test loss and accuracy */
     /* real mode: the snapshots kept at evaluation steps */
     emulation_snapshot *snaps;
     float *snap_params; /* (n_snaps, P) host */
@@ -87,7 +89,9 @@ struct emulation {
 };
 
 /* The step source's step_done (emulation_eval.c): the evaluations (or, in real mode, the
- * snapshots) that every worker's having finished `step` makes due. */
+ * snapshots) that every worker's having finished `step` makes due. The last one is left begun,
+ * its test-set chunks on the engine beside the jobs submitted next, and its row written at the
+ * next step_done (or evaluation, or the run's end). */
 void em_step_done(void *self, int w, long step, double now_s);
 
 #endif

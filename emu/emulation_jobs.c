@@ -34,6 +34,7 @@ struct em_jobs {
     int *flush;        /* (N) scratch: the workers whose deferred work runs across the engine */
     int head, count;
     double work_s; /* wall seconds of the work the engine runs or splits (jobs, parallel parts) */
+    struct em_jobs_eval *ev; /* the evaluation begun and not yet finished, or NULL */
 };
 
 static void settle_jobs(em_jobs *j);
@@ -136,6 +137,7 @@ int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
 
 void em_jobs_destroy(em_jobs *j) {
     if (!j) return;
+    if (j->ev) em_jobs_evaluate_finish(j, NULL); /* its tasks run before the models go */
     settle_jobs(j); /* deferred work left is dropped with the replicas */
     const int t = engine_threads(j->en);
     engine_destroy(j->en);
@@ -290,28 +292,47 @@ static void par_timed_run(void *ctx, int i, int slot) {
     pt->wall_s = engine_now_s() - t0;
 }
 
-/* fn(ctx, i, slot) for i = 0 .. n - 1 on the engine's threads, tasks named `name` on its
- * timeline; returns once all have run. */
+/* n tasks of fn submitted together (parallel_submit), waited for later (parallel_wait) */
+typedef struct par_batch {
+    int n;
+    par_task *ts;
+    par_timed *timed;
+} par_batch;
+
+/* fn(ctx, i, slot) for i = 0 .. n - 1 queued on the engine's threads (after settling every
+ * job), tasks named `name` on its timeline */
+static par_batch parallel_submit(em_jobs *j, const char *name, int n,
+                                 void (*fn)(void *ctx, int i, int slot), void *ctx) {
+    settle_jobs(j);
+    par_batch b = {n, ss_calloc((size_t)n, sizeof *b.ts), ss_calloc((size_t)n, sizeof *b.timed)};
+    for (int i = 0; i < n; i++) {
+        b.timed[i] = (par_timed){.fn = fn, .ctx = ctx};
+        b.ts[i] = (par_task){.t = {.run = par_run, .arg = &b.ts[i], .name = name, .id = i},
+                             .j = j,
+                             .fn = par_timed_run,
+                             .ctx = &b.timed[i],
+                             .i = i};
+        engine_submit(j->en, &b.ts[i].t);
+    }
+    return b;
+}
+
+/* returns once all of b's tasks have run (the caller runs queued tasks meanwhile) */
+static void parallel_wait(em_jobs *j, par_batch *b) {
+    for (int i = 0; i < b->n; i++) {
+        engine_wait(j->en, &b->ts[i].t);
+        j->work_s += b->timed[i].wall_s;
+    }
+    free(b->timed);
+    free(b->ts);
+    *b = (par_batch){0};
+}
+
+/* fn(ctx, i, slot) for i = 0 .. n - 1 on the engine's threads; returns once all have run. */
 static void parallel_for(em_jobs *j, const char *name, int n,
                          void (*fn)(void *ctx, int i, int slot), void *ctx) {
-    settle_jobs(j);
-    par_task *ts = ss_calloc((size_t)n, sizeof *ts);
-    par_timed *timed = ss_calloc((size_t)n, sizeof *timed);
-    for (int i = 0; i < n; i++) {
-        timed[i] = (par_timed){.fn = fn, .ctx = ctx};
-        ts[i] = (par_task){.t = {.run = par_run, .arg = &ts[i], .name = name, .id = i},
-                           .j = j,
-                           .fn = par_timed_run,
-                           .ctx = &timed[i],
-                           .i = i};
-        engine_submit(j->en, &ts[i].t);
-    }
-    for (int i = 0; i < n; i++) {
-        engine_wait(j->en, &ts[i].t);
-        j->work_s += timed[i].wall_s;
-    }
-    free(timed);
-    free(ts);
+    par_batch b = parallel_submit(j, name, n, fn, ctx);
+    parallel_wait(j, &b);
 }
 
 /* ---- element-wise work in ranges, shared with the free threads ---- */
@@ -479,37 +500,71 @@ static void eval_chunk(void *ctx, int c, int slot) {
                                      &ec->correct[c]);
 }
 
-double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *correct) {
+/* An evaluation begun (em_jobs_evaluate_start): its chunks' tasks and sums, or the sum of one
+ * taken in one piece. */
+struct em_jobs_eval {
+    int chunked;
+    eval_ctx ec;
+    par_batch tasks;
+    int n_chunks;
+    double loss_sum; /* in one piece */
+    size_t correct;
+};
+
+void em_jobs_evaluate_start(em_jobs *j, model *from, const dataset *test) {
     em_jobs_settle_all(j);
+    SS_ASSERT(!j->ev);
+    struct em_jobs_eval *ev = ss_calloc(1, sizeof *ev);
+    j->ev = ev;
     /* a language model in one piece: its next-token count is rounded once */
-    if (test->n == 0 || model_is_language(from))
-        return model_evaluate_sum(from, test->x, test->y, test->n, correct);
+    if (test->n == 0 || model_is_language(from)) {
+        ev->loss_sum = model_evaluate_sum(from, test->x, test->y, test->n, &ev->correct);
+        return;
+    }
     if (!j->eval) {
         const double t0 = engine_now_s();
-        const double sum = model_evaluate_sum(from, test->x, test->y, test->n, correct);
+        ev->loss_sum = model_evaluate_sum(from, test->x, test->y, test->n, &ev->correct);
         j->work_s += engine_now_s() - t0;
-        return sum;
+        return;
     }
     const size_t chunk = (size_t)j->cfg.max_batch;
-    const int n_chunks = (int)((test->n + chunk - 1) / chunk);
-    eval_ctx ec = {.j = j,
-                   .test = test,
-                   .from = from,
-                   .copied = ss_calloc((size_t)engine_threads(j->en), 1),
-                   .loss = ss_calloc((size_t)n_chunks, sizeof(double)),
-                   .correct = ss_calloc((size_t)n_chunks, sizeof(size_t))};
-    parallel_for(j, "evaluate", n_chunks, eval_chunk, &ec);
-    double loss_sum = 0.0; /* in chunk order, as model_evaluate sums */
-    size_t right = 0;
-    for (int c = 0; c < n_chunks; c++) {
-        loss_sum += ec.loss[c];
-        right += ec.correct[c];
+    ev->chunked = 1;
+    ev->n_chunks = (int)((test->n + chunk - 1) / chunk);
+    ev->ec = (eval_ctx){.j = j,
+                        .test = test,
+                        .from = from,
+                        .copied = ss_calloc((size_t)engine_threads(j->en), 1),
+                        .loss = ss_calloc((size_t)ev->n_chunks, sizeof(double)),
+                        .correct = ss_calloc((size_t)ev->n_chunks, sizeof(size_t))};
+    ev->tasks = parallel_submit(j, "evaluate", ev->n_chunks, eval_chunk, &ev->ec);
+}
+
+double em_jobs_evaluate_finish(em_jobs *j, size_t *correct) {
+    struct em_jobs_eval *ev = j->ev;
+    SS_ASSERT(ev != NULL);
+    double loss_sum = ev->loss_sum;
+    size_t right = ev->correct;
+    if (ev->chunked) {
+        parallel_wait(j, &ev->tasks);
+        loss_sum = 0.0; /* in chunk order, as model_evaluate sums */
+        right = 0;
+        for (int c = 0; c < ev->n_chunks; c++) {
+            loss_sum += ev->ec.loss[c];
+            right += ev->ec.correct[c];
+        }
+        free(ev->ec.loss);
+        free(ev->ec.correct);
+        free(ev->ec.copied);
     }
-    free(ec.loss);
-    free(ec.correct);
-    free(ec.copied);
+    free(ev);
+    j->ev = NULL;
     if (correct) *correct = right;
     return loss_sum;
+}
+
+double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *correct) {
+    em_jobs_evaluate_start(j, from, test);
+    return em_jobs_evaluate_finish(j, correct);
 }
 
 static void eval_replica(void *ctx, int w, int slot) {

@@ -459,6 +459,16 @@ static void test_bsp_mlp_same_bytes(void) {
                       1);
 }
 
+/* An evaluation at every step, of a model with batch norm: each evaluation's chunks run beside
+ * the next step of the worker that made it due (emulation_eval.c), on the replicas' statistics
+ * as they were when it began */
+static void test_eval_every_step_same_bytes(void) {
+    expect_same_bytes("evalstep",
+                      "--policy bsp --workers 4 --dataset synthetic --model resnet:8 --batch 16 "
+                      "--epochs 0.05 --eval-every 1 --seed 7",
+                      1);
+}
+
 static void test_selsync_cnn_same_bytes(void) {
     expect_same_bytes("selsync",
                       "--policy selsync --workers 4 --dataset synthetic --model "
@@ -692,6 +702,8 @@ static CU_TestInfo engine_tests[] = {
 static CU_TestInfo run_tests[] = {
     {"train bsp mlp: --threads 1 and 2 give the same bytes", test_bsp_mlp_same_bytes},
     {"train selsync cnn: --threads 1 and 2 give the same bytes", test_selsync_cnn_same_bytes},
+    {"train bsp resnet:8, an evaluation every step: --threads 1 and 2 give the same bytes",
+     test_eval_every_step_same_bytes},
     {"train ssp, two servers: --threads 1 and 2 give the same bytes", test_ssp_same_bytes},
     {"train --compute measured: --threads 1 and 2 give the same model", test_measured_same_model},
     {"train fedavg, partial clients: --threads 1 and 2 give the same bytes",
