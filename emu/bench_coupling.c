@@ -120,7 +120,7 @@ static void coupling_close(coupling_state *s) {
 }
 
 /* The same step source under BSP's actors on a default star platform of N hosts. */
-static int coupling_simulated(const run_config *cfg, long steps, step_source *src,
+static int coupling_simulated(const run_config *cfg, long steps, step_source *src, emulation *em,
                               coupling_result *res) {
     const int n = cfg->workers;
     char platform[64];
@@ -143,6 +143,7 @@ static int coupling_simulated(const run_config *cfg, long steps, step_source *sr
     policy_result pr;
     double t0 = outputs_wall_s();
     rc = sim_policy_run(&pc, cluster, src, NULL, NULL, &pr);
+    if (em) emulation_finish_evaluation(em); /* the last step's evaluation, a part of the run */
     res->wall_s = outputs_wall_s() - t0;
     res->sim_s = pr.sim_time_s;
     unlink(platform);
@@ -194,7 +195,8 @@ static int coupling_run(void *varg, isolate_blob *out) {
         src = &s.null_src;
     }
     if (rc == SS_OK && a->variant != COUPLING_PLAIN)
-        rc = coupling_simulated(cfg, s.steps, src, &res);
+        rc = coupling_simulated(cfg, s.steps, src, a->variant == COUPLING_SIM_ONLY ? NULL : s.em,
+                                &res);
     else if (rc == SS_OK)
         coupling_plain(cfg->workers, s.steps, cfg->batch, src, &res);
     if (rc == SS_OK) {

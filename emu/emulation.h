@@ -96,6 +96,9 @@ sim_layer_cost *emulation_step_layers(const emulation *e, int samples, int *n);
 /* The compute model's kind of an emulated model's layer (conv, dense, norm, max pooling, other). */
 sim_layer_kind emulation_layer_kind(const model_layer_cost *l);
 
+/* Finishes the evaluation that the last step_done began and left running beside the steps (its
+ * row written): where the training loop ends, so that the loop's wall time includes it. */
+void emulation_finish_evaluation(emulation *e);
 /* Evaluates the consensus now, unless the latest evaluation is already at the last step that
  * every worker finished (for runs that end early: diverged, interrupted). */
 void emulation_evaluate_final(emulation *e, double now_s, const step_counters *final);

@@ -140,6 +140,10 @@ void em_step_done(void *self, int w, long step, double now_s) {
     }
 }
 
+void emulation_finish_evaluation(emulation *e) {
+    evaluation_end(e);
+}
+
 void emulation_evaluate_final(emulation *e, double now_s, const step_counters *final) {
     evaluation_end(e);
     em_jobs_settle_all(e->jobs);

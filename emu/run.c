@@ -432,6 +432,7 @@ int run_simulate(emu_run *r) {
     const double t0 = outputs_wall_s();
     int rc =
         sim_policy_run(&r->pc, r->cluster, emulation_source(r->em), run_on_record, &r->ctx, &r->pr);
+    emulation_finish_evaluation(r->em); /* a part of the loop */
     r->train_wall_s = outputs_wall_s() - t0;
     r->train_eval_s = emulation_eval_seconds(r->em);
     progress_end(&r->ctx.bar);
