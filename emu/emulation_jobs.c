@@ -638,6 +638,7 @@ static void eval_rep(void *ctx, int i, int slot) {
 
 double em_jobs_accuracy_mean(em_jobs *j, model *const *replicas, int n, model *holder,
                              const dataset *test) {
+    SS_ASSERT(!j->ev); /* the slots' evaluation models are the evaluation's until it finishes */
     em_jobs_settle_all(j);
     if (test->n == 0) return 0.0;
     eval_ctx ec = {.j = j,
