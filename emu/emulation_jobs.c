@@ -562,11 +562,6 @@ double em_jobs_evaluate_finish(em_jobs *j, size_t *correct) {
     return loss_sum;
 }
 
-double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *correct) {
-    em_jobs_evaluate_start(j, from, test);
-    return em_jobs_evaluate_finish(j, correct);
-}
-
 static void eval_replica(void *ctx, int w, int slot) {
     const eval_ctx *ec = ctx;
     model *m = ec->j->eval[slot];

@@ -108,12 +108,11 @@ void em_jobs_mean(em_jobs *j, size_t n, int k, const float *const *xs, float *ou
 
 /* Evaluations on the engine (after settling every job), the test set's chunks of max_batch
  * samples on its threads and their losses summed in order: the same bits as model_evaluate. */
-/* Model `from` on `test`: the sum of the losses, and *correct. */
-double em_jobs_evaluate(em_jobs *j, model *from, const dataset *test, size_t *correct);
-/* The same in two halves: start settles every job and queues the chunks (a language model, or
- * one thread: evaluated at once), and returns; the jobs submitted meanwhile run beside the
- * chunks, which read `from` and the slots' evaluation models only, so `from` must not change
- * until finish, which waits for them and returns what em_jobs_evaluate would. One at a time. */
+/* Model `from` on `test`, in two halves: start settles every job and queues the chunks (a
+ * language model, or one thread: evaluated at once), and returns; the jobs submitted meanwhile
+ * run beside the chunks, which read `from` and the slots' evaluation models only, so `from` must
+ * not change until finish, which waits for them and returns the sum of the losses, and *correct.
+ * One evaluation at a time. */
 void em_jobs_evaluate_start(em_jobs *j, model *from, const dataset *test);
 double em_jobs_evaluate_finish(em_jobs *j, size_t *correct);
 /* The mean over the n replicas of each one's test accuracy; `holder` (a model of the same spec)

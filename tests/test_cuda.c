@@ -59,16 +59,25 @@ static float *on_cpu(const float *host, size_t n) {
 
 /* Downloads a GPU buffer and compares it with the CPU result; prints the first mismatches.
  * Returns the NMSE. */
+/* sum (got - ref)^2 / sum ref^2 over n floats (the plain sum where ref is all zeros) */
+static double nmse_of(const float *got, const float *ref, size_t n) {
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double d = (double)got[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? num / den : num;
+}
+
 static double check_nmse(const char *what, const float *cpu, const float *gpu_buf, size_t n,
                          double max_nmse) {
     float *got = ss_malloc(n * sizeof(float));
     device_download(gpu_dev, got, gpu_buf, n);
-    double num = 0.0, den = 0.0, max_diff = 0.0;
+    double max_diff = 0.0;
     int shown = 0;
     for (size_t i = 0; i < n; i++) {
-        double d = (double)got[i] - cpu[i];
-        num += d * d;
-        den += (double)cpu[i] * cpu[i];
+        const double d = (double)got[i] - cpu[i];
         if (fabs(d) > max_diff) max_diff = fabs(d);
         if (fabs(d) > 1e-5 + 1e-3 * fabs(cpu[i]) && shown < 5) {
             fprintf(stderr, "\n  %s[%zu]: cpu %.8g cuda %.8g", what, i, (double)cpu[i],
@@ -76,7 +85,7 @@ static double check_nmse(const char *what, const float *cpu, const float *gpu_bu
             shown++;
         }
     }
-    double nmse = den > 0 ? num / den : num;
+    const double nmse = nmse_of(got, cpu, n);
     if (!(nmse <= max_nmse))
         fprintf(stderr, "\n  %s: NMSE %.3g > %.3g (largest difference %.3g)", what, nmse, max_nmse,
                 max_diff);
@@ -581,13 +590,9 @@ static void show_views_off(const model *m, const float *cpu, const float *gpu_bu
     device_download(gpu_dev, got, gpu_buf, n);
     for (int v = 0; v < model_view_count(m); v++) {
         const model_view *mv = model_view_at(m, v);
-        double num = 0.0, den = 0.0;
-        for (size_t i = mv->offset; i < mv->offset + mv->count && i < n; i++) {
-            const double d = (double)got[i] - cpu[i];
-            num += d * d;
-            den += (double)cpu[i] * cpu[i];
-        }
-        const double nmse = den > 0 ? num / den : num;
+        if (mv->offset >= n) continue;
+        const size_t count = mv->count < n - mv->offset ? mv->count : n - mv->offset;
+        const double nmse = nmse_of(got + mv->offset, cpu + mv->offset, count);
         if (!(nmse <= max_nmse)) fprintf(stderr, "\n    %s: NMSE %.3g", mv->name, nmse);
     }
     free(got);
