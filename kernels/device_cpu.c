@@ -454,7 +454,7 @@ static int cpu_conv_implicit_dw(device *dev, const conv_geom *g, int oc, const f
     return 1;
 }
 
-/* ---- batch normalization: per column of (rows, cols), sums in double, rows in order ---- */
+/* ---- batch normalization: per column of (rows, cols), sums in double over blocks of rows ---- */
 
 /* Batch norm's affine pass, y = x scale + shift per column, then the ReLU when relu (written as
  * relu_fwd writes it, so that a fused ReLU gives the bits of the two layers). */
@@ -472,9 +472,23 @@ SS_INLINE void bn_affine(int rows, int cols, const float *x, const float *scale,
                 y[(size_t)r * cols + c] = x[(size_t)r * cols + c] * scale[c] + shift[c];
 }
 
+/* dy at element i, or (masked, a constant at each call) 0 where the fused ReLU's output is not
+ * positive (relu_bwd's rule). */
+SS_INLINE float bn_grad_at(const float *dy, const float *y_mask, int masked, size_t i) {
+    float g = dy[i];
+    if (!masked) return g;
+    /* the select as a bitwise and (+0 where dropped, as relu_bwd), which the sums' loop
+     * vectorizes where a conditional became a branch */
+    uint32_t bits;
+    memcpy(&bits, &g, sizeof bits);
+    bits &= y_mask[i] > 0.0f ? 0xffffffffu : 0u;
+    memcpy(&g, &bits, sizeof g);
+    return g;
+}
+
 /* Narrow batch norms (16 and 32 channels: resnet's first stages) with the sums of a whole row's
- * columns held in vector registers over all the rows, in one pass. A column's terms are added in
- * row order, as in the loop over the columns of each row, so the sums are the same bits; that
+ * columns held in vector registers over a block's rows (bn_block_sums). A column's terms are added
+ * in row order, as in the loop over the columns of each row, so the sums are the same bits; that
  * loop keeps them in memory (GCC does not vectorize it with the sums in registers), and on 16 or
  * 32 columns each row then waits on the stores of the one before: 2 to 2.5x slower. From 64
  * columns on, a row's columns are enough independent chains and the plain loop is as fast. */
@@ -491,8 +505,8 @@ typedef int32_t bn_v8i __attribute__((vector_size(32)));
         (v) = __builtin_convertvector(f_, bn_v8d);                                                 \
     } while (0)
 
-/* sum[c] and sq[c] += x and x^2 over the rows, in double; nv = cols / 8, a constant at each
- * call */
+/* sum[c] and sq[c] = the sums of x and x^2 over the rows, in double; nv = cols / 8, a constant at
+ * each call */
 SS_INLINE void bn_sums_narrow(int rows, int nv, const float *x, double *sum, double *sq) {
     bn_v8d s[BN_NARROW_MAX] = {{0}}, q[BN_NARROW_MAX] = {{0}};
     for (int r = 0; r < rows; r++)
@@ -508,8 +522,8 @@ SS_INLINE void bn_sums_narrow(int rows, int nv, const float *x, double *sum, dou
     }
 }
 
-/* sum_dy[c] and sum_dyx[c] += g and g x-hat over the rows, in double, g being dy or (masked) +0
- * where y_mask is not positive (bn_grad_at); as bn_sums_narrow */
+/* sum_dy[c] and sum_dyx[c] = the sums of g and g x-hat over the rows, in double, g being dy or
+ * (masked) +0 where y_mask is not positive (bn_grad_at); as bn_sums_narrow */
 SS_INLINE void bn_bwd_sums_narrow(int rows, int nv, const float *x, const float *dy,
                                   const float *y_mask, int masked, const float *save_mean,
                                   const float *save_invstd, double *sum_dy, double *sum_dyx) {
@@ -542,35 +556,122 @@ SS_INLINE void bn_bwd_sums_narrow(int rows, int nv, const float *x, const float 
     }
 }
 
-/* ---- batch norm's passes split over threads: the sums of wide rows by columns (each column's
- * terms still in row order), the affine and data-gradient passes by rows ---- */
+/* ---- batch norm's passes split over threads: the sums by blocks of rows, the affine and
+ * data-gradient passes by rows ---- */
 
-/* A sum over the rows is split by columns, each part reading its columns of every row. Parts
- * narrower than 128 columns (512 bytes) would share cache lines, every thread streaming the whole
- * matrix: VGG-11's first batch norm (64 columns) ran 1.5x slower on 2 threads than on one. */
-enum { COLS_ALIGN = 128 };
+/* The sums over the rows are taken in blocks of rows whose size depends on the row count only
+ * (cpu_bn_block_rows): each block's sums in row order, then the blocks' sums added in block order.
+ * A part of the pass takes whole items, an item being a block's rows of up to BN_GROUP_COLS columns
+ * (so that wide rows split by columns too), so any number of threads gives the same bits
+ * (cpu_bn_block_rows: device_impl.h). On one
+ * thread, sums held over a whole pass (the earlier form) left every batch norm of ResNet-20 (16
+ * to 64 columns) on one thread; its batch norms took 11.7 ms of an 80.5 ms step on 2 threads. */
+enum { BN_BLOCK_ROWS = 256, BN_MAX_BLOCKS = 1024, BN_GROUP_COLS = 128 };
+
+int cpu_bn_block_rows(int rows) {
+    const int unit = BN_BLOCK_ROWS * BN_MAX_BLOCKS;
+    return BN_BLOCK_ROWS * ((rows + unit - 1) / unit);
+}
 
 typedef struct bn_job {
     int rows, cols, relu, masked;
     const float *x, *dy, *y_mask, *scale, *shift, *mean, *invstd, *k, *a, *b;
     double *s1, *s2;
     float *y;
+    int block_rows, groups, bwd;
+    double *part; /* (blocks, 2, cols): each block's two sums */
 } bn_job;
 
-static SS_CPU_CLONES void bn_sums_part(void *ctx, size_t c0, size_t c1) {
-    const bn_job *j = ctx;
-    for (int r = 0; r < j->rows; r++)
-        for (size_t c = c0; c < c1; c++) {
-            const double v = j->x[(size_t)r * j->cols + c];
-            j->s1[c] += v;
-            j->s2[c] += v * v;
+/* s1[c] and s2[c] = the sums of x and x^2 over rows, columns [c0, c1), rows in order */
+SS_INLINE void bn_sums_cols(int rows, int cols, int c0, int c1, const float *x, double *s1,
+                            double *s2) {
+    for (int r = 0; r < rows; r++)
+        for (int c = c0; c < c1; c++) {
+            const double v = x[(size_t)r * cols + c];
+            s1[c] += v;
+            s2[c] += v * v;
         }
 }
 
-/* sum[c] and sq[c] += x and x^2 over the rows, in double, in row order */
+/* s1[c] and s2[c] = the sums of g and g x-hat over rows, columns [c0, c1), rows in order; masked:
+ * a constant at each call, so that each loop is compiled for it */
+SS_INLINE void bn_bwd_sums_cols(int rows, int cols, int c0, int c1, const float *x, const float *dy,
+                                const float *y_mask, int masked, const float *mean,
+                                const float *invstd, double *s1, double *s2) {
+    for (int r = 0; r < rows; r++)
+        for (int c = c0; c < c1; c++) {
+            size_t i = (size_t)r * cols + c;
+            const float g = bn_grad_at(dy, y_mask, masked, i);
+            double xhat = ((double)x[i] - mean[c]) * invstd[c];
+            s1[c] += g;
+            s2[c] += g * xhat;
+        }
+}
+
+/* one block's sums of one column group, into the block's row of j->part */
+SS_INLINE void bn_item_sums(const bn_job *j, size_t item) {
+    const int blk = (int)(item / (size_t)j->groups), grp = (int)(item % (size_t)j->groups);
+    const int cols = j->cols, r0 = blk * j->block_rows;
+    const int nr = j->rows - r0 < j->block_rows ? j->rows - r0 : j->block_rows;
+    const int c0 = grp * BN_GROUP_COLS, c1 = c0 + BN_GROUP_COLS < cols ? c0 + BN_GROUP_COLS : cols;
+    const size_t at = (size_t)r0 * cols;
+    double *s1 = j->part + (size_t)blk * 2 * cols, *s2 = s1 + cols;
+    const float *x = j->x + at;
+    if (!j->bwd) {
+        if (cols == 16)
+            bn_sums_narrow(nr, 2, x, s1, s2);
+        else if (cols == 32)
+            bn_sums_narrow(nr, 4, x, s1, s2);
+        else
+            bn_sums_cols(nr, cols, c0, c1, x, s1, s2);
+        return;
+    }
+    const float *dy = j->dy + at, *mask = j->masked ? j->y_mask + at : NULL;
+    if (cols == 16 && j->masked)
+        bn_bwd_sums_narrow(nr, 2, x, dy, mask, 1, j->mean, j->invstd, s1, s2);
+    else if (cols == 16)
+        bn_bwd_sums_narrow(nr, 2, x, dy, mask, 0, j->mean, j->invstd, s1, s2);
+    else if (cols == 32 && j->masked)
+        bn_bwd_sums_narrow(nr, 4, x, dy, mask, 1, j->mean, j->invstd, s1, s2);
+    else if (cols == 32)
+        bn_bwd_sums_narrow(nr, 4, x, dy, mask, 0, j->mean, j->invstd, s1, s2);
+    else if (j->masked)
+        bn_bwd_sums_cols(nr, cols, c0, c1, x, dy, mask, 1, j->mean, j->invstd, s1, s2);
+    else
+        bn_bwd_sums_cols(nr, cols, c0, c1, x, dy, mask, 0, j->mean, j->invstd, s1, s2);
+}
+
+static SS_CPU_CLONES void bn_sums_part(void *ctx, size_t i0, size_t i1) {
+    for (size_t i = i0; i < i1; i++)
+        bn_item_sums(ctx, i);
+}
+
+/* j->s1[c] and j->s2[c] += the blocks' sums (of x and x^2, or with j->bwd of g and g x-hat), the
+ * blocks in order */
+static void bn_block_sums(bn_job *j) {
+    const int cols = j->cols;
+    j->block_rows = cpu_bn_block_rows(j->rows);
+    j->groups = (cols + BN_GROUP_COLS - 1) / BN_GROUP_COLS;
+    const int blocks = (j->rows + j->block_rows - 1) / j->block_rows;
+    j->part = ss_calloc((size_t)blocks * 2 * cols, sizeof(double));
+    const int item_cols = cols < BN_GROUP_COLS ? cols : BN_GROUP_COLS;
+    cpu_par_for(0, (size_t)blocks * j->groups,
+                cpu_par_grain((size_t)j->block_rows * item_cols * (j->bwd ? 2 : 1)), 1,
+                bn_sums_part, j);
+    for (int b = 0; b < blocks; b++) {
+        const double *p1 = j->part + (size_t)b * 2 * cols, *p2 = p1 + cols;
+        for (int c = 0; c < cols; c++) {
+            j->s1[c] += p1[c];
+            j->s2[c] += p2[c];
+        }
+    }
+    free(j->part);
+}
+
+/* sum[c] and sq[c] += x and x^2 over the rows, in double */
 static void bn_sums_par(int rows, int cols, const float *x, double *sum, double *sq) {
     bn_job j = {.rows = rows, .cols = cols, .x = x, .s1 = sum, .s2 = sq};
-    cpu_par_for(0, (size_t)cols, cpu_par_grain((size_t)rows), COLS_ALIGN, bn_sums_part, &j);
+    bn_block_sums(&j);
 }
 
 static SS_CPU_CLONES void bn_affine_part(void *ctx, size_t r0, size_t r1) {
@@ -595,12 +696,7 @@ static SS_CPU_CLONES void cpu_bn_fwd_train_act(device *dev, int rows, int cols, 
                                                int relu, float *y) {
     (void)dev;
     double *sum = ss_calloc(2 * (size_t)cols, sizeof(double)), *sq = sum + cols;
-    if (cols == 16)
-        bn_sums_narrow(rows, 2, x, sum, sq);
-    else if (cols == 32)
-        bn_sums_narrow(rows, 4, x, sum, sq);
-    else
-        bn_sums_par(rows, cols, x, sum, sq);
+    bn_sums_par(rows, cols, x, sum, sq);
     float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
     for (int c = 0; c < cols; c++) {
         const double mean = sum[c] / rows, var = fmax(sq[c] / rows - mean * mean, 0.0);
@@ -644,47 +740,14 @@ static void cpu_bn_fwd_infer(device *dev, int rows, int cols, const float *x, co
     cpu_bn_fwd_infer_act(dev, rows, cols, x, gamma, beta, run_mean, run_var, eps, 0, y);
 }
 
-/* dy at element i, or (masked, a constant at each call) 0 where the fused ReLU's output is not
- * positive (relu_bwd's rule). */
-SS_INLINE float bn_grad_at(const float *dy, const float *y_mask, int masked, size_t i) {
-    float g = dy[i];
-    if (!masked) return g;
-    /* the select as a bitwise and (+0 where dropped, as relu_bwd), which the sums' loop
-     * vectorizes where a conditional became a branch */
-    uint32_t bits;
-    memcpy(&bits, &g, sizeof bits);
-    bits &= y_mask[i] > 0.0f ? 0xffffffffu : 0u;
-    memcpy(&g, &bits, sizeof g);
-    return g;
-}
-
-/* masked: a constant at each call, so that each loop is compiled for it */
-SS_INLINE void bn_bwd_sums_cols(const bn_job *j, size_t c0, size_t c1, int masked) {
-    for (int r = 0; r < j->rows; r++)
-        for (size_t c = c0; c < c1; c++) {
-            size_t i = (size_t)r * j->cols + c;
-            const float g = bn_grad_at(j->dy, j->y_mask, masked, i);
-            double xhat = ((double)j->x[i] - j->mean[c]) * j->invstd[c];
-            j->s1[c] += g;
-            j->s2[c] += g * xhat;
-        }
-}
-
-static SS_CPU_CLONES void bn_bwd_sums_part(void *ctx, size_t c0, size_t c1) {
-    const bn_job *j = ctx;
-    if (j->masked)
-        bn_bwd_sums_cols(j, c0, c1, 1);
-    else
-        bn_bwd_sums_cols(j, c0, c1, 0);
-}
-
-/* sum_dy[c] and sum_dyx[c] += g and g x-hat over the rows, in double, in row order */
+/* sum_dy[c] and sum_dyx[c] += g and g x-hat over the rows, in double */
 static void bn_bwd_sums_par(int rows, int cols, const float *x, const float *dy,
                             const float *y_mask, int masked, const float *save_mean,
                             const float *save_invstd, double *sum_dy, double *sum_dyx) {
     bn_job j = {.rows = rows,
                 .cols = cols,
                 .masked = masked,
+                .bwd = 1,
                 .x = x,
                 .dy = dy,
                 .y_mask = y_mask,
@@ -692,7 +755,7 @@ static void bn_bwd_sums_par(int rows, int cols, const float *x, const float *dy,
                 .invstd = save_invstd,
                 .s1 = sum_dy,
                 .s2 = sum_dyx};
-    cpu_par_for(0, (size_t)cols, cpu_par_grain((size_t)rows), COLS_ALIGN, bn_bwd_sums_part, &j);
+    bn_block_sums(&j);
 }
 
 SS_INLINE void bn_dx_rows(const bn_job *j, size_t r0, size_t r1, int masked) {
@@ -737,12 +800,7 @@ SS_INLINE void bn_bwd_body(int rows, int cols, const float *x, const float *dy, 
                            int masked, const float *gamma, const float *save_mean,
                            const float *save_invstd, float *dgamma, float *dbeta, float *dx) {
     double *sum_dy = ss_calloc(2 * (size_t)cols, sizeof(double)), *sum_dyx = sum_dy + cols;
-    if (cols == 16)
-        bn_bwd_sums_narrow(rows, 2, x, dy, y_mask, masked, save_mean, save_invstd, sum_dy, sum_dyx);
-    else if (cols == 32)
-        bn_bwd_sums_narrow(rows, 4, x, dy, y_mask, masked, save_mean, save_invstd, sum_dy, sum_dyx);
-    else
-        bn_bwd_sums_par(rows, cols, x, dy, y_mask, masked, save_mean, save_invstd, sum_dy, sum_dyx);
+    bn_bwd_sums_par(rows, cols, x, dy, y_mask, masked, save_mean, save_invstd, sum_dy, sum_dyx);
     for (int c = 0; c < cols; c++) {
         dgamma[c] = (float)sum_dyx[c];
         dbeta[c] = (float)sum_dy[c];
@@ -1031,6 +1089,11 @@ static void cpu_bias_relu(device *dev, int rows, int cols, const float *bias, fl
     par_job j = {.dev = dev, .x = bias, .y = y, .cols = cols};
     cpu_par_for(0, (size_t)rows, cpu_par_grain((size_t)cols), 1, bias_relu_part, &j);
 }
+
+/* A sum over the rows is split by columns, each part reading its columns of every row. Parts
+ * narrower than 128 columns (512 bytes) would share cache lines, every thread streaming the whole
+ * matrix. */
+enum { COLS_ALIGN = 128 };
 
 static void bias_grad_part(void *ctx, size_t c0, size_t c1) {
     const par_job *j = ctx;

@@ -115,8 +115,8 @@ typedef struct device_ops {
      * cols = C), y = (x - mean) / sqrt(var + eps) * gamma + beta. Training: mean and the biased
      * var of the batch, saved (save_mean, save_invstd = 1 / sqrt(var + eps), cols each) for the
      * backward pass; run_mean/run_var (cols) become (1 - momentum) run + momentum stat, with the
-     * unbiased variance var * rows / (rows - 1) (PyTorch's BatchNorm2d). Sums in double, rows
-     * in order. */
+     * unbiased variance var * rows / (rows - 1) (PyTorch's BatchNorm2d). Sums in double (the
+     * CPU's: each block of cpu_bn_block_rows(rows) rows in order, then the blocks in order). */
     void (*bn_fwd_train)(device *dev, int rows, int cols, const float *x, const float *gamma,
                          const float *beta, float momentum, float eps, float *run_mean,
                          float *run_var, float *save_mean, float *save_invstd, float *y);
@@ -241,6 +241,10 @@ struct device {
     char name[128];
     void *ctx; /* backend state (CUDA: handles and scratch buffers) */
 };
+
+/* The rows of each block of the CPU's batch-norm sums: 256, or a multiple of it (rows over
+ * 2^18) that keeps the blocks to 1,024; the row count alone decides it, not the threads. */
+int cpu_bn_block_rows(int rows);
 
 /* The CPU backend's Transformer ops (device_cpu_gpt.c), in its table. */
 void cpu_gemm_batched(device *dev, int trans_a, int trans_b, int m, int n, int k, float alpha,

@@ -742,14 +742,19 @@ static void test_flops_resnet(void) {
     device_close(dev);
 }
 
-/* Batch norm's sums in double, each column's rows in order, whatever the width: the narrow
- * widths (16 and 32 columns, summed with the columns in vector registers) and others (plain
- * loop) give the bits of a scalar loop, in the forward pass (saved mean and inverse deviation)
- * and the backward pass (dgamma and dbeta, with and without the fused ReLU's mask). */
+/* Batch norm's sums in double, each column's rows in order within blocks of
+ * cpu_bn_block_rows(rows) rows and the blocks in order, whatever the width: the narrow widths (16
+ * and 32 columns, summed with the columns in vector registers) and others (plain loop; 200 in two
+ * groups of columns) give the bits of a scalar loop, in the forward pass (saved mean and inverse
+ * deviation) and the backward pass (dgamma and dbeta, with and without the fused ReLU's mask).
+ * 1,000 rows: three whole blocks and a partial one. */
 static void test_batchnorm_sums_bits(void) {
     device *dev = open_cpu();
-    static const int widths[] = {8, 16, 32, 48, 64};
-    const int rows = 301;
+    static const int widths[] = {8, 16, 32, 48, 64, 200};
+    const int rows = 1000, block = cpu_bn_block_rows(rows);
+    CU_ASSERT_EQUAL(block, 256);
+    CU_ASSERT_EQUAL(cpu_bn_block_rows(1 << 18), 256);
+    CU_ASSERT_EQUAL(cpu_bn_block_rows((1 << 18) + 1), 512);
     rng r;
     rng_seed(&r, 17, RNG_STREAM_DATA);
     for (size_t k = 0; k < sizeof widths / sizeof *widths; k++) {
@@ -772,10 +777,14 @@ static void test_batchnorm_sums_bits(void) {
         int same_fwd = 1, same_bwd = 1, same_masked = 1;
         for (int c = 0; c < cols; c++) {
             double s = 0, q = 0;
-            for (int i = 0; i < rows; i++) {
-                const double v = x[(size_t)i * cols + c];
-                s += v;
-                q += v * v;
+            for (int b0 = 0; b0 < rows; b0 += block) {
+                double bs = 0, bq = 0;
+                for (int i = b0; i < rows && i < b0 + block; i++) {
+                    const double v = x[(size_t)i * cols + c];
+                    bs += v;
+                    bq += v * v;
+                }
+                s += bs, q += bq;
             }
             const double mean = s / rows, var = fmax(q / rows - mean * mean, 0.0);
             same_fwd &=
@@ -789,11 +798,15 @@ static void test_batchnorm_sums_bits(void) {
                 dev->ops->bn_bwd(dev, rows, cols, x, dy, gamma, save, save + cols, dg, db, dx);
             for (int c = 0; c < cols; c++) {
                 double sd = 0, sx = 0;
-                for (int i = 0; i < rows; i++) {
-                    const size_t j = (size_t)i * cols + c;
-                    const float g = masked && !(mask[j] > 0.0f) ? 0.0f : dy[j];
-                    sd += g;
-                    sx += g * (((double)x[j] - save[c]) * save[cols + c]);
+                for (int b0 = 0; b0 < rows; b0 += block) {
+                    double bd = 0, bx = 0;
+                    for (int i = b0; i < rows && i < b0 + block; i++) {
+                        const size_t j = (size_t)i * cols + c;
+                        const float g = masked && !(mask[j] > 0.0f) ? 0.0f : dy[j];
+                        bd += g;
+                        bx += g * (((double)x[j] - save[c]) * save[cols + c]);
+                    }
+                    sd += bd, sx += bx;
                 }
                 int *same = masked ? &same_masked : &same_bwd;
                 *same &= db[c] == (float)sd && dg[c] == (float)sx;

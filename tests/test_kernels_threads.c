@@ -133,9 +133,10 @@ static void run_passes(device *dev, outputs *o) {
     for (int relu = 0; relu < 2; relu++)
         ops->add_fwd(dev, &sg, x2, x, relu, next(o, npool));
 
-    /* batch norm: 16 and 64 columns (sums on one thread) and 512 (sums by columns) */
-    static const int widths[] = {16, C, 8 * C};
-    for (int k = 0; k < 3; k++) {
+    /* batch norm: 16 and 32 columns (sums in registers), 64 and 512 (by groups of 128 columns):
+     * the sums split by blocks of rows */
+    static const int widths[] = {16, 32, C, 8 * C};
+    for (int k = 0; k < 4; k++) {
         const int cols = widths[k], rows = (int)(n / cols);
         float *rm = ss_calloc(4 * (size_t)cols, sizeof(float)), *rv = rm + cols, *sm = rv + cols;
         float *si = sm + cols, *bg = ss_malloc(2 * (size_t)cols * sizeof(float)), *bb = bg + cols;
