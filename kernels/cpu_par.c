@@ -6,9 +6,16 @@
 
 #include <cblas.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
+#include <time.h>
 
-enum { CPU_PAR_MAX = 64 };
+/* CPU_PAR_SPIN_NS: how long a pool thread that has finished its part watches for the next pass,
+ * and the caller for the last part's end, before sleeping on a condition variable. A wake-up
+ * from that sleep took longer than a batch norm's pass over 3 MB (about 65 us) on the 2-core
+ * machine, so that passes of that size ran as fast on 2 threads as on one; a step's passes
+ * mostly follow one another within microseconds. */
+enum { CPU_PAR_MAX = 64, CPU_PAR_SPIN_NS = 100000 };
 
 typedef struct par_part {
     size_t i0, i1;
@@ -22,17 +29,40 @@ typedef struct par_part {
 static struct {
     pthread_mutex_t use, mu;
     pthread_cond_t wake, done;
-    int started; /* threads running in this process */
-    unsigned long gen;
+    int started;                /* threads running in this process */
+    unsigned long gen, pending; /* written under mu, also read by watch() */
     cpu_par_fn fn;
     void *ctx;
     par_part part[CPU_PAR_MAX];
-    int parts, next, pending;
+    int parts, next;
     int atfork;
 } pool = {.use = PTHREAD_MUTEX_INITIALIZER,
           .mu = PTHREAD_MUTEX_INITIALIZER,
           .wake = PTHREAD_COND_INITIALIZER,
           .done = PTHREAD_COND_INITIALIZER};
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Watches *v (read without pool.mu) for up to CPU_PAR_SPIN_NS: 1 as soon as (*v != x) == differ
+ * holds, 0 at the end of the watch. Yields the core between looks, so that a thread that needs
+ * it (OpenBLAS's, the caller's) gets it. */
+static int watch(const unsigned long *v, unsigned long x, int differ) {
+    const int64_t t0 = now_ns();
+    for (unsigned i = 1;; i++) {
+        if ((__atomic_load_n(v, __ATOMIC_ACQUIRE) != x) == differ) return 1;
+        if (i % 16 == 0) {
+            if (now_ns() - t0 > CPU_PAR_SPIN_NS) return 0;
+            sched_yield();
+        }
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
 
 /* Runs the pass's unclaimed parts (called and returning with pool.mu held); a pool thread
  * (`mine`) wakes the caller when the last part is done. */
@@ -45,8 +75,8 @@ static void take_parts(int mine) {
         pthread_mutex_unlock(&pool.mu);
         fn(ctx, p.i0, p.i1);
         pthread_mutex_lock(&pool.mu);
-        pool.pending--;
-        if (mine && pool.pending == 0) pthread_cond_signal(&pool.done);
+        const unsigned long left = __atomic_sub_fetch(&pool.pending, 1, __ATOMIC_RELEASE);
+        if (mine && left == 0) pthread_cond_signal(&pool.done);
     }
 }
 
@@ -55,6 +85,11 @@ static void *pool_main(void *arg) {
     unsigned long seen = (unsigned long)(uintptr_t)arg;
     pthread_mutex_lock(&pool.mu);
     for (;;) {
+        if (pool.gen == seen) {
+            pthread_mutex_unlock(&pool.mu);
+            watch(&pool.gen, seen, 1);
+            pthread_mutex_lock(&pool.mu);
+        }
         while (pool.gen == seen)
             pthread_cond_wait(&pool.wake, &pool.mu);
         seen = pool.gen;
@@ -70,7 +105,8 @@ static void after_fork_child(void) {
     pthread_cond_init(&pool.wake, NULL);
     pthread_cond_init(&pool.done, NULL);
     pool.started = 0;
-    pool.parts = pool.next = pool.pending = 0;
+    pool.parts = pool.next = 0;
+    pool.pending = 0;
 }
 
 /* Starts threads until `want` run (called with pool.mu held); returns how many run. */
@@ -126,10 +162,15 @@ void cpu_par_for(int threads, size_t n, size_t grain, size_t align, cpu_par_fn f
         pool.part[t] = part[t];
     pool.parts = (int)parts;
     pool.next = 0;
-    pool.pending = (int)parts;
-    pool.gen++;
+    __atomic_store_n(&pool.pending, (unsigned long)parts, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&pool.gen, 1, __ATOMIC_RELEASE);
     if (helpers) pthread_cond_broadcast(&pool.wake);
     take_parts(0); /* the caller takes parts too: those no thread has woken for yet */
+    if (pool.pending > 0) {
+        pthread_mutex_unlock(&pool.mu);
+        watch(&pool.pending, 0, 0);
+        pthread_mutex_lock(&pool.mu);
+    }
     while (pool.pending > 0)
         pthread_cond_wait(&pool.done, &pool.mu);
     pthread_mutex_unlock(&pool.mu);
