@@ -103,6 +103,11 @@ int conv_direct_supports_strided(const conv_geom *g, int oc) {
     return conv_direct_available() && conv_stride(g) >= 1 && oc > 0 && oc % 16 == 0;
 }
 
+int conv_direct_supports_strided_dx(const conv_geom *g, int oc) {
+    return conv_direct_available() && conv_stride(g) > 1 && oc > 0 && g->in_c % 16 == 0 &&
+           g->kh <= 16 && g->kw <= 16;
+}
+
 #if CONV_HAVE_X86
 
 /* dst ((h + 2 ph) x (w + 2 pw) x c) = src (h x w x c) inside a frame of zeros */
@@ -694,6 +699,120 @@ void conv_direct_backward(const conv_geom *g, int oc, const float *x, const floa
     ranges_close(&r);
 }
 
+/* ---- the data gradient of a strided convolution (conv_direct_data_strided) ---- */
+
+enum { STRIDED_MAX_K = 16 }; /* kernel rows and columns */
+
+typedef struct strided_dx_job {
+    const conv_geom *g;
+    int oc;
+    const float *dy, *wt;
+    float *dx;
+    const tile_set *ts;
+} strided_dx_job;
+
+/* The taps of input coordinate i along one axis (kernel size k, `out` output positions): the
+ * kernel offsets whose output position (i + pad - kk) / stride exists and lies on the stride,
+ * ascending, with those positions; returns how many, and their bit mask in *mask. */
+static int strided_taps(int i, int k, int pad, int stride, int out, int *kk, int *pos,
+                        unsigned *mask) {
+    int n = 0;
+    *mask = 0;
+    for (int t = 0; t < k; t++) {
+        const int num = i + pad - t;
+        if (num < 0 || num % stride || num / stride >= out) continue;
+        kk[n] = t, pos[n] = num / stride, n++;
+        *mask |= 1u << t;
+    }
+    return n;
+}
+
+/* One input row of one sample: the pixels of each residue modulo the stride in runs whose
+ * pixels have the same kernel columns, each run in tiles of up to ts->dx_pixels pixels and
+ * ts->strided_dx's channel vectors; pixels without a tap get zeros. */
+static void strided_dx_row(const strided_dx_job *j, const float *dyb, int ih, float *row) {
+    const conv_geom *g = j->g;
+    const int s = conv_stride(g), lanes = j->ts->lanes, nv_all = g->in_c / lanes;
+    int ki[STRIDED_MAX_K], oh[STRIDED_MAX_K], kj[STRIDED_MAX_K], ow[STRIDED_MAX_K];
+    int kj_next[STRIDED_MAX_K], ow_next[STRIDED_MAX_K];
+    unsigned row_mask, mask, next_mask;
+    const int n_rows = strided_taps(ih, g->kh, g->pad, s, g->out_h, ki, oh, &row_mask);
+    for (int res = 0; res < s && res < g->in_w; res++) {
+        int iw = res;
+        int n_cols = strided_taps(iw, g->kw, g->pad, s, g->out_w, kj, ow, &mask);
+        while (iw < g->in_w) {
+            int len = 1; /* the run: pixels iw, iw + s, ... with the same columns */
+            while (iw + len * s < g->in_w) {
+                strided_taps(iw + len * s, g->kw, g->pad, s, g->out_w, kj_next, ow_next,
+                             &next_mask);
+                if (next_mask != mask) break;
+                len++;
+            }
+            if (!n_rows || !n_cols) {
+                for (int p = 0; p < len; p++)
+                    memset(row + (size_t)(iw + p * s) * g->in_c, 0,
+                           (size_t)g->in_c * sizeof(float));
+            } else {
+                strided_dx_tile t = {.dy = dyb,
+                                     .oc = j->oc,
+                                     .in_c = g->in_c,
+                                     .out_w = g->out_w,
+                                     .kw = g->kw,
+                                     .n_rows = n_rows,
+                                     .n_cols = n_cols,
+                                     .ki = ki,
+                                     .oh = oh,
+                                     .kj = kj,
+                                     .ow = ow_next,
+                                     .ldo = (size_t)s * g->in_c};
+                for (int v0 = 0; v0 < nv_all;) {
+                    const int nv = tile_vectors(j->ts->slide_nv_max, nv_all - v0);
+                    const int r_max = j->ts->dx_pixels(nv);
+                    t.wt = j->wt + (size_t)v0 * lanes;
+                    for (int p = 0; p < len;) {
+                        const int r_n = len - p < r_max ? len - p : r_max;
+                        for (int b = 0; b < n_cols; b++)
+                            ow_next[b] = ow[b] + p;
+                        t.out = row + (size_t)(iw + p * s) * g->in_c + (size_t)v0 * lanes;
+                        j->ts->strided_dx(&t, r_n, nv);
+                        p += r_n;
+                    }
+                    v0 += nv;
+                }
+            }
+            iw += len * s;
+            if (iw < g->in_w) n_cols = strided_taps(iw, g->kw, g->pad, s, g->out_w, kj, ow, &mask);
+        }
+    }
+}
+
+static void strided_dx_part(void *ctx, size_t b0, size_t b1) {
+    const strided_dx_job *j = ctx;
+    const conv_geom *g = j->g;
+    const size_t dy_floats = (size_t)g->out_h * g->out_w * j->oc;
+    const size_t dx_floats = (size_t)g->in_h * g->in_w * g->in_c;
+    for (size_t b = b0; b < b1; b++)
+        for (int ih = 0; ih < g->in_h; ih++)
+            strided_dx_row(j, j->dy + b * dy_floats, ih,
+                           j->dx + b * dx_floats + (size_t)ih * g->in_w * g->in_c);
+}
+
+void conv_direct_data_strided(const conv_geom *g, int oc, const float *dy, const float *w,
+                              float *dx, int threads) {
+    SS_ASSERT(conv_direct_supports_strided_dx(g, oc));
+    const size_t kk = (size_t)g->kh * g->kw, kkc = kk * g->in_c;
+    float *wt = ss_malloc(kk * oc * g->in_c * sizeof(float)); /* (tap, o, c) */
+    for (int o = 0; o < oc; o++)
+        for (size_t tap = 0; tap < kk; tap++)
+            memcpy(wt + (tap * oc + o) * g->in_c, w + o * kkc + tap * g->in_c,
+                   (size_t)g->in_c * sizeof(float));
+    strided_dx_job j = {g, oc, dy, wt, dx, tiles_in_use()};
+    const size_t per = (size_t)g->in_h * g->in_w * g->in_c * oc; /* about a sample's work */
+    cpu_par_for(threads, (size_t)g->batch, cpu_par_grain(per / 4 ? per / 4 : 1), 1, strided_dx_part,
+                &j);
+    free(wt);
+}
+
 #else /* no x86 SIMD: conv_direct_supports() is 0, so the layers never call these */
 
 void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float *w,
@@ -709,6 +828,12 @@ void conv_direct_backward(const conv_geom *g, int oc, const float *x, const floa
                           const conv_direct_hooks *hooks, int threads) {
     (void)g, (void)oc, (void)x, (void)dy, (void)w, (void)ws, (void)dw, (void)db, (void)dx;
     (void)hooks, (void)threads;
+    SS_ASSERT(0 && "direct convolution not compiled in");
+}
+
+void conv_direct_data_strided(const conv_geom *g, int oc, const float *dy, const float *w,
+                              float *dx, int threads) {
+    (void)g, (void)oc, (void)dy, (void)w, (void)dx, (void)threads;
     SS_ASSERT(0 && "direct convolution not compiled in");
 }
 

@@ -63,6 +63,9 @@ int conv_direct_supports(const conv_geom *g, int oc, int need_dx);
  * input s pixels apart along a row and s rows apart; the chains are those below with input pixel
  * (oh s + ki - pad, ow s + kj - pad). */
 int conv_direct_supports_strided(const conv_geom *g, int oc);
+/* 1 when conv_direct_data_strided takes g: available, a stride over 1, in_c % 16 == 0, kernels
+ * of at most 16 x 16 */
+int conv_direct_supports_strided_dx(const conv_geom *g, int oc);
 /* 1 when the passes leave out of each chain the terms whose input lies in the zero frame (see
  * above): maps under 8 x 8 output pixels and narrower than 8, taken in groups of samples */
 int conv_direct_skips_frame(const conv_geom *g);
@@ -99,5 +102,15 @@ void conv_direct_forward(const conv_geom *g, int oc, const float *x, const float
 void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
                           const float *w, float *ws, float *dw, float *db, float *dx,
                           const conv_direct_hooks *hooks, int threads);
+
+/* The input gradient of a strided convolution (conv_direct_supports_strided_dx), dx (B, in_h,
+ * in_w, in_c) overwritten: each element the chain
+ *   dx(p, c) = sum over (ki, kj, o) ascending of dy(oh, ow, o) * w(o, ki, kj, c)
+ * over the taps whose output pixel (oh, ow) = ((ih + pad - ki) / s, (iw + pad - kj) / s) exists
+ * and lies on the stride (the others, which add nothing, left out), each sample the same bits on
+ * any number of threads and either instruction set. Tiles of input pixels a stride apart along
+ * a row share their taps, the weights read as (tap, o, c) from a copy per call. */
+void conv_direct_data_strided(const conv_geom *g, int oc, const float *dy, const float *w,
+                              float *dx, int threads);
 
 #endif

@@ -180,8 +180,75 @@ static AVX512_FN void filter_any_512(const filter_tile_args *f, int r_n, int nv)
     }
 }
 
-const tile_set conv_tiles_512 = {
-    16, 2, 4, slide_pixels_512, filter_rows_512, slide_any_512, filter_any_512};
+/* ---- the strided convolution's data gradient (strided_dx_tile) ---- */
+
+AVX512_TILE void strided_dx_tile_512(const strided_dx_tile *t, const int R, const int NV) {
+    __m512 acc[14][2];
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            acc[r][v] = _mm512_setzero_ps();
+    for (int a = 0; a < t->n_rows; a++)
+        for (int b = 0; b < t->n_cols; b++) {
+            const float *d = t->dy + ((size_t)t->oh[a] * t->out_w + t->ow[b]) * t->oc;
+            const float *w = t->wt + (size_t)(t->ki[a] * t->kw + t->kj[b]) * t->oc * t->in_c;
+            for (int o = 0; o < t->oc; o++, w += t->in_c) {
+                __m512 wv[2];
+#pragma GCC unroll 2
+                for (int v = 0; v < NV; v++)
+                    wv[v] = _mm512_loadu_ps(w + 16 * v);
+#pragma GCC unroll 14
+                for (int r = 0; r < R; r++) {
+                    const __m512 db = _mm512_set1_ps(d[(size_t)r * t->oc + o]);
+#pragma GCC unroll 2
+                    for (int v = 0; v < NV; v++)
+                        acc[r][v] = _mm512_fmadd_ps(db, wv[v], acc[r][v]);
+                }
+            }
+        }
+#pragma GCC unroll 14
+    for (int r = 0; r < R; r++)
+#pragma GCC unroll 2
+        for (int v = 0; v < NV; v++)
+            _mm512_storeu_ps(t->out + (size_t)r * t->ldo + 16 * v, acc[r][v]);
+}
+
+/* 14 pixels of 16 or 32 channels: up to 28 accumulators, 2 weight vectors and the broadcast */
+static int dx_pixels_512(int nv) {
+    (void)nv;
+    return 14;
+}
+
+#define DX_CASE(NV, R)                                                                             \
+    case (NV)*16 + (R):                                                                            \
+        strided_dx_tile_512(t, R, NV);                                                             \
+        break;
+#define DX_CASES(NV)                                                                               \
+    DX_CASE(NV, 1)                                                                                 \
+    DX_CASE(NV, 2)                                                                                 \
+    DX_CASE(NV, 3) DX_CASE(NV, 4) DX_CASE(NV, 5) DX_CASE(NV, 6) DX_CASE(NV, 7) DX_CASE(NV, 8)      \
+        DX_CASE(NV, 9) DX_CASE(NV, 10) DX_CASE(NV, 11) DX_CASE(NV, 12) DX_CASE(NV, 13)             \
+            DX_CASE(NV, 14)
+
+static AVX512_FN void strided_dx_any_512(const strided_dx_tile *t, int r_n, int nv) {
+    switch (nv * 16 + r_n) {
+        DX_CASES(2)
+        DX_CASES(1)
+    default:
+        SS_ASSERT(0 && "strided data-gradient tile shape");
+    }
+}
+
+const tile_set conv_tiles_512 = {16,
+                                 2,
+                                 4,
+                                 slide_pixels_512,
+                                 filter_rows_512,
+                                 slide_any_512,
+                                 filter_any_512,
+                                 dx_pixels_512,
+                                 strided_dx_any_512};
 
 /* ---- AVX2 with FMA: 16 registers of 8 floats. Channels come in multiples of 16, so every
  * tile is 2 vectors wide: up to 6 pixels or filter rows, 12 accumulators, 2 weight (or dy)
@@ -300,6 +367,60 @@ static AVX2_FN void filter_any_256(const filter_tile_args *f, int r_n, int nv) {
     }
 }
 
-const tile_set conv_tiles_256 = {8, 2, 2, six_256, six_256, slide_any_256, filter_any_256};
+/* the strided data gradient: up to 6 pixels of 16 channels (2 vectors) */
+AVX2_TILE void strided_dx_tile_256(const strided_dx_tile *t, const int R) {
+    __m256 acc[6][2];
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++)
+        acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int a = 0; a < t->n_rows; a++)
+        for (int b = 0; b < t->n_cols; b++) {
+            const float *d = t->dy + ((size_t)t->oh[a] * t->out_w + t->ow[b]) * t->oc;
+            const float *w = t->wt + (size_t)(t->ki[a] * t->kw + t->kj[b]) * t->oc * t->in_c;
+            for (int o = 0; o < t->oc; o++, w += t->in_c) {
+                const __m256 w0 = _mm256_loadu_ps(w), w1 = _mm256_loadu_ps(w + 8);
+#pragma GCC unroll 6
+                for (int r = 0; r < R; r++) {
+                    const __m256 db = _mm256_set1_ps(d[(size_t)r * t->oc + o]);
+                    acc[r][0] = _mm256_fmadd_ps(db, w0, acc[r][0]);
+                    acc[r][1] = _mm256_fmadd_ps(db, w1, acc[r][1]);
+                }
+            }
+        }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+        _mm256_storeu_ps(t->out + (size_t)r * t->ldo, acc[r][0]);
+        _mm256_storeu_ps(t->out + (size_t)r * t->ldo + 8, acc[r][1]);
+    }
+}
+
+static AVX2_FN void strided_dx_any_256(const strided_dx_tile *t, int r_n, int nv) {
+    SS_ASSERT(nv == 2);
+    switch (r_n) {
+    case 1:
+        strided_dx_tile_256(t, 1);
+        break;
+    case 2:
+        strided_dx_tile_256(t, 2);
+        break;
+    case 3:
+        strided_dx_tile_256(t, 3);
+        break;
+    case 4:
+        strided_dx_tile_256(t, 4);
+        break;
+    case 5:
+        strided_dx_tile_256(t, 5);
+        break;
+    case 6:
+        strided_dx_tile_256(t, 6);
+        break;
+    default:
+        SS_ASSERT(0 && "strided data-gradient tile shape");
+    }
+}
+
+const tile_set conv_tiles_256 = {
+    8, 2, 2, six_256, six_256, slide_any_256, filter_any_256, six_256, strided_dx_any_256};
 
 #endif

@@ -34,6 +34,23 @@ typedef struct filter_tile_args {
     size_t s_in, s_dy; /* floats from one to the next in `in` and in `dy` */
 } filter_tile_args;
 
+/* Data-gradient tile of a strided convolution (conv_direct_data_strided): R input pixels a
+ * stride apart along an input row (each one output column after the one before) and NV vectors
+ * of their channels. Each output is one fused multiply-add chain over the taps, kernel rows ki[a]
+ * ascending, then kernel columns kj[b] ascending, then the output channels o ascending, of
+ * dy(oh[a], ow[b] + r, o) * wt(ki[a] kw + kj[b], o, c): the taps whose output pixel exists and
+ * lies on the stride, the others left out. */
+typedef struct strided_dx_tile {
+    const float *dy; /* the sample's output gradient (out_h, out_w, oc) */
+    const float *wt; /* the weights as (kh kw, oc, in_c), at the tile's first channel */
+    int oc, in_c, out_w, kw;
+    int n_rows, n_cols;
+    const int *ki, *oh; /* (n_rows) the taps' kernel rows and their output rows */
+    const int *kj, *ow; /* (n_cols) kernel columns and the tile's first pixel's output columns */
+    float *out;         /* the tile's first pixel's input gradient at its first channel */
+    size_t ldo;         /* floats from one pixel of the tile to the next */
+} strided_dx_tile;
+
 /* The register tiles of one instruction set. The drivers below split channels into blocks of
  * nv vectors (the largest of slide_nv_max or filter_nv_max, 2, 1 that fits) and pixels or filter
  * rows into runs of at most slide_pixels(nv) or filter_rows(nv). */
@@ -44,6 +61,8 @@ typedef struct tile_set {
     void (*slide)(const slide *s, int r_n, int nv, float *out, int ldo, const float *bias,
                   int relu);
     void (*filter)(const filter_tile_args *f, int r_n, int nv);
+    int (*dx_pixels)(int nv); /* the most pixels of a strided_dx tile of nv vectors */
+    void (*strided_dx)(const strided_dx_tile *t, int r_n, int nv);
 } tile_set;
 
 /* The largest of nv_max, 2 and 1 vectors that `left` vectors hold. */

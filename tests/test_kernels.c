@@ -1447,7 +1447,34 @@ static int bias_mismatches(const direct_case *d, const float *db) {
     return bad;
 }
 
-/* stride > 1: the forward pass and the filter and bias gradients (conv_direct_supports_strided) */
+/* The strided data gradient's chains (conv_direct_data_strided): dx(p, c) over (ki, kj, o)
+ * ascending, the taps off the stride or outside the output left out; mismatched floats */
+static int strided_dx_mismatches(const direct_case *d, const float *dx) {
+    const conv_geom *g = &d->g;
+    const int st = conv_stride(g);
+    int bad = 0;
+    for (int b = 0; b < g->batch; b++)
+        for (int ih = 0; ih < g->in_h; ih++)
+            for (int iw = 0; iw < g->in_w; iw++)
+                for (int c = 0; c < g->in_c; c++, dx++) {
+                    float a = 0.0f;
+                    for (int ki = 0; ki < g->kh; ki++)
+                        for (int kj = 0; kj < g->kw; kj++) {
+                            const int nh = ih + g->pad - ki, nw = iw + g->pad - kj;
+                            if (nh < 0 || nw < 0 || nh % st || nw % st || nh / st >= g->out_h ||
+                                nw / st >= g->out_w)
+                                continue;
+                            for (int o = 0; o < d->oc; o++)
+                                a = fmaf(dc_dy(d, b, nh / st, nw / st, o), dc_w(d, o, ki, kj, c),
+                                         a);
+                        }
+                    bad += memcmp(dx, &a, sizeof a) != 0;
+                }
+    return bad;
+}
+
+/* stride > 1: the forward pass and the filter and bias gradients (conv_direct_supports_strided),
+ * and with in_c % 16 == 0 the data gradient on 1 and 3 threads (conv_direct_data_strided) */
 static void check_direct_strided(conv_direct_isa isa, int batch, int h, int w, int c, int oc, int k,
                                  int pad, int stride) {
     conv_direct_cap_isa(isa);
@@ -1477,6 +1504,16 @@ static void check_direct_strided(conv_direct_isa isa, int batch, int h, int w, i
         conv_direct_backward(&g, oc, x, dy, wt, ws, dw, db, need_dx ? dx : NULL, NULL, 1);
         bad += direct_mismatches(&d, y, relu, dw, need_dx ? dx : NULL);
         bad += bias_mismatches(&d, db);
+    }
+    if (stride > 1 && c % 16 == 0) {
+        CU_ASSERT(conv_direct_supports_strided_dx(&g, oc));
+        for (int threads = 1; threads <= 3; threads += 2) {
+            memset(dx, 0xff, nx * sizeof(float)); /* NaNs: every element must be written */
+            conv_direct_data_strided(&g, oc, dy, wt, dx, threads);
+            bad += strided_dx_mismatches(&d, dx);
+        }
+    } else if (stride > 1) {
+        CU_ASSERT(!conv_direct_supports_strided_dx(&g, oc));
     }
     if (bad)
         fprintf(stderr,
@@ -1529,6 +1566,13 @@ static void test_conv_direct_exact(void) {
         check_direct_strided(isa, 2, 9, 11, 8, 48, 3, 1, 2);
         check_direct_strided(isa, 2, 8, 8, 16, 16, 1, 0, 2);
         check_direct_strided(isa, 1, 13, 16, 4, 32, 5, 2, 3);
+        /* the data gradient's runs and tiles: 48 channels (a 2- and a 1-vector block on
+         * AVX-512), 33 columns (17 and 16 pixels a residue: a full tile and a partial one), a
+         * stride of 3, a 1 x 1 kernel, an even kernel */
+        check_direct_strided(isa, 2, 9, 33, 48, 16, 3, 1, 2);
+        check_direct_strided(isa, 2, 11, 40, 16, 32, 5, 2, 3);
+        check_direct_strided(isa, 3, 7, 7, 32, 16, 1, 0, 2);
+        check_direct_strided(isa, 2, 10, 12, 16, 16, 4, 1, 2);
     }
     const conv_geom g3 = {17, 3, 3, 32, 3, 3, 3, 3, 1, 1},
                     g14 = {2, 14, 14, 32, 14, 14, 5, 5, 2, 1};
