@@ -1,5 +1,6 @@
 /* Internal: direct 2-D convolution on the CPU (stride 1, zero padding, NHWC; the forward pass and
- * the filter gradient also at a stride: conv_direct_supports_strided), without im2col.
+ * the filter gradient also at a stride: conv_direct_supports_strided, and the input gradient at a
+ * stride by a pass of its own: conv_direct_data_strided), without im2col.
  *
  *     if (conv_direct_supports(&g, oc, need_dx)) {
  *         float *ws = device_alloc(dev, conv_direct_workspace_floats(&g, oc));

@@ -224,12 +224,13 @@ static int dx_pixels_512(int nv) {
     case (NV)*16 + (R):                                                                            \
         strided_dx_tile_512(t, R, NV);                                                             \
         break;
-#define DX_CASES(NV)                                                                               \
+#define DX_CASES_7(NV)                                                                             \
     DX_CASE(NV, 1)                                                                                 \
-    DX_CASE(NV, 2)                                                                                 \
-    DX_CASE(NV, 3) DX_CASE(NV, 4) DX_CASE(NV, 5) DX_CASE(NV, 6) DX_CASE(NV, 7) DX_CASE(NV, 8)      \
-        DX_CASE(NV, 9) DX_CASE(NV, 10) DX_CASE(NV, 11) DX_CASE(NV, 12) DX_CASE(NV, 13)             \
-            DX_CASE(NV, 14)
+    DX_CASE(NV, 2) DX_CASE(NV, 3) DX_CASE(NV, 4) DX_CASE(NV, 5) DX_CASE(NV, 6) DX_CASE(NV, 7)
+#define DX_CASES(NV)                                                                               \
+    DX_CASES_7(NV)                                                                                 \
+    DX_CASE(NV, 8)                                                                                 \
+    DX_CASE(NV, 9) DX_CASE(NV, 10) DX_CASE(NV, 11) DX_CASE(NV, 12) DX_CASE(NV, 13) DX_CASE(NV, 14)
 
 static AVX512_FN void strided_dx_any_512(const strided_dx_tile *t, int r_n, int nv) {
     switch (nv * 16 + r_n) {

@@ -571,12 +571,11 @@ SS_INLINE void bn_bwd_sums_narrow(int rows, int nv, const float *x, const float 
  * data-gradient passes by rows ---- */
 
 /* The sums over the rows are taken in blocks of rows whose size depends on the row count only
- * (cpu_bn_block_rows): each block's sums in row order, then the blocks' sums added in block order.
- * A part of the pass takes whole items, an item being a block's rows of up to BN_GROUP_COLS columns
- * (so that wide rows split by columns too), so any number of threads gives the same bits
- * (cpu_bn_block_rows: device_impl.h). On one
- * thread, sums held over a whole pass (the earlier form) left every batch norm of ResNet-20 (16
- * to 64 columns) on one thread; its batch norms took 11.7 ms of an 80.5 ms step on 2 threads. */
+ * (cpu_bn_block_rows, device_impl.h): each block's sums in row order, then the blocks' sums added
+ * in block order. A part of the pass takes whole items, an item being a block's rows of up to
+ * BN_GROUP_COLS columns (so that wide rows split by columns too), so any number of threads gives
+ * the same bits. Sums over all the rows in order (the earlier form) kept every batch norm of
+ * ResNet-20 (16 to 64 columns) on one thread: 11.7 ms of an 80.5 ms step on 2 threads. */
 enum { BN_BLOCK_ROWS = 256, BN_MAX_BLOCKS = 1024, BN_GROUP_COLS = 128 };
 
 int cpu_bn_block_rows(int rows) {
