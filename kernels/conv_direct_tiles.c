@@ -241,6 +241,40 @@ static AVX512_FN void strided_dx_any_512(const strided_dx_tile *t, int r_n, int 
     }
 }
 
+/* ---- the ranges' filter gradients summed and transposed (tile_set.sum_transpose) ---- */
+
+static AVX512_FN void sum_transpose_512(const float *const *blocks, int n, size_t ldi, float *out,
+                                        size_t ldo) {
+    __m512 r[16], t[16], u[16], v[16];
+    for (int i = 0; i < 16; i++) {
+        r[i] = _mm512_loadu_ps(blocks[0] + i * ldi);
+        for (int b = 1; b < n; b++)
+            r[i] = _mm512_add_ps(r[i], _mm512_loadu_ps(blocks[b] + i * ldi));
+    }
+    /* pairs of rows interleaved by floats, then by pairs of floats, then by 128-bit lanes */
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        const __m512d a = _mm512_castps_pd(t[i]), b = _mm512_castps_pd(t[i + 1]);
+        const __m512d c = _mm512_castps_pd(t[i + 2]), d = _mm512_castps_pd(t[i + 3]);
+        u[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        u[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        u[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        u[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    for (int i = 0; i < 16; i += 8)
+        for (int k = 0; k < 4; k++) {
+            v[i + k] = _mm512_shuffle_f32x4(u[i + k], u[i + 4 + k], 0x88);
+            v[i + 4 + k] = _mm512_shuffle_f32x4(u[i + k], u[i + 4 + k], 0xdd);
+        }
+    for (int k = 0; k < 8; k++) {
+        _mm512_storeu_ps(out + k * ldo, _mm512_shuffle_f32x4(v[k], v[8 + k], 0x88));
+        _mm512_storeu_ps(out + (8 + k) * ldo, _mm512_shuffle_f32x4(v[k], v[8 + k], 0xdd));
+    }
+}
+
 const tile_set conv_tiles_512 = {16,
                                  2,
                                  4,
@@ -249,7 +283,8 @@ const tile_set conv_tiles_512 = {16,
                                  slide_any_512,
                                  filter_any_512,
                                  dx_pixels_512,
-                                 strided_dx_any_512};
+                                 strided_dx_any_512,
+                                 sum_transpose_512};
 
 /* ---- AVX2 with FMA: 16 registers of 8 floats. Channels come in multiples of 16, so every
  * tile is 2 vectors wide: up to 6 pixels or filter rows, 12 accumulators, 2 weight (or dy)
@@ -421,7 +456,47 @@ static AVX2_FN void strided_dx_any_256(const strided_dx_tile *t, int r_n, int nv
     }
 }
 
-const tile_set conv_tiles_256 = {
-    8, 2, 2, six_256, six_256, slide_any_256, filter_any_256, six_256, strided_dx_any_256};
+/* an 8 x 8 quarter of sum_transpose's tile */
+static AVX2_FN void sum_transpose_8x8(const float *const *blocks, int n, size_t at, size_t ldi,
+                                      float *out, size_t ldo) {
+    __m256 r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++) {
+        r[i] = _mm256_loadu_ps(blocks[0] + at + i * ldi);
+        for (int b = 1; b < n; b++)
+            r[i] = _mm256_add_ps(r[i], _mm256_loadu_ps(blocks[b] + at + i * ldi));
+    }
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    for (int k = 0; k < 4; k++) {
+        _mm256_storeu_ps(out + k * ldo, _mm256_permute2f128_ps(u[k], u[4 + k], 0x20));
+        _mm256_storeu_ps(out + (4 + k) * ldo, _mm256_permute2f128_ps(u[k], u[4 + k], 0x31));
+    }
+}
+
+static AVX2_FN void sum_transpose_256(const float *const *blocks, int n, size_t ldi, float *out,
+                                      size_t ldo) {
+    for (int i = 0; i < 16; i += 8)
+        for (int o = 0; o < 16; o += 8)
+            sum_transpose_8x8(blocks, n, i * ldi + o, ldi, out + o * ldo + i, ldo);
+}
+
+const tile_set conv_tiles_256 = {8,
+                                 2,
+                                 2,
+                                 six_256,
+                                 six_256,
+                                 slide_any_256,
+                                 filter_any_256,
+                                 six_256,
+                                 strided_dx_any_256,
+                                 sum_transpose_256};
 
 #endif

@@ -63,6 +63,10 @@ typedef struct tile_set {
     void (*filter)(const filter_tile_args *f, int r_n, int nv);
     int (*dx_pixels)(int nv); /* the most pixels of a strided_dx tile of nv vectors */
     void (*strided_dx)(const strided_dx_tile *t, int r_n, int nv);
+    /* out[o * ldo + i] = blocks[0][i * ldi + o] + blocks[1][...] + ... (n blocks, added in that
+     * order: a scalar loop's bits) for i, o < 16: a 16 x 16 tile of the ranges' filter gradients
+     * summed and transposed (conv_direct.c's sum_part), in registers */
+    void (*sum_transpose)(const float *const *blocks, int n, size_t ldi, float *out, size_t ldo);
 } tile_set;
 
 /* The largest of nv_max, 2 and 1 vectors that `left` vectors hold. */

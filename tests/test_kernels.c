@@ -1622,6 +1622,30 @@ static void check_direct_threads(int h, int w, int c, int oc) {
     }
     CU_ASSERT(memcmp(dw[2], dw[3], nw * sizeof(float)) == 0); /* 3 threads, twice */
     CU_ASSERT(memcmp(db[2], db[3], oc * sizeof(float)) == 0);
+    /* on n threads the filter and bias gradients are the n sample ranges' (contiguous, as
+     * cpu_par_for splits 5 samples), each a one-thread pass over its samples, added in range
+     * order: the bits */
+    float *part_dw = ss_malloc(nw * sizeof(float)), *part_db = ss_malloc(oc * sizeof(float));
+    float *sum_dw = ss_malloc(nw * sizeof(float)), *sum_db = ss_malloc(oc * sizeof(float));
+    float *part_dx = ss_malloc(nx * sizeof(float));
+    for (int i = 1; i < 3; i++) {
+        const int n = threads[i];
+        for (int t = 0; t < n; t++) {
+            const int b0 = 5 * t / n, b1 = 5 * (t + 1) / n;
+            conv_geom gt = g;
+            gt.batch = b1 - b0;
+            conv_direct_backward(&gt, oc, x + (size_t)b0 * h * w * c, dy + (size_t)b0 * h * w * oc,
+                                 wt, ws, t ? part_dw : sum_dw, t ? part_db : sum_db, part_dx, NULL,
+                                 1);
+            for (size_t k = 0; t && k < nw; k++)
+                sum_dw[k] += part_dw[k];
+            for (int o = 0; t && o < oc; o++)
+                sum_db[o] += part_db[o];
+        }
+        CU_ASSERT(memcmp(sum_dw, dw[i], nw * sizeof(float)) == 0);
+        CU_ASSERT(memcmp(sum_db, db[i], oc * sizeof(float)) == 0);
+    }
+    free(part_dw), free(part_db), free(sum_dw), free(sum_db), free(part_dx);
     for (int i = 0; i < 4; i++)
         free(y[i]), free(dx[i]), free(dw[i]), free(db[i]);
     free(x), free(dy), free(wt), free(bias), free(ws);
