@@ -323,31 +323,37 @@ static int six_256(int nv) {
     return 6;
 }
 
+/* cases 1 to 6 of a switch on a tile's height, each calling TILE(R) with R a constant */
+#define SIX_CASES(TILE)                                                                            \
+    case 1:                                                                                        \
+        TILE(1);                                                                                   \
+        break;                                                                                     \
+    case 2:                                                                                        \
+        TILE(2);                                                                                   \
+        break;                                                                                     \
+    case 3:                                                                                        \
+        TILE(3);                                                                                   \
+        break;                                                                                     \
+    case 4:                                                                                        \
+        TILE(4);                                                                                   \
+        break;                                                                                     \
+    case 5:                                                                                        \
+        TILE(5);                                                                                   \
+        break;                                                                                     \
+    case 6:                                                                                        \
+        TILE(6);                                                                                   \
+        break;
+
 static AVX2_FN void slide_any_256(const slide *s, int r_n, int nv, float *out, int ldo,
                                   const float *bias, int relu) {
     SS_ASSERT(nv == 2);
+#define SLIDE_256(R) slide_tile_256(s, R, out, ldo, bias, relu)
     switch (r_n) {
-    case 1:
-        slide_tile_256(s, 1, out, ldo, bias, relu);
-        break;
-    case 2:
-        slide_tile_256(s, 2, out, ldo, bias, relu);
-        break;
-    case 3:
-        slide_tile_256(s, 3, out, ldo, bias, relu);
-        break;
-    case 4:
-        slide_tile_256(s, 4, out, ldo, bias, relu);
-        break;
-    case 5:
-        slide_tile_256(s, 5, out, ldo, bias, relu);
-        break;
-    case 6:
-        slide_tile_256(s, 6, out, ldo, bias, relu);
-        break;
+        SIX_CASES(SLIDE_256)
     default:
         SS_ASSERT(0 && "slide tile shape");
     }
+#undef SLIDE_256
 }
 
 AVX2_TILE void filter_tile_256(const filter_tile_args *f, const int R) {
@@ -379,28 +385,13 @@ AVX2_TILE void filter_tile_256(const filter_tile_args *f, const int R) {
 
 static AVX2_FN void filter_any_256(const filter_tile_args *f, int r_n, int nv) {
     SS_ASSERT(nv == 2);
+#define FILTER_256(R) filter_tile_256(f, R)
     switch (r_n) {
-    case 1:
-        filter_tile_256(f, 1);
-        break;
-    case 2:
-        filter_tile_256(f, 2);
-        break;
-    case 3:
-        filter_tile_256(f, 3);
-        break;
-    case 4:
-        filter_tile_256(f, 4);
-        break;
-    case 5:
-        filter_tile_256(f, 5);
-        break;
-    case 6:
-        filter_tile_256(f, 6);
-        break;
+        SIX_CASES(FILTER_256)
     default:
         SS_ASSERT(0 && "filter tile shape");
     }
+#undef FILTER_256
 }
 
 /* the strided data gradient: up to 6 pixels of 16 channels (2 vectors) */
@@ -432,28 +423,13 @@ AVX2_TILE void strided_dx_tile_256(const strided_dx_tile *t, const int R) {
 
 static AVX2_FN void strided_dx_any_256(const strided_dx_tile *t, int r_n, int nv) {
     SS_ASSERT(nv == 2);
+#define DX_256(R) strided_dx_tile_256(t, R)
     switch (r_n) {
-    case 1:
-        strided_dx_tile_256(t, 1);
-        break;
-    case 2:
-        strided_dx_tile_256(t, 2);
-        break;
-    case 3:
-        strided_dx_tile_256(t, 3);
-        break;
-    case 4:
-        strided_dx_tile_256(t, 4);
-        break;
-    case 5:
-        strided_dx_tile_256(t, 5);
-        break;
-    case 6:
-        strided_dx_tile_256(t, 6);
-        break;
+        SIX_CASES(DX_256)
     default:
         SS_ASSERT(0 && "strided data-gradient tile shape");
     }
+#undef DX_256
 }
 
 /* an 8 x 8 quarter of sum_transpose's tile */
