@@ -721,79 +721,80 @@ typedef struct strided_dx_job {
     const tile_set *ts;
 } strided_dx_job;
 
-/* The taps of input coordinate i along one axis (kernel size k, `out` output positions): the
- * kernel offsets whose output position (i + pad - kk) / stride exists and lies on the stride,
- * ascending, with those positions; returns how many, and their bit mask in *mask. */
-static int strided_taps(int i, int k, int pad, int stride, int out, int *kk, int *pos,
-                        unsigned *mask) {
-    int n = 0;
-    *mask = 0;
+/* The kernel offsets of input coordinate i along one axis (kernel size k, `out` output
+ * positions) whose output position (i + pad - kk) / stride exists and lies on the stride, as a
+ * bit mask */
+static unsigned strided_mask(int i, int k, int pad, int stride, int out) {
+    unsigned mask = 0;
     for (int t = 0; t < k; t++) {
         const int num = i + pad - t;
-        if (num < 0 || num % stride || num / stride >= out) continue;
-        kk[n] = t, pos[n] = num / stride, n++;
-        *mask |= 1u << t;
+        if (num >= 0 && num % stride == 0 && num / stride < out) mask |= 1u << t;
     }
+    return mask;
+}
+
+/* strided_mask's offsets, ascending, into kk and their output positions into pos; how many */
+static int strided_taps(int i, int k, int pad, int stride, int out, int *kk, int *pos) {
+    const unsigned mask = strided_mask(i, k, pad, stride, out);
+    int n = 0;
+    for (int t = 0; t < k; t++)
+        if (mask >> t & 1u) kk[n] = t, pos[n] = (i + pad - t) / stride, n++;
     return n;
 }
 
 /* One input row of one sample: the pixels of each residue modulo the stride in runs whose
- * pixels have the same kernel columns, each run in tiles of up to ts->dx_pixels pixels and
- * ts->strided_dx's channel vectors; pixels without a tap get zeros. */
+ * pixels have the same kernel columns, each run in tiles of up to ts->dx_pixels pixels and up to
+ * ts->slide_nv_max channel vectors (the strided_dx tiles' widths are the slide tiles'); pixels
+ * without a tap get zeros. */
 static void strided_dx_row(const strided_dx_job *j, const float *dyb, int ih, float *row) {
     const conv_geom *g = j->g;
     const int s = conv_stride(g), lanes = j->ts->lanes, nv_all = g->in_c / lanes;
     int ki[STRIDED_MAX_K], oh[STRIDED_MAX_K], kj[STRIDED_MAX_K], ow[STRIDED_MAX_K];
-    int kj_next[STRIDED_MAX_K], ow_next[STRIDED_MAX_K];
-    unsigned row_mask, mask, next_mask;
-    const int n_rows = strided_taps(ih, g->kh, g->pad, s, g->out_h, ki, oh, &row_mask);
-    for (int res = 0; res < s && res < g->in_w; res++) {
-        int iw = res;
-        int n_cols = strided_taps(iw, g->kw, g->pad, s, g->out_w, kj, ow, &mask);
-        while (iw < g->in_w) {
+    int ow_tile[STRIDED_MAX_K]; /* the tile's first pixel's output columns */
+    const int n_rows = strided_taps(ih, g->kh, g->pad, s, g->out_h, ki, oh);
+    for (int res = 0; res < s && res < g->in_w; res++)
+        for (int iw = res; iw < g->in_w;) {
+            const unsigned mask = strided_mask(iw, g->kw, g->pad, s, g->out_w);
             int len = 1; /* the run: pixels iw, iw + s, ... with the same columns */
-            while (iw + len * s < g->in_w) {
-                strided_taps(iw + len * s, g->kw, g->pad, s, g->out_w, kj_next, ow_next,
-                             &next_mask);
-                if (next_mask != mask) break;
+            while (iw + len * s < g->in_w &&
+                   strided_mask(iw + len * s, g->kw, g->pad, s, g->out_w) == mask)
                 len++;
-            }
+            const int n_cols = strided_taps(iw, g->kw, g->pad, s, g->out_w, kj, ow);
             if (!n_rows || !n_cols) {
                 for (int p = 0; p < len; p++)
                     memset(row + (size_t)(iw + p * s) * g->in_c, 0,
                            (size_t)g->in_c * sizeof(float));
-            } else {
-                strided_dx_tile t = {.dy = dyb,
-                                     .oc = j->oc,
-                                     .in_c = g->in_c,
-                                     .out_w = g->out_w,
-                                     .kw = g->kw,
-                                     .n_rows = n_rows,
-                                     .n_cols = n_cols,
-                                     .ki = ki,
-                                     .oh = oh,
-                                     .kj = kj,
-                                     .ow = ow_next,
-                                     .ldo = (size_t)s * g->in_c};
-                for (int v0 = 0; v0 < nv_all;) {
-                    const int nv = tile_vectors(j->ts->slide_nv_max, nv_all - v0);
-                    const int r_max = j->ts->dx_pixels(nv);
-                    t.wt = j->wt + (size_t)v0 * lanes;
-                    for (int p = 0; p < len;) {
-                        const int r_n = len - p < r_max ? len - p : r_max;
-                        for (int b = 0; b < n_cols; b++)
-                            ow_next[b] = ow[b] + p;
-                        t.out = row + (size_t)(iw + p * s) * g->in_c + (size_t)v0 * lanes;
-                        j->ts->strided_dx(&t, r_n, nv);
-                        p += r_n;
-                    }
-                    v0 += nv;
+                iw += len * s;
+                continue;
+            }
+            strided_dx_tile t = {.dy = dyb,
+                                 .oc = j->oc,
+                                 .in_c = g->in_c,
+                                 .out_w = g->out_w,
+                                 .kw = g->kw,
+                                 .n_rows = n_rows,
+                                 .n_cols = n_cols,
+                                 .ki = ki,
+                                 .oh = oh,
+                                 .kj = kj,
+                                 .ow = ow_tile,
+                                 .ldo = (size_t)s * g->in_c};
+            for (int v0 = 0; v0 < nv_all;) {
+                const int nv = tile_vectors(j->ts->slide_nv_max, nv_all - v0);
+                const int r_max = j->ts->dx_pixels(nv);
+                t.wt = j->wt + (size_t)v0 * lanes;
+                for (int p = 0; p < len;) {
+                    const int r_n = len - p < r_max ? len - p : r_max;
+                    for (int b = 0; b < n_cols; b++)
+                        ow_tile[b] = ow[b] + p;
+                    t.out = row + (size_t)(iw + p * s) * g->in_c + (size_t)v0 * lanes;
+                    j->ts->strided_dx(&t, r_n, nv);
+                    p += r_n;
                 }
+                v0 += nv;
             }
             iw += len * s;
-            if (iw < g->in_w) n_cols = strided_taps(iw, g->kw, g->pad, s, g->out_w, kj, ow, &mask);
         }
-    }
 }
 
 static void strided_dx_part(void *ctx, size_t b0, size_t b1) {
