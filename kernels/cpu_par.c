@@ -16,6 +16,7 @@
  * machine, so that passes of that size ran as fast on 2 threads as on one; a step's passes
  * mostly follow one another within microseconds. */
 enum { CPU_PAR_MAX = 64, CPU_PAR_SPIN_NS = 100000 };
+static int64_t watch_ns = CPU_PAR_SPIN_NS; /* cpu_par_set_watch_ns */
 
 typedef struct par_part {
     size_t i0, i1;
@@ -36,6 +37,7 @@ static struct {
     par_part part[CPU_PAR_MAX];
     int parts, next;
     int atfork;
+    unsigned long watching, quiet; /* threads in watch(); bumped by cpu_par_quiet() */
 } pool = {.use = PTHREAD_MUTEX_INITIALIZER,
           .mu = PTHREAD_MUTEX_INITIALIZER,
           .wake = PTHREAD_COND_INITIALIZER,
@@ -47,21 +49,45 @@ static int64_t now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Watches *v (read without pool.mu) for up to CPU_PAR_SPIN_NS: 1 as soon as (*v != x) == differ
- * holds, 0 at the end of the watch. Yields the core between looks, so that a thread that needs
- * it (OpenBLAS's, the caller's) gets it. */
+/* Watches *v (read without pool.mu) for up to watch_ns: 1 as soon as (*v != x) == differ
+ * holds, 0 at the end of the watch or when cpu_par_quiet() is called during it. Yields the core
+ * between looks, so that a thread that needs it (OpenBLAS's, the caller's) gets it. */
 static int watch(const unsigned long *v, unsigned long x, int differ) {
-    const int64_t t0 = now_ns();
+    const int64_t t0 = now_ns(), span = __atomic_load_n(&watch_ns, __ATOMIC_RELAXED);
+    /* quiet read before counting in: a cpu_par_quiet() that sees this thread counted changes it
+     * after this read */
+    const unsigned long quiet = __atomic_load_n(&pool.quiet, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&pool.watching, 1, __ATOMIC_SEQ_CST);
+    int seen = 0;
     for (unsigned i = 1;; i++) {
-        if ((__atomic_load_n(v, __ATOMIC_ACQUIRE) != x) == differ) return 1;
+        if ((__atomic_load_n(v, __ATOMIC_ACQUIRE) != x) == differ) {
+            seen = 1;
+            break;
+        }
+        if (__atomic_load_n(&pool.quiet, __ATOMIC_RELAXED) != quiet) break;
         if (i % 16 == 0) {
-            if (now_ns() - t0 > CPU_PAR_SPIN_NS) return 0;
+            if (now_ns() - t0 > span) break;
             sched_yield();
         }
 #if defined(__x86_64__) || defined(__i386__)
         __builtin_ia32_pause();
 #endif
     }
+    __atomic_sub_fetch(&pool.watching, 1, __ATOMIC_RELAXED);
+    return seen;
+}
+
+void cpu_par_quiet(void) {
+    if (__atomic_load_n(&pool.watching, __ATOMIC_SEQ_CST))
+        __atomic_add_fetch(&pool.quiet, 1, __ATOMIC_SEQ_CST);
+}
+
+int cpu_par_watching(void) {
+    return (int)__atomic_load_n(&pool.watching, __ATOMIC_SEQ_CST);
+}
+
+void cpu_par_set_watch_ns(long long ns) {
+    __atomic_store_n(&watch_ns, ns < 0 ? (int64_t)CPU_PAR_SPIN_NS : (int64_t)ns, __ATOMIC_RELAXED);
 }
 
 /* Runs the pass's unclaimed parts (called and returning with pool.mu held); a pool thread

@@ -47,6 +47,7 @@ static void cpu_gemm(device *dev, int trans_a, int trans_b, int m, int n, int k,
                      const float *a, int lda, const float *b, int ldb, float beta, float *c,
                      int ldc) {
     (void)dev;
+    cpu_par_quiet();
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                 trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

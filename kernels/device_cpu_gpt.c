@@ -19,6 +19,7 @@ void cpu_gemm_batched(device *dev, int trans_a, int trans_b, int m, int n, int k
                       long long stride_b, float beta, float *c, int ldc, long long stride_c,
                       int count) {
     (void)dev;
+    cpu_par_quiet();
     for (int i = 0; i < count; i++)
         cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
                     trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a + i * stride_a, lda,

@@ -12,6 +12,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- cpu_par_for ---- */
 
@@ -52,6 +53,33 @@ static void test_par_for_parts(void) {
     CU_ASSERT_EQUAL(parts_for(8, 7, 1, 35), 1);
     CU_ASSERT_EQUAL(parts_for(64, 100000, 1, 1), 64);
     CU_ASSERT_EQUAL(parts_for(2, 0, 1, 1), 0);
+}
+
+/* A pool thread that watches for the next pass goes to sleep when cpu_par_quiet() is called (the
+ * call before each SGEMM), not at the end of its watch: with a watch of 10 minutes, it must stop
+ * within a minute of the call. */
+static int wait_watching(int want, double limit_s) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (cpu_par_watching() == want) return 1;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > limit_s)
+            return 0;
+        const struct timespec nap = {0, 1000000};
+        nanosleep(&nap, NULL);
+    }
+}
+
+static void test_par_quiet(void) {
+    cpu_par_set_watch_ns(600LL * 1000000000);
+    CU_ASSERT_EQUAL(parts_for(2, 1000, 1, 1), 2); /* starts the pool's thread, which then watches */
+    CU_ASSERT(wait_watching(1, 60.0));
+    cpu_par_quiet();
+    CU_ASSERT(wait_watching(0, 60.0));
+    cpu_par_set_watch_ns(-1);
+    CU_ASSERT_EQUAL(parts_for(2, 1000, 1, 1), 2);
+    CU_ASSERT(wait_watching(0, 60.0)); /* a watch of the default span ends by itself */
 }
 
 /* ---- every split pass against one thread ---- */
@@ -222,6 +250,8 @@ static void test_passes_threads(void) {
 }
 
 static CU_TestInfo par_tests[] = {
+    /* first: the pool has one thread then, so one watches */
+    {"cpu_par_quiet: a watching pool thread sleeps at once", test_par_quiet},
     {"cpu_par_for: every item once, aligned parts, at most the threads", test_par_for_parts},
     {"every pass split over 2 and 3 threads = one thread, bit for bit", test_passes_threads},
     CU_TEST_INFO_NULL,
