@@ -208,11 +208,24 @@ static void pack_blocks(const tile_set *ts, const float *src, size_t k, int n, f
     free(starts);
 }
 
-/* The samples' images one by one, each in tiles of pixels along an output row. */
+/* The kernel rows a0 <= a < a1 (of kh) that output row oh reads inside an image of img rows
+ * behind a frame of `frame` rows, its input rows st apart: 0 <= oh st + a - frame < img */
+static void rows_inside(int oh, int st, int frame, int img, int kh, int *a0, int *a1) {
+    const int lo = frame - oh * st, hi = img + frame - oh * st;
+    *a0 = lo > 0 ? lo : 0;
+    *a1 = hi < kh ? hi : kh;
+    if (*a1 < *a0) *a1 = *a0;
+}
+
+/* The samples' images one by one, each in tiles of pixels along an output row; a tile's chains
+ * leave out the kernel rows that fall in the frame above or below the image (the same for every
+ * pixel of the row: 2 of 3 rows are left on a 3 x 3 kernel's first and last output rows). */
 static void slide_rows(const tile_set *ts, const slide_pass *p, float *out) {
     const int st = p->stride > 1 ? p->stride : 1;
     for (int sm = 0; sm < p->samples; sm++, out += p->s_out)
         for (int oh = 0; oh < p->out_h; oh++) {
+            int a0, a1;
+            rows_inside(oh, st, p->frame_h, p->img_h, p->kh, &a0, &a1);
             for (int o0 = 0; o0 < p->n_out;) {
                 int nv = tile_vectors(ts->slide_nv_max, (p->n_out - o0) / ts->lanes);
                 int r_max = ts->slide_pixels(nv);
@@ -225,8 +238,8 @@ static void slide_rows(const tile_set *ts, const slide_pass *p, float *out) {
                                p->run,
                                p->w + (size_t)o0 * p->kh * p->run,
                                ts->lanes * nv,
-                               0,
-                               p->kh,
+                               a0,
+                               a1,
                                0,
                                p->run};
                     ts->slide(&s, r_n, nv, out + ((size_t)oh * p->out_w + ow0) * p->n_out + o0,
@@ -301,8 +314,12 @@ static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const 
     SS_ASSERT(st == 1 || !skip);
     const int cols = skip ? g->kw : 1, col_run = skip ? g->in_c : run;
     for (int a = 0; a < g->kh; a++) {
-        int oh0 = 0, oh1 = g->out_h; /* output rows whose input row oh + a - pad is inside */
-        if (skip) taps_inside(a, g->pad, g->in_h, g->out_h, &oh0, &oh1);
+        /* output rows whose input row oh st + a - pad is inside (the frame's rows left out) */
+        int oh0 = 0, oh1 = g->out_h;
+        while (oh0 < oh1 && oh0 * st + a < g->pad)
+            oh0++;
+        while (oh1 > oh0 && (oh1 - 1) * st + a - g->pad >= g->in_h)
+            oh1--;
         for (int b = 0; b < cols; b++) {
             int ow0 = 0, ow1 = g->out_w;
             if (skip) taps_inside(b, g->pad, g->in_w, g->out_w, &ow0, &ow1);
@@ -315,7 +332,7 @@ static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const 
             const float *in_ab =
                 skip ? x + ((size_t)(oh0 + a - g->pad) * g->in_w + (size_t)(ow0 + b - g->pad)) *
                                g->in_c
-                     : x + a * row;
+                     : x + ((size_t)oh0 * st + a) * row;
             const float *dy0 = dy + ((size_t)oh0 * g->out_w + ow0) * oc;
             for (int o0 = 0; o0 < oc;) {
                 int nv = tile_vectors(ts->filter_nv_max, (oc - o0) / ts->lanes);

@@ -24,11 +24,14 @@
  *   data:     dx(p, c) = sum over (a, b, o) ascending of dy_pad(ih + a, iw + b, o) *
  *             w(o, kh-1-a, kw-1-b, c), dy_pad being dy with kh-1-pad zero rows and kw-1-pad zero
  *             columns on each side (the transposed convolution)
- * On small maps (conv_direct_skips_frame: under 8 x 8 output pixels and narrower than 8, such as
- * vgg:11's 7 x 7, 3 x 3 and 1 x 1 maps) the chains leave out the terms whose x (forward, filter)
- * or dy_pad (data) lies in the zero frame: 8 of the 9 taps of a 3 x 3 kernel on a 1 x 1 map. Such
- * a term adds +0 or -0, so leaving it out changes nothing unless the sum so far is -0 (only an
- * underflow gives one) or the other factor is not finite. Small maps go in groups of up to 14
+ * The chains leave out the terms whose x (forward, filter) or dy_pad (data) lies in a row of the
+ * zero frame above or below the image (a tile's pixels lie along one row, so they share those
+ * rows: a 3 x 3 kernel's first and last output rows take 2 of its 3 rows; 4.8 % of the terms on a
+ * 14 x 14 map). On small maps (conv_direct_skips_frame: under 8 x 8 output pixels and narrower
+ * than 8, such as vgg:11's 7 x 7, 3 x 3 and 1 x 1 maps) they also leave out those in the frame's
+ * columns: 8 of the 9 taps of a 3 x 3 kernel on a 1 x 1 map. Such a term adds +0 or -0, so
+ * leaving it out changes nothing unless the sum so far is -0 (only an underflow gives one) or the
+ * other factor is not finite. Small maps go in groups of up to 14
  * samples: a forward or data tile is then one pixel of each sample of the group, and a filter
  * tile sums the samples of a chunk (their x and dy about 1 MiB), in order, before storing; the
  * chains stay those above.

@@ -1375,8 +1375,9 @@ static int dc_inside(int i, int n) {
     return i >= 0 && i < n;
 }
 
-/* the number of outputs of y (relu or not), dw and dx that differ from the references; where
- * conv_direct_skips_frame, the chains leave out the terms whose x or dy lies outside the image */
+/* the number of outputs of y (relu or not), dw and dx that differ from the references: the
+ * chains leave out the terms whose x or dy lies in a row above or below the image and, where
+ * conv_direct_skips_frame, also those in a column left or right of it */
 static int direct_mismatches(const direct_case *d, const float *y, int relu, const float *dw,
                              const float *dx) {
     const conv_geom *g = &d->g;
@@ -1390,7 +1391,7 @@ static int direct_mismatches(const direct_case *d, const float *y, int relu, con
                     for (int ki = 0; ki < g->kh; ki++)
                         for (int kj = 0; kj < g->kw; kj++) {
                             const int ih = oh * st - g->pad + ki, iw = ow * st - g->pad + kj;
-                            if (skip && !(dc_inside(ih, g->in_h) && dc_inside(iw, g->in_w)))
+                            if (!dc_inside(ih, g->in_h) || (skip && !dc_inside(iw, g->in_w)))
                                 continue;
                             for (int c = 0; c < g->in_c; c++)
                                 a = fmaf(dc_x(d, b, ih, iw, c), dc_w(d, o, ki, kj, c), a);
@@ -1407,7 +1408,7 @@ static int direct_mismatches(const direct_case *d, const float *y, int relu, con
                         for (int oh = 0; oh < g->out_h; oh++)
                             for (int ow = 0; ow < g->out_w; ow++) {
                                 const int ih = oh * st - g->pad + ki, iw = ow * st - g->pad + kj;
-                                if (skip && !(dc_inside(ih, g->in_h) && dc_inside(iw, g->in_w)))
+                                if (!dc_inside(ih, g->in_h) || (skip && !dc_inside(iw, g->in_w)))
                                     continue;
                                 a = fmaf(dc_x(d, b, ih, iw, c), dc_dy(d, b, oh, ow, o), a);
                             }
@@ -1423,7 +1424,7 @@ static int direct_mismatches(const direct_case *d, const float *y, int relu, con
                     for (int p = 0; p < g->kh; p++)
                         for (int q = 0; q < g->kw; q++) {
                             const int oh = ih + p - qh, ow = iw + q - qw;
-                            if (skip && !(dc_inside(oh, g->out_h) && dc_inside(ow, g->out_w)))
+                            if (!dc_inside(oh, g->out_h) || (skip && !dc_inside(ow, g->out_w)))
                                 continue;
                             for (int o = 0; o < d->oc; o++)
                                 a = fmaf(dc_dy(d, b, oh, ow, o),
@@ -1578,6 +1579,71 @@ static void test_conv_direct_exact(void) {
                     g14 = {2, 14, 14, 32, 14, 14, 5, 5, 2, 1};
     CU_ASSERT(conv_direct_skips_frame(&g3));
     CU_ASSERT(!conv_direct_skips_frame(&g14));
+    conv_direct_cap_isa(CONV_DIRECT_AVX512);
+}
+
+/* The frame's rows are left out on every map, not only added as zeros: with the kernel's first
+ * row infinite, the forward pass's first output row and the data gradient's last input row stay
+ * finite (a term of 0 x inf would make them NaN), the rows beside them are not (infinite, NaN at
+ * the edge pixels, whose frame columns stay in); with the output gradient's first row infinite,
+ * the filter gradient of the kernel's first row stays finite. A 14 x 14 map (tiles of pixels
+ * along rows), stride 1 and 2, on every instruction set. */
+static void test_conv_direct_frame_rows(void) {
+    const conv_direct_isa best = conv_direct_best_isa();
+    if (best == CONV_DIRECT_NONE) SS_SKIP("no AVX2 or AVX-512F: direct convolution unused");
+    const int c = 16, oc = 16, k = 3;
+    for (conv_direct_isa isa = CONV_DIRECT_AVX2; isa <= best; isa++)
+        for (int st = 1; st <= 2; st++) {
+            conv_direct_cap_isa(isa);
+            const int oh_n = (14 + 2 - k) / st + 1;
+            const conv_geom g = {2, 14, 14, c, oh_n, oh_n, k, k, 1, st};
+            const size_t nx = (size_t)2 * 14 * 14 * c, ny = (size_t)2 * oh_n * oh_n * oc;
+            const size_t nw = (size_t)oc * k * k * c;
+            float *x = malloc(nx * sizeof(float)), *dx = malloc(nx * sizeof(float));
+            float *y = malloc(ny * sizeof(float)), *dy = malloc(ny * sizeof(float));
+            float *w = malloc(nw * sizeof(float)), *dw = malloc(nw * sizeof(float));
+            float *bias = calloc((size_t)oc, sizeof(float)), *db = malloc(oc * sizeof(float));
+            float *ws = malloc(conv_direct_workspace_floats(&g, oc) * sizeof(float));
+            rng r;
+            rng_seed(&r, 31, RNG_STREAM_DATA);
+            fill_uniform(&r, x, nx, 0.5f, 1.0f);
+            fill_uniform(&r, dy, ny, 0.5f, 1.0f);
+            fill_uniform(&r, w, nw, 0.5f, 1.0f);
+            for (int o = 0; o < oc; o++) /* the kernel's first row: (o, 0, kj, c) */
+                for (int t = 0; t < k * c; t++)
+                    w[(size_t)o * k * k * c + t] = INFINITY;
+            conv_direct_forward(&g, oc, x, w, bias, 0, ws, y, NULL, 1);
+            int first_finite = 1, second_inf = 1;
+            for (int b = 0; b < 2; b++)
+                for (int i = 0; i < oh_n * oc; i++) {
+                    first_finite &= isfinite(y[(size_t)b * oh_n * oh_n * oc + i]);
+                    second_inf &= !isfinite(y[((size_t)b * oh_n + 1) * oh_n * oc + i]);
+                }
+            CU_ASSERT(first_finite && second_inf);
+            if (st == 1) { /* the data gradient's last input row reads past the output's last */
+                conv_direct_backward(&g, oc, x, dy, w, ws, dw, db, dx, NULL, 1);
+                int last_finite = 1, before_inf = 1;
+                for (int b = 0; b < 2; b++)
+                    for (int i = 0; i < 14 * c; i++) {
+                        last_finite &= isfinite(dx[((size_t)b * 14 + 13) * 14 * c + i]);
+                        before_inf &= !isfinite(dx[((size_t)b * 14 + 12) * 14 * c + i]);
+                    }
+                CU_ASSERT(last_finite && before_inf);
+            }
+            fill_uniform(&r, w, nw, 0.5f, 1.0f);
+            for (int b = 0; b < 2; b++) /* the output gradient's first row */
+                for (int i = 0; i < oh_n * oc; i++)
+                    dy[(size_t)b * oh_n * oh_n * oc + i] = INFINITY;
+            conv_direct_backward(&g, oc, x, dy, w, ws, dw, db, NULL, NULL, 1);
+            int row0_finite = 1, row1_inf = 1;
+            for (int o = 0; o < oc; o++)
+                for (int t = 0; t < k * c; t++) {
+                    row0_finite &= isfinite(dw[(size_t)o * k * k * c + t]);
+                    row1_inf &= !isfinite(dw[(size_t)o * k * k * c + k * c + t]);
+                }
+            CU_ASSERT(row0_finite && row1_inf);
+            free(x), free(dx), free(y), free(dy), free(w), free(dw), free(bias), free(db), free(ws);
+        }
     conv_direct_cap_isa(CONV_DIRECT_AVX512);
 }
 
@@ -1825,6 +1891,7 @@ static CU_TestInfo layer_tests[] = {
     {"conv2d batch in chunks = per-sample passes", test_conv_chunks},
     {"im2col and col2im = direct definitions, bit for bit", test_im2col_col2im},
     {"direct convolution = fmaf chains, bit for bit", test_conv_direct_exact},
+    {"direct convolution: the frame's rows left out of the chains", test_conv_direct_frame_rows},
     {"direct convolution on threads = one thread", test_conv_direct_threads},
     {"direct convolution = im2col + sgemm within rounding", test_conv_direct_vs_im2col},
     {"direct conv -> ReLU -> max-pool block = separate layers, bit for bit", test_conv_block},
