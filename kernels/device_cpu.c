@@ -508,6 +508,9 @@ typedef double bn_v8d __attribute__((vector_size(64)));
 typedef float bn_v8f __attribute__((vector_size(32)));
 typedef int32_t bn_v8i __attribute__((vector_size(32)));
 #define BN_NARROW_MAX 4 /* vectors of 8 columns */
+/* the pooled sums' vectors of 8 columns at most: 32 columns, with their means and deviations 16
+ * registers (64 columns spilled) */
+#define BN_POOL_NV 4
 
 /* 8 floats from p, widened (a macro: a function returning the vector warns of its ABI) */
 #define BN_LOAD8(v, p)                                                                             \
@@ -591,7 +594,115 @@ typedef struct bn_job {
     float *y;
     int block_rows, groups, bwd;
     double *part; /* (blocks, 2, cols): each block's two sums */
+    /* a max-pool after (bn_pool_*): the rows are (batch, h, w) pixels, and the output gradient
+     * comes from the pooling's, pool_dy, through the codes: a pixel takes its window's value
+     * where its window's code names it, +0 elsewhere (maxpool_bwd's values masked as relu_bwd
+     * masks them), and +0 where no window covers it (odd h or w) */
+    const float *pool_dy;
+    const uint8_t *codes;
+    int h, w;
 } bn_job;
+
+/* The pixel of row r (b, hh, ww) and the window that covers it: *win the offset of its pooled
+ * values (cols each), *pos its place in the window (00, 01, 10, 11: 0 to 3); 0 where no window
+ * covers it (odd h or w). */
+typedef struct bn_pixel {
+    size_t b;
+    int hh, ww;
+} bn_pixel;
+
+SS_INLINE bn_pixel bn_pixel_of(const bn_job *j, size_t r) {
+    const size_t hw = (size_t)j->h * j->w;
+    const int p = (int)(r % hw);
+    return (bn_pixel){r / hw, p / j->w, p % j->w};
+}
+
+SS_INLINE void bn_pixel_next(const bn_job *j, bn_pixel *px) {
+    if (++px->ww == j->w) {
+        px->ww = 0;
+        if (++px->hh == j->h) px->hh = 0, px->b++;
+    }
+}
+
+SS_INLINE int bn_pixel_window(const bn_job *j, const bn_pixel *px, size_t *win, int *pos) {
+    const int oh_n = j->h / 2, ow_n = j->w / 2;
+    if (px->hh >= 2 * oh_n || px->ww >= 2 * ow_n) return 0;
+    *win = ((px->b * oh_n + (size_t)(px->hh / 2)) * ow_n + (size_t)(px->ww / 2)) * j->cols;
+    *pos = (px->hh & 1) * 2 + (px->ww & 1);
+    return 1;
+}
+
+/* bn_bwd_sums_narrow's sums for the pooled gradient (bn_job), formed row by row: rows [r0, r0 +
+ * rows) of a block, columns [c0, c0 + 8 nv), nv a constant at each call; each column's terms in
+ * row order, so the same bits as bn_bwd_sums_cols over the gradient formed in memory */
+SS_INLINE void bn_pool_bwd_sums_narrow(const bn_job *j, size_t r0, int rows, int c0, int nv,
+                                       double *sum_dy, double *sum_dyx) {
+    bn_v8d mean[BN_POOL_NV], invstd[BN_POOL_NV];
+    bn_v8d s[BN_POOL_NV] = {{0}}, q[BN_POOL_NV] = {{0}};
+    for (int v = 0; v < nv; v++) {
+        BN_LOAD8(mean[v], j->mean + c0 + 8 * v);
+        BN_LOAD8(invstd[v], j->invstd + c0 + 8 * v);
+    }
+    bn_pixel px = bn_pixel_of(j, r0);
+    for (int r = 0; r < rows; r++) {
+        size_t win = 0;
+        int pos = 0;
+        const int covered = bn_pixel_window(j, &px, &win, &pos);
+        const float *xr = j->x + (r0 + (size_t)r) * j->cols + c0;
+        const float *restrict d = j->pool_dy + win + c0;
+        const uint8_t *restrict code = j->codes + win + c0;
+        /* the row's gradient formed by a loop the compiler vectorizes (the bytes widened in
+         * registers; as a vector extension, GCC widened them one by one) */
+        float gr[8 * BN_POOL_NV];
+        if (covered)
+            for (int c = 0; c < 8 * nv; c++)
+                gr[c] = code[c] == pos ? d[c] : 0.0f;
+        else
+            for (int c = 0; c < 8 * nv; c++)
+                gr[c] = 0.0f;
+        for (int v = 0; v < nv; v++) {
+            bn_v8f gf;
+            memcpy(&gf, gr + 8 * v, sizeof gf);
+            const bn_v8d g = __builtin_convertvector(gf, bn_v8d);
+            bn_v8d xv;
+            BN_LOAD8(xv, xr + 8 * v);
+            s[v] += g;
+            q[v] += g * ((xv - mean[v]) * invstd[v]);
+        }
+        bn_pixel_next(j, &px);
+    }
+    for (int v = 0; v < nv; v++) {
+        memcpy(sum_dy + c0 + 8 * v, &s[v], sizeof s[v]);
+        memcpy(sum_dyx + c0 + 8 * v, &q[v], sizeof q[v]);
+    }
+}
+
+/* dx rows [r0, r1) from the pooled gradient, as bn_dx_rows computes them from a formed one */
+SS_INLINE void bn_pool_dx_rows(const bn_job *j, size_t r0, size_t r1) {
+    const int cols = j->cols;
+    bn_pixel px = bn_pixel_of(j, r0);
+    for (size_t r = r0; r < r1; r++) {
+        size_t win = 0;
+        int pos = 0;
+        const float *restrict xr = j->x + r * cols;
+        float *restrict dxr = j->y + r * cols;
+        if (bn_pixel_window(j, &px, &win, &pos)) {
+            const float *restrict d = j->pool_dy + win;
+            const uint8_t *restrict code = j->codes + win;
+            for (int c = 0; c < cols; c++) {
+                const float g = code[c] == pos ? d[c] : 0.0f;
+                const float xhat = (xr[c] - j->mean[c]) * j->invstd[c];
+                dxr[c] = j->k[c] * (g - j->a[c] - xhat * j->b[c]);
+            }
+        } else {
+            for (int c = 0; c < cols; c++) {
+                const float xhat = (xr[c] - j->mean[c]) * j->invstd[c];
+                dxr[c] = j->k[c] * (0.0f - j->a[c] - xhat * j->b[c]);
+            }
+        }
+        bn_pixel_next(j, &px);
+    }
+}
 
 /* s1[c] and s2[c] = the sums of x and x^2 over rows, columns [c0, c1), rows in order */
 SS_INLINE void bn_sums_cols(int rows, int cols, int c0, int c1, const float *x, double *s1,
@@ -635,6 +746,14 @@ SS_INLINE void bn_item_sums(const bn_job *j, size_t item) {
             bn_sums_narrow(nr, 4, x, s1, s2);
         else
             bn_sums_cols(nr, cols, c0, c1, x, s1, s2);
+        return;
+    }
+    if (j->pool_dy) { /* 32 or 16 columns at a time (bn_pool_* take multiples of 16) */
+        int c = c0;
+        for (; c + 32 <= c1; c += 32)
+            bn_pool_bwd_sums_narrow(j, (size_t)r0, nr, c, 4, s1, s2);
+        for (; c < c1; c += 16)
+            bn_pool_bwd_sums_narrow(j, (size_t)r0, nr, c, 2, s1, s2);
         return;
     }
     const float *dy = j->dy + at, *mask = j->masked ? j->y_mask + at : NULL;
@@ -699,16 +818,15 @@ static void bn_affine_par(int rows, int cols, const float *x, const float *scale
 }
 
 /* The batch's statistics in one pass over x: the sums of x and of x^2 per column in double (each
- * square exact there), the biased variance E[x^2] - E[x]^2. */
-static SS_CPU_CLONES void cpu_bn_fwd_train_act(device *dev, int rows, int cols, const float *x,
-                                               const float *gamma, const float *beta,
-                                               float momentum, float eps, float *run_mean,
-                                               float *run_var, float *save_mean, float *save_invstd,
-                                               int relu, float *y) {
-    (void)dev;
+ * square exact there), the biased variance E[x^2] - E[x]^2; the running statistics updated and the
+ * affine pass's scale and shift (cols each). Inline: its float arithmetic is compiled in each
+ * variant of the caller, as before it was split out. */
+SS_INLINE void bn_train_stats(int rows, int cols, const float *x, const float *gamma,
+                              const float *beta, float momentum, float eps, float *run_mean,
+                              float *run_var, float *save_mean, float *save_invstd, float *scale,
+                              float *shift) {
     double *sum = ss_calloc(2 * (size_t)cols, sizeof(double)), *sq = sum + cols;
     bn_sums_par(rows, cols, x, sum, sq);
-    float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
     for (int c = 0; c < cols; c++) {
         const double mean = sum[c] / rows, var = fmax(sq[c] / rows - mean * mean, 0.0);
         save_mean[c] = (float)mean;
@@ -719,9 +837,20 @@ static SS_CPU_CLONES void cpu_bn_fwd_train_act(device *dev, int rows, int cols, 
         run_mean[c] = (float)((1.0 - momentum) * run_mean[c] + momentum * (double)save_mean[c]);
         run_var[c] = (float)((1.0 - momentum) * run_var[c] + momentum * unbiased);
     }
+    free(sum);
+}
+
+static SS_CPU_CLONES void cpu_bn_fwd_train_act(device *dev, int rows, int cols, const float *x,
+                                               const float *gamma, const float *beta,
+                                               float momentum, float eps, float *run_mean,
+                                               float *run_var, float *save_mean, float *save_invstd,
+                                               int relu, float *y) {
+    (void)dev;
+    float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
+    bn_train_stats(rows, cols, x, gamma, beta, momentum, eps, run_mean, run_var, save_mean,
+                   save_invstd, scale, shift);
     bn_affine_par(rows, cols, x, scale, shift, relu, y);
     free(scale);
-    free(sum);
 }
 
 static void cpu_bn_fwd_train(device *dev, int rows, int cols, const float *x, const float *gamma,
@@ -731,16 +860,23 @@ static void cpu_bn_fwd_train(device *dev, int rows, int cols, const float *x, co
                          save_mean, save_invstd, 0, y);
 }
 
+/* inference's scale and shift from the running statistics (inline: as bn_train_stats) */
+SS_INLINE void bn_infer_scale(int cols, const float *gamma, const float *beta,
+                              const float *run_mean, const float *run_var, float eps, float *scale,
+                              float *shift) {
+    for (int c = 0; c < cols; c++) {
+        scale[c] = gamma[c] * (float)(1.0 / sqrt((double)run_var[c] + eps));
+        shift[c] = beta[c] - run_mean[c] * scale[c];
+    }
+}
+
 static SS_CPU_CLONES void cpu_bn_fwd_infer_act(device *dev, int rows, int cols, const float *x,
                                                const float *gamma, const float *beta,
                                                const float *run_mean, const float *run_var,
                                                float eps, int relu, float *y) {
     (void)dev;
     float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
-    for (int c = 0; c < cols; c++) {
-        scale[c] = gamma[c] * (float)(1.0 / sqrt((double)run_var[c] + eps));
-        shift[c] = beta[c] - run_mean[c] * scale[c];
-    }
+    bn_infer_scale(cols, gamma, beta, run_mean, run_var, eps, scale, shift);
     bn_affine_par(rows, cols, x, scale, shift, relu, y);
     free(scale);
 }
@@ -751,10 +887,26 @@ static void cpu_bn_fwd_infer(device *dev, int rows, int cols, const float *x, co
     cpu_bn_fwd_infer_act(dev, rows, cols, x, gamma, beta, run_mean, run_var, eps, 0, y);
 }
 
+/* where the output gradient comes from a max-pool after (bn_pool_bwd): NULL otherwise */
+typedef struct bn_pool_src {
+    const float *pool_dy;
+    const uint8_t *codes;
+    int h, w;
+} bn_pool_src;
+
+static void bn_job_pool(bn_job *j, const bn_pool_src *ps) {
+    if (!ps) return;
+    j->pool_dy = ps->pool_dy;
+    j->codes = ps->codes;
+    j->h = ps->h;
+    j->w = ps->w;
+}
+
 /* sum_dy[c] and sum_dyx[c] += g and g x-hat over the rows, in double */
 static void bn_bwd_sums_par(int rows, int cols, const float *x, const float *dy,
-                            const float *y_mask, int masked, const float *save_mean,
-                            const float *save_invstd, double *sum_dy, double *sum_dyx) {
+                            const float *y_mask, int masked, const bn_pool_src *ps,
+                            const float *save_mean, const float *save_invstd, double *sum_dy,
+                            double *sum_dyx) {
     bn_job j = {.rows = rows,
                 .cols = cols,
                 .masked = masked,
@@ -766,6 +918,7 @@ static void bn_bwd_sums_par(int rows, int cols, const float *x, const float *dy,
                 .invstd = save_invstd,
                 .s1 = sum_dy,
                 .s2 = sum_dyx};
+    bn_job_pool(&j, ps);
     bn_block_sums(&j);
 }
 
@@ -782,6 +935,10 @@ SS_INLINE void bn_dx_rows(const bn_job *j, size_t r0, size_t r1, int masked) {
 
 static SS_CPU_CLONES void bn_dx_part(void *ctx, size_t r0, size_t r1) {
     const bn_job *j = ctx;
+    if (j->pool_dy) {
+        bn_pool_dx_rows(j, r0, r1);
+        return;
+    }
     if (j->masked)
         bn_dx_rows(j, r0, r1, 1);
     else
@@ -790,8 +947,9 @@ static SS_CPU_CLONES void bn_dx_part(void *ctx, size_t r0, size_t r1) {
 
 /* dx = k (g - a - x-hat b) per element */
 static void bn_dx_par(int rows, int cols, const float *x, const float *dy, const float *y_mask,
-                      int masked, const float *save_mean, const float *save_invstd, const float *k,
-                      const float *a, const float *b, float *dx) {
+                      int masked, const bn_pool_src *ps, const float *save_mean,
+                      const float *save_invstd, const float *k, const float *a, const float *b,
+                      float *dx) {
     bn_job j = {.rows = rows,
                 .cols = cols,
                 .masked = masked,
@@ -804,14 +962,16 @@ static void bn_dx_par(int rows, int cols, const float *x, const float *dy, const
                 .a = a,
                 .b = b,
                 .y = dx};
+    bn_job_pool(&j, ps);
     cpu_par_for(0, (size_t)rows, cpu_par_grain((size_t)cols), 1, bn_dx_part, &j);
 }
 
 SS_INLINE void bn_bwd_body(int rows, int cols, const float *x, const float *dy, const float *y_mask,
-                           int masked, const float *gamma, const float *save_mean,
-                           const float *save_invstd, float *dgamma, float *dbeta, float *dx) {
+                           int masked, const bn_pool_src *ps, const float *gamma,
+                           const float *save_mean, const float *save_invstd, float *dgamma,
+                           float *dbeta, float *dx) {
     double *sum_dy = ss_calloc(2 * (size_t)cols, sizeof(double)), *sum_dyx = sum_dy + cols;
-    bn_bwd_sums_par(rows, cols, x, dy, y_mask, masked, save_mean, save_invstd, sum_dy, sum_dyx);
+    bn_bwd_sums_par(rows, cols, x, dy, y_mask, masked, ps, save_mean, save_invstd, sum_dy, sum_dyx);
     for (int c = 0; c < cols; c++) {
         dgamma[c] = (float)sum_dyx[c];
         dbeta[c] = (float)sum_dy[c];
@@ -823,7 +983,7 @@ SS_INLINE void bn_bwd_body(int rows, int cols, const float *x, const float *dy, 
             a[c] = (float)(sum_dy[c] / rows);
             b[c] = (float)(sum_dyx[c] / rows);
         }
-        bn_dx_par(rows, cols, x, dy, y_mask, masked, save_mean, save_invstd, k, a, b, dx);
+        bn_dx_par(rows, cols, x, dy, y_mask, masked, ps, save_mean, save_invstd, k, a, b, dx);
         free(k);
     }
     free(sum_dy);
@@ -834,7 +994,7 @@ static SS_CPU_CLONES void cpu_bn_bwd(device *dev, int rows, int cols, const floa
                                      const float *save_invstd, float *dgamma, float *dbeta,
                                      float *dx) {
     (void)dev;
-    bn_bwd_body(rows, cols, x, dy, NULL, 0, gamma, save_mean, save_invstd, dgamma, dbeta, dx);
+    bn_bwd_body(rows, cols, x, dy, NULL, 0, NULL, gamma, save_mean, save_invstd, dgamma, dbeta, dx);
 }
 
 static SS_CPU_CLONES void cpu_bn_bwd_masked(device *dev, int rows, int cols, const float *x,
@@ -843,7 +1003,127 @@ static SS_CPU_CLONES void cpu_bn_bwd_masked(device *dev, int rows, int cols, con
                                             const float *save_invstd, float *dgamma, float *dbeta,
                                             float *dx) {
     (void)dev;
-    bn_bwd_body(rows, cols, x, dy, y_mask, 1, gamma, save_mean, save_invstd, dgamma, dbeta, dx);
+    bn_bwd_body(rows, cols, x, dy, y_mask, 1, NULL, gamma, save_mean, save_invstd, dgamma, dbeta,
+                dx);
+}
+
+/* ---- batch norm, its ReLU and the 2x2 max-pool after them as one block (vgg's stages): the
+ * affine pass pools its outputs as it forms them and writes the pooled values and a code each;
+ * the backward passes form the batch norm's output gradient from the codes as they go. On
+ * vgg:11's first stage at batch 64 (64 channels of 28 x 28, 12.8 MB an activation) that leaves
+ * out writing the batch norm's output and reading it back, the pooling's backward pass, and
+ * reading its input gradient and the ReLU's mask in each of the batch norm's two backward
+ * passes. ---- */
+
+/* One window of four pixels over c channels: bn_affine's values with the ReLU, pooled as
+ * maxpool_fwd_loop pools them (BN_POOL_VALUES, shared by the two forms below). */
+#define BN_POOL_VALUES                                                                             \
+    const float v00 = p00[k] * scale[k] + shift[k], v01 = p01[k] * scale[k] + shift[k];            \
+    const float v10 = p10[k] * scale[k] + shift[k], v11 = p11[k] * scale[k] + shift[k];            \
+    const float a = v00 > 0.0f ? v00 : 0.0f, q = v01 > 0.0f ? v01 : 0.0f;                          \
+    const float e = v10 > 0.0f ? v10 : 0.0f, f = v11 > 0.0f ? v11 : 0.0f;                          \
+    const float m0 = a > q ? a : q, m1 = e > f ? e : f;                                            \
+    const float m = m0 > m1 ? m0 : m1
+
+SS_INLINE void bn_pool_window(int c, const float *restrict p00, const float *restrict p01,
+                              const float *restrict p10, const float *restrict p11,
+                              const float *restrict scale, const float *restrict shift,
+                              float *restrict out) {
+    for (int k = 0; k < c; k++) {
+        BN_POOL_VALUES;
+        out[k] = m;
+    }
+}
+
+/* the same with the codes of pool_codes_fwd_window, as selects (so that the loop vectorizes) */
+SS_INLINE void bn_pool_window_codes(int c, const float *restrict p00, const float *restrict p01,
+                                    const float *restrict p10, const float *restrict p11,
+                                    const float *restrict scale, const float *restrict shift,
+                                    float *restrict out, uint8_t *restrict codes) {
+    for (int k = 0; k < c; k++) {
+        BN_POOL_VALUES;
+        out[k] = m;
+        int code = e == m ? 2 : 3;
+        code = q == m ? 1 : code;
+        code = a == m ? 0 : code;
+        codes[k] = (uint8_t)(m > 0.0f ? code : POOL_CODE_NONE);
+    }
+}
+
+typedef struct bn_pool_job {
+    int h, w, cols;
+    const float *x, *scale, *shift;
+    float *pool_y;
+    uint8_t *codes;
+} bn_pool_job;
+
+/* pooled rows [t0, t1) of the batch (an item: one sample's row of windows) */
+SS_INLINE void bn_pool_rows(const bn_pool_job *j, size_t t0, size_t t1, int with_codes) {
+    const int oh_n = j->h / 2, ow_n = j->w / 2, c = j->cols;
+    const size_t row = (size_t)j->w * c;
+    for (size_t t = t0; t < t1; t++) {
+        const size_t b = t / (size_t)oh_n, oh = t % (size_t)oh_n;
+        for (int ow = 0; ow < ow_n; ow++) {
+            const float *p00 = j->x + ((b * j->h + 2 * oh) * j->w + 2 * (size_t)ow) * c;
+            const size_t at = (t * ow_n + (size_t)ow) * c;
+            if (with_codes)
+                bn_pool_window_codes(c, p00, p00 + c, p00 + row, p00 + row + c, j->scale, j->shift,
+                                     j->pool_y + at, j->codes + at);
+            else
+                bn_pool_window(c, p00, p00 + c, p00 + row, p00 + row + c, j->scale, j->shift,
+                               j->pool_y + at);
+        }
+    }
+}
+
+static SS_CPU_CLONES void bn_pool_part(void *ctx, size_t t0, size_t t1) {
+    const bn_pool_job *j = ctx;
+    if (j->codes)
+        bn_pool_rows(j, t0, t1, 1);
+    else
+        bn_pool_rows(j, t0, t1, 0);
+}
+
+static void bn_pool_par(int batch, int h, int w, int cols, const float *x, const float *scale,
+                        const float *shift, float *pool_y, uint8_t *codes) {
+    bn_pool_job j = {h, w, cols, x, scale, shift, pool_y, codes};
+    const size_t items = (size_t)batch * (size_t)(h / 2);
+    cpu_par_for(0, items, cpu_par_grain(4 * (size_t)(w / 2) * cols), 1, bn_pool_part, &j);
+}
+
+static SS_CPU_CLONES void cpu_bn_pool_fwd_train(device *dev, int batch, int h, int w, int cols,
+                                                const float *x, const float *gamma,
+                                                const float *beta, float momentum, float eps,
+                                                float *run_mean, float *run_var, float *save_mean,
+                                                float *save_invstd, float *pool_y, uint8_t *codes) {
+    (void)dev;
+    float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
+    bn_train_stats(batch * h * w, cols, x, gamma, beta, momentum, eps, run_mean, run_var, save_mean,
+                   save_invstd, scale, shift);
+    bn_pool_par(batch, h, w, cols, x, scale, shift, pool_y, codes);
+    free(scale);
+}
+
+static SS_CPU_CLONES void cpu_bn_pool_fwd_infer(device *dev, int batch, int h, int w, int cols,
+                                                const float *x, const float *gamma,
+                                                const float *beta, const float *run_mean,
+                                                const float *run_var, float eps, float *pool_y) {
+    (void)dev;
+    float *scale = ss_malloc(2 * (size_t)cols * sizeof(float)), *shift = scale + cols;
+    bn_infer_scale(cols, gamma, beta, run_mean, run_var, eps, scale, shift);
+    bn_pool_par(batch, h, w, cols, x, scale, shift, pool_y, NULL);
+    free(scale);
+}
+
+static SS_CPU_CLONES void cpu_bn_pool_bwd(device *dev, int batch, int h, int w, int cols,
+                                          const float *x, const float *pool_dy,
+                                          const uint8_t *codes, const float *gamma,
+                                          const float *save_mean, const float *save_invstd,
+                                          float *dgamma, float *dbeta, float *dx) {
+    (void)dev;
+    const bn_pool_src ps = {pool_dy, codes, h, w};
+    bn_bwd_body(batch * h * w, cols, x, NULL, NULL, 0, &ps, gamma, save_mean, save_invstd, dgamma,
+                dbeta, dx);
 }
 
 /* ---- global average pooling: sums in double, pixels in order ---- */
@@ -1320,6 +1600,9 @@ static const device_ops cpu_ops = {
     .bn_fwd_train_act = cpu_bn_fwd_train_act,
     .bn_fwd_infer_act = cpu_bn_fwd_infer_act,
     .bn_bwd_masked = cpu_bn_bwd_masked,
+    .bn_pool_fwd_train = cpu_bn_pool_fwd_train,
+    .bn_pool_fwd_infer = cpu_bn_pool_fwd_infer,
+    .bn_pool_bwd = cpu_bn_pool_bwd,
     .softmax_xent = cpu_softmax_xent,
     .sgd = cpu_sgd,
     .gemm_batched = cpu_gemm_batched,

@@ -142,6 +142,24 @@ typedef struct device_ops {
     void (*bn_bwd_masked)(device *dev, int rows, int cols, const float *x, const float *dy,
                           const float *y_mask, const float *gamma, const float *save_mean,
                           const float *save_invstd, float *dgamma, float *dbeta, float *dx);
+    /* Optional (NULL: the layers run apart): batch norm with its ReLU and the 2x2 max-pool after
+     * them as one block (vgg's stages), x (batch, h, w, cols) NHWC, cols a multiple of 16. pool_y
+     * (batch, h/2, w/2, cols) = maxpool_fwd of what bn_fwd_*_act gives with relu, which is not
+     * written; codes (training), a byte per pooled value: which input of its window took the
+     * maximum (0 to 3, the first in the order 00, 01, 10, 11) or 4 where that maximum is not
+     * positive. bn_pool_bwd: what maxpool_bwd of pool_dy and then bn_bwd_masked give, from the
+     * codes. Same bits as those ops one after the other. */
+    void (*bn_pool_fwd_train)(device *dev, int batch, int h, int w, int cols, const float *x,
+                              const float *gamma, const float *beta, float momentum, float eps,
+                              float *run_mean, float *run_var, float *save_mean, float *save_invstd,
+                              float *pool_y, uint8_t *codes);
+    void (*bn_pool_fwd_infer)(device *dev, int batch, int h, int w, int cols, const float *x,
+                              const float *gamma, const float *beta, const float *run_mean,
+                              const float *run_var, float eps, float *pool_y);
+    void (*bn_pool_bwd)(device *dev, int batch, int h, int w, int cols, const float *x,
+                        const float *pool_dy, const uint8_t *codes, const float *gamma,
+                        const float *save_mean, const float *save_invstd, float *dgamma,
+                        float *dbeta, float *dx);
     /* Global average pooling, NHWC: y (B, c) = mean over the hw pixels of x (B, hw, c); its
      * backward dx (B, hw, c) = dy / hw on every pixel. */
     void (*avgpool_fwd)(device *dev, int batch, int hw, int c, const float *x, float *y);

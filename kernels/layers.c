@@ -185,10 +185,18 @@ void layer_alloc_scratch(device *dev, layer *l, int max_batch) {
     layer_alloc_scratch_in(dev, l, max_batch, NULL);
 }
 
+/* floats holding a bn_pool_fused batch norm's codes for max_batch samples (a byte each) */
+static size_t pool_code_floats(const layer *l, int max_batch) {
+    const size_t bytes =
+        (size_t)max_batch * (size_t)(l->out_h / 2) * (size_t)(l->out_w / 2) * (size_t)l->out_c;
+    return (bytes + sizeof(float) - 1) / sizeof(float);
+}
+
 void layer_alloc_scratch_in(device *dev, layer *l, int max_batch, layer_col_buf *shared) {
     layer_alloc_scratch_of(dev, l, max_batch, shared);
     l->scratch_floats = 0;
     if (l->kind == LAYER_KIND_BATCHNORM) l->scratch_floats = 2 * (size_t)l->out_c;
+    if (l->bn_pool_fused) l->scratch_floats += pool_code_floats(l, max_batch);
     if (l->kind != LAYER_KIND_CONV2D) return;
     if (l->nobias) l->scratch_floats += 2 * (size_t)l->out_c;
     if (l->conv_direct) {
@@ -201,6 +209,8 @@ void layer_alloc_scratch_in(device *dev, layer *l, int max_batch, layer_col_buf 
 
 static void layer_alloc_scratch_of(device *dev, layer *l, int max_batch, layer_col_buf *shared) {
     if (l->kind == LAYER_KIND_BATCHNORM) l->save = device_alloc(dev, 2 * (size_t)l->out_c);
+    if (l->bn_pool_fused)
+        l->pool_codes = (uint8_t *)device_alloc(dev, pool_code_floats(l, max_batch));
     if (l->kind != LAYER_KIND_CONV2D) return;
     conv_geom g = conv_geom_of(l, max_batch);
     size_t ws = 0;
@@ -228,6 +238,7 @@ void layer_free_scratch(device *dev, layer *l) {
     device_free(dev, l->own_col.col);
     device_free(dev, l->nobias);
     device_free(dev, l->save);
+    device_free(dev, (float *)l->pool_codes);
     l->col = l->own_col.col = l->nobias = l->save = NULL;
     l->colbuf = NULL;
 }
@@ -449,6 +460,26 @@ static void bn_backward(device *dev, layer *l, int batch, const float *x, const 
     else
         dev->ops->bn_bwd(dev, rows, c, x, dy, l->w, l->save, l->save + c, l->dw, l->db,
                          l->need_dx ? dx : NULL);
+}
+
+void layer_bn_pool_forward(device *dev, layer *bn, int batch, const float *x, float *pool_y) {
+    SS_ASSERT(bn->bn_pool_fused);
+    const int h = bn->in_h, w = bn->in_w, c = bn->in_c;
+    if (bn->training)
+        dev->ops->bn_pool_fwd_train(dev, batch, h, w, c, x, bn->w, bn->b, bn->bn_momentum,
+                                    bn->bn_eps, bn->run_mean, bn->run_var, bn->save, bn->save + c,
+                                    pool_y, bn->pool_codes);
+    else
+        dev->ops->bn_pool_fwd_infer(dev, batch, h, w, c, x, bn->w, bn->b, bn->run_mean, bn->run_var,
+                                    bn->bn_eps, pool_y);
+}
+
+void layer_bn_pool_backward(device *dev, layer *bn, int batch, const float *x, const float *pool_dy,
+                            float *dx) {
+    SS_ASSERT(bn->bn_pool_fused && bn->training);
+    const int c = bn->in_c;
+    dev->ops->bn_pool_bwd(dev, batch, bn->in_h, bn->in_w, c, x, pool_dy, bn->pool_codes, bn->w,
+                          bn->save, bn->save + c, bn->dw, bn->db, bn->need_dx ? dx : NULL);
 }
 
 static double bn_forward_flops(const layer *l) {

@@ -126,6 +126,13 @@ typedef struct layer {
      * with their fused ops): y = max(., 0) of the ReLU after them, which becomes a view, and
      * their backward pass masks dy by y > 0 (same bits as the two layers). */
     int relu_in_epilogue;
+    /* batch norm with its ReLU fused, and the max-pool after them on a device with the
+     * bn_pool ops (the CPU's; model.c's fuse_post_relu): the three layers run as one block
+     * through layer_bn_pool_forward/backward, the batch norm's output is not written, and
+     * pool_codes (a byte per pooled value of max_batch samples) carries the pooling's choices to
+     * the backward pass */
+    int bn_pool_fused;
+    uint8_t *pool_codes;
     int is_view;       /* ReLU fused away: y aliases x, dx aliases dy */
     int relu_mask_bwd; /* max-pool: its input is a ReLU's output; dx = 0 where x <= 0 */
 } layer;
@@ -181,6 +188,14 @@ void layer_conv_pool_forward(device *dev, layer *conv, int batch, const float *x
                              float *pool_y);
 void layer_conv_pool_backward(device *dev, layer *conv, int batch, const float *x, const float *y,
                               const float *pool_dy, float *dx);
+
+/* A bn_pool_fused batch norm with its ReLU and max-pool: pool_y the pooling's output from x, the
+ * batch norm's input (training or inference, as the layer is set); backward from pool_dy, the
+ * pooling's output gradient, after a training forward pass: the batch norm's parameter gradients
+ * and, when it needs one, dx. Same bits as the three layers one after the other. */
+void layer_bn_pool_forward(device *dev, layer *bn, int batch, const float *x, float *pool_y);
+void layer_bn_pool_backward(device *dev, layer *bn, int batch, const float *x, const float *pool_dy,
+                            float *dx);
 
 /* Residual add, backward of the skip input: dskip = the shortcut's adjoint of dy (overwritten). */
 void layer_add_skip_backward(device *dev, layer *l, int batch, const float *dy, float *dskip);

@@ -249,10 +249,13 @@ static int build_layers(model *m) {
 /* On a device with the fused ops (the CPU's): a batch norm or an add whose output only the ReLU
  * after it reads applies that ReLU, and the ReLU becomes a view (layers.h, relu_in_epilogue).
  * Same values bit for bit; the ReLU's two passes over the activations (and, for an add, the copy
- * before its shortcut) fewer. Activation i + 1 is layer i's output. */
+ * before its shortcut) fewer. Such a batch norm whose ReLU only a max-pool reads runs with both
+ * as one block (bn_pool_fused): the batch norm's output is then not written. Activation i + 1 is
+ * layer i's output. */
 static void fuse_post_relu(model *m) {
     const device_ops *ops = m->dev->ops;
     const int bn_ok = ops->bn_fwd_train_act && ops->bn_fwd_infer_act && ops->bn_bwd_masked;
+    const int bn_pool_ok = ops->bn_pool_fwd_train && ops->bn_pool_fwd_infer && ops->bn_pool_bwd;
     for (int i = 0; i + 1 < m->n_layers; i++) {
         layer *l = &m->layers[i], *relu = &m->layers[i + 1];
         const int ok = l->kind == LAYER_KIND_BATCHNORM ? bn_ok
@@ -266,6 +269,14 @@ static void fuse_post_relu(model *m) {
         if (others) continue;
         l->relu_in_epilogue = 1;
         relu->is_view = 1;
+        /* a batch norm's ReLU read by a max-pool alone: the three layers as one block */
+        layer *pool = i + 2 < m->n_layers ? &m->layers[i + 2] : NULL;
+        if (l->kind != LAYER_KIND_BATCHNORM || !bn_pool_ok || l->out_c % 16 || !pool ||
+            pool->kind != LAYER_KIND_MAXPOOL2 || m->src[i + 2] != i + 2 || m->skip[i] >= 0)
+            continue;
+        for (int j = 0; j < m->n_layers; j++)
+            others += j != i + 2 && (m->src[j] == i + 2 || m->skip[j] == i + 2);
+        l->bn_pool_fused = !others;
     }
 }
 
@@ -716,8 +727,9 @@ static void clock_resolve(model *m) {
     m->n_marks = 0;
 }
 
-/* A pool_fused conv runs with its ReLU (a view) and max-pool as one block: layers i..i+2 (its
- * time on the layer clock goes to the conv). The clock times training passes only. */
+/* A pool_fused conv, or a bn_pool_fused batch norm, runs with its ReLU (a view) and max-pool as
+ * one block: layers i..i+2 (its time on the layer clock goes to the conv or batch norm). The clock
+ * times training passes only. */
 static void forward(model *m, int batch) {
     double t = 0.0, *clock = m->layers[0].training ? m->clock_fwd : NULL;
     clock_lap(m, clock, -1, &t);
@@ -725,6 +737,12 @@ static void forward(model *m, int batch) {
         if (m->layers[i].pool_fused) {
             layer_conv_pool_forward(m->dev, &m->layers[i], batch, m->act[i], m->act[i + 1],
                                     m->act[i + 3]);
+            clock_lap(m, clock, i, &t);
+            i += 2;
+            continue;
+        }
+        if (m->layers[i].bn_pool_fused) {
+            layer_bn_pool_forward(m->dev, &m->layers[i], batch, m->act[m->src[i]], m->act[i + 3]);
             clock_lap(m, clock, i, &t);
             i += 2;
             continue;
@@ -781,6 +799,19 @@ double model_forward_backward_each(model *m, const float *x, const uint8_t *y, i
         if (i >= 2 && m->layers[i - 2].pool_fused) { /* layer i is the block's max-pool */
             layer_conv_pool_backward(m->dev, &m->layers[i - 2], batch, m->act[i - 2], m->act[i - 1],
                                      m->dact[i + 1], m->dact[i - 2]);
+            clock_lap(m, m->clock_bwd, i - 2, &t);
+            for (int j = i; grad_ready && j >= i - 2; j--)
+                grad_ready(ctx, j);
+            i -= 2;
+            continue;
+        }
+        if (i >= 2 && m->layers[i - 2].bn_pool_fused) { /* layer i is the block's max-pool */
+            layer *bn = &m->layers[i - 2];
+            const int a = m->src[i - 2];
+            float *dx = bn->need_dx && bn->accum_dx ? m->dtmp : m->dact[a];
+            layer_bn_pool_backward(m->dev, bn, batch, m->act[a], m->dact[i + 1], dx);
+            if (bn->need_dx && bn->accum_dx)
+                device_axpy(m->dev, (size_t)batch * layer_in_size(bn), 1.0f, m->dtmp, m->dact[a]);
             clock_lap(m, m->clock_bwd, i - 2, &t);
             for (int j = i; grad_ready && j >= i - 2; j--)
                 grad_ready(ctx, j);

@@ -402,17 +402,50 @@ static void test_grad_vgg(void) {
  * CPU without those ops (a copy of its table with them NULL: the layers run apart): the loss,
  * every gradient and the running statistics over three steps (the statistics move), and the
  * evaluation, the same bits; the fused model holds fewer activations. */
+/* the CPU's bn_pool_fwd_train, counting its calls (a model that fuses must take it) */
+static int bn_pool_calls;
+static void (*bn_pool_fwd_train_cpu)(device *, int, int, int, int, const float *, const float *,
+                                     const float *, float, float, float *, float *, float *,
+                                     float *, float *, uint8_t *);
+static void bn_pool_fwd_train_counted(device *dev, int batch, int h, int w, int cols,
+                                      const float *x, const float *gamma, const float *beta,
+                                      float momentum, float eps, float *run_mean, float *run_var,
+                                      float *save_mean, float *save_invstd, float *pool_y,
+                                      uint8_t *codes) {
+    bn_pool_calls++;
+    bn_pool_fwd_train_cpu(dev, batch, h, w, cols, x, gamma, beta, momentum, eps, run_mean, run_var,
+                          save_mean, save_invstd, pool_y, codes);
+}
+
 static void test_fused_relu_bits(void) {
-    static const char *const models[] = {"resnet:8", "resnet:8,proj", "vgg:11"};
+    /* vgg:11 of width 4 runs its batch norms and max-pools apart (4 and 8 channels), of width 16
+     * as blocks (bn_pool_*: 16 to 128 channels): at 14 x 14 the 7 x 7 and 3 x 3 maps leave a row
+     * and a column out; at width 48 the third stage's 192 columns are summed in two groups */
+    static const struct {
+        const char *name;
+        int hw, width;
+    } models[] = {{"resnet:8", 8, 4},
+                  {"resnet:8,proj", 8, 4},
+                  {"vgg:11", 8, 4},
+                  {"vgg:11", 14, 16},
+                  {"vgg:11", 6, 48}};
     device *fused = open_cpu(), *plain = open_cpu();
     CU_ASSERT_FATAL(fused->ops->bn_fwd_train_act && fused->ops->add_fwd);
+    CU_ASSERT_FATAL(fused->ops->bn_pool_fwd_train && fused->ops->bn_pool_bwd);
     device_ops ops = *plain->ops;
     ops.bn_fwd_train_act = NULL;
     ops.bn_fwd_infer_act = NULL;
     ops.bn_bwd_masked = NULL;
     ops.add_fwd = NULL;
+    ops.bn_pool_fwd_train = NULL;
+    ops.bn_pool_fwd_infer = NULL;
+    ops.bn_pool_bwd = NULL;
     plain->ops = &ops;
-    const int batch = 8, d = 3 * 8 * 8;
+    device_ops counted = *fused->ops;
+    bn_pool_fwd_train_cpu = counted.bn_pool_fwd_train;
+    counted.bn_pool_fwd_train = bn_pool_fwd_train_counted;
+    fused->ops = &counted;
+    const int batch = 8, d = 3 * 14 * 14;
     float *x = malloc(sizeof(float) * batch * d);
     uint8_t y[8];
     rng r;
@@ -422,12 +455,14 @@ static void test_fused_relu_bits(void) {
         y[i] = (uint8_t)rng_below(&r, 3);
     for (size_t k = 0; k < sizeof models / sizeof *models; k++) {
         model_spec s;
-        CU_ASSERT_FATAL(model_spec_parse(&s, models[k], 3, 8, 8, 3) == SS_OK);
-        s.vgg_width = 4;
+        const int hw = models[k].hw;
+        CU_ASSERT_FATAL(model_spec_parse(&s, models[k].name, 3, hw, hw, 3) == SS_OK);
+        s.vgg_width = models[k].width;
         model *a, *b;
         CU_ASSERT_FATAL(model_create(fused, &s, 7, batch, &a) == SS_OK);
         CU_ASSERT_FATAL(model_create(plain, &s, 7, batch, &b) == SS_OK);
         CU_ASSERT(model_device_bytes(a) < model_device_bytes(b));
+        bn_pool_calls = 0;
         const size_t np = model_param_count(a), nb = model_buffer_count(a);
         CU_ASSERT_FATAL(np == model_param_count(b) && nb == model_buffer_count(b) && nb > 0);
         for (int step = 0; step < 3; step++) {
@@ -437,6 +472,15 @@ static void test_fused_relu_bits(void) {
             CU_ASSERT(memcmp(model_grads(a), model_grads(b), np * sizeof(float)) == 0);
             CU_ASSERT(memcmp(model_buffers(a), model_buffers(b), nb * sizeof(float)) == 0);
         }
+        /* vgg's batch norms of a multiple of 16 channels before a max-pool ran as blocks, once a
+         * step: its stages' widths are width << min(stage, 3), a map of 2 x 2 or more pooled */
+        int blocks = 0;
+        for (int st = 0, h = hw; st < 5 && !strcmp(models[k].name, "vgg:11"); st++)
+            if (h >= 2) {
+                blocks += (models[k].width << (st < 3 ? st : 3)) % 16 == 0;
+                h /= 2;
+            }
+        CU_ASSERT_EQUAL(bn_pool_calls, 3 * blocks);
         size_t ca = 0, cb = 0;
         CU_ASSERT_EQUAL(model_evaluate_sum(a, x, y, batch, &ca),
                         model_evaluate_sum(b, x, y, batch, &cb));

@@ -162,7 +162,7 @@ static void run_passes(device *dev, outputs *o) {
         ops->add_fwd(dev, &sg, x2, x, relu, next(o, npool));
 
     /* batch norm: 16 and 32 columns (sums in registers), 64 and 512 (by groups of 128 columns):
-     * the sums split by blocks of rows */
+     * the sums split by blocks of rows; then with the max-pool after it (bn_pool_*) */
     static const int widths[] = {16, 32, C, 8 * C};
     for (int k = 0; k < 4; k++) {
         const int cols = widths[k], rows = (int)(n / cols);
@@ -180,6 +180,19 @@ static void run_passes(device *dev, outputs *o) {
                 ops->bn_bwd(dev, rows, cols, x, x2, bg, sm, si, dg, db, next(o, n));
             ops->bn_fwd_infer_act(dev, rows, cols, x, bg, bb, rm, rv, 1e-5f, relu, next(o, n));
         }
+        /* with the 2x2 max-pool after it, on odd maps (a row and a column no window covers) */
+        static const int maps[][2] = {{63, 65}, {31, 65}, {31, 33}, {7, 17}};
+        const int ph = maps[k][0], pw = maps[k][1];
+        const size_t pooled = (size_t)B * (ph / 2) * (pw / 2) * cols;
+        float *py = next(o, pooled);
+        uint8_t *codes = (uint8_t *)next(o, (pooled + 3) / 4);
+        memset(codes, 0, (pooled + 3) / 4 * sizeof(float));
+        ops->bn_pool_fwd_train(dev, B, ph, pw, cols, x, bg, bb, 0.1f, 1e-5f, rm, rv, sm, si, py,
+                               codes);
+        float *dg = next(o, (size_t)cols), *db = next(o, (size_t)cols);
+        ops->bn_pool_bwd(dev, B, ph, pw, cols, x, x2, codes, bg, sm, si, dg, db,
+                         next(o, (size_t)B * ph * pw * cols));
+        ops->bn_pool_fwd_infer(dev, B, ph, pw, cols, x, bg, bb, rm, rv, 1e-5f, next(o, pooled));
         memcpy(next(o, 4 * (size_t)cols), rm, 4 * (size_t)cols * sizeof(float));
         free(rm);
         free(bg);
@@ -219,7 +232,7 @@ static void test_passes_threads(void) {
     char notice[256];
     CU_ASSERT_FATAL(device_open("cpu", &dev, notice, sizeof notice) == SS_OK);
     const int before = openblas_get_num_threads();
-    const size_t cap = (size_t)28 << 20; /* floats: more than every output together */
+    const size_t cap = (size_t)36 << 20; /* floats: more than every output together */
     outputs one = {ss_malloc(cap * sizeof(float)), 0, ss_calloc(8, sizeof(double)), 0, 0, {0}};
     openblas_set_num_threads(1);
     run_passes(dev, &one);
