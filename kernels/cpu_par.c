@@ -133,6 +133,7 @@ static void after_fork_child(void) {
     pool.started = 0;
     pool.parts = pool.next = 0;
     pool.pending = 0;
+    pool.watching = 0;
 }
 
 /* Starts threads until `want` run (called with pool.mu held); returns how many run. */

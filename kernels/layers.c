@@ -240,6 +240,7 @@ void layer_free_scratch(device *dev, layer *l) {
     device_free(dev, l->save);
     device_free(dev, (float *)l->pool_codes);
     l->col = l->own_col.col = l->nobias = l->save = NULL;
+    l->pool_codes = NULL;
     l->colbuf = NULL;
 }
 
