@@ -128,7 +128,7 @@ typedef struct layer {
     int relu_in_epilogue;
     /* batch norm with its ReLU fused, and the max-pool after them on a device with the
      * bn_pool ops (the CPU's; model.c's fuse_post_relu): the three layers run as one block
-     * through layer_bn_pool_forward/backward, the batch norm's output is not written, and
+     * through layer_bn_pool_forward/backward, the batch norm's output is not held, and
      * pool_codes (a byte per pooled value of max_batch samples) carries the pooling's choices to
      * the backward pass */
     int bn_pool_fused;

@@ -250,7 +250,7 @@ static int build_layers(model *m) {
  * after it reads applies that ReLU, and the ReLU becomes a view (layers.h, relu_in_epilogue).
  * Same values bit for bit; the ReLU's two passes over the activations (and, for an add, the copy
  * before its shortcut) fewer. Such a batch norm whose ReLU only a max-pool reads runs with both
- * as one block (bn_pool_fused): the batch norm's output is then not written. Activation i + 1 is
+ * as one block (bn_pool_fused): the batch norm's output is then not held. Activation i + 1 is
  * layer i's output. */
 static void fuse_post_relu(model *m) {
     const device_ops *ops = m->dev->ops;
@@ -424,7 +424,8 @@ static void bind_params(model *m, uint64_t seed) {
     free(host);
 }
 
-/* One activation buffer per layer output (act[0] the input), and its gradient. */
+/* One activation buffer per layer output (act[0] the input), and its gradient; none for a
+ * bn_pool_fused batch norm's output (its block writes the pooling's alone) and its ReLU's view. */
 static void alloc_activations(model *m) {
     const size_t b = (size_t)m->max_batch;
     size_t tmp = 0;
@@ -432,6 +433,10 @@ static void alloc_activations(model *m) {
         int h, w, c;
         act_shape(m, i, &h, &w, &c);
         size_t per_sample = (size_t)h * w * c;
+        if (i > 0 && m->layers[i - 1].bn_pool_fused) {
+            m->act[i] = m->dact[i] = NULL;
+            continue;
+        }
         if (i > 0 && layer_is_view(&m->layers[i - 1])) {
             m->act[i] = m->act[i - 1];
             continue;
