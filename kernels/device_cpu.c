@@ -1121,6 +1121,7 @@ static SS_CPU_CLONES void cpu_bn_pool_bwd(device *dev, int batch, int h, int w, 
                                           const float *save_mean, const float *save_invstd,
                                           float *dgamma, float *dbeta, float *dx) {
     (void)dev;
+    SS_ASSERT(cols % 16 == 0); /* the sums take 32 or 16 columns at a time (bn_item_sums) */
     const bn_pool_src ps = {pool_dy, codes, h, w};
     bn_bwd_body(batch * h * w, cols, x, NULL, NULL, 0, &ps, gamma, save_mean, save_invstd, dgamma,
                 dbeta, dx);
