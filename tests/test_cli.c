@@ -3,8 +3,11 @@
  * table and CSV. The program runs as a child process (build/syncsim). */
 #include "ss_test.h"
 
+#include "kernels/blas_core.h"
+
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,6 +50,56 @@ static int suite_clean(void) {
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
     return system(cmd) == 0 ? 0 : 1;
+}
+
+/* The banner's "OpenBLAS <core>" of a short train run with the environment prefix `env`
+ * (malloc'ed, NULL if absent), and whether the run printed the core note. */
+static char *banner_core(const char *env, int *noted) {
+    char cmd[1024], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && %s %s/syncsim train --model logreg --workers 2 --epochs 0.01 --device cpu "
+             "--out core 2>&1",
+             tmp_dir, env, SS_BINARY_DIR);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, &out), 0);
+    const char *at = strstr(out, "(OpenBLAS ");
+    char *core = NULL;
+    if (at) {
+        at += strlen("(OpenBLAS ");
+        core = strndup(at, strcspn(at, ","));
+    }
+    *noted = strstr(out, "note: OpenBLAS chose") != NULL;
+    if (!core) fprintf(stderr, "\n  no OpenBLAS core in:\n%s\n", out);
+    free(out);
+    return core;
+}
+
+/* OpenBLAS's SSE kernels, chosen for a CPU model it does not know, are replaced by its AVX2 or
+ * AVX-512 ones where the CPU has them (the program runs itself again with OPENBLAS_CORETYPE); a
+ * user's own OPENBLAS_CORETYPE is kept. */
+static void test_blas_core(void) {
+    CU_ASSERT_STRING_EQUAL(blas_core_better("Prescott", BLAS_CPU_AVX2_FMA | BLAS_CPU_AVX512),
+                           "SkylakeX");
+    CU_ASSERT_STRING_EQUAL(blas_core_better("prescott", BLAS_CPU_AVX2_FMA), "Haswell");
+    CU_ASSERT_STRING_EQUAL(blas_core_better("Sandybridge", BLAS_CPU_AVX2_FMA), "Haswell");
+    CU_ASSERT_STRING_EQUAL(blas_core_better("Nehalem", BLAS_CPU_AVX512), "SkylakeX");
+    CU_ASSERT_PTR_NULL(blas_core_better("Prescott", 0)); /* an SSE-only CPU: its choice stands */
+    CU_ASSERT_PTR_NULL(blas_core_better("Haswell", BLAS_CPU_AVX2_FMA | BLAS_CPU_AVX512));
+    CU_ASSERT_PTR_NULL(blas_core_better("Cooperlake", BLAS_CPU_AVX2_FMA | BLAS_CPU_AVX512));
+    CU_ASSERT_PTR_NULL(blas_core_better("Zen", BLAS_CPU_AVX2_FMA));
+    CU_ASSERT_PTR_NULL(blas_core_better(NULL, BLAS_CPU_AVX512));
+
+    int noted = 0;
+    char *core = banner_core("OPENBLAS_CORETYPE=Prescott", &noted);
+    CU_ASSERT(core && !strcasecmp(core, "Prescott")); /* the user's choice */
+    CU_ASSERT(!noted);
+    free(core);
+    /* whatever this CPU is, the run ends on a core that no better one replaces */
+    core = banner_core("env -u OPENBLAS_CORETYPE", &noted);
+    CU_ASSERT_PTR_NOT_NULL(core);
+    if (core) {
+        CU_ASSERT_PTR_NULL(blas_core_better(core, blas_core_cpu_features()));
+    }
+    free(core);
 }
 
 static void test_usage_errors(void) {
@@ -510,6 +563,8 @@ static void test_bench_coupling_workers(void) {
 }
 
 static CU_TestInfo cli_tests[] = {
+    {"syncsim: OpenBLAS's SSE kernels replaced on an AVX2/AVX-512 CPU, OPENBLAS_CORETYPE kept",
+     test_blas_core},
     {"syncsim: usage errors exit 2 and name the option", test_usage_errors},
     {"syncsim: input errors exit 1 (2 for a request the platform cannot meet)", test_input_errors},
     {"syncsim train: a diverged run exits 3 with complete outputs", test_diverged_run},
