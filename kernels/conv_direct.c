@@ -304,11 +304,13 @@ static void slide_image(const tile_set *ts, const slide_pass *p, float *out) {
         slide_rows(ts, p, out);
 }
 
-/* Adds the terms of n samples to dwt (kh * run, oc): without skip, from padded samples (s_in
- * floats apart); with skip, from the samples of x themselves (in_size apart), of the output
- * pixels whose tap is inside the image, a tile within one kernel column. */
+/* Adds the terms of n samples to rows [r0, r1) of dwt (kh * run, oc): without skip, from padded
+ * samples (s_in floats apart); with skip, from the samples of x themselves (in_size apart), of
+ * the output pixels whose tap is inside the image, a tile within one kernel column. A row's
+ * sums are the same bits whichever rows go with it. */
 static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const float *x,
-                          const float *dy, int n, size_t s_in, int skip, int first, float *dwt) {
+                          const float *dy, int n, size_t s_in, int skip, int first, float *dwt,
+                          int r0, int r1) {
     const int run = g->kw * g->in_c, st = conv_stride(g);
     const size_t row = (size_t)(skip ? g->in_w : g->in_w + 2 * g->pad) * g->in_c;
     SS_ASSERT(st == 1 || !skip);
@@ -321,10 +323,14 @@ static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const 
         while (oh1 > oh0 && (oh1 - 1) * st + a - g->pad >= g->in_h)
             oh1--;
         for (int b = 0; b < cols; b++) {
+            /* this column's rows (a run + t for t in [t_lo, t_hi)) within [r0, r1) */
+            const int t_lo = b * col_run > r0 - a * run ? b * col_run : r0 - a * run;
+            const int t_hi = (b + 1) * col_run < r1 - a * run ? (b + 1) * col_run : r1 - a * run;
+            if (t_lo >= t_hi) continue;
             int ow0 = 0, ow1 = g->out_w;
             if (skip) taps_inside(b, g->pad, g->in_w, g->out_w, &ow0, &ow1);
             if (oh0 == oh1 || ow0 == ow1) { /* no terms: zeros, or nothing to add */
-                for (int t = b * col_run; first && t < (b + 1) * col_run; t++)
+                for (int t = t_lo; first && t < t_hi; t++)
                     memset(dwt + ((size_t)a * run + t) * oc, 0, (size_t)oc * sizeof(float));
                 continue;
             }
@@ -337,8 +343,8 @@ static void filter_sample(const tile_set *ts, const conv_geom *g, int oc, const 
             for (int o0 = 0; o0 < oc;) {
                 int nv = tile_vectors(ts->filter_nv_max, (oc - o0) / ts->lanes);
                 int r_max = ts->filter_rows(nv);
-                for (int t0 = b * col_run; t0 < (b + 1) * col_run; t0 += r_max) {
-                    int r_n = (b + 1) * col_run - t0 < r_max ? (b + 1) * col_run - t0 : r_max;
+                for (int t0 = t_lo; t0 < t_hi; t0 += r_max) {
+                    int r_n = t_hi - t0 < r_max ? t_hi - t0 : r_max;
                     filter_tile_args f = {in_ab + (t0 - b * col_run),
                                           row * st,
                                           g->in_c * st,
@@ -627,6 +633,7 @@ typedef struct bwd_job {
     const float *x, *dy, *w2;
     float *db, *dx; /* db: the first range's (the others use their blocks') */
     const conv_direct_hooks *hooks;
+    int filter_done; /* the filter gradient is computed by rows (filter_rows_part) */
 } bwd_job;
 
 /* Sample by sample (or by groups of samples, group_samples), so that its dy is read from memory
@@ -652,6 +659,7 @@ static void backward_range(const void *arg, int b0, int b1, float *block) {
     const size_t rows = (size_t)g->out_h * g->out_w, out_size = rows * oc;
     const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
     const size_t s_pad = padded_sample_floats(g, oc);
+    const int kkc = g->kh * g->kw * g->in_c;
     float *pad = block_pad(g, oc, block), *dy_sample = block_sample(g, oc, block);
     float *db = b0 == 0 ? j->db : block_db(g, oc, block);
     const int skip = conv_direct_skips_frame(g);
@@ -661,11 +669,11 @@ static void backward_range(const void *arg, int b0, int b1, float *block) {
     /* with skip and without hooks, the filter gradient in chunks of samples from x itself (the
      * same chains) */
     const int whole = skip && !j->hooks;
-    if (whole) {
+    if (whole && !j->filter_done) {
         const int chunk = filter_chunk(g, oc);
         for (int b = b0; b < b1; b += chunk)
             filter_sample(j->ts, g, oc, j->x + b * in_size, j->dy + b * out_size,
-                          b1 - b < chunk ? b1 - b : chunk, in_size, 1, b == b0, block);
+                          b1 - b < chunk ? b1 - b : chunk, in_size, 1, b == b0, block, 0, kkc);
     }
     const int group = j->hooks ? 1 : group_samples(g);
     for (int b = b0; b < b1; b += group) {
@@ -676,12 +684,13 @@ static void backward_range(const void *arg, int b0, int b1, float *block) {
             dyb = dy_sample;
         }
         if (skip && !whole) {
-            filter_sample(j->ts, g, oc, j->x + b * in_size, dyb, n, in_size, 1, b == b0, block);
+            filter_sample(j->ts, g, oc, j->x + b * in_size, dyb, n, in_size, 1, b == b0, block, 0,
+                          kkc);
         } else if (!skip) {
             for (int sm = 0; sm < n; sm++)
                 pad_sample(j->x + (b + sm) * in_size, g->in_h, g->in_w, g->in_c, g->pad, g->pad,
                            pad + sm * s_pad);
-            filter_sample(j->ts, g, oc, pad, dyb, n, s_pad, 0, b == b0, block);
+            filter_sample(j->ts, g, oc, pad, dyb, n, s_pad, 0, b == b0, block, 0, kkc);
         }
         for (int sm = 0; sm < n; sm++)
             bias_rows(dyb + sm * out_size, rows, oc, b + sm == b0, db);
@@ -691,6 +700,45 @@ static void backward_range(const void *arg, int b0, int b1, float *block) {
         p.samples = n;
         slide_image(j->ts, &p, j->dx + b * in_size);
     }
+}
+
+/* The filter gradient by rows of dwt instead of by samples: each part sums its rows over the
+ * whole batch, in the chunks of samples that one range over the batch takes, so every element
+ * is the same bits as on one thread, and no range keeps a filter gradient of its own. Taken
+ * where the ranges' filter gradients (written, then read by sum_part) would weigh more than
+ * every thread reading the whole batch's x and dy: vgg:11's 3 x 3 x 512 maps on 16 threads, whose
+ * ranges of 4 samples each wrote a 9.4 MB filter gradient for 36 products an element, and whose
+ * backward pass scaled 1.7 times from 1 to 16 threads (docs/PERFORMANCE.md). */
+typedef struct filter_rows_job {
+    const tile_set *ts;
+    const conv_geom *g;
+    int oc;
+    const float *x, *dy;
+    float *dwt;
+} filter_rows_job;
+
+static void filter_rows_part(void *ctx, size_t r0, size_t r1) {
+    const filter_rows_job *j = ctx;
+    const conv_geom *g = j->g;
+    const size_t in_size = (size_t)g->in_h * g->in_w * g->in_c;
+    const size_t out_size = (size_t)g->out_h * g->out_w * j->oc;
+    const int chunk = filter_chunk(g, j->oc);
+    for (int b = 0; b < g->batch; b += chunk)
+        filter_sample(j->ts, g, j->oc, j->x + b * in_size, j->dy + b * out_size,
+                      g->batch - b < chunk ? g->batch - b : chunk, in_size, 1, b == 0, j->dwt,
+                      (int)r0, (int)r1);
+}
+
+int conv_direct_filter_by_rows(const conv_geom *g, int oc, int threads, int hooks) {
+    if (centre_only(g)) { /* as conv_direct_backward computes it */
+        const conv_geom c1 = centre_geom(g);
+        return conv_direct_filter_by_rows(&c1, oc, threads, hooks);
+    }
+    const int ranges = threads < g->batch ? threads : g->batch;
+    if (ranges < 2 || hooks || !conv_direct_skips_frame(g)) return 0;
+    const double kkc = (double)g->kh * g->kw * g->in_c;
+    const double sample = (double)g->in_h * g->in_w * g->in_c + (double)g->out_h * g->out_w * oc;
+    return kkc >= 32.0 * ranges && 4.0 * kkc * oc > g->batch * sample;
 }
 
 void conv_direct_backward(const conv_geom *g, int oc, const float *x, const float *dy,
@@ -712,17 +760,24 @@ void conv_direct_backward(const conv_geom *g, int oc, const float *x, const floa
     float *w2 = ws;
     const tile_set *ts = tiles_in_use();
     if (dx) pack_rotated(ts, g, oc, w, w2, threads);
-    bwd_job job = {ts, g, oc, x, dy, w2, db, dx, hooks};
     ranges r;
     ranges_open(&r, threads, g, oc, ws);
+    const int by_rows = conv_direct_filter_by_rows(g, oc, r.n, hooks != NULL);
+    if (by_rows) { /* into the first range's filter gradient, which alone is summed */
+        filter_rows_job fj = {ts, g, oc, x, dy, r.block[0]};
+        cpu_par_for(r.n, kkc, 16, 16, filter_rows_part, &fj);
+    }
+    bwd_job job = {ts, g, oc, x, dy, w2, db, dx, hooks, by_rows};
     ranges_run(&r, g->batch, backward_range, &job);
     for (int t = 1; t < r.n; t++) { /* the ranges' bias sums, in range order */
         const float *db_t = block_db(g, oc, r.block[t]);
         for (int o = 0; o < oc; o++)
             db[o] += db_t[o];
     }
-    sum_job sj = {ts, &r, kkc, oc, dw};
-    cpu_par_for(r.n, kkc, cpu_par_grain((size_t)oc * (size_t)r.n), 16, sum_part, &sj);
+    ranges one = {1, {r.block[0]}};
+    const ranges *sums = by_rows ? &one : &r;
+    sum_job sj = {ts, sums, kkc, oc, dw};
+    cpu_par_for(r.n, kkc, cpu_par_grain((size_t)oc * (size_t)sums->n), 16, sum_part, &sj);
     ranges_close(&r);
 }
 

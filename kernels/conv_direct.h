@@ -81,7 +81,13 @@ size_t conv_direct_workspace_floats(const conv_geom *g, int oc);
  * hooks are then called from several threads, for distinct samples). The outputs and the data
  * gradient are the same bits for any count; the filter and bias gradients are each range's sum
  * (in sample order) added in range order, so with one thread they are the chains stated above and
- * with n they depend on n (deterministically), as OpenBLAS's results depend on its thread count. */
+ * with n they depend on n (deterministically), as OpenBLAS's results depend on its thread count.
+ * Where conv_direct_filter_by_rows says so, the filter gradient is instead split by its rows
+ * over the threads, each summing the whole batch: the same bits as one thread. */
+/* 1 when conv_direct_backward on `threads` threads splits the filter gradient by rows: small
+ * maps (conv_direct_skips_frame) whose filter gradient outweighs the batch's x and dy (4 kkc oc >
+ * batch (in + out floats a sample)), without hooks, at least 32 rows a thread */
+int conv_direct_filter_by_rows(const conv_geom *g, int oc, int threads, int hooks);
 
 /* Per-sample hooks, so that what follows the convolution (the cnn's max-pool) runs on a sample
  * while it is in cache. NULL members (or a NULL hooks pointer): none. */

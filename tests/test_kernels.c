@@ -5,6 +5,7 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "kernels/conv_direct.h"
+#include "kernels/cpu_par.h"
 #include "kernels/device.h"
 #include "kernels/device_impl.h"
 #include "kernels/layers.h"
@@ -1703,10 +1704,12 @@ static double worst_relative(const float *a, const float *ref, size_t n) {
  * filter and bias gradients the ranges' sums (float rounding of a reordered sum: 1e-5 relative),
  * and the same bits from one run to the next. 5 samples: ranges of 1 and 2, or 2 and 3. Wide
  * layers also split the packing of the weights (blocks of channels) and the sum of the ranges'
- * filter gradients (rows of it) over the threads. */
-static void check_direct_threads(int h, int w, int c, int oc) {
-    conv_geom g = {5, h, w, c, h, w, 3, 3, 1, 1};
-    const size_t nx = (size_t)5 * h * w * c, ny = (size_t)5 * h * w * oc, nw = (size_t)oc * 9 * c;
+ * filter gradients (rows of it) over the threads. Where the filter gradient is split by rows
+ * instead (conv_direct_filter_by_rows), it is the same bits as one thread's. */
+static void check_direct_threads(int batch, int h, int w, int c, int oc) {
+    conv_geom g = {batch, h, w, c, h, w, 3, 3, 1, 1};
+    const size_t nx = (size_t)batch * h * w * c, ny = (size_t)batch * h * w * oc;
+    const size_t nw = (size_t)oc * 9 * c;
     float *x = ss_malloc(nx * sizeof(float)), *dy = ss_malloc(ny * sizeof(float));
     float *wt = ss_malloc(nw * sizeof(float)), *bias = ss_malloc(oc * sizeof(float));
     float *ws = ss_malloc(conv_direct_workspace_floats(&g, oc) * sizeof(float));
@@ -1728,6 +1731,8 @@ static void check_direct_threads(int h, int w, int c, int oc) {
         CU_ASSERT(memcmp(y[0], y[i], ny * sizeof(float)) == 0);
         CU_ASSERT(memcmp(dx[0], dx[i], nx * sizeof(float)) == 0);
         CU_ASSERT(worst_relative(dw[i], dw[0], nw) <= 1);
+        if (conv_direct_filter_by_rows(&g, oc, threads[i], 0))
+            CU_ASSERT(memcmp(dw[0], dw[i], nw * sizeof(float)) == 0);
         CU_ASSERT(worst_relative(db[i], db[0], (size_t)oc) <= 1);
     }
     CU_ASSERT(memcmp(dw[2], dw[3], nw * sizeof(float)) == 0); /* 3 threads, twice */
@@ -1740,8 +1745,9 @@ static void check_direct_threads(int h, int w, int c, int oc) {
     float *part_dx = ss_malloc(nx * sizeof(float));
     for (int i = 1; i < 3; i++) {
         const int n = threads[i];
+        if (conv_direct_filter_by_rows(&g, oc, n, 0)) continue; /* checked above */
         for (int t = 0; t < n; t++) {
-            const int b0 = 5 * t / n, b1 = 5 * (t + 1) / n;
+            const int b0 = batch * t / n, b1 = batch * (t + 1) / n;
             conv_geom gt = g;
             gt.batch = b1 - b0;
             conv_direct_backward(&gt, oc, x + (size_t)b0 * h * w * c, dy + (size_t)b0 * h * w * oc,
@@ -1761,13 +1767,22 @@ static void check_direct_threads(int h, int w, int c, int oc) {
     free(x), free(dy), free(wt), free(bias), free(ws);
 }
 
-/* a 7 x 9 map in groups of 4 samples, a 3 x 3 one in groups of 14 (frame left out), a 1 x 1 one */
+/* a 7 x 9 map in groups of 4 samples, a 3 x 3 one in groups of 14 (frame left out), a 1 x 1 one;
+ * filter gradients by rows on 3 x 3 maps of 64 and 512 channels */
 static void test_conv_direct_threads(void) {
     if (!conv_direct_available()) SS_SKIP("no AVX2 or AVX-512F: direct convolution unused");
-    check_direct_threads(7, 9, 16, 48);
-    check_direct_threads(3, 3, 16, 48);
-    check_direct_threads(1, 1, 16, 48); /* the kernel's centre alone (conv_direct.c, centre_only) */
-    check_direct_threads(3, 3, 64, 512); /* 16 weight blocks, 576 filter-gradient rows: split */
+    check_direct_threads(5, 7, 9, 16, 48);
+    check_direct_threads(5, 3, 3, 16, 48);
+    check_direct_threads(5, 1, 1, 16,
+                         48); /* the kernel's centre alone (conv_direct.c, centre_only) */
+    /* 16 weight blocks, 576 filter-gradient rows: the sums split; the filter gradient by rows */
+    check_direct_threads(5, 3, 3, 64, 512);
+    CU_ASSERT(conv_direct_filter_by_rows(&(conv_geom){5, 3, 3, 64, 3, 3, 3, 3, 1, 1}, 512, 2, 0));
+    /* vgg:11's stage 4 (3 x 3 x 512): by rows, the batch in two chunks of samples (28 and 2) */
+    check_direct_threads(30, 3, 3, 512, 512);
+    CU_ASSERT(conv_direct_filter_by_rows(&(conv_geom){30, 3, 3, 512, 3, 3, 3, 3, 1, 1}, 512, 3, 0));
+    /* 7 x 7 maps of 16 channels: by samples */
+    CU_ASSERT(!conv_direct_filter_by_rows(&(conv_geom){5, 7, 9, 16, 7, 9, 3, 3, 1, 1}, 48, 2, 0));
 }
 
 /* The layers choose the direct path where the CPU has it and the channels suit it; otherwise,
@@ -1885,10 +1900,21 @@ static void test_conv_block(void) {
     for (size_t i = 0; i < ny; i++)
         zeros += y[0][i] == 0.0f;
     CU_ASSERT(zeros > 0); /* some windows are all 0: the ReLU's mask matters */
+    /* on threads the layers apart may split the filter gradient by rows (one thread's bits),
+     * where the block, which forms each sample's output gradient as it goes, sums ranges of
+     * samples: then the block's filter gradient is within the ranges' rounding */
+    const conv_geom g = {BLK_B, BLK_H, BLK_W, BLK_C, BLK_H, BLK_W, 3, 3, 1, 1};
+    const int by_rows = conv_direct_filter_by_rows(&g, BLK_OC, cpu_par_threads(), 0);
     for (int mode = 1; mode < 3; mode++) {
         CU_ASSERT(memcmp(y[0], y[mode], ny * sizeof(float)) == 0);
         CU_ASSERT(memcmp(dx[0], dx[mode], nx * sizeof(float)) == 0);
-        CU_ASSERT(memcmp(grads[0], grads[mode], np * sizeof(float)) == 0);
+        if (mode == 2 && by_rows) {
+            CU_ASSERT(worst_relative(grads[mode], grads[0], np) <= 1);
+            CU_ASSERT(memcmp(grads[0] + np - BLK_OC, grads[mode] + np - BLK_OC,
+                             BLK_OC * sizeof(float)) == 0); /* the bias: ranges in both */
+        } else {
+            CU_ASSERT(memcmp(grads[0], grads[mode], np * sizeof(float)) == 0);
+        }
     }
     for (int mode = 0; mode < 3; mode++)
         free(y[mode]), free(dx[mode]), free(grads[mode]);
