@@ -3,9 +3,9 @@
  * does not know (a CPU newer than the library, or a virtual machine's "Intel Xeon Processor")
  * gets its Prescott (SSE3) kernels. On a 16-core Xeon VM with AVX-512 those ran SGEMM at
  * 18.8-33.1 GFLOP/s on one thread against a 167-177 GFLOP/s FMA peak (docs/PERFORMANCE.md,
- * "OpenBLAS's kernels"). OPENBLAS_CORETYPE, read when the library loads, overrides the choice, so
- * syncsim sets it and runs itself again when the choice is such an SSE core on a CPU with AVX2
- * or AVX-512. A user's own OPENBLAS_CORETYPE is always kept. */
+ * "OpenBLAS's kernels on a CPU it does not know"). OPENBLAS_CORETYPE, read when the library
+ * loads, overrides the choice, so syncsim sets it and runs itself again when the choice is such
+ * an SSE core on a CPU with AVX2 or AVX-512. A user's own OPENBLAS_CORETYPE is always kept. */
 #ifndef SS_KERNELS_BLAS_CORE_H
 #define SS_KERNELS_BLAS_CORE_H
 
