@@ -471,6 +471,8 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
     e->injected = ss_calloc((size_t)n, sizeof(size_t *));
     e->injected_count = ss_calloc((size_t)n, sizeof(int));
     e->gather = ss_calloc((size_t)n, sizeof(float *));
+    e->staged = ss_calloc((size_t)n, 1);
+    e->mark_group = ss_calloc((size_t)n, sizeof(int));
     e->ops = ss_calloc((size_t)n, sizeof *e->ops);
     e->n_ops = ss_calloc((size_t)n, sizeof(int));
     e->defer = !cfg->real;
@@ -589,6 +591,7 @@ void emulation_destroy(emulation *e) {
         for (int k = 0; k < e->cfg.ps_servers; k++)
             sgd_destroy(e->ps_opts[k]);
     if (e->ps_params) device_free(e->cfg.dev, e->ps_params);
+    if (e->stage) device_free(e->cfg.dev, e->stage);
     if (e->eval_model) model_destroy(e->eval_model);
     if (e->part) partition_destroy(e->part);
     free(e->slots);
@@ -601,6 +604,8 @@ void emulation_destroy(emulation *e) {
     free(e->injected);
     free(e->injected_count);
     free(e->gather);
+    free(e->staged);
+    free(e->mark_group);
     free(e->ops);
     free(e->n_ops);
     free(e->done_step);

@@ -80,6 +80,17 @@ struct emulation {
     emulation_eval last;
     int eval_pending;            /* an evaluation begun, its chunks on the engine */
     emulation_eval pending_eval; /* its row but the test loss and accuracy */
+    /* an evaluation due, waiting for the jobs in flight when it came due (em_jobs_mark): its
+     * step, time and counters then, and the statistics (S) of the workers with no job in flight
+     * then, which their next job may change first */
+    int eval_marked;
+    long mark_step;
+    double mark_now_s;
+    step_counters mark_counters;
+    int mark_counted;
+    float *stage;    /* (N, S) device memory, allocated at the first mark */
+    uint8_t *staged; /* (N) */
+    int *mark_group; /* (N) scratch: those workers */
     /* real mode: the snapshots kept at evaluation steps */
     emulation_snapshot *snaps;
     float *snap_params; /* (n_snaps, P) host */
@@ -90,8 +101,9 @@ struct emulation {
 
 /* The step source's step_done (emulation_eval.c): the evaluations (or, in real mode, the
  * snapshots) that every worker's having finished `step` makes due. The last one is left begun,
- * its test-set chunks on the engine beside the jobs submitted next, and its row written at the
- * next step_done (or evaluation, or the run's end). */
+ * its test-set chunks on the engine beside the jobs submitted next (or, with jobs in flight,
+ * marked: begun once they are settled, beside the step submitted next), and its row written at
+ * the next step_done (or evaluation, or the run's end). */
 void em_step_done(void *self, int w, long step, double now_s);
 
 #endif

@@ -35,6 +35,11 @@ struct em_jobs {
     int head, count;
     double work_s; /* wall seconds of the work the engine runs or splits (jobs, parallel parts) */
     struct em_jobs_eval *ev; /* the evaluation begun and not yet finished, or NULL */
+    /* em_jobs_mark: the jobs at the FIFO's head that settle together, then mark_fn (NULL: no
+     * mark); the submits still allowed before */
+    void (*mark_fn)(void *ctx);
+    void *mark_ctx;
+    int mark_jobs, mark_submits;
 };
 
 static void settle_jobs(em_jobs *j);
@@ -138,6 +143,7 @@ int em_jobs_create(const em_jobs_config *cfg, em_jobs **out) {
 void em_jobs_destroy(em_jobs *j) {
     if (!j) return;
     if (j->ev) em_jobs_evaluate_finish(j, NULL); /* its tasks run before the models go */
+    j->mark_fn = NULL;                           /* a mark left (a run stopped early) is dropped */
     settle_jobs(j); /* deferred work left is dropped with the replicas */
     const int t = engine_threads(j->en);
     engine_destroy(j->en);
@@ -174,8 +180,49 @@ void em_jobs_staging(em_jobs *j, float **x, uint8_t **y) {
     *y = j->y[0];
 }
 
-/* Settles the oldest job in flight: waits for it, then the source's bookkeeping. */
+static void settle_one(em_jobs *j);
+
+/* A mark set (em_jobs_mark): its jobs settled, in order, then its function. */
+static void mark_resolve(em_jobs *j) {
+    if (!j->mark_fn) return;
+    void (*fn)(void *) = j->mark_fn;
+    j->mark_fn = NULL;
+    for (int i = 0; i < j->mark_jobs; i++)
+        settle_one(j);
+    fn(j->mark_ctx);
+}
+
+void em_jobs_mark(em_jobs *j, void (*fn)(void *ctx), void *ctx) {
+    mark_resolve(j);
+    if (j->count == 0) {
+        fn(ctx);
+        return;
+    }
+    j->mark_fn = fn;
+    j->mark_ctx = ctx;
+    j->mark_jobs = j->count;
+    j->mark_submits = 1;
+}
+
+void em_jobs_resolve(em_jobs *j) {
+    mark_resolve(j);
+}
+
+int em_jobs_in_flight(const em_jobs *j, int w) {
+    return j->jobs[w].in_flight;
+}
+
+/* Settles the oldest job in flight (and, first, a mark's jobs and its function). */
 static void settle_oldest(em_jobs *j) {
+    if (j->mark_fn) {
+        mark_resolve(j);
+        return;
+    }
+    settle_one(j);
+}
+
+/* Settles the oldest job in flight: waits for it, then the source's bookkeeping. */
+static void settle_one(em_jobs *j) {
     SS_ASSERT(j->count > 0);
     em_job *job = &j->jobs[j->fifo[j->head]];
     engine_wait(j->en, &job->task);
@@ -192,6 +239,7 @@ static void settle_oldest(em_jobs *j) {
 
 void em_jobs_submit(em_jobs *j, int w, model *m, long step, int samples,
                     void (*grad_ready)(void *ctx, int layer), void *hook_ctx) {
+    if (j->mark_fn && j->mark_submits-- <= 0) mark_resolve(j);
     em_job *job = &j->jobs[w];
     SS_ASSERT(!job->in_flight && samples >= 1 && samples <= j->cfg.max_batch);
     job->m = m;
@@ -216,6 +264,7 @@ void em_jobs_settle_worker(em_jobs *j, int w) {
 }
 
 void em_jobs_own(em_jobs *j, int w) {
+    mark_resolve(j);
     em_jobs_settle_worker(j, w);
     if (!j->deferred[w]) return;
     const double t0 = engine_now_s();
@@ -226,6 +275,7 @@ void em_jobs_own(em_jobs *j, int w) {
 }
 
 void em_jobs_defer(em_jobs *j, int w) {
+    mark_resolve(j);
     em_jobs_settle_worker(j, w);
     j->deferred[w] = 1;
 }
@@ -239,7 +289,8 @@ void em_jobs_settle_before(em_jobs *j, long step) {
     int last = -1; /* position in the FIFO of the last job of an earlier step */
     for (int i = 0; i < j->count; i++)
         if (j->jobs[j->fifo[(j->head + i) % j->cfg.workers]].out.step < step) last = i;
-    for (int i = 0; i <= last; i++)
+    const int left = j->count - (last + 1); /* a mark may settle more at once */
+    while (j->count > left)
         settle_oldest(j);
 }
 
@@ -249,6 +300,7 @@ static void settle_jobs(em_jobs *j) {
 }
 
 void em_jobs_settle_all(em_jobs *j) {
+    mark_resolve(j);
     settle_jobs(j);
     flush_deferred(j, NULL, j->cfg.workers);
 }
@@ -444,6 +496,7 @@ static void flush_deferred(em_jobs *j, const int *group, int n) {
 }
 
 void em_jobs_own_group(em_jobs *j, const int *group, int n) {
+    mark_resolve(j);
     for (int i = 0; i < n; i++)
         em_jobs_settle_worker(j, group ? group[i] : i);
     flush_deferred(j, group, n);

@@ -92,6 +92,17 @@ void em_jobs_defer(em_jobs *j, int w);
 void em_jobs_settle_before(em_jobs *j, long step);
 /* Settles every job, and runs every worker's deferred work (across the engine). */
 void em_jobs_settle_all(em_jobs *j);
+/* 1 while worker w's job is in flight (submitted, not yet settled). */
+int em_jobs_in_flight(const em_jobs *j, int w);
+/* fn(ctx) once the jobs in flight now are settled, and before anything else is: the jobs in
+ * flight now all settle together (in order) at the first call that settles a job, owns,
+ * defers, settles all or submits a second job, and fn runs right after them (at once when no job
+ * is in flight). One submit is let through first, so that the worker whose step made an
+ * evaluation due starts its next step beside those jobs rather than after them; fn sees the
+ * replicas of the jobs settled as they would be at this call, after them. One mark at a time. */
+void em_jobs_mark(em_jobs *j, void (*fn)(void *ctx), void *ctx);
+/* A mark set: its jobs settled and its fn run now (nothing without one). */
+void em_jobs_resolve(em_jobs *j);
 /* Wall seconds of the work the engine runs or splits over its threads: the jobs (deferred work
  * included), the deferred work run on its own, the split means and evaluations; summed over the
  * threads. With one thread, the rest of a run's time is what stays serial on any thread count. */
