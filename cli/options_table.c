@@ -100,7 +100,8 @@ static const opt_def head_rows[] = {
      "batch normalization's running statistics at a synchronization: average (over the same "
      "workers, whatever is exchanged; their bytes are sent) or local (each worker keeps its own)",
      SIM},
-    {"eval-every", OPT_TYPE_LONG, F(eval_every), "0", 0, 1e12, CMD_RUN, NULL, "K",
+    {"eval-every", OPT_TYPE_LONG, F(eval_every), "0", 0, 1e12, CMD_RUN | CMD_BENCH_EMULATION, NULL,
+     "K",
      "evaluate the test set every K steps (0: once per epoch for one worker, ten times per "
      "epoch with several); always at the end",
      0},
