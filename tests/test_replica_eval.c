@@ -22,18 +22,26 @@ static double accuracy_of(model *m, const dataset *test) {
     return (double)correct / (double)test->n;
 }
 
-static void accuracy_mean_case(const char *model_name, int threads) {
+/* The CPU device, a synthetic data set of 64 training samples and n_test test samples, and the
+ * model spec `name` on its shape. */
+static device *open_case(const char *name, size_t n_test, dataset *train, dataset *test,
+                         model_spec *spec) {
     device *dev;
     char notice[256];
     CU_ASSERT_FATAL(device_open("cpu", &dev, notice, sizeof notice) == SS_OK);
     synthetic_spec ss;
     synthetic_spec_default(&ss);
     ss.n_train = 64;
-    ss.n_test = 300;
+    ss.n_test = n_test;
+    CU_ASSERT_FATAL(dataset_synthetic(&ss, 3, train, test) == SS_OK);
+    CU_ASSERT_FATAL(model_spec_parse(spec, name, 1, 28, 28, 10) == SS_OK);
+    return dev;
+}
+
+static void accuracy_mean_case(const char *model_name, int threads) {
     dataset train, test;
-    CU_ASSERT_FATAL(dataset_synthetic(&ss, 3, &train, &test) == SS_OK);
     model_spec spec;
-    CU_ASSERT_FATAL(model_spec_parse(&spec, model_name, 1, 28, 28, 10) == SS_OK);
+    device *dev = open_case(model_name, 300, &train, &test, &spec);
     model *m[REPLICAS], *holder;
     /* 0, 2 and 4 the same bits; 1 its own; 3 is 1 with class 9's bias raised (or, with batch
      * norm, its running statistics moved) */
@@ -115,17 +123,9 @@ static void submit(em_jobs *j, int w, model *m) {
  * that settles one, or at a second submit, and fn runs right after them, before any later job
  * settles; one submit goes through first; with no job in flight fn runs at once. */
 static void mark_case(int threads) {
-    device *dev;
-    char notice[256];
-    CU_ASSERT_FATAL(device_open("cpu", &dev, notice, sizeof notice) == SS_OK);
-    synthetic_spec ss;
-    synthetic_spec_default(&ss);
-    ss.n_train = 64;
-    ss.n_test = 16;
     dataset train, test;
-    CU_ASSERT_FATAL(dataset_synthetic(&ss, 3, &train, &test) == SS_OK);
     model_spec spec;
-    CU_ASSERT_FATAL(model_spec_parse(&spec, "mlp:16", 1, 28, 28, 10) == SS_OK);
+    device *dev = open_case("mlp:16", 16, &train, &test, &spec);
     model *m[5];
     for (int r = 0; r < 5; r++)
         CU_ASSERT_FATAL(model_create(dev, &spec, 7, 16, &m[r]) == SS_OK);
