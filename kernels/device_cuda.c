@@ -237,27 +237,23 @@ static void cu_col2im(device *dev, const conv_geom *g, const float *col, float *
  *   at batch 64, and slower where cuBLAS's SGEMM has more channels to work with: the cnn's conv2
  *   (32 to 64 channels, 0.277 + 0.463 against 0.230 + 0.432 ms) and VGG-11's 64 to 128 (0.285 +
  *   0.649 against 0.229 + 0.457).
- * - of those of 1 to 4 input channels (kernels/cuda_conv_few.cu: a network's first layer), the
- *   weight gradient, and the forward pass into at most 16 channels. On an H200 at batch 256
- *   (2026-11-27) they took the cnn's conv1 (1 to 32 channels, 5x5) in 0.108 + 0.104 ms against
- *   0.096 + 0.119 on im2col + SGEMM (two interleaved pairs), and ResNet-20's first convolution
- *   (1 to 16, 3x3) in 0.029 + 0.043 against 0.044 + 0.070 (a lease of 2026-11-26).
+ * - those of 1 to 4 input channels (kernels/cuda_conv_few.cu: a network's first layer): the
+ *   forward pass and the weight gradient. On an H200 at batch 256 (2026-11-27, three runs) they
+ *   took the cnn's conv1 (1 to 32 channels, 5x5, its bias and bias gradient included) in
+ *   0.062-0.063 + 0.083-0.087 ms, against 0.097-0.099 + 0.120-0.121 on im2col + SGEMM, and
+ *   ResNet-20's first convolution (1 to 16, 3x3) in 0.016 + 0.028-0.029 against 0.031-0.033 +
+ *   0.070.
  * The one-pixel-a-thread kernel (cuda_conv.cu) computes, with =implicit, what the others do not
  * (in_c % 4 == 0). Smaller batches stay on im2col + SGEMM, whose sums the CPU's reference shares
  * (docs/PERFORMANCE.md, "Tiled implicit-GEMM convolutions"). */
-enum {
-    CONV_TILED_MIN_PIXELS = 1 << 14,
-    CONV_TILED_MAX_CHANNELS = 32,
-    CONV_FEW_FWD_MAX_CHANNELS = 16
-};
+enum { CONV_TILED_MIN_PIXELS = 1 << 14, CONV_TILED_MAX_CHANNELS = 32 };
 
 static int conv_implicit_wanted(device *dev, const conv_geom *g, int oc, int pass) {
     const int mode = ctx_of(dev)->conv_mode;
     if (mode == 2)
         return ((g->in_c <= CONV_TILED_MAX_CHANNELS && oc <= CONV_TILED_MAX_CHANNELS &&
                  cuda_conv_tiled_takes(*g, oc, pass)) ||
-                (cuda_conv_few_takes(*g, oc, pass) &&
-                 (pass != CUDA_CONV_FWD || oc <= CONV_FEW_FWD_MAX_CHANNELS))) &&
+                cuda_conv_few_takes(*g, oc, pass)) &&
                (long)g->batch * g->out_h * g->out_w >= CONV_TILED_MIN_PIXELS;
     return mode;
 }

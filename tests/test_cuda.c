@@ -237,11 +237,14 @@ static void test_conv_implicit(void) {
         {9, 9, 8, 48, 3, 1, 1, 1, 3},
         {10, 10, 16, 96, 3, 1, 1, 0, 2},
         /* 1 to 3 input channels (cuda_conv_few.cu: forward and weight gradient; the input
-         * gradient by col2im): the cnn's conv1 with its bias (the weight gradient in 10 slices),
-         * ResNet-20's first convolution, and 5x5x3 into 64 channels */
+         * gradient by col2im): the cnn's conv1 with its bias (84 bands of one row), ResNet-20's
+         * first convolution, 5x5x3 into 64 channels, bands of 5 rows as wide as the staging
+         * allows, and 1,100 bands summed 2 a block */
         {28, 28, 1, 32, 5, 2, 1, 1, 3},
         {28, 28, 1, 16, 3, 1, 1, 0, 3},
         {12, 10, 3, 64, 5, 2, 1, 0, 6},
+        {9, 300, 2, 16, 3, 1, 1, 0, 132},
+        {2, 2, 1, 16, 3, 1, 1, 1, 1100},
     };
     for (size_t t = 0; t < sizeof cases / sizeof cases[0]; t++) {
         layer lc, lg;

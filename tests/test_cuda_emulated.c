@@ -197,21 +197,27 @@ static void test_one_pixel_kernel(void) {
 }
 
 /* the kernels of few input channels (cuda_conv_few.cu): forward pass and weight gradient against
- * double, on one slice of pixels and several, and the geometries they refuse */
+ * double, one block of bands or several (their partial sums added), bands as wide as the
+ * staging allows, and the geometries they refuse */
 static void test_few_channels(void) {
     static const struct {
         conv_case c;
-        int takes, slices;
+        int takes, partial, passes; /* passes: 1 forward, 2 weight gradient (the rest costs time) */
     } few[] = {
-        {{28, 28, 1, 32, 5, 2, 1, 2}, 1, 1}, /* the cnn's conv1 */
-        {{28, 28, 1, 16, 3, 1, 1, 2}, 1, 1}, /* ResNet-20's first convolution */
-        {{12, 10, 3, 64, 5, 2, 1, 6}, 1, 1}, /* K = 75, 64 channels: 5 blocks of columns */
-        {{15, 14, 2, 20, 3, 1, 2, 3}, 1, 0}, /* stride 2, 20 channels: 5 threads a pixel */
-        {{9, 9, 1, 16, 3, 1, 1, 2}, 1, 0},   /* 162 pixels: one slice */
-        {{9, 9, 4, 16, 5, 2, 1, 2}, 0, 0},   /* K = 100 */
-        {{9, 9, 5, 16, 1, 0, 1, 2}, 0, 0},   /* 5 input channels */
-        {{9, 9, 1, 8, 3, 1, 1, 2}, 0, 0},    /* 8 output channels */
-        {{9, 9, 1, 18, 3, 1, 1, 2}, 0, 0},   /* oc % 4 != 0 */
+        {{28, 28, 1, 32, 5, 2, 1, 2}, 1, 1, 3},   /* the cnn's conv1: bands of 1 row */
+        {{28, 28, 1, 16, 3, 1, 1, 2}, 1, 1, 3},   /* ResNet-20's first convolution */
+        {{12, 10, 3, 64, 5, 2, 1, 6}, 1, 1, 3},   /* K = 75, 64 channels: 5 columns a thread */
+        {{15, 14, 2, 20, 3, 1, 2, 3}, 1, 1, 3},   /* stride 2, 20 channels: 5 threads a pixel */
+        {{12, 12, 1, 64, 3, 1, 1, 264}, 1, 1, 3}, /* an image a band: 3 stages of dy (64, 64, 16) */
+        {{9, 300, 2, 16, 3, 1, 1, 132}, 1, 1, 1}, /* 2 bands of 5 rows (the staging's limit) */
+        {{2, 2, 1, 16, 3, 1, 1, 1100}, 1, 1, 2},  /* an image a band, 2 a block of the dw */
+        {{5, 6, 1, 16, 3, 1, 1, 1}, 1, 1, 3},     /* one image, a band a row */
+        {{3, 1, 1, 16, 3, 1, 1, 1}, 1, 1, 3},     /* one column */
+        {{9, 9, 4, 16, 5, 2, 1, 2}, 0, 0, 3},     /* K = 100 */
+        {{9, 9, 5, 16, 1, 0, 1, 2}, 0, 0, 3},     /* 5 input channels */
+        {{9, 9, 1, 8, 3, 1, 1, 2}, 0, 0, 3},      /* 8 output channels */
+        {{9, 9, 1, 18, 3, 1, 1, 2}, 0, 0, 3},     /* oc % 4 != 0 */
+        {{4, 2100, 3, 16, 3, 1, 1, 2}, 0, 0, 3},  /* 3 input rows outgrow the staging */
     };
     for (size_t t = 0; t < sizeof few / sizeof few[0]; t++) {
         const conv_case c = few[t].c;
@@ -229,11 +235,13 @@ static void test_few_channels(void) {
         const size_t partial_n = cuda_conv_few_dw_floats(g, c.oc);
         float *partial = partial_n ? rand_floats(partial_n, 350 + t) : NULL;
         CU_ASSERT_EQUAL(cuda_conv_few_takes(g, c.oc, CUDA_CONV_DX), 0);
-        const int f = cuda_conv_few_fwd(0, g, c.oc, x, w, y);
-        const int k = cuda_conv_few_dw(0, g, c.oc, x, dy, partial, dw);
-        CU_ASSERT_EQUAL(f, few[t].takes);
-        CU_ASSERT_EQUAL(k, few[t].takes);
-        if (few[t].takes) CU_ASSERT_EQUAL(partial_n > 0, few[t].slices);
+        CU_ASSERT_EQUAL(cuda_conv_few_takes(g, c.oc, CUDA_CONV_FWD), few[t].takes);
+        CU_ASSERT_EQUAL(cuda_conv_few_takes(g, c.oc, CUDA_CONV_DW), few[t].takes);
+        const int f = few[t].passes & 1 ? cuda_conv_few_fwd(0, g, c.oc, x, w, y) : 0;
+        const int k = few[t].passes & 2 ? cuda_conv_few_dw(0, g, c.oc, x, dy, partial, dw) : 0;
+        CU_ASSERT_EQUAL(f, few[t].takes && (few[t].passes & 1));
+        CU_ASSERT_EQUAL(k, few[t].takes && (few[t].passes & 2));
+        if (few[t].takes) CU_ASSERT_EQUAL(partial_n > 0, few[t].partial);
         const double ey = f ? nmse(y, ry, ny) : 0, edw = k ? nmse(dw, rdw, nw) : 0;
         fprintf(stderr, "\n  %dx%dx%d -> %d, %dx%d pad %d stride %d, batch %d: NMSE y %.1e dw %.1e",
                 c.h, c.w, c.c, c.oc, c.k, c.k, c.pad, c.stride, c.batch, ey, edw);
