@@ -44,5 +44,10 @@ static inline unsigned cuda_grid(size_t n) {
     size_t blocks = (n + CUDA_BLOCK - 1) / CUDA_BLOCK;
     return (unsigned)(blocks < 65535 ? (blocks ? blocks : 1) : 65535);
 }
+/* Whether a grid-stride loop over n elements (cuda_grid) may count in 32 bits: n and every index
+ * it steps to stay below 2^31 */
+static inline int cuda_index32(size_t n) {
+    return n < ((size_t)1 << 31) - (size_t)65535 * CUDA_BLOCK;
+}
 
 #endif

@@ -152,26 +152,30 @@ static void test_bias(void) {
     }
 }
 
-/* ---- ReLU: selections only, exact (tolerance 0) ---- */
+/* ---- ReLU: selections only, exact (tolerance 0); an odd count (one element a thread) and a
+ * multiple of 4 (four a thread) ---- */
 static void test_relu(void) {
-    const size_t n = 10007;
-    float *x = rand_host(n, 7, -1, 1), *dy = rand_host(n, 8, -1, 1);
-    float *y = on_cpu(x, n), *dx = on_cpu(x, n);
-    float *gx = on_gpu(x, n), *gy = on_gpu(x, n), *gdy = on_gpu(dy, n), *gdx = on_gpu(x, n);
-    cpu_dev->ops->relu_fwd(cpu_dev, n, x, y);
-    gpu_dev->ops->relu_fwd(gpu_dev, n, gx, gy);
-    check_nmse("relu_fwd", y, gy, n, 0.0);
-    cpu_dev->ops->relu_bwd(cpu_dev, n, y, dy, dx);
-    gpu_dev->ops->relu_bwd(gpu_dev, n, gy, gdy, gdx);
-    check_nmse("relu_bwd", dx, gdx, n, 0.0);
-    device_free(cpu_dev, y);
-    device_free(cpu_dev, dx);
-    device_free(gpu_dev, gx);
-    device_free(gpu_dev, gy);
-    device_free(gpu_dev, gdy);
-    device_free(gpu_dev, gdx);
-    free(x);
-    free(dy);
+    static const size_t counts[] = {10007, 10008};
+    for (size_t t = 0; t < 2; t++) {
+        const size_t n = counts[t];
+        float *x = rand_host(n, 7, -1, 1), *dy = rand_host(n, 8, -1, 1);
+        float *y = on_cpu(x, n), *dx = on_cpu(x, n);
+        float *gx = on_gpu(x, n), *gy = on_gpu(x, n), *gdy = on_gpu(dy, n), *gdx = on_gpu(x, n);
+        cpu_dev->ops->relu_fwd(cpu_dev, n, x, y);
+        gpu_dev->ops->relu_fwd(gpu_dev, n, gx, gy);
+        check_nmse("relu_fwd", y, gy, n, 0.0);
+        cpu_dev->ops->relu_bwd(cpu_dev, n, y, dy, dx);
+        gpu_dev->ops->relu_bwd(gpu_dev, n, gy, gdy, gdx);
+        check_nmse("relu_bwd", dx, gdx, n, 0.0);
+        device_free(cpu_dev, y);
+        device_free(cpu_dev, dx);
+        device_free(gpu_dev, gx);
+        device_free(gpu_dev, gy);
+        device_free(gpu_dev, gdy);
+        device_free(gpu_dev, gdx);
+        free(x);
+        free(dy);
+    }
 }
 
 /* ---- im2col (copies: exact) and col2im (sums of up to kh*kw entries in another order than
