@@ -204,20 +204,21 @@ static void test_few_channels(void) {
         conv_case c;
         int takes, partial, passes; /* passes: 1 forward, 2 weight gradient (the rest costs time) */
     } few[] = {
-        {{28, 28, 1, 32, 5, 2, 1, 2}, 1, 1, 3},   /* the cnn's conv1: bands of 1 row */
-        {{28, 28, 1, 16, 3, 1, 1, 2}, 1, 1, 3},   /* ResNet-20's first convolution */
-        {{12, 10, 3, 64, 5, 2, 1, 6}, 1, 1, 3},   /* K = 75, 64 channels: 5 columns a thread */
-        {{15, 14, 2, 20, 3, 1, 2, 3}, 1, 1, 3},   /* stride 2, 20 channels: 5 threads a pixel */
-        {{12, 12, 1, 64, 3, 1, 1, 264}, 1, 1, 3}, /* an image a band: 3 stages of dy (64, 64, 16) */
-        {{9, 300, 2, 16, 3, 1, 1, 132}, 1, 1, 1}, /* 2 bands of 5 rows (the staging's limit) */
-        {{2, 2, 1, 16, 3, 1, 1, 1100}, 1, 1, 2},  /* an image a band, 2 a block of the dw */
-        {{5, 6, 1, 16, 3, 1, 1, 1}, 1, 1, 3},     /* one image, a band a row */
-        {{3, 1, 1, 16, 3, 1, 1, 1}, 1, 1, 3},     /* one column */
-        {{9, 9, 4, 16, 5, 2, 1, 2}, 0, 0, 3},     /* K = 100 */
-        {{9, 9, 5, 16, 1, 0, 1, 2}, 0, 0, 3},     /* 5 input channels */
-        {{9, 9, 1, 8, 3, 1, 1, 2}, 0, 0, 3},      /* 8 output channels */
-        {{9, 9, 1, 18, 3, 1, 1, 2}, 0, 0, 3},     /* oc % 4 != 0 */
-        {{4, 2100, 3, 16, 3, 1, 1, 2}, 0, 0, 3},  /* 3 input rows outgrow the staging */
+        {{28, 28, 1, 32, 5, 2, 1, 2}, 1, 1, 3},  /* the cnn's conv1: bands of 1 row */
+        {{28, 28, 1, 16, 3, 1, 1, 2}, 1, 1, 3},  /* ResNet-20's first convolution */
+        {{12, 10, 3, 64, 5, 2, 1, 6}, 1, 1, 3},  /* K = 75, 64 channels: 5 columns a thread */
+        {{15, 14, 2, 20, 3, 1, 2, 3}, 1, 1, 3},  /* stride 2, 20 channels: 5 threads a pixel */
+        {{12, 200, 1, 64, 3, 1, 1, 1}, 1, 1, 3}, /* 200 pixels a band: 4 stages of dy (64 ... 8) */
+        {{6, 6, 1, 16, 3, 1, 1, 132}, 1, 1, 3},  /* 2 bands of 3 rows an image */
+        {{3, 510, 4, 16, 3, 1, 1, 1}, 1, 1, 3},  /* 3 rows of 2,048 floats: the staging's limit */
+        {{2, 2, 1, 16, 3, 1, 1, 1100}, 1, 1, 2}, /* an image a band, 2 a block of the dw */
+        {{5, 6, 1, 16, 3, 1, 1, 1}, 1, 1, 3},    /* one image, a band a row */
+        {{3, 1, 1, 16, 3, 1, 1, 1}, 1, 1, 3},    /* one column */
+        {{9, 9, 4, 16, 5, 2, 1, 2}, 0, 0, 3},    /* K = 100 */
+        {{9, 9, 5, 16, 1, 0, 1, 2}, 0, 0, 3},    /* 5 input channels */
+        {{9, 9, 1, 8, 3, 1, 1, 2}, 0, 0, 3},     /* 8 output channels */
+        {{9, 9, 1, 18, 3, 1, 1, 2}, 0, 0, 3},    /* oc % 4 != 0 */
+        {{3, 511, 4, 16, 3, 1, 1, 1}, 0, 0, 3},  /* 3 rows of 2,052 floats outgrow it */
     };
     for (size_t t = 0; t < sizeof few / sizeof few[0]; t++) {
         const conv_case c = few[t].c;
