@@ -1,0 +1,426 @@
+/* F(4 x 4, 3 x 3) Winograd convolutions on the CPU (conv_winograd.h). The transforms' matrices
+ * are those of Lavin and Gray (arXiv:1509.09308, section 4.2): with the 6 points 0, 1, -1, 2, -2
+ * and infinity,
+ *   B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1]
+ *   G   = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1]
+ *   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
+ * Each transform runs on 16 channels at once (NHWC keeps them side by side); the 36 positions of
+ * a transformed tile go to 36 planes, each plane a row-major matrix (tiles, channels) that one
+ * BLAS product reads. */
+#include "kernels/conv_winograd.h"
+
+#include "common/status.h"
+#include "kernels/cpu_par.h"
+#include "kernels/cpu_vec.h"
+
+#include <cblas.h>
+#include <string.h>
+
+enum {
+    WG_POS = 36,  /* positions of a transformed tile (6 x 6) */
+    WG_LANES = 16 /* channels a transform takes at once */
+};
+
+static int wg_enabled = 1;
+/* tiles of a chunk of samples, about: the products' rows */
+static int wg_chunk_tiles = CONV_WINOGRAD_CHUNK_TILES;
+
+void conv_winograd_set_chunk_tiles(int tiles) {
+    wg_chunk_tiles = tiles > 0 ? tiles : CONV_WINOGRAD_CHUNK_TILES;
+}
+
+void conv_winograd_enable(int on) {
+    wg_enabled = on != 0;
+}
+
+static int tiles_of(int n) {
+    return (n + 3) / 4;
+}
+
+int conv_winograd_supports(const conv_geom *g, int oc) {
+    return wg_enabled && g->kh == 3 && g->kw == 3 && conv_stride(g) == 1 && g->pad == 1 &&
+           g->out_h == g->in_h && g->out_w == g->in_w && g->in_h >= 6 && g->in_w >= 6 &&
+           g->in_c % WG_LANES == 0 && oc % WG_LANES == 0 && g->in_c >= 32 && oc >= 32 &&
+           (long)g->in_c * oc >= 64 * 128;
+}
+
+/* samples a full chunk holds: about wg_chunk_tiles tiles, at least one sample */
+static int full_chunk(const conv_geom *g) {
+    const int s = wg_chunk_tiles / (tiles_of(g->out_h) * tiles_of(g->out_w));
+    return s > 1 ? s : 1;
+}
+
+/* samples a chunk of g's batch holds: a full chunk, or the batch when it is smaller */
+static int chunk_samples(const conv_geom *g) {
+    const int s = full_chunk(g);
+    return s < g->batch ? s : g->batch > 0 ? g->batch : 1;
+}
+
+/* the workspace: U and S (36 x oc x in_c each), V and M (36 x chunk tiles x the wider side) */
+typedef struct wg_space {
+    float *u, *s, *v, *m;
+} wg_space;
+
+/* a full chunk's, whatever the batch: the memory estimate (emu/) grows linearly with it */
+static size_t chunk_floats(const conv_geom *g, int oc) {
+    const size_t tiles = (size_t)full_chunk(g) * tiles_of(g->out_h) * tiles_of(g->out_w);
+    return WG_POS * tiles * (size_t)(g->in_c > oc ? g->in_c : oc);
+}
+
+size_t conv_winograd_workspace_floats(const conv_geom *g, int oc) {
+    return 2 * (WG_POS * (size_t)oc * g->in_c + chunk_floats(g, oc));
+}
+
+static wg_space space_of(const conv_geom *g, int oc, float *ws) {
+    const size_t w = WG_POS * (size_t)oc * g->in_c, c = chunk_floats(g, oc);
+    return (wg_space){ws, ws + w, ws + 2 * w, ws + 2 * w + c};
+}
+
+/* ---- the 1-D transforms, 16 lanes each: element k of a vector at in + k * is ---- */
+
+/* B^T: 6 -> 6 */
+SS_INLINE void bt_lanes(const float *restrict in, size_t is, float *restrict out, size_t os) {
+    for (int l = 0; l < WG_LANES; l++) {
+        const float i0 = in[l], i1 = in[is + l], i2 = in[2 * is + l], i3 = in[3 * is + l];
+        const float i4 = in[4 * is + l], i5 = in[5 * is + l];
+        const float a = i4 - 4.0f * i2, b = i3 - 4.0f * i1;
+        const float c = i4 - i2, d = 2.0f * (i3 - i1);
+        out[l] = 4.0f * i0 - 5.0f * i2 + i4;
+        out[os + l] = a + b;
+        out[2 * os + l] = a - b;
+        out[3 * os + l] = c + d;
+        out[4 * os + l] = c - d;
+        out[5 * os + l] = 4.0f * i1 - 5.0f * i3 + i5;
+    }
+}
+
+/* A^T: 6 -> 4 */
+SS_INLINE void at_lanes(const float *restrict in, size_t is, float *restrict out, size_t os) {
+    for (int l = 0; l < WG_LANES; l++) {
+        const float i0 = in[l], i1 = in[is + l], i2 = in[2 * is + l], i3 = in[3 * is + l];
+        const float i4 = in[4 * is + l], i5 = in[5 * is + l];
+        const float p = i1 + i2, q = i1 - i2, r = i3 + i4, s = i3 - i4;
+        out[l] = i0 + p + r;
+        out[os + l] = q + 2.0f * s;
+        out[2 * os + l] = p + 4.0f * r;
+        out[3 * os + l] = q + 8.0f * s + i5;
+    }
+}
+
+/* A: 4 -> 6 (an output gradient tile into the transformed space) */
+SS_INLINE void a_lanes(const float *restrict in, size_t is, float *restrict out, size_t os) {
+    for (int l = 0; l < WG_LANES; l++) {
+        const float i0 = in[l], i1 = in[is + l], i2 = in[2 * is + l], i3 = in[3 * is + l];
+        const float e = i0 + i2, o = i1 + i3, e4 = i0 + 4.0f * i2, o8 = 2.0f * i1 + 8.0f * i3;
+        out[l] = i0;
+        out[os + l] = e + o;
+        out[2 * os + l] = e - o;
+        out[3 * os + l] = e4 + o8;
+        out[4 * os + l] = e4 - o8;
+        out[5 * os + l] = i3;
+    }
+}
+
+/* G: 3 -> 6 (a kernel into the transformed space) */
+SS_INLINE void g_lanes(const float *restrict in, size_t is, float *restrict out, size_t os) {
+    for (int l = 0; l < WG_LANES; l++) {
+        const float i0 = in[l], i1 = in[is + l], i2 = in[2 * is + l];
+        const float p = i0 + i2, q = i0 * (1.0f / 24.0f) + i2 * (1.0f / 6.0f);
+        const float r = i1 * (1.0f / 12.0f);
+        out[l] = i0 * 0.25f;
+        out[os + l] = -(p + i1) * (1.0f / 6.0f);
+        out[2 * os + l] = -(p - i1) * (1.0f / 6.0f);
+        out[3 * os + l] = q + r;
+        out[4 * os + l] = q - r;
+        out[5 * os + l] = i2;
+    }
+}
+
+/* G^T: 6 -> 3 (a transformed filter gradient back to the kernel's 3 taps) */
+SS_INLINE void gt_lanes(const float *restrict in, size_t is, float *restrict out, size_t os) {
+    for (int l = 0; l < WG_LANES; l++) {
+        const float i0 = in[l], i1 = in[is + l], i2 = in[2 * is + l], i3 = in[3 * is + l];
+        const float i4 = in[4 * is + l], i5 = in[5 * is + l];
+        const float s12 = i1 + i2, d12 = i2 - i1, s34 = i3 + i4, d34 = i3 - i4;
+        out[l] = i0 * 0.25f - s12 * (1.0f / 6.0f) + s34 * (1.0f / 24.0f);
+        out[os + l] = d12 * (1.0f / 6.0f) + d34 * (1.0f / 12.0f);
+        out[2 * os + l] = (s34 - s12) * (1.0f / 6.0f) + i5;
+    }
+}
+
+/* the 36 positions of a transformed block (6, 6, 16 lanes) into their planes, `plane` apart */
+SS_INLINE void store_planes(float (*v)[6][WG_LANES], float *dst, size_t plane) {
+    for (int k = 0; k < WG_POS; k++)
+        memcpy(dst + (size_t)k * plane, v[k / 6][k % 6], sizeof v[0][0]);
+}
+
+/* ---- tiles of a chunk: tile t is sample t / per, row (t % per) / tw, column (t % per) % tw ----
+ */
+
+typedef struct tile_job {
+    const float *src; /* input transforms: the chunk's first sample (h, w, c) */
+    float *dst;       /* output transform: the chunk's first sample */
+    const float *planes;
+    float *out_planes;
+    size_t plane; /* floats of a plane: chunk tiles x c */
+    int h, w, c, tw, per;
+    const float *bias; /* output transform: added, or NULL */
+    int relu;
+} tile_job;
+
+/* V = B^T d B of each tile's 6 x 6 input patch (rows 4 ty - 1 .., columns 4 tx - 1 ..) */
+static SS_CPU_CLONES void input_tiles(void *ctx, size_t t0, size_t t1) {
+    const tile_job *j = ctx;
+    float d[6][6][WG_LANES], u[6][6][WG_LANES];
+    for (size_t t = t0; t < t1; t++) {
+        const int s = (int)(t / j->per), r = (int)(t % j->per);
+        const int y0 = 4 * (r / j->tw) - 1, x0 = 4 * (r % j->tw) - 1;
+        const float *base = j->src + (size_t)s * j->h * j->w * j->c;
+        for (int c0 = 0; c0 < j->c; c0 += WG_LANES) {
+            for (int a = 0; a < 6; a++)
+                for (int b = 0; b < 6; b++) {
+                    const int iy = y0 + a, ix = x0 + b;
+                    if (iy < 0 || iy >= j->h || ix < 0 || ix >= j->w) {
+                        memset(d[a][b], 0, sizeof d[a][b]);
+                        continue;
+                    }
+                    memcpy(d[a][b], base + ((size_t)iy * j->w + ix) * j->c + c0, sizeof d[a][b]);
+                }
+            for (int b = 0; b < 6; b++)
+                bt_lanes(d[0][b], 6 * WG_LANES, u[0][b], 6 * WG_LANES);
+            for (int k = 0; k < 6; k++)
+                bt_lanes(u[k][0], WG_LANES, d[k][0], WG_LANES);
+            store_planes(d, j->out_planes + t * j->c + c0, j->plane);
+        }
+    }
+}
+
+/* dM = A dY A^T of each tile's 4 x 4 output gradient (zeros outside the image) */
+static SS_CPU_CLONES void grad_tiles(void *ctx, size_t t0, size_t t1) {
+    const tile_job *j = ctx;
+    float d[4][4][WG_LANES], u[6][4][WG_LANES], v[6][6][WG_LANES];
+    for (size_t t = t0; t < t1; t++) {
+        const int s = (int)(t / j->per), r = (int)(t % j->per);
+        const int y0 = 4 * (r / j->tw), x0 = 4 * (r % j->tw);
+        const float *base = j->src + (size_t)s * j->h * j->w * j->c;
+        for (int c0 = 0; c0 < j->c; c0 += WG_LANES) {
+            for (int a = 0; a < 4; a++)
+                for (int b = 0; b < 4; b++) {
+                    const int iy = y0 + a, ix = x0 + b;
+                    if (iy >= j->h || ix >= j->w) {
+                        memset(d[a][b], 0, sizeof d[a][b]);
+                        continue;
+                    }
+                    memcpy(d[a][b], base + ((size_t)iy * j->w + ix) * j->c + c0, sizeof d[a][b]);
+                }
+            for (int b = 0; b < 4; b++)
+                a_lanes(d[0][b], 4 * WG_LANES, u[0][b], 4 * WG_LANES);
+            for (int k = 0; k < 6; k++)
+                a_lanes(u[k][0], WG_LANES, v[k][0], WG_LANES);
+            store_planes(v, j->out_planes + t * j->c + c0, j->plane);
+        }
+    }
+}
+
+/* Y = A^T M A of each tile, the pixels inside the image stored (+ bias, ReLU) */
+static SS_CPU_CLONES void output_tiles(void *ctx, size_t t0, size_t t1) {
+    const tile_job *j = ctx;
+    float m[6][6][WG_LANES], u[4][6][WG_LANES], y[4][4][WG_LANES];
+    for (size_t t = t0; t < t1; t++) {
+        const int s = (int)(t / j->per), r = (int)(t % j->per);
+        const int y0 = 4 * (r / j->tw), x0 = 4 * (r % j->tw);
+        float *base = j->dst + (size_t)s * j->h * j->w * j->c;
+        for (int c0 = 0; c0 < j->c; c0 += WG_LANES) {
+            const float *p = j->planes + t * j->c + c0;
+            for (int k = 0; k < WG_POS; k++)
+                memcpy(m[k / 6][k % 6], p + (size_t)k * j->plane, sizeof m[0][0]);
+            for (int q = 0; q < 6; q++)
+                at_lanes(m[0][q], 6 * WG_LANES, u[0][q], 6 * WG_LANES);
+            for (int i = 0; i < 4; i++)
+                at_lanes(u[i][0], WG_LANES, y[i][0], WG_LANES);
+            for (int i = 0; i < 4 && y0 + i < j->h; i++)
+                for (int k = 0; k < 4 && x0 + k < j->w; k++) {
+                    float *o = base + ((size_t)(y0 + i) * j->w + x0 + k) * j->c + c0;
+                    for (int l = 0; l < WG_LANES; l++) {
+                        float v = y[i][k][l];
+                        if (j->bias) v += j->bias[c0 + l];
+                        o[l] = j->relu && !(v > 0.0f) ? 0.0f : v;
+                    }
+                }
+        }
+    }
+}
+
+/* ---- kernels and their gradients: rows o of (36, oc, in_c) planes ---- */
+
+typedef struct kernel_job {
+    const float *w; /* (oc, 3, 3, in_c) */
+    float *planes;  /* (36, oc, in_c) */
+    float *dw;      /* gradient_rows: (oc, 3, 3, in_c) */
+    int oc, c, turned;
+} kernel_job;
+
+/* U = G g G^T of each (o, c) kernel, turned by 180 degrees when `turned` (the data gradient's) */
+static SS_CPU_CLONES void kernel_rows(void *ctx, size_t o0, size_t o1) {
+    const kernel_job *j = ctx;
+    const size_t plane = (size_t)j->oc * j->c;
+    float g[3][3][WG_LANES], u[6][3][WG_LANES], v[6][6][WG_LANES];
+    for (size_t o = o0; o < o1; o++)
+        for (int c0 = 0; c0 < j->c; c0 += WG_LANES) {
+            for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 3; b++) {
+                    const int ka = j->turned ? 2 - a : a, kb = j->turned ? 2 - b : b;
+                    memcpy(g[a][b], j->w + ((o * 3 + ka) * 3 + kb) * j->c + c0, sizeof g[a][b]);
+                }
+            for (int b = 0; b < 3; b++)
+                g_lanes(g[0][b], 3 * WG_LANES, u[0][b], 3 * WG_LANES);
+            for (int k = 0; k < 6; k++)
+                g_lanes(u[k][0], WG_LANES, v[k][0], WG_LANES);
+            store_planes(v, j->planes + o * j->c + c0, plane);
+        }
+}
+
+/* dw = G^T S G of each (o, c) */
+static SS_CPU_CLONES void gradient_rows(void *ctx, size_t o0, size_t o1) {
+    const kernel_job *j = ctx;
+    const size_t plane = (size_t)j->oc * j->c;
+    float s[6][6][WG_LANES], u[3][6][WG_LANES], g[3][3][WG_LANES];
+    for (size_t o = o0; o < o1; o++)
+        for (int c0 = 0; c0 < j->c; c0 += WG_LANES) {
+            const float *p = j->planes + o * j->c + c0;
+            for (int k = 0; k < WG_POS; k++)
+                memcpy(s[k / 6][k % 6], p + (size_t)k * plane, sizeof s[0][0]);
+            for (int b = 0; b < 6; b++)
+                gt_lanes(s[0][b], 6 * WG_LANES, u[0][b], 6 * WG_LANES);
+            for (int a = 0; a < 3; a++)
+                gt_lanes(u[a][0], WG_LANES, g[a][0], WG_LANES);
+            for (int a = 0; a < 3; a++)
+                for (int b = 0; b < 3; b++)
+                    memcpy(j->dw + ((o * 3 + a) * 3 + b) * j->c + c0, g[a][b], sizeof g[a][b]);
+        }
+}
+
+/* ---- the products: one single-threaded BLAS call a position, the positions split over the
+ * threads (not each product over OpenBLAS's threads: products of 32 to 256 channels are too small
+ * for that, and ResNet-20's 32-channel layers ran 1.7 times slower on two threads that way than
+ * on the direct passes); so each product's bits are one thread's on any count ---- */
+
+typedef struct products_job {
+    int trans_a, trans_b, m, n, k, lda, ldb, ldc;
+    float beta;
+    const float *a, *b;
+    float *c;
+    size_t a_plane, b_plane, c_plane;
+} products_job;
+
+static void products_part(void *ctx, size_t p0, size_t p1) {
+    const products_job *j = ctx;
+    for (size_t p = p0; p < p1; p++)
+        cblas_sgemm(CblasRowMajor, j->trans_a ? CblasTrans : CblasNoTrans,
+                    j->trans_b ? CblasTrans : CblasNoTrans, j->m, j->n, j->k, 1.0f,
+                    j->a + p * j->a_plane, j->lda, j->b + p * j->b_plane, j->ldb, j->beta,
+                    j->c + p * j->c_plane, j->ldc);
+}
+
+/* The 36 products c_p = op(a_p) op(b_p) (+ beta c_p) on `threads` threads. OpenBLAS is held to
+ * one thread meanwhile where it had more (a command on one model: bench kernels; every emulated
+ * run keeps it at one, emu/run.c), and set back after. */
+static void products(const products_job *j, int threads) {
+    const int blas = openblas_get_num_threads();
+    if (threads <= 1 && blas <= 1) {
+        products_part((void *)j, 0, WG_POS);
+        return;
+    }
+    cpu_par_quiet();
+    if (blas > 1) openblas_set_num_threads(1);
+    cpu_par_for(threads > 1 ? threads : blas, WG_POS, 1, 1, products_part, (void *)j);
+    if (blas > 1) openblas_set_num_threads(blas);
+}
+
+/* ---- the passes ---- */
+
+static void run_tiles(int threads, size_t tiles, int c, cpu_par_fn fn, tile_job *j) {
+    cpu_par_for(threads, tiles, cpu_par_grain((size_t)WG_POS * c), 1, fn, j);
+}
+
+static tile_job tiles_job(const conv_geom *g, int c, size_t tiles) {
+    tile_job j = {0};
+    j.h = g->out_h;
+    j.w = g->out_w;
+    j.c = c;
+    j.tw = tiles_of(g->out_w);
+    j.per = tiles_of(g->out_h) * j.tw;
+    j.plane = tiles * (size_t)c;
+    return j;
+}
+
+/* out (samples, h, w, n) = the F(4, 3) convolution of in (samples, h, w, k) with the kernels'
+ * planes u (36, n, k) when trans_u (the forward pass's (oc, in_c) rows), else (36, k, n) */
+static void forward_chunks(const conv_geom *g, const float *in, int k, const float *u, int trans_u,
+                           int n, const float *bias, int relu, const wg_space *sp, float *out,
+                           int threads) {
+    const int cs = chunk_samples(g);
+    const size_t in_size = (size_t)g->in_h * g->in_w * k, out_size = (size_t)g->in_h * g->in_w * n;
+    for (int s0 = 0; s0 < g->batch; s0 += cs) {
+        const int ns = g->batch - s0 < cs ? g->batch - s0 : cs;
+        const size_t tiles = (size_t)ns * tiles_of(g->out_h) * tiles_of(g->out_w);
+        tile_job ij = tiles_job(g, k, tiles);
+        ij.src = in + s0 * in_size;
+        ij.out_planes = sp->v;
+        run_tiles(threads, tiles, k, input_tiles, &ij);
+        const products_job pj = {
+            0,     trans_u,   (int)tiles,    n,        k, k, trans_u ? k : n, n, 0.0f, sp->v, u,
+            sp->m, tiles * k, (size_t)n * k, tiles * n};
+        products(&pj, threads);
+        tile_job oj = tiles_job(g, n, tiles);
+        oj.planes = sp->m;
+        oj.dst = out + s0 * out_size;
+        oj.bias = bias;
+        oj.relu = relu;
+        run_tiles(threads, tiles, n, output_tiles, &oj);
+    }
+}
+
+static void kernels_of(const float *w, int oc, int c, int turned, float *planes, int threads) {
+    kernel_job kj = {w, planes, NULL, oc, c, turned};
+    cpu_par_for(threads, (size_t)oc, cpu_par_grain((size_t)WG_POS * c), 1, kernel_rows, &kj);
+}
+
+void conv_winograd_forward(const conv_geom *g, int oc, const float *x, const float *w,
+                           const float *bias, int relu, float *ws, float *y, int threads) {
+    SS_ASSERT(conv_winograd_supports(g, oc));
+    const wg_space sp = space_of(g, oc, ws);
+    kernels_of(w, oc, g->in_c, 0, sp.u, threads);
+    forward_chunks(g, x, g->in_c, sp.u, 1, oc, bias, relu, &sp, y, threads);
+}
+
+void conv_winograd_backward(const conv_geom *g, int oc, const float *x, const float *dy,
+                            const float *w, float *ws, float *dw, float *dx, int threads) {
+    SS_ASSERT(conv_winograd_supports(g, oc));
+    const wg_space sp = space_of(g, oc, ws);
+    const int c = g->in_c, cs = chunk_samples(g);
+    const size_t in_size = (size_t)g->in_h * g->in_w * c, out_size = (size_t)g->in_h * g->in_w * oc;
+    /* the filter gradient: S (36, oc, c) = sum over the chunks, in order, of dM^T V */
+    for (int s0 = 0; s0 < g->batch; s0 += cs) {
+        const int ns = g->batch - s0 < cs ? g->batch - s0 : cs;
+        const size_t tiles = (size_t)ns * tiles_of(g->out_h) * tiles_of(g->out_w);
+        tile_job ij = tiles_job(g, c, tiles);
+        ij.src = x + s0 * in_size;
+        ij.out_planes = sp.v;
+        run_tiles(threads, tiles, c, input_tiles, &ij);
+        tile_job gj = tiles_job(g, oc, tiles);
+        gj.src = dy + s0 * out_size;
+        gj.out_planes = sp.m;
+        run_tiles(threads, tiles, oc, grad_tiles, &gj);
+        const products_job pj = {
+            1,    0,    oc,         c,         (int)tiles,    oc, c, c, s0 ? 1.0f : 0.0f, sp.m,
+            sp.v, sp.s, tiles * oc, tiles * c, (size_t)oc * c};
+        products(&pj, threads);
+    }
+    kernel_job kj = {NULL, sp.s, dw, oc, c, 0};
+    cpu_par_for(threads, (size_t)oc, cpu_par_grain((size_t)WG_POS * c), 1, gradient_rows, &kj);
+    if (!dx) return;
+    /* the data gradient: dy through the turned kernels, planes (36, oc, c): k = oc, n = c */
+    kernels_of(w, oc, c, 1, sp.u, threads);
+    forward_chunks(g, dy, oc, sp.u, 0, c, NULL, 0, &sp, dx, threads);
+}
