@@ -18,7 +18,7 @@
  *   filter gradient: dw = G^T S G with S = sum over the tiles of V (.) (A dY A^T), dY a tile's
  *     output gradient (zeros outside the image), again one product (in_c x tiles) x (tiles x oc)
  *     a position.
- * The batch goes in chunks of whole samples (about 256 tiles, decided by the geometry alone), so
+ * The batch goes in chunks of whole samples (about 96 tiles, decided by the geometry alone), so
  * the workspace does not grow with the batch; the filter gradient adds the chunks in order. The
  * transforms run over the tiles split on `threads` threads (each tile the same bits on any
  * count); the products run on OpenBLAS's threads, whose results depend on its thread count as
@@ -39,9 +39,12 @@ int conv_winograd_supports(const conv_geom *g, int oc);
 /* Enables (1, the default) or disables (0) the passes for conv_winograd_supports; tests and
  * benchmarks compare them with the direct convolution. Not thread-safe: set it first. */
 void conv_winograd_enable(int on);
-/* The tiles of a chunk of samples (about: whole samples, at least one), 256 by default; tests
- * take fewer to cover several chunks on small batches (0: the default). Not thread-safe. */
-enum { CONV_WINOGRAD_CHUNK_TILES = 256 };
+/* The tiles of a chunk of samples (about: whole samples, at least one), 96 by default: the
+ * products' rows. vgg:11's 14 x 14 layer took 29-30 ms forward and backward with chunks of 64 or
+ * 96 tiles, 33-35 with 128 and 35-44 with 256 or 512 (its transformed chunk then outgrows a 1 MB
+ * L2 cache), the 7 x 7 layers the same within noise; one thread, batch 64. Tests take fewer to
+ * cover several chunks on small batches (0: the default). Not thread-safe. */
+enum { CONV_WINOGRAD_CHUNK_TILES = 96 };
 void conv_winograd_set_chunk_tiles(int tiles);
 /* floats of the workspace the passes need, whatever the batch */
 size_t conv_winograd_workspace_floats(const conv_geom *g, int oc);

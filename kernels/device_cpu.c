@@ -395,8 +395,8 @@ static void pool_output_grad(void *ctx, int b, float *dy_b) {
 /* The stride-1 layers' passes: by F(4 x 4, 3 x 3) Winograd where it applies (conv_winograd.h),
  * else direct; a conv -> ReLU -> max-pool block (pool_y, pool_dy) stays direct, whose passes
  * pool and unpool each sample while it is in cache. vgg:11's 14 x 14 and 7 x 7 convolutions at
- * batch 64 on one thread, forward + backward, direct -> Winograd: 49.6 -> 33.8, 44.2 -> 30.8 and
- * 88.6 -> 53.8 ms (docs/PERFORMANCE.md, "Winograd's minimal filtering"). */
+ * batch 64 on one thread, forward + backward, direct -> Winograd: 48.3 -> 32.4, 42.6 -> 35.2 and
+ * 84.7 -> 63.4 ms (docs/PERFORMANCE.md, "Winograd's minimal filtering"). */
 static size_t conv_ws_floats(const conv_geom *g, int oc) {
     const size_t d = conv_direct_workspace_floats(g, oc);
     if (!conv_winograd_supports(g, oc)) return d;
