@@ -168,24 +168,30 @@ typedef struct tile_job {
     int relu;
 } tile_job;
 
+/* The n x n pixels (16 channels from c0 each) of tile t's patch from `back` pixels above and
+ * left of its first output pixel, into d (n, n, 16): zeros outside the image. */
+SS_INLINE void load_patch(const tile_job *j, size_t t, int back, int n, int c0, float *d) {
+    const int s = (int)(t / j->per), r = (int)(t % j->per);
+    const int y0 = 4 * (r / j->tw) - back, x0 = 4 * (r % j->tw) - back;
+    const float *base = j->src + (size_t)s * j->h * j->w * j->c + c0;
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++) {
+            const int iy = y0 + a, ix = x0 + b;
+            float *lanes = d + (size_t)(a * n + b) * WG_LANES;
+            if (iy < 0 || iy >= j->h || ix < 0 || ix >= j->w)
+                memset(lanes, 0, WG_LANES * sizeof(float));
+            else
+                memcpy(lanes, base + ((size_t)iy * j->w + ix) * j->c, WG_LANES * sizeof(float));
+        }
+}
+
 /* V = B^T d B of each tile's 6 x 6 input patch (rows 4 ty - 1 .., columns 4 tx - 1 ..) */
 static SS_CPU_CLONES void input_tiles(void *ctx, size_t t0, size_t t1) {
     const tile_job *j = ctx;
     float d[6][6][WG_LANES], u[6][6][WG_LANES];
     for (size_t t = t0; t < t1; t++) {
-        const int s = (int)(t / j->per), r = (int)(t % j->per);
-        const int y0 = 4 * (r / j->tw) - 1, x0 = 4 * (r % j->tw) - 1;
-        const float *base = j->src + (size_t)s * j->h * j->w * j->c;
         for (int c0 = 0; c0 < j->c; c0 += WG_LANES) {
-            for (int a = 0; a < 6; a++)
-                for (int b = 0; b < 6; b++) {
-                    const int iy = y0 + a, ix = x0 + b;
-                    if (iy < 0 || iy >= j->h || ix < 0 || ix >= j->w) {
-                        memset(d[a][b], 0, sizeof d[a][b]);
-                        continue;
-                    }
-                    memcpy(d[a][b], base + ((size_t)iy * j->w + ix) * j->c + c0, sizeof d[a][b]);
-                }
+            load_patch(j, t, 1, 6, c0, d[0][0]);
             for (int b = 0; b < 6; b++)
                 bt_lanes(d[0][b], 6 * WG_LANES, u[0][b], 6 * WG_LANES);
             for (int k = 0; k < 6; k++)
@@ -200,19 +206,8 @@ static SS_CPU_CLONES void grad_tiles(void *ctx, size_t t0, size_t t1) {
     const tile_job *j = ctx;
     float d[4][4][WG_LANES], u[6][4][WG_LANES], v[6][6][WG_LANES];
     for (size_t t = t0; t < t1; t++) {
-        const int s = (int)(t / j->per), r = (int)(t % j->per);
-        const int y0 = 4 * (r / j->tw), x0 = 4 * (r % j->tw);
-        const float *base = j->src + (size_t)s * j->h * j->w * j->c;
         for (int c0 = 0; c0 < j->c; c0 += WG_LANES) {
-            for (int a = 0; a < 4; a++)
-                for (int b = 0; b < 4; b++) {
-                    const int iy = y0 + a, ix = x0 + b;
-                    if (iy >= j->h || ix >= j->w) {
-                        memset(d[a][b], 0, sizeof d[a][b]);
-                        continue;
-                    }
-                    memcpy(d[a][b], base + ((size_t)iy * j->w + ix) * j->c + c0, sizeof d[a][b]);
-                }
+            load_patch(j, t, 0, 4, c0, d[0][0]);
             for (int b = 0; b < 4; b++)
                 a_lanes(d[0][b], 4 * WG_LANES, u[0][b], 4 * WG_LANES);
             for (int k = 0; k < 6; k++)
