@@ -154,8 +154,7 @@ SS_INLINE void store_planes(float (*v)[6][WG_LANES], float *dst, size_t plane) {
         memcpy(dst + (size_t)k * plane, v[k / 6][k % 6], sizeof v[0][0]);
 }
 
-/* ---- tiles of a chunk: tile t is sample t / per, row (t % per) / tw, column (t % per) % tw ----
- */
+/* ---- a chunk's tiles: tile t is sample t / per, row (t % per) / tw, column (t % per) % tw ---- */
 
 typedef struct tile_job {
     const float *src; /* input transforms: the chunk's first sample (h, w, c) */
@@ -363,9 +362,19 @@ static void forward_chunks(const conv_geom *g, const float *in, int k, const flo
         ij.src = in + s0 * in_size;
         ij.out_planes = sp->v;
         run_tiles(threads, tiles, k, input_tiles, &ij);
-        const products_job pj = {
-            0,     trans_u,   (int)tiles,    n,        k, k, trans_u ? k : n, n, 0.0f, sp->v, u,
-            sp->m, tiles * k, (size_t)n * k, tiles * n};
+        const products_job pj = {.trans_b = trans_u,
+                                 .m = (int)tiles,
+                                 .n = n,
+                                 .k = k,
+                                 .lda = k,
+                                 .ldb = trans_u ? k : n,
+                                 .ldc = n,
+                                 .a = sp->v,
+                                 .b = u,
+                                 .c = sp->m,
+                                 .a_plane = tiles * k,
+                                 .b_plane = (size_t)n * k,
+                                 .c_plane = tiles * n};
         products(&pj, threads);
         tile_job oj = tiles_job(g, n, tiles);
         oj.planes = sp->m;
@@ -407,9 +416,20 @@ void conv_winograd_backward(const conv_geom *g, int oc, const float *x, const fl
         gj.src = dy + s0 * out_size;
         gj.out_planes = sp.m;
         run_tiles(threads, tiles, oc, grad_tiles, &gj);
-        const products_job pj = {
-            1,    0,    oc,         c,         (int)tiles,    oc, c, c, s0 ? 1.0f : 0.0f, sp.m,
-            sp.v, sp.s, tiles * oc, tiles * c, (size_t)oc * c};
+        const products_job pj = {.trans_a = 1,
+                                 .m = oc,
+                                 .n = c,
+                                 .k = (int)tiles,
+                                 .lda = oc,
+                                 .ldb = c,
+                                 .ldc = c,
+                                 .beta = s0 ? 1.0f : 0.0f,
+                                 .a = sp.m,
+                                 .b = sp.v,
+                                 .c = sp.s,
+                                 .a_plane = tiles * oc,
+                                 .b_plane = tiles * c,
+                                 .c_plane = (size_t)oc * c};
         products(&pj, threads);
     }
     kernel_job kj = {NULL, sp.s, dw, oc, c, 0};
