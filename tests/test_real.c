@@ -20,7 +20,8 @@
 #define MPIRUN                                                                                     \
     "ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 mpirun --allow-run-as-root --oversubscribe --mca "  \
     "btl self,tcp --mca btl_tcp_if_include lo --mca oob_tcp_if_include lo "
-#define COMMON " --epochs 0.05 --progress no --device cpu "
+#define COMMON_REST " --progress no --device cpu "
+#define COMMON      " --epochs 0.05" COMMON_REST
 
 static char tmp_dir[256];
 
@@ -43,23 +44,30 @@ static double summary_number(const char *dir, const char *key) {
 }
 
 /* Runs `policy_args` for real on `ranks` ranks and emulated; both must succeed. */
-static void run_pair(const char *name, int ranks, const char *policy_args, char *real_dir,
-                     char *emu_dir, size_t n) {
+static void run_pair_epochs(const char *name, int ranks, const char *policy_args,
+                            const char *epochs, char *real_dir, char *emu_dir, size_t n) {
     snprintf(real_dir, n, "%s/%s-real", tmp_dir, name);
     snprintf(emu_dir, n, "%s/%s-emu", tmp_dir, name);
     char cmd[2048];
     char *out = NULL;
-    snprintf(cmd, sizeof cmd, MPIRUN "-np %d " SYNCSIM " real %s" COMMON "--out %s 2>&1", ranks,
-             policy_args, real_dir);
+    snprintf(cmd, sizeof cmd,
+             MPIRUN "-np %d " SYNCSIM " real %s --epochs %s" COMMON_REST "--out %s 2>&1", ranks,
+             policy_args, epochs, real_dir);
     int rc = ss_test_shell(cmd, &out);
     if (rc != 0) fprintf(stderr, "\n%s\n%s\n", cmd, out);
     CU_ASSERT_EQUAL(rc, 0);
     free(out);
-    snprintf(cmd, sizeof cmd, SYNCSIM " train %s" COMMON "--out %s 2>&1", policy_args, emu_dir);
+    snprintf(cmd, sizeof cmd, SYNCSIM " train %s --epochs %s" COMMON_REST "--out %s 2>&1",
+             policy_args, epochs, emu_dir);
     rc = ss_test_shell(cmd, &out);
     if (rc != 0) fprintf(stderr, "\n%s\n%s\n", cmd, out);
     CU_ASSERT_EQUAL(rc, 0);
     free(out);
+}
+
+static void run_pair(const char *name, int ranks, const char *policy_args, char *real_dir,
+                     char *emu_dir, size_t n) {
+    run_pair_epochs(name, ranks, policy_args, "0.05", real_dir, emu_dir, n);
 }
 
 static void check_same_run(const char *name, int ranks, const char *policy_args) {
@@ -140,13 +148,21 @@ static void test_ssp_one_worker_equals_emulation(void) {
 
 /* SSP on 4 workers and a server rank: it completes, the server's model learns, the bytes are
  * those of the emulation (every step pushes and pulls the whole model). The updates' order is the
- * machine's, so the accuracy varies: 0.35 to 0.62 over 12 runs on 2 cores kept busy by 3 other
- * processes, and once under 0.3 in a loaded suite; 0.2 is twice chance. */
+ * machine's, so the accuracy varies: after 0.05 epochs 0.35 to 0.62 over 12 runs on 2 cores kept
+ * busy by 3 other processes, 0.38 to 0.62 on one core or beside 2 busy processes, and under 0.2
+ * once in a sanitizer build's suite; after 0.1 epochs (the same 3 s a run: MPI's start) 0.51 to
+ * 0.64 on one core. 0.2 is twice chance. */
 static void test_ssp_with_server(void) {
     if (!have_mpirun()) SS_SKIP("mpirun not found");
     char real[512], emu[512];
-    run_pair("ssp", 5, "--policy ssp --workers 4 --staleness 2", real, emu, sizeof real);
-    CU_ASSERT_TRUE(summary_number(real, "\"test_accuracy\":") > 0.2);
+    run_pair_epochs("ssp", 5, "--policy ssp --workers 4 --staleness 2", "0.1", real, emu,
+                    sizeof real);
+    const double acc = summary_number(real, "\"test_accuracy\":");
+    if (!(acc > 0.2))
+        fprintf(stderr, "\n  ssp with a server rank: test accuracy %g, test loss %g, clock gap %g",
+                acc, summary_number(real, "\"test_loss\":"),
+                summary_number(real, "\"staleness_max_clock_gap\":"));
+    CU_ASSERT_TRUE(acc > 0.2);
     SS_CHECK_CLOSE(summary_number(real, "\"bytes_sent\":"), summary_number(emu, "\"bytes_sent\":"),
                    1e-9, 1);
     CU_ASSERT_TRUE(summary_number(real, "\"staleness_max_clock_gap\":") <= 2);
