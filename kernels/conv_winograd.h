@@ -20,10 +20,11 @@
  *     a position.
  * The batch goes in chunks of whole samples (about 96 tiles, decided by the geometry alone), so
  * the workspace does not grow with the batch; the filter gradient adds the chunks in order. The
- * transforms run over the tiles split on `threads` threads (each tile the same bits on any
- * count); the products run on OpenBLAS's threads, whose results depend on its thread count as
- * every GEMM of the CPU backend does. The values differ from the direct convolution's in the
- * last bits (the transforms' rounding): tests/test_winograd.c bounds them against double sums. */
+ * transforms run over the tiles split on `threads` threads, and the 36 products one a thread,
+ * each a single-threaded BLAS call (OpenBLAS held to one thread meanwhile), so every result is
+ * the same bits on any thread count. The values differ from the direct convolution's in the
+ * last bits (the transforms' rounding): tests/test_kernels_winograd.c bounds them against double
+ * sums. */
 #ifndef SS_KERNELS_CONV_WINOGRAD_H
 #define SS_KERNELS_CONV_WINOGRAD_H
 
