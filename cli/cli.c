@@ -46,7 +46,7 @@ static int run_bench(const run_config *cfg, const char *target) {
     if (!strcmp(target, "kernels"))
         return bench_kernels(cfg->device, cfg->batch,
                              options_was_set(cfg, "model") ? cfg->model : NULL, cfg->bench_layers,
-                             stdout);
+                             cfg->bench_seconds, stdout);
     if (!strcmp(target, "coupling")) return cmd_bench_coupling(cfg);
     if (!strcmp(target, "replay")) return cmd_bench_replay(cfg);
     if (!strcmp(target, "emulation")) return cmd_bench_emulation(cfg);

@@ -78,6 +78,10 @@ static const opt_def head_rows[] = {
      "layer on the CPU), its GFLOP/s, and the convolutions' rate against SGEMM (not for gpt "
      "models)",
      0},
+    {"seconds", OPT_TYPE_DOUBLE, F(bench_seconds), "2", 0.05, 3600, CMD_BENCH_KERNELS, NULL, "S",
+     "timed seconds per model: the best of 5 windows of S/5 seconds (at least 2 steps each) is "
+     "reported; longer is steadier on a shared machine",
+     0},
     {"weight-decay", OPT_TYPE_DOUBLE, F(weight_decay), "0", 0, 1, CMD_RUN, NULL, "X",
      "L2 weight decay in PyTorch SGD's coupled form: g' = g + X w", 0},
     {"lr-schedule", OPT_TYPE_STRING, F(lr_schedule), "constant", 0, 0, CMD_RUN, NULL, "S",

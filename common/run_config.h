@@ -39,6 +39,7 @@ typedef struct run_config {
     double lr_warmup;               /* epochs of linear learning-rate warm-up (0: none) */
     int nesterov;                   /* Nesterov momentum */
     int bench_layers;               /* bench kernels: each layer's time as well */
+    double bench_seconds;           /* bench kernels: timed seconds per model (5 windows) */
     char augment[8];                /* auto | yes | no: random crop (padding 4) and flip */
     double clip_norm;               /* gradient L2-norm clipping (0: none) */
     char bn_stats[16];              /* average | local: running statistics at a synchronization */

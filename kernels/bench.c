@@ -241,8 +241,8 @@ static int bench_model(device *dev, const char *text, int batch, double min_s, d
 
 /* The SGEMM line and one row per model at the device's current thread count. On the CPU the
  * rates over process CPU time follow ("cpu" columns), compared with the SGEMM's CPU-time rate. */
-static int bench_table(device *dev, int batch, const char *only, int layers, const char *label,
-                       FILE *out) {
+static int bench_table(device *dev, int batch, const char *only, int layers, double seconds,
+                       const char *label, FILE *out) {
     const int sgemm_n = 2048, cpu = dev->kind == DEVICE_KIND_CPU;
     rate_pair sgemm = bench_sgemm_gflops(dev, sgemm_n);
     fprintf(out, "%s\nsgemm %dx%dx%d: %.1f GFLOP/s (best of 5)", label, sgemm_n, sgemm_n, sgemm_n,
@@ -266,7 +266,7 @@ static int bench_table(device *dev, int batch, const char *only, int layers, con
     for (int a = 0; a < 3; a++) {
         const char *name = only ? only : all[a];
         bench_result res;
-        int status = bench_model(dev, name, batch, 2.0, sgemm.wall, layer_out, &res);
+        int status = bench_model(dev, name, batch, seconds, sgemm.wall, layer_out, &res);
         if (status != SS_OK) {
             if (layer_out) fclose(layer_out);
             free(layer_text);
@@ -309,8 +309,11 @@ static void bench_coretype_hint(FILE *out) {
 }
 
 int bench_kernels(const char *device_request, int batch, const char *model_name, int layers,
-                  FILE *out) {
+                  double seconds, FILE *out) {
     if (batch < 1) return ss_error_set(SS_EUSAGE, "bench: batch must be positive (got %d)", batch);
+    if (!(seconds > 0.0))
+        return ss_error_set(SS_EUSAGE, "bench kernels --seconds: %g, expected a positive number",
+                            seconds);
     model_spec probe;
     if (model_name && model_spec_parse(&probe, model_name, 1, 28, 28, 10) != SS_OK)
         return ss_error_set(SS_EUSAGE,
@@ -341,12 +344,12 @@ int bench_kernels(const char *device_request, int batch, const char *model_name,
         snprintf(label, sizeof label, "-- %d BLAS thread%s", threads, threads > 1 ? "s" : "");
     else
         snprintf(label, sizeof label, "-- %s", device_name(dev));
-    status = bench_table(dev, batch, model_name, layers, label, out);
+    status = bench_table(dev, batch, model_name, layers, seconds, label, out);
     /* the CPU on one thread as well: the figures a comparison with another framework's
      * single-thread run needs (bench/pytorch_compare.py) */
     if (status == SS_OK && threads > 1) {
         openblas_set_num_threads(1);
-        status = bench_table(dev, batch, model_name, layers, "-- 1 BLAS thread", out);
+        status = bench_table(dev, batch, model_name, layers, seconds, "-- 1 BLAS thread", out);
         openblas_set_num_threads(threads);
     }
     device_close(dev);

@@ -1,6 +1,6 @@
 /* Kernel benchmark: training throughput of each model against the machine's SGEMM rate.
  *
- *     bench_kernels("auto", 64, NULL, 0, stdout);    // "mlp" instead of NULL: that model only
+ *     bench_kernels("auto", 64, NULL, 0, 2.0, stdout);  // "mlp" instead of NULL: that model only
  *
  * For logreg, mlp and cnn (or the one model asked for) on 1x28x28 inputs with 10 classes (random
  * data) it prints samples/s and achieved GFLOP/s (counted forward + backward FLOPs per sample times
@@ -25,8 +25,10 @@
 /* layers: after the table, each model's layers (model_set_layer_clock: events on a GPU, the wall
  * clock on the CPU): each layer's forward and backward milliseconds and GFLOP/s, and the
  * convolutions' rate against SGEMM; not for gpt models (SS_EUSAGE). */
+/* seconds: each model's timed seconds, the best of 5 windows of seconds / 5 reported (at least 2
+ * steps a window); 2 in `syncsim bench kernels` unless --seconds says otherwise. */
 int bench_kernels(const char *device_request, int batch, const char *model_name, int layers,
-                  FILE *out);
+                  double seconds, FILE *out);
 
 struct device;
 struct model;

@@ -162,7 +162,7 @@ static void test_bench_layers(void) {
     char *out = NULL;
     CU_ASSERT_EQUAL_FATAL(run_syncsim("OPENBLAS_NUM_THREADS=1",
                                       "bench kernels --device cpu --model cnn:16,32,16 --batch 8 "
-                                      "--layers",
+                                      "--layers --seconds 0.2",
                                       &out),
                           0);
     const char *table = strstr(out, "layers of cnn:16,32,16, batch 8");
@@ -206,7 +206,8 @@ static void test_blas_spin(void) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out = NULL;
         CU_ASSERT_EQUAL(
-            run_syncsim(cases[i].env, "bench kernels --device cpu --model mlp:16 --batch 8", &out),
+            run_syncsim(cases[i].env,
+                        "bench kernels --device cpu --model mlp:16 --batch 8 --seconds 0.1", &out),
             0);
         if (!strstr(out, cases[i].want))
             fprintf(stderr, "\n  %s: expected '%s' in:\n%s\n", cases[i].env, cases[i].want, out);
