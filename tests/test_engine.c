@@ -465,7 +465,7 @@ static void test_bsp_mlp_same_bytes(void) {
 static void test_eval_every_step_same_bytes(void) {
     expect_same_bytes("evalstep",
                       "--policy bsp --workers 4 --dataset synthetic --model resnet:8 --batch 16 "
-                      "--epochs 0.05 --eval-every 1 --seed 7",
+                      "--epochs 0.03 --eval-every 1 --seed 7",
                       1);
 }
 
