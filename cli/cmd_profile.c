@@ -1,8 +1,9 @@
 /* syncsim profile import TRACE.json [--params FILE] [--batch B] [--name NAME] --out FILE.profile:
  * a model profile with measured times from a torch.profiler trace (traces/profile_import.h) or a
  * Chakra execution trace (traces/chakra_import.h).
- * syncsim profile model --model M [--dataset D] [--data-dir DIR] [--batch B] [--name NAME] --out
- * FILE.profile: the profile of an emulated model (emu/profile_model.h). */
+ * syncsim profile model --model M [--dataset D] [--data-dir DIR] [--batch B] [--name NAME]
+ * [--measure cpu|cuda|auto [--steps N] [--threads N]] --out FILE.profile: the profile of an
+ * emulated model (emu/profile_model.h), measured on this machine with --measure. */
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "common/run_config.h"
@@ -19,7 +20,7 @@
     "usage: syncsim profile import TRACE.json [--params FILE] [--batch B] [--name NAME] [--steps " \
     "N] --out FILE.profile\n"                                                                      \
     "       syncsim profile model --model M [--dataset D] [--data-dir DIR] [--batch B] [--name "   \
-    "NAME] --out FILE.profile"
+    "NAME] [--measure cpu|cuda|auto [--steps N] [--threads N]] --out FILE.profile"
 
 static void print_help(FILE *out) {
     fprintf(out, PROFILE_USAGE
@@ -49,7 +50,8 @@ static void print_help(FILE *out) {
             "and product shapes per sample; format version 4 without measured times).\n"
             "`syncsim replay --profile FILE.profile --workers 1024 --gpu a100` then times that\n"
             "model's steps with --compute model at any scale: on one worker, the step train\n"
-            "models for it on the same GPU, precision and framework.\n\n"
+            "models for it on the same GPU, precision and framework. With --measure the\n"
+            "profile also carries each layer's seconds measured here, and replays them.\n\n"
             "  --model M       the model (required)\n"
             "  --dataset D     its input: fashion-mnist (default), mnist, synthetic (1x28x28,\n"
             "                  10 classes), cifar10 (3x32x32, 10), cifar100 (3x32x32, 100);\n"
@@ -59,6 +61,14 @@ static void print_help(FILE *out) {
             "  --batch B       samples a step, replay's default batch (default: the model's\n"
             "                  recipe, 128 for resnet and vgg, 20 for gpt; else train's 64)\n"
             "  --name NAME     the profile's name (default: the model text)\n"
+            "  --measure DEV   also measure each layer's forward and backward seconds on this\n"
+            "                  machine (cpu, cuda or auto: the GPU when there is one), training\n"
+            "                  on random data of the input's shape, and write them as measured\n"
+            "                  times: replay --profile then replays them (--compute measured)\n"
+            "                  instead of modelling; not for gpt models\n"
+            "  --steps N       --measure: timed steps, after 2 warm-up steps (default 10)\n"
+            "  --threads N     --measure on the CPU: OpenBLAS threads (default 1, as each\n"
+            "                  emulated worker computes)\n"
             "  --out FILE      the profile to write (written whole or not at all)\n");
 }
 
@@ -82,10 +92,25 @@ static int parse_batch(const char *target, const char *v, int *out) {
     return 0;
 }
 
+/* An integer from 1 to max into *out; the usage message (returning 2) otherwise. */
+static int parse_count(const char *target, const char *option, const char *v, long max, int *out) {
+    char *end;
+    long k = strtol(v, &end, 10);
+    if (*end || end == v || k < 1 || k > max) {
+        fprintf(stderr, "syncsim: profile %s: %s: an integer from 1 to %ld, not '%s'\n", target,
+                option, max, v);
+        fprintf(stderr, PROFILE_USAGE "\n");
+        return 2;
+    }
+    *out = (int)k;
+    return 0;
+}
+
 /* syncsim profile model ...: argv after the word model. */
 static int profile_model_main(int argc, char **argv) {
     profile_model_opts o = {0};
     const char *out = NULL;
+    int steps_given = 0, threads_given = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
@@ -93,10 +118,12 @@ static int profile_model_main(int argc, char **argv) {
             return 0;
         }
         if (strcmp(a, "--model") && strcmp(a, "--dataset") && strcmp(a, "--data-dir") &&
-            strcmp(a, "--batch") && strcmp(a, "--name") && strcmp(a, "--out"))
+            strcmp(a, "--batch") && strcmp(a, "--name") && strcmp(a, "--out") &&
+            strcmp(a, "--measure") && strcmp(a, "--steps") && strcmp(a, "--threads"))
             return usage_of("model",
                             a[0] == '-' ? "unknown option '%s' (valid: --model, --dataset, "
-                                          "--data-dir, --batch, --name, --out)"
+                                          "--data-dir, --batch, --name, --measure, --steps, "
+                                          "--threads, --out)"
                                         : "unexpected argument '%s' (the model is --model M)",
                             a);
         if (i + 1 >= argc) return usage_of("model", "%s needs a value", a);
@@ -111,10 +138,23 @@ static int profile_model_main(int argc, char **argv) {
             o.name = v;
         else if (!strcmp(a, "--out"))
             out = v;
-        else if (parse_batch("model", v, &o.batch))
+        else if (!strcmp(a, "--measure")) {
+            if (strcmp(v, "cpu") && strcmp(v, "cuda") && strcmp(v, "auto"))
+                return usage_of("model", "--measure: cpu, cuda or auto, not '%s'", v);
+            o.measure = v;
+        } else if (!strcmp(a, "--steps")) {
+            if (parse_count("model", "--steps", v, 1000000, &o.measure_steps)) return 2;
+            steps_given = 1;
+        } else if (!strcmp(a, "--threads")) {
+            if (parse_count("model", "--threads", v, 1024, &o.measure_threads)) return 2;
+            threads_given = 1;
+        } else if (parse_batch("model", v, &o.batch))
             return 2;
     }
     if (!o.model) return usage_of("model", "%s", "missing --model M");
+    if (!o.measure && (steps_given || threads_given))
+        return usage_of("model", "%s needs --measure cpu|cuda|auto (it sets how to measure)",
+                        steps_given ? "--steps" : "--threads");
     if (!out) return usage_of("model", "%s", "missing --out FILE.profile");
     if (!o.batch) { /* the model's recipe, else train's default */
         const recipe *r = recipe_of(o.model);
@@ -132,6 +172,11 @@ static int profile_model_main(int argc, char **argv) {
                    "backward), batch %d\n",
                    out, p.name, p.layers, p.params,
                    (p.forward_flops_per_sample + p.backward_flops_per_sample) / 1e9, p.batch);
+        if (rc == SS_OK && p.measured)
+            printf("measured on %s: a step %.6f s (layers %.6f s, gap %.6f s), mean of %d "
+                   "steps\n",
+                   p.measured_device, p.measured_step_s, p.measured_step_s - p.measured_gap_s,
+                   p.measured_gap_s, p.measured_steps);
         profile_free(&p);
     }
     if (rc != SS_OK) {

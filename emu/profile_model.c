@@ -3,6 +3,10 @@
 #include "common/status.h"
 #include "emu/dataset.h"
 #include "emu/emulation.h"
+#include "kernels/bench.h"
+#include "kernels/device.h"
+
+#include <cblas.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +110,58 @@ int profile_model_from_spec(const model_spec *spec, int batch, model_profile *ou
     return SS_OK;
 }
 
+/* Each layer's seconds on o->measure's device into out's layers (fwd_s, bwd_s, whole batch) and
+ * the measured fields; `where` names the device. */
+static int measure(const profile_model_opts *o, const model_spec *spec, model_profile *out,
+                   char *where, size_t where_size) {
+    if (spec->arch == MODEL_ARCH_GPT)
+        return ss_error_set(SS_EUSAGE,
+                            "--measure: the layer clock times layer-graph models (logreg, mlp, "
+                            "cnn, resnet, vgg), not %s; without --measure its profile replays "
+                            "with --compute model",
+                            o->model);
+    const int steps = o->measure_steps > 0 ? o->measure_steps : 10;
+    /* OpenBLAS's threads before the device opens (its name says them); nothing to a GPU */
+    const int blas = openblas_get_num_threads();
+    openblas_set_num_threads(o->measure_threads > 0 ? o->measure_threads : 1);
+    device *dev;
+    char notice[256];
+    int rc = device_open(o->measure, &dev, notice, sizeof notice);
+    if (rc != SS_OK) {
+        openblas_set_num_threads(blas);
+        return rc;
+    }
+    if (notice[0]) fprintf(stderr, "%s\n", notice);
+    const int cpu = device_get_kind(dev) == DEVICE_KIND_CPU;
+    double *fwd = ss_calloc((size_t)out->layers, sizeof *fwd);
+    double *bwd = ss_calloc((size_t)out->layers, sizeof *bwd);
+    double step_s = 0.0;
+    rc = bench_measure_layers(dev, spec, out->batch, steps, fwd, bwd, &step_s);
+    snprintf(where, where_size, "%s", device_name(dev));
+    device_close(dev);
+    openblas_set_num_threads(blas);
+    if (rc == SS_OK) {
+        double layers_s = 0.0;
+        for (int i = 0; i < out->layers; i++) {
+            out->layer_costs[i].fwd_s = fwd[i];
+            out->layer_costs[i].bwd_s = bwd[i];
+            layers_s += fwd[i] + bwd[i];
+        }
+        out->measured = 1;
+        out->measured_batch = out->batch;
+        out->measured_steps = steps;
+        /* the layers lie inside the step; a clock's rounding never makes the gap negative */
+        out->measured_gap_s = step_s > layers_s ? step_s - layers_s : 0.0;
+        out->measured_step_s = layers_s + out->measured_gap_s;
+        snprintf(out->measured_device, sizeof out->measured_device, "%s", cpu ? "cpu" : "cuda");
+        if (!(out->measured_step_s > 0.0))
+            rc = ss_error_set(SS_EDEVICE, "--measure: the step measured 0 seconds");
+    }
+    free(fwd);
+    free(bwd);
+    return rc;
+}
+
 int profile_model_make(const profile_model_opts *o, model_profile *out, char *notes, size_t n) {
     memset(out, 0, sizeof *out);
     if (!o->model || !o->model[0]) return ss_error_set(SS_EUSAGE, "--model: missing");
@@ -146,10 +202,30 @@ int profile_model_make(const profile_model_opts *o, model_profile *out, char *no
         snprintf(out->description, sizeof out->description,
                  "emulated %s on %s (%dx%dx%d, %d classes), %d layers", o->model, set, c, h, w,
                  classes, out->layers);
+    if (!o->measure) {
+        snprintf(notes, n,
+                 "syncsim profile model --model %s --dataset %s --batch %d\n"
+                 "the emulated model's layers as the compute model sees them in train (FLOPs and "
+                 "bytes per sample)\nformat: traces/FORMAT.md",
+                 o->model, set, o->batch);
+        return SS_OK;
+    }
+    char where[160];
+    if ((rc = measure(o, &spec, out, where, sizeof where)) != SS_OK) {
+        profile_free(out);
+        return rc;
+    }
+    const size_t len = strlen(out->description);
+    snprintf(out->description + len, sizeof out->description - len, ", measured on %s",
+             out->measured_device);
     snprintf(notes, n,
-             "syncsim profile model --model %s --dataset %s --batch %d\n"
+             "syncsim profile model --model %s --dataset %s --batch %d --measure %s --steps %d "
+             "--threads %d\n"
              "the emulated model's layers as the compute model sees them in train (FLOPs and "
-             "bytes per sample)\nformat: traces/FORMAT.md",
-             o->model, set, o->batch);
+             "bytes per sample), and each layer's measured seconds a step on %s: random data "
+             "of the input's shape, SGD with momentum; the gap is the optimizer's update and "
+             "the time between layers\nformat: traces/FORMAT.md",
+             o->model, set, o->batch, o->measure, out->measured_steps,
+             o->measure_threads > 0 ? o->measure_threads : 1, where);
     return SS_OK;
 }

@@ -2,7 +2,8 @@
  * them when `syncsim train` runs that model (kernels/model.h's model_cost_layer_at, the layers
  * emulation.c hands the compute model each step), written as a version-4 profile without
  * measured times, so that `syncsim replay --profile FILE --compute model` times the same steps
- * at any scale.
+ * at any scale; or, measured (o->measure), with each layer's seconds on this machine's CPU or
+ * GPU, which `replay --profile FILE` then replays as measured.
  *
  *     profile_model_opts o = {.model = "resnet:20", .dataset = "cifar10", .batch = 128};
  *     model_profile p; char notes[512];
@@ -28,6 +29,14 @@ typedef struct profile_model_opts {
     const char *data_dir; /* a text set's directory (--data-dir; NULL: its default) */
     int batch;            /* samples a step, 1 to 1000000: the profile's batch */
     const char *name;     /* the profile's name (NULL: the model text) */
+    /* measuring (NULL: none): a device request ("cpu", "cuda", "auto") on which each layer's
+     * forward and backward seconds are measured (kernels/bench.h's bench_measure_layers) and
+     * written as the profile's measured times, so that `replay --profile FILE` replays them
+     * (--compute measured, its default for such a profile) */
+    const char *measure;
+    int measure_steps;   /* timed steps after 2 warm-up ones (0: 10) */
+    int measure_threads; /* on the CPU, OpenBLAS's threads while measuring (0: 1, as each
+                          * emulated worker computes) */
 } profile_model_opts;
 
 /* The input shape and classes of a data set: the image sets by name (fashion-mnist, mnist,
@@ -47,7 +56,9 @@ int profile_model_from_spec(const model_spec *spec, int batch, model_profile *ou
 /* Parses o->model against o->dataset's shape and makes its profile, with a few lines saying
  * where it comes from in notes (the comments of the written file). SS_EUSAGE naming the option
  * for an unknown model or data set, an image model with a text set or the reverse, a batch
- * outside 1..1000000 or a name that is not one word of at most 63 characters. */
+ * outside 1..1000000 or a name that is not one word of at most 63 characters. With o->measure,
+ * a gpt model (which the layer clock does not time) is SS_EUSAGE, and a device that cannot be
+ * opened its error. */
 int profile_model_make(const profile_model_opts *o, model_profile *out, char *notes, size_t n);
 
 #endif

@@ -141,19 +141,33 @@ static const float bench_lr = 0.01f, bench_mu = 0.9f, bench_wd = 5e-4f;
  * rate; then the convolutions together (forward and backward) against SGEMM. */
 #define LAYER_STEPS 10
 
-static void bench_layers(device *dev, model *m, int batch, sgd_state *opt, const float *x,
-                         const uint8_t *y, double sgemm_gflops, const char *text, FILE *out) {
+/* `steps` training steps with the layer clock: fwd_s[i] and bwd_s[i] become the mean seconds of
+ * layer i's passes a step (model_cost_layer_at's index); returns the mean step's seconds, the
+ * optimizer's update included (the wall clock, the device synchronized at the end). */
+static double clock_layers(device *dev, model *m, int batch, sgd_state *opt, const float *x,
+                           const uint8_t *y, int steps, double *fwd_s, double *bwd_s) {
     const int n = model_cost_layer_count(m);
-    double *fwd = ss_calloc((size_t)n, sizeof(double)), *bwd = ss_calloc((size_t)n, sizeof(double));
-    model_set_layer_clock(m, fwd, bwd);
+    memset(fwd_s, 0, (size_t)n * sizeof *fwd_s);
+    memset(bwd_s, 0, (size_t)n * sizeof *bwd_s);
+    model_set_layer_clock(m, fwd_s, bwd_s);
     double t0 = now_s();
-    for (int i = 0; i < LAYER_STEPS; i++) {
+    for (int i = 0; i < steps; i++) {
         model_forward_backward(m, x, y, batch);
         sgd_step(opt, model_params(m), model_grads(m), bench_lr, bench_mu, bench_wd);
     }
     device_sync(dev);
-    double step_s = (now_s() - t0) / LAYER_STEPS;
+    const double step_s = (now_s() - t0) / steps;
     model_set_layer_clock(m, NULL, NULL);
+    for (int i = 0; i < n; i++)
+        fwd_s[i] /= steps, bwd_s[i] /= steps;
+    return step_s;
+}
+
+static void bench_layers(device *dev, model *m, int batch, sgd_state *opt, const float *x,
+                         const uint8_t *y, double sgemm_gflops, const char *text, FILE *out) {
+    const int n = model_cost_layer_count(m);
+    double *fwd = ss_calloc((size_t)n, sizeof(double)), *bwd = ss_calloc((size_t)n, sizeof(double));
+    const double step_s = clock_layers(dev, m, batch, opt, x, y, LAYER_STEPS, fwd, bwd);
     fprintf(out, "\nlayers of %s, batch %d: mean of %d steps (%s)\n%-18s %9s %9s %11s %11s %9s\n",
             text, batch, LAYER_STEPS,
             dev->ops->mark_create ? "events in the device's queue" : "the wall clock", "layer",
@@ -162,7 +176,7 @@ static void bench_layers(device *dev, model *m, int batch, sgd_state *opt, const
     for (int i = 0; i < n; i++) {
         model_layer_cost c;
         model_cost_layer_at(m, i, &c);
-        double f = fwd[i] / LAYER_STEPS, b = bwd[i] / LAYER_STEPS;
+        double f = fwd[i], b = bwd[i];
         double ff = c.fwd_flops * batch, bf = c.bwd_flops * batch;
         sum_s += f + b;
         if (c.conv) conv_s += f + b, conv_flops += ff + bf;
@@ -285,6 +299,40 @@ static int bench_table(device *dev, int batch, const char *only, int layers, dou
         fwrite(layer_text, 1, layer_len, out);
         free(layer_text);
     }
+    return SS_OK;
+}
+
+int bench_measure_layers(device *dev, const model_spec *spec, int batch, int steps, double *fwd_s,
+                         double *bwd_s, double *step_s) {
+    if (spec->arch == MODEL_ARCH_GPT)
+        return ss_error_set(SS_EUSAGE,
+                            "the layer clock times layer-graph models (logreg, mlp, cnn, resnet, "
+                            "vgg), not a gpt model");
+    if (batch < 1 || steps < 1)
+        return ss_error_set(SS_EUSAGE, "bench: batch %d and steps %d must be positive", batch,
+                            steps);
+    model *m;
+    int status = model_create(dev, spec, 1, batch, &m);
+    if (status != SS_OK) return status;
+    const size_t d = (size_t)spec->in_c * spec->in_h * spec->in_w;
+    float *x = ss_malloc((size_t)batch * d * sizeof(float));
+    uint8_t *y = ss_malloc((size_t)batch);
+    rng r;
+    rng_seed(&r, 3, RNG_STREAM_DATA);
+    for (size_t i = 0; i < (size_t)batch * d; i++)
+        x[i] = (float)rng_uniform(&r);
+    for (int i = 0; i < batch; i++)
+        y[i] = (uint8_t)rng_below(&r, (uint64_t)spec->classes);
+    sgd_state *opt = sgd_create(dev, model_param_count(m));
+    for (int i = 0; i < 2; i++) { /* warm-up: first touches, the GPU's lazy set-up */
+        model_forward_backward(m, x, y, batch);
+        sgd_step(opt, model_params(m), model_grads(m), bench_lr, bench_mu, bench_wd);
+    }
+    *step_s = clock_layers(dev, m, batch, opt, x, y, steps, fwd_s, bwd_s);
+    sgd_destroy(opt);
+    model_destroy(m);
+    free(x);
+    free(y);
     return SS_OK;
 }
 

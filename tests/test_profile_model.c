@@ -288,6 +288,79 @@ static void test_gpt(void) {
                           SIM_PRECISION_FP16, SIM_FRAMEWORK_IDEAL});
 }
 
+/* --measure cpu: the same layers, FLOPs, bytes and kinds as the profile without it, each layer's
+ * measured seconds (every convolution's passes timed, the layers inside the step, the gap the
+ * rest), and a replay on one worker that charges the measured step a step. */
+static void test_measured(void) {
+    char base[128], plain[160], measured[160], dir[160], cmd[1024], *text = NULL;
+    snprintf(base, sizeof base, "/tmp/ss_test_profile_model_%d_m", (int)getpid());
+    snprintf(plain, sizeof plain, "%s0.profile", base);
+    snprintf(measured, sizeof measured, "%s1.profile", base);
+    snprintf(dir, sizeof dir, "%s_replay", base);
+    snprintf(cmd, sizeof cmd,
+             SYNCSIM " profile model --model cnn:4,8,16 --dataset synthetic --batch 8 --out %s "
+                     "2>&1 && " SYNCSIM " profile model --model cnn:4,8,16 --dataset synthetic "
+                     "--batch 8 --measure cpu --steps 10 --threads 2 --out %s 2>&1",
+             plain, measured);
+    int rc = ss_test_shell(cmd, &text);
+    if (rc != 0) fprintf(stderr, "\n  %s\n  %s", cmd, text);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "measured on cpu: a step "));
+    free(text);
+    model_profile p0, p1;
+    CU_ASSERT_EQUAL_FATAL(profile_load(plain, &p0), SS_OK);
+    CU_ASSERT_EQUAL_FATAL(profile_load(measured, &p1), SS_OK);
+    CU_ASSERT_EQUAL(p0.measured, 0);
+    CU_ASSERT_EQUAL(p1.measured, 1);
+    CU_ASSERT_EQUAL(p1.measured_batch, 8);
+    CU_ASSERT_EQUAL(p1.measured_steps, 10);
+    CU_ASSERT_STRING_EQUAL(p1.measured_device, "cpu");
+    CU_ASSERT_EQUAL_FATAL(p1.layers, p0.layers);
+    CU_ASSERT_EQUAL(p1.params, p0.params);
+    double layers_s = 0.0;
+    int convs = 0;
+    for (int i = 0; i < p1.layers; i++) {
+        const sim_layer_cost *a = &p0.layer_costs[i], *b = &p1.layer_costs[i];
+        CU_ASSERT_STRING_EQUAL(p1.layer_names[i], p0.layer_names[i]);
+        CU_ASSERT(a->fwd_flops == b->fwd_flops && a->bwd_flops == b->bwd_flops);
+        CU_ASSERT(a->fwd_bytes == b->fwd_bytes && a->param_bytes == b->param_bytes);
+        CU_ASSERT(a->kind == b->kind && a->kernels == b->kernels);
+        CU_ASSERT(a->fwd_s == 0 && a->bwd_s == 0);
+        CU_ASSERT(b->fwd_s >= 0 && b->bwd_s >= 0);
+        if (b->kind == SIM_LAYER_CONV) { /* timed: a conv block counts in the conv's slot */
+            convs++;
+            CU_ASSERT(b->fwd_s > 0 && b->bwd_s > 0);
+        }
+        layers_s += b->fwd_s + b->bwd_s;
+    }
+    CU_ASSERT_EQUAL(convs, 2);
+    CU_ASSERT(p1.measured_gap_s >= 0);
+    /* the layers' seconds are per step of the batch, not per sample: they are nearly all of the
+     * step (99 % here; the gap is SGD's update of 7,370 parameters and the code between
+     * layers), at least half of it on a busy machine over 10 steps */
+    CU_ASSERT(layers_s >= 0.5 * p1.measured_step_s);
+    SS_CHECK_CLOSE(layers_s + p1.measured_gap_s, p1.measured_step_s, 0, 1e-9);
+    /* the notes say how it was measured */
+    snprintf(cmd, sizeof cmd, "grep -q -- '--measure cpu --steps 10 --threads 2' %s", measured);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+    /* replayed with its measured times (replay's default for it), one worker */
+    snprintf(cmd, sizeof cmd,
+             SYNCSIM " replay --profile %s --workers 1 --steps 3 --policy bsp --record --out %s "
+                     "2>&1",
+             measured, dir);
+    rc = ss_test_shell(cmd, &text);
+    if (rc != 0) fprintf(stderr, "\n  %s\n  %s", cmd, text);
+    free(text);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    char trace_path[200];
+    snprintf(trace_path, sizeof trace_path, "%s/steps.trace", dir);
+    SS_CHECK_CLOSE(trace_step1_compute(trace_path), p1.measured_step_s, 0, 1e-9);
+    profile_free(&p0);
+    profile_free(&p1);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", dir, plain, measured);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 /* Bad input: exit 2 naming the option, and no file. */
 static void test_bad_input(void) {
     char prof[128], cmd[512];
@@ -304,6 +377,12 @@ static void test_bad_input(void) {
         {"--model mlp --name 'two words'", "--name: one word"},
         {"--model mlp --epochs 3", "unknown option '--epochs'"},
         {"--dataset cifar10", "missing --model"},
+        {"--model gpt:wlm --measure cpu", "not gpt:wlm"},
+        {"--model mlp --measure tpu", "--measure: cpu, cuda or auto, not 'tpu'"},
+        {"--model mlp --steps 3", "--steps needs --measure"},
+        {"--model mlp --threads 2", "--threads needs --measure"},
+        {"--model mlp --measure cpu --steps 0", "--steps: an integer from 1 to 1000000"},
+        {"--model mlp --measure cpu --threads 2x", "--threads: an integer from 1 to 1024"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *text = NULL;
@@ -340,6 +419,8 @@ static CU_TestInfo profile_model_tests[] = {
     {"profile model: resnet:8,proj's replayed step is the emulation's (a100, graphs)", test_resnet},
     {"profile model: vgg:11's replayed step is the emulation's (h100, bf16, cifar100)", test_vgg},
     {"profile model: a gpt's replayed step is the emulation's (a100, fp16, text set)", test_gpt},
+    {"profile model --measure cpu: the same layers with their measured seconds, replayed",
+     test_measured},
     {"profile model: bad input exits 2 without a file; the recipe's batch by default",
      test_bad_input},
     CU_TEST_INFO_NULL,
