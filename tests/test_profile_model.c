@@ -187,8 +187,24 @@ static double trace_step1_compute(const char *path) {
     return v;
 }
 
+/* Runs a shell command; on failure prints it and its output. Returns its exit code. */
+static int run_or_say(const char *cmd) {
+    char *text = NULL;
+    int rc = ss_test_shell(cmd, &text);
+    if (rc != 0) fprintf(stderr, "\n  %s\n  %s", cmd, text);
+    free(text);
+    return rc;
+}
+
+/* compute_s of step 1 of worker 0 in dir/steps.trace (a replay's --record) */
+static double replayed_step1(const char *dir) {
+    char trace_path[200];
+    snprintf(trace_path, sizeof trace_path, "%s/steps.trace", dir);
+    return trace_step1_compute(trace_path);
+}
+
 static void check_case(const pm_case *c) {
-    char dir[128], prof[160], cmd[1024], *text = NULL;
+    char dir[128], prof[160], cmd[1024];
     snprintf(dir, sizeof dir, "/tmp/ss_test_profile_model_%d_run", (int)getpid());
     snprintf(prof, sizeof prof, "%s.profile", dir);
     /* the profile, by the CLI, at the case's batch */
@@ -196,23 +212,15 @@ static void check_case(const pm_case *c) {
              SYNCSIM " profile model --model %s --dataset %s%s%s --batch %d --out %s 2>&1",
              c->model, c->dataset, c->c ? "" : " --data-dir ", c->c ? "" : text_dir(), c->batch,
              prof);
-    int rc = ss_test_shell(cmd, &text);
-    if (rc != 0) fprintf(stderr, "\n  %s\n  %s", cmd, text);
-    free(text);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL_FATAL(run_or_say(cmd), 0);
     /* its replay on one worker of the same GPU (the profile's batch: the case's) */
     snprintf(cmd, sizeof cmd,
              SYNCSIM " replay --profile %s --workers 1 --steps 2 --policy bsp --gpu %s --compute "
                      "model --precision %s --framework %s --record --out %s 2>&1",
              prof, platform_gpu_name(c->gpu), sim_precision_name(c->precision),
              sim_framework_name(c->framework), dir);
-    rc = ss_test_shell(cmd, &text);
-    if (rc != 0) fprintf(stderr, "\n  %s\n  %s", cmd, text);
-    free(text);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    char trace_path[200];
-    snprintf(trace_path, sizeof trace_path, "%s/steps.trace", dir);
-    const double replayed = trace_step1_compute(trace_path);
+    CU_ASSERT_EQUAL_FATAL(run_or_say(cmd), 0);
+    const double replayed = replayed_step1(dir);
     /* the emulation's own step */
     isolate_blob blob = {0};
     if (isolate_call(emulation_child, (void *)c, &blob) != SS_OK) {
@@ -348,13 +356,8 @@ static void test_measured(void) {
              SYNCSIM " replay --profile %s --workers 1 --steps 3 --policy bsp --record --out %s "
                      "2>&1",
              measured, dir);
-    rc = ss_test_shell(cmd, &text);
-    if (rc != 0) fprintf(stderr, "\n  %s\n  %s", cmd, text);
-    free(text);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    char trace_path[200];
-    snprintf(trace_path, sizeof trace_path, "%s/steps.trace", dir);
-    SS_CHECK_CLOSE(trace_step1_compute(trace_path), p1.measured_step_s, 0, 1e-9);
+    CU_ASSERT_EQUAL_FATAL(run_or_say(cmd), 0);
+    SS_CHECK_CLOSE(replayed_step1(dir), p1.measured_step_s, 0, 1e-9);
     profile_free(&p0);
     profile_free(&p1);
     snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", dir, plain, measured);
