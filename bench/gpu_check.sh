@@ -8,7 +8,8 @@
 #      background, one BLAS thread each, while the GPU runs;
 #   4. `syncsim bench kernels --device cuda` for each model at batch 64 and 256 (at 256 with
 #      --layers: each layer's time, the convolutions' share of SGEMM);
-#   5. the wall time of emulations of 16 and 64 replicas on the GPU;
+#   5. the wall time of emulations of 16 and 64 replicas on the GPU; `profile model --measure
+#      cuda` of resnet:20 and vgg:11 against the step `train --compute measured` charges;
 #   6. with PyTorch (python3 with CUDA): bench/torch_gpu.py (the same models and replica loops on
 #      the same GPU), bench/torch_host.py (the framework's host costs), and a torchvision
 #      ResNet-18 recorded with bench/record_profile.py, imported and replayed on one worker;
@@ -152,6 +153,19 @@ for m in cnn resnet:20; do
       --workers "$n" --policy bsp --epochs 1 --eval-every 1000000 --seed 1 \
       --out "$out/emu_$(tag "$m")_$n"
   done
+done
+
+say "== profile model --measure cuda against train --compute measured (one worker, batch 128)"
+for m in resnet:20 vgg:11; do
+  step "measure_$(tag "$m")" 120 "$bin" profile model --model "$m" --batch 128 --measure cuda \
+    --out "$out/measure_$(tag "$m").profile"
+  tail -1 "$out/measure_$(tag "$m").log" | tee -a "$summary"
+  step "measured_train_$(tag "$m")" 240 "$bin" train --device cuda --model "$m" --batch 128 \
+    --workers 1 --policy bsp --compute measured --epochs 0.064 --eval-every 1000000 \
+    --out "$out/measured_train_$(tag "$m")"
+  grep -v "^#" "$out/measured_train_$(tag "$m")/steps.trace" 2>/dev/null |
+    awk -v m="$m" '$2 == 0 { s += $4; n++ } END { if (n) printf "%s: train --compute measured, mean step %.6f s over %d steps\n", m, s / n, n }' |
+    tee -a "$summary"
 done
 
 if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
