@@ -3,6 +3,7 @@
 #include "common/status.h"
 #include "emu/dataset.h"
 #include "emu/emulation.h"
+#include "emu/memory.h"
 #include "kernels/bench.h"
 #include "kernels/device.h"
 
@@ -136,7 +137,9 @@ static int measure(const profile_model_opts *o, const model_spec *spec, model_pr
     double *fwd = ss_calloc((size_t)out->layers, sizeof *fwd);
     double *bwd = ss_calloc((size_t)out->layers, sizeof *bwd);
     double step_s = 0.0;
-    rc = bench_measure_layers(dev, spec, out->batch, steps, fwd, bwd, &step_s);
+    /* refused up front, with the estimate, when one model at this batch does not fit */
+    rc = memory_check_run(dev, spec, 0, 1, out->batch, 0, 0, NULL, 0);
+    if (rc == SS_OK) rc = bench_measure_layers(dev, spec, out->batch, steps, fwd, bwd, &step_s);
     snprintf(where, where_size, "%s", device_name(dev));
     device_close(dev);
     openblas_set_num_threads(blas);

@@ -298,7 +298,8 @@ static void test_gpt(void) {
 
 /* --measure cpu: the same layers, FLOPs, bytes and kinds as the profile without it, each layer's
  * measured seconds (every convolution's passes timed, the layers inside the step, the gap the
- * rest), and a replay on one worker that charges the measured step a step. */
+ * rest), and a replay on one worker that charges the measured step a step; a model too large for
+ * the memory refused up front. */
 static void test_measured(void) {
     char base[128], plain[160], measured[160], dir[160], cmd[1024], *text = NULL;
     snprintf(base, sizeof base, "/tmp/ss_test_profile_model_%d_m", (int)getpid());
@@ -360,6 +361,16 @@ static void test_measured(void) {
     SS_CHECK_CLOSE(replayed_step1(dir), p1.measured_step_s, 0, 1e-9);
     profile_free(&p0);
     profile_free(&p1);
+    /* a model that does not fit is refused before it is created (exit 1), and nothing written */
+    unlink(measured);
+    snprintf(cmd, sizeof cmd,
+             "SYNCSIM_MEMORY_LIMIT=1GB " SYNCSIM " profile model --model vgg:11 --batch 4096 "
+             "--measure cpu --out %s 2>&1",
+             measured);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, &text), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "use a smaller --batch"));
+    CU_ASSERT_NOT_EQUAL(access(measured, F_OK), 0);
+    free(text);
     snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", dir, plain, measured);
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
