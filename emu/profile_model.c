@@ -111,10 +111,39 @@ int profile_model_from_spec(const model_spec *spec, int batch, model_profile *ou
     return SS_OK;
 }
 
+/* The first `batch` training samples of the image set (from the start again for a smaller set)
+ * into *x and *y (malloc'ed); NULL and NULL, with what was wrong in `why`, when the set cannot be
+ * read (cifar100 has no reader; cifar10, or mnist outside its directory, needs --data-dir). */
+static void first_batch(const char *set, const char *data_dir, const model_spec *spec, int batch,
+                        float **x, uint8_t **y, char *why, size_t why_size) {
+    *x = NULL, *y = NULL;
+    dataset train, test;
+    if (dataset_load(set, data_dir, 1, &train, &test) != SS_OK) {
+        snprintf(why, why_size, "%s", ss_error_message());
+        return;
+    }
+    const size_t d = dataset_features(&train);
+    if (train.tokens || !train.n || d != (size_t)spec->in_c * spec->in_h * spec->in_w) {
+        snprintf(why, why_size, "%s: not an image set of the model's shape", set);
+    } else {
+        *x = ss_malloc((size_t)batch * d * sizeof(float));
+        *y = ss_malloc((size_t)batch);
+        for (int i = 0; i < batch; i++) {
+            const size_t k = (size_t)i % train.n;
+            memcpy(*x + (size_t)i * d, train.x + k * d, d * sizeof(float));
+            (*y)[i] = train.y[k];
+        }
+    }
+    dataset_free(&train);
+    dataset_free(&test);
+}
+
 /* Each layer's seconds on o->measure's device into out's layers (fwd_s, bwd_s, whole batch) and
- * the measured fields; `where` names the device. */
-static int measure(const profile_model_opts *o, const model_spec *spec, model_profile *out,
-                   char *where, size_t where_size) {
+ * the measured fields, on the first batch of `set` (random data of its shape where it cannot be
+ * read: `data` says which); `where` names the device. */
+static int measure(const profile_model_opts *o, const model_spec *spec, const char *set,
+                   model_profile *out, char *where, size_t where_size, char *data,
+                   size_t data_size) {
     if (spec->arch == MODEL_ARCH_GPT)
         return ss_error_set(SS_EUSAGE,
                             "--measure: the layer clock times layer-graph models (logreg, mlp, "
@@ -137,9 +166,26 @@ static int measure(const profile_model_opts *o, const model_spec *spec, model_pr
     double *fwd = ss_calloc((size_t)out->layers, sizeof *fwd);
     double *bwd = ss_calloc((size_t)out->layers, sizeof *bwd);
     double step_s = 0.0;
+    float *x = NULL;
+    uint8_t *y = NULL;
     /* refused up front, with the estimate, when one model at this batch does not fit */
     rc = memory_check_run(dev, spec, 0, 1, out->batch, 0, 0, NULL, 0);
-    if (rc == SS_OK) rc = bench_measure_layers(dev, spec, out->batch, steps, fwd, bwd, &step_s);
+    if (rc == SS_OK) {
+        char why[512] = "";
+        first_batch(set, o->data_dir, spec, out->batch, &x, &y, why, sizeof why);
+        if (x) {
+            snprintf(data, data_size, "the first %d training samples of %s", out->batch, set);
+        } else {
+            snprintf(data, data_size, "random data of the input's shape (%s)", why);
+            fprintf(stderr,
+                    "syncsim: profile model --measure: %s unread: random data of its "
+                    "shape instead (%s)\n",
+                    set, why);
+        }
+        rc = bench_measure_layers(dev, spec, out->batch, steps, x, y, fwd, bwd, &step_s);
+    }
+    free(x);
+    free(y);
     snprintf(where, where_size, "%s", device_name(dev));
     device_close(dev);
     openblas_set_num_threads(blas);
@@ -213,8 +259,8 @@ int profile_model_make(const profile_model_opts *o, model_profile *out, char *no
                  o->model, set, o->batch);
         return SS_OK;
     }
-    char where[160];
-    if ((rc = measure(o, &spec, out, where, sizeof where)) != SS_OK) {
+    char where[160], data[700];
+    if ((rc = measure(o, &spec, set, out, where, sizeof where, data, sizeof data)) != SS_OK) {
         profile_free(out);
         return rc;
     }
@@ -225,10 +271,10 @@ int profile_model_make(const profile_model_opts *o, model_profile *out, char *no
              "syncsim profile model --model %s --dataset %s --batch %d --measure %s --steps %d "
              "--threads %d\n"
              "the emulated model's layers as the compute model sees them in train (FLOPs and "
-             "bytes per sample), and each layer's measured seconds a step on %s: random data "
-             "of the input's shape, SGD with momentum; the gap is the optimizer's update and "
-             "the time between layers\nformat: traces/FORMAT.md",
+             "bytes per sample), and each layer's measured seconds a step on %s, trained on %s "
+             "by SGD with momentum; the gap is the optimizer's update and the time between "
+             "layers\nformat: traces/FORMAT.md",
              o->model, set, o->batch, o->measure, out->measured_steps,
-             o->measure_threads > 0 ? o->measure_threads : 1, where);
+             o->measure_threads > 0 ? o->measure_threads : 1, where, data);
     return SS_OK;
 }

@@ -26,13 +26,15 @@
 typedef struct profile_model_opts {
     const char *model;    /* a --model text: "mlp", "resnet:20", "gpt:wlm", ... */
     const char *dataset;  /* NULL or "": fashion-mnist for image models, web-bible for gpt */
-    const char *data_dir; /* a text set's directory (--data-dir; NULL: its default) */
+    const char *data_dir; /* the data set's directory (--data-dir; NULL: its default) */
     int batch;            /* samples a step, 1 to 1000000: the profile's batch */
     const char *name;     /* the profile's name (NULL: the model text) */
     /* measuring (NULL: none): a device request ("cpu", "cuda", "auto") on which each layer's
-     * forward and backward seconds are measured (kernels/bench.h's bench_measure_layers) and
-     * written as the profile's measured times, so that `replay --profile FILE` replays them
-     * (--compute measured, its default for such a profile) */
+     * forward and backward seconds are measured (kernels/bench.h's bench_measure_layers), on the
+     * data set's first `batch` training samples (data_dir for its directory; random data of its
+     * shape, said on stderr and in the notes, where it cannot be read), and written as the
+     * profile's measured times, so that `replay --profile FILE` replays them (--compute
+     * measured, its default for such a profile) */
     const char *measure;
     int measure_steps;   /* timed steps after 2 warm-up ones (0: 10) */
     int measure_threads; /* on the CPU, OpenBLAS's threads while measuring (0: 1, as each

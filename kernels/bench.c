@@ -302,8 +302,9 @@ static int bench_table(device *dev, int batch, const char *only, int layers, dou
     return SS_OK;
 }
 
-int bench_measure_layers(device *dev, const model_spec *spec, int batch, int steps, double *fwd_s,
-                         double *bwd_s, double *step_s) {
+int bench_measure_layers(device *dev, const model_spec *spec, int batch, int steps,
+                         const float *data_x, const uint8_t *data_y, double *fwd_s, double *bwd_s,
+                         double *step_s) {
     if (spec->arch == MODEL_ARCH_GPT)
         return ss_error_set(SS_EUSAGE,
                             "the layer clock times layer-graph models (logreg, mlp, cnn, resnet, "
@@ -317,12 +318,17 @@ int bench_measure_layers(device *dev, const model_spec *spec, int batch, int ste
     const size_t d = (size_t)spec->in_c * spec->in_h * spec->in_w;
     float *x = ss_malloc((size_t)batch * d * sizeof(float));
     uint8_t *y = ss_malloc((size_t)batch);
-    rng r;
-    rng_seed(&r, 3, RNG_STREAM_DATA);
-    for (size_t i = 0; i < (size_t)batch * d; i++)
-        x[i] = (float)rng_uniform(&r);
-    for (int i = 0; i < batch; i++)
-        y[i] = (uint8_t)rng_below(&r, (uint64_t)spec->classes);
+    if (data_x) {
+        memcpy(x, data_x, (size_t)batch * d * sizeof(float));
+        memcpy(y, data_y, (size_t)batch);
+    } else {
+        rng r;
+        rng_seed(&r, 3, RNG_STREAM_DATA);
+        for (size_t i = 0; i < (size_t)batch * d; i++)
+            x[i] = (float)rng_uniform(&r);
+        for (int i = 0; i < batch; i++)
+            y[i] = (uint8_t)rng_below(&r, (uint64_t)spec->classes);
+    }
     sgd_state *opt = sgd_create(dev, model_param_count(m));
     for (int i = 0; i < 2; i++) { /* warm-up: first touches, the GPU's lazy set-up */
         model_forward_backward(m, x, y, batch);

@@ -33,14 +33,16 @@ int bench_kernels(const char *device_request, int batch, const char *model_name,
 struct device;
 struct model;
 struct model_spec;
-/* Each layer's measured seconds a training step of a model of `spec` on dev, batch samples of
- * random data of its shape a step (the layer clock, model_set_layer_clock: events on a GPU, the
- * wall clock on the CPU, on the BLAS threads the caller set): 2 warm-up steps, then `steps` timed
- * ones. fwd_s and bwd_s (model_spec_cost_layers' count and order) get the mean seconds of each
- * layer's forward and backward pass, *step_s the mean step, SGD's update with momentum 0.9 and
- * weight decay 5e-4 included (as bench_kernels trains). SS_EUSAGE for a gpt model. */
+/* Each layer's measured seconds a training step of a model of `spec` on dev, on one batch
+ * repeated: data_x (batch, C*H*W) and data_y (batch), or random data of the spec's shape where
+ * data_x is NULL (the layer clock, model_set_layer_clock: events on a GPU, the wall clock on the
+ * CPU, on the BLAS threads the caller set): 2 warm-up steps, then `steps` timed ones. fwd_s and
+ * bwd_s (model_spec_cost_layers' count and order) get the mean seconds of each layer's forward
+ * and backward pass, *step_s the mean step, SGD's update with momentum 0.9 and weight decay 5e-4
+ * included (as bench_kernels trains). SS_EUSAGE for a gpt model. */
 int bench_measure_layers(struct device *dev, const struct model_spec *spec, int batch, int steps,
-                         double *fwd_s, double *bwd_s, double *step_s);
+                         const float *data_x, const uint8_t *data_y, double *fwd_s, double *bwd_s,
+                         double *step_s);
 /* FNV-1a over the bytes of m's parameters on dev: the benchmarks' check that two runs trained
  * the same bits. */
 uint32_t bench_param_checksum(struct device *dev, struct model *m);

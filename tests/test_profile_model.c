@@ -298,8 +298,8 @@ static void test_gpt(void) {
 
 /* --measure cpu: the same layers, FLOPs, bytes and kinds as the profile without it, each layer's
  * measured seconds (every convolution's passes timed, the layers inside the step, the gap the
- * rest), and a replay on one worker that charges the measured step a step; a model too large for
- * the memory refused up front. */
+ * rest), and a replay on one worker that charges the measured step a step; random data where
+ * the set has no reader; a model too large for the memory refused up front. */
 static void test_measured(void) {
     char base[128], plain[160], measured[160], dir[160], cmd[1024], *text = NULL;
     snprintf(base, sizeof base, "/tmp/ss_test_profile_model_%d_m", (int)getpid());
@@ -349,8 +349,11 @@ static void test_measured(void) {
      * layers), at least half of it on a busy machine over 10 steps */
     CU_ASSERT(layers_s >= 0.5 * p1.measured_step_s);
     SS_CHECK_CLOSE(layers_s + p1.measured_gap_s, p1.measured_step_s, 0, 1e-9);
-    /* the notes say how it was measured */
-    snprintf(cmd, sizeof cmd, "grep -q -- '--measure cpu --steps 10 --threads 2' %s", measured);
+    /* the notes say how it was measured, and on what */
+    snprintf(cmd, sizeof cmd,
+             "grep -q -- '--measure cpu --steps 10 --threads 2' %s && grep -q 'trained on the "
+             "first 8 training samples of synthetic' %s",
+             measured, measured);
     CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
     /* replayed with its measured times (replay's default for it), one worker */
     snprintf(cmd, sizeof cmd,
@@ -361,6 +364,14 @@ static void test_measured(void) {
     SS_CHECK_CLOSE(replayed_step1(dir), p1.measured_step_s, 0, 1e-9);
     profile_free(&p0);
     profile_free(&p1);
+    /* a set without a reader (cifar100: a shape only): random data of its shape, said */
+    snprintf(cmd, sizeof cmd,
+             SYNCSIM " profile model --model cnn:4,8,16 --dataset cifar100 --batch 2 --measure cpu "
+                     "--steps 1 --out %s 2>&1 && grep -q 'trained on random data' %s",
+             measured, measured);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, &text), 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "cifar100 unread: random data of its shape instead"));
+    free(text);
     /* a model that does not fit is refused before it is created (exit 1), and nothing written */
     unlink(measured);
     snprintf(cmd, sizeof cmd,
