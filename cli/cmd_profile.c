@@ -84,15 +84,6 @@ static int usage(const char *fmt, const char *arg) {
     return usage_of("import", fmt, arg);
 }
 
-static int parse_batch(const char *target, const char *v, int *out) {
-    char *end;
-    long b = strtol(v, &end, 10);
-    if (*end || end == v || b < 1 || b > 1000000)
-        return usage_of(target, "--batch: an integer from 1 to 1000000, not '%s'", v);
-    *out = (int)b;
-    return 0;
-}
-
 /* An integer from 1 to max into *out; the usage message (returning 2) otherwise. */
 static int parse_count(const char *target, const char *option, const char *v, long max, int *out) {
     char *end;
@@ -105,6 +96,10 @@ static int parse_count(const char *target, const char *option, const char *v, lo
     }
     *out = (int)k;
     return 0;
+}
+
+static int parse_batch(const char *target, const char *v, int *out) {
+    return parse_count(target, "--batch", v, 1000000, out);
 }
 
 /* syncsim profile model ...: argv after the word model. */
@@ -216,11 +211,7 @@ int cmd_profile_main(int argc, char **argv) {
             else if (!strcmp(a, "--name"))
                 o.name = v;
             else if (!strcmp(a, "--steps")) {
-                char *end;
-                long st = strtol(v, &end, 10);
-                if (*end || end == v || st < 1 || st > 1000000)
-                    return usage("--steps: an integer from 1 to 1000000, not '%s'", v);
-                o.steps = (int)st;
+                if (parse_count("import", "--steps", v, 1000000, &o.steps)) return 2;
             } else {
                 if (parse_batch("import", v, &o.batch)) return 2;
             }
