@@ -66,7 +66,7 @@ static void print_help(FILE *out) {
             "                  on the data set's first batch (random data of its shape where\n"
             "                  the set cannot be read), and write them as measured times:\n"
             "                  replay --profile then replays them (--compute measured) instead\n"
-            "                  of modelling; not for gpt models\n"
+            "                  of modelling\n"
             "  --steps N       --measure: timed steps, after 2 warm-up steps (default 10)\n"
             "  --threads N     --measure on the CPU: OpenBLAS threads (default 1, as each\n"
             "                  emulated worker computes)\n"

@@ -75,8 +75,7 @@ static const opt_def head_rows[] = {
      "Nesterov momentum, PyTorch's: w -= lr (g' + mu v) after v = mu v + g'", 0},
     {"layers", OPT_TYPE_FLAG, F(bench_layers), "false", 0, 0, CMD_BENCH_KERNELS, NULL, "",
      "also each layer's forward and backward time (events on a GPU, the wall clock after each "
-     "layer on the CPU), its GFLOP/s, and the convolutions' rate against SGEMM (not for gpt "
-     "models)",
+     "layer on the CPU), its GFLOP/s, and the convolutions' rate against SGEMM",
      0},
     {"seconds", OPT_TYPE_DOUBLE, F(bench_seconds), "2", 0.05, 3600, CMD_BENCH_KERNELS, NULL, "S",
      "timed seconds per model: the best of 5 windows of S/5 seconds (at least 2 steps each) is "

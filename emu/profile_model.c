@@ -111,20 +111,28 @@ int profile_model_from_spec(const model_spec *spec, int batch, model_profile *ou
     return SS_OK;
 }
 
-/* The first `batch` training samples of the image set (from the start again for a smaller set)
- * into *x and *y (malloc'ed); NULL and NULL, with what was wrong in `why`, when the set cannot be
- * read (cifar100 has no reader; cifar10, or mnist outside its directory, needs --data-dir). */
+/* The first `batch` training samples of the set (from the start again for a smaller set; a text
+ * set's first windows of T + 1 tokens) into *x and *y (malloc'ed); NULL and NULL, with what was
+ * wrong in `why`, when the set cannot be read (cifar100 has no reader; cifar10, or mnist outside
+ * its directory, needs --data-dir). */
 static void first_batch(const char *set, const char *data_dir, const model_spec *spec, int batch,
                         float **x, uint8_t **y, char *why, size_t why_size) {
     *x = NULL, *y = NULL;
     dataset train, test;
-    if (dataset_load(set, data_dir, 1, &train, &test) != SS_OK) {
+    const int text = dataset_is_text_spec(set);
+    int rc = text ? dataset_text_load(set, data_dir, &train, &test)
+                  : dataset_load(set, data_dir, 1, &train, &test);
+    if (rc == SS_OK && (rc = dataset_fit_model(&train, &test, spec)) != SS_OK) {
+        dataset_free(&train);
+        dataset_free(&test);
+    }
+    if (rc != SS_OK) {
         snprintf(why, why_size, "%s", ss_error_message());
         return;
     }
     const size_t d = dataset_features(&train);
-    if (train.tokens || !train.n || d != (size_t)spec->in_c * spec->in_h * spec->in_w) {
-        snprintf(why, why_size, "%s: not an image set of the model's shape", set);
+    if (!train.n || d != (size_t)spec->in_c * spec->in_h * spec->in_w) {
+        snprintf(why, why_size, "%s: not a set of the model's input shape", set);
     } else {
         *x = ss_malloc((size_t)batch * d * sizeof(float));
         *y = ss_malloc((size_t)batch);
@@ -144,12 +152,6 @@ static void first_batch(const char *set, const char *data_dir, const model_spec 
 static int measure(const profile_model_opts *o, const model_spec *spec, const char *set,
                    model_profile *out, char *where, size_t where_size, char *data,
                    size_t data_size) {
-    if (spec->arch == MODEL_ARCH_GPT)
-        return ss_error_set(SS_EUSAGE,
-                            "--measure: the layer clock times layer-graph models (logreg, mlp, "
-                            "cnn, resnet, vgg), not %s; without --measure its profile replays "
-                            "with --compute model",
-                            o->model);
     const int steps = o->measure_steps > 0 ? o->measure_steps : 10;
     /* OpenBLAS's threads before the device opens (its name says them); nothing to a GPU */
     const int blas = openblas_get_num_threads();

@@ -59,8 +59,7 @@ int profile_model_from_spec(const model_spec *spec, int batch, model_profile *ou
  * where it comes from in notes (the comments of the written file). SS_EUSAGE naming the option
  * for an unknown model or data set, an image model with a text set or the reverse, a batch
  * outside 1..1000000 or a name that is not one word of at most 63 characters. With o->measure,
- * a gpt model (which the layer clock does not time) is SS_EUSAGE, and a device that cannot be
- * opened its error. */
+ * a device that cannot be opened gives its error. */
 int profile_model_make(const profile_model_opts *o, model_profile *out, char *notes, size_t n);
 
 #endif

@@ -24,7 +24,7 @@
  * 1x28x28 inputs (SS_EUSAGE naming the valid forms for another), NULL for logreg, mlp and cnn. */
 /* layers: after the table, each model's layers (model_set_layer_clock: events on a GPU, the wall
  * clock on the CPU): each layer's forward and backward milliseconds and GFLOP/s, and the
- * convolutions' rate against SGEMM; not for gpt models (SS_EUSAGE). */
+ * convolutions' rate against SGEMM. */
 /* seconds: each model's timed seconds, the best of 5 windows of seconds / 5 reported (at least 2
  * steps a window); 2 in `syncsim bench kernels` unless --seconds says otherwise. */
 int bench_kernels(const char *device_request, int batch, const char *model_name, int layers,
@@ -34,12 +34,13 @@ struct device;
 struct model;
 struct model_spec;
 /* Each layer's measured seconds a training step of a model of `spec` on dev, on one batch
- * repeated: data_x (batch, C*H*W) and data_y (batch), or random data of the spec's shape where
+ * repeated: data_x (batch, C*H*W; a gpt model's T + 1 token ids) and data_y (batch; unread for
+ * gpt), or random data of the spec's shape (random tokens of its vocabulary) where
  * data_x is NULL (the layer clock, model_set_layer_clock: events on a GPU, the wall clock on the
  * CPU, on the BLAS threads the caller set): 2 warm-up steps, then `steps` timed ones. fwd_s and
  * bwd_s (model_spec_cost_layers' count and order) get the mean seconds of each layer's forward
  * and backward pass, *step_s the mean step, SGD's update with momentum 0.9 and weight decay 5e-4
- * included (as bench_kernels trains). SS_EUSAGE for a gpt model. */
+ * included (as bench_kernels trains). */
 int bench_measure_layers(struct device *dev, const struct model_spec *spec, int batch, int steps,
                          const float *data_x, const uint8_t *data_y, double *fwd_s, double *bwd_s,
                          double *step_s);

@@ -44,6 +44,10 @@ int gpt_cost_layer_count(const gpt *g);
 void gpt_cost_layer_at(const gpt *g, int i, model_layer_cost *out);
 /* The same costs for the spec without creating a model: *n of them in *out (malloc'ed). */
 int gpt_spec_cost_layers(const model_spec *spec, model_layer_cost **out, int *n);
+/* The layer clock of model_set_layer_clock (kernels/layer_clock.h), lapped after each cost layer
+ * of a training pass, or NULL: none. */
+struct layer_clock;
+void gpt_set_layer_clock(gpt *g, struct layer_clock *clock);
 /* Dropout masks of this replica: a stream number (the worker's rank) mixed into the seed. */
 void gpt_set_dropout_stream(gpt *g, uint64_t stream);
 

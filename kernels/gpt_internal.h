@@ -59,6 +59,7 @@ struct gpt {
     double device_bytes;
     int n_costs;
     model_layer_cost *costs;
+    struct layer_clock *clock; /* gpt_set_layer_clock's, or NULL */
     double fwd_flops, bwd_flops;
 };
 

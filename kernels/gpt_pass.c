@@ -6,11 +6,30 @@
 
 #include "common/status.h"
 #include "kernels/device_impl.h"
+#include "kernels/layer_clock.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The cost layers' indices (gpt_costs_build): 0 the embedding, block l's eight from 1 + 8 l
+ * (SLOT_* + 8 l), then the final norm (gpt), the head and the loss. */
+enum { SLOT_NORM1 = 1, SLOT_QKV, SLOT_ATTN, SLOT_PROJ, SLOT_NORM2, SLOT_FC1, SLOT_ACT, SLOT_FC2 };
+
+/* The layer clock's lap closing cost layer `slot` of a training pass's forward pass */
+static void lap_fwd(gpt *g, int slot) {
+    if (g->clock && g->training) layer_clock_lap(g->clock, g->clock->fwd, slot);
+}
+
+/* ... and of its backward pass */
+static void lap_bwd(gpt *g, int slot) {
+    if (g->clock) layer_clock_lap(g->clock, g->clock->bwd, slot);
+}
+
+void gpt_set_layer_clock(gpt *g, struct layer_clock *clock) {
+    g->clock = clock;
+}
 
 static int dropping(const gpt *g) {
     return g->training && g->spec.gpt_dropout > 0.0f;
@@ -74,6 +93,7 @@ static void attn_fwd(gpt *g, int l, const float *in, int batch) {
     const attn_dims k = dims_of(g);
     const int n = batch * k.t, tt = k.t * k.t;
     dense(dev, n, k.d, 3 * k.d, in, &b->in_w, &b->in_b, a->qkv);
+    lap_fwd(g, SLOT_QKV + 8 * l);
     for (int h = 0; h < k.h; h++) /* scores: scale Q K^T */
         dev->ops->gemm_batched(dev, 0, 1, k.t, k.t, k.hd, k.scale, a->qkv + h * k.hd, 3 * k.d,
                                k.row3, a->qkv + k.d + h * k.hd, 3 * k.d, k.row3, 0.0f,
@@ -88,10 +108,11 @@ static void attn_fwd(gpt *g, int l, const float *in, int batch) {
         dev->ops->gemm_batched(dev, 0, 0, k.t, k.hd, k.t, 1.0f, p + h * tt, k.t, k.hs,
                                a->qkv + 2 * k.d + h * k.hd, 3 * k.d, k.row3, 0.0f, a->o + h * k.hd,
                                k.d, (long long)k.t * k.d, batch);
+    lap_fwd(g, SLOT_ATTN + 8 * l);
 }
 
 /* The attention branch's backward pass from d(its output before dropout and residual) dres:
- * parameter gradients, and d(its input) into din. */
+ * parameter gradients, and d(its input) into din (its lap the caller's). */
 static void attn_bwd(gpt *g, int l, const float *dres, const float *in, float *din, int batch) {
     device *dev = g->dev;
     const gpt_block *b = &g->blocks[l];
@@ -102,6 +123,7 @@ static void attn_bwd(gpt *g, int l, const float *dres, const float *in, float *d
     float *dz = g->sd[2], *dout = g->sd[3], *dqkv = g->sqkv, *datt = g->satt;
     drop(g, 2 + 4 * l, (size_t)n * k.d, dres, dz);
     dense_bwd(dev, n, k.d, k.d, a->o, dz, &b->out_w, &b->out_b, dout);
+    lap_bwd(g, SLOT_PROJ + 8 * l);
     const float *p = dropping(g) ? a->attd : a->att;
     for (int h = 0; h < k.h; h++) {
         /* dP = dO V^T; dV = P^T dO */
@@ -123,6 +145,7 @@ static void attn_bwd(gpt *g, int l, const float *dres, const float *in, float *d
                                a->qkv + h * k.hd, 3 * k.d, k.row3, 0.0f, dqkv + k.d + h * k.hd,
                                3 * k.d, k.row3, batch);
     }
+    lap_bwd(g, SLOT_ATTN + 8 * l);
     dense_bwd(dev, n, k.d, 3 * k.d, in, dqkv, &b->in_w, &b->in_b, din);
 }
 
@@ -139,14 +162,17 @@ static void mlp_fwd(gpt *g, int l, const float *in, float *out, int batch) {
     const int n = batch * g->spec.gpt_seq, d = g->spec.gpt_dim, f = g->spec.gpt_ffn;
     const size_t nf = (size_t)n * f;
     dense(dev, n, d, f, in, &b->fc_w, &b->fc_b, a->h);
+    lap_fwd(g, SLOT_FC1 + 8 * l);
     if (g->spec.gpt_wlm)
         dev->ops->relu_fwd(dev, nf, a->h, a->act);
     else
         dev->ops->gelu_fwd(dev, nf, a->h, a->act);
     if (g->spec.gpt_wlm && dropping(g)) drop(g, 3 + 4 * l, nf, a->act, a->actd);
+    lap_fwd(g, SLOT_ACT + 8 * l);
     dense(dev, n, f, d, mlp_hidden(g, a), &b->proj_w, &b->proj_b, out);
 }
 
+/* (fc1's lap the caller's) */
 static void mlp_bwd(gpt *g, int l, const float *dres, const float *in, float *din, int batch) {
     device *dev = g->dev;
     const gpt_block *b = &g->blocks[l];
@@ -156,11 +182,13 @@ static void mlp_bwd(gpt *g, int l, const float *dres, const float *in, float *di
     float *dm = g->sd[2], *dh = g->sbig;
     drop(g, 4 + 4 * l, (size_t)n * d, dres, dm);
     dense_bwd(dev, n, f, d, mlp_hidden(g, a), dm, &b->proj_w, &b->proj_b, dh);
+    lap_bwd(g, SLOT_FC2 + 8 * l);
     if (g->spec.gpt_wlm && dropping(g)) drop(g, 3 + 4 * l, nf, dh, dh);
     if (g->spec.gpt_wlm)
         dev->ops->relu_bwd(dev, nf, a->act, dh, dh);
     else
         dev->ops->gelu_bwd(dev, nf, a->h, dh, dh);
+    lap_bwd(g, SLOT_ACT + 8 * l);
     dense_bwd(dev, n, d, f, in, dh, &b->fc_w, &b->fc_b, din);
 }
 
@@ -180,20 +208,26 @@ static const float *block_fwd(gpt *g, int l, const float *x, int batch) {
     const size_t nd = (size_t)n * g->spec.gpt_dim;
     float *z = g->sd[0];
     if (pre) layer_norm(g, n, x, &b->ln1_w, &b->ln1_b, a->ln1_stats, a->ln1);
+    if (pre) lap_fwd(g, SLOT_NORM1 + 8 * l);
     attn_fwd(g, l, pre ? a->ln1 : x, batch);
     dense(g->dev, n, g->spec.gpt_dim, g->spec.gpt_dim, a->o, &b->out_w, &b->out_b, z);
     residual(g, 2 + 4 * l, nd, x, z, a->res1);
+    lap_fwd(g, SLOT_PROJ + 8 * l);
     const float *mid = a->res1;
     if (!pre) {
         layer_norm(g, n, a->res1, &b->ln1_w, &b->ln1_b, a->ln1_stats, a->ln1);
+        lap_fwd(g, SLOT_NORM1 + 8 * l);
         mid = a->ln1;
     } else {
         layer_norm(g, n, a->res1, &b->ln2_w, &b->ln2_b, a->ln2_stats, a->ln2);
+        lap_fwd(g, SLOT_NORM2 + 8 * l);
     }
     mlp_fwd(g, l, pre ? a->ln2 : mid, z, batch);
     residual(g, 4 + 4 * l, nd, mid, z, a->res2);
+    lap_fwd(g, SLOT_FC2 + 8 * l);
     if (pre) return a->res2;
     layer_norm(g, n, a->res2, &b->ln2_w, &b->ln2_b, a->ln2_stats, a->ln2);
+    lap_fwd(g, SLOT_NORM2 + 8 * l);
     return a->ln2;
 }
 
@@ -205,22 +239,31 @@ static void block_bwd(gpt *g, int l, float *ds, int batch) {
     const size_t nd = (size_t)n * g->spec.gpt_dim;
     const float *x = g->block_in[l];
     float *s0 = g->sd[0], *s1 = g->sd[1];
+    const int o = 8 * l;
     if (!g->spec.gpt_wlm) { /* ds = d res2 */
         mlp_bwd(g, l, ds, a->ln2, s0, batch);
+        lap_bwd(g, SLOT_FC1 + o);
         layer_norm_bwd(g, n, a->res1, s0, &b->ln2_w, &b->ln2_b, a->ln2_stats, s1);
         device_axpy(g->dev, nd, 1.0f, s1, ds); /* d res1 */
+        lap_bwd(g, SLOT_NORM2 + o);
         attn_bwd(g, l, ds, a->ln1, s0, batch);
+        lap_bwd(g, SLOT_QKV + o);
         layer_norm_bwd(g, n, x, s0, &b->ln1_w, &b->ln1_b, a->ln1_stats, s1);
         device_axpy(g->dev, nd, 1.0f, s1, ds);
+        lap_bwd(g, SLOT_NORM1 + o);
         return;
     }
     /* post-norm: ds = d ln2 */
     layer_norm_bwd(g, n, a->res2, ds, &b->ln2_w, &b->ln2_b, a->ln2_stats, s0); /* d res2 */
+    lap_bwd(g, SLOT_NORM2 + o);
     mlp_bwd(g, l, s0, a->ln1, s1, batch);
-    device_axpy(g->dev, nd, 1.0f, s0, s1);                                     /* d ln1 */
+    device_axpy(g->dev, nd, 1.0f, s0, s1); /* d ln1 */
+    lap_bwd(g, SLOT_FC1 + o);
     layer_norm_bwd(g, n, a->res1, s1, &b->ln1_w, &b->ln1_b, a->ln1_stats, ds); /* d res1 */
+    lap_bwd(g, SLOT_NORM1 + o);
     attn_bwd(g, l, ds, x, s0, batch);
     device_axpy(g->dev, nd, 1.0f, s0, ds);
+    lap_bwd(g, SLOT_QKV + o);
 }
 
 /* ---- the model ---- */
@@ -237,9 +280,11 @@ static void forward(gpt *g, int batch) {
     device *dev = g->dev;
     const model_spec *s = &g->spec;
     const int t = s->gpt_seq, d = s->gpt_dim, n = batch * t;
+    lap_fwd(g, -1);
     dev->ops->embed_fwd(dev, batch, t, d, g->tokens, t + 1, g->wte.w, embed_scale(g),
                         s->gpt_wlm ? g->pos_table : g->wpe.w, g->emb);
     drop(g, 0, (size_t)n * d, g->emb, g->emb);
+    lap_fwd(g, 0);
     const float *x = g->emb;
     for (int l = 0; l < s->gpt_layers; l++) {
         g->block_in[l] = x;
@@ -247,11 +292,13 @@ static void forward(gpt *g, int batch) {
     }
     if (!s->gpt_wlm) {
         layer_norm(g, n, x, &g->lnf_w, &g->lnf_b, g->lnf_stats, g->lnf);
+        lap_fwd(g, g->n_costs - 3);
         g->block_in[s->gpt_layers] = x;
         x = g->lnf;
     }
     g->head_in = x;
     dense(dev, n, d, s->classes, x, head_of(g), s->gpt_wlm ? &g->head_b : NULL, g->logits);
+    lap_fwd(g, g->n_costs - 2);
 }
 
 static void upload_tokens(gpt *g, const float *x, int batch) {
@@ -274,17 +321,22 @@ double gpt_forward_backward(gpt *g, const float *x, int batch,
     g->pass++;
     upload_tokens(g, x, batch);
     forward(g, batch);
+    /* the loss's forward and backward both count in its backward slot, as in model.c */
+    lap_bwd(g, -1);
     double loss = dev->ops->xent_tokens(dev, n, v, g->logits, g->tokens, t + 1, t, g->logits, NULL);
     int top = g->n_costs - 1;
+    lap_bwd(g, top);
     hooks(grad_ready, ctx, top, top);
     float *ds = g->sd[4];
     dense_bwd(dev, n, d, v, g->head_in, g->logits, head_of(g), s->gpt_wlm ? &g->head_b : NULL, ds);
+    lap_bwd(g, top - 1);
     hooks(grad_ready, ctx, top - 1, top - 1);
     top--;
     if (!s->gpt_wlm) {
         layer_norm_bwd(g, n, g->block_in[s->gpt_layers], ds, &g->lnf_w, &g->lnf_b, g->lnf_stats,
                        g->sd[0]);
         device_copy(dev, ds, g->sd[0], (size_t)n * d);
+        lap_bwd(g, top - 1);
         hooks(grad_ready, ctx, top - 1, top - 1);
     }
     for (int l = s->gpt_layers - 1; l >= 0; l--) {
@@ -294,6 +346,8 @@ double gpt_forward_backward(gpt *g, const float *x, int batch,
     drop(g, 0, (size_t)n * d, ds, ds);
     dev->ops->embed_bwd(dev, batch, t, d, g->tokens, t + 1, ds, embed_scale(g), v, !s->gpt_wlm,
                         g->wte.g, s->gpt_wlm ? NULL : g->wpe.g);
+    lap_bwd(g, 0);
+    if (g->clock) layer_clock_resolve(g->clock);
     hooks(grad_ready, ctx, 0, 0);
     return loss / n;
 }

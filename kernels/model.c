@@ -6,6 +6,7 @@
 #include "common/rng.h"
 #include "common/status.h"
 #include "kernels/gpt.h"
+#include "kernels/layer_clock.h"
 #include "kernels/layers.h"
 
 #include <errno.h>
@@ -41,14 +42,8 @@ struct model {
     float *host_nhwc; /* (max_batch, D) staging to reorder CHW input, or NULL */
     double forward_flops, backward_flops; /* per sample */
     double device_bytes;
-    gpt *gpt;                      /* a language model (gpt.h) in place of the layer graph */
-    double *clock_fwd, *clock_bwd; /* model_set_layer_clock's sums, or NULL */
-    /* the layer clock on a device with marks: a pass's marks, the sums and slots each one closes
-     * (slot -1: a start), resolved once at the end of the pass */
-    void **marks;
-    double **mark_sums;
-    int *mark_slot;
-    int n_marks;
+    gpt *gpt;             /* a language model (gpt.h) in place of the layer graph */
+    layer_clock clock;    /* model_set_layer_clock's (shared with gpt) */
     layer_col_buf colbuf; /* the im2col convolutions' column buffer */
 };
 
@@ -528,6 +523,7 @@ int model_create(device *dev, const model_spec *spec, uint64_t seed, int max_bat
 
 void model_destroy(model *m) {
     if (!m) return;
+    layer_clock_free(&m->clock);
     if (m->gpt) {
         gpt_destroy(m->gpt);
         free(m->views);
@@ -537,11 +533,6 @@ void model_destroy(model *m) {
     for (int i = 0; m->act && i < m->n_layers; i++)
         layer_free_scratch(m->dev, &m->layers[i]);
     device_free(m->dev, m->colbuf.col);
-    for (int i = 0; m->marks && i < 2 * (m->n_layers + 2); i++)
-        m->dev->ops->mark_destroy(m->dev, m->marks[i]);
-    free(m->marks);
-    free(m->mark_sums);
-    free(m->mark_slot);
     for (int i = 0; m->act && i <= m->n_layers; i++) {
         if (!m->owns_act[i]) continue;
         device_free(m->dev, m->act[i]);
@@ -690,70 +681,32 @@ static void set_training(model *m, int training) {
 }
 
 void model_set_layer_clock(model *m, double *fwd_s, double *bwd_s) {
-    SS_ASSERT(!m->gpt || !fwd_s);
-    m->clock_fwd = fwd_s;
-    m->clock_bwd = bwd_s;
-    if (!fwd_s || m->marks || !m->dev->ops->mark_create) return;
-    /* a start and a mark a layer for each pass, the loss's mark beside them */
-    const int cap = 2 * (m->n_layers + 2);
-    m->marks = ss_calloc((size_t)cap, sizeof *m->marks);
-    m->mark_sums = ss_calloc((size_t)cap, sizeof *m->mark_sums);
-    m->mark_slot = ss_calloc((size_t)cap, sizeof *m->mark_slot);
-    for (int i = 0; i < cap; i++)
-        m->marks[i] = m->dev->ops->mark_create(m->dev);
-}
-
-/* With a layer clock, the end of layer `slot` (-1: a pass's start) whose seconds go to
- * sums[slot]: on a device with marks a mark in its queue (clock_resolve adds them up);
- * otherwise the device synchronized, the seconds since *t added and *t now. Without a clock,
- * nothing. */
-static void clock_lap(model *m, double *sums, int slot, double *t) {
-    if (!sums) return;
-    if (m->marks) {
-        m->dev->ops->mark_record(m->dev, m->marks[m->n_marks]);
-        m->mark_sums[m->n_marks] = sums;
-        m->mark_slot[m->n_marks++] = slot;
-        return;
-    }
-    device_sync(m->dev);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-    if (slot >= 0) sums[slot] += now - *t;
-    *t = now;
-}
-
-/* The marks of a pass added to their layers' sums (waiting for the last one) */
-static void clock_resolve(model *m) {
-    for (int k = 1; k < m->n_marks; k++)
-        if (m->mark_slot[k] >= 0)
-            m->mark_sums[k][m->mark_slot[k]] +=
-                m->dev->ops->mark_seconds(m->dev, m->marks[k - 1], m->marks[k]);
-    m->n_marks = 0;
+    layer_clock_set(&m->clock, m->dev, model_cost_layer_count(m), fwd_s, bwd_s);
+    if (m->gpt) gpt_set_layer_clock(m->gpt, fwd_s ? &m->clock : NULL);
 }
 
 /* A pool_fused conv, or a bn_pool_fused batch norm, runs with its ReLU (a view) and max-pool as
  * one block: layers i..i+2 (its time on the layer clock goes to the conv or batch norm). The clock
  * times training passes only. */
 static void forward(model *m, int batch) {
-    double t = 0.0, *clock = m->layers[0].training ? m->clock_fwd : NULL;
-    clock_lap(m, clock, -1, &t);
+    double *clock = m->layers[0].training ? m->clock.fwd : NULL;
+    layer_clock_lap(&m->clock, clock, -1);
     for (int i = 0; i < m->n_layers; i++) {
         if (m->layers[i].pool_fused) {
             layer_conv_pool_forward(m->dev, &m->layers[i], batch, m->act[i], m->act[i + 1],
                                     m->act[i + 3]);
-            clock_lap(m, clock, i, &t);
+            layer_clock_lap(&m->clock, clock, i);
             i += 2;
             continue;
         }
         if (m->layers[i].bn_pool_fused) {
             layer_bn_pool_forward(m->dev, &m->layers[i], batch, m->act[m->src[i]], m->act[i + 3]);
-            clock_lap(m, clock, i, &t);
+            layer_clock_lap(&m->clock, clock, i);
             i += 2;
             continue;
         }
         layer_forward(m->dev, &m->layers[i], batch, m->act[m->src[i]], m->act[i + 1]);
-        clock_lap(m, clock, i, &t);
+        layer_clock_lap(&m->clock, clock, i);
     }
 }
 
@@ -794,17 +747,16 @@ double model_forward_backward_each(model *m, const float *x, const uint8_t *y, i
     upload_input(m, x, batch);
     forward(m, batch);
     const int last = m->n_layers;
-    double t = 0.0;
-    clock_lap(m, m->clock_bwd, -1, &t);
+    layer_clock_lap(&m->clock, m->clock.bwd, -1);
     double loss_sum = m->dev->ops->softmax_xent(m->dev, batch, m->spec.classes, m->act[last], y,
                                                 m->dact[last], NULL);
-    clock_lap(m, m->clock_bwd, last, &t);
+    layer_clock_lap(&m->clock, m->clock.bwd, last);
     if (grad_ready) grad_ready(ctx, last);
     for (int i = last - 1; i >= 0; i--) {
         if (i >= 2 && m->layers[i - 2].pool_fused) { /* layer i is the block's max-pool */
             layer_conv_pool_backward(m->dev, &m->layers[i - 2], batch, m->act[i - 2], m->act[i - 1],
                                      m->dact[i + 1], m->dact[i - 2]);
-            clock_lap(m, m->clock_bwd, i - 2, &t);
+            layer_clock_lap(&m->clock, m->clock.bwd, i - 2);
             for (int j = i; grad_ready && j >= i - 2; j--)
                 grad_ready(ctx, j);
             i -= 2;
@@ -817,17 +769,17 @@ double model_forward_backward_each(model *m, const float *x, const uint8_t *y, i
             layer_bn_pool_backward(m->dev, bn, batch, m->act[a], m->dact[i + 1], dx);
             if (bn->need_dx && bn->accum_dx)
                 device_axpy(m->dev, (size_t)batch * layer_in_size(bn), 1.0f, m->dtmp, m->dact[a]);
-            clock_lap(m, m->clock_bwd, i - 2, &t);
+            layer_clock_lap(&m->clock, m->clock.bwd, i - 2);
             for (int j = i; grad_ready && j >= i - 2; j--)
                 grad_ready(ctx, j);
             i -= 2;
             continue;
         }
         backward_layer(m, i, batch);
-        clock_lap(m, m->clock_bwd, i, &t);
+        layer_clock_lap(&m->clock, m->clock.bwd, i);
         if (grad_ready) grad_ready(ctx, i);
     }
-    if (m->marks && m->clock_bwd) clock_resolve(m);
+    if (m->clock.bwd) layer_clock_resolve(&m->clock);
     return loss_sum / batch;
 }
 

@@ -158,7 +158,9 @@ double model_forward_backward_each(model *m, const float *x, const uint8_t *y, i
  * count; the loss's forward and backward both count in bwd_s[n]; a conv -> ReLU -> max-pool
  * block computed as one counts in the conv's slot). On a GPU, events in the stream time the
  * layers (no synchronization between layers, one wait at the end of the pass); on the CPU the
- * wall clock. NULL stops it; evaluations are not timed. Layer-graph models only (not gpt:...). */
+ * wall clock. NULL stops it; evaluations are not timed. A gpt model's cost layers are timed the
+ * same way (a block's norm, qkv, attention, projection with its residual add, norm, fc1, its
+ * activation, fc2 with its residual add). */
 void model_set_layer_clock(model *m, double *fwd_s, double *bwd_s);
 
 /* Evaluates on n samples (processed in chunks of max_batch; batch normalization in inference

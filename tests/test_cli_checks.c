@@ -157,7 +157,7 @@ static void test_memory_estimate(void) {
 
 /* bench kernels --layers: a row for each layer that computed, with the conv -> ReLU -> max-pool
  * blocks the CPU computes as one timed on the conv's row (their ReLU and pool rows absent), and
- * the convolutions' rate; refused for a language model. */
+ * the convolutions' rate; a language model's embedding, block layers, head and loss. */
 static void test_bench_layers(void) {
     char *out = NULL;
     CU_ASSERT_EQUAL_FATAL(run_syncsim("OPENBLAS_NUM_THREADS=1",
@@ -187,7 +187,19 @@ static void test_bench_layers(void) {
 #endif
     (void)peak;
     free(out);
-    expect("bench kernels --model gpt:wlm --layers", 2, "--layers", "gpt:wlm", NULL);
+    CU_ASSERT_EQUAL_FATAL(run_syncsim("OPENBLAS_NUM_THREADS=1",
+                                      "bench kernels --device cpu --model gpt:1,16,2,8 --batch 2 "
+                                      "--layers --seconds 0.1",
+                                      &out),
+                          0);
+    table = strstr(out, "layers of gpt:1,16,2,8, batch 2");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(table);
+    const char *gpt_rows[] = {"\nembed ",   "\nh0.norm1 ", "\nh0.qkv ", "\nh0.attn ",
+                              "\nh0.proj ", "\nh0.norm2 ", "\nh0.fc1 ", "\nh0.gelu ",
+                              "\nh0.fc2 ",  "\nnorm_f ",   "\nhead ",   "\nloss "};
+    for (size_t i = 0; i < sizeof gpt_rows / sizeof gpt_rows[0]; i++)
+        CU_ASSERT_PTR_NOT_NULL(strstr(table, gpt_rows[i]));
+    free(out);
 }
 
 /* On more than one BLAS thread syncsim shortens OpenBLAS's idle spin to 2^18 cycles (it

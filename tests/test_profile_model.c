@@ -386,6 +386,48 @@ static void test_measured(void) {
     CU_ASSERT_EQUAL(system(cmd), 0);
 }
 
+/* --measure cpu on gpt models, pre-norm with GELU and the wlm preset (post-norm, ReLU: the same
+ * laps in another order): trained on the text set's first windows, every cost layer timed in
+ * both passes (a slot a lap forgot, or two laps given one slot, leaves one at 0) but the loss's,
+ * whose forward counts in its backward, and the layers inside the step. */
+static void test_measured_gpt(void) {
+    const struct {
+        const char *model;
+        int layers; /* embed, 8 a block, norm_f (not wlm), head, loss */
+    } cases[] = {{"gpt:2,32,2,8", 4 + 8 * 2}, {"gpt:wlm", 3 + 8 * 2}};
+    char prof[160], cmd[1024];
+    snprintf(prof, sizeof prof, "/tmp/ss_test_profile_model_%d_gpt.profile", (int)getpid());
+    for (int c = 0; c < 2; c++) {
+        snprintf(cmd, sizeof cmd,
+                 SYNCSIM " profile model --model %s --dataset wikitext-2 --data-dir %s --batch 2 "
+                         "--measure cpu --steps 2 --out %s 2>&1 && grep -q 'trained on the first "
+                         "2 training samples of wikitext-2' %s",
+                 cases[c].model, text_dir(), prof, prof);
+        CU_ASSERT_EQUAL_FATAL(run_or_say(cmd), 0);
+        model_profile p;
+        CU_ASSERT_EQUAL_FATAL(profile_load(prof, &p), SS_OK);
+        CU_ASSERT_EQUAL(p.measured, 1);
+        CU_ASSERT_EQUAL(p.measured_steps, 2);
+        CU_ASSERT_EQUAL_FATAL(p.layers, cases[c].layers);
+        double layers_s = 0.0;
+        for (int i = 0; i < p.layers; i++) {
+            const sim_layer_cost *l = &p.layer_costs[i];
+            const int loss = i == p.layers - 1;
+            if (!(loss ? l->fwd_s == 0 : l->fwd_s > 0) || !(l->bwd_s > 0))
+                fprintf(stderr, "\n  %s layer %d (%s): forward %g s, backward %g s", cases[c].model,
+                        i, p.layer_names[i], l->fwd_s, l->bwd_s);
+            CU_ASSERT(loss ? l->fwd_s == 0 : l->fwd_s > 0);
+            CU_ASSERT(l->bwd_s > 0);
+            layers_s += l->fwd_s + l->bwd_s;
+        }
+        CU_ASSERT_STRING_EQUAL(p.layer_names[3], "h0.attn");
+        CU_ASSERT(layers_s >= 0.5 * p.measured_step_s);
+        SS_CHECK_CLOSE(layers_s + p.measured_gap_s, p.measured_step_s, 0, 1e-9);
+        profile_free(&p);
+        unlink(prof);
+    }
+}
+
 /* Bad input: exit 2 naming the option, and no file. */
 static void test_bad_input(void) {
     char prof[128], cmd[512];
@@ -402,7 +444,6 @@ static void test_bad_input(void) {
         {"--model mlp --name 'two words'", "--name: one word"},
         {"--model mlp --epochs 3", "unknown option '--epochs'"},
         {"--dataset cifar10", "missing --model"},
-        {"--model gpt:wlm --measure cpu", "not gpt:wlm"},
         {"--model mlp --measure tpu", "--measure: cpu, cuda or auto, not 'tpu'"},
         {"--model mlp --steps 3", "--steps needs --measure"},
         {"--model mlp --threads 2", "--threads needs --measure"},
@@ -446,6 +487,7 @@ static CU_TestInfo profile_model_tests[] = {
     {"profile model: a gpt's replayed step is the emulation's (a100, fp16, text set)", test_gpt},
     {"profile model --measure cpu: the same layers with their measured seconds, replayed",
      test_measured},
+    {"profile model --measure cpu: gpt's every layer timed in both passes", test_measured_gpt},
     {"profile model: bad input exits 2 without a file; the recipe's batch by default",
      test_bad_input},
     CU_TEST_INFO_NULL,
