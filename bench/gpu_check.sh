@@ -9,7 +9,7 @@
 #   4. `syncsim bench kernels --device cuda` for each model at batch 64 and 256 (at 256 with
 #      --layers: each layer's time, the convolutions' share of SGEMM);
 #   5. the wall time of emulations of 16 and 64 replicas on the GPU; `profile model --measure
-#      cuda` of resnet:20 and vgg:11 against the step `train --compute measured` charges;
+#      cuda` of resnet:20, vgg:11 and gpt:wlm (web-bible) against the step `train --compute measured` charges;
 #   6. with PyTorch (python3 with CUDA): bench/torch_gpu.py (the same models and replica loops on
 #      the same GPU), bench/torch_host.py (the framework's host costs), and a torchvision
 #      ResNet-18 recorded with bench/record_profile.py, imported and replayed on one worker;
@@ -156,7 +156,7 @@ for m in cnn resnet:20; do
 done
 
 say "== profile model --measure cuda against train --compute measured (one worker, batch 128)"
-for m in resnet:20 vgg:11; do
+for m in resnet:20 vgg:11 gpt:wlm; do
   step "measure_$(tag "$m")" 120 "$bin" profile model --model "$m" --batch 128 --measure cuda \
     --out "$out/measure_$(tag "$m").profile"
   tail -1 "$out/measure_$(tag "$m").log" | tee -a "$summary"
