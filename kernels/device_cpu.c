@@ -371,7 +371,8 @@ static SS_CPU_CLONES void pool_codes_bwd(int h, int w, int c, const uint8_t *cod
 typedef struct pool_hook {
     const conv_geom *g;
     int oc;
-    uint8_t *codes; /* (B, out_h/2, out_w/2, oc) */
+    uint8_t *codes_out;      /* (B, out_h/2, out_w/2, oc): the forward pass's */
+    const uint8_t *codes_in; /* the same, read by the backward pass */
     const float *pool_dy;
     float *pool_y;
 } pool_hook;
@@ -383,13 +384,13 @@ static size_t pooled_size(const conv_geom *g, int oc) {
 static void pool_output_done(void *ctx, int b, const float *y_b) {
     pool_hook *h = ctx;
     const size_t n = pooled_size(h->g, h->oc);
-    pool_codes_fwd(h->g->out_h, h->g->out_w, h->oc, y_b, h->pool_y + b * n, h->codes + b * n);
+    pool_codes_fwd(h->g->out_h, h->g->out_w, h->oc, y_b, h->pool_y + b * n, h->codes_out + b * n);
 }
 
 static void pool_output_grad(void *ctx, int b, float *dy_b) {
     pool_hook *h = ctx;
     const size_t n = pooled_size(h->g, h->oc);
-    pool_codes_bwd(h->g->out_h, h->g->out_w, h->oc, h->codes + b * n, h->pool_dy + b * n, dy_b);
+    pool_codes_bwd(h->g->out_h, h->g->out_w, h->oc, h->codes_in + b * n, h->pool_dy + b * n, dy_b);
 }
 
 /* The stride-1 layers' passes: by F(4 x 4, 3 x 3) Winograd where it applies (conv_winograd.h),
@@ -404,29 +405,22 @@ static size_t conv_ws_floats(const conv_geom *g, int oc) {
     return w > d ? w : d;
 }
 
-/* the codes of the block follow the convolution's workspace */
-static uint8_t *pool_codes_of(const conv_geom *g, int oc, float *ws) {
-    return (uint8_t *)(ws + conv_ws_floats(g, oc));
-}
-
 static size_t cpu_conv_direct_floats(device *dev, const conv_geom *g, int oc, int need_dx) {
     (void)dev;
-    if (!conv_direct_supports(g, oc, need_dx)) return 0;
-    /* and the codes of a conv -> ReLU -> max-pool block (below), one byte a pooled value */
-    const size_t code_bytes = (size_t)g->batch * pooled_size(g, oc);
-    return conv_ws_floats(g, oc) + (code_bytes + sizeof(float) - 1) / sizeof(float);
+    return conv_direct_supports(g, oc, need_dx) ? conv_ws_floats(g, oc) : 0;
 }
 
 static void cpu_bias_grad(device *dev, int rows, int cols, const float *dy, float beta, float *db);
 
 static void cpu_conv_fwd(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
-                         const float *bias, int relu, float *ws, float *y, float *pool_y) {
+                         const float *bias, int relu, float *ws, uint8_t *codes, float *y,
+                         float *pool_y) {
     (void)dev;
     if (!pool_y && conv_winograd_supports(g, oc)) {
         conv_winograd_forward(g, oc, x, w, bias, relu, ws, y, openblas_get_num_threads());
         return;
     }
-    pool_hook h = {g, oc, pool_codes_of(g, oc, ws), NULL, pool_y};
+    pool_hook h = {g, oc, codes, NULL, NULL, pool_y};
     conv_direct_hooks hooks = {&h, 1, pool_output_done, NULL};
     conv_direct_forward(g, oc, x, w, bias, relu, ws, y, pool_y ? &hooks : NULL,
                         openblas_get_num_threads());
@@ -434,14 +428,14 @@ static void cpu_conv_fwd(device *dev, const conv_geom *g, int oc, const float *x
 
 static void cpu_conv_bwd(device *dev, const conv_geom *g, int oc, const float *x, const float *y,
                          const float *dy, const float *pool_dy, const float *w, float *ws,
-                         float *dw, float *db, float *dx) {
+                         const uint8_t *codes, float *dw, float *db, float *dx) {
     (void)y;
     if (!pool_dy && conv_winograd_supports(g, oc)) {
         conv_winograd_backward(g, oc, x, dy, w, ws, dw, dx, openblas_get_num_threads());
         cpu_bias_grad(dev, g->batch * g->out_h * g->out_w, oc, dy, 0.0f, db);
         return;
     }
-    pool_hook h = {g, oc, pool_codes_of(g, oc, ws), pool_dy, NULL};
+    pool_hook h = {g, oc, NULL, codes, pool_dy, NULL};
     conv_direct_hooks hooks = {&h, 0, NULL, pool_output_grad};
     conv_direct_backward(g, oc, x, dy, w, ws, dw, db, dx, pool_dy ? &hooks : NULL,
                          openblas_get_num_threads());

@@ -83,21 +83,24 @@ typedef struct device_ops {
                              const float *dy, float *dx);
     /* Direct convolution without im2col (CPU: kernels/conv_direct.h). Optional: NULL, or
      * conv_direct_floats() returning 0 for a geometry it does not take, means im2col + gemm.
-     * conv_direct_floats: floats of the workspace `ws` the three passes need (oc output
-     * channels; need_dx: the data gradient is wanted too). */
+     * conv_direct_floats: floats of the workspace `ws` the passes need (oc output channels;
+     * need_dx: the data gradient is wanted too); nothing in it outlives a pass, so the
+     * convolutions of a model share one. */
     size_t (*conv_direct_floats)(device *dev, const conv_geom *g, int oc, int need_dx);
     /* y (B*out_h*out_w, oc) = conv(x, w) + bias, then ReLU when relu; w (oc, kh*kw*in_c).
      * With pool_y (a conv -> ReLU -> max-pool block): pool_y = maxpool_fwd of that output,
-     * sample by sample, and y is not written; ws keeps what the block's backward pass needs. */
+     * sample by sample, and y is not written; codes (a byte per pooled value, B out_h/2 out_w/2
+     * oc) keep what the block's backward pass needs. codes is NULL without pool_y. */
     void (*conv_fwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *w,
-                     const float *bias, int relu, float *ws, float *y, float *pool_y);
+                     const float *bias, int relu, float *ws, uint8_t *codes, float *y,
+                     float *pool_y);
     /* dw (oc, kh*kw*in_c), db (oc) and, unless dx is NULL, dx (B, in_h, in_w, in_c): the
      * gradients of the batch (overwritten); db as bias_grad computes it. The output gradient is
-     * dy or, with pool_dy (the block's pooling's output gradient, after a conv_fwd with pool_y on
-     * the same ws), what maxpool_relu_bwd would give, sample by sample; y is not read. */
+     * dy or, with pool_dy (the block's pooling's output gradient, after a conv_fwd with pool_y
+     * and the same codes), what maxpool_relu_bwd would give, sample by sample; y is not read. */
     void (*conv_bwd)(device *dev, const conv_geom *g, int oc, const float *x, const float *y,
-                     const float *dy, const float *pool_dy, const float *w, float *ws, float *dw,
-                     float *db, float *dx);
+                     const float *dy, const float *pool_dy, const float *w, float *ws,
+                     const uint8_t *codes, float *dw, float *db, float *dx);
     /* Implicit-GEMM convolution, the im2col path's alternative (optional: NULL, or a return of
      * 0 for a geometry it does not take or would compute slower, means im2col + gemm; always: for
      * every geometry it can compute). conv_implicit: y (B*out_h*out_w, oc) = conv(x, w), without

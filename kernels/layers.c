@@ -196,15 +196,10 @@ void layer_alloc_scratch_in(device *dev, layer *l, int max_batch, layer_col_buf 
     layer_alloc_scratch_of(dev, l, max_batch, shared);
     l->scratch_floats = 0;
     if (l->kind == LAYER_KIND_BATCHNORM) l->scratch_floats = 2 * (size_t)l->out_c;
-    if (l->bn_pool_fused) l->scratch_floats += pool_code_floats(l, max_batch);
+    if (l->bn_pool_fused || l->pool_fused) l->scratch_floats += pool_code_floats(l, max_batch);
     if (l->kind != LAYER_KIND_CONV2D) return;
     if (l->nobias) l->scratch_floats += 2 * (size_t)l->out_c;
-    if (l->conv_direct) {
-        conv_geom g = conv_geom_of(l, max_batch);
-        l->scratch_floats += dev->ops->conv_direct_floats(dev, &g, l->out_c, l->need_dx);
-    } else if (l->colbuf == &l->own_col) {
-        l->scratch_floats += l->own_col.floats;
-    }
+    if (l->colbuf == &l->own_col) l->scratch_floats += l->own_col.floats;
 }
 
 static void layer_alloc_scratch_of(device *dev, layer *l, int max_batch, layer_col_buf *shared) {
@@ -213,20 +208,23 @@ static void layer_alloc_scratch_of(device *dev, layer *l, int max_batch, layer_c
         l->pool_codes = (uint8_t *)device_alloc(dev, pool_code_floats(l, max_batch));
     if (l->kind != LAYER_KIND_CONV2D) return;
     conv_geom g = conv_geom_of(l, max_batch);
-    size_t ws = 0;
+    size_t floats = 0;
     if (!l->conv_im2col_only && dev->ops->conv_direct_floats)
-        ws = dev->ops->conv_direct_floats(dev, &g, l->out_c, l->need_dx);
-    l->conv_direct = ws > 0;
+        floats = dev->ops->conv_direct_floats(dev, &g, l->out_c, l->need_dx);
+    l->conv_direct = floats > 0;
     l->pool_fused = l->conv_direct && l->relu_in_epilogue; /* a fused ReLU has a max-pool after */
+    l->col_samples = 0;
     if (l->conv_direct) {
-        l->col = device_alloc(dev, ws);
-        l->col_samples = 0;
         if (!l->bias_count) l->nobias = device_alloc(dev, 2 * (size_t)l->out_c);
-        return;
+        /* the pooling's choices, from the forward pass to the backward pass */
+        if (l->pool_fused)
+            l->pool_codes = (uint8_t *)device_alloc(dev, pool_code_floats(l, max_batch));
+    } else {
+        int chunk = layer_conv_chunk_samples(l, device_get_kind(dev));
+        l->col_samples = max_batch < chunk ? max_batch : chunk;
+        floats = (size_t)l->col_samples * l->out_h * l->out_w * l->kh * l->kw * l->in_c;
     }
-    int chunk = layer_conv_chunk_samples(l, device_get_kind(dev));
-    l->col_samples = max_batch < chunk ? max_batch : chunk;
-    size_t floats = (size_t)l->col_samples * l->out_h * l->out_w * l->kh * l->kw * l->in_c;
+    /* the workspace or column buffer: nothing in it outlives a pass */
     memset(&l->own_col, 0, sizeof l->own_col);
     l->colbuf = shared ? shared : &l->own_col;
     if (!shared) l->own_col.col = device_alloc(dev, floats);
@@ -234,12 +232,11 @@ static void layer_alloc_scratch_of(device *dev, layer *l, int max_batch, layer_c
 }
 
 void layer_free_scratch(device *dev, layer *l) {
-    device_free(dev, l->col);
     device_free(dev, l->own_col.col);
     device_free(dev, l->nobias);
     device_free(dev, l->save);
     device_free(dev, (float *)l->pool_codes);
-    l->col = l->own_col.col = l->nobias = l->save = NULL;
+    l->own_col.col = l->nobias = l->save = NULL;
     l->pool_codes = NULL;
     l->colbuf = NULL;
 }
@@ -276,13 +273,21 @@ static double dense_backward_flops(const layer *l) {
 /* ---- conv2d: im2col over a chunk of samples, then one GEMM with M = samples * out_h*out_w ----
  * y (B*P, OC) = col (B*P, KKC) W^T (KKC, OC), with P = out_h*out_w and KKC = kh*kw*in_c. */
 
+/* A direct convolution's workspace: the column buffer (its own or the model's), whose columns it
+ * overwrites: none of them is left for a later pass to reuse. */
+static float *direct_ws(layer *l) {
+    l->colbuf->owner = NULL;
+    return l->colbuf->col;
+}
+
 static void conv_forward(device *dev, layer *l, int batch, const float *x, float *y) {
     const int p = l->out_h * l->out_w, kkc = l->kh * l->kw * l->in_c, oc = l->out_c;
     const size_t in_size = layer_in_size(l), out_size = layer_out_size(l);
     if (l->conv_direct) {
         conv_geom g = conv_geom_of(l, batch);
         const float *bias = l->b ? l->b : l->nobias;
-        dev->ops->conv_fwd(dev, &g, oc, x, l->w, bias, l->relu_in_epilogue, l->col, y, NULL);
+        dev->ops->conv_fwd(dev, &g, oc, x, l->w, bias, l->relu_in_epilogue, direct_ws(l), NULL, y,
+                           NULL);
         return;
     }
     layer_col_buf *cb = l->colbuf;
@@ -326,7 +331,7 @@ static void conv_backward(device *dev, layer *l, int batch, const float *x, cons
     if (l->conv_direct) {
         conv_geom g = conv_geom_of(l, batch);
         float *db = l->db ? l->db : l->nobias + oc;
-        dev->ops->conv_bwd(dev, &g, oc, x, y, dy, NULL, l->w, l->col, l->dw, db,
+        dev->ops->conv_bwd(dev, &g, oc, x, y, dy, NULL, l->w, direct_ws(l), NULL, l->dw, db,
                            l->need_dx ? dx : NULL);
         return;
     }
@@ -381,15 +386,16 @@ void layer_conv_pool_forward(device *dev, layer *conv, int batch, const float *x
                              float *pool_y) {
     SS_ASSERT(conv->pool_fused);
     conv_geom g = conv_geom_of(conv, batch);
-    dev->ops->conv_fwd(dev, &g, conv->out_c, x, conv->w, conv->b, 1, conv->col, y, pool_y);
+    dev->ops->conv_fwd(dev, &g, conv->out_c, x, conv->w, conv->b, 1, direct_ws(conv),
+                       conv->pool_codes, y, pool_y);
 }
 
 void layer_conv_pool_backward(device *dev, layer *conv, int batch, const float *x, const float *y,
                               const float *pool_dy, float *dx) {
     SS_ASSERT(conv->pool_fused);
     conv_geom g = conv_geom_of(conv, batch);
-    dev->ops->conv_bwd(dev, &g, conv->out_c, x, y, NULL, pool_dy, conv->w, conv->col, conv->dw,
-                       conv->db, conv->need_dx ? dx : NULL);
+    dev->ops->conv_bwd(dev, &g, conv->out_c, x, y, NULL, pool_dy, conv->w, direct_ws(conv),
+                       conv->pool_codes, conv->dw, conv->db, conv->need_dx ? dx : NULL);
 }
 
 /* ---- 2x2 max pooling ---- */

@@ -61,9 +61,10 @@ typedef enum layer_kind {
 #define LAYER_CONV_COL_BYTES_CPU (1u << 20)
 #define LAYER_CONV_COL_BYTES_GPU (256u << 20)
 
-/* The column buffer of im2col convolutions: a layer's own, or one that all the convolutions of a
- * model share (they run one after another on one queue), with what it holds: the columns of
- * `count` samples of the input `src` of layer `owner` (NULL: nothing reusable). */
+/* The column buffer of im2col convolutions, and the workspace of direct ones: a layer's own, or
+ * one that all the convolutions of a model share (they run one after another on one queue), with
+ * what it holds: the columns of `count` samples of the input `src` of layer `owner` (NULL:
+ * nothing reusable). */
 typedef struct layer_col_buf {
     float *col;
     size_t floats;
@@ -101,7 +102,7 @@ typedef struct layer {
     shortcut_geom sc;
     const float *skip_act;
     /* conv: direct convolution (device op conv_fwd ...) when the device takes the geometry;
-     * col is then its workspace. Otherwise im2col + gemm, or on a GPU the implicit-GEMM kernel
+     * colbuf is then its workspace. Otherwise im2col + gemm, or on a GPU the implicit-GEMM kernel
      * (device op conv_implicit) where it takes the geometry and is faster. conv_im2col_only,
      * set before layer_alloc_scratch, keeps im2col + gemm (tests compare them);
      * conv_implicit_always takes the implicit kernel for every geometry it computes. */
@@ -111,11 +112,10 @@ typedef struct layer {
     /* conv, direct, fused with a ReLU: the max-pool after it runs inside its passes, through
      * layer_conv_pool_forward/backward (the model calls them for the three layers) */
     int pool_fused;
-    float *col;            /* conv, direct: its workspace */
     size_t scratch_floats; /* what layer_alloc_scratch allocated */
     int col_samples;       /* conv, im2col: samples a chunk, min(max_batch, CHUNK) */
-    /* conv, im2col: the column buffer, (col_samples * out_h*out_w, kh*kw*in_c) at least: own_col
-     * or a model's shared one */
+    /* conv: the column buffer, (col_samples * out_h*out_w, kh*kw*in_c) at least, or a direct
+     * convolution's workspace (conv_direct_floats): own_col or a model's shared one */
     layer_col_buf *colbuf;
     layer_col_buf own_col;
     /* Fusion of conv -> ReLU -> max-pool (layer_fuse_relu): the conv applies the ReLU in its
@@ -130,7 +130,7 @@ typedef struct layer {
      * bn_pool ops (the CPU's; model.c's fuse_post_relu): the three layers run as one block
      * through layer_bn_pool_forward/backward, the batch norm's output is not held, and
      * pool_codes (a byte per pooled value of max_batch samples) carries the pooling's choices to
-     * the backward pass */
+     * the backward pass; so does a pool_fused conv's */
     int bn_pool_fused;
     uint8_t *pool_codes;
     int is_view;       /* ReLU fused away: y aliases x, dx aliases dy */
@@ -171,9 +171,9 @@ size_t layer_bind_buffers(layer *l, float *buffers, size_t offset);
 void layer_init_params(const layer *l, rng *r, float *host_w, float *host_b);
 void layer_init_buffers(const layer *l, float *host_buf);
 void layer_alloc_scratch(device *dev, layer *l, int max_batch);
-/* The same, but an im2col conv uses `shared` (allocated by the caller once every layer has grown
- * shared->floats to what it needs; its col is read at each pass), or its own buffer when shared
- * is NULL. scratch_floats does not count a shared buffer. */
+/* The same, but a conv uses `shared` as its column buffer or direct workspace (allocated by the
+ * caller once every layer has grown shared->floats to what it needs; its col is read at each
+ * pass), or its own buffer when shared is NULL. scratch_floats does not count a shared buffer. */
 void layer_alloc_scratch_in(device *dev, layer *l, int max_batch, layer_col_buf *shared);
 /* conv: samples per im2col chunk under LAYER_CONV_COL_BYTES_<kind> (at least 1) */
 int layer_conv_chunk_samples(const layer *l, device_kind kind);
