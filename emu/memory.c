@@ -77,18 +77,56 @@ int memory_model_probe(device *dev, const model_spec *spec, int batch, memory_mo
     return SS_OK;
 }
 
+/* out: a and b, measured at p and 2 p samples, extrapolated linearly to `batch` */
+static void extrapolate(const memory_model_size *a, const memory_model_size *b, int p, int batch,
+                        memory_model_size *out) {
+    const double k = (double)(batch - 2 * p) / p;
+    out->host = b->host + k * (b->host - a->host);
+    out->device = b->device + k * (b->device - a->device);
+    out->params = b->params;
+}
+
+/* Whether a model of size m fits in what is available now: on the CPU the larger of its two
+ * views against the host's memory; on a GPU its device side against the GPU's free memory too. */
+static int fits_now(device *dev, const memory_model_size *m, int *fits) {
+    double have, dev_free = 0, dev_total = 0;
+    int rc = memory_available_bytes(&have);
+    if (rc != SS_OK) return rc;
+    const int own_memory = device_memory_info(dev, &dev_free, &dev_total);
+    if (own_memory)
+        *fits = m->host <= have && m->device <= dev_free;
+    else
+        *fits = (m->host > m->device ? m->host : m->device) <= have;
+    return SS_OK;
+}
+
 int memory_model_bytes(device *dev, const model_spec *spec, int batch, memory_model_size *out) {
+    int rc;
+    /* the largest model the measurement creates; first measured at 1 and 2 samples, and when
+     * that model would not fit, extrapolated from them alone: so the check never allocates a
+     * model it is about to refuse (which would take the machine's memory, or the GPU's) */
+    const int probe = batch <= 2 * MEMORY_PROBE_BATCH ? batch : 2 * MEMORY_PROBE_BATCH;
+    if (probe > 2) {
+        memory_model_size one, two, guess;
+        int fits = 1;
+        if ((rc = memory_model_probe(dev, spec, 1, &one)) != SS_OK ||
+            (rc = memory_model_probe(dev, spec, 2, &two)) != SS_OK)
+            return rc;
+        extrapolate(&one, &two, 1, probe, &guess);
+        if ((rc = fits_now(dev, &guess, &fits)) != SS_OK) return rc;
+        if (!fits) {
+            extrapolate(&one, &two, 1, batch, out);
+            return SS_OK;
+        }
+    }
     if (batch <= 2 * MEMORY_PROBE_BATCH) return memory_model_probe(dev, spec, batch, out);
     /* a model's memory grows linearly with its batch (activations and their gradients) beyond
      * a fixed part (parameters, gradients, buffers): measured at two batches, extrapolated */
     memory_model_size a, b;
-    int rc = memory_model_probe(dev, spec, MEMORY_PROBE_BATCH, &a);
+    rc = memory_model_probe(dev, spec, MEMORY_PROBE_BATCH, &a);
     if (rc == SS_OK) rc = memory_model_probe(dev, spec, 2 * MEMORY_PROBE_BATCH, &b);
     if (rc != SS_OK) return rc;
-    const double k = (double)(batch - 2 * MEMORY_PROBE_BATCH) / MEMORY_PROBE_BATCH;
-    out->host = b.host + k * (b.host - a.host);
-    out->device = b.device + k * (b.device - a.device);
-    out->params = b.params;
+    extrapolate(&a, &b, MEMORY_PROBE_BATCH, batch, out);
     return SS_OK;
 }
 

@@ -26,7 +26,11 @@
  * on its device (model_device_bytes) and of its parameters. Up to 2 x MEMORY_PROBE_BATCH samples
  * a model is created and measured; above, it is measured at MEMORY_PROBE_BATCH and twice that
  * and extrapolated linearly in the batch, so that the check allocates no more than a small model
- * whatever the batch asked for. */
+ * whatever the batch asked for. Before either, it is measured at 1 and 2 samples; where the
+ * model those would create does not fit in the memory available now (memory_available_bytes,
+ * and a GPU's free memory), the size is extrapolated from 1 and 2 samples instead, so that a model
+ * too large even at the measuring batch is never allocated (that extrapolation is high where
+ * convolutions' column buffers stop growing with the batch: the cnn's twice its size at 64). */
 #define MEMORY_PROBE_BATCH 32
 typedef struct memory_model_size {
     double host, device, params;
