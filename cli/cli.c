@@ -2,6 +2,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "common/status.h"
+#include "emu/memory.h"
 #include "kernels/bench.h"
 #include "common/run_request.h"
 #include "cli/bench_network.h"
@@ -42,11 +43,17 @@ static int run_platform(const run_config *cfg, const char *target) {
     return rc != SS_OK ? rc : platform_generate(&s, stdout);
 }
 
+/* bench kernels' check before each model: one model and its momentum at the batch, as train
+ * checks a single worker (emu/memory.h) */
+static int bench_model_fits(device *dev, const model_spec *spec, int batch) {
+    return memory_check_run(dev, spec, 0, 1, batch, 0, 0, NULL, 0);
+}
+
 static int run_bench(const run_config *cfg, const char *target) {
     if (!strcmp(target, "kernels"))
         return bench_kernels(cfg->device, cfg->batch,
                              options_was_set(cfg, "model") ? cfg->model : NULL, cfg->bench_layers,
-                             cfg->bench_seconds, stdout);
+                             cfg->bench_seconds, bench_model_fits, stdout);
     if (!strcmp(target, "coupling")) return cmd_bench_coupling(cfg);
     if (!strcmp(target, "replay")) return cmd_bench_replay(cfg);
     if (!strcmp(target, "emulation")) return cmd_bench_emulation(cfg);

@@ -197,11 +197,12 @@ static void bench_layers(device *dev, model *m, int batch, sgd_state *opt, const
 }
 
 static int bench_model(device *dev, const char *text, int batch, double min_s, double sgemm_gflops,
-                       FILE *layers_out, bench_result *res) {
+                       bench_fits_fn fits, FILE *layers_out, bench_result *res) {
     model_spec spec;
     const int lm = !strncmp(text, "gpt", 3);
     int status = model_spec_parse(&spec, text, 1, 28, 28, lm ? BENCH_LM_VOCAB : 10);
     if (status != SS_OK) return status;
+    if (fits && (status = fits(dev, &spec, batch)) != SS_OK) return status;
     model *m;
     status = model_create(dev, &spec, 1, batch, &m);
     if (status != SS_OK) return status;
@@ -256,7 +257,7 @@ static int bench_model(device *dev, const char *text, int batch, double min_s, d
 /* The SGEMM line and one row per model at the device's current thread count. On the CPU the
  * rates over process CPU time follow ("cpu" columns), compared with the SGEMM's CPU-time rate. */
 static int bench_table(device *dev, int batch, const char *only, int layers, double seconds,
-                       const char *label, FILE *out) {
+                       bench_fits_fn fits, const char *label, FILE *out) {
     const int sgemm_n = 2048, cpu = dev->kind == DEVICE_KIND_CPU;
     rate_pair sgemm = bench_sgemm_gflops(dev, sgemm_n);
     fprintf(out, "%s\nsgemm %dx%dx%d: %.1f GFLOP/s (best of 5)", label, sgemm_n, sgemm_n, sgemm_n,
@@ -280,7 +281,7 @@ static int bench_table(device *dev, int batch, const char *only, int layers, dou
     for (int a = 0; a < 3; a++) {
         const char *name = only ? only : all[a];
         bench_result res;
-        int status = bench_model(dev, name, batch, seconds, sgemm.wall, layer_out, &res);
+        int status = bench_model(dev, name, batch, seconds, sgemm.wall, fits, layer_out, &res);
         if (status != SS_OK) {
             if (layer_out) fclose(layer_out);
             free(layer_text);
@@ -361,7 +362,7 @@ static void bench_coretype_hint(FILE *out) {
 }
 
 int bench_kernels(const char *device_request, int batch, const char *model_name, int layers,
-                  double seconds, FILE *out) {
+                  double seconds, bench_fits_fn fits, FILE *out) {
     if (batch < 1) return ss_error_set(SS_EUSAGE, "bench: batch must be positive (got %d)", batch);
     if (!(seconds > 0.0))
         return ss_error_set(SS_EUSAGE, "bench kernels --seconds: %g, expected a positive number",
@@ -391,12 +392,13 @@ int bench_kernels(const char *device_request, int batch, const char *model_name,
         snprintf(label, sizeof label, "-- %d BLAS thread%s", threads, threads > 1 ? "s" : "");
     else
         snprintf(label, sizeof label, "-- %s", device_name(dev));
-    status = bench_table(dev, batch, model_name, layers, seconds, label, out);
+    status = bench_table(dev, batch, model_name, layers, seconds, fits, label, out);
     /* the CPU on one thread as well: the figures a comparison with another framework's
      * single-thread run needs (bench/pytorch_compare.py) */
     if (status == SS_OK && threads > 1) {
         openblas_set_num_threads(1);
-        status = bench_table(dev, batch, model_name, layers, seconds, "-- 1 BLAS thread", out);
+        status =
+            bench_table(dev, batch, model_name, layers, seconds, fits, "-- 1 BLAS thread", out);
         openblas_set_num_threads(threads);
     }
     device_close(dev);

@@ -1,6 +1,6 @@
 /* Kernel benchmark: training throughput of each model against the machine's SGEMM rate.
  *
- *     bench_kernels("auto", 64, NULL, 0, 2.0, stdout);  // "mlp" instead of NULL: that model only
+ *     bench_kernels("auto", 64, NULL, 0, 2.0, NULL, stdout);  // "mlp": that model only
  *
  * For logreg, mlp and cnn (or the one model asked for) on 1x28x28 inputs with 10 classes (random
  * data) it prints samples/s and achieved GFLOP/s (counted forward + backward FLOPs per sample times
@@ -27,12 +27,15 @@
  * convolutions' rate against SGEMM. */
 /* seconds: each model's timed seconds, the best of 5 windows of seconds / 5 reported (at least 2
  * steps a window); 2 in `syncsim bench kernels` unless --seconds says otherwise. */
-int bench_kernels(const char *device_request, int batch, const char *model_name, int layers,
-                  double seconds, FILE *out);
-
 struct device;
 struct model;
 struct model_spec;
+/* fits: called before each model is created on dev for batches of `batch` (NULL: nothing):
+ * SS_OK, or the error that refuses it (a memory check, which kernels/ leaves to its callers). */
+typedef int (*bench_fits_fn)(struct device *dev, const struct model_spec *spec, int batch);
+int bench_kernels(const char *device_request, int batch, const char *model_name, int layers,
+                  double seconds, bench_fits_fn fits, FILE *out);
+
 /* Each layer's measured seconds a training step of a model of `spec` on dev, on one batch
  * repeated: data_x (batch, C*H*W; a gpt model's T + 1 token ids) and data_y (batch; unread for
  * gpt), or random data of the spec's shape (random tokens of its vocabulary) where

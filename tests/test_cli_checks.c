@@ -142,11 +142,15 @@ static void test_memory_estimate(void) {
     expect_env("SYNCSIM_MEMORY_LIMIT=16GB",
                "train --policy bsp --workers 2 --platform huge.xml --dataset synthetic --out o6", 1,
                "4000000 simulated hosts", "16.00 GB are available", "o6");
-    /* one worker alone: its model's activations at a large batch (about 12 GB for vgg:11 at
+    /* one worker alone: its model's activations at a large batch (about 5.2 GB for vgg:11 at
      * 4096 samples of 1x28x28) */
     expect_env("SYNCSIM_MEMORY_LIMIT=1GB",
                "train --model vgg:11 --batch 4096 --dataset synthetic --device cpu --out o6", 1,
                "the model with batch 4096 and its momentum", "1.00 GB are available", "o6");
+    /* bench kernels too, before it creates the model (its logits alone 1.3 GB at 64) */
+    expect_env("SYNCSIM_MEMORY_LIMIT=1GB",
+               "bench kernels --device cpu --model gpt:2,128,2,512 --batch 64 --seconds 0.1", 1,
+               "the model with batch 64 and its momentum", "1.00 GB are available", NULL);
     expect_env("SYNCSIM_MEMORY_LIMIT=lots",
                "train --policy bsp --workers 2 --dataset synthetic "
                "--out o6",
