@@ -113,12 +113,22 @@ int plots_render_args(const char *out_dir, const char *name, const char *data, c
     if (rc != SS_OK) return rc;
     static const char *const terms[] = {"png", "svg"};
     for (int t = 0; t < 2; t++) {
-        char output[256];
+        /* gnuplot writes a temporary name, renamed once the figure is whole; a failed figure
+         * leaves no file */
+        char output[256], part[280], from[1600], to[1600];
         snprintf(output, sizeof output, "%s.%s", base, terms[t]);
-        if ((rc = run_gnuplot(out_dir, name, data, output, terms[t], args, n_args, NULL)) != SS_OK)
+        snprintf(part, sizeof part, ".%s.part", output);
+        snprintf(from, sizeof from, "%s/%s", out_dir, part);
+        snprintf(to, sizeof to, "%s/%s", out_dir, output);
+        rc = run_gnuplot(out_dir, name, data, part, terms[t], args, n_args, NULL);
+        if (rc == SS_OK && !file_nonempty(out_dir, part))
+            rc = ss_error_set(SS_EIO, "gnuplot wrote no %s", to);
+        if (rc == SS_OK && rename(from, to) != 0)
+            rc = ss_error_set(SS_EIO, "cannot rename %s to %s: %s", from, to, strerror(errno));
+        if (rc != SS_OK) {
+            unlink(from);
             return rc;
-        if (!file_nonempty(out_dir, output))
-            return ss_error_set(SS_EIO, "gnuplot wrote no %s/%s", out_dir, output);
+        }
     }
     append_replot(out_dir, name, data, base, args, n_args);
     if (!terminal) return SS_OK;

@@ -381,16 +381,18 @@ int cmd_compare(const run_config *cfg_in) {
     char path[1024];
     outputs_path(cfg, "compare.csv", path, sizeof path);
     if (rc == SS_OK) rc = compare_rows_write_csv(path, c->runs, c->n, cfg->workers);
-    if (rc == SS_OK && compare_rows_plot(cfg->out_dir, c->runs, c->n, c->n_nets * c->n_parts,
-                                         cfg->workers, stdout) != SS_OK)
-        fprintf(stderr, "syncsim: %s\n", ss_error_message());
-    if (rc == SS_OK)
-        printf("outputs: %s/{compare.csv,compare.png,compare.gp,config.ini}, runs/*/ (wall %.0f "
-               "s)\n",
-               cfg->out_dir, outputs_wall_s() - c->t0_s);
     int failed = 0;
     for (int i = 0; i < c->n; i++)
         failed += !c->runs[i].ok;
+    /* the figure of the runs that finished; none, no figure */
+    const int plotted = rc == SS_OK && failed < c->n &&
+                        compare_rows_plot(cfg->out_dir, c->runs, c->n, c->n_nets * c->n_parts,
+                                          cfg->workers, stdout) == SS_OK;
+    if (rc == SS_OK && failed < c->n && !plotted)
+        fprintf(stderr, "syncsim: %s\n", ss_error_message());
+    if (rc == SS_OK)
+        printf("outputs: %s/{compare.csv,%sconfig.ini}, runs/*/ (wall %.0f s)\n", cfg->out_dir,
+               plotted ? "compare.png,compare.gp," : "", outputs_wall_s() - c->t0_s);
     if (rc == SS_OK && (rep.interrupted || outputs_interrupted())) rc = SS_EINTERRUPT;
     if (rc == SS_OK && failed)
         rc = ss_error_set(SS_EIO, "compare: %d of %d runs failed", failed, c->n);

@@ -374,6 +374,27 @@ static void test_compare(void) {
     CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
 }
 
+/* compare whose every run fails (each refused by its memory check): exit 1, the table and
+ * compare.csv say so, and no figure is left behind, whole or not. */
+static void test_compare_all_failed(void) {
+    char cmd[900], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "SYNCSIM_MEMORY_LIMIT=1MB %s/syncsim compare --policies bsp --networks 5Gbps "
+             "--partitions iid --workers 2 --dataset synthetic --model mlp:32 --epochs 0.05 "
+             "--out %s/cmpfail 2>&1",
+             SS_BINARY_DIR, tmp_dir);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, &out), 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "1 of 1 runs failed"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "/cmpfail/{compare.csv,config.ini}"));
+    CU_ASSERT_PTR_NULL(strstr(out, "gnuplot"));
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "cd %s/cmpfail && grep -q '^bsp,.*failed' compare.csv && ! ls compare.png "
+             "compare-curves.csv .compare.png.part 2>/dev/null",
+             tmp_dir);
+    CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+}
+
 /* How many times `needle` occurs in `text`. */
 static int count_of(const char *text, const char *needle) {
     int n = 0;
@@ -573,6 +594,7 @@ static CU_TestInfo cli_tests[] = {
     {"syncsim replay: config.ini holds the options given and re-runs the same replay",
      test_replay_config},
     {"syncsim compare: table, compare.csv, speedup of BSP is 1", test_compare},
+    {"syncsim compare: every run failed, exit 1 and no figure", test_compare_all_failed},
     {"syncsim train: a delta that makes SelSync BSP or local SGD is said", test_degenerate_delta},
     {"syncsim train: measured compute leaves the model as the modelled one does",
      test_measured_same_model},
