@@ -14,6 +14,7 @@
 #include "kernels/bench.h"
 #include "emu/run.h"
 #include "emu/emulation.h"
+#include "emu/memory.h"
 #include "sim/net/cluster.h"
 #include "common/isolate.h"
 #include "sim/platform/platform_gen.h"
@@ -90,6 +91,10 @@ static int coupling_open(const run_request *rq, coupling_state *s) {
     rc = run_open_data(cfg, &s->dev, &s->train, &s->test, &spec);
     if (rc != SS_OK) return rc;
     const int n = cfg->workers;
+    /* refused before the replicas are created, as `train` refuses a BSP run of N workers */
+    rc = memory_check_run(s->dev, &spec, n, threads, cfg->batch, memory_run_vectors(n, 0, 0), n,
+                          NULL, 0);
+    if (rc != SS_OK) return rc;
     s->steps = lround(cfg->epochs * (double)s->train.n / ((double)n * cfg->batch));
     if (s->steps < 1) s->steps = 1;
     lr_schedule sched;

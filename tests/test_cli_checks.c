@@ -147,6 +147,9 @@ static void test_memory_estimate(void) {
     expect_env("SYNCSIM_MEMORY_LIMIT=1GB",
                "train --model vgg:11 --batch 4096 --dataset synthetic --device cpu --out o6", 1,
                "the model with batch 4096 and its momentum", "1.00 GB are available", "o6");
+    /* bench coupling's replicas, as train's */
+    expect_env("SYNCSIM_MEMORY_LIMIT=1MB", "bench coupling --dataset synthetic --epochs 0.01", 1,
+               "8 replicas of the model with batch 64", "0.00 GB are available", NULL);
     /* bench kernels too, before it creates the model (its logits alone 1.3 GB at 64) */
     expect_env("SYNCSIM_MEMORY_LIMIT=1GB",
                "bench kernels --device cpu --model gpt:2,128,2,512 --batch 64 --seconds 0.1", 1,
