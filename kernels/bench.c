@@ -196,13 +196,18 @@ static void bench_layers(device *dev, model *m, int batch, sgd_state *opt, const
     free(bwd);
 }
 
-static int bench_model(device *dev, const char *text, int batch, double min_s, double sgemm_gflops,
-                       bench_fits_fn fits, FILE *layers_out, bench_result *res) {
-    model_spec spec;
+/* The model of a --model text on 1x28x28 inputs with 10 classes (a gpt: BENCH_LM_VOCAB words) */
+static int bench_spec(const char *text, model_spec *spec) {
     const int lm = !strncmp(text, "gpt", 3);
-    int status = model_spec_parse(&spec, text, 1, 28, 28, lm ? BENCH_LM_VOCAB : 10);
+    return model_spec_parse(spec, text, 1, 28, 28, lm ? BENCH_LM_VOCAB : 10);
+}
+
+static int bench_model(device *dev, const char *text, int batch, double min_s, double sgemm_gflops,
+                       FILE *layers_out, bench_result *res) {
+    model_spec spec;
+    int status = bench_spec(text, &spec);
     if (status != SS_OK) return status;
-    if (fits && (status = fits(dev, &spec, batch)) != SS_OK) return status;
+    const int lm = spec.arch == MODEL_ARCH_GPT;
     model *m;
     status = model_create(dev, &spec, 1, batch, &m);
     if (status != SS_OK) return status;
@@ -256,8 +261,18 @@ static int bench_model(device *dev, const char *text, int batch, double min_s, d
 
 /* The SGEMM line and one row per model at the device's current thread count. On the CPU the
  * rates over process CPU time follow ("cpu" columns), compared with the SGEMM's CPU-time rate. */
+static const char *const bench_all[] = {"logreg", "mlp", "cnn"};
+
 static int bench_table(device *dev, int batch, const char *only, int layers, double seconds,
                        bench_fits_fn fits, const char *label, FILE *out) {
+    /* each model checked before anything is measured */
+    for (int a = 0; fits && a < 3; a++) {
+        model_spec spec;
+        int status = bench_spec(only ? only : bench_all[a], &spec);
+        if (status == SS_OK) status = fits(dev, &spec, batch);
+        if (status != SS_OK) return status;
+        if (only) break;
+    }
     const int sgemm_n = 2048, cpu = dev->kind == DEVICE_KIND_CPU;
     rate_pair sgemm = bench_sgemm_gflops(dev, sgemm_n);
     fprintf(out, "%s\nsgemm %dx%dx%d: %.1f GFLOP/s (best of 5)", label, sgemm_n, sgemm_n, sgemm_n,
@@ -277,11 +292,10 @@ static int bench_table(device *dev, int batch, const char *only, int layers, dou
     size_t layer_len = 0;
     FILE *layer_out = layers ? open_memstream(&layer_text, &layer_len) : NULL;
     if (layers && !layer_out) return ss_error_set(SS_EIO, "bench: out of memory");
-    static const char *const all[] = {"logreg", "mlp", "cnn"};
     for (int a = 0; a < 3; a++) {
-        const char *name = only ? only : all[a];
+        const char *name = only ? only : bench_all[a];
         bench_result res;
-        int status = bench_model(dev, name, batch, seconds, sgemm.wall, fits, layer_out, &res);
+        int status = bench_model(dev, name, batch, seconds, sgemm.wall, layer_out, &res);
         if (status != SS_OK) {
             if (layer_out) fclose(layer_out);
             free(layer_text);
