@@ -270,7 +270,9 @@ static int check_runs(const compare_ctx *c) {
  * are removed, and the directories this compare does not plan; a directory holding anything
  * else stays, without a summary.json, so it counts as no run. */
 static int clear_earlier(const compare_ctx *c) {
-    static const char *const results[] = {"compare.csv", "compare.png", "compare.gp", NULL};
+    static const char *const results[] = {
+        "compare.csv",        "compare.png", "compare.svg", "compare.gp",
+        "compare-curves.csv", "compare.txt", "replot.sh",   NULL};
     static const char *const run_files[] = {
         "summary.json", "metrics.csv", "steps.trace", "platform.xml",
         "config.ini",   "log.txt",     NULL};

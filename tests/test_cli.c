@@ -375,9 +375,14 @@ static void test_compare(void) {
 }
 
 /* compare whose every run fails (each refused by its memory check): exit 1, the table and
- * compare.csv say so, and no figure is left behind, whole or not. */
+ * compare.csv say so, and no figure is left behind, whole or not, nor an earlier compare's. */
 static void test_compare_all_failed(void) {
     char cmd[900], *out = NULL;
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p %s/cmpfail && cd %s/cmpfail && touch compare.png compare.svg compare.txt "
+             "compare-curves.csv",
+             tmp_dir, tmp_dir);
+    CU_ASSERT_EQUAL_FATAL(ss_test_shell(cmd, NULL), 0);
     snprintf(cmd, sizeof cmd,
              "SYNCSIM_MEMORY_LIMIT=1MB %s/syncsim compare --policies bsp --networks 5Gbps "
              "--partitions iid --workers 2 --dataset synthetic --model mlp:32 --epochs 0.05 "
@@ -389,8 +394,9 @@ static void test_compare_all_failed(void) {
     CU_ASSERT_PTR_NULL(strstr(out, "gnuplot"));
     free(out);
     snprintf(cmd, sizeof cmd,
-             "cd %s/cmpfail && grep -q '^bsp,.*failed' compare.csv && ! ls compare.png "
-             "compare-curves.csv .compare.png.part 2>/dev/null",
+             "cd %s/cmpfail && grep -q '^bsp,.*failed' compare.csv && for f in compare.png "
+             "compare.svg compare.txt compare-curves.csv .compare.png.part; do [ ! -e $f ] || "
+             "exit 1; done",
              tmp_dir);
     CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
 }
