@@ -159,7 +159,7 @@ static int profile_model_main(int argc, char **argv) {
         o.batch = r ? r->batch : defaults.batch;
     }
     model_profile p;
-    char notes[1024];
+    char notes[2048];
     int rc = profile_model_make(&o, &p, notes, sizeof notes);
     if (rc == SS_OK) {
         rc = profile_import_write(&p, notes, out);

@@ -119,9 +119,7 @@ static void first_batch(const char *set, const char *data_dir, const model_spec 
                         float **x, uint8_t **y, char *why, size_t why_size) {
     *x = NULL, *y = NULL;
     dataset train, test;
-    const int text = dataset_is_text_spec(set);
-    int rc = text ? dataset_text_load(set, data_dir, &train, &test)
-                  : dataset_load(set, data_dir, 1, &train, &test);
+    int rc = dataset_load(set, data_dir, 1, &train, &test); /* a text set too */
     if (rc == SS_OK && (rc = dataset_fit_model(&train, &test, spec)) != SS_OK) {
         dataset_free(&train);
         dataset_free(&test);
@@ -253,30 +251,28 @@ int profile_model_make(const profile_model_opts *o, model_profile *out, char *no
         snprintf(out->description, sizeof out->description,
                  "emulated %s on %s (%dx%dx%d, %d classes), %d layers", o->model, set, c, h, w,
                  classes, out->layers);
-    if (!o->measure) {
-        snprintf(notes, n,
-                 "syncsim profile model --model %s --dataset %s --batch %d\n"
-                 "the emulated model's layers as the compute model sees them in train (FLOPs and "
-                 "bytes per sample)\nformat: traces/FORMAT.md",
-                 o->model, set, o->batch);
-        return SS_OK;
+    /* the notes: the command, what the layers hold, the format */
+    char measured[160] = "", how[1100] = "";
+    if (o->measure) {
+        char where[160], data[700];
+        if ((rc = measure(o, &spec, set, out, where, sizeof where, data, sizeof data)) != SS_OK) {
+            profile_free(out);
+            return rc;
+        }
+        const size_t len = strlen(out->description);
+        snprintf(out->description + len, sizeof out->description - len, ", measured on %s",
+                 out->measured_device);
+        snprintf(measured, sizeof measured, " --measure %s --steps %d --threads %d", o->measure,
+                 out->measured_steps, o->measure_threads > 0 ? o->measure_threads : 1);
+        snprintf(how, sizeof how,
+                 ", and each layer's measured seconds a step on %s, trained on %s by SGD with "
+                 "momentum; the gap is the optimizer's update and the time between layers",
+                 where, data);
     }
-    char where[160], data[700];
-    if ((rc = measure(o, &spec, set, out, where, sizeof where, data, sizeof data)) != SS_OK) {
-        profile_free(out);
-        return rc;
-    }
-    const size_t len = strlen(out->description);
-    snprintf(out->description + len, sizeof out->description - len, ", measured on %s",
-             out->measured_device);
     snprintf(notes, n,
-             "syncsim profile model --model %s --dataset %s --batch %d --measure %s --steps %d "
-             "--threads %d\n"
+             "syncsim profile model --model %s --dataset %s --batch %d%s\n"
              "the emulated model's layers as the compute model sees them in train (FLOPs and "
-             "bytes per sample), and each layer's measured seconds a step on %s, trained on %s "
-             "by SGD with momentum; the gap is the optimizer's update and the time between "
-             "layers\nformat: traces/FORMAT.md",
-             o->model, set, o->batch, o->measure, out->measured_steps,
-             o->measure_threads > 0 ? o->measure_threads : 1, where, data);
+             "bytes per sample)%s\nformat: traces/FORMAT.md",
+             o->model, set, o->batch, measured, how);
     return SS_OK;
 }
