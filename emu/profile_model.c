@@ -148,8 +148,8 @@ static void first_batch(const char *set, const char *data_dir, const model_spec 
  * the measured fields, on the first batch of `set` (random data of its shape where it cannot be
  * read: `data` says which); `where` names the device. */
 static int measure(const profile_model_opts *o, const model_spec *spec, const char *set,
-                   model_profile *out, char *where, size_t where_size, char *data,
-                   size_t data_size) {
+                   model_profile *out, char *where, size_t where_size, char *data, size_t data_size,
+                   double *clocked_s) {
     const int steps = o->measure_steps > 0 ? o->measure_steps : 10;
     /* OpenBLAS's threads before the device opens (its name says them); nothing to a GPU */
     const int blas = openblas_get_num_threads();
@@ -182,7 +182,7 @@ static int measure(const profile_model_opts *o, const model_spec *spec, const ch
                     "shape instead (%s)\n",
                     set, why);
         }
-        rc = bench_measure_layers(dev, spec, out->batch, steps, x, y, fwd, bwd, &step_s);
+        rc = bench_measure_layers(dev, spec, out->batch, steps, x, y, fwd, bwd, &step_s, clocked_s);
     }
     free(x);
     free(y);
@@ -252,10 +252,12 @@ int profile_model_make(const profile_model_opts *o, model_profile *out, char *no
                  "emulated %s on %s (%dx%dx%d, %d classes), %d layers", o->model, set, c, h, w,
                  classes, out->layers);
     /* the notes: the command, what the layers hold, the format */
-    char measured[160] = "", how[1100] = "";
+    char measured[160] = "", how[1400] = "";
     if (o->measure) {
         char where[160], data[700];
-        if ((rc = measure(o, &spec, set, out, where, sizeof where, data, sizeof data)) != SS_OK) {
+        double clocked_s = 0.0;
+        if ((rc = measure(o, &spec, set, out, where, sizeof where, data, sizeof data,
+                          &clocked_s)) != SS_OK) {
             profile_free(out);
             return rc;
         }
@@ -266,8 +268,10 @@ int profile_model_make(const profile_model_opts *o, model_profile *out, char *no
                  out->measured_steps, o->measure_threads > 0 ? o->measure_threads : 1);
         snprintf(how, sizeof how,
                  ", and each layer's measured seconds a step on %s, trained on %s by SGD with "
-                 "momentum; the gap is the optimizer's update and the time between layers",
-                 where, data);
+                 "momentum; the gap is the optimizer's update and the time between layers; "
+                 "the layers scaled by %.4f to the steps without the layer clock (with it, "
+                 "%.9g s a step)",
+                 where, data, clocked_s > 0.0 ? out->measured_step_s / clocked_s : 1.0, clocked_s);
     }
     snprintf(notes, n,
              "syncsim profile model --model %s --dataset %s --batch %d%s\n"

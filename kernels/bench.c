@@ -141,37 +141,51 @@ static const float bench_lr = 0.01f, bench_mu = 0.9f, bench_wd = 5e-4f;
  * rate; then the convolutions together (forward and backward) against SGEMM. */
 #define LAYER_STEPS 10
 
-/* `steps` training steps with the layer clock: fwd_s[i] and bwd_s[i] become the mean seconds of
- * layer i's passes a step (model_cost_layer_at's index); returns the mean step's seconds, the
- * optimizer's update included (the wall clock, the device synchronized at the end). */
+/* `steps` training steps with the layer clock, each followed by one without it: fwd_s[i] and
+ * bwd_s[i] become the mean seconds of layer i's passes a step (model_cost_layer_at's index),
+ * scaled by the ratio of the steps without the clock to those with it; returns the mean step
+ * without the clock, the optimizer's update included (the wall clock, the device synchronized
+ * after each step, as train --compute measured times a step). On a GPU the clock's events cost
+ * the host time to record them (69 pairs a step for resnet:20), which a host-bound step pays in
+ * full: its layers would add up to more than the step they time. *marked_s (NULL: not
+ * wanted) gets the mean step with the clock. */
 static double clock_layers(device *dev, model *m, int batch, sgd_state *opt, const float *x,
-                           const uint8_t *y, int steps, double *fwd_s, double *bwd_s) {
+                           const uint8_t *y, int steps, double *fwd_s, double *bwd_s,
+                           double *marked_s) {
     const int n = model_cost_layer_count(m);
     memset(fwd_s, 0, (size_t)n * sizeof *fwd_s);
     memset(bwd_s, 0, (size_t)n * sizeof *bwd_s);
-    model_set_layer_clock(m, fwd_s, bwd_s);
-    double t0 = now_s();
-    for (int i = 0; i < steps; i++) {
+    double marked = 0.0, plain = 0.0;
+    for (int i = 0; i < 2 * steps; i++) {
+        const int clocked = i % 2 == 0;
+        model_set_layer_clock(m, clocked ? fwd_s : NULL, clocked ? bwd_s : NULL);
+        const double t0 = now_s();
         model_forward_backward(m, x, y, batch);
         sgd_step(opt, model_params(m), model_grads(m), bench_lr, bench_mu, bench_wd);
+        device_sync(dev);
+        *(clocked ? &marked : &plain) += now_s() - t0;
     }
-    device_sync(dev);
-    const double step_s = (now_s() - t0) / steps;
     model_set_layer_clock(m, NULL, NULL);
+    const double scale = marked > 0.0 ? plain / marked : 1.0;
     for (int i = 0; i < n; i++)
-        fwd_s[i] /= steps, bwd_s[i] /= steps;
-    return step_s;
+        fwd_s[i] *= scale / steps, bwd_s[i] *= scale / steps;
+    if (marked_s) *marked_s = marked / steps;
+    return plain / steps;
 }
 
 static void bench_layers(device *dev, model *m, int batch, sgd_state *opt, const float *x,
                          const uint8_t *y, double sgemm_gflops, const char *text, FILE *out) {
     const int n = model_cost_layer_count(m);
     double *fwd = ss_calloc((size_t)n, sizeof(double)), *bwd = ss_calloc((size_t)n, sizeof(double));
-    const double step_s = clock_layers(dev, m, batch, opt, x, y, LAYER_STEPS, fwd, bwd);
-    fprintf(out, "\nlayers of %s, batch %d: mean of %d steps (%s)\n%-18s %9s %9s %11s %11s %9s\n",
+    double marked_s;
+    const double step_s = clock_layers(dev, m, batch, opt, x, y, LAYER_STEPS, fwd, bwd, &marked_s);
+    fprintf(out,
+            "\nlayers of %s, batch %d: mean of %d steps (%s; scaled by %.3f, the step without "
+            "the clock over the step with it)\n%-18s %9s %9s %11s %11s %9s\n",
             text, batch, LAYER_STEPS,
-            dev->ops->mark_create ? "events in the device's queue" : "the wall clock", "layer",
-            "fwd ms", "bwd ms", "fwd GFLOP/s", "bwd GFLOP/s", "vs sgemm");
+            dev->ops->mark_create ? "events in the device's queue" : "the wall clock",
+            marked_s > 0.0 ? step_s / marked_s : 1.0, "layer", "fwd ms", "bwd ms", "fwd GFLOP/s",
+            "bwd GFLOP/s", "vs sgemm");
     double sum_s = 0.0, conv_s = 0.0, conv_flops = 0.0;
     for (int i = 0; i < n; i++) {
         model_layer_cost c;
@@ -319,7 +333,7 @@ static int bench_table(device *dev, int batch, const char *only, int layers, dou
 
 int bench_measure_layers(device *dev, const model_spec *spec, int batch, int steps,
                          const float *data_x, const uint8_t *data_y, double *fwd_s, double *bwd_s,
-                         double *step_s) {
+                         double *step_s, double *marked_s) {
     if (batch < 1 || steps < 1)
         return ss_error_set(SS_EUSAGE, "bench: batch %d and steps %d must be positive", batch,
                             steps);
@@ -347,7 +361,7 @@ int bench_measure_layers(device *dev, const model_spec *spec, int batch, int ste
         model_forward_backward(m, x, y, batch);
         sgd_step(opt, model_params(m), model_grads(m), bench_lr, bench_mu, bench_wd);
     }
-    *step_s = clock_layers(dev, m, batch, opt, x, y, steps, fwd_s, bwd_s);
+    *step_s = clock_layers(dev, m, batch, opt, x, y, steps, fwd_s, bwd_s, marked_s);
     sgd_destroy(opt);
     model_destroy(m);
     free(x);

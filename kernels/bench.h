@@ -40,13 +40,15 @@ int bench_kernels(const char *device_request, int batch, const char *model_name,
  * repeated: data_x (batch, C*H*W; a gpt model's T + 1 token ids) and data_y (batch; unread for
  * gpt), or random data of the spec's shape (random tokens of its vocabulary) where
  * data_x is NULL (the layer clock, model_set_layer_clock: events on a GPU, the wall clock on the
- * CPU, on the BLAS threads the caller set): 2 warm-up steps, then `steps` timed ones. fwd_s and
- * bwd_s (model_spec_cost_layers' count and order) get the mean seconds of each layer's forward
- * and backward pass, *step_s the mean step, SGD's update with momentum 0.9 and weight decay 5e-4
- * included (as bench_kernels trains). */
+ * CPU, on the BLAS threads the caller set): 2 warm-up steps, then `steps` steps with the clock,
+ * each followed by one without. fwd_s and bwd_s (model_spec_cost_layers' count and order) get
+ * the mean seconds of each layer's forward and backward pass, scaled to the steps without the
+ * clock (whose events cost a GPU's host time), *step_s the mean step without the clock, SGD's
+ * update with momentum 0.9 and weight decay 5e-4 included (as bench_kernels trains), and
+ * *marked_s (NULL: not wanted) the mean step with it. */
 int bench_measure_layers(struct device *dev, const struct model_spec *spec, int batch, int steps,
                          const float *data_x, const uint8_t *data_y, double *fwd_s, double *bwd_s,
-                         double *step_s);
+                         double *step_s, double *marked_s);
 /* FNV-1a over the bytes of m's parameters on dev: the benchmarks' check that two runs trained
  * the same bits. */
 uint32_t bench_param_checksum(struct device *dev, struct model *m);

@@ -355,6 +355,18 @@ static void test_measured(void) {
              "first 8 training samples of synthetic' %s",
              measured, measured);
     CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
+    /* and by how much the layers were scaled: the step without the layer clock over the step
+     * with it (the wall clock's reads cost the CPU nearly nothing: far from half or double) */
+    snprintf(cmd, sizeof cmd, "grep -o 'scaled by [0-9.]* .*with it, [0-9.e-]* s' %s", measured);
+    char *line = NULL;
+    CU_ASSERT_EQUAL_FATAL(ss_test_shell(cmd, &line), 0);
+    double scale = 0, clocked_s = 0;
+    const char *with = strstr(line, "with it, ");
+    CU_ASSERT_FATAL(sscanf(line, "scaled by %lf", &scale) == 1 && with &&
+                    sscanf(with, "with it, %lf", &clocked_s) == 1);
+    free(line);
+    CU_ASSERT(scale > 0.5 && scale < 2.0);
+    SS_CHECK_CLOSE(scale, p1.measured_step_s / clocked_s, 1e-4, 1e-6);
     /* replayed with its measured times (replay's default for it), one worker */
     snprintf(cmd, sizeof cmd,
              SYNCSIM " replay --profile %s --workers 1 --steps 3 --policy bsp --record --out %s "
