@@ -3,6 +3,7 @@
  * step's real computation runs on the compute engine between compute_begin and compute_end
  * (emulation_jobs.h); every callback that touches a replica settles its job first. */
 #include "emu/emulation_internal.h"
+#include "common/engine.h"
 #include "common/status.h"
 
 #include <math.h>
@@ -121,7 +122,8 @@ static void em_compute_begin(void *self, int w, long step, int batch, step_cost 
 static void em_compute_end(void *self, int w, step_cost *cost, step_stats *st) {
     emulation *e = self;
     const em_job_out *o = em_jobs_take(e->jobs, w);
-    cost->measured_s = o->measured_s;
+    cost->measured_s = o->measured_s + e->opt_s[w];
+    e->opt_s[w] = 0.0;
     st->loss = o->loss;
     st->samples = o->samples;
     st->grad_norm = o->grad_norm;
@@ -142,13 +144,34 @@ static float lr_at(const emulation *e, long step) {
     return (float)lr_schedule_at(&e->cfg.schedule, step - 1);
 }
 
+/* With measure_time, an optimizer step of worker w is timed (its device work finished) into
+ * e->opt_s[w]: the measured step, like the compute model's and a measured profile's, includes
+ * the update (and its clipping), though not the copies of averages, which a real all-reduce
+ * leaves in place. Not in real mode, whose clock is the wall's: there the update takes its own
+ * time between the steps. */
+static int opt_timed(const emulation *e) {
+    return e->cfg.measure_time && !e->cfg.real;
+}
+
+static double opt_begin(const emulation *e) {
+    return opt_timed(e) ? engine_now_s() : 0.0;
+}
+
+static void opt_end(emulation *e, int w, double t0) {
+    if (!opt_timed(e)) return;
+    device_sync(e->cfg.dev);
+    e->opt_s[w] += engine_now_s() - t0;
+}
+
 /* The optimizer step of worker w at rate lr: any thread (its replica and momentum only). */
 static void local_step(emulation *e, int w, float lr) {
     model *m = e->replicas[w];
+    const double t0 = opt_begin(e);
     if (e->cfg.clip_norm > 0) /* after any gradient aggregation, as with DDP */
         grad_clip_norm(e->cfg.dev, model_grads(m), e->params, e->cfg.clip_norm);
     sgd_step(e->opts[w], model_params(m), model_grads(m), lr, (float)e->cfg.momentum,
              (float)e->cfg.weight_decay);
+    opt_end(e, w, t0);
 }
 
 static float *member_vector(emulation *e, int w, aggregate_what what);
@@ -177,8 +200,10 @@ static void em_deferred(void *ctx, int w) {
         if (op->kind == EM_OP_COPY && op->what == AGGREGATE_GRADS && i + 1 < e->n_ops[w] &&
             e->ops[w][i + 1].kind == EM_OP_STEP && !(e->cfg.clip_norm > 0)) {
             copy_stats(e, w, op->buf_mean);
+            const double t0 = opt_begin(e);
             sgd_step(e->opts[w], model_params(e->replicas[w]), op->mean, e->ops[w][++i].lr,
                      (float)e->cfg.momentum, (float)e->cfg.weight_decay);
+            opt_end(e, w, t0);
         } else if (op->kind == EM_OP_COPY) {
             copy_mean(e, w, op->what, op->mean, op->buf_mean);
         } else {
@@ -475,6 +500,7 @@ int emulation_create(const emulation_config *cfg, emulation **out) {
     e->mark_group = ss_calloc((size_t)n, sizeof(int));
     e->ops = ss_calloc((size_t)n, sizeof *e->ops);
     e->n_ops = ss_calloc((size_t)n, sizeof(int));
+    e->opt_s = ss_calloc((size_t)n, sizeof(double));
     e->defer = !cfg->real;
     e->done_step = ss_calloc((size_t)n, sizeof(long));
     e->last_step = ss_calloc((size_t)n, sizeof(long));
@@ -608,6 +634,7 @@ void emulation_destroy(emulation *e) {
     free(e->mark_group);
     free(e->ops);
     free(e->n_ops);
+    free(e->opt_s);
     free(e->done_step);
     free(e->last_step);
     free(e->snaps);

@@ -60,8 +60,11 @@ struct emulation {
     int n_slots;
     em_op (*ops)[EM_MAX_OPS]; /* (N) each worker's deferred work */
     int *n_ops;               /* (N) */
-    int defer;                /* 0 in real mode: the work runs when asked for */
-    const float **gather;     /* (N) pointers for device_mean */
+    /* (N) measure_time: seconds of the optimizer steps each worker ran since its last measured
+     * step, which its next one is charged (a step's update runs after its aggregation) */
+    double *opt_s;
+    int defer;            /* 0 in real mode: the work runs when asked for */
+    const float **gather; /* (N) pointers for device_mean */
 
     /* parameter server */
     float *ps_params;    /* (P) */
