@@ -24,11 +24,15 @@ Five tables, each written as CSV into --out DIR:
 cuDNN's algorithm search (`torch.backends.cudnn.benchmark`) is on throughout, as in NVIDIA's and
 TensorFlow's published benchmarks (bench/torch_gpu.py --cudnn-benchmark off gives the other mode).
 fp32 has TF32 off, tf32 has it on, fp16 is autocast in channels-last as mixed-precision training
-runs it. Times are CUDA events: the mean of a window of --reps calls after warm-up calls.
+runs it. Times are CUDA events: the mean of a window of --reps calls after warm-up calls. With
+--timing kernels the layers table gives instead the GPU kernels' own time in each window
+(torch.profiler, the kernels that ran between the window's start and its synchronized end):
+a layer whose kernels are shorter than the host's time to issue them is timed by its kernels,
+not by the host.
 
 Usage: torch_layers.py --out DIR [--models resnet50,resnet101,vgg16] [--precisions fp32,tf32,fp16]
                        [--batch 128] [--reps 20] [--tables steps,layers,gemm,memory,jitter]
-                       [--gpu CLASS] [--gemm-batches 32,64,128,256]
+                       [--gpu CLASS] [--gemm-batches 32,64,128,256] [--timing events|kernels]
 It installs nothing: it needs PyTorch with CUDA and torchvision.
 """
 import argparse
@@ -224,7 +228,7 @@ def record_calls(m, x, prec):
 
 
 PROFILE = {"resnet101": "resnet101-imagenet"}  # torchvision name -> traces/profiles/<name>
-GPU_CLASSES = (("H100", "h100"), ("A100", "a100"), ("V100", "v100"), ("3090", "rtx3090"),
+GPU_CLASSES = (("H200", "h200"), ("H100", "h100"), ("A100", "a100"), ("V100", "v100"), ("3090", "rtx3090"),
                ("P100", "p100"))
 
 
@@ -282,7 +286,41 @@ def profile_layer(model, calls):
     return out
 
 
-def time_call(kind, mod, in_shape, prec, first, a):
+MARK = "syncsim_layer:"
+
+
+def kernel_ms_by_mark(prof, reps):
+    """{mark name: mean kernel milliseconds a call} of a profile: the kernels whose GPU start
+    lies in each marked window (each window synchronizes before it ends, and the one before it
+    ended synchronized, so no kernel straddles two); a window with none attributed so takes the
+    device time of the kernels its own operators launched."""
+    ranges, kernels = [], []
+    for e in prof.events():
+        mark = e.name.startswith(MARK)
+        if str(getattr(e, "device_type", "")).endswith("CUDA"):
+            if not mark:  # a window's own span on the GPU's timeline (a user annotation)
+                kernels.append((e.time_range.start, e.time_range.end))
+        elif mark:
+            ranges.append((e.time_range.start, e.time_range.end, e.name,
+                           float(getattr(e, "device_time_total", 0.0) or 0.0)))
+    kernels.sort()
+    ranges.sort()
+    out, j = {}, 0
+    for start, end, name, linked in ranges:
+        while j < len(kernels) and kernels[j][0] < start:
+            j += 1
+        tot, k = 0.0, j
+        while k < len(kernels) and kernels[k][0] < end:
+            tot += kernels[k][1] - kernels[k][0]
+            k += 1
+        out[name] = (tot if tot > 0 else linked) / 1e3 / reps
+    return out, sum(t - s for s, t in kernels) / 1e3
+
+
+def time_call(kind, mod, in_shape, prec, first, a, mark=None):
+    """Forward and backward milliseconds of one call (NaN where it has no backward); with mark,
+    the windows run under the caller's profiler as MARK + mark + 'f' and 'b', and NaN comes
+    back: the times are read from the profile (kernel_ms_by_mark)."""
     fmt = torch.channels_last if prec == "fp16" and len(in_shape) == 4 else torch.contiguous_format
     # activations enter a layer in the dtype the previous one left them in: under autocast
     # fp16 except the network's input
@@ -299,13 +337,25 @@ def time_call(kind, mod, in_shape, prec, first, a):
                 return torch.relu(x)
             return mod(x)
 
-    fwd_ms = window_ms(fwd, a.reps)
+    def timed(fn, tag):
+        if mark is None:
+            return window_ms(fn, a.reps)
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        with torch.profiler.record_function(MARK + mark + tag):
+            for _ in range(a.reps):
+                fn()
+            torch.cuda.synchronize()
+        return float("nan")
+
+    fwd_ms = timed(fwd, "f")
     y = fwd()
     inputs = ([] if first else [x]) + ([p for p in mod.parameters()] if mod is not None else [])
     bwd_ms = float("nan")
     if inputs and y.requires_grad:
         g = torch.randn_like(y)
-        bwd_ms = window_ms(lambda: torch.autograd.grad(y, inputs, g, retain_graph=True), a.reps)
+        bwd_ms = timed(lambda: torch.autograd.grad(y, inputs, g, retain_graph=True), "b")
     return fwd_ms, bwd_ms
 
 
@@ -322,14 +372,26 @@ def table_layers(a, w):
             player = profile_layer(name, calls)
             del x
             t0, tot_f, tot_b = time.time(), 0.0, 0.0
+            times = []
+            if a.timing == "kernels":
+                acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+                with torch.profiler.profile(activities=acts) as prof:
+                    for i, (lname, kind, mod, ish, osh) in enumerate(calls):
+                        time_call(kind, mod, ish, prec, i == 0, a, mark="%d" % i)
+                by_mark, all_ms = kernel_ms_by_mark(prof, a.reps)
+                nan = float("nan")
+                times = [(by_mark.get(MARK + "%df" % i, nan), by_mark.get(MARK + "%db" % i, nan))
+                         for i in range(len(calls))]
+                print("layers %-10s %-5s: %d marked windows, kernels of the whole profile %.1f ms"
+                      % (name, prec, len(by_mark), all_ms), flush=True)
             for i, (lname, kind, mod, ish, osh) in enumerate(calls):
-                f, b = time_call(kind, mod, ish, prec, i == 0, a)
-                tot_f += f
+                f, b = times[i] if times else time_call(kind, mod, ish, prec, i == 0, a)
+                tot_f += 0 if f != f else f
                 tot_b += 0 if b != b else b
                 params = sum(p.numel() for p in mod.parameters()) if mod is not None else 0
                 w.writerow([PROFILE.get(name, name), a.gpu, prec, a.batch, i, lname, player[i], kind,
                             "x".join(map(str, ish)),
-                            "x".join(map(str, osh)), params, "%.2f" % (f * 1000),
+                            "x".join(map(str, osh)), params, "" if f != f else "%.2f" % (f * 1000),
                             "" if b != b else "%.2f" % (b * 1000)])
             print("layers %-10s %-5s batch %d: %d calls, forward %.2f ms, backward %.2f ms "
                   "(sum of layers alone; %.0f s)" % (name, prec, a.batch, len(calls), tot_f, tot_b,
@@ -415,6 +477,8 @@ def main():
     ap.add_argument("--gpu", default="", help="syncsim GPU class for layers.csv (default: from "
                     "the device's name)")
     ap.add_argument("--tables", default="memory,gemm,layers,steps,jitter")
+    ap.add_argument("--timing", choices=("events", "kernels"), default="events",
+                    help="layers table: CUDA events around each window, or its kernels' time")
     ap.add_argument("--gemm-batches", default="",
                     help="gemm table: the convolutions' products also at these batches")
     a = ap.parse_args()
