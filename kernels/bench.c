@@ -146,8 +146,8 @@ static const float bench_lr = 0.01f, bench_mu = 0.9f, bench_wd = 5e-4f;
  * scaled by the ratio of the steps without the clock to those with it; returns the mean step
  * without the clock, the optimizer's update included (the wall clock, the device synchronized
  * after each step, as train --compute measured times a step). On a GPU the clock's events cost
- * the host time to record them (69 pairs a step for resnet:20), which a host-bound step pays in
- * full: its layers would add up to more than the step they time. *marked_s (NULL: not
+ * the host time to record them (about 140 a step for resnet:20's 69 layers), which a host-bound
+ * step pays in full: its layers would add up to more than the step they time. *marked_s (NULL: not
  * wanted) gets the mean step with the clock. */
 static double clock_layers(device *dev, model *m, int batch, sgd_state *opt, const float *x,
                            const uint8_t *y, int steps, double *fwd_s, double *bwd_s,
