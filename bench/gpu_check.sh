@@ -12,7 +12,8 @@
 #      cuda` of resnet:20, vgg:11 and gpt:wlm (web-bible) against the step `train --compute measured` charges;
 #   6. with PyTorch (python3 with CUDA): bench/torch_gpu.py (the same models and replica loops on
 #      the same GPU), bench/torch_host.py (the framework's host costs), bench/torch_kernels.py
-#      (where a ResNet-50 and a VGG-16 step's kernel time goes), and a torchvision
+#      (where a ResNet-50 and a VGG-16 step's kernel time goes), bench/torch_layers.py --timing
+#      kernels (their layers run alone, timed by their kernels), and a torchvision
 #      ResNet-18 recorded with bench/record_profile.py, imported and replayed on one worker;
 #   6b. gpt:wlm under SelSync on 8 streams, twice, compared byte for byte;
 #   7. the whole test suite (ctest, half the cores), in the background during steps 2 and 3, whose
@@ -181,6 +182,10 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   step torch_kernels 300 env PYTHONUNBUFFERED=1 python3 "$root/bench/torch_kernels.py" \
     --csv "$out/torch_kernels.csv"
   grep -E "^(resnet50|vgg16) " "$out/torch_kernels.log" | tee -a "$summary"
+  step torch_layers_kernels 300 env PYTHONUNBUFFERED=1 python3 "$root/bench/torch_layers.py" \
+    --out "$out/layers-kernels" --models resnet50,vgg16 --precisions fp16,tf32 --tables layers \
+    --timing kernels --reps 10
+  grep "calls, forward" "$out/torch_layers_kernels.log" | tee -a "$summary"
   say "== a recorded GPU profile (torchvision resnet18, batch 64, fp32), imported and replayed"
   step record_resnet18 180 env PYTHONUNBUFFERED=1 python3 "$root/bench/record_profile.py" \
     --model resnet18 --batch 64 --steps 10 --device cuda --out "$out/resnet18-h"
