@@ -31,6 +31,7 @@ try:
     import torchvision
     from torch.profiler import ProfilerActivity, profile
     from torch_gpu import set_tf32, trainer
+    from torch_layers import window_ms
 except ImportError as e:
     sys.stderr.write(f"torch_kernels.py: {e}\n")
     sys.exit(2)
@@ -83,16 +84,6 @@ def build(name, prec, batch):
     return trainer(m, x, y, amp=prec == "fp16")
 
 
-def step_ms(step, steps):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(steps):
-        step()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / steps
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="resnet50,vgg16")
@@ -117,7 +108,7 @@ def main():
             for _ in range(5):
                 step()
             torch.cuda.synchronize()
-            ms = min(step_ms(step, a.steps) for _ in range(3))
+            ms = min(window_ms(step, a.steps, warmup=0) for _ in range(3))
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(a.profile_steps):
                     step()
