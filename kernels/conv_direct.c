@@ -150,9 +150,13 @@ static const tile_set *tiles_in_use(void) {
     return isa == CONV_DIRECT_AVX512 ? &conv_tiles_512 : &conv_tiles_256;
 }
 
+const tile_set *conv_direct_tiles(void) {
+    return conv_direct_available() ? tiles_in_use() : NULL;
+}
+
 /* dst (cols, rows) = src (rows, cols) transposed, in tiles of 16 x 16 that stay in L1 (vgg:11's
  * (4608, 512) weights: writing a column at a time touched a page a float) */
-static void transpose(const float *src, size_t rows, size_t cols, float *dst) {
+void conv_direct_transpose(const float *src, size_t rows, size_t cols, float *dst) {
     for (size_t i0 = 0; i0 < rows; i0 += 16)
         for (size_t j0 = 0; j0 < cols; j0 += 16) {
             const size_t i1 = i0 + 16 < rows ? i0 + 16 : rows, j1 = j0 + 16 < cols ? j0 + 16 : cols;
@@ -189,7 +193,8 @@ static void pack_part(void *ctx, size_t b0, size_t b1) {
     const pack_job *j = ctx;
     for (size_t b = b0; b < b1; b++) {
         const int o0 = j->starts[b], bw = j->starts[b + 1] - o0;
-        transpose(j->src + (size_t)o0 * j->k, (size_t)bw, j->k, j->dst + (size_t)o0 * j->k);
+        conv_direct_transpose(j->src + (size_t)o0 * j->k, (size_t)bw, j->k,
+                              j->dst + (size_t)o0 * j->k);
     }
 }
 

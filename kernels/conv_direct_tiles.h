@@ -77,4 +77,10 @@ static inline int tile_vectors(int nv_max, int left) {
 /* AVX-512 (32 registers of 16 floats) and AVX2 with FMA (16 registers of 8 floats) */
 extern const tile_set conv_tiles_512, conv_tiles_256;
 
+/* The set the direct convolution uses here (conv_direct.c: the widest this CPU runs, within
+ * conv_direct_cap_isa), or NULL where it runs none. */
+const tile_set *conv_direct_tiles(void);
+/* dst (cols, rows) = src (rows, cols) transposed (a copy: the same floats) */
+void conv_direct_transpose(const float *src, size_t rows, size_t cols, float *dst);
+
 #endif

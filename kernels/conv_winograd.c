@@ -10,10 +10,13 @@
 #include "kernels/conv_winograd.h"
 
 #include "common/status.h"
+#include "kernels/conv_direct_tiles.h"
 #include "kernels/cpu_par.h"
 #include "kernels/cpu_vec.h"
 
 #include <cblas.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -38,10 +41,11 @@ static int tiles_of(int n) {
 }
 
 int conv_winograd_supports(const conv_geom *g, int oc) {
-    return wg_enabled && g->kh == 3 && g->kw == 3 && conv_stride(g) == 1 && g->pad == 1 &&
-           g->out_h == g->in_h && g->out_w == g->in_w && g->in_h >= 6 && g->in_w >= 6 &&
-           g->in_c % WG_LANES == 0 && oc % WG_LANES == 0 && g->in_c >= 32 && oc >= 32 &&
-           (long)g->in_c * oc >= 64 * 128;
+    if (!(wg_enabled && g->kh == 3 && g->kw == 3 && conv_stride(g) == 1 && g->pad == 1 &&
+          g->out_h == g->in_h && g->out_w == g->in_w && g->in_h >= 6 && g->in_w >= 6 &&
+          g->in_c % WG_LANES == 0 && oc % WG_LANES == 0 && g->in_c > 0 && oc > 0))
+        return 0;
+    return conv_direct_tiles() || (g->in_c >= 32 && oc >= 32 && (long)g->in_c * oc >= 64 * 128);
 }
 
 /* samples a full chunk holds: about wg_chunk_tiles tiles, at least one sample */
@@ -274,6 +278,25 @@ static SS_CPU_CLONES void kernel_rows(void *ctx, size_t o0, size_t o1) {
         }
 }
 
+/* The forward pass's planes for the register tiles' products, (36, in_c, oc): U = G g G^T of each
+ * kernel, 16 output channels at a time from wt, the weights transposed to (3, 3, in_c, oc).
+ * Rows c of the planes. */
+static SS_CPU_CLONES void kernel_cols(void *ctx, size_t c0, size_t c1) {
+    const kernel_job *j = ctx;
+    const size_t plane = (size_t)j->oc * j->c;
+    float u[6][3][WG_LANES], v[6][6][WG_LANES];
+    for (size_t c = c0; c < c1; c++)
+        for (int o0 = 0; o0 < j->oc; o0 += WG_LANES) {
+            const float *g = j->w + c * j->oc + o0;
+            const size_t tap = (size_t)j->c * j->oc; /* from one kernel tap to the next */
+            for (int b = 0; b < 3; b++)
+                g_lanes(g + b * tap, 3 * tap, u[0][b], 3 * WG_LANES);
+            for (int k = 0; k < 6; k++)
+                g_lanes(u[k][0], WG_LANES, v[k][0], WG_LANES);
+            store_planes(v, j->planes + c * j->oc + o0, plane);
+        }
+}
+
 /* dw = G^T S G of each (o, c) */
 static SS_CPU_CLONES void gradient_rows(void *ctx, size_t o0, size_t o1) {
     const kernel_job *j = ctx;
@@ -294,12 +317,17 @@ static SS_CPU_CLONES void gradient_rows(void *ctx, size_t o0, size_t o1) {
         }
 }
 
-/* ---- the products: one single-threaded BLAS call a position, the positions split over the
- * threads (not each product over OpenBLAS's threads: products of 32 to 256 channels are too small
- * for that, and ResNet-20's 32-channel layers ran 1.7 times slower on two threads that way than
- * on the direct passes); so each product's bits are one thread's on any count ---- */
+/* ---- the products, one a position: by the direct convolution's register tiles where this CPU
+ * runs them (conv_direct_tiles.h: each element one fused multiply-add chain in order, the same
+ * bits in AVX-512 and AVX2; OpenBLAS's SGEMM on 16 to 64 channels ran far below its rate, and
+ * resnet:20's layers lost to the direct passes), else one single-threaded BLAS call. The
+ * positions are split over the threads (not each product over OpenBLAS's threads: products of 32
+ * to 256 channels are too small for that, and ResNet-20's 32-channel layers ran 1.7 times slower
+ * on two threads that way than on the direct passes); so each product's bits are one thread's on
+ * any count ---- */
 
 typedef struct products_job {
+    const tile_set *ts; /* the register tiles, or NULL: the BLAS */
     int trans_a, trans_b, m, n, k, lda, ldb, ldc;
     float beta;
     const float *a, *b;
@@ -307,13 +335,66 @@ typedef struct products_job {
     size_t a_plane, b_plane, c_plane;
 } products_job;
 
+/* c (m, n) = a (m, k) b (k, n), row-major, n a multiple of the tiles' lanes */
+static void tiles_nn(const tile_set *ts, int m, int n, int k, const float *a, int lda,
+                     const float *b, int ldb, float *c, int ldc) {
+    for (int n0 = 0; n0 < n;) {
+        const int nv = tile_vectors(ts->slide_nv_max, (n - n0) / ts->lanes);
+        const int rows = ts->slide_pixels(nv);
+        for (int i0 = 0; i0 < m; i0 += rows) {
+            const slide s = {.in = a + (size_t)i0 * lda,
+                             .px = lda,
+                             .run = k,
+                             .w = b + n0,
+                             .ldw = ldb,
+                             .a1 = 1,
+                             .t1 = k};
+            ts->slide(&s, m - i0 < rows ? m - i0 : rows, nv, c + (size_t)i0 * ldc + n0, ldc, NULL,
+                      0);
+        }
+        n0 += nv * ts->lanes;
+    }
+}
+
+/* c (m, n) = a^T b (+ c unless first): a (k, m), b (k, n), c's rows as long as b's (ldb) */
+static void tiles_tn(const tile_set *ts, int m, int n, int k, const float *a, int lda,
+                     const float *b, int ldb, float *c, int first) {
+    for (int n0 = 0; n0 < n;) {
+        const int nv = tile_vectors(ts->filter_nv_max, (n - n0) / ts->lanes);
+        const int rows = ts->filter_rows(nv);
+        for (int i0 = 0; i0 < m; i0 += rows) {
+            const filter_tile_args f = {.in = a + i0,
+                                        .px = lda,
+                                        .n_oh = 1,
+                                        .n_ow = k,
+                                        .dy = b + n0,
+                                        .ldy = ldb,
+                                        .dwt = c + (size_t)i0 * ldb + n0,
+                                        .first = first,
+                                        .samples = 1};
+            ts->filter(&f, m - i0 < rows ? m - i0 : rows, nv);
+        }
+        n0 += nv * ts->lanes;
+    }
+}
+
 static void products_part(void *ctx, size_t p0, size_t p1) {
     const products_job *j = ctx;
-    for (size_t p = p0; p < p1; p++)
-        cblas_sgemm(CblasRowMajor, j->trans_a ? CblasTrans : CblasNoTrans,
-                    j->trans_b ? CblasTrans : CblasNoTrans, j->m, j->n, j->k, 1.0f,
-                    j->a + p * j->a_plane, j->lda, j->b + p * j->b_plane, j->ldb, j->beta,
-                    j->c + p * j->c_plane, j->ldc);
+    for (size_t p = p0; p < p1; p++) {
+        const float *a = j->a + p * j->a_plane, *b = j->b + p * j->b_plane;
+        float *c = j->c + p * j->c_plane;
+        if (!j->ts)
+            cblas_sgemm(CblasRowMajor, j->trans_a ? CblasTrans : CblasNoTrans,
+                        j->trans_b ? CblasTrans : CblasNoTrans, j->m, j->n, j->k, 1.0f, a, j->lda,
+                        b, j->ldb, j->beta, c, j->ldc);
+        else if (j->trans_a) {
+            SS_ASSERT(!j->trans_b && j->ldc == j->ldb);
+            tiles_tn(j->ts, j->m, j->n, j->k, a, j->lda, b, j->ldb, c, j->beta == 0.0f);
+        } else {
+            SS_ASSERT(!j->trans_b && j->beta == 0.0f);
+            tiles_nn(j->ts, j->m, j->n, j->k, a, j->lda, b, j->ldb, c, j->ldc);
+        }
+    }
 }
 
 /* The 36 products c_p = op(a_p) op(b_p) (+ beta c_p) on `threads` threads. OpenBLAS is held to
@@ -325,10 +406,10 @@ static void products(const products_job *j, int threads) {
         products_part((void *)j, 0, WG_POS);
         return;
     }
-    cpu_par_quiet();
-    if (blas > 1) openblas_set_num_threads(1);
+    if (!j->ts) cpu_par_quiet();
+    if (blas > 1 && !j->ts) openblas_set_num_threads(1);
     cpu_par_for(threads > 1 ? threads : blas, WG_POS, 1, 1, products_part, (void *)j);
-    if (blas > 1) openblas_set_num_threads(blas);
+    if (blas > 1 && !j->ts) openblas_set_num_threads(blas);
 }
 
 /* ---- the passes ---- */
@@ -348,41 +429,112 @@ static tile_job tiles_job(const conv_geom *g, int c, size_t tiles) {
     return j;
 }
 
+/* ---- more than one thread: whole chunks a thread ----
+ * A chunk's passes are small (resnet:20's 16-channel layer: 49 tiles, about 30 us on one thread),
+ * and three passes split over the threads a chunk cost more in starts and joins than they gained:
+ * that layer ran slower on two threads than on one. With the register tiles' products, whose
+ * chains do not depend on how the tiles are cut into chunks, a pass on T > 1 threads therefore
+ * gives each thread whole chunks of its own (the forward and data-gradient passes), or cuts the
+ * batch into chunks T times as large (the filter gradient, whose sums over the tiles run in
+ * order). Their planes are kept here between passes, grown as needed (one model computes on
+ * several threads at a time: bench kernels, a train run of one worker); an emulated run, one
+ * thread a replica, uses the workspace alone. */
+
+enum { WG_WIDE = 4 }; /* the filter gradient's chunks on T threads: WG_WIDE T times as large */
+
+static pthread_mutex_t wg_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static float *wg_pool;
+static size_t wg_pool_floats;
+
+/* The pool of planes, at least `floats`; held (locked) until pool_release. */
+static float *pool_take(size_t floats) {
+    pthread_mutex_lock(&wg_pool_lock);
+    if (floats > wg_pool_floats) {
+        free(wg_pool);
+        wg_pool = ss_malloc(floats * sizeof(float));
+        wg_pool_floats = floats;
+    }
+    return wg_pool;
+}
+
+static void pool_release(void) {
+    pthread_mutex_unlock(&wg_pool_lock);
+}
+
 /* out (samples, h, w, n) = the F(4, 3) convolution of in (samples, h, w, k) with the kernels'
  * planes u (36, n, k) when trans_u (the forward pass's (oc, in_c) rows), else (36, k, n) */
+typedef struct fwd_job {
+    const conv_geom *g;
+    const float *in, *u, *bias;
+    int k, n, trans_u, relu;
+    float *out;
+    float *v, *m;      /* a chunk's planes; on threads, part p's from v + p * set */
+    size_t set;        /* floats of a set of planes (chunk_floats) */
+    int chunks, parts; /* on threads: part p takes chunks [p chunks / parts, ...) */
+} fwd_job;
+
+/* samples s0 .. s0 + ns of the pass, on `threads` threads, in planes v and m */
+static void forward_chunk(const fwd_job *j, int s0, int ns, float *v, float *m, int threads) {
+    const conv_geom *g = j->g;
+    const int k = j->k, n = j->n;
+    const size_t in_size = (size_t)g->in_h * g->in_w * k, out_size = (size_t)g->in_h * g->in_w * n;
+    const size_t tiles = (size_t)ns * tiles_of(g->out_h) * tiles_of(g->out_w);
+    tile_job ij = tiles_job(g, k, tiles);
+    ij.src = j->in + s0 * in_size;
+    ij.out_planes = v;
+    run_tiles(threads, tiles, k, input_tiles, &ij);
+    const products_job pj = {.ts = conv_direct_tiles(),
+                             .trans_b = j->trans_u,
+                             .m = (int)tiles,
+                             .n = n,
+                             .k = k,
+                             .lda = k,
+                             .ldb = j->trans_u ? k : n,
+                             .ldc = n,
+                             .a = v,
+                             .b = j->u,
+                             .c = m,
+                             .a_plane = tiles * k,
+                             .b_plane = (size_t)n * k,
+                             .c_plane = tiles * n};
+    products(&pj, threads);
+    tile_job oj = tiles_job(g, n, tiles);
+    oj.planes = m;
+    oj.dst = j->out + s0 * out_size;
+    oj.bias = j->bias;
+    oj.relu = j->relu;
+    run_tiles(threads, tiles, n, output_tiles, &oj);
+}
+
+static void forward_parts(void *ctx, size_t p0, size_t p1) {
+    const fwd_job *j = ctx;
+    const int cs = chunk_samples(j->g);
+    for (size_t p = p0; p < p1; p++) {
+        const int c0 = (int)(p * j->chunks / j->parts), c1 = (int)((p + 1) * j->chunks / j->parts);
+        for (int ch = c0; ch < c1; ch++) {
+            const int s0 = ch * cs, ns = j->g->batch - s0 < cs ? j->g->batch - s0 : cs;
+            forward_chunk(j, s0, ns, j->v + p * j->set, j->m + p * j->set, 1);
+        }
+    }
+}
+
 static void forward_chunks(const conv_geom *g, const float *in, int k, const float *u, int trans_u,
                            int n, const float *bias, int relu, const wg_space *sp, float *out,
                            int threads) {
+    fwd_job j = {g, in, u, bias, k, n, trans_u, relu, out, sp->v, sp->m, 0, 0, 0};
     const int cs = chunk_samples(g);
-    const size_t in_size = (size_t)g->in_h * g->in_w * k, out_size = (size_t)g->in_h * g->in_w * n;
-    for (int s0 = 0; s0 < g->batch; s0 += cs) {
-        const int ns = g->batch - s0 < cs ? g->batch - s0 : cs;
-        const size_t tiles = (size_t)ns * tiles_of(g->out_h) * tiles_of(g->out_w);
-        tile_job ij = tiles_job(g, k, tiles);
-        ij.src = in + s0 * in_size;
-        ij.out_planes = sp->v;
-        run_tiles(threads, tiles, k, input_tiles, &ij);
-        const products_job pj = {.trans_b = trans_u,
-                                 .m = (int)tiles,
-                                 .n = n,
-                                 .k = k,
-                                 .lda = k,
-                                 .ldb = trans_u ? k : n,
-                                 .ldc = n,
-                                 .a = sp->v,
-                                 .b = u,
-                                 .c = sp->m,
-                                 .a_plane = tiles * k,
-                                 .b_plane = (size_t)n * k,
-                                 .c_plane = tiles * n};
-        products(&pj, threads);
-        tile_job oj = tiles_job(g, n, tiles);
-        oj.planes = sp->m;
-        oj.dst = out + s0 * out_size;
-        oj.bias = bias;
-        oj.relu = relu;
-        run_tiles(threads, tiles, n, output_tiles, &oj);
+    j.chunks = (g->batch + cs - 1) / cs;
+    if (threads > 1 && j.chunks > 1 && conv_direct_tiles()) {
+        j.parts = threads < j.chunks ? threads : j.chunks;
+        j.set = chunk_floats(g, k > n ? k : n); /* max(in_c, oc) either way */
+        float *pool = pool_take(2 * (size_t)j.parts * j.set);
+        j.v = pool, j.m = pool + (size_t)j.parts * j.set;
+        cpu_par_for(j.parts, (size_t)j.parts, 1, 1, forward_parts, &j);
+        pool_release();
+        return;
     }
+    for (int s0 = 0; s0 < g->batch; s0 += cs)
+        forward_chunk(&j, s0, g->batch - s0 < cs ? g->batch - s0 : cs, sp->v, sp->m, threads);
 }
 
 static void kernels_of(const float *w, int oc, int c, int turned, float *planes, int threads) {
@@ -394,6 +546,16 @@ void conv_winograd_forward(const conv_geom *g, int oc, const float *x, const flo
                            const float *bias, int relu, float *ws, float *y, int threads) {
     SS_ASSERT(conv_winograd_supports(g, oc));
     const wg_space sp = space_of(g, oc, ws);
+    if (conv_direct_tiles()) {
+        /* the register tiles take the planes as (in_c, oc): from the weights as (3, 3, in_c, oc),
+         * in S (the filter gradient's, free in a forward pass) */
+        conv_direct_transpose(w, (size_t)oc, (size_t)9 * g->in_c, sp.s);
+        kernel_job kj = {sp.s, sp.u, NULL, oc, g->in_c, 0};
+        cpu_par_for(threads, (size_t)g->in_c, cpu_par_grain((size_t)WG_POS * oc), 1, kernel_cols,
+                    &kj);
+        forward_chunks(g, x, g->in_c, sp.u, 0, oc, bias, relu, &sp, y, threads);
+        return;
+    }
     kernels_of(w, oc, g->in_c, 0, sp.u, threads);
     forward_chunks(g, x, g->in_c, sp.u, 1, oc, bias, relu, &sp, y, threads);
 }
@@ -402,21 +564,32 @@ void conv_winograd_backward(const conv_geom *g, int oc, const float *x, const fl
                             const float *w, float *ws, float *dw, float *dx, int threads) {
     SS_ASSERT(conv_winograd_supports(g, oc));
     const wg_space sp = space_of(g, oc, ws);
-    const int c = g->in_c, cs = chunk_samples(g);
+    const int c = g->in_c;
     const size_t in_size = (size_t)g->in_h * g->in_w * c, out_size = (size_t)g->in_h * g->in_w * oc;
-    /* the filter gradient: S (36, oc, c) = sum over the chunks, in order, of dM^T V */
+    /* the filter gradient: S (36, oc, c) = sum over the chunks, in order, of dM^T V; on threads
+     * with the register tiles, in chunks WG_WIDE x threads as large (the same chains) */
+    int cs = chunk_samples(g);
+    float *v = sp.v, *m = sp.m;
+    const int wide = threads > 1 && conv_direct_tiles() && g->batch > cs;
+    if (wide) {
+        const size_t set = chunk_floats(g, oc);
+        cs *= WG_WIDE * threads;
+        float *pool = pool_take(2 * (size_t)WG_WIDE * threads * set);
+        v = pool, m = pool + (size_t)WG_WIDE * threads * set;
+    }
     for (int s0 = 0; s0 < g->batch; s0 += cs) {
         const int ns = g->batch - s0 < cs ? g->batch - s0 : cs;
         const size_t tiles = (size_t)ns * tiles_of(g->out_h) * tiles_of(g->out_w);
         tile_job ij = tiles_job(g, c, tiles);
         ij.src = x + s0 * in_size;
-        ij.out_planes = sp.v;
+        ij.out_planes = v;
         run_tiles(threads, tiles, c, input_tiles, &ij);
         tile_job gj = tiles_job(g, oc, tiles);
         gj.src = dy + s0 * out_size;
-        gj.out_planes = sp.m;
+        gj.out_planes = m;
         run_tiles(threads, tiles, oc, grad_tiles, &gj);
-        const products_job pj = {.trans_a = 1,
+        const products_job pj = {.ts = conv_direct_tiles(),
+                                 .trans_a = 1,
                                  .m = oc,
                                  .n = c,
                                  .k = (int)tiles,
@@ -424,14 +597,15 @@ void conv_winograd_backward(const conv_geom *g, int oc, const float *x, const fl
                                  .ldb = c,
                                  .ldc = c,
                                  .beta = s0 ? 1.0f : 0.0f,
-                                 .a = sp.m,
-                                 .b = sp.v,
+                                 .a = m,
+                                 .b = v,
                                  .c = sp.s,
                                  .a_plane = tiles * oc,
                                  .b_plane = tiles * c,
                                  .c_plane = (size_t)oc * c};
         products(&pj, threads);
     }
+    if (wide) pool_release();
     kernel_job kj = {NULL, sp.s, dw, oc, c, 0};
     cpu_par_for(threads, (size_t)oc, cpu_par_grain((size_t)WG_POS * c), 1, gradient_rows, &kj);
     if (!dx) return;

@@ -11,7 +11,10 @@
  * The output is cut into tiles of 4 x 4 pixels; a tile's 6 x 6 input patch d (zeros outside the
  * image) and each 3 x 3 kernel g are transformed, V = B^T d B and U = G g G^T, and the tile's
  * output is Y = A^T M A with M = sum over the input channels of U (.) V, elementwise over the 36
- * positions: for each position one matrix product (tiles x in_c) x (in_c x oc) through the BLAS.
+ * positions: for each position one matrix product (tiles x in_c) x (in_c x oc), by the direct
+ * convolution's register tiles where this CPU runs them (conv_direct_tiles.h: AVX-512 or AVX2
+ * with FMA, each element one fused multiply-add chain in order, the same bits in both), else
+ * through the BLAS.
  * That is 36 products a tile and channel pair where the direct convolution has 16 x 9 = 144.
  *   data gradient: the same forward pass over dy with the kernel turned by 180 degrees and its
  *     channels exchanged (the transposed convolution of stride 1);
@@ -19,10 +22,16 @@
  *     output gradient (zeros outside the image), again one product (in_c x tiles) x (tiles x oc)
  *     a position.
  * The batch goes in chunks of whole samples (about 96 tiles, decided by the geometry alone), so
- * the workspace does not grow with the batch; the filter gradient adds the chunks in order. The
- * transforms run over the tiles split on `threads` threads, and the 36 products one a thread,
- * each a single-threaded BLAS call (OpenBLAS held to one thread meanwhile), so every result is
- * the same bits on any thread count. The values differ from the direct convolution's in the
+ * the workspace does not grow with the batch; the filter gradient adds the chunks in order. On
+ * one thread the chunks go one after the other in the workspace. On `threads` threads with the
+ * register tiles, each thread takes whole chunks of the forward and data-gradient passes, and the
+ * filter gradient goes in chunks 4 x threads as large, its transforms over the tiles split on
+ * the threads and its 36 products one a thread (the tiles' chains do not depend on the chunks),
+ * in planes kept between such passes outside the workspace; through the BLAS, chunk by chunk,
+ * the transforms split over the tiles and the products one a thread, each a single-threaded BLAS
+ * call (OpenBLAS held to one thread meanwhile). So every result is the same bits on any thread
+ * count (and, on the register tiles, on any instruction set they
+ * run; the BLAS's products give other bits). The values differ from the direct convolution's in the
  * last bits (the transforms' rounding): tests/test_kernels_winograd.c bounds them against double
  * sums. */
 #ifndef SS_KERNELS_CONV_WINOGRAD_H
@@ -33,9 +42,13 @@
 #include <stddef.h>
 
 /* 1 when g suits these passes and gains from them: a 3 x 3 kernel, stride 1, padding 1 (the
- * output as large as the input), maps of at least 6 x 6 pixels, in_c and oc multiples of 16, at
- * least 32 and in_c x oc at least 64 x 128 (narrower products run too far below the BLAS's rate:
- * ResNet-20's 32- and 64-channel layers lost on one thread and on two), and enabled (below). */
+ * output as large as the input), maps of at least 6 x 6 pixels, in_c and oc multiples of 16, and
+ * enabled (below); where the products run through the BLAS (no register tiles on this CPU), also
+ * in_c and oc at least 32 and in_c x oc at least 64 x 128 (narrower products run too far below
+ * the BLAS's rate: ResNet-20's 32- and 64-channel layers lost to the direct passes on one thread
+ * and on two). On the register tiles every ResNet-20 stage gains (batch 64, one thread, forward +
+ * backward: 16 channels on 28 x 28 maps 7.1 -> 6.2-6.7 ms, 32 on 14 x 14 6.5 -> 4.8-4.9, 64 on
+ * 7 x 7 5.4 -> 3.7; docs/PERFORMANCE.md). */
 int conv_winograd_supports(const conv_geom *g, int oc);
 /* Enables (1, the default) or disables (0) the passes for conv_winograd_supports; tests and
  * benchmarks compare them with the direct convolution. Not thread-safe: set it first. */

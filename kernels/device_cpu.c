@@ -397,7 +397,8 @@ static void pool_output_grad(void *ctx, int b, float *dy_b) {
  * else direct; a conv -> ReLU -> max-pool block (pool_y, pool_dy) stays direct, whose passes
  * pool and unpool each sample while it is in cache. vgg:11's 14 x 14 and 7 x 7 convolutions at
  * batch 64 on one thread, forward + backward, direct -> Winograd: 48.3 -> 32.4, 42.6 -> 35.2 and
- * 84.7 -> 63.4 ms (docs/PERFORMANCE.md, "Winograd's minimal filtering"). */
+ * 84.7 -> 63.4 ms; with the products on the register tiles, resnet's 16-, 32- and 64-channel
+ * ones too (docs/PERFORMANCE.md, "Winograd's minimal filtering"). */
 static size_t conv_ws_floats(const conv_geom *g, int oc) {
     const size_t d = conv_direct_workspace_floats(g, oc);
     if (!conv_winograd_supports(g, oc)) return d;

@@ -1,12 +1,14 @@
 /* F(4 x 4, 3 x 3) Winograd convolutions on the CPU (kernels/conv_winograd.h): the forward pass,
  * the filter gradient and the data gradient against sums in double, on maps whose tiles fall off
  * the image's edge, batches of several chunks, and as many input as output channels or not; the
- * same bits on 1, 2 and 3 threads; which geometries it takes; and a layer of vgg:11 through the
- * CPU device against the im2col path. */
+ * same bits on 1, 2 and 3 threads and with the AVX-512 and AVX2 register tiles, and within the
+ * bound with the BLAS's products; which geometries it takes; and a layer of vgg:11 through the
+ * CPU device against the direct passes. */
 #include "ss_test.h"
 
 #include "common/rng.h"
 #include "common/status.h"
+#include "kernels/conv_direct.h"
 #include "kernels/conv_winograd.h"
 #include "kernels/device.h"
 #include "kernels/layers.h"
@@ -118,9 +120,16 @@ static void run_case(const wg_case *c, int relu, int threads, float *y, float *d
  * or chunk is off by the terms themselves */
 #define WG_TOL 1e-5
 
-static void check_case(int batch, int h, int w, int c, int oc) {
+/* One case on the products of `isa`'s register tiles (CONV_DIRECT_NONE: the BLAS's), where the
+ * passes take the geometry with them (1), else 0. Its results stay in y, dw and dx[0] when
+ * keep. */
+static int check_isa(int batch, int h, int w, int c, int oc, conv_direct_isa isa, float **keep) {
     wg_case k = {{batch, h, w, c, h, w, 3, 3, 1, 1}, oc, NULL, NULL, NULL, NULL};
-    CU_ASSERT_FATAL(conv_winograd_supports(&k.g, oc));
+    conv_direct_cap_isa(isa);
+    if (!conv_winograd_supports(&k.g, oc)) {
+        conv_direct_cap_isa(CONV_DIRECT_AVX512);
+        return 0;
+    }
     const size_t nx = (size_t)batch * h * w * c, ny = (size_t)batch * h * w * oc;
     const size_t nw = (size_t)oc * 9 * c;
     k.x = ss_malloc(nx * sizeof(float));
@@ -155,17 +164,39 @@ static void check_case(int batch, int h, int w, int c, int oc) {
     run_case(&k, 0, 1, y[1], dw[1], NULL);
     same &= !memcmp(dw[1], dw[0], nw * sizeof(float));
     if (bad || !same)
-        fprintf(stderr, "\n  winograd B%d %dx%dx%d -> %d: %d out of bound, threads alike %d", batch,
-                h, w, c, oc, bad, same);
+        fprintf(stderr,
+                "\n  winograd B%d %dx%dx%d -> %d, isa %d: %d out of bound, threads alike %d", batch,
+                h, w, c, oc, (int)isa, bad, same);
     CU_ASSERT_EQUAL(bad, 0);
     CU_ASSERT(same);
     /* a mutation check of the reference bound: the direct sums' answer is not Winograd's with
      * one tap's weight changed */
     k.w[4 * c] += 0.25f;
     CU_ASSERT(mismatches(&k, y[0], 1, NULL, NULL, WG_TOL) > 0);
+    if (keep) keep[0] = y[0], keep[1] = dw[0], keep[2] = dx[0], y[0] = dw[0] = dx[0] = NULL;
     for (int t = 0; t < 3; t++)
         free(y[t]), free(dw[t]), free(dx[t]);
     free(k.x), free(k.w), free(k.bias), free(k.dy);
+    conv_direct_cap_isa(CONV_DIRECT_AVX512);
+    return 1;
+}
+
+/* A case on every set of products this CPU runs: the widest register tiles, AVX2's (the same
+ * bits: each product's element is one chain over the same terms in the same order) and the
+ * BLAS's where the passes take the geometry without tiles. */
+static void check_case(int batch, int h, int w, int c, int oc) {
+    const conv_direct_isa best = conv_direct_best_isa();
+    float *first[3] = {NULL, NULL, NULL}, *other[3] = {NULL, NULL, NULL};
+    CU_ASSERT_FATAL(check_isa(batch, h, w, c, oc, best, first));
+    if (best == CONV_DIRECT_AVX512 && check_isa(batch, h, w, c, oc, CONV_DIRECT_AVX2, other)) {
+        const size_t n[3] = {(size_t)batch * h * w * oc, (size_t)oc * 9 * c,
+                             (size_t)batch * h * w * c};
+        for (int i = 0; i < 3; i++)
+            CU_ASSERT(!memcmp(first[i], other[i], n[i] * sizeof(float)));
+    }
+    if (best != CONV_DIRECT_NONE) check_isa(batch, h, w, c, oc, CONV_DIRECT_NONE, NULL);
+    for (int i = 0; i < 3; i++)
+        free(first[i]), free(other[i]);
 }
 
 static void test_winograd_passes(void) {
@@ -174,6 +205,10 @@ static void test_winograd_passes(void) {
     check_case(2, 9, 11, 128, 64);  /* odd maps, rows and columns cut differently */
     check_case(1, 6, 6, 32, 256);   /* the smallest map taken, the narrowest input */
     check_case(1, 8, 8, 256, 32);   /* tiles that fit exactly */
+    check_case(2, 28, 28, 16, 16);  /* resnet:20's stages: 16 channels, tile rows cut at 14 */
+    check_case(2, 14, 14, 32, 32);
+    check_case(3, 7, 7, 64, 64);
+    check_case(1, 6, 6, 16, 48); /* 3 vectors of 16 output channels: tiles of 2 and of 1 */
     /* 3 samples of 9 tiles in chunks of 2 samples and 1 (chunks of 18 tiles): the filter
      * gradient adds them; the same bits as the default's single chunk would not be (other sums) */
     conv_winograd_set_chunk_tiles(18);
@@ -195,13 +230,22 @@ static void test_winograd_supports(void) {
     CU_ASSERT(!conv_winograd_supports(&k5, 64));
     CU_ASSERT(!conv_winograd_supports(&st2, 64));
     CU_ASSERT(!conv_winograd_supports(&pad0, 64));
-    CU_ASSERT(!conv_winograd_supports(&narrow, 16)); /* resnet:20's first stage */
     const conv_geom r7 = {64, 7, 7, 64, 7, 7, 3, 3, 1, 1},
                     r14 = {64, 14, 14, 32, 14, 14, 3, 3, 1, 1};
-    CU_ASSERT(!conv_winograd_supports(&r7, 64)); /* and its other two: the direct passes */
-    CU_ASSERT(!conv_winograd_supports(&r14, 32));
-    CU_ASSERT(conv_winograd_supports(&r7, 128));   /* 64 x 128 channel pairs */
     CU_ASSERT(!conv_winograd_supports(&vgg7, 24)); /* not a multiple of 16 */
+    /* resnet:20's stages: by the register tiles where the CPU has them, else the direct passes
+     * (the BLAS's products on 16 to 64 channels lose to them) */
+    const int tiles = conv_direct_available();
+    CU_ASSERT_EQUAL(conv_winograd_supports(&narrow, 16), tiles);
+    CU_ASSERT_EQUAL(conv_winograd_supports(&r14, 32), tiles);
+    CU_ASSERT_EQUAL(conv_winograd_supports(&r7, 64), tiles);
+    conv_direct_cap_isa(CONV_DIRECT_NONE);
+    CU_ASSERT(!conv_winograd_supports(&narrow, 16));
+    CU_ASSERT(!conv_winograd_supports(&r14, 32));
+    CU_ASSERT(!conv_winograd_supports(&r7, 64));
+    CU_ASSERT(conv_winograd_supports(&r7, 128)); /* 64 x 128 channel pairs */
+    CU_ASSERT(conv_winograd_supports(&vgg14, 128));
+    conv_direct_cap_isa(CONV_DIRECT_AVX512);
     conv_winograd_enable(0);
     CU_ASSERT(!conv_winograd_supports(&vgg14, 128));
     conv_winograd_enable(1);
