@@ -11,7 +11,9 @@
  * uniform in [0, 1), skewed toward small ids as word frequencies are, so that tokens repeat and
  * the embedding's gradient sums them; it also writes the dropout masks the step drew (0 or
  * 1 / (1 - p) per element, dropout.f32 indexed by dropout_views.txt), so that PyTorch applies the
- * same ones. The step runs on the CPU (OpenBLAS) in training mode. Exit 2 on bad usage. */
+ * same ones; an image model's, its ReLUs' outputs (relu.f32, relu_views.txt), so that PyTorch
+ * takes syncsim's branch at inputs within rounding of zero. The step runs on the CPU (OpenBLAS)
+ * in training mode. Exit 2 on bad usage. */
 #include "common/rng.h"
 #include "common/status.h"
 #include "kernels/device.h"
@@ -114,6 +116,40 @@ static int write_masks(const char *out, gpt *g, const model_spec *s, int batch) 
     free(masks);
     free(views);
     free(site_of);
+    return rc;
+}
+
+/* The outputs of the model's ReLUs in the step just taken, in forward order (when it holds
+ * them all; else the files are empty), into relu.f32 (NHWC, as the layers keep them) with
+ * relu_views.txt: name, offset, count, h, w, c. torch_check.py takes each ReLU's decisions from
+ * them (where the output is positive), so that an input within float rounding of zero takes
+ * syncsim's branch in PyTorch too. */
+static int write_relus(const char *out, device *dev, const model *m, int batch) {
+    const int n = model_relu_count(m);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/relu_views.txt", out);
+    FILE *f = fopen(path, "w"), *raw = NULL;
+    snprintf(path, sizeof path, "%s/relu.f32", out);
+    if (f) raw = fopen(path, "wb");
+    int rc = !f || !raw, held = 1;
+    for (int k = 0; k < n; k++) {
+        int h, w, c;
+        held &= model_relu_output(m, k, &h, &w, &c) != NULL;
+    }
+    size_t total = 0;
+    for (int k = 0; !rc && held && k < n; k++) { /* all or none: the views follow the ReLUs */
+        int h, w, c;
+        const float *y = model_relu_output(m, k, &h, &w, &c);
+        const size_t count = (size_t)batch * h * w * c;
+        float *host = download(dev, y, count);
+        rc |= fprintf(f, "relu%d %zu %zu %d %d %d\n", k, total, count, h, w, c) < 0;
+        rc |= fwrite(host, sizeof(float), count, raw) != count;
+        total += count;
+        free(host);
+    }
+    rc |= f && fclose(f) != 0;
+    rc |= raw && fclose(raw) != 0;
+    if (rc) fprintf(stderr, "step_dump: cannot write the ReLU outputs in %s\n", out);
     return rc;
 }
 
@@ -221,7 +257,7 @@ int main(int argc, char **argv) {
         write_raw(out, "y.u8", y, (size_t)batch) |
         write_views(out, "views.txt", m, model_view_count(m), model_view_of) |
         write_views(out, "buffer_views.txt", m, model_buffer_view_count(m), model_buffer_view_of) |
-        write_step(out, name, batch, seed, 0, loss);
+        write_relus(out, dev, m, batch) | write_step(out, name, batch, seed, 0, loss);
     printf("step_dump: %s, batch %d, %zu parameters, %zu buffer values, loss %.9g -> %s\n", name,
            batch, np, nb, loss, out);
     free(params), free(grads), free(bufs), free(x), free(y);

@@ -17,6 +17,14 @@ lies within fp32's rounding of zero (below about 1e-5) may take the other branch
 side, and the gradients of every layer before it then differ by 1e-3 to 1e-2 (seen on ResNet-20
 at batch 8, seed 1: 2.5e-6); another seed or batch checks the same code.
 
+Where step_dump wrote the outputs of the model's ReLUs (relu.f32: resnet's, LeNet's and the
+mlp's; not the cnn's or vgg's, whose convolution or batch norm runs with its ReLU and max-pool as
+one block that does not keep the ReLU's output), each ReLU here takes
+syncsim's decisions (its output positive or not) instead of its own, so that an input within
+rounding of zero goes the same way on both sides; the script counts the inputs where the two
+differ and prints the largest of them relative to its tensor's RMS (within rounding of zero:
+below about 1e-5; a larger one would be a wrong ReLU).
+
 With --double PyTorch runs in float64: the reference is then the exact step, and only syncsim's
 rounding (and a ReLU it switches) remains.
 
@@ -125,6 +133,22 @@ def report(name, batch, loss, loss_s, rows, tol, note):
           f"{len(rows)} checks, worst relative error {worst:.3g}: "
           f"{'within' if ok else 'OUTSIDE'} {tol:g}{note}")
     return 0 if ok else 1
+
+
+def read_relus(d, batch):
+    """step_dump's ReLU outputs: a list of (name, boolean mask in NCHW) in forward order, or []"""
+    path = os.path.join(d, "relu_views.txt")
+    if not os.path.exists(path):
+        return []
+    out = np.fromfile(os.path.join(d, "relu.f32"), dtype=np.float32)
+    relus = []
+    for line in open(path):
+        name, off, cnt, h, w, c = line.split()
+        off, cnt, h, w, c = int(off), int(cnt), int(h), int(w), int(c)
+        if cnt != batch * h * w * c or off + cnt > out.size:
+            raise SystemExit(f"torch_check.py: {path}: {name}: {cnt} values at {off} do not fit")
+        relus.append((name, out[off:off + cnt].reshape(batch, h, w, c).transpose(0, 3, 1, 2) > 0))
+    return relus
 
 
 def relu_note(near):
@@ -237,18 +261,46 @@ def main():
     named = load_params(model, params, views, shape_of)
     model.train()
     # the smallest |input| of any ReLU relative to its tensor's RMS: where it is within float
-    # rounding of zero, fp32 on either side may take the other branch there
+    # rounding of zero, fp32 on either side may take the other branch there; with syncsim's
+    # decisions (read_relus) each ReLU takes them, and the inputs where they differ are counted
     near, relu = [float("inf")], F.relu
+    relus, calls, switched = read_relus(a.dir, batch), [0], []
 
     def watch(t, *args, **kw):
         v = t.detach()
-        near[0] = min(near[0], float(v.abs().min() / v.pow(2).mean().sqrt().clamp_min(1e-30)))
-        return relu(t, *args, **kw)
+        rms = v.pow(2).mean().sqrt().clamp_min(1e-30)
+        near[0] = min(near[0], float(v.abs().min() / rms))
+        if not relus:
+            return relu(t, *args, **kw)
+        if calls[0] >= len(relus):
+            raise SystemExit(f"torch_check.py: the model has more ReLUs than the dump's "
+                             f"{len(relus)}: not the same model")
+        rname, theirs = relus[calls[0]]
+        calls[0] += 1
+        mask = torch.from_numpy(np.ascontiguousarray(theirs))
+        if t.dim() == 2 and mask.shape[2:] == (1, 1):  # a dense layer's: (B, C) here
+            mask = mask.reshape(mask.shape[:2])
+        if mask.shape != t.shape:
+            raise SystemExit(f"torch_check.py: {rname}: shape {tuple(mask.shape)} against "
+                             f"{tuple(t.shape)}: not the same model")
+        other = (v > 0) != mask
+        if other.any():
+            switched.append((int(other.sum()), float(v[other].abs().max() / rms)))
+        return t * mask.to(t.dtype)
     F.relu = watch
     try:
         loss = nn.CrossEntropyLoss()(model(xt), torch.from_numpy(y))
     finally:
         F.relu = relu
+    if relus and calls[0] != len(relus):
+        raise SystemExit(f"torch_check.py: the model ran {calls[0]} ReLUs, the dump has "
+                         f"{len(relus)}: not the same model")
+    note = relu_note(near[0])
+    if relus:
+        n = sum(c for c, _ in switched)
+        note += (f"; syncsim's ReLU decisions taken: {n} input(s) went the other way"
+                 + (f", the largest {max(m for _, m in switched):.2g} of its tensor's RMS"
+                    if n else ""))
     loss.backward()
     rows = [("loss", abs(loss.item() - loss_s) / abs(loss_s))]
     rows += grad_rows(named, grads, views, shape_of)
@@ -257,7 +309,7 @@ def main():
         s = bufs[off:off + cnt].astype(np.float64)
         e = np.linalg.norm(b.numpy().astype(np.float64) - s) / max(np.linalg.norm(s), 1e-30)
         rows.append((sname, e))
-    return report(name, batch, loss.item(), loss_s, rows, a.tol, relu_note(near[0]))
+    return report(name, batch, loss.item(), loss_s, rows, a.tol, note)
 
 
 if __name__ == "__main__":

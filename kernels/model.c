@@ -574,6 +574,25 @@ float *model_buffers(model *m) {
     return m->buffers;
 }
 
+int model_relu_count(const model *m) {
+    int n = 0;
+    for (int i = 0; i < m->n_layers; i++)
+        n += m->layers[i].kind == LAYER_KIND_RELU;
+    return n;
+}
+
+const float *model_relu_output(const model *m, int k, int *h, int *w, int *c) {
+    for (int i = 0; i < m->n_layers; i++) {
+        const layer *l = &m->layers[i];
+        if (l->kind != LAYER_KIND_RELU) continue;
+        if (k-- > 0) continue;
+        *h = l->out_h, *w = l->out_w, *c = l->out_c;
+        const layer *before = i > 0 ? &m->layers[i - 1] : NULL;
+        return before && (before->bn_pool_fused || before->pool_fused) ? NULL : m->act[i + 1];
+    }
+    return NULL;
+}
+
 int model_buffer_view_count(const model *m) {
     return m->n_buffer_views;
 }

@@ -106,6 +106,13 @@ size_t model_buffer_count(const model *m);
 float *model_buffers(model *m); /* (S) device buffer */
 int model_buffer_view_count(const model *m);
 const model_view *model_buffer_view_at(const model *m, int i);
+/* For tools that repeat a step elsewhere (bench/step_dump): the model's ReLU layers in forward
+ * order, and the output of the k-th after the last training pass, (batch, h, w, c) NHWC in device
+ * memory, its shape in h, w, c; NULL where the output is not held (a convolution or batch norm,
+ * its ReLU and a max-pool run as one block). A ReLU's decisions are where its output is positive.
+ */
+int model_relu_count(const model *m);
+const float *model_relu_output(const model *m, int k, int *h, int *w, int *c);
 /* Bytes of device memory the model holds: parameters, gradients, buffers, activations and their
  * gradients, scratch. */
 double model_device_bytes(const model *m);
