@@ -15,6 +15,7 @@
 #include "kernels/cpu_vec.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -435,12 +436,16 @@ static tile_job tiles_job(const conv_geom *g, int c, size_t tiles) {
  * that layer ran slower on two threads than on one. With the register tiles' products, whose
  * chains do not depend on how the tiles are cut into chunks, a pass on T > 1 threads therefore
  * gives each thread whole chunks of its own (the forward and data-gradient passes), or cuts the
- * batch into chunks T times as large (the filter gradient, whose sums over the tiles run in
- * order). Their planes are kept here between passes, grown as needed (one model computes on
- * several threads at a time: bench kernels, a train run of one worker); an emulated run, one
- * thread a replica, uses the workspace alone. */
+ * batch into wider chunks (the filter gradient, whose sums over the tiles run in order; below).
+ * Their planes are kept here between passes, grown as needed (one model computes on several threads
+ * at a time: bench kernels, a train run of one worker); an emulated run, one thread a replica, uses
+ * the workspace alone. */
 
-enum { WG_WIDE = 4 }; /* the filter gradient's chunks on T threads: WG_WIDE T times as large */
+/* The filter gradient on T threads: chunks of whole chunks, at least WG_WIDE_WORK x T
+ * multiply-adds a product position (tiles x in_c x oc) where the batch has them: resnet:20's
+ * 16-channel layer (12,544 a chunk) in chunks of 21 on two threads, vgg:11's (786,432 and more)
+ * as they are. */
+enum { WG_WIDE_WORK = 1 << 17 };
 
 static pthread_mutex_t wg_pool_lock = PTHREAD_MUTEX_INITIALIZER;
 static float *wg_pool;
@@ -567,15 +572,20 @@ void conv_winograd_backward(const conv_geom *g, int oc, const float *x, const fl
     const int c = g->in_c;
     const size_t in_size = (size_t)g->in_h * g->in_w * c, out_size = (size_t)g->in_h * g->in_w * oc;
     /* the filter gradient: S (36, oc, c) = sum over the chunks, in order, of dM^T V; on threads
-     * with the register tiles, in chunks WG_WIDE x threads as large (the same chains) */
+     * with the register tiles, in wider chunks where they are small (WG_WIDE_WORK; the same
+     * chains) */
     int cs = chunk_samples(g);
     float *v = sp.v, *m = sp.m;
-    const int wide = threads > 1 && conv_direct_tiles() && g->batch > cs;
+    const int chunks = (g->batch + cs - 1) / cs;
+    const double work = (double)cs * tiles_of(g->out_h) * tiles_of(g->out_w) * c * oc;
+    const double want = ceil((double)WG_WIDE_WORK * threads / work);
+    const int sets = want < chunks ? (int)want : chunks;
+    const int wide = threads > 1 && conv_direct_tiles() && sets > 1;
     if (wide) {
         const size_t set = chunk_floats(g, oc);
-        cs *= WG_WIDE * threads;
-        float *pool = pool_take(2 * (size_t)WG_WIDE * threads * set);
-        v = pool, m = pool + (size_t)WG_WIDE * threads * set;
+        cs *= sets;
+        float *pool = pool_take(2 * (size_t)sets * set);
+        v = pool, m = pool + (size_t)sets * set;
     }
     for (int s0 = 0; s0 < g->batch; s0 += cs) {
         const int ns = g->batch - s0 < cs ? g->batch - s0 : cs;

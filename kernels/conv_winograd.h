@@ -25,7 +25,7 @@
  * the workspace does not grow with the batch; the filter gradient adds the chunks in order. On
  * one thread the chunks go one after the other in the workspace. On `threads` threads with the
  * register tiles, each thread takes whole chunks of the forward and data-gradient passes, and the
- * filter gradient goes in chunks 4 x threads as large, its transforms over the tiles split on
+ * filter gradient goes in wider chunks where they are small, its transforms over the tiles split on
  * the threads and its 36 products one a thread (the tiles' chains do not depend on the chunks),
  * in planes kept between such passes outside the workspace; through the BLAS, chunk by chunk,
  * the transforms split over the tiles and the products one a thread, each a single-threaded BLAS
