@@ -6,7 +6,7 @@
  *   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]
  * Each transform runs on 16 channels at once (NHWC keeps them side by side); the 36 positions of
  * a transformed tile go to 36 planes, each plane a row-major matrix (tiles, channels) that one
- * BLAS product reads. */
+ * product reads (the direct convolution's register tiles, or the BLAS where the CPU has none). */
 #include "kernels/conv_winograd.h"
 
 #include "common/status.h"
@@ -398,19 +398,20 @@ static void products_part(void *ctx, size_t p0, size_t p1) {
     }
 }
 
-/* The 36 products c_p = op(a_p) op(b_p) (+ beta c_p) on `threads` threads. OpenBLAS is held to
- * one thread meanwhile where it had more (a command on one model: bench kernels; every emulated
- * run keeps it at one, emu/run.c), and set back after. */
+/* The 36 products c_p = op(a_p) op(b_p) (+ beta c_p) on `threads` threads. Through the BLAS,
+ * OpenBLAS is held to one thread meanwhile where it had more (a command on one model: bench
+ * kernels; every emulated run keeps it at one, emu/run.c), and set back after. */
 static void products(const products_job *j, int threads) {
     const int blas = openblas_get_num_threads();
     if (threads <= 1 && blas <= 1) {
         products_part((void *)j, 0, WG_POS);
         return;
     }
-    if (!j->ts) cpu_par_quiet();
-    if (blas > 1 && !j->ts) openblas_set_num_threads(1);
+    const int hold = !j->ts; /* the BLAS: the pool quiet (cpu_par_quiet), OpenBLAS on one thread */
+    if (hold) cpu_par_quiet();
+    if (hold && blas > 1) openblas_set_num_threads(1);
     cpu_par_for(threads > 1 ? threads : blas, WG_POS, 1, 1, products_part, (void *)j);
-    if (blas > 1 && !j->ts) openblas_set_num_threads(blas);
+    if (hold && blas > 1) openblas_set_num_threads(blas);
 }
 
 /* ---- the passes ---- */
