@@ -157,8 +157,11 @@ static int coupling_simulated(const run_config *cfg, long steps, step_source *sr
 
 /* The same calls as BSP's worker protocol, in step order, without simulation: every worker's
  * step begun, then each one's taken (as BSP's workers, which start computing at the same
- * simulated time, do), so the engine's threads compute them at once here too. */
-static void coupling_plain(int n, long steps, int batch, step_source *src, coupling_result *res) {
+ * simulated time, do), so the engine's threads compute them at once here too. The last step's
+ * evaluation is finished inside the timed loop, as coupling_simulated() does: on several threads
+ * its chunks still run when the last step is done. */
+static void coupling_plain(int n, long steps, int batch, step_source *src, emulation *em,
+                           coupling_result *res) {
     double t0 = outputs_wall_s();
     for (long step = 1; step <= steps; step++) {
         step_cost cost;
@@ -177,6 +180,7 @@ static void coupling_plain(int n, long steps, int batch, step_source *src, coupl
             src->ops->step_done(src->self, w, step, 0.0);
         }
     }
+    emulation_finish_evaluation(em);
     res->wall_s = outputs_wall_s() - t0;
 }
 
@@ -203,7 +207,7 @@ static int coupling_run(void *varg, isolate_blob *out) {
         rc = coupling_simulated(cfg, s.steps, src, a->variant == COUPLING_SIM_ONLY ? NULL : s.em,
                                 &res);
     else if (rc == SS_OK)
-        coupling_plain(cfg->workers, s.steps, cfg->batch, src, &res);
+        coupling_plain(cfg->workers, s.steps, cfg->batch, src, s.em, &res);
     if (rc == SS_OK) {
         res.accuracy = emulation_last_eval(s.em)->test_accuracy;
         res.checksum = bench_param_checksum(s.dev, emulation_replica(s.em, 0));

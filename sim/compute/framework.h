@@ -6,7 +6,7 @@
  * a time), the optimizer. A layer's kernels start once the host has issued them and the GPU has
  * finished the layer before; the step ends when the last kernel has run. Small models, small
  * batches and fast GPUs are bound by the host, where the device model alone is several times
- * too fast (traces/reference/compute/README.md, "The host's costs").
+ * too fast (docs/COMPUTE.md, "The framework's host time").
  *
  * Frameworks:
  * - eager (the command line's default): PyTorch eager mode as bench/torch_gpu.py runs it
