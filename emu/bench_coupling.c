@@ -33,6 +33,8 @@ typedef struct coupling_result {
     double accuracy;   /* final consensus accuracy */
     uint32_t checksum; /* of worker 0's final parameters */
     long steps;
+    int open_eval; /* the timed loop ended with an evaluation unfinished (a defect: the two
+                      trainings would then not time the same work) */
 } coupling_result;
 
 #define BENCH_COUPLING_REPEAT 3
@@ -150,6 +152,7 @@ static int coupling_simulated(const run_config *cfg, long steps, step_source *sr
     rc = sim_policy_run(&pc, cluster, src, NULL, NULL, &pr);
     if (em) emulation_finish_evaluation(em); /* the last step's evaluation, a part of the run */
     res->wall_s = outputs_wall_s() - t0;
+    res->open_eval = em && emulation_evaluation_open(em);
     res->sim_s = pr.sim_time_s;
     unlink(platform);
     return rc;
@@ -182,6 +185,7 @@ static void coupling_plain(int n, long steps, int batch, step_source *src, emula
     }
     emulation_finish_evaluation(em);
     res->wall_s = outputs_wall_s() - t0;
+    res->open_eval = emulation_evaluation_open(em);
 }
 
 /* One variant, in its own process: its result goes back through `out`. */
@@ -262,5 +266,10 @@ int bench_coupling(const run_request *rq, FILE *out) {
             100.0 * overhead, r[0].wall_s > 0 ? 100.0 * r[2].wall_s / r[0].wall_s : 0, r[1].sim_s);
     if (r[0].checksum != r[1].checksum)
         return ss_error_set(SS_EIO, "bench coupling: coupled and uncoupled parameters differ");
+    if (r[0].open_eval || r[1].open_eval)
+        return ss_error_set(SS_EIO,
+                            "bench coupling: the %s loop stopped its clock before its last "
+                            "evaluation ended, so the two did not time the same work",
+                            r[0].open_eval ? "uncoupled" : "coupled");
     return SS_OK;
 }

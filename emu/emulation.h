@@ -99,6 +99,10 @@ sim_layer_kind emulation_layer_kind(const model_layer_cost *l);
 /* Finishes the evaluation that the last step_done began and left running beside the steps (its
  * row written): where the training loop ends, so that the loop's wall time includes it. */
 void emulation_finish_evaluation(emulation *e);
+/* 1 while an evaluation is begun (or marked, to begin once the jobs in flight settle) and not
+ * finished: a training loop that stops its clock then has left that evaluation out of it. Reading
+ * it finishes nothing. */
+int emulation_evaluation_open(const emulation *e);
 /* Evaluates the consensus now, unless the latest evaluation is already at the last step that
  * every worker finished (for runs that end early: diverged, interrupted). */
 void emulation_evaluate_final(emulation *e, double now_s, const step_counters *final);

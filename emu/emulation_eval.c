@@ -201,6 +201,10 @@ void emulation_finish_evaluation(emulation *e) {
     evaluation_end(e);
 }
 
+int emulation_evaluation_open(const emulation *e) {
+    return e->eval_pending || e->eval_marked;
+}
+
 void emulation_evaluate_final(emulation *e, double now_s, const step_counters *final) {
     evaluation_end(e);
     em_jobs_settle_all(e->jobs);
