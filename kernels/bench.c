@@ -137,40 +137,70 @@ typedef struct bench_result {
 static const float bench_lr = 0.01f, bench_mu = 0.9f, bench_wd = 5e-4f;
 
 /* The layer table of bench_kernels' layers option: LAYER_STEPS steps with the layer clock
- * (model_set_layer_clock) after the timed windows, each layer's mean seconds a pass and its
+ * (model_set_layer_clock) after the timed windows, each layer's median seconds a pass and its
  * rate; then the convolutions together (forward and backward) against SGEMM. */
 #define LAYER_STEPS 10
 
+/* Ascending order of doubles, for qsort. */
+static int cmp_double(const void *a, const void *b) {
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n), n >= 1 (v is sorted in place). */
+static double median_of(double *v, int n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* `steps` training steps with the layer clock, each followed by one without it: fwd_s[i] and
- * bwd_s[i] become the mean seconds of layer i's passes a step (model_cost_layer_at's index),
- * scaled by the ratio of the steps without the clock to those with it; returns the mean step
- * without the clock, the optimizer's update included (the wall clock, the device synchronized
- * after each step, as train --compute measured times a step). On a GPU the clock's events cost
- * the host time to record them (about 140 a step for resnet:20's 69 layers), which a host-bound
- * step pays in full: its layers would add up to more than the step they time. *marked_s (NULL: not
- * wanted) gets the mean step with the clock. */
+ * bwd_s[i] become the median seconds of layer i's passes over the clocked steps
+ * (model_cost_layer_at's index), scaled by the ratio of the median step without the clock to the
+ * median step with it; returns the median step without the clock, the optimizer's update included
+ * (the wall clock, the device synchronized after each step, as train --compute measured times a
+ * step). Medians, not means: a step that a busy machine preempts moves neither a layer's time
+ * nor the scale (with 10 steps of a 0.5 ms model, one preemption of a few ms put the mean clocked
+ * step at twice the plain one). On a GPU the clock's events cost the host time to record them
+ * (about 140 a step for resnet:20's 69 layers), which a host-bound step pays in full: its layers
+ * would add up to more than the step they time. *marked_s (NULL: not wanted) gets the median step
+ * with the clock. */
 static double clock_layers(device *dev, model *m, int batch, sgd_state *opt, const float *x,
                            const uint8_t *y, int steps, double *fwd_s, double *bwd_s,
                            double *marked_s) {
     const int n = model_cost_layer_count(m);
-    memset(fwd_s, 0, (size_t)n * sizeof *fwd_s);
-    memset(bwd_s, 0, (size_t)n * sizeof *bwd_s);
-    double marked = 0.0, plain = 0.0;
+    double *lf = ss_calloc((size_t)steps * n, sizeof *lf); /* step s's layers at s * n */
+    double *lb = ss_calloc((size_t)steps * n, sizeof *lb);
+    double *marked = ss_malloc((size_t)steps * sizeof *marked);
+    double *plain = ss_malloc((size_t)steps * sizeof *plain);
+    double *col = ss_malloc((size_t)steps * sizeof *col);
     for (int i = 0; i < 2 * steps; i++) {
-        const int clocked = i % 2 == 0;
-        model_set_layer_clock(m, clocked ? fwd_s : NULL, clocked ? bwd_s : NULL);
+        const int clocked = i % 2 == 0, s = i / 2;
+        model_set_layer_clock(m, clocked ? lf + (size_t)s * n : NULL,
+                              clocked ? lb + (size_t)s * n : NULL);
         const double t0 = now_s();
         model_forward_backward(m, x, y, batch);
         sgd_step(opt, model_params(m), model_grads(m), bench_lr, bench_mu, bench_wd);
         device_sync(dev);
-        *(clocked ? &marked : &plain) += now_s() - t0;
+        (clocked ? marked : plain)[s] = now_s() - t0;
     }
     model_set_layer_clock(m, NULL, NULL);
-    const double scale = marked > 0.0 ? plain / marked : 1.0;
-    for (int i = 0; i < n; i++)
-        fwd_s[i] *= scale / steps, bwd_s[i] *= scale / steps;
-    if (marked_s) *marked_s = marked / steps;
-    return plain / steps;
+    const double marked_med = median_of(marked, steps), plain_med = median_of(plain, steps);
+    const double scale = marked_med > 0.0 ? plain_med / marked_med : 1.0;
+    for (int l = 0; l < n; l++) {
+        for (int s = 0; s < steps; s++)
+            col[s] = lf[(size_t)s * n + l];
+        fwd_s[l] = scale * median_of(col, steps);
+        for (int s = 0; s < steps; s++)
+            col[s] = lb[(size_t)s * n + l];
+        bwd_s[l] = scale * median_of(col, steps);
+    }
+    if (marked_s) *marked_s = marked_med;
+    free(lf);
+    free(lb);
+    free(marked);
+    free(plain);
+    free(col);
+    return plain_med;
 }
 
 static void bench_layers(device *dev, model *m, int batch, sgd_state *opt, const float *x,
@@ -180,7 +210,7 @@ static void bench_layers(device *dev, model *m, int batch, sgd_state *opt, const
     double marked_s;
     const double step_s = clock_layers(dev, m, batch, opt, x, y, LAYER_STEPS, fwd, bwd, &marked_s);
     fprintf(out,
-            "\nlayers of %s, batch %d: mean of %d steps (%s; scaled by %.3f, the step without "
+            "\nlayers of %s, batch %d: median of %d steps (%s; scaled by %.3f, the step without "
             "the clock over the step with it)\n%-18s %9s %9s %11s %11s %9s\n",
             text, batch, LAYER_STEPS,
             dev->ops->mark_create ? "events in the device's queue" : "the wall clock",
@@ -370,8 +400,9 @@ int bench_measure_layers(device *dev, const model_spec *spec, int batch, int ste
 }
 
 /* OpenBLAS runs its AVX2 (Haswell) kernels when OPENBLAS_CORETYPE says so or when it does not
- * know the CPU; on a CPU with AVX-512 its SkylakeX/Cooperlake kernels are then much faster
- * (measured in docs/PERFORMANCE.md, "CPU performance against PyTorch"). Says so when it applies. */
+ * know the CPU; on a CPU with AVX-512 its SkylakeX/Cooperlake kernels may then be faster (not on
+ * the Zen 4 of docs/PERFORMANCE.md, "OpenBLAS's kernels", whose 512-bit units run at the rate of
+ * its 256-bit ones). Says so when it applies. */
 static void bench_coretype_hint(FILE *out) {
 #if defined(__x86_64__) && defined(__GNUC__)
     const char *core = openblas_get_corename();
