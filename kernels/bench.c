@@ -401,8 +401,8 @@ int bench_measure_layers(device *dev, const model_spec *spec, int batch, int ste
 
 /* OpenBLAS runs its AVX2 (Haswell) kernels when OPENBLAS_CORETYPE says so or when it does not
  * know the CPU; on a CPU with AVX-512 its SkylakeX/Cooperlake kernels may then be faster (not on
- * the Zen 4 of docs/PERFORMANCE.md, "OpenBLAS's kernels", whose 512-bit units run at the rate of
- * its 256-bit ones). Says so when it applies. */
+ * the Zen 4 of docs/PERFORMANCE.md, "OpenBLAS's kernels", where both run SGEMM at the same rate).
+ * Says so when it applies. */
 static void bench_coretype_hint(FILE *out) {
 #if defined(__x86_64__) && defined(__GNUC__)
     const char *core = openblas_get_corename();
