@@ -309,7 +309,7 @@ static void test_measured(void) {
     snprintf(cmd, sizeof cmd,
              SYNCSIM " profile model --model cnn:4,8,16 --dataset synthetic --batch 8 --out %s "
                      "2>&1 && " SYNCSIM " profile model --model cnn:4,8,16 --dataset synthetic "
-                     "--batch 8 --measure cpu --steps 10 --threads 2 --out %s 2>&1",
+                     "--batch 8 --measure cpu --steps 10 --threads 1 --out %s 2>&1",
              plain, measured);
     int rc = ss_test_shell(cmd, &text);
     if (rc != 0) fprintf(stderr, "\n  %s\n  %s", cmd, text);
@@ -351,12 +351,16 @@ static void test_measured(void) {
     SS_CHECK_CLOSE(layers_s + p1.measured_gap_s, p1.measured_step_s, 0, 1e-9);
     /* the notes say how it was measured, and on what */
     snprintf(cmd, sizeof cmd,
-             "grep -q -- '--measure cpu --steps 10 --threads 2' %s && grep -q 'trained on the "
+             "grep -q -- '--measure cpu --steps 10 --threads 1' %s && grep -q 'trained on the "
              "first 8 training samples of synthetic' %s",
              measured, measured);
     CU_ASSERT_EQUAL(ss_test_shell(cmd, NULL), 0);
     /* and by how much the layers were scaled: the step without the layer clock over the step
-     * with it (the wall clock's reads cost the CPU nearly nothing: far from half or double) */
+     * with it (the wall clock's reads cost the CPU nearly nothing, and the medians of 10 steps on
+     * one thread keep a preempted step out: far from a quarter or four times, where a sum taken
+     * for a mean would be ten times off; on two threads of a busy 2-core machine a pass waits
+     * for a descheduled thread, and steps of 1 ms took 20 in whole runs, so the model's threads
+     * are tested on the gpt case, without a bound on times) */
     snprintf(cmd, sizeof cmd, "grep -o 'scaled by [0-9.]* .*with it, [0-9.e-]* s' %s", measured);
     char *line = NULL;
     CU_ASSERT_EQUAL_FATAL(ss_test_shell(cmd, &line), 0);
@@ -365,7 +369,7 @@ static void test_measured(void) {
     CU_ASSERT_FATAL(sscanf(line, "scaled by %lf", &scale) == 1 && with &&
                     sscanf(with, "with it, %lf", &clocked_s) == 1);
     free(line);
-    CU_ASSERT(scale > 0.5 && scale < 2.0);
+    CU_ASSERT(scale > 0.25 && scale < 4.0);
     SS_CHECK_CLOSE(scale, p1.measured_step_s / clocked_s, 1e-4, 1e-6);
     /* replayed with its measured times (replay's default for it), one worker */
     snprintf(cmd, sizeof cmd,
@@ -412,9 +416,10 @@ static void test_measured_gpt(void) {
     for (int c = 0; c < 2; c++) {
         snprintf(cmd, sizeof cmd,
                  SYNCSIM " profile model --model %s --dataset wikitext-2 --data-dir %s --batch 2 "
-                         "--measure cpu --steps 2 --out %s 2>&1 && grep -q 'trained on the first "
-                         "2 training samples of wikitext-2' %s",
-                 cases[c].model, text_dir(), prof, prof);
+                         "--measure cpu --steps 2 --threads 2 --out %s 2>&1 && grep -q 'trained "
+                         "on the first 2 training samples of wikitext-2' %s && grep -q -- "
+                         "'--measure cpu --steps 2 --threads 2' %s",
+                 cases[c].model, text_dir(), prof, prof, prof);
         CU_ASSERT_EQUAL_FATAL(run_or_say(cmd), 0);
         model_profile p;
         CU_ASSERT_EQUAL_FATAL(profile_load(prof, &p), SS_OK);
