@@ -159,8 +159,7 @@ static double median_of(double *v, int n) {
  * median step with it; returns the median step without the clock, the optimizer's update included
  * (the wall clock, the device synchronized after each step, as train --compute measured times a
  * step). Medians, not means: a step that a busy machine preempts moves neither a layer's time
- * nor the scale (with 10 steps of a 0.5 ms model, one preemption of a few ms put the mean clocked
- * step at twice the plain one). On a GPU the clock's events cost the host time to record them
+ * nor the scale (a preemption of 10 ms doubles the sum of ten 1 ms steps). On a GPU the clock's events cost the host time to record them
  * (about 140 a step for resnet:20's 69 layers), which a host-bound step pays in full: its layers
  * would add up to more than the step they time. *marked_s (NULL: not wanted) gets the median step
  * with the clock. */
