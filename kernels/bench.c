@@ -159,10 +159,10 @@ static double median_of(double *v, int n) {
  * median step with it; returns the median step without the clock, the optimizer's update included
  * (the wall clock, the device synchronized after each step, as train --compute measured times a
  * step). Medians, not means: a step that a busy machine preempts moves neither a layer's time
- * nor the scale (a preemption of 10 ms doubles the sum of ten 1 ms steps). On a GPU the clock's events cost the host time to record them
- * (about 140 a step for resnet:20's 69 layers), which a host-bound step pays in full: its layers
- * would add up to more than the step they time. *marked_s (NULL: not wanted) gets the median step
- * with the clock. */
+ * nor the scale (a preemption of 10 ms doubles the sum of ten 1 ms steps). On a GPU the clock's
+ * events cost the host time to record them (about 140 a step for resnet:20's 69 layers), which a
+ * host-bound step pays in full: its layers would add up to more than the step they time. *marked_s
+ * (NULL: not wanted) gets the median step with the clock. */
 static double clock_layers(device *dev, model *m, int batch, sgd_state *opt, const float *x,
                            const uint8_t *y, int steps, double *fwd_s, double *bwd_s,
                            double *marked_s) {
