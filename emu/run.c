@@ -3,6 +3,7 @@
  * same steps over MPI ranks. */
 #include "emu/run.h"
 #include "common/csv.h"
+#include "common/sorted.h"
 #include "common/status.h"
 #include "emu/memory.h"
 #include "emu/recipe.h"
@@ -454,11 +455,6 @@ static void summarize_staleness(const policy_result *pr, run_summary *s) {
                               POLICY_STALENESS_BINS, pr->max_clock_gap, pr->max_update_staleness);
 }
 
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The q-quantile of sorted values (nearest rank). */
 static double quantile(const double *v, size_t n, double q) {
     size_t k = (size_t)ceil(q * (double)n);
@@ -490,7 +486,7 @@ static void warn_degenerate_delta(const emu_run *r, const run_summary *sum) {
 static void summarize_delta(emu_run *r, run_summary *s) {
     run_context *c = &r->ctx;
     if (c->warmup_steps < 0 || c->n_deltas == 0) return;
-    qsort(c->deltas, c->n_deltas, sizeof(double), compare_doubles);
+    sorted_doubles(c->deltas, c->n_deltas);
     s->delta_p50 = quantile(c->deltas, c->n_deltas, 0.5);
     s->delta_p90 = quantile(c->deltas, c->n_deltas, 0.9);
     s->delta_p99 = quantile(c->deltas, c->n_deltas, 0.99);

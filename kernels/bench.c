@@ -2,6 +2,7 @@
 #include "kernels/bench.h"
 
 #include "common/rng.h"
+#include "common/sorted.h"
 #include "common/status.h"
 #include "kernels/device_impl.h"
 #include "kernels/model.h"
@@ -141,16 +142,10 @@ static const float bench_lr = 0.01f, bench_mu = 0.9f, bench_wd = 5e-4f;
  * rate; then the convolutions together (forward and backward) against SGEMM. */
 #define LAYER_STEPS 10
 
-/* Ascending order of doubles, for qsort. */
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The median of v[0..n), n >= 1 (v is sorted in place). */
 static double median_of(double *v, int n) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    sorted_doubles(v, (size_t)n);
+    return sorted_median(v, (size_t)n);
 }
 
 /* `steps` training steps with the layer clock, each followed by one without it: fwd_s[i] and

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/csv.h"
+#include "common/sorted.h"
 #include "common/status.h"
 #include "sim/compute/compute.h"
 #include "traces/profile.h"
@@ -13,11 +14,6 @@
 #ifndef SS_REFERENCE_DIR
 #define SS_REFERENCE_DIR "traces/reference"
 #endif
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* How a row's training loop ran on its host: the framework (framework.h) and whether it read a
  * value back to the host every step. */
@@ -129,9 +125,9 @@ static void print_by_precision(const double *errs, const sim_precision *prec, in
         for (int i = 0; i < n; i++)
             if (prec[i] == (sim_precision)p) e[m++] = errs[i];
         if (m == 0) continue;
-        qsort(e, (size_t)m, sizeof(double), cmp_double);
+        sorted_doubles(e, (size_t)m);
         fprintf(out, "  %s: median |error| %.1f%% over %d rows\n", sim_precision_name(p),
-                100 * (m % 2 ? e[m / 2] : 0.5 * (e[m / 2 - 1] + e[m / 2])), m);
+                100 * sorted_median(e, (size_t)m), m);
     }
     free(e);
 }
@@ -141,9 +137,9 @@ static void print_by_precision(const double *errs, const sim_precision *prec, in
 static int finish(double *errs, int n, double bound, const char *file, const char *what, FILE *out,
                   validate_compute_result *res) {
     if (n == 0) return ss_error_set(SS_EINPUT, "%s: no %s", file, what);
-    qsort(errs, (size_t)n, sizeof(double), cmp_double);
+    sorted_doubles(errs, (size_t)n);
     res->rows = n;
-    res->median_rel_error = n % 2 ? errs[n / 2] : 0.5 * (errs[n / 2 - 1] + errs[n / 2]);
+    res->median_rel_error = sorted_median(errs, (size_t)n);
     res->within_bound = res->median_rel_error <= bound;
     fprintf(out, "median |error| %.1f%% over %d %s (bound %.0f%%): %s\n",
             100 * res->median_rel_error, n, what, 100 * bound,

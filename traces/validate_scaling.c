@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/csv.h"
+#include "common/sorted.h"
 #include "common/status.h"
 #include "common/isolate.h"
 #include "sim/policy/policy_build.h"
@@ -64,11 +65,6 @@ typedef struct scaling_row {
     double published;
     double predicted; /* NAN: not predicted */
 } scaling_row;
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* The current error message, prefixed with FILE:LINE as SS_EINPUT. The message
  * is copied first: ss_error_set formats into the buffer ss_error_message() reads. */
@@ -303,11 +299,9 @@ static void summarize(scaling_row *rows, int n, double bound, FILE *out,
         if (!isnan(rows[i].predicted))
             errs[res->rows++] = fabs(rows[i].predicted - rows[i].published) / rows[i].published;
     res->skipped = n - res->rows;
-    qsort(errs, (size_t)res->rows, sizeof(double), cmp_double);
     const int m = res->rows;
-    res->median_rel_error = m == 0       ? NAN
-                            : m % 2 == 1 ? errs[m / 2]
-                                         : 0.5 * (errs[m / 2 - 1] + errs[m / 2]);
+    sorted_doubles(errs, (size_t)m);
+    res->median_rel_error = m == 0 ? NAN : sorted_median(errs, (size_t)m);
     res->shape_ok = shape_check(rows, n, out);
     /* the shape is reported, not part of the bound (docs/VALIDATION.md, "validate scaling":
      * VGG-16's fall from 128 to 512 GPUs is not reproduced) */

@@ -3,6 +3,7 @@
  * flag is set; with data injection, some workers share part of their batch with the others
  * before computing. The injecting workers come from a random stream seeded identically on every
  * worker; the decision from the all-gathered flags, so every worker takes the same. */
+#include "common/sorted.h"
 #include "common/status.h"
 #include "sim/policy/policy_inject.h"
 #include "sim/policy/policy_internal.h"
@@ -134,11 +135,6 @@ long policy_selsync_calibration_steps(const policy_config *pc) {
     return pc->ewma_window > SELSYNC_MIN_CALIBRATION ? pc->ewma_window : SELSYNC_MIN_CALIBRATION;
 }
 
-static int compare_doubles(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* --delta auto:R (syncsim's extension, not the paper's method): during the calibration steps the
  * workers all-gather their Delta (8 bytes each instead of the 1-byte flag) and synchronize; the
  * step synchronizes later when any Delta >= delta, i.e. when the step's largest Delta reaches it,
@@ -158,7 +154,7 @@ typedef struct selsync_auto {
 static double auto_quantile(selsync_auto *au) {
     if (au->n == 0) return 0.0;
     memcpy(au->sorted, au->max_delta, sizeof(double) * (size_t)au->n);
-    qsort(au->sorted, (size_t)au->n, sizeof(double), compare_doubles);
+    sorted_doubles(au->sorted, (size_t)au->n);
     long k = (long)ceil(au->target * (double)au->n) - 1;
     if (k < 0) k = 0;
     if (k >= au->n) k = au->n - 1;
