@@ -248,6 +248,49 @@ static int write_inputs(const bench_network_opts *o, const char *dir, int n, cha
     return SS_OK;
 }
 
+/* The measurements of one row on its written platform and host files, and the row printed. */
+static int smpi_row_run(const bench_network_opts *o, const char *platform, const char *hostfile,
+                        int n, int smpi, const char *smpirun, FILE *out) {
+    bench_run r = {platform, n, o->bytes,          o->model, SIM_ALLREDUCE_RING,
+                   NULL,     0, SIM_PROTOCOL_AUTO, 1};
+    double ring_s = 0, ring_w = 0, coarse_s = 0, coarse_w = 0;
+    int st;
+    if ((st = bench_sim(&r, &ring_s, &ring_w, NULL))) return st;
+    r.algo = SIM_ALLREDUCE_RING_COARSE;
+    if ((st = bench_sim(&r, &coarse_s, &coarse_w, NULL))) return st;
+    double smpi_s = NAN, smpi_w = NAN;
+    char why[1200] = "";
+    if (smpi && n <= o->max_smpi_hosts) {
+        if (bench_smpi(o, smpirun, platform, hostfile, n, &smpi_s, &smpi_w, why, sizeof why))
+            smpi_s = smpi_w = NAN;
+    } else if (smpi) {
+        snprintf(why, sizeof why, "SMPI skipped for %d hosts (above --max-smpi-hosts %d)", n,
+                 o->max_smpi_hosts);
+    }
+    fprintf(out, "%6d %14.9f %10.3f %14.9f %10.3f ", n, ring_s, ring_w, coarse_s, coarse_w);
+    if (isnan(smpi_s))
+        fprintf(out, "%14s %10s %11s %11s %10s", "-", "-", "-", "-", "-");
+    else
+        fprintf(out, "%14.9f %10.3f %11.1f %11.1f %10.3f", smpi_s, smpi_w, smpi_w / ring_w,
+                smpi_w / coarse_w, 100 * (ring_s - smpi_s) / smpi_s);
+    fprintf(out, " %10.3f\n", 100 * (coarse_s - ring_s) / ring_s);
+    if (why[0]) fprintf(out, "#   %s\n", why);
+    fflush(out);
+    return SS_OK;
+}
+
+/* One row of the SMPI comparison: n hosts, syncsim's ring and ring-coarse, and SMPI's when it
+ * can run; its platform and host files are removed whatever happens. */
+static int smpi_row(const bench_network_opts *o, const char *dir, int n, int smpi,
+                    const char *smpirun, FILE *out) {
+    char platform[1024], hostfile[1024];
+    int st = write_inputs(o, dir, n, platform, hostfile, sizeof platform);
+    if (st == SS_OK) st = smpi_row_run(o, platform, hostfile, n, smpi, smpirun, out);
+    remove(platform);
+    remove(hostfile);
+    return st;
+}
+
 int bench_network(const bench_network_opts *o, FILE *out) {
     SS_ASSERT(o != NULL && out != NULL);
     if (!(o->bytes >= 4) || fmod(o->bytes, 4) != 0 || o->bytes > 4e12)
@@ -261,7 +304,6 @@ int bench_network(const bench_network_opts *o, FILE *out) {
     for (int i = 0; i < o->n_sizes; i++)
         if (o->hosts[i] < 2 || o->hosts[i] > 65536)
             return ss_error_set(SS_EUSAGE, "bench network: %d hosts, need 2 to 65536", o->hosts[i]);
-    const char *dir = o->work_dir ? o->work_dir : "/tmp";
     const char *smpirun = o->smpirun ? o->smpirun : "smpirun";
     int have_smpirun = program_on_path(smpirun);
     int have_prog = SS_SMPI_ALLREDUCE[0] && access(SS_SMPI_ALLREDUCE, X_OK) == 0;
@@ -283,39 +325,22 @@ int bench_network(const bench_network_opts *o, FILE *out) {
     fprintf(out, "%6s %14s %10s %14s %10s %14s %10s %11s %11s %10s %10s\n", "hosts", "ring_sim_s",
             "ring_wall", "coarse_sim_s", "coarse_wall", "smpi_sim_s", "smpi_wall", "smpi/ring_w",
             "smpi/crs_w", "ring-smpi%", "crs-ring%");
-    for (int i = 0; i < o->n_sizes; i++) {
-        int n = o->hosts[i];
-        char platform[1024], hostfile[1024];
-        int st = write_inputs(o, dir, n, platform, hostfile, sizeof platform);
-        if (st) return st;
-        bench_run r = {platform, n, o->bytes,          o->model, SIM_ALLREDUCE_RING,
-                       NULL,     0, SIM_PROTOCOL_AUTO, 1};
-        double ring_s = 0, ring_w = 0, coarse_s = 0, coarse_w = 0;
-        if ((st = bench_sim(&r, &ring_s, &ring_w, NULL))) return st;
-        r.algo = SIM_ALLREDUCE_RING_COARSE;
-        if ((st = bench_sim(&r, &coarse_s, &coarse_w, NULL))) return st;
-        double smpi_s = NAN, smpi_w = NAN;
-        char why[1200] = "";
-        if (have_smpirun && have_prog && n <= o->max_smpi_hosts) {
-            if (bench_smpi(o, smpirun, platform, hostfile, n, &smpi_s, &smpi_w, why, sizeof why))
-                smpi_s = smpi_w = NAN;
-        } else if (have_smpirun && have_prog) {
-            snprintf(why, sizeof why, "SMPI skipped for %d hosts (above --max-smpi-hosts %d)", n,
-                     o->max_smpi_hosts);
-        }
-        fprintf(out, "%6d %14.9f %10.3f %14.9f %10.3f ", n, ring_s, ring_w, coarse_s, coarse_w);
-        if (isnan(smpi_s))
-            fprintf(out, "%14s %10s %11s %11s %10s", "-", "-", "-", "-", "-");
-        else
-            fprintf(out, "%14.9f %10.3f %11.1f %11.1f %10.3f", smpi_s, smpi_w, smpi_w / ring_w,
-                    smpi_w / coarse_w, 100 * (ring_s - smpi_s) / smpi_s);
-        fprintf(out, " %10.3f\n", 100 * (coarse_s - ring_s) / ring_s);
-        if (why[0]) fprintf(out, "#   %s\n", why);
-        fflush(out);
-        remove(platform);
-        remove(hostfile);
+    char scratch[1100] = "";
+    const char *dir = o->work_dir;
+    if (!dir) { /* the files smpirun reads, in a directory of this run's own */
+        snprintf(scratch, sizeof scratch, "%s/syncsim-smpi-XXXXXX", platform_temp_dir());
+        if (!mkdtemp(scratch))
+            return ss_error_set(SS_EIO,
+                                "bench network: cannot create %s: %s (TMPDIR names the "
+                                "directory)",
+                                scratch, strerror(errno));
+        dir = scratch;
     }
-    return SS_OK;
+    int st = SS_OK;
+    for (int i = 0; i < o->n_sizes && st == SS_OK; i++)
+        st = smpi_row(o, dir, o->hosts[i], have_smpirun && have_prog, smpirun, out);
+    if (scratch[0]) rmdir(scratch);
+    return st;
 }
 
 /* ---- nccl-tests-like table over message sizes (bench_network.h) ---- */
@@ -493,13 +518,14 @@ int bench_sizes_write_csv(const bench_sizes_opts *o, const bench_sizes_row *rows
     return afile_commit(&f);
 }
 
-/* The platform of the table: --platform, or a generated one written to a temporary file (*tmp
- * set, for the caller to remove). */
+/* The platform of the table: --platform (path), or a generated one in a temporary file (tmp,
+ * for the caller to close; path is its name for SimGrid). */
 static int resolve_platform(const run_request *rq, int n_ps, int *n_workers, char *path,
-                            size_t path_bytes, int *tmp) {
+                            size_t path_bytes, platform_temp *tmp) {
     const run_config *cfg = rq->cfg;
     const int workers_set = rq->was_set && rq->was_set(cfg, "workers");
-    *tmp = 0;
+    tmp->fd = -1;
+    tmp->named = 0;
     if (cfg->platform[0]) {
         sim_platform_info info;
         int st = sim_platform_check(cfg->platform, &info);
@@ -515,14 +541,9 @@ static int resolve_platform(const run_request *rq, int n_ps, int *n_workers, cha
     platform_gen_spec spec;
     int st = platform_spec_from_config(cfg, *n_workers, n_ps, &spec);
     if (st) return st;
-    snprintf(path, path_bytes, "/tmp/syncsim-bench-XXXXXX");
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return ss_error_set(SS_EIO, "bench network: cannot create %s: %s", path, strerror(errno));
-    close(fd);
-    *tmp = 1;
-    if ((st = platform_generate_file(&spec, path))) remove(path);
-    return st;
+    if ((st = platform_temp_generate(&spec, tmp))) return st;
+    snprintf(path, path_bytes, "%s", tmp->path);
+    return SS_OK;
 }
 
 static int check_platform_options(const run_request *rq) {
@@ -625,9 +646,10 @@ int bench_network_run(const run_request *rq, FILE *out) {
     if (form) return form;
     if (cfg->bench_smpi) return run_smpi_comparison(cfg, out);
     bench_sizes_opts o;
-    int st = table_options(rq, &o), tmp = 0;
+    int st = table_options(rq, &o);
+    platform_temp tmp = {.fd = -1};
     if (st) return st;
-    char path[1024];
+    char path[1100];
     if ((st = resolve_platform(rq, o.algo == BENCH_INCAST, &o.n_workers, path, sizeof path, &tmp)))
         return st;
     o.platform = cfg->platform[0] ? cfg->platform : "a generated platform";
@@ -635,7 +657,7 @@ int bench_network_run(const run_request *rq, FILE *out) {
     const char *shown = o.platform;
     o.platform = path;
     st = bench_network_sizes(&o, rows);
-    if (tmp) remove(path);
+    platform_temp_close(&tmp);
     o.platform = shown;
     if (st == SS_OK && rq->was_set &&
         (rq->was_set(cfg, "gpu") || rq->was_set(cfg, "gpu-efficiency")))

@@ -30,7 +30,8 @@ typedef struct bench_network_opts {
     sim_network_model model;            /* default CM02, also used for SMPI */
     int max_smpi_hosts;                 /* skip SMPI above this N (default 256) */
     const char *smpirun;                /* NULL: "smpirun" from PATH */
-    const char *work_dir;               /* platform and host files go here; NULL: /tmp */
+    const char *work_dir; /* platform and host files go here; NULL: a new directory in $TMPDIR
+                             (/tmp), removed at the end */
 } bench_network_opts;
 
 bench_network_opts bench_network_default(void);

@@ -61,22 +61,25 @@ static int evaluate(calib_fit *f, const double *x, double *res, double *pred_us,
         const calib_log *g = &f->logs[l];
         platform_gen_spec s = f->spec[l];
         set_params(&s, x);
-        char path[512];
-        snprintf(path, sizeof path, "%s/log%d.xml", f->dir, l);
-        int st = platform_generate_file(&s, path);
+        platform_temp path;
+        int st = platform_temp_generate(&s, &path);
         if (st) return st;
         for (int i = 0; i < g->n; i++, k++) {
             double sim_s, wall_s;
             char r[BENCH_RAN_LEN] = "";
-            st = bench_network_allreduce_channels(path, g->ranks, g->size_bytes[i], f->model,
+            st = bench_network_allreduce_channels(path.path, g->ranks, g->size_bytes[i], f->model,
                                                   f->algo, f->protocol, f->channels, &sim_s,
                                                   &wall_s, r);
-            if (st) return st;
+            if (st) {
+                platform_temp_close(&path);
+                return st;
+            }
             double p = 1e6 * sim_s;
             res[k] = (p - g->time_us[i]) / g->time_us[i];
             if (pred_us) pred_us[k] = p;
             if (ran) snprintf(ran[k], 32, "%s", r[0] ? r : "-");
         }
+        platform_temp_close(&path);
     }
     if (!f->last_res) f->last_res = ss_malloc(sizeof *f->last_res * (size_t)n);
     memcpy(f->last_res, res, sizeof *res * (size_t)n);
@@ -155,27 +158,10 @@ int calib_fit_init(calib_fit *f, const run_config *cfg, const calib_log *logs, i
     }
     f->pred_us = ss_malloc(sizeof *f->pred_us * (size_t)total_sizes(f));
     f->ran = ss_malloc(sizeof *f->ran * (size_t)total_sizes(f));
-    const char *tmp = getenv("TMPDIR");
-    snprintf(f->dir, sizeof f->dir, "%s/syncsim-calibrate-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(f->dir)) {
-        st = ss_error_set(SS_EIO, "calibrate network: cannot create %s: %s", f->dir,
-                          strerror(errno));
-        f->dir[0] = '\0';
-        return st;
-    }
     return SS_OK;
 }
 
 void calib_fit_free(calib_fit *f) {
-    if (f->dir[0]) {
-        char path[512];
-        for (int l = 0; l < f->n_logs; l++) {
-            snprintf(path, sizeof path, "%s/log%d.xml", f->dir, l);
-            remove(path);
-        }
-        rmdir(f->dir);
-        f->dir[0] = '\0';
-    }
     free(f->pred_us);
     free(f->ran);
     free(f->last_res);

@@ -83,7 +83,6 @@ typedef struct calib_fit {
     int evaluations; /* of every log's sizes */
     double *pred_us; /* per log and size, at the fitted values */
     char (*ran)[32];
-    char dir[256];                          /* scratch directory of the platforms */
     double last_x[CALIB_NPARAM], *last_res; /* the last point evaluated */
 } calib_fit;
 

@@ -130,15 +130,16 @@ static void coupling_close(coupling_state *s) {
 static int coupling_simulated(const run_config *cfg, long steps, step_source *src, emulation *em,
                               coupling_result *res) {
     const int n = cfg->workers;
-    char platform[64];
-    snprintf(platform, sizeof platform, "/tmp/syncsim_coupling_%d.xml", (int)getpid());
     platform_gen_spec ps = platform_gen_default();
     ps.n_hosts = n;
-    int rc = platform_generate_file(&ps, platform);
+    platform_temp platform;
+    int rc = platform_temp_generate(&ps, &platform);
     if (rc != SS_OK) return rc;
-    sim_cluster_opts co = {.platform_path = platform, .n_workers = n};
+    sim_cluster_opts co = {.platform_path = platform.path, .n_workers = n};
     sim_cluster *cluster;
-    if ((rc = sim_cluster_open(&co, &cluster)) != SS_OK) return rc;
+    rc = sim_cluster_open(&co, &cluster);
+    platform_temp_close(&platform);
+    if (rc != SS_OK) return rc;
     policy_config pc;
     policy_config_default(&pc);
     pc.kind = POLICY_BSP;
@@ -154,7 +155,6 @@ static int coupling_simulated(const run_config *cfg, long steps, step_source *sr
     res->wall_s = outputs_wall_s() - t0;
     res->open_eval = em && emulation_evaluation_open(em);
     res->sim_s = pr.sim_time_s;
-    unlink(platform);
     return rc;
 }
 

@@ -454,15 +454,29 @@ static void test_config_files(void) {
     run_cases(config_files, (int)(sizeof config_files / sizeof config_files[0]));
 }
 
-/* Starts `syncsim ARGS` in a process group of its own (stdout and stderr to LOG), waits until
- * LOG holds `ready` (at most 300 s: a loaded machine), sends `sig` to the whole group as a
- * terminal's Ctrl-C does, and waits for the program (at most 300 s). Returns its exit code (-1:
- * it never got ready, or did not end); *left: 1 when a process of the group is still alive
- * after it ended (killed then, so no test leaves one). */
+/* Entries of dir other than . and .. (-1: it cannot be read). */
+static int dir_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* Starts `syncsim ARGS` in a process group of its own (stdout and stderr to LOG, TMPDIR an empty
+ * directory of its own), waits until LOG holds `ready` (at most 300 s: a loaded machine), sends
+ * `sig` to the whole group as a terminal's Ctrl-C does, and waits for the program (at most
+ * 300 s). Returns its exit code (-1: it never got ready, or did not end); *left: 1 when a process
+ * of the group is still alive after it ended (killed then, so no test leaves one), 2 when a file
+ * is left in its TMPDIR (a simulation's platform). */
 static int interrupt_run(const char *args, const char *ready, int sig, const char *log, int *left) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "cd %s && exec %s/syncsim %s > %s 2>&1 </dev/null", tmp_dir,
-             SS_BINARY_DIR, args, log);
+    char cmd[2048], tmpdir[700];
+    snprintf(tmpdir, sizeof tmpdir, "%s.tmpdir", log);
+    mkdir(tmpdir, 0700);
+    snprintf(cmd, sizeof cmd, "cd %s && TMPDIR=%s exec %s/syncsim %s > %s 2>&1 </dev/null", tmp_dir,
+             tmpdir, SS_BINARY_DIR, args, log);
     *left = 0;
     pid_t pid = fork();
     if (pid == 0) {
@@ -500,6 +514,7 @@ static int interrupt_run(const char *args, const char *ready, int sig, const cha
         *left = 1;
         kill(-pid, SIGKILL);
     }
+    if (!*left && dir_entries(tmpdir) != 0) *left = 2;
     return code;
 }
 
@@ -524,8 +539,10 @@ static void test_validate_interrupted(void) {
         char *text = read_all(log, &len);
         int ok = code == 130 && !left && text && strstr(text, "interrupted");
         if (!ok)
-            fprintf(stderr, "\n  syncsim %s: exit %d, processes left %d, log:\n%.1500s\n", args,
-                    code, left, text ? text : "");
+            fprintf(stderr,
+                    "\n  syncsim %s: exit %d, left %d (1: a process, 2: a file in TMPDIR), "
+                    "log:\n%.1500s\n",
+                    args, code, left, text ? text : "");
         CU_ASSERT(ok);
         free(text);
     }

@@ -3,9 +3,12 @@
  * SS_EINPUT with a message naming the file and the problem, never a SimGrid abort. */
 #include <ctype.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <simgrid/host.h>
 
@@ -392,6 +395,84 @@ static void test_engine_once(void) {
     isolate_blob_free(&b);
 }
 
+/* Bytes of the file at path (NULL: cannot read); *n its length. */
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = NULL;
+    size_t cap = 0, len = 0;
+    for (size_t got = 1; got > 0;) {
+        if (len + 65536 > cap) buf = realloc(buf, cap = 2 * cap + 65536);
+        got = fread(buf + len, 1, 65536, f);
+        len += got;
+    }
+    fclose(f);
+    *n = len;
+    return buf;
+}
+
+static int entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
+}
+
+/* platform_temp_generate: the platform_generate bytes, read by SimGrid in a forked child, with no
+ * name in TMPDIR at any time (so nothing is left when the process is killed); a TMPDIR that
+ * cannot hold it is named in the error. */
+static void test_platform_temp(void) {
+    char dir[600], *old = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+    snprintf(dir, sizeof dir, "%s/tests/platform_temp_dir", SS_BINARY_DIR);
+    mkdir(dir, 0700);
+    CU_ASSERT_EQUAL_FATAL(entries(dir), 0);
+    setenv("TMPDIR", dir, 1);
+    platform_gen_spec sp = platform_gen_default();
+    sp.n_hosts = 64;
+    sp.topology = PLATFORM_TOPOLOGY_FAT_TREE;
+    platform_temp t;
+    int st = platform_temp_generate(&sp, &t);
+    CU_ASSERT_EQUAL_FATAL(st, SS_OK);
+    CU_ASSERT_EQUAL(t.named, 0); /* Linux has /proc */
+    CU_ASSERT_EQUAL(entries(dir), 0);
+    char *want = NULL;
+    size_t want_n = 0, got_n = 0;
+    FILE *m = open_memstream(&want, &want_n);
+    CU_ASSERT_EQUAL(platform_generate(&sp, m), SS_OK);
+    fclose(m);
+    char *got = slurp(t.path, &got_n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(got);
+    CU_ASSERT(got_n == want_n && memcmp(got, want, want_n) == 0);
+    free(got);
+    free(want);
+    load_out out;
+    st = load(t.path, 64, 0, &out); /* in a forked child, as every simulation runs */
+    if (st) fprintf(stderr, "\n  %s: %s\n", t.path, ss_error_message());
+    CU_ASSERT_EQUAL(st, SS_OK);
+    CU_ASSERT_EQUAL(out.simgrid_hosts, 64);
+    const int fd = t.fd;
+    platform_temp_close(&t);
+    CU_ASSERT_EQUAL(fcntl(fd, F_GETFD), -1);
+    CU_ASSERT_EQUAL(t.fd, -1);
+    platform_temp_close(&t); /* twice: nothing */
+    CU_ASSERT_EQUAL(entries(dir), 0);
+    rmdir(dir);
+    /* a TMPDIR that does not exist */
+    st = platform_temp_generate(&sp, &t);
+    CU_ASSERT_EQUAL(st, SS_EIO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), dir));
+    CU_ASSERT_PTR_NOT_NULL(strstr(ss_error_message(), "TMPDIR"));
+    CU_ASSERT_EQUAL(t.fd, -1);
+    if (old)
+        setenv("TMPDIR", old, 1);
+    else
+        unsetenv("TMPDIR");
+    free(old);
+}
+
 /* The isolation: a child that aborts gives SS_EIO naming the signal, the parent lives on. */
 static int abort_run(void *arg, isolate_blob *result) {
     (void)arg;
@@ -417,6 +498,7 @@ static CU_TestInfo platform_tests[] = {
     {"sim_platform_check_mem: same hosts or message as the file", test_check_mem_equals_file},
     {"sim_cluster_open twice in one process", test_engine_once},
     {"isolate_call child abort", test_isolate_abort},
+    {"platform_temp_generate: SimGrid reads it, no name in TMPDIR", test_platform_temp},
     CU_TEST_INFO_NULL};
 
 int main(void) {

@@ -340,7 +340,7 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
     if (rc != SS_OK) return rc;
     const int async = policy_is_async(&pc);
     const int n_ps = (async || pc.use_ps) ? pc.ps_servers : 0;
-    char tmp[256] = "";
+    platform_temp tmp = {.fd = -1};
     const char *platform = o->platform_path;
     if (!platform) {
         platform_gen_spec spec = o->gen;
@@ -348,11 +348,12 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
         spec.n_ps = n_ps;
         if (o->gen_path) {
             platform = o->gen_path;
+            rc = platform_generate_file(&spec, platform);
         } else {
-            snprintf(tmp, sizeof tmp, "/tmp/syncsim_replay_%ld.xml", (long)getpid());
-            platform = tmp;
+            rc = platform_temp_generate(&spec, &tmp);
+            platform = tmp.path;
         }
-        if ((rc = platform_generate_file(&spec, platform)) != SS_OK) return rc;
+        if (rc != SS_OK) return rc;
     }
     sim_cluster_opts co = {.platform_path = platform,
                            .n_workers = pc.workers,
@@ -361,7 +362,7 @@ int replay_run(const trace *t, const replay_opts *o, replay_result *out) {
                            .verbose = 0};
     sim_cluster *cluster = NULL;
     rc = sim_cluster_open(&co, &cluster);
-    if (tmp[0]) unlink(tmp);
+    platform_temp_close(&tmp);
     if (rc != SS_OK) return rc;
     /* SimGrid's engine, started by the cluster, put its own SIGINT handler in place (it exits
      * 1, or aborts, without outputs): ours again, so that the step loop sees the flag */

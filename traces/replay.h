@@ -49,8 +49,8 @@ typedef struct replay_opts {
     uint64_t seed;                /* scale-out draws (REPLAY_SCALE_SAMPLE) */
     const char *platform_path;    /* a SimGrid platform; NULL: generate one from `gen` */
     platform_gen_spec gen;        /* generated platform (n_hosts and n_ps are set by replay_run) */
-    const char *gen_path;         /* where to write the generated platform (NULL: a /tmp file that
-                                     is removed after loading) */
+    const char *gen_path;         /* where to write the generated platform (NULL: a file without a
+                                     name, platform_temp_generate) */
     sim_network_model model;      /* network model */
     double compute_speed_flops;   /* > 0: a flops-mode trace's FLOPs take FLOPs / this seconds
                                      (a GPU class on a given platform), not the host's speed */

@@ -138,6 +138,30 @@ int platform_generate(const platform_gen_spec *spec, FILE *out);
 /* The same into the file `path`, atomically (common/afile.h). */
 int platform_generate_file(const platform_gen_spec *spec, const char *path);
 
+/* A generated platform that only this process's simulations read (a replay's, a fit's, a
+ * benchmark's), in a file without a name: created in platform_temp_dir() with O_TMPFILE (or
+ * unlinked as soon as it is open), and read by SimGrid through t->path, /proc/self/fd/N, also in
+ * forked children (common/isolate.h), which inherit the descriptor. Nothing is left on disk
+ * however the process ends, SIGKILL included. Where /proc is not mounted the file keeps a name
+ * (TMPDIR/syncsim-platform-XXXXXX.xml) until platform_temp_close().
+ *
+ *     platform_temp t;
+ *     if (platform_temp_generate(&spec, &t) != SS_OK) return ...;   // SS_EIO naming the directory
+ *     sim_cluster_opts co = {.platform_path = t.path, ...};  ... sim_cluster_open(&co, &c) ...
+ *     platform_temp_close(&t);   // once no simulation will read it any more
+ */
+typedef struct platform_temp {
+    int fd;          /* the open file (-1: none) */
+    int named;       /* no /proc: path is a name of its own, removed by platform_temp_close() */
+    char path[1100]; /* what SimGrid reads */
+} platform_temp;
+
+int platform_temp_generate(const platform_gen_spec *spec, platform_temp *t);
+/* Closes the file (and removes its name, if it has one); t may be closed already. */
+void platform_temp_close(platform_temp *t);
+/* $TMPDIR, or /tmp when it is unset or empty. */
+const char *platform_temp_dir(void);
+
 /* Link latency of a generated platform when --latency is "tier": the tier of the bandwidth
  * (platforms/README.md): <= 5 Gbps 25 us, <= 10 Gbps 15 us, <= 25 Gbps 10 us, <= 40 Gbps 5 us,
  * faster 1 us. */
