@@ -12,6 +12,7 @@
 
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,18 @@ static inline int ss_test_shell(const char *cmd, char **output) {
     else
         free(buf);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Entries of the directory dir other than . and .. (-1: it cannot be read): a test's TMPDIR
+ * that must stay empty. */
+static inline int ss_test_dir_entries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    closedir(d);
+    return n;
 }
 
 /* 1 when `name` is selected by SS_TEST ("=name" exact, else substring; unset: all). */

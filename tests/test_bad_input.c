@@ -454,17 +454,6 @@ static void test_config_files(void) {
     run_cases(config_files, (int)(sizeof config_files / sizeof config_files[0]));
 }
 
-/* Entries of dir other than . and .. (-1: it cannot be read). */
-static int dir_entries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return n;
-}
-
 /* Starts `syncsim ARGS` in a process group of its own (stdout and stderr to LOG, TMPDIR an empty
  * directory of its own), waits until LOG holds `ready` (at most 300 s: a loaded machine), sends
  * `sig` to the whole group as a terminal's Ctrl-C does, and waits for the program (at most
@@ -514,7 +503,7 @@ static int interrupt_run(const char *args, const char *ready, int sig, const cha
         *left = 1;
         kill(-pid, SIGKILL);
     }
-    if (!*left && dir_entries(tmpdir) != 0) *left = 2;
+    if (!*left && ss_test_dir_entries(tmpdir) != 0) *left = 2;
     return code;
 }
 

@@ -411,16 +411,6 @@ static char *slurp(const char *path, size_t *n) {
     return buf;
 }
 
-static int entries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d));)
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return n;
-}
-
 /* platform_temp_generate: the platform_generate bytes, read by SimGrid in a forked child, with no
  * name in TMPDIR at any time (so nothing is left when the process is killed); a TMPDIR that
  * cannot hold it is named in the error. */
@@ -428,7 +418,7 @@ static void test_platform_temp(void) {
     char dir[600], *old = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
     snprintf(dir, sizeof dir, "%s/tests/platform_temp_dir", SS_BINARY_DIR);
     mkdir(dir, 0700);
-    CU_ASSERT_EQUAL_FATAL(entries(dir), 0);
+    CU_ASSERT_EQUAL_FATAL(ss_test_dir_entries(dir), 0);
     setenv("TMPDIR", dir, 1);
     platform_gen_spec sp = platform_gen_default();
     sp.n_hosts = 64;
@@ -437,7 +427,7 @@ static void test_platform_temp(void) {
     int st = platform_temp_generate(&sp, &t);
     CU_ASSERT_EQUAL_FATAL(st, SS_OK);
     CU_ASSERT_EQUAL(t.named, 0); /* Linux has /proc */
-    CU_ASSERT_EQUAL(entries(dir), 0);
+    CU_ASSERT_EQUAL(ss_test_dir_entries(dir), 0);
     char *want = NULL;
     size_t want_n = 0, got_n = 0;
     FILE *m = open_memstream(&want, &want_n);
@@ -458,7 +448,7 @@ static void test_platform_temp(void) {
     CU_ASSERT_EQUAL(fcntl(fd, F_GETFD), -1);
     CU_ASSERT_EQUAL(t.fd, -1);
     platform_temp_close(&t); /* twice: nothing */
-    CU_ASSERT_EQUAL(entries(dir), 0);
+    CU_ASSERT_EQUAL(ss_test_dir_entries(dir), 0);
     rmdir(dir);
     /* a TMPDIR that does not exist */
     st = platform_temp_generate(&sp, &t);
