@@ -5,7 +5,8 @@
 #                                    like: a crash stops the target and leaves crash-* in its
 #                                    directory build-fuzz/runs/NAME/, which the log names; on a
 #                                    shared machine run it as `nice -n 19 scripts/fuzz.sh ...`
-# Targets: trace, profile, csv, chakra (traces/fuzz/), platform, config, sweep (tests/fuzz/). Each starts
+# Targets: trace, profile, csv, chakra, torch_trace (traces/fuzz/), platform, config, sweep, nccl_log
+# (tests/fuzz/). Each starts
 # from its seed corpus in the repository and keeps what it finds in build-fuzz/runs/NAME/corpus.
 # Without clang it says so and exits 0.
 set -euo pipefail
@@ -16,7 +17,7 @@ if ! command -v clang >/dev/null; then
   echo "fuzz: clang not found (scripts/install-deps.sh installs it): fuzz targets skipped"
   exit 0
 fi
-targets=(trace profile csv chakra platform config sweep)
+targets=(trace profile csv chakra torch_trace platform config sweep nccl_log)
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSYNCSIM_FUZZ=ON >/dev/null
 cmake --build build-fuzz -j "$(nproc)" --target "${targets[@]/#/fuzz_}"
@@ -25,7 +26,7 @@ root="$PWD"
 for t in "${targets[@]}"; do
   [ -n "$only" ] && [ "$only" != "$t" ] && continue
   case "$t" in
-    trace | profile | csv | chakra) bin="$root/build-fuzz/traces/fuzz_$t" seeds="$root/traces/fuzz/corpus_$t" ;;
+    trace | profile | csv | chakra | torch_trace) bin="$root/build-fuzz/traces/fuzz_$t" seeds="$root/traces/fuzz/corpus_$t" ;;
     *) bin="$root/build-fuzz/tests/fuzz/fuzz_$t" seeds="$root/tests/fuzz/corpus_$t" ;;
   esac
   dir="$root/build-fuzz/runs/$t"
