@@ -518,14 +518,12 @@ int bench_sizes_write_csv(const bench_sizes_opts *o, const bench_sizes_row *rows
     return afile_commit(&f);
 }
 
-/* The platform of the table: --platform (path), or a generated one in a temporary file (tmp,
- * for the caller to close; path is its name for SimGrid). */
+/* The platform of the table: --platform (path), or a generated one in a temporary file (*tmp,
+ * closed by the caller, which passes it closed: {.fd = -1}; path is its name for SimGrid). */
 static int resolve_platform(const run_request *rq, int n_ps, int *n_workers, char *path,
                             size_t path_bytes, platform_temp *tmp) {
     const run_config *cfg = rq->cfg;
     const int workers_set = rq->was_set && rq->was_set(cfg, "workers");
-    tmp->fd = -1;
-    tmp->named = 0;
     if (cfg->platform[0]) {
         sim_platform_info info;
         int st = sim_platform_check(cfg->platform, &info);
