@@ -1,12 +1,10 @@
 /* `syncsim calibrate network` (see calibrate_network.h). */
 #include "cli/calibrate_network.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include <gsl/gsl_blas.h>
 #include <gsl/gsl_errno.h>

@@ -25,7 +25,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct coupling_result {
     double wall_s;     /* training loop only (data loading and set-up excluded) */
